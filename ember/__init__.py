@@ -1,0 +1,41 @@
+"""ember: a deep-learning framework on NumPy with PyTorch's API and semantics.
+
+``import ember as torch`` runs ordinary PyTorch code.  Layers (bottom up):
+``_core`` (dtypes, devices, Tensor, dispatch, autograd records), ``ops`` (every
+operator, defined once), ``autograd`` (engine and user API), then the libraries.
+"""
+import numpy as _np
+
+# Floating-point exceptions follow torch (inf/nan results, no warnings): NumPy's
+# warnings would otherwise fire on log(0), 0/0, overflow in exp, ...
+_np.seterr(all="ignore")
+
+from ._core.dtype import (  # noqa: E402
+    bfloat16, bool, can_cast, cdouble, cfloat, chalf, complex64, complex128, double, dtype,
+    finfo, float, float8_e4m3fn, float8_e5m2, float16, float32, float64, get_default_dtype,
+    half, iinfo, int, int8, int16, int32, int64, is_complex, is_floating_point, long,
+    promote_types, result_type, set_default_dtype, short, uint8, uint16, uint32, uint64)
+from ._core.device import device  # noqa: E402
+from ._core.tensor import Size, Tensor  # noqa: E402
+from ._core.printing import set_printoptions  # noqa: E402
+from ._core.dispatch import DispatchMode  # noqa: E402
+from . import ops  # noqa: E402
+from .ops import *  # noqa: E402,F401,F403
+from . import autograd  # noqa: E402
+from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    """True if ``obj`` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+def typename(obj):
+    return type(obj).__name__ if not isinstance(obj, Tensor) else obj.type()

@@ -1,0 +1,98 @@
+"""Devices and the backend registry.
+
+A backend owns an array namespace (``xp``) and the array type that stores its
+tensors.  Kernels never import NumPy by name for anything that depends on the
+device: they receive the namespace of their inputs.  'cpu' is NumPy; further
+backends (a CuPy 'cuda', or a third-party PrivateUse1-style device) register
+here with `register_backend`.
+"""
+import numpy as np
+
+__all__ = ["device", "register_backend", "backend_for_array", "get_backend"]
+
+
+class Backend:
+    __slots__ = ("name", "xp", "array_type", "to_host", "from_host")
+
+    def __init__(self, name, xp, array_type, to_host, from_host):
+        self.name = name
+        self.xp = xp
+        self.array_type = array_type
+        self.to_host = to_host
+        self.from_host = from_host
+
+
+_BACKENDS = {}
+XP_BY_ARRAY_TYPE = {}
+
+
+def register_backend(name, xp, array_type, to_host=None, from_host=None):
+    """Register a device type ``name`` whose tensors are ``array_type`` arrays of namespace ``xp``.
+
+    Beyond PyTorch: this is ember's whole third-party device API (the role of
+    PyTorch's PrivateUse1 hooks) -- a namespace that speaks the array API suffices.
+    """
+    b = Backend(name, xp, array_type, to_host or (lambda a: a), from_host or (lambda a: a))
+    _BACKENDS[name] = b
+    XP_BY_ARRAY_TYPE[array_type] = xp
+    return b
+
+
+register_backend("cpu", np, np.ndarray)
+
+
+def get_backend(name):
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise RuntimeError(f"Expected one of {', '.join(_BACKENDS)} device type at start of "
+                           f"device string: {name}") from None
+
+
+def backend_for_array(a):
+    for b in _BACKENDS.values():
+        if isinstance(a, b.array_type):
+            return b
+    raise TypeError(f"no ember backend stores arrays of type {type(a).__name__}")
+
+
+class device:
+    """The device a tensor lives on (``torch.device``): ``device('cpu')``, ``device('cuda', 0)``."""
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        elif isinstance(type, int):
+            raise RuntimeError("device index without a type is ambiguous; use device('cpu')")
+        elif ":" in type:
+            type, _, idx = type.partition(":")
+            if index is not None:
+                raise RuntimeError("type (string) must not include an index because index was "
+                                   "passed explicitly: " + type)
+            index = int(idx)
+        get_backend(type)
+        self.type = type
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and \
+            (self.index == other.index or None in (self.index, other.index))
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+CPU = device("cpu")

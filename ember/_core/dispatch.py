@@ -1,0 +1,320 @@
+"""The dispatcher: every operator call goes through `apply` (or `apply_inplace`).
+
+Fast path: no mode pushed -> unwrap tensors, run the kernel, wrap the result,
+and record an autograd Node only when grad mode is on and an input requires
+grad.  Slow path: the innermost dispatch mode sees the call (tracing, vmap,
+profiling, ... are modes), and arguments that are not tensors but define
+``__ember_function__`` (fx Proxies, tensor-likes) divert the *public* function
+call to their override (see `overridable`).
+"""
+import functools
+import numbers
+
+import numpy as np
+
+from . import dtype as _dt
+from .device import XP_BY_ARRAY_TYPE
+from .node import record
+from .state import STATE
+from .tensor import Tensor, _version_of, wrap
+
+__all__ = ["apply", "apply_inplace", "DispatchMode", "overridable", "NeedsOverride",
+           "SUBCLASS_OVERRIDES", "write_out"]
+
+SUBCLASS_OVERRIDES = set()
+_ndarray = np.ndarray
+_np = np
+_SCALARS = (int, float, bool, complex)
+_XP = XP_BY_ARRAY_TYPE
+
+
+class NeedsOverride(Exception):
+    """Raised inside the dispatcher when an argument defines ``__ember_function__``."""
+
+
+def _unwrap(args):
+    """Arrays for the kernel, whether any input requires grad, and the array namespace."""
+    arrays = []
+    rg = False
+    xp = None
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            arrays.append(d)
+            if a._requires_grad:
+                rg = True
+            if xp is None:
+                xp = _XP[type(d)]
+            elif type(d) is not _ndarray and _XP[type(d)] is not xp:
+                _raise_device_mismatch(args)
+        elif a is None or type(a) in _SCALARS or isinstance(a, numbers.Number):
+            arrays.append(a)
+        elif type(a).__dict__.get("__ember_function__") is not None or \
+                getattr(type(a), "__ember_function__", None) is not None:
+            raise NeedsOverride(a)
+        else:
+            raise TypeError(f"expected Tensor as element {len(arrays)} in argument list, but got "
+                            f"{type(a).__name__}")
+    return arrays, rg, xp or _np
+
+
+def _raise_device_mismatch(args):
+    devs = [str(a.device) for a in args if isinstance(a, Tensor)]
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {devs[0]} and {[d for d in devs if d != devs[0]][0]}!")
+
+
+def apply(op, args, params):
+    """Run ``op`` on ``args`` (tensors and Python scalars) with static keyword ``params``."""
+    if STATE.intercept:
+        return _apply_mode(op, args, params)
+    arrays, rg, xp = _unwrap(args)
+    r = op.kernel(xp, *arrays, **params)
+    if op.n_out == 1:
+        if type(r) is not _ndarray:
+            r = _as_array(r, xp)
+        out = wrap(r)
+        if op.view:
+            _mark_view(out, args[0], op, params)
+        if rg and STATE.grad_enabled and op.differentiable:
+            record(op, args, params, (out,))
+        return out
+    outs = tuple(wrap(x if type(x) is _ndarray else _as_array(x, xp)) for x in r)
+    if op.view:
+        for o in outs:
+            _mark_view(o, args[0], op, params)
+    if rg and STATE.grad_enabled and op.differentiable:
+        record(op, args, params, outs)
+    return outs if op.n_out is not None else list(outs)
+
+
+def _as_array(r, xp):
+    if xp is _np:
+        return _np.asarray(r)
+    return xp.asarray(r)
+
+
+def _mark_view(out, src, op, params):
+    if not _np.may_share_memory(out._data, src._data):
+        return  # the kernel had to copy (e.g. reshape of a non-contiguous tensor)
+    root = src._base if src._base is not None else src
+    out._base = root
+    out._version = _version_of(root)
+    out._view_chain = (src._view_chain or ()) + ((op, params),)
+    out._view_base_fn = root.grad_fn
+
+
+# ---- in-place -------------------------------------------------------------------------
+
+def _check_inplace_allowed(target):
+    if target._requires_grad and target.grad_fn is None and STATE.grad_enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = target._base
+    if base is not None and base._requires_grad and base.grad_fn is None and STATE.grad_enabled:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if STATE.inference is False and getattr(target, "_inference", False) and STATE.grad_enabled:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.")
+
+
+def copy_into(target, r):
+    """Write array ``r`` into ``target``'s storage with torch's shape and casting checks."""
+    td = target._data
+    if r.shape != td.shape:
+        try:
+            b = _np.broadcast_shapes(r.shape, td.shape)
+        except ValueError:
+            b = None
+        if b != td.shape:
+            raise RuntimeError(f"output with shape {list(td.shape)} doesn't match the broadcast "
+                               f"shape {list(_np.broadcast_shapes(r.shape, td.shape)) if b else list(r.shape)}")
+    if r.dtype != td.dtype:
+        src, dst = _dt.FROM_NP[r.dtype], _dt.FROM_NP[td.dtype]
+        if src.category > dst.category:
+            raise RuntimeError(f"result type {_cat_name(src)} can't be cast to the desired output "
+                               f"type {_cat_name(dst)}")
+    _np.copyto(td, r, casting="unsafe") if type(td) is _ndarray else td.__setitem__(..., r)
+    v = _version_of(target)
+    v[0] += 1
+
+
+def _cat_name(d):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+            "bfloat16": "BFloat16"}.get(d.name, d.name)
+
+
+def apply_inplace(op, target, args, params):
+    """``target.op_(*args)``: compute ``op(target, *args)`` and write it into ``target``."""
+    if STATE.intercept:
+        return _apply_mode(op.inplace, (target,) + tuple(args), params)
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op.name}_ expects a Tensor, got {type(target).__name__}")
+    full = (target,) + tuple(args)
+    _check_inplace_allowed(target)
+    track = STATE.grad_enabled and op.differentiable and (
+        target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    if not track:
+        arrays, _, xp = _unwrap(full)
+        r = op.kernel(xp, *arrays, **params)
+        if type(r) is not _ndarray:
+            r = _as_array(r, xp)
+        copy_into(target, r)
+        return target
+    src = target
+    si = op.save_inputs
+    if si is True or (si and 0 in si):
+        # the op's backward reads the old value of target, which is about to be overwritten
+        src = _clone_op()(target)
+    out = apply(op, (src,) + tuple(args), params)
+    copy_into(target, out._data)
+    _rebase_history(target, out)
+    return target
+
+
+def _clone_op():
+    from .op import REGISTRY
+    return REGISTRY["clone"]
+
+
+def _rebase_history(target, out):
+    """Make ``target`` (just overwritten with ``out``'s value) carry ``out``'s history."""
+    if out.grad_fn is None:
+        return
+    base = target._base
+    if base is None:
+        target.grad_fn = out.grad_fn
+        target._output_nr = out._output_nr
+        target._requires_grad = True
+        return
+    from .op import REGISTRY
+    scatter = REGISTRY["_view_scatter"]
+    chain = target._view_chain
+    # base_new = base with the view region replaced by out: a node only, the data is written.
+    base_edge_holder = base
+    node_out = wrap(base._data)
+    record(scatter, (base_edge_holder, out), {"chain": chain}, (node_out,))
+    base.grad_fn = node_out.grad_fn
+    base._output_nr = 0
+    base._requires_grad = True
+    regenerate_view_grad_fn(target)
+
+
+def regenerate_view_grad_fn(view):
+    """Give ``view`` a grad_fn that replays its view chain on its base's current history."""
+    base = view._base
+    t = base
+    with _GradOn():
+        for op, params in view._view_chain:
+            t = apply(op, (t,), params)
+    view.grad_fn = t.grad_fn
+    view._output_nr = t._output_nr
+    view._requires_grad = t._requires_grad
+    view._view_base_fn = base.grad_fn
+
+
+class _GradOn:
+    def __enter__(self):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = True
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+
+
+def write_out(out, result):
+    """Implement ``out=``: resize ``out`` if it is empty, then copy ``result`` into it."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._requires_grad and STATE.grad_enabled and (result._requires_grad or out.grad_fn is None):
+        raise RuntimeError(f"{'functions with out=... arguments'} don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    if out._data.shape != result._data.shape:
+        if out._data.size != 0:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output "
+                          f"shape {list(result._data.shape)}. This behavior is deprecated.",
+                          UserWarning, stacklevel=3)
+        out._data = _np.empty(result._data.shape, dtype=out._data.dtype)
+        out._base = None
+    copy_into(out, result._data)
+    return out
+
+
+# ---- modes and overrides --------------------------------------------------------------
+
+class DispatchMode:
+    """Base class of dispatch modes (like ``TorchDispatchMode``).
+
+    While a mode is active (``with mode:``), every operator call reaches
+    ``mode.__ember_dispatch__(op, args, kwargs)``; calling ``op(*args, **kwargs)``
+    inside it runs the operator under the modes below this one.
+    """
+
+    def __ember_dispatch__(self, op, args, kwargs):
+        return op(*args, **kwargs)
+
+    def __enter__(self):
+        STATE.modes.append(self)
+        STATE.intercept = True
+        return self
+
+    def __exit__(self, *exc):
+        STATE.modes.remove(self)
+        STATE.intercept = bool(STATE.modes)
+
+
+def _apply_mode(op, args, params):
+    if not STATE.modes:
+        STATE.intercept = False
+        return op(*args, **params)
+    mode = STATE.modes.pop()
+    STATE.intercept = bool(STATE.modes)
+    try:
+        return mode.__ember_dispatch__(op, args, params)
+    finally:
+        STATE.modes.append(mode)
+        STATE.intercept = True
+
+
+def _override_types(args, kwargs):
+    found = []
+    for a in list(args) + list(kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            t = type(x)
+            if getattr(t, "__ember_function__", None) is not None and t not in found and \
+                    (not isinstance(x, Tensor) or t in SUBCLASS_OVERRIDES):
+                found.append(t)
+    return found
+
+
+def handle_override(public, args, kwargs):
+    types = _override_types(args, kwargs)
+    for t in types:
+        r = t.__ember_function__(public, tuple(types), args, kwargs)
+        if r is not NotImplemented:
+            return r
+    raise TypeError(f"no implementation found for '{getattr(public, '__qualname__', public)}' on "
+                    f"types that implement __ember_function__: {types}")
+
+
+def overridable(fn):
+    """Let arguments that define ``__ember_function__`` take over calls of public ``fn``.
+
+    Costs nothing on the hot path: the dispatcher raises `NeedsOverride` when it meets
+    such an argument, and only then is the override consulted.
+    """
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        if SUBCLASS_OVERRIDES and _override_types(args, kwargs):
+            return handle_override(public, args, kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except NeedsOverride:
+            return handle_override(public, args, kwargs)
+    public.__wrapped_impl__ = fn
+    return public

@@ -1,0 +1,255 @@
+"""ember dtypes and PyTorch's type-promotion rules.
+
+A `dtype` wraps the NumPy dtype that stores its elements (bfloat16 comes from
+ml_dtypes).  Promotion follows torch exactly: categories bool < integer <
+floating < complex, and operands in three tiers -- dimensioned tensors, zero-dim
+tensors, Python scalars -- where a lower tier only decides the result when it
+raises the category (see `result_type`).
+"""
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "complex64", "complex128", "half", "float", "double", "short",
+    "int", "long", "cfloat", "cdouble", "chalf", "get_default_dtype", "set_default_dtype",
+    "promote_types", "result_type", "can_cast", "finfo", "iinfo", "is_floating_point",
+    "is_complex", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
+]
+
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    """The data type of a tensor's elements (``torch.dtype``)."""
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
+                 "category", "_rank")
+
+    def __init__(self, name, np_dtype, category, rank):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = category
+        self.is_floating_point = category == _FLOAT
+        self.is_complex = category == _COMPLEX
+        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
+        self._rank = rank
+
+    def __repr__(self):
+        return "ember." + self.name
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+    def to_real(self):
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self):
+        return {float16: complex64, bfloat16: complex64, float32: complex64,
+                float64: complex128}.get(self, self)
+
+
+bool = dtype("bool", np.bool_, _BOOL, 0)
+uint8 = dtype("uint8", np.uint8, _INT, 1)
+int8 = dtype("int8", np.int8, _INT, 1)
+int16 = dtype("int16", np.int16, _INT, 2)
+int32 = dtype("int32", np.int32, _INT, 3)
+int64 = dtype("int64", np.int64, _INT, 4)
+uint16 = dtype("uint16", np.uint16, _INT, 2)
+uint32 = dtype("uint32", np.uint32, _INT, 3)
+uint64 = dtype("uint64", np.uint64, _INT, 4)
+float16 = dtype("float16", np.float16, _FLOAT, 1)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT, 1)
+float32 = dtype("float32", np.float32, _FLOAT, 2)
+float64 = dtype("float64", np.float64, _FLOAT, 3)
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT, 0)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT, 0)
+complex64 = dtype("complex64", np.complex64, _COMPLEX, 2)
+complex128 = dtype("complex128", np.complex128, _COMPLEX, 3)
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+cfloat, cdouble, chalf = complex64, complex128, complex64
+
+ALL = (bool, uint8, int8, int16, int32, int64, uint16, uint32, uint64, float16, bfloat16,
+       float32, float64, float8_e4m3fn, float8_e5m2, complex64, complex128)
+_BY_NAME = {d.name: d for d in ALL}
+# NumPy dtype -> ember dtype; the hot path looks tensors' dtypes up here.
+FROM_NP = {d.np: d for d in ALL}
+FROM_NP.update({np.dtype(np.float16): float16})
+
+
+def _dtype_by_name(name):
+    return _BY_NAME[name]
+
+
+def from_np(np_dtype):
+    try:
+        return FROM_NP[np_dtype]
+    except KeyError:
+        raise TypeError(f"ember has no dtype for NumPy dtype {np_dtype}") from None
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    """Get the current default floating point dtype (initially ``ember.float32``)."""
+    return _default[0]
+
+
+def set_default_dtype(d):
+    """Sets the default floating point dtype to ``d`` (float32 or float64, also float16/bfloat16)."""
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+def default_complex_dtype():
+    return complex128 if _default[0] is float64 else complex64
+
+
+def _promote_uncached(a, b):
+    if a is b:
+        return a
+    if a.category == _BOOL:
+        return b
+    if b.category == _BOOL:
+        return a
+    if a.category != b.category:
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.category == _COMPLEX and lo.category == _FLOAT and lo._rank > hi._rank:
+            return complex128
+        return hi
+    if a.category == _INT:
+        if {a, b} & {uint16, uint32, uint64} and a.is_signed != b.is_signed:
+            raise TypeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                            f"attempted to promote {a.name} and {b.name}")
+        return FROM_NP[np.promote_types(a.np, b.np)]
+    if a.category == _FLOAT and a._rank == b._rank:
+        return float32  # float16 with bfloat16 (or the two float8s)
+    return a if a._rank > b._rank else b
+
+
+_PROMOTE = {(a, b): _promote_uncached(a, b) for a in ALL for b in ALL
+            if not ({a, b} & {uint16, uint32, uint64} and a.category == b.category == _INT
+                    and a.is_signed != b.is_signed)}
+
+
+def promote_types(type1, type2):
+    """The dtype with the smallest size and scalar kind that is not smaller nor of lower kind
+    than either ``type1`` or ``type2``."""
+    try:
+        return _PROMOTE[(type1, type2)]
+    except KeyError:
+        return _promote_uncached(type1, type2)
+
+
+def _combine_categories(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.category == _COMPLEX:
+        return higher
+    if lower.category == _COMPLEX:
+        return higher.to_complex() if higher.category == _FLOAT else lower
+    if higher.category == _FLOAT:
+        return higher
+    if higher.category == _BOOL or lower.category == _FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(value):
+    """The dtype a Python scalar takes when it is an operand (its 'wrapped number' type)."""
+    t = type(value)
+    if t is builtins.bool or t is np.bool_:
+        return bool
+    if t is builtins.int or isinstance(value, (np.integer,)):
+        return int64
+    if t is builtins.float or isinstance(value, np.floating):
+        return _default[0]
+    if t is builtins.complex or isinstance(value, np.complexfloating):
+        return default_complex_dtype()
+    raise TypeError(f"expected a Tensor or a Python number, got {t.__name__}")
+
+
+def result_type_of(tensors_dims, scalars):
+    """torch's result type: ``tensors_dims`` are (dtype, ndim) pairs, ``scalars`` Python numbers."""
+    dim_r = zero_r = wrapped_r = None
+    for d, ndim in tensors_dims:
+        if ndim:
+            dim_r = d if dim_r is None else promote_types(dim_r, d)
+        else:
+            zero_r = d if zero_r is None else promote_types(zero_r, d)
+    for s in scalars:
+        d = scalar_dtype(s)
+        wrapped_r = d if wrapped_r is None else promote_types(wrapped_r, d)
+    return _combine_categories(dim_r, _combine_categories(zero_r, wrapped_r))
+
+
+def result_type(tensor1, tensor2):
+    """Returns the dtype that would result from an arithmetic operation on the operands."""
+    from .tensor import Tensor
+    pairs, scalars = [], []
+    for t in (tensor1, tensor2):
+        if isinstance(t, Tensor):
+            pairs.append((t.dtype, t.dim()))
+        else:
+            scalars.append(t)
+    return result_type_of(pairs, scalars)
+
+
+def can_cast(from_, to):
+    """Whether a type conversion is allowed under PyTorch's casting rules (no lowering of kind)."""
+    if from_.category > to.category:
+        return False
+    return True
+
+
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def is_complex(input):
+    return input.dtype.is_complex
+
+
+class finfo:
+    """Numerical properties of a floating point ``ember.dtype`` (``torch.finfo``)."""
+
+    def __init__(self, type=None):
+        type = type or _default[0]
+        if type.category not in (_FLOAT, _COMPLEX):
+            raise TypeError(f"finfo expects a floating point dtype, got {type}")
+        info = ml_dtypes.finfo(type.to_real().np)
+        self.dtype = type.to_real().name
+        self.bits = info.bits
+        self.eps = builtins.float(info.eps)
+        self.max = builtins.float(info.max)
+        self.min = builtins.float(info.min)
+        self.tiny = self.smallest_normal = builtins.float(info.smallest_normal)
+        self.resolution = builtins.float(info.resolution)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:.6e}, max={self.max:.6e}, "
+                f"eps={self.eps:.6e}, smallest_normal={self.tiny:.6e}, tiny={self.tiny:.6e}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Numerical properties of an integer ``ember.dtype`` (``torch.iinfo``)."""
+
+    def __init__(self, type):
+        if type.category not in (_INT, _BOOL):
+            raise TypeError(f"iinfo expects an integer dtype, got {type}")
+        info = np.iinfo(type.np) if type is not bool else None
+        self.dtype = type.name
+        self.bits = type.itemsize * 8
+        self.max = builtins.int(info.max) if info else 1
+        self.min = builtins.int(info.min) if info else 0
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -1,0 +1,270 @@
+"""Autograd records: one Node per recorded operator application.
+
+A Node holds what backward needs: the op and its static params, the saved
+tensors with the versions they had (checked on use, so an in-place write to a
+saved tensor raises PyTorch's error), and one edge per input -- ``(node,
+output_nr)`` of the input's producer, or ``None``.  Leaves receive gradients
+through an `AccumulateGrad` node.  Outputs are saved without a reference cycle:
+the node keeps the output's array and rebuilds the tensor on use.
+"""
+import weakref
+
+from .state import STATE
+from .tensor import Tensor, _version_of, wrap
+
+__all__ = ["Node", "AccumulateGrad", "record", "grad_accumulator"]
+
+
+class RemovableHandle:
+    __slots__ = ("_list", "_item")
+
+    def __init__(self, lst, item):
+        self._list, self._item = lst, item
+
+    def remove(self):
+        try:
+            self._list.remove(self._item)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class Node:
+    """A backward function (``grad_fn``): computes input gradients from output gradients."""
+    __slots__ = ("op", "params", "saved", "versions", "saved_out", "next_edges", "in_meta",
+                 "n_out", "seq", "pre_hooks", "post_hooks", "tensor_hooks", "retained",
+                 "trace", "metadata_", "released", "__weakref__", "needs")
+
+    def __init__(self):
+        self.pre_hooks = self.post_hooks = self.tensor_hooks = self.retained = None
+        self.trace = self.metadata_ = None
+        self.released = False
+
+    # ---- torch's public Node API --------------------------------------------------
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
+
+    @property
+    def metadata(self):
+        if self.metadata_ is None:
+            self.metadata_ = {}
+        return self.metadata_
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
+        if self.post_hooks is None:
+            self.post_hooks = []
+        self.post_hooks.append(fn)
+        return RemovableHandle(self.post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
+        if self.pre_hooks is None:
+            self.pre_hooks = []
+        self.pre_hooks.append(fn)
+        return RemovableHandle(self.pre_hooks, fn)
+
+    def _add_tensor_hook(self, output_nr, fn):
+        if self.tensor_hooks is None:
+            self.tensor_hooks = {}
+        lst = self.tensor_hooks.setdefault(output_nr, [])
+        lst.append(fn)
+        return RemovableHandle(lst, fn)
+
+    def _retain(self, tensor):
+        if self.retained is None:
+            self.retained = {}
+        self.retained[tensor._output_nr] = weakref.ref(tensor)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # ---- used by the engine ---------------------------------------------------------
+    def unpack_inputs(self):
+        if self.released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or if "
+                "you need to access saved tensors after calling backward.")
+        if self.versions:
+            for t, vc, v in self.versions:
+                if vc[0] != v:
+                    _raise_modified(t, vc[0], v)
+        return self.saved
+
+    def unpack_output(self):
+        so = self.saved_out
+        if so is None:
+            return None
+        outs = []
+        for i, item in enumerate(so):
+            if item is None:
+                outs.append(None)
+                continue
+            arr, vc, v, diff = item
+            if vc[0] != v:
+                t = wrap(arr)
+                t.grad_fn, t._output_nr = self, i
+                _raise_modified(t, vc[0], v)
+            t = wrap(arr)
+            t._version = vc
+            if diff:
+                t.grad_fn, t._output_nr, t._requires_grad = self, i, True
+            outs.append(t)
+        return outs[0] if self.n_out == 1 else tuple(outs)
+
+    def apply(self, grads):
+        """Input gradients for output gradients ``grads`` (a list, one per output)."""
+        inputs = self.unpack_inputs()
+        ctx = _Ctx(self)
+        g = grads[0] if self.n_out == 1 else tuple(grads)
+        vjp = self.op.vjp
+        if vjp is None:
+            raise RuntimeError(f"the derivative for '{self.op.name}' is not implemented.")
+        r = vjp(ctx, g, *inputs, **self.params)
+        if not isinstance(r, (tuple, list)):
+            r = (r,)
+        return r
+
+    def release(self):
+        self.saved = None
+        self.saved_out = None
+        self.versions = None
+        self.released = True
+
+
+class _Ctx:
+    """What a vjp sees besides gradients and inputs: the output and which grads are wanted."""
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+    @property
+    def out(self):
+        return self.node.unpack_output()
+
+    @property
+    def needs_input_grad(self):
+        return tuple(e is not None for e in self.node.next_edges)
+
+    @property
+    def in_meta(self):
+        return self.node.in_meta
+
+
+def _raise_modified(t, now, expected):
+    fn = t.grad_fn
+    where = f", which is output {t._output_nr} of {fn.name()}," if fn is not None else ""
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{_type_name(t)} {list(t._data.shape)}]{where} is at version {now}; "
+        f"expected version {expected} instead. Hint: enable anomaly detection to find the "
+        f"operation that failed to compute its gradient, with ember.autograd."
+        f"set_detect_anomaly(True).")
+
+
+def _type_name(t):
+    n = t.dtype.name
+    return "ember." + {"float32": "Float", "float64": "Double", "float16": "Half",
+                       "bfloat16": "BFloat16", "complex64": "ComplexFloat",
+                       "complex128": "ComplexDouble"}.get(n, n) + "Tensor"
+
+
+class AccumulateGrad(Node):
+    """Sink of a leaf tensor: adds incoming gradients into ``variable.grad``."""
+    __slots__ = ("variable",)
+
+    def __init__(self, tensor):
+        Node.__init__(self)
+        self.variable = weakref.ref(tensor)
+        self.next_edges = ()
+        self.n_out = 1
+        self.saved = ()
+        self.versions = None
+        self.saved_out = None
+        self.in_meta = ()
+        STATE.seq += 1
+        self.seq = STATE.seq
+
+
+def grad_accumulator(t):
+    acc = t._accumulator
+    if acc is None:
+        acc = t._accumulator = AccumulateGrad(t)
+    return acc
+
+
+def _edge(a):
+    fn = a.grad_fn
+    if fn is None:
+        acc = a._accumulator
+        if acc is None:
+            acc = a._accumulator = AccumulateGrad(a)
+        return (acc, 0)
+    if a._base is not None and a._view_base_fn is not a._base.grad_fn:
+        from .dispatch import regenerate_view_grad_fn
+        regenerate_view_grad_fn(a)
+        return (a.grad_fn, a._output_nr)
+    return (fn, a._output_nr)
+
+
+def record(op, args, params, outs):
+    """Create the Node for ``op(*args, **params)`` that produced ``outs`` and link the outputs."""
+    node = op.node_cls()
+    node.op = op
+    node.params = params
+    edges = []
+    meta = []
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            edges.append(_edge(a))
+            meta.append((a._data.shape, a._data.dtype))
+        else:
+            edges.append(None)
+            meta.append(None)
+    node.next_edges = edges
+    node.in_meta = meta
+    si = op.save_inputs
+    if si is True:
+        node.saved = args
+        node.versions = [(a, _version_of(a), _version_of(a)[0]) for a in args
+                         if isinstance(a, Tensor)]
+    elif si:
+        node.saved = tuple(a if i in si else None for i, a in enumerate(args))
+        node.versions = [(a, _version_of(a), _version_of(a)[0]) for i, a in enumerate(args)
+                         if i in si and isinstance(a, Tensor)]
+    else:
+        node.saved = (None,) * len(args)
+        node.versions = None
+    n = len(outs)
+    node.n_out = n if op.n_out != 1 else 1
+    nd = op.nondiff_outputs
+    saved_out = [] if op.save_output else None
+    for i, o in enumerate(outs):
+        diff = i not in nd and o._data.dtype.kind in "fcV"
+        if diff:
+            o.grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+        if saved_out is not None:
+            vc = _version_of(o)
+            saved_out.append((o._data, vc, vc[0], diff))
+    node.saved_out = saved_out
+    STATE.seq += 1
+    node.seq = STATE.seq
+    if STATE.anomaly:
+        import traceback
+        node.trace = traceback.format_stack()[:-3]
+    return node

@@ -1,0 +1,161 @@
+"""``repr`` of tensors, formatted like PyTorch's.
+
+Floats share one format across the tensor: integers-valued floats print as
+``1.``, otherwise 4 decimals fixed, switching to scientific notation when the
+ratio of largest to smallest magnitude is large; long tensors are summarized
+with ``...`` (threshold 1000, 3 edge items), as ``torch.set_printoptions`` sets.
+"""
+import numpy as np
+
+from . import dtype as _dt
+
+__all__ = ["tensor_repr", "set_printoptions"]
+
+_OPTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """Set options for printing (same meaning as ``torch.set_printoptions``)."""
+    if profile == "default":
+        _OPTS.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
+    elif profile == "short":
+        _OPTS.update(precision=2, threshold=1000, edgeitems=2, linewidth=80)
+    elif profile == "full":
+        _OPTS.update(precision=4, threshold=float("inf"), edgeitems=3, linewidth=80)
+    for k, v in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                 ("linewidth", linewidth)):
+        if v is not None:
+            _OPTS[k] = v
+    _OPTS["sci_mode"] = sci_mode
+
+
+class _Formatter:
+    def __init__(self, values):
+        self.floating = values.dtype.kind == "f"
+        self.int_mode = True
+        self.sci = False
+        self.width = 1
+        p = _OPTS["precision"]
+        if not self.floating:
+            strs = [str(v) for v in values.tolist()] if values.size else []
+            self.width = max((len(s) for s in strs), default=1)
+            return
+        finite = values[np.isfinite(values)]
+        nonzero = np.abs(finite[finite != 0])
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        if nonzero.size:
+            mx, mn = float(nonzero.max()), float(nonzero.min())
+            if self.int_mode:
+                self.sci = mx > 1e8
+            else:
+                self.sci = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
+        if _OPTS["sci_mode"] is not None:
+            self.sci = _OPTS["sci_mode"]
+        self.p = p
+        strs = [self._fmt(float(v)) for v in values.reshape(-1)]
+        self.width = max((len(s) for s in strs), default=1)
+
+    def _fmt(self, v):
+        if not self.floating:
+            return str(v)
+        if np.isnan(v):
+            return "nan"
+        if np.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if self.sci:
+            return f"{v:.{self.p}e}"
+        if self.int_mode:
+            return f"{v:.0f}."
+        return f"{v:.{self.p}f}"
+
+    def format(self, v):
+        if not self.floating:
+            s = str(v.item() if hasattr(v, "item") else v)
+            if isinstance(v, (bool, np.bool_)):
+                s = str(bool(v))
+        else:
+            s = self._fmt(float(v))
+        return s.rjust(self.width)
+
+
+def _summarize(a, edge):
+    if a.ndim == 0:
+        return a
+    if a.shape[0] > 2 * edge:
+        idx = list(range(edge)) + list(range(a.shape[0] - edge, a.shape[0]))
+        a = a[idx]
+    return np.stack([_summarize(x, edge) for x in a]) if a.ndim > 1 else a
+
+
+def _fmt_array(a, fmt, indent, summarize, edge):
+    if a.ndim == 0:
+        return fmt.format(a)
+    if a.ndim == 1:
+        items = [fmt.format(v) for v in a]
+        if summarize and a.shape[0] > 2 * edge:
+            items = items[:edge] + ["..."] + items[-edge:]
+        per_line = max(1, (_OPTS["linewidth"] - indent) // (fmt.width + 2))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    rows = list(range(a.shape[0]))
+    parts = []
+    if summarize and a.shape[0] > 2 * edge:
+        rows = rows[:edge] + [None] + rows[-edge:]
+    for r in rows:
+        parts.append("..." if r is None else _fmt_array(a[r], fmt, indent + 1, summarize, edge))
+    sep = "," + "\n" * (a.ndim - 1) + " " * (indent + 1)
+    return "[" + sep.join(parts) + "]"
+
+
+def _complex_str(a):
+    re = _Formatter(a.real.astype(np.float64))
+    im = _Formatter(a.imag.astype(np.float64))
+
+    class _C:
+        width = re.width + im.width + 2
+
+        @staticmethod
+        def format(v):
+            r = re._fmt(float(v.real)).rjust(re.width)
+            i = im._fmt(float(abs(v.imag)))
+            sign = "-" if np.signbit(v.imag) else "+"
+            return f"{r}{sign}{i}j".rjust(re.width + im.width + 2)
+    return _C
+
+
+def tensor_repr(t, prefix="tensor("):
+    a = t._data
+    if type(a) is not np.ndarray:
+        a = np.asarray(a.get() if hasattr(a, "get") else a)
+    d = t.dtype
+    vals = a
+    if d in (_dt.float16, _dt.bfloat16) or d.name.startswith("float8"):
+        vals = a.astype(np.float32)
+    summarize = a.size > _OPTS["threshold"]
+    edge = _OPTS["edgeitems"]
+    shown = _summarize(vals, edge) if summarize else vals
+    indent = len(prefix)
+    if a.size == 0:
+        body = "[]"
+    elif d.is_complex:
+        body = _fmt_array(vals, _complex_str(shown), indent, summarize, edge)
+    else:
+        fmt = _Formatter(shown.reshape(-1))
+        body = _fmt_array(vals, fmt, indent, summarize, edge)
+    suffix = []
+    default_dtypes = (_dt.get_default_dtype(), _dt.int64, _dt.bool, _dt.default_complex_dtype())
+    if a.size == 0 and a.shape != (0,):
+        suffix.append(f"size={tuple(a.shape)}")
+    if d not in default_dtypes:
+        suffix.append(f"dtype={d}")
+    if t.device.type != "cpu":
+        suffix.append(f"device='{t.device}'")
+    if t.grad_fn is not None:
+        suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._requires_grad:
+        suffix.append("requires_grad=True")
+    s = prefix + body
+    if suffix:
+        s += ", " + ", ".join(suffix)
+    return s + ")"

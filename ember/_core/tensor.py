@@ -1,0 +1,442 @@
+"""The Tensor: a NumPy (or backend) array plus autograd metadata.
+
+A Tensor's storage is ``_data``, an array of its backend.  Views are arrays that
+view the root array (``_base``) and share its version counter, a one-element
+list bumped by every in-place write.  Autograd fields: ``grad_fn`` (the Node
+that produced it, with ``_output_nr``), ``_requires_grad`` and, for leaves,
+``_accumulator`` (the AccumulateGrad node).
+
+Most attributes are class-level defaults so that creating a result costs one
+``__new__`` and one attribute store (the eager hot path creates one per op).
+Operator methods (``add``, ``sum``, ...) are attached by the ops modules that
+define them, and ``backward`` by autograd: the lower layer never imports them.
+"""
+import numpy as np
+
+from . import dtype as _dt
+from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device
+from .state import STATE
+
+__all__ = ["Tensor", "wrap"]
+
+_ndarray = np.ndarray
+_FROM_NP = _dt.FROM_NP
+
+
+class Tensor:
+    """A multi-dimensional matrix of elements of a single dtype (``torch.Tensor``)."""
+
+    # Defaults live on the class: a fresh result only stores _data.
+    _requires_grad = False
+    grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _base = None
+    _view_chain = None      # ((op, params), ...) from _base to this view
+    _view_base_fn = None    # _base.grad_fn when this view's grad_fn was made
+    _version = None         # [int], shared with views; created on first need
+    _hooks = None
+    _post_acc_hooks = None
+    _retains_grad = False
+    _accumulator = None
+    _is_param = False
+    __ember_function__ = None
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        if args or kwargs:
+            self._data = _legacy_ctor(*args, **kwargs)
+        else:
+            self._data = np.empty((0,), dtype=_dt.get_default_dtype().np)
+        return self
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__dict__.get("__ember_function__") is not None:
+            from . import dispatch
+            dispatch.SUBCLASS_OVERRIDES.add(cls)
+
+    # ---- metadata -------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return _FROM_NP[self._data.dtype]
+
+    @property
+    def device(self):
+        return CPU if type(self._data) is _ndarray else _device(backend_for_array(self._data).name)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    def stride(self, dim=None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides) if self._data.itemsize \
+            else (0,) * self._data.ndim
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        if self._base is None:
+            return 0
+        root = self._base._data
+        return (self._data.__array_interface__["data"][0] -
+                root.__array_interface__["data"][0]) // max(self._data.itemsize, 1)
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.flags.c_contiguous
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f" or self._data.dtype in _HALF_NP
+
+    def is_complex(self):
+        return self._data.dtype.kind == "c"
+
+    def is_signed(self):
+        return self.dtype.is_signed
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def layout(self):
+        return "strided"
+
+    @property
+    def is_sparse(self):
+        return False
+
+    @property
+    def is_quantized(self):
+        return False
+
+    @property
+    def is_meta(self):
+        return False
+
+    @property
+    def _version_value(self):
+        return 0 if self._version is None else self._version[0]
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    # ---- autograd fields ------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                                   "you want to use a computed variable in a subgraph that doesn't "
+                                   "require differentiation use var_no_grad = var.detach().")
+            return self
+        if requires_grad and self._data.dtype.kind not in "fc" and self._data.dtype not in _HALF_NP:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad:
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                          "accessed. Its .grad attribute won't be populated during "
+                          "autograd.backward(). If you indeed want the .grad field to be populated "
+                          "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                          UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: expected "
+                                   f"{list(self._data.shape)}, got {list(value._data.shape)}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: expected "
+                                   f"{self.dtype}, got {value.dtype}")
+        self._grad = value
+
+    @property
+    def data(self):
+        t = wrap(self._data)
+        return t
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data
+        self._version = None
+        self._base = None
+        self._view_chain = None
+
+    def detach(self):
+        """A new tensor sharing storage (and version counter) with no autograd history."""
+        t = wrap(self._data)
+        t._version = _version_of(self)
+        t._base = self._base if self._base is not None else self
+        t._view_chain = self._view_chain or ()
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        if self.grad_fn is None:
+            return
+        if not self._retains_grad:
+            self._retains_grad = True
+            self.grad_fn._retain(self)
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    # ---- conversion -----------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               f"to Scalar")
+        _check_not_batched(self)
+        return _host(self._data).reshape(()).item()
+
+    def tolist(self):
+        return _host(self._data).tolist()
+
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if type(self._data) is not _ndarray:
+            if not force:
+                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                                f"Tensor.cpu() to copy the tensor to host memory first.")
+            return _host(self._data)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy() if not self._requires_grad else self._data
+        if dtype is not None:
+            a = a.astype(dtype, copy=bool(copy))
+        elif copy:
+            a = a.copy()
+        return a
+
+    def __dlpack__(self, stream=None, **kw):
+        if self._requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __index__(self):
+        if self._data.size != 1 or self._data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self, *, tensor_contents=None):
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto):
+        from .serialization_hooks import reduce_tensor
+        return reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a torch.nn.utils."
+                               "weight_norm usage, see https://github.com/pytorch/pytorch/pull/"
+                               "103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = type(self).__new__(type(self))
+        new._data = self._data.copy()
+        new._requires_grad = self._requires_grad
+        for k, v in self.__dict__.items():
+            if k not in ("_data", "_requires_grad", "_version", "_base", "_view_chain",
+                         "_accumulator", "_hooks", "_post_acc_hooks", "_grad"):
+                import copy
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+
+_HALF_NP = {np.dtype(np.float16), _dt.bfloat16.np, _dt.float8_e4m3fn.np, _dt.float8_e5m2.np}
+
+
+def _host(a):
+    return a if type(a) is _ndarray else backend_for_array(a).to_host(a)
+
+
+def _check_not_batched(t):
+    pass
+
+
+_new = object.__new__
+
+
+def wrap(arr):
+    """Make a Tensor around an array (no copy, no autograd history)."""
+    t = _new(Tensor)
+    t._data = arr
+    return t
+
+
+def _version_of(t):
+    """The version counter of ``t``, created (and shared with its base) on first need."""
+    v = t._version
+    if v is None:
+        base = t._base
+        if base is not None:
+            v = base._version
+            if v is None:
+                v = base._version = [0]
+        else:
+            v = [0]
+        t._version = v
+    return v
+
+
+def _wrap_dim(dim, ndim):
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+def _legacy_ctor(*args, **kwargs):
+    # Tensor(sizes...) or Tensor(data): the legacy constructor makes default-dtype floats.
+    d = _dt.get_default_dtype().np
+    if len(args) == 1 and not isinstance(args[0], int):
+        a = args[0]
+        if isinstance(a, Tensor):
+            return a._data
+        return np.asarray(a, dtype=d)
+    if all(isinstance(a, int) for a in args):
+        return np.empty(args, dtype=d)
+    raise TypeError(f"Tensor(): invalid arguments {args}")
+
+
+class Size(tuple):
+    """The shape of a tensor (``torch.Size``): a tuple of ints."""
+
+    def __repr__(self):
+        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+def xp_of(t):
+    return XP_BY_ARRAY_TYPE[type(t._data)]
+
+
+_ = STATE

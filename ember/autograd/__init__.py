@@ -1,0 +1,29 @@
+"""ember.autograd: reverse-mode automatic differentiation.
+
+The graph is recorded by the dispatcher (one Node per operator application,
+``ember._core.node``); this package runs it backward (`engine`), offers the
+user-facing API (`backward`, `grad`, grad modes, `Function`, `gradcheck`,
+anomaly detection) and attaches ``Tensor.backward`` / ``register_hook``.
+"""
+from . import backward as _backward_mod
+from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .backward import backward, grad
+from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
+from .._core.node import Node
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
+           "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
+           "gradgradcheck", "Node", "InplaceFunction", "is_inference_mode_enabled"]
+
+
+def __getattr__(name):
+    if name in ("gradcheck", "gradgradcheck"):
+        from . import gradcheck as _gc
+        return getattr(_gc, name)
+    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")
+
+
+_ = _backward_mod

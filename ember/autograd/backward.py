@@ -1,0 +1,121 @@
+"""``Tensor.backward``, ``autograd.backward`` and ``autograd.grad``; tensor hooks."""
+import numpy as np
+
+from .._core.node import RemovableHandle
+from .._core.tensor import Tensor, wrap
+from .engine import run_backward
+
+__all__ = ["backward", "grad"]
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs, grads, is_grads_batched=False):
+    out = []
+    for i, o in enumerate(outputs):
+        g = grads[i] if grads is not None and i < len(grads) else None
+        if g is None:
+            if o._requires_grad and o._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if o._data.dtype.kind == "c":
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                                   f"but got {o.dtype}")
+            g = wrap(np.ones_like(o._data))
+        elif not isinstance(g, Tensor):
+            g = wrap(np.full(o._data.shape, g, dtype=o._data.dtype))
+        else:
+            if g._data.shape != o._data.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{g.shape} and output[{i}] has a shape of {o.shape}.")
+            if (g._data.dtype.kind == "c") != (o._data.dtype.kind == "c"):
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are required"
+                                   f" to have the same dtype. Mismatch in dtype: grad_output[{i}] "
+                                   f"has a dtype of {g.dtype} and output[{i}] has a dtype of "
+                                   f"{o.dtype}.")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Computes the sum of gradients of ``tensors`` w.r.t. graph leaves, into their ``.grad``."""
+    tensors = _as_tuple(tensors)
+    grad_tensors = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    for i, t in enumerate(tensors):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               f"grad_fn")
+    grads = _make_grads(tensors, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Computes and returns the sum of gradients of ``outputs`` w.r.t. ``inputs``."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
+                         "True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    inputs_t = _as_tuple(inputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    for i, t in enumerate(outputs):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               f"grad_fn")
+    for t in inputs_t:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+    grads = _make_grads(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs_t,
+                       accumulate=False, allow_unused=allow_unused)
+    if materialize_grads:
+        res = [r if r is not None else wrap(np.zeros_like(i._data)) for r, i in zip(res, inputs_t)]
+    return tuple(res)
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Computes the gradient of current tensor w.r.t. graph leaves."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _register_hook(self, hook):
+    """Registers a backward hook ``hook(grad) -> Tensor or None`` on this tensor."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is None:
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
+    return self.grad_fn._add_tensor_hook(self._output_nr, hook)
+
+
+def _register_post_accumulate_grad_hook(self, hook):
+    """Registers ``hook(tensor)`` to run after the gradient is accumulated into ``.grad``."""
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if self._post_acc_hooks is None:
+        self._post_acc_hooks = []
+    self._post_acc_hooks.append(hook)
+    return RemovableHandle(self._post_acc_hooks, hook)
+
+
+Tensor.backward = _tensor_backward
+Tensor.register_hook = _register_hook
+Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook

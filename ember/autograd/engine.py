@@ -1,0 +1,290 @@
+"""The backward engine: runs Nodes in dependency order, iteratively.
+
+`run_backward` counts, for every Node reachable from the roots, how many edges
+lead into it; a Node runs once all its gradient contributions have arrived
+(ready Nodes run newest first, as PyTorch's engine does).  No recursion, so deep
+graphs need no recursion limit.  Gradients are summed with ember's ``add``, so
+with ``create_graph=True`` the backward pass is itself recorded.
+"""
+import heapq
+
+import numpy as np
+
+from .._core.node import AccumulateGrad, grad_accumulator
+from .._core.state import STATE
+from .._core.tensor import Tensor, wrap
+
+__all__ = ["run_backward"]
+
+
+def _root_edge(t):
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if not t._requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                           "grad_fn")
+    return (grad_accumulator(t), 0)
+
+
+def _input_edge(t):
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if not t._requires_grad:
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return (grad_accumulator(t), 0)
+
+
+def _fit(g, meta):
+    """Bring a vjp result to its input's shape and dtype (sum broadcast dims, drop imag)."""
+    shape, dtype = meta
+    if g._data.shape != shape:
+        g = g.sum_to_size(shape)
+    if g._data.dtype != dtype:
+        if g._data.dtype.kind == "c" and dtype.kind != "c":
+            g = g.real
+        from .._core.dtype import FROM_NP
+        g = g.to(FROM_NP[dtype])
+    return g
+
+
+def _accumulate(buf, i, g):
+    old = buf[i]
+    buf[i] = g if old is None else old + g
+
+
+def _zeros_for(node, i):
+    # a missing gradient of a multi-output node: zeros shaped like that output
+    out = node.unpack_output() if node.saved_out is not None else None
+    if out is not None:
+        o = out[i] if isinstance(out, tuple) else out
+        return wrap(np.zeros_like(o._data))
+    return None
+
+
+def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True,
+                 allow_unused=False):
+    """Backpropagate ``grad_roots`` from ``roots``.
+
+    With ``inputs`` and ``accumulate=False`` (``autograd.grad``) returns their gradients
+    instead of accumulating into ``.grad``; with ``accumulate=True`` only those inputs'
+    ``.grad`` are written (``backward(inputs=...)``).
+    """
+    root_edges = [_root_edge(t) for t in roots]
+    # dependency counts over the reachable graph
+    deps = {}
+    seen = set()
+    stack = []
+    for n, _ in root_edges:
+        if n not in seen:
+            seen.add(n)
+            stack.append(n)
+    while stack:
+        n = stack.pop()
+        for e in n.next_edges:
+            if e is not None:
+                m = e[0]
+                deps[m] = deps.get(m, 0) + 1
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+
+    capture = None
+    needed = None
+    if inputs is not None:
+        capture = {}
+        for k, t in enumerate(inputs):
+            capture.setdefault(_input_edge(t), []).append(k)
+        targets = {e[0] for e in capture}
+        needed = _nodes_reaching(seen, targets)
+    results = [None] * (len(inputs) if inputs is not None else 0)
+
+    buffers = {}
+    for (n, nr), g in zip(root_edges, grad_roots):
+        buf = buffers.get(n)
+        if buf is None:
+            buf = buffers[n] = [None] * n.n_out
+        _accumulate(buf, nr, g)
+
+    ready = []
+    queued = set()
+    for n, _ in root_edges:
+        if deps.get(n, 0) == 0 and n not in queued:
+            queued.add(n)
+            heapq.heappush(ready, (-n.seq, id(n), n))
+
+    prev_grad = STATE.grad_enabled
+    STATE.grad_enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * node.n_out
+            grads = _run_pre_hooks(node, grads)
+            if capture is not None:
+                for nr in range(node.n_out):
+                    for k in capture.get((node, nr), ()):
+                        results[k] = grads[nr]
+            run = needed is None or node in needed
+            if isinstance(node, AccumulateGrad):
+                if accumulate and (capture is None or (node, 0) in capture) and run:
+                    _accumulate_leaf(node, grads[0], create_graph)
+                continue
+            if not run:
+                _release_edges(node, deps, ready, retain_graph)
+                continue
+            if all(g is None for g in grads):
+                grads_in = [None] * len(node.next_edges)
+            else:
+                if node.n_out > 1:
+                    grads = [g if g is not None else _zeros_for(node, i)
+                             for i, g in enumerate(grads)]
+                try:
+                    grads_in = node.apply(grads)
+                except Exception as exc:
+                    if node.trace is not None:
+                        exc.add_note("Traceback of forward call that caused the error:\n" +
+                                     "".join(node.trace))
+                    raise
+                if node.post_hooks:
+                    for h in node.post_hooks:
+                        r = h(tuple(grads_in), tuple(grads))
+                        if r is not None:
+                            grads_in = r
+                if STATE.anomaly:
+                    _check_nan(node, grads_in)
+            if not retain_graph:
+                node.release()
+            edges = node.next_edges
+            meta = node.in_meta
+            for i, e in enumerate(edges):
+                if e is None:
+                    continue
+                m, nr = e
+                g = grads_in[i] if i < len(grads_in) else None
+                if g is not None:
+                    if meta and meta[i] is not None:
+                        g = _fit(g, meta[i])
+                    buf = buffers.get(m)
+                    if buf is None:
+                        buf = buffers[m] = [None] * m.n_out
+                    _accumulate(buf, nr, g)
+                c = deps[m] - 1
+                deps[m] = c
+                if c == 0:
+                    heapq.heappush(ready, (-m.seq, id(m), m))
+    finally:
+        STATE.grad_enabled = prev_grad
+    if inputs is not None and not accumulate:
+        for k, r in enumerate(results):
+            if r is None and not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+        return results
+    return None
+
+
+def _release_edges(node, deps, ready, retain_graph):
+    for e in node.next_edges:
+        if e is None:
+            continue
+        m = e[0]
+        deps[m] -= 1
+        if deps[m] == 0:
+            heapq.heappush(ready, (-m.seq, id(m), m))
+
+
+def _nodes_reaching(nodes, targets):
+    """The subset of ``nodes`` from which some node in ``targets`` is reachable."""
+    order = []
+    state = {}
+    for start in nodes:
+        if start in state:
+            continue
+        stack = [(start, iter(start.next_edges))]
+        state[start] = False
+        while stack:
+            n, it = stack[-1]
+            for e in it:
+                if e is not None and e[0] not in state:
+                    state[e[0]] = False
+                    stack.append((e[0], iter(e[0].next_edges)))
+                    break
+            else:
+                stack.pop()
+                order.append(n)
+    needed = set()
+    for n in order:  # post-order: children first
+        if n in targets or any(e is not None and e[0] in needed for e in n.next_edges):
+            needed.add(n)
+    return needed
+
+
+def _run_pre_hooks(node, grads):
+    th = node.tensor_hooks
+    if th:
+        for nr, hooks in th.items():
+            for h in list(hooks):
+                if grads[nr] is None:
+                    continue
+                r = h(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    if node.retained:
+        for nr, ref in node.retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr]
+                if t._grad is None:
+                    t._grad = g.detach() if not STATE.grad_enabled else g
+                    if t._grad is g or np.shares_memory(t._grad._data, g._data):
+                        t._grad = wrap(g._data.copy())
+                else:
+                    t._grad = t._grad + g
+    if node.pre_hooks:
+        for h in node.pre_hooks:
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    if isinstance(node, AccumulateGrad):
+        t = node.variable()
+        if t is not None and t._hooks and grads[0] is not None:
+            for h in list(t._hooks):
+                r = h(grads[0])
+                if r is not None:
+                    grads[0] = r
+    return grads
+
+
+def _accumulate_leaf(node, g, create_graph):
+    t = node.variable()
+    if t is None or g is None:
+        return
+    if g._data.shape != t._data.shape:
+        g = g.sum_to_size(t._data.shape)
+    if g._data.dtype != t._data.dtype:
+        if g._data.dtype.kind == "c" and t._data.dtype.kind != "c":
+            g = g.real
+        g = wrap(g._data.astype(t._data.dtype)) if not create_graph else g.to(t.dtype)
+    if t._grad is None:
+        if create_graph:
+            t._grad = g
+        else:
+            # the engine may hand the same gradient tensor to several leaves: own a copy
+            t._grad = wrap(g._data.copy())
+    elif create_graph or t._grad._requires_grad:
+        t._grad = t._grad + g
+    else:
+        gd = t._grad._data
+        np.add(gd, g._data, out=gd, casting="unsafe")
+        from .._core.tensor import _version_of
+        _version_of(t._grad)[0] += 1
+    if t._post_acc_hooks:
+        for h in list(t._post_acc_hooks):
+            h(t)
+
+
+def _check_nan(node, grads_in):
+    for i, g in enumerate(grads_in):
+        if isinstance(g, Tensor) and np.isnan(g._data).any():
+            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
+            raise RuntimeError(msg)

@@ -1,0 +1,263 @@
+"""``ember.autograd.Function``: user-defined operators with custom backward.
+
+``ctx`` is the backward Node itself (as in PyTorch): ``save_for_backward`` keeps
+tensors with their versions, and the engine calls ``backward(ctx, *grads)``.
+Because the user's backward is written in ember ops, it can itself be
+differentiated (unless marked ``once_differentiable``).
+"""
+import functools
+
+import numpy as np
+
+from .._core.node import Node, _edge
+from .._core.state import STATE
+from .._core.tensor import Tensor, _version_of, wrap
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
+
+
+class FunctionCtx(Node):
+    """The context object passed to ``forward``/``backward`` (a Node of the graph)."""
+
+    def __init__(self):
+        Node.__init__(self)
+        self.to_save = ()
+        self.saved = ()
+        self.versions = None
+        self.saved_out = None
+        self.dirty = ()
+        self.non_differentiable = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self.next_edges = ()
+        self.in_meta = ()
+        self.n_out = 1
+        self.seq = 0
+
+    def save_for_backward(self, *tensors):
+        """Saves tensors for backward; in-place changes to them before backward raise."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{len(self.to_save)} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args):
+        """Marks tensors as modified in-place by ``forward``."""
+        self.dirty = args
+
+    def mark_non_differentiable(self, *args):
+        """Marks outputs as not requiring gradients."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value):
+        """Whether undefined output gradients are passed to backward as zeros (default True)."""
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self):
+        if self.released:
+            self.unpack_inputs()
+        if self.versions:
+            for t, vc, v in self.versions:
+                if vc[0] != v:
+                    from .._core.node import _raise_modified
+                    _raise_modified(t, vc[0], v)
+        return tuple(self.saved)
+
+    def apply(self, grads):
+        fn = self._fn_cls
+        if self.materialize_grads:
+            grads = [g if g is not None else wrap(np.zeros(shape, dtype=dt))
+                     for g, (shape, dt) in zip(grads, self.out_meta)]
+        r = fn.backward(self, *grads)
+        if not isinstance(r, tuple):
+            r = (r,)
+        n_in = len(self.next_edges)
+        if len(r) < n_in:
+            raise RuntimeError(f"function {type(self).__name__} returned an incorrect number of "
+                               f"gradients (expected {n_in}, got {len(r)})")
+        if len(r) > n_in:
+            extra = r[n_in:]
+            if any(x is not None for x in extra):
+                raise RuntimeError(f"function {type(self).__name__} returned an incorrect number "
+                                   f"of gradients (expected {n_in}, got {len(r)})")
+            r = r[:n_in]
+        for i, (g, e) in enumerate(zip(r, self.next_edges)):
+            if e is not None and g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"function {type(self).__name__} returned a gradient of type "
+                                f"{type(g).__name__} at index {i}; expected a Tensor or None")
+            meta = self.in_meta[i]
+            if e is not None and g is not None and meta is not None:
+                shape = meta[0]
+                if g._data.shape != shape:
+                    try:
+                        np.broadcast_shapes(g._data.shape, shape)
+                        ok = np.broadcast_shapes(g._data.shape, shape) == g._data.shape
+                    except ValueError:
+                        ok = False
+                    if not ok:
+                        raise RuntimeError(f"Function {type(self).__name__} returned an invalid "
+                                           f"gradient at index {i} - got {list(g._data.shape)} "
+                                           f"but expected shape compatible with {list(shape)}")
+        return r
+
+    def release(self):
+        self.saved = None
+        self.versions = None
+        self.released = True
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        cls._backward_cls = type(name + "Backward", (FunctionCtx,), {"_fn_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class for custom autograd operators: define ``forward`` and ``backward``
+    staticmethods and call ``MyFunction.apply(*args)``.
+
+    ``forward(ctx, *args)`` may instead be ``forward(*args)`` together with
+    ``setup_context(ctx, inputs, output)``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+    setup_context = None
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = cls._backward_cls()
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = needs
+        track = STATE.grad_enabled and any(needs)
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+        try:
+            if cls.setup_context is not None and \
+                    cls.setup_context is not Function.setup_context:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            STATE.grad_enabled = prev
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        dirty = {id(t) for t in ctx.dirty}
+        nondiff = {id(t) for t in ctx.non_differentiable}
+        input_ids = {id(a) for a in tensor_args}
+        results = []
+        for o in outs:
+            if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in dirty:
+                # returning an input unchanged: hand back an alias carrying the new history
+                alias = wrap(o._data)
+                alias._version = _version_of(o)
+                o = alias
+            results.append(o)
+        if track:
+            ctx.next_edges = [(_edge(a) if isinstance(a, Tensor) and a._requires_grad else None)
+                              for a in args]
+            ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
+                           for a in args]
+            STATE.seq += 1
+            ctx.seq = STATE.seq
+            ctx.n_out = len(results)
+            ctx.out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor) else
+                            ((), np.float32) for o in results]
+            for i, o in enumerate(results):
+                if not isinstance(o, Tensor):
+                    continue
+                if id(outs[i]) in nondiff or o._data.dtype.kind not in "fcV":
+                    continue
+                if id(outs[i]) in dirty:
+                    if o._requires_grad and o.grad_fn is None:
+                        raise RuntimeError("a leaf Variable that requires grad has been used in "
+                                           "an in-place operation.")
+                o.grad_fn = ctx
+                o._output_nr = i
+                o._requires_grad = True
+            saved = []
+            versions = []
+            for t in ctx.to_save:
+                saved.append(t)
+                if t is not None:
+                    vc = _version_of(t)
+                    versions.append((t, vc, vc[0]))
+            ctx.saved = saved
+            ctx.versions = versions
+        else:
+            ctx.saved = list(ctx.to_save)
+        for t in dirty:
+            pass
+        for o in results:
+            if isinstance(o, Tensor) and id(o) in dirty:
+                _version_of(o)[0] += 1
+        return results[0] if single else tuple(results)
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+
+def once_differentiable(fn):
+    """Decorator for ``backward``: run it without recording, so it cannot be differentiated
+    again (double backward through it raises)."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+        try:
+            out = fn(ctx, *args)
+        finally:
+            STATE.grad_enabled = prev
+        if prev and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            outs = out if isinstance(out, tuple) else (out,)
+            marked = []
+            for o in outs:
+                if isinstance(o, Tensor):
+                    o = wrap(o._data)
+                    o._requires_grad = True
+                    o.grad_fn = _OnceDiffNode()
+                marked.append(o)
+            return tuple(marked) if isinstance(out, tuple) else marked[0]
+        return out
+    return wrapper
+
+
+class _OnceDiffNode(Node):
+    __slots__ = ()
+
+    def __init__(self):
+        Node.__init__(self)
+        self.next_edges = ()
+        self.n_out = 1
+        self.saved = ()
+        self.versions = None
+        self.saved_out = None
+        self.in_meta = ()
+        STATE.seq += 1
+        self.seq = STATE.seq
+
+    def apply(self, grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")

@@ -1,0 +1,12 @@
+"""Every operator of ember, each defined once (see ``ember._core.op.Op``).
+
+Importing a module registers its operators, public functions and Tensor
+methods; ``__all__`` of each module is re-exported as ``ember.<name>``.
+"""
+from . import pointwise, conversion, views, reduce_basic, creation  # noqa: F401
+from .conversion import *  # noqa: F401,F403
+from .creation import *  # noqa: F401,F403
+from .pointwise import *  # noqa: F401,F403
+from .reduce_basic import *  # noqa: F401,F403
+from .views import *  # noqa: F401,F403
+from .._core.op import REGISTRY  # noqa: F401

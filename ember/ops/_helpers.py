@@ -1,0 +1,255 @@
+"""Category helpers: the routine parts of operator definitions.
+
+Elementwise operators share their dtype handling (torch promotion, integer
+inputs of float functions computed in the default float dtype, float16/bfloat16
+computed in float32 and rounded once), their shape rule (broadcasting) and the
+boilerplate of public function, Tensor method, in-place variant and ``out=``.
+"""
+import numpy as np
+import scipy.special as _sps
+
+from .._core import dtype as _dt
+from .._core.dispatch import NeedsOverride, apply, apply_inplace, handle_override, write_out
+from .._core.op import Op
+from .._core.tensor import Tensor, wrap
+
+_ndarray = np.ndarray
+_E = {}
+_HALF = {np.dtype(np.float16), _dt.bfloat16.np, _dt.float8_e4m3fn.np, _dt.float8_e5m2.np}
+_F32 = np.dtype(np.float32)
+_PY = (bool, int, float, complex)
+
+
+def special(xp):
+    """The special-functions namespace for ``xp`` (scipy.special for NumPy)."""
+    return _sps if xp is np else xp.special
+
+
+def default_float_np():
+    return _dt.get_default_dtype().np
+
+
+def method(name):
+    """Attach the decorated function to Tensor as method ``name``."""
+    def deco(fn):
+        setattr(Tensor, name, fn)
+        return fn
+    return deco
+
+
+def cj(t):
+    """conj(t) for complex tensors, t itself otherwise (PyTorch's Wirtinger formulas)."""
+    if isinstance(t, Tensor):
+        return t.conj() if t._data.dtype.kind == "c" else t
+    return t.conjugate() if isinstance(t, complex) else t
+
+
+# ---- dtype rules ------------------------------------------------------------------------
+
+def _operand_key(x):
+    if type(x) is _ndarray:
+        return (x.dtype, x.ndim == 0)
+    if isinstance(x, np.generic):
+        return (x.dtype, True)
+    return (type(x), None)
+
+
+_PROMO_CACHE = {}
+
+
+def promote_np(*xs):
+    """torch's result dtype (a NumPy dtype) of arrays (dims matter) and Python scalars."""
+    key = tuple(_operand_key(x) for x in xs if x is not None)
+    r = _PROMO_CACHE.get(key)
+    if r is None:
+        pairs = [(_dt.FROM_NP[k], 0 if z else 1) for k, z in key if z is not None]
+        scalars = [k(0) for k, z in key if z is None]
+        r = _dt.result_type_of(pairs, scalars).np
+        if len(_PROMO_CACHE) < 4096:
+            _PROMO_CACHE[key] = r
+    return r
+
+
+def _cast(x, dt):
+    if type(x) is _ndarray:
+        return x if x.dtype is dt else x.astype(dt)
+    return x
+
+
+def float_of(dt):
+    """Compute dtype for a floating function of dtype ``dt``."""
+    if dt.kind in "biu":
+        return default_float_np()
+    return dt
+
+
+# ---- unary ------------------------------------------------------------------------------
+
+def unary_float(fn, *, int_to_float=True):
+    """Kernel for a floating unary function: ints -> default float, halves via float32."""
+    def kernel(xp, x):
+        dt = x.dtype
+        if dt in _HALF:
+            return fn(xp, x.astype(_F32)).astype(dt)
+        if dt.kind in "biu":
+            if not int_to_float:
+                return fn(xp, x)
+            return fn(xp, x.astype(default_float_np()))
+        return fn(xp, x)
+    return kernel
+
+
+def unary_same(fn):
+    """Kernel for a dtype-preserving unary function (halves via float32)."""
+    def kernel(xp, x):
+        if x.dtype in _HALF:
+            return fn(xp, x.astype(_F32)).astype(x.dtype)
+        r = fn(xp, x)
+        return r if r.dtype is x.dtype else r.astype(x.dtype)
+    return kernel
+
+
+def shape_same(x, **params):
+    return x.shape, x.dtype
+
+
+def shape_broadcast(*xs, **params):
+    shapes = [tuple(x.shape) for x in xs if hasattr(x, "shape")]
+    return np.broadcast_shapes(*shapes), None
+
+
+# ---- binary -----------------------------------------------------------------------------
+
+def binary_kernel(fn, *, kind="promote"):
+    """Kernel for an elementwise binary function.
+
+    kind: 'promote' (result in the promoted dtype), 'float' (ints promote to the
+    default float, e.g. true division), 'bool' (comparisons: computed in the promoted
+    dtype, result bool).
+    """
+    def kernel(xp, a, b):
+        if type(a) is _ndarray and type(b) is _ndarray and a.dtype is b.dtype:
+            dt = a.dtype
+        else:
+            dt = promote_np(a, b)
+        if dt in _HALF:
+            r = fn(xp, _cast(a, _F32), _cast(b, _F32))
+            return r.astype(dt) if kind != "bool" else r
+        if kind == "float" and dt.kind in "biu":
+            dt = default_float_np()
+        r = fn(xp, _cast(a, dt), _cast(b, dt))
+        if kind == "bool":
+            return r
+        if type(r) is not _ndarray or r.dtype is not dt:
+            r = np.asarray(r).astype(dt, copy=False)
+        return r
+    return kernel
+
+
+def nary_kernel(fn, n_promote):
+    """Kernel for an elementwise function of several tensors promoted together."""
+    def kernel(xp, *xs, **params):
+        dt = promote_np(*xs[:n_promote])
+        if dt in _HALF:
+            r = fn(xp, *[_cast(x, _F32) for x in xs[:n_promote]], *xs[n_promote:], **params)
+            return np.asarray(r).astype(dt)
+        r = fn(xp, *[_cast(x, dt) for x in xs[:n_promote]], *xs[n_promote:], **params)
+        if type(r) is not _ndarray or r.dtype != dt:
+            r = np.asarray(r).astype(dt, copy=False)
+        return r
+    return kernel
+
+
+# ---- public API boilerplate -------------------------------------------------------------
+
+def def_unary(name, op, *, inplace=True, method_name=None):
+    """Public ``ember.name(input, *, out=None)``, ``Tensor.name`` and ``Tensor.name_``."""
+    def public(input, *, out=None):
+        try:
+            r = apply(op, (input,), _E)
+        except NeedsOverride:
+            return handle_override(public, (input,), {"out": out} if out is not None else {})
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+
+    def meth(self):
+        return apply(op, (self,), _E)
+    meth.__name__ = name
+    setattr(Tensor, method_name or name, meth)
+    if inplace:
+        def meth_(self):
+            return apply_inplace(op, self, (), _E)
+        meth_.__name__ = name + "_"
+        setattr(Tensor, (method_name or name) + "_", meth_)
+    return public
+
+
+def def_binary(name, op, *, inplace=True, reflected=None, magic=None):
+    """Public ``ember.name(input, other, *, out=None)``, methods, in-place and operators."""
+    def public(input, other, *, out=None):
+        try:
+            r = apply(op, (input, other), _E)
+        except NeedsOverride:
+            return handle_override(public, (input, other), {"out": out} if out is not None else {})
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+
+    def meth(self, other):
+        try:
+            return apply(op, (self, other), _E)
+        except NeedsOverride:
+            return handle_override(meth, (self, other), {})
+    meth.__name__ = name
+    setattr(Tensor, name, meth)
+    if inplace:
+        def meth_(self, other):
+            return apply_inplace(op, self, (other,), _E)
+        meth_.__name__ = name + "_"
+        setattr(Tensor, name + "_", meth_)
+    if magic:
+        _def_magic(op, magic, reflected)
+    return public
+
+
+def _def_magic(op, magic, reflected):
+    def fwd(self, other):
+        try:
+            return apply(op, (self, other), _E)
+        except NeedsOverride:
+            return NotImplemented
+        except TypeError:
+            if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
+                raise
+            return NotImplemented
+    fwd.__name__ = f"__{magic}__"
+    setattr(Tensor, fwd.__name__, fwd)
+    if reflected:
+        def rev(self, other):
+            try:
+                return apply(op, (other, self), _E)
+            except NeedsOverride:
+                return NotImplemented
+            except TypeError:
+                if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
+                    raise
+                return NotImplemented
+        rev.__name__ = f"__r{magic}__"
+        setattr(Tensor, rev.__name__, rev)
+
+    def ifwd(self, other):
+        return apply_inplace(op, self, (other,), _E)
+    ifwd.__name__ = f"__i{magic}__"
+    setattr(Tensor, ifwd.__name__, ifwd)
+
+
+def to_tensor_like(x, ref):
+    """A Python number as a 0-dim tensor (weak dtype semantics are lost: use sparingly)."""
+    if isinstance(x, Tensor):
+        return x
+    return wrap(np.asarray(x))
+
+
+__all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "special", "method",
+           "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
+           "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
+           "handle_override", "default_float_np", "float_of"]

@@ -1,0 +1,283 @@
+"""Copies, casts and complex views: clone, to, copy_, contiguous, conj, real/imag.
+
+Also ``_view_scatter``, the operator autograd records when an in-place write
+goes through a view: the base's new value is the old base with the view's region
+replaced (PyTorch's CopySlices).
+"""
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.device import CPU, device as _device, get_backend
+from .._core.tensor import _version_of
+from ._helpers import (Op, Tensor, _E, apply, apply_inplace, cj, shape_same, wrap)
+
+__all__ = ["clone", "conj", "conj_physical", "resolve_conj", "resolve_neg", "real", "imag",
+           "is_conj", "is_neg"]
+
+
+def _clone_kernel(xp, x, memory_format=None):
+    return x.copy()
+
+
+CLONE = Op("clone", _clone_kernel, lambda ctx, g, x, **kw: g, shape=shape_same,
+           save_inputs=False)
+
+
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` that is recorded by autograd (gradients flow back to ``input``)."""
+    return apply(CLONE, (input,), _E)
+
+
+Tensor.clone = lambda self, *, memory_format=None: apply(CLONE, (self,), _E)
+
+
+def _contiguous(self, memory_format=None):
+    if self._data.flags.c_contiguous:
+        return self
+    return apply(CLONE, (self,), _E)
+
+
+Tensor.contiguous = _contiguous
+
+
+# ---- dtype casts ------------------------------------------------------------------------
+def _cast_kernel(xp, x, dtype):
+    if dtype.kind != "c" and x.dtype.kind == "c":
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=6)
+        x = x.real
+    return x.astype(dtype)
+
+
+def _cast_vjp(ctx, g, x, dtype):
+    src = ctx.in_meta[0][1]
+    if g._data.dtype.kind == "c" and src.kind != "c":
+        g = g.real
+    return apply(CAST, (g,), {"dtype": src}) if g._data.dtype != src else g
+
+
+CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False,
+          shape=lambda x, dtype: (x.shape, dtype))
+
+
+def _to_dtype(t, dtype, copy=False):
+    if t._data.dtype is dtype.np or t._data.dtype == dtype.np:
+        return apply(CLONE, (t,), _E) if copy else t
+    return apply(CAST, (t,), {"dtype": dtype.np})
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.get("dtype")
+    dev = kwargs.get("device")
+    for a in args:
+        if isinstance(a, _dt.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device)):
+            dev = a
+        elif isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return dtype, dev
+
+
+def _to(self, *args, **kwargs):
+    """Performs Tensor dtype and/or device conversion: ``to(dtype)``, ``to(device)``,
+    ``to(other)``, ``to(device, dtype)``; ``copy=True`` forces a new tensor."""
+    dtype, dev = _parse_to(args, kwargs)
+    copy = kwargs.get("copy", False)
+    t = self
+    if dev is not None:
+        d = _device(dev)
+        if d != self.device:
+            t = _to_device(t, d)
+            copy = False
+    if dtype is not None:
+        t = _to_dtype(t, dtype, copy)
+    elif copy:
+        t = apply(CLONE, (t,), _E)
+    return t
+
+
+def _to_device_kernel(xp, x, backend):
+    b = get_backend(backend)
+    return b.from_host(np.asarray(x)) if backend == "cpu" or True else x
+
+
+TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False)
+
+
+def _to_device(t, d):
+    if d.type == t.device.type:
+        return t
+    return apply(TO_DEVICE, (t,), {"backend": d.type})
+
+
+Tensor.to = _to
+Tensor.cpu = lambda self, memory_format=None: _to_device(self, CPU)
+Tensor.cuda = lambda self, device=None, non_blocking=False: _to_device(
+    self, _device("cuda" if device is None else device if isinstance(device, str) else
+                  f"cuda:{device}"))
+
+for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
+                  ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32),
+                  ("short", _dt.int16), ("char", _dt.int8), ("byte", _dt.uint8),
+                  ("bool", _dt.bool), ("cfloat", _dt.complex64), ("cdouble", _dt.complex128)):
+    setattr(Tensor, _name, (lambda d: lambda self, memory_format=None: _to_dtype(self, d))(_d))
+
+_TYPE_NAMES = {"torch.FloatTensor": _dt.float32, "torch.DoubleTensor": _dt.float64,
+               "torch.HalfTensor": _dt.float16, "torch.BFloat16Tensor": _dt.bfloat16,
+               "torch.LongTensor": _dt.int64, "torch.IntTensor": _dt.int32,
+               "torch.ShortTensor": _dt.int16, "torch.CharTensor": _dt.int8,
+               "torch.ByteTensor": _dt.uint8, "torch.BoolTensor": _dt.bool}
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """With no argument, the type name (``'torch.FloatTensor'``); otherwise a cast."""
+    if dtype is None:
+        for k, v in _TYPE_NAMES.items():
+            if v is self.dtype:
+                return k
+        return f"torch.{self.dtype.name}"
+    if isinstance(dtype, str):
+        dtype = _TYPE_NAMES[dtype.replace("ember.", "torch.")]
+    return _to_dtype(self, dtype)
+
+
+Tensor.type = _type
+Tensor.type_as = lambda self, other: _to_dtype(self, other.dtype)
+
+
+# ---- copy_ ------------------------------------------------------------------------------
+def _copy_kernel(xp, dst, src, non_blocking=False):
+    if type(src) is not np.ndarray:
+        src = np.asarray(src)
+    if dst.dtype.kind != "c" and src.dtype.kind == "c":
+        src = src.real
+    return xp.broadcast_to(src, dst.shape).astype(dst.dtype, copy=False) \
+        if src.shape != dst.shape else src.astype(dst.dtype, copy=False)
+
+
+def _copy_vjp(ctx, g, dst, src, non_blocking=False):
+    need = ctx.needs_input_grad
+    return (g * 0 if need[0] else None, g if need[1] else None)
+
+
+COPY = Op("copy", _copy_kernel, _copy_vjp, save_inputs=False, shape=lambda d, s, **k:
+          (d.shape, d.dtype))
+
+
+def _copy_(self, src, non_blocking=False):
+    """Copies the elements from ``src`` into ``self`` (broadcasting, casting) and returns self."""
+    if isinstance(src, Tensor) and src.device != self.device:
+        src = _to_device(src, self.device)
+    try:
+        np.broadcast_shapes(src.shape if isinstance(src, Tensor) else (), self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}"
+                           f") must match the size of tensor b ({src.shape[-1]}) at non-singleton "
+                           f"dimension {self._data.ndim - 1}") from None
+    return apply_inplace(COPY, self, (src,), _E)
+
+
+Tensor.copy_ = _copy_
+
+
+# ---- complex views ----------------------------------------------------------------------
+def _conj_kernel(xp, x):
+    return xp.conj(x) if x.dtype.kind == "c" else x
+
+
+CONJ = Op("conj", _conj_kernel, lambda ctx, g, x: g.conj(), save_inputs=False, shape=shape_same)
+
+
+def conj(input):
+    """The complex conjugate (for real tensors, ``input`` itself)."""
+    if input._data.dtype.kind != "c":
+        return input
+    return apply(CONJ, (input,), _E)
+
+
+conj_physical = conj
+Tensor.conj = conj
+Tensor.conj_physical = conj
+Tensor.conj_physical_ = lambda self: apply_inplace(CONJ, self, (), _E)
+Tensor.resolve_conj = Tensor.resolve_neg = lambda self: self
+resolve_conj = resolve_neg = lambda input: input
+is_conj = is_neg = lambda input: False
+Tensor.is_conj = Tensor.is_neg = lambda self: False
+
+
+def _real_kernel(xp, x):
+    return x.real
+
+
+def _imag_kernel(xp, x):
+    if x.dtype.kind != "c":
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return x.imag
+
+
+def _real_vjp(ctx, g, x):
+    return g
+
+
+def _imag_vjp(ctx, g, x):
+    return g * 1j
+
+
+REAL = Op("real", _real_kernel, _real_vjp, save_inputs=False, view=True)
+IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True)
+
+
+def real(input):
+    """The real part, a view for complex tensors (the tensor itself for real ones)."""
+    if input._data.dtype.kind != "c":
+        return input
+    return apply(REAL, (input,), _E)
+
+
+def imag(input):
+    """The imaginary part of a complex tensor, as a view."""
+    return apply(IMAG, (input,), _E)
+
+
+Tensor.real = property(real, lambda self, v: real(self).copy_(v))
+Tensor.imag = property(imag, lambda self, v: imag(self).copy_(v))
+
+
+# ---- in-place through views: the recorded region-replace ---------------------------------
+def _replay(xp, arr, chain):
+    for op, params in chain:
+        arr = op.kernel(xp, arr, **params)
+    return arr
+
+
+def _view_scatter_kernel(xp, base, src, chain):
+    out = base.copy()
+    region = _replay(xp, out, chain)
+    region[...] = src
+    return out
+
+
+def _view_scatter_vjp(ctx, g, base, src, chain):
+    need = ctx.needs_input_grad
+    gb = gs = None
+    if need[0]:
+        gb = apply(VIEW_SCATTER, (g, _replay_t(g, chain) * 0), {"chain": chain})
+    if need[1]:
+        gs = _replay_t(g, chain)
+    return gb, gs
+
+
+def _replay_t(t, chain):
+    for op, params in chain:
+        t = apply(op, (t,), params)
+    return t
+
+
+VIEW_SCATTER = Op("_view_scatter", _view_scatter_kernel, _view_scatter_vjp, save_inputs=False,
+                  shape=lambda base, src, chain: (base.shape, base.dtype))
+
+_ = (cj, _version_of)

@@ -1,0 +1,887 @@
+"""Elementwise operators: unary math, binary arithmetic, comparisons, ternaries.
+
+Each block declares one Op (kernel + derivative in ember ops + shape rule) and
+its public forms.  Derivatives follow PyTorch's conjugate-Wirtinger convention
+(``cj`` conjugates complex operands and is a no-op for real ones).
+"""
+import math
+
+import numpy as np
+
+from ._helpers import _def_magic
+from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, def_binary,
+                       def_unary, default_float_np, handle_override, method, NeedsOverride,
+                       nary_kernel, promote_np, shape_broadcast, shape_same, special,
+                       unary_float, unary_same, wrap, write_out)
+
+__all__ = []
+
+
+def _export(name, fn):
+    globals()[name] = fn
+    __all__.append(name)
+    return fn
+
+
+def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False, inplace=True):
+    kernel = unary_float(fn) if floating else unary_same(fn)
+    op = Op(name, kernel, vjp, shape=shape_same, save_inputs=save_inputs,
+            save_output=save_output, category="unary")
+    _export(name, def_unary(name, op, inplace=inplace))
+    return op
+
+
+# ---- unary math -------------------------------------------------------------------------
+NEG = _unary("neg", lambda xp, x: xp.negative(x) if x.dtype.kind != "b" else _bool_neg(x),
+             lambda ctx, g, x: -g, floating=False, save_inputs=False)
+
+
+def _bool_neg(x):
+    raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                       "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+_export("negative", globals()["neg"])
+Tensor.negative = Tensor.neg
+Tensor.__neg__ = lambda self: apply(NEG, (self,), _E)
+Tensor.__pos__ = lambda self: self
+
+
+def _abs_vjp(ctx, g, x):
+    return g * x.sgn()
+
+
+def _abs_kernel(xp, x):
+    if x.dtype.kind == "c":
+        return xp.abs(x)
+    if x.dtype.kind == "b":
+        raise RuntimeError("\"abs_cpu\" not implemented for 'Bool'")
+    return unary_same(lambda xp, x: xp.abs(x))(xp, x)
+
+
+ABS = _unary("abs", None, _abs_vjp, floating=False)
+ABS.kernel = _abs_kernel
+_export("absolute", globals()["abs"])
+Tensor.__abs__ = lambda self: apply(ABS, (self,), _E)
+Tensor.absolute = Tensor.abs
+
+
+def _zero_vjp(ctx, g, x):
+    return g * 0
+
+
+SIGN = _unary("sign", lambda xp, x: xp.sign(x) if x.dtype.kind != "b" else x,
+              _zero_vjp, floating=False, save_inputs=False)
+
+
+def _sgn_kernel(xp, x):
+    if x.dtype.kind != "c":
+        return SIGN.kernel(xp, x)
+    a = xp.abs(x)
+    return xp.where(a == 0, 0, x / xp.where(a == 0, 1, a)).astype(x.dtype)
+
+
+def _sgn_vjp(ctx, g, x):
+    if x._data.dtype.kind != "c":
+        return g * 0
+    a = x.abs()
+    s = ctx.out
+    # torch: (grad - real(grad * conj(sgn)) * sgn) / |x|, zero where x == 0
+    r = (g - (g * s.conj()).real * s) / a
+    return where(a == 0, 0, r)
+
+
+SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True)
+_export("sgn", def_unary("sgn", SGN))
+
+RECIPROCAL = _unary("reciprocal", lambda xp, x: xp.reciprocal(x),
+                    lambda ctx, g, x: -g * cj(ctx.out * ctx.out), save_inputs=False,
+                    save_output=True)
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g, x: g / (2 * cj(ctx.out)),
+              save_inputs=False, save_output=True)
+RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x),
+               lambda ctx, g, x: -0.5 * g * cj(ctx.out ** 3), save_inputs=False, save_output=True)
+EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g, x: g * cj(ctx.out),
+             save_inputs=False, save_output=True)
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x),
+              lambda ctx, g, x: g * cj(ctx.out) * math.log(2), save_inputs=False, save_output=True)
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g, x: g * (cj(ctx.out) + 1),
+               save_inputs=False, save_output=True)
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g, x: g / cj(x))
+LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g, x: g / (cj(x) * math.log(2)))
+LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g, x: g / (cj(x) * math.log(10)))
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g, x: g / (cj(x) + 1))
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g, x: g * cj(x.cos()))
+COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g, x: -g * cj(x.sin()))
+TAN = _unary("tan", lambda xp, x: xp.tan(x),
+             lambda ctx, g, x: g * cj(1 + ctx.out * ctx.out), save_inputs=False, save_output=True)
+ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g, x: g * cj((1 - x * x).rsqrt()))
+ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g, x: -g * cj((1 - x * x).rsqrt()))
+ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g, x: g / cj(1 + x * x))
+SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g, x: g * cj(x.cosh()))
+COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g, x: g * cj(x.sinh()))
+TANH = _unary("tanh", lambda xp, x: xp.tanh(x),
+              lambda ctx, g, x: g * cj(1 - ctx.out * ctx.out), save_inputs=False, save_output=True)
+ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x),
+               lambda ctx, g, x: g * cj((x * x + 1).rsqrt()))
+ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
+               lambda ctx, g, x: g * cj((x * x - 1).rsqrt()))
+ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g, x: g / cj(1 - x * x))
+for _a, _b in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"),
+               ("arccosh", "acosh"), ("arctanh", "atanh")):
+    _export(_a, globals()[_b])
+    setattr(Tensor, _a, getattr(Tensor, _b))
+    setattr(Tensor, _a + "_", getattr(Tensor, _b + "_"))
+
+
+def _sigmoid_np(xp, x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-x))
+    return special(xp).expit(x)
+
+
+SIGMOID = _unary("sigmoid", _sigmoid_np,
+                 lambda ctx, g, x: g * cj(ctx.out * (1 - ctx.out)), save_inputs=False,
+                 save_output=True)
+
+
+def _logit_kernel(xp, x, eps=None):
+    def f(xp, x):
+        if eps is not None:
+            x = xp.clip(x, eps, 1 - eps)
+        return xp.log(x / (1 - x))
+    return unary_float(f)(xp, x)
+
+
+def _logit_vjp(ctx, g, x, eps=None):
+    d = g / (x * (1 - x))
+    if eps is not None:
+        d = where((x < eps) | (x > 1 - eps), 0, d)
+    return d
+
+
+LOGIT = Op("logit", _logit_kernel, _logit_vjp, shape=shape_same)
+
+
+def logit(input, eps=None, *, out=None):
+    r = LOGIT(input, **({"eps": eps} if eps is not None else {}))
+    return r if out is None else write_out(out, r)
+
+
+_export("logit", logit)
+Tensor.logit = lambda self, eps=None: logit(self, eps)
+Tensor.logit_ = lambda self, eps=None: apply_inplace(LOGIT, self, (), {} if eps is None else
+                                                     {"eps": eps})
+
+_SQRT_PI = math.sqrt(math.pi)
+ERF = _unary("erf", lambda xp, x: special(xp).erf(x),
+             lambda ctx, g, x: g * (2 / _SQRT_PI) * (-x * x).exp())
+ERFC = _unary("erfc", lambda xp, x: special(xp).erfc(x),
+              lambda ctx, g, x: g * (-2 / _SQRT_PI) * (-x * x).exp())
+ERFINV = _unary("erfinv", lambda xp, x: special(xp).erfinv(x),
+                lambda ctx, g, x: g * (_SQRT_PI / 2) * (ctx.out * ctx.out).exp(),
+                save_inputs=False, save_output=True)
+LGAMMA = _unary("lgamma", lambda xp, x: special(xp).gammaln(x),
+                lambda ctx, g, x: g * x.digamma())
+
+
+def _polygamma_kernel(xp, x, n):
+    if n == 0:
+        return special(xp).psi(x)
+    return special(xp).polygamma(n, x)
+
+
+POLYGAMMA = Op("polygamma", lambda xp, x, n: unary_float(
+    lambda xp, x: _polygamma_kernel(xp, x, n))(xp, x),
+    lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=shape_same)
+
+
+def polygamma(n, input, *, out=None):
+    r = POLYGAMMA(input, n=n)
+    return r if out is None else write_out(out, r)
+
+
+_export("polygamma", polygamma)
+Tensor.polygamma = lambda self, n: polygamma(n, self)
+Tensor.polygamma_ = lambda self, n: apply_inplace(POLYGAMMA, self, (), {"n": n})
+DIGAMMA = _unary("digamma", lambda xp, x: special(xp).psi(x),
+                 lambda ctx, g, x: g * polygamma(1, x))
+_export("psi", globals()["digamma"])
+
+# rounding: zero gradient almost everywhere
+FLOOR = _unary("floor", lambda xp, x: xp.floor(x) if x.dtype.kind not in "biu" else x,
+               _zero_vjp, floating=False, save_inputs=False)
+CEIL = _unary("ceil", lambda xp, x: xp.ceil(x) if x.dtype.kind not in "biu" else x,
+              _zero_vjp, floating=False, save_inputs=False)
+TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x) if x.dtype.kind not in "biu" else x,
+               _zero_vjp, floating=False, save_inputs=False)
+_export("fix", globals()["trunc"])
+Tensor.fix, Tensor.fix_ = Tensor.trunc, Tensor.trunc_
+FRAC = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda ctx, g, x: g, floating=False,
+              save_inputs=False)
+
+
+def _round_kernel(xp, x, decimals=0):
+    if x.dtype.kind in "biu":
+        return x
+    return unary_same(lambda xp, x: xp.round(x, decimals))(xp, x)
+
+
+ROUND = Op("round", _round_kernel, lambda ctx, g, x, decimals=0: g * 0, shape=shape_same,
+           save_inputs=False)
+
+
+def round(input, *, decimals=0, out=None):
+    r = ROUND(input, **({"decimals": decimals} if decimals else {}))
+    return r if out is None else write_out(out, r)
+
+
+_export("round", round)
+Tensor.round = lambda self, decimals=0: round(self, decimals=decimals)
+Tensor.round_ = lambda self, decimals=0: apply_inplace(ROUND, self, (), {"decimals": decimals}
+                                                       if decimals else {})
+
+
+def _nan_to_num_kernel(xp, x, nan=0.0, posinf=None, neginf=None):
+    if x.dtype.kind in "biu":
+        return x
+    return unary_same(lambda xp, x: xp.nan_to_num(x, nan=nan, posinf=posinf,
+                                                  neginf=neginf))(xp, x)
+
+
+NAN_TO_NUM = Op("nan_to_num", _nan_to_num_kernel,
+                lambda ctx, g, x, **kw: g * x.isfinite(), shape=shape_same)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    r = NAN_TO_NUM(input, nan=nan, posinf=posinf, neginf=neginf)
+    return r if out is None else write_out(out, r)
+
+
+_export("nan_to_num", nan_to_num)
+Tensor.nan_to_num = lambda self, nan=0.0, posinf=None, neginf=None: nan_to_num(
+    self, nan, posinf, neginf)
+Tensor.nan_to_num_ = lambda self, nan=0.0, posinf=None, neginf=None: apply_inplace(
+    NAN_TO_NUM, self, (), {"nan": nan, "posinf": posinf, "neginf": neginf})
+
+
+# ---- predicates (bool results, no gradient) ---------------------------------------------
+def _pred(name, fn):
+    op = Op(name, fn, None, shape=lambda x: (x.shape, "bool"), differentiable=False,
+            save_inputs=False)
+    _export(name, def_unary(name, op, inplace=False))
+    return op
+
+
+_pred("isnan", lambda xp, x: xp.isnan(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool))
+_pred("isinf", lambda xp, x: xp.isinf(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool))
+_pred("isfinite", lambda xp, x: xp.isfinite(x) if x.dtype.kind in "fcV" else
+      xp.ones(x.shape, bool))
+_pred("isposinf", lambda xp, x: xp.isposinf(x) if x.dtype.kind in "fV" else
+      xp.zeros(x.shape, bool))
+_pred("isneginf", lambda xp, x: xp.isneginf(x) if x.dtype.kind in "fV" else
+      xp.zeros(x.shape, bool))
+_pred("isreal", lambda xp, x: xp.imag(x) == 0 if x.dtype.kind == "c" else xp.ones(x.shape, bool))
+_pred("signbit", lambda xp, x: xp.signbit(x) if x.dtype.kind != "b" else xp.zeros(x.shape, bool))
+LOGICAL_NOT = Op("logical_not", lambda xp, x: xp.logical_not(x), None, shape=shape_same,
+                 differentiable=False, save_inputs=False)
+_export("logical_not", def_unary("logical_not", LOGICAL_NOT))
+
+
+def _bitwise_not_kernel(xp, x):
+    if x.dtype.kind not in "biu":
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for "
+                           f"'{_torch_type_name(x.dtype)}'")
+    return xp.invert(x)
+
+
+def _torch_type_name(dt):
+    from .._core.dispatch import _cat_name
+    from .._core.dtype import FROM_NP
+    return _cat_name(FROM_NP[dt])
+
+
+BITWISE_NOT = Op("bitwise_not", _bitwise_not_kernel, None, shape=shape_same,
+                 differentiable=False, save_inputs=False)
+_export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT))
+Tensor.__invert__ = lambda self: apply(BITWISE_NOT, (self,), _E)
+
+
+# ---- binary arithmetic ------------------------------------------------------------------
+def _binary(name, fn, vjp, *, kind="promote", magic=None, reflected=False, save_inputs=True,
+            save_output=False, inplace=True, public=True):
+    op = Op(name, binary_kernel(fn, kind=kind), vjp, shape=shape_broadcast,
+            save_inputs=save_inputs, save_output=save_output, category="binary",
+            differentiable=kind != "bool" and vjp is not False)
+    if vjp is False:
+        op.vjp = None
+    if public:
+        _export(name, def_binary(name, op, inplace=inplace, magic=magic, reflected=reflected))
+    elif magic:
+        _def_magic(op, magic, reflected)
+    return op
+
+
+def _bool_arith_guard(fn, name):
+    def f(xp, a, b):
+        return fn(xp, a, b)
+    return f
+
+
+ADD = _binary("add", lambda xp, a, b: xp.add(a, b) if getattr(a, "dtype", None) != bool
+              else xp.logical_or(a, b), lambda ctx, g, a, b: (g, g), magic="add",
+              reflected=True, save_inputs=False, public=False)
+SUB = _binary("sub", lambda xp, a, b: _sub_np(xp, a, b), lambda ctx, g, a, b: (g, -g),
+              magic="sub", reflected=True, save_inputs=False, public=False)
+
+
+def _sub_np(xp, a, b):
+    if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    return xp.subtract(a, b)
+
+
+def _scaled(other, alpha):
+    return other if alpha == 1 else other * alpha
+
+
+def add(input, other, *, alpha=1, out=None):
+    """Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other."""
+    try:
+        r = apply(ADD, (input, _scaled(other, alpha)), _E)
+    except NeedsOverride:
+        return handle_override(add, (input, other), {"alpha": alpha, "out": out})
+    return r if out is None else write_out(out, r)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """Subtracts ``other``, scaled by ``alpha``, from ``input``."""
+    try:
+        r = apply(SUB, (input, _scaled(other, alpha)), _E)
+    except NeedsOverride:
+        return handle_override(sub, (input, other), {"alpha": alpha, "out": out})
+    return r if out is None else write_out(out, r)
+
+
+def _add_m(self, other, *, alpha=1):
+    try:
+        return apply(ADD, (self, _scaled(other, alpha)), _E)
+    except NeedsOverride:
+        return handle_override(_add_m, (self, other), {"alpha": alpha})
+
+
+def _sub_m(self, other, *, alpha=1):
+    try:
+        return apply(SUB, (self, _scaled(other, alpha)), _E)
+    except NeedsOverride:
+        return handle_override(_sub_m, (self, other), {"alpha": alpha})
+
+
+_export("add", add)
+_export("sub", sub)
+_export("subtract", sub)
+Tensor.add = _add_m
+Tensor.sub = Tensor.subtract = _sub_m
+Tensor.add_ = lambda self, other, *, alpha=1: apply_inplace(ADD, self, (_scaled(other, alpha),), _E)
+Tensor.sub_ = Tensor.subtract_ = lambda self, other, *, alpha=1: apply_inplace(
+    SUB, self, (_scaled(other, alpha),), _E)
+
+
+def _mul_vjp(ctx, g, a, b):
+    need = ctx.needs_input_grad
+    ga = g * cj(b) if need[0] else None
+    gb = g * cj(a) if need[1] else None
+    return ga, gb
+
+
+MUL = _binary("mul", lambda xp, a, b: xp.multiply(a, b) if getattr(a, "dtype", None) != bool
+              else xp.logical_and(a, b), _mul_vjp, magic="mul", reflected=True)
+_export("multiply", globals()["mul"])
+Tensor.multiply, Tensor.multiply_ = Tensor.mul, Tensor.mul_
+
+
+def _div_vjp(ctx, g, a, b):
+    need = ctx.needs_input_grad
+    ga = g / cj(b) if need[0] else None
+    gb = -g * cj(a / (b * b)) if need[1] else None
+    return ga, gb
+
+
+TRUE_DIV = _binary("div", lambda xp, a, b: xp.true_divide(a, b), _div_vjp, kind="float",
+                   magic="truediv", reflected=True, public=False)
+
+
+def _int_div_check(b):
+    bd = b._data if isinstance(b, Tensor) else b
+    if isinstance(bd, np.ndarray) and bd.dtype.kind in "biu" and (bd == 0).any() or \
+            (type(bd) is int and bd == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _floor_div_np(xp, a, b):
+    if getattr(a, "dtype", np.dtype(float)).kind in "biu" and getattr(
+            b, "dtype", np.dtype(type(b))).kind in "biu":
+        return xp.floor_divide(a, b)
+    return xp.floor(xp.true_divide(a, b))
+
+
+def _trunc_div_np(xp, a, b):
+    q = xp.true_divide(a, b)
+    if getattr(a, "dtype", np.dtype(float)).kind in "biu" and getattr(
+            b, "dtype", np.dtype(type(b))).kind in "biu":
+        # C-style truncation of integer quotients
+        fq = xp.floor_divide(a, b)
+        return xp.where((q < 0) & (fq * b != a), fq + 1, fq)
+    return xp.trunc(q)
+
+
+FLOOR_DIV = _binary("floor_divide", _floor_div_np, lambda ctx, g, a, b: (g * 0, g * 0),
+                    magic="floordiv", reflected=True, save_inputs=False, public=False)
+TRUNC_DIV = _binary("trunc_divide", _trunc_div_np, lambda ctx, g, a, b: (g * 0, g * 0),
+                    save_inputs=False, public=False)
+
+
+def _div_op(rounding_mode):
+    if rounding_mode is None:
+        return TRUE_DIV
+    if rounding_mode == "floor":
+        return FLOOR_DIV
+    if rounding_mode == "trunc":
+        return TRUNC_DIV
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                       f"found '{rounding_mode}'")
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """Divides ``input`` by ``other`` (true division, or 'trunc' / 'floor' rounding)."""
+    op = _div_op(rounding_mode)
+    if op is not TRUE_DIV:
+        _int_div_check(other)
+    try:
+        r = apply(op, (input, other), _E)
+    except NeedsOverride:
+        return handle_override(div, (input, other), {"rounding_mode": rounding_mode, "out": out})
+    return r if out is None else write_out(out, r)
+
+
+def floor_divide(input, other, *, out=None):
+    return div(input, other, rounding_mode="floor", out=out)
+
+
+def _floordiv_magic(self, other):
+    _int_div_check(other)
+    return apply(FLOOR_DIV, (self, other), _E)
+
+
+Tensor.__floordiv__ = _floordiv_magic
+Tensor.__rfloordiv__ = lambda self, other: (_int_div_check(self), apply(
+    FLOOR_DIV, (other, self), _E))[1]
+Tensor.__ifloordiv__ = lambda self, other: (_int_div_check(other), apply_inplace(
+    FLOOR_DIV, self, (other,), _E))[1]
+_export("div", div)
+_export("divide", div)
+_export("true_divide", lambda input, other, *, out=None: div(input, other, out=out))
+_export("floor_divide", floor_divide)
+Tensor.div = Tensor.divide = lambda self, other, *, rounding_mode=None: div(
+    self, other, rounding_mode=rounding_mode)
+Tensor.true_divide = lambda self, other: div(self, other)
+
+
+def _div_(self, other, *, rounding_mode=None):
+    op = _div_op(rounding_mode)
+    if op is not TRUE_DIV:
+        _int_div_check(other)
+    return apply_inplace(op, self, (other,), _E)
+
+
+Tensor.div_ = Tensor.divide_ = _div_
+Tensor.true_divide_ = lambda self, other: apply_inplace(TRUE_DIV, self, (other,), _E)
+Tensor.floor_divide = lambda self, other: floor_divide(self, other)
+Tensor.floor_divide_ = lambda self, other: _div_(self, other, rounding_mode="floor")
+
+
+def _remainder_np(xp, a, b):
+    return xp.remainder(a, b)
+
+
+def _remainder_vjp(ctx, g, a, b):
+    return g, -g * (a / b).floor()
+
+
+REMAINDER = _binary("remainder", _remainder_np, _remainder_vjp, magic="mod", reflected=True)
+FMOD = _binary("fmod", lambda xp, a, b: xp.fmod(a, b),
+               lambda ctx, g, a, b: (g, -g * (a / b).trunc()))
+
+
+def _pow_np(xp, a, b):
+    if type(a) is np.ndarray and a.dtype.kind in "biu" and (
+            (type(b) is np.ndarray and b.dtype.kind in "iu" and (b < 0).any()) or
+            (type(b) is int and b < 0)):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return xp.power(a, b)
+
+
+def _pow_vjp(ctx, g, a, b):
+    need = ctx.needs_input_grad
+    ga = gb = None
+    if need[0]:
+        if isinstance(b, Tensor):
+            ga = g * cj(b * a ** (b - 1))
+            ga = where((b == 0), 0, ga) if b._data.dtype.kind != "c" else ga
+        elif b == 0:
+            ga = g * 0
+        else:
+            ga = g * cj(b * a ** (b - 1))
+    if need[1]:
+        out = a ** b if isinstance(a, Tensor) else ctx.out
+        la = a.log() if isinstance(a, Tensor) else math.log(a)
+        gb = g * cj(out * la)
+        if isinstance(a, Tensor) and a._data.dtype.kind != "c":
+            gb = where((a == 0) & (b >= 0), 0, gb)
+    return ga, gb
+
+
+POW = _binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True)
+
+
+def _float_power_kernel(xp, a, b):
+    cplx = any(getattr(x, "dtype", np.dtype(type(x))).kind == "c" for x in (a, b))
+    dt = np.complex128 if cplx else np.float64
+    a = a.astype(dt) if isinstance(a, np.ndarray) else a
+    b = b.astype(dt) if isinstance(b, np.ndarray) else b
+    r = xp.power(a, b)
+    return np.asarray(r, dtype=dt)
+
+
+FLOAT_POWER = Op("float_power", _float_power_kernel, None, shape=shape_broadcast)
+
+
+def float_power(input, exponent, *, out=None):
+    """``input ** exponent`` computed in double precision (float64 / complex128)."""
+    def up(x):
+        if isinstance(x, Tensor):
+            return x.to(complex128_ if x.is_complex() else float64_)
+        return x
+    r = pow(up(input), up(exponent))
+    if not isinstance(r, Tensor) or r._data.dtype.itemsize < 8:
+        r = r.double()
+    return r if out is None else write_out(out, r)
+
+
+from .._core.dtype import complex128 as complex128_, float64 as float64_  # noqa: E402
+
+_export("float_power", float_power)
+Tensor.float_power = float_power
+
+
+def _float_power_(self, exponent):
+    if self._data.dtype not in (np.float64, np.complex128):
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()}"
+                           f" but the operation's result requires dtype Double")
+    return self.copy_(float_power(self, exponent))
+
+
+Tensor.float_power_ = _float_power_
+
+
+def _minmax_vjp(pick_a):
+    def vjp(ctx, g, a, b):
+        # ties split the gradient evenly, as torch does
+        ma = pick_a(a, b)
+        eq = (a == b)
+        half = g / 2
+        ga = where(eq, half, where(ma, g, 0))
+        gb = where(eq, half, where(ma, 0, g))
+        return ga, gb
+    return vjp
+
+
+MAXIMUM = _binary("maximum", lambda xp, a, b: xp.maximum(a, b),
+                  _minmax_vjp(lambda a, b: a > b), inplace=False)
+MINIMUM = _binary("minimum", lambda xp, a, b: xp.minimum(a, b),
+                  _minmax_vjp(lambda a, b: a < b), inplace=False)
+_export("max_elementwise", globals()["maximum"])
+FMAX = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _minmax_vjp(
+    lambda a, b: (a > b) | b.isnan()), inplace=False)
+FMIN = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _minmax_vjp(
+    lambda a, b: (a < b) | b.isnan()), inplace=False)
+HYPOT = _binary("hypot", lambda xp, a, b: xp.hypot(a, b),
+                lambda ctx, g, a, b: (g * a / ctx.out, g * b / ctx.out), kind="float",
+                save_output=True)
+ATAN2 = _binary("atan2", lambda xp, a, b: xp.arctan2(a, b),
+                lambda ctx, g, a, b: (g * b / (a * a + b * b), -g * a / (a * a + b * b)),
+                kind="float")
+_export("arctan2", globals()["atan2"])
+Tensor.arctan2, Tensor.arctan2_ = Tensor.atan2, Tensor.atan2_
+COPYSIGN = _binary("copysign", lambda xp, a, b: xp.copysign(a, b),
+                   lambda ctx, g, a, b: (g * (ctx.out / a).nan_to_num(0.0) if True else None,
+                                         g * 0), kind="float", save_output=True)
+XLOGY = _binary("xlogy", lambda xp, a, b: special(xp).xlogy(a, b),
+                lambda ctx, g, a, b: (g * where(a == 0, 0, b.log() if isinstance(b, Tensor)
+                                                else math.log(b)),
+                                      g * where(a == 0, 0, a / b)), kind="float")
+
+
+# ---- bitwise / logical / comparison -----------------------------------------------------
+def _int_only(fn, name):
+    def f(xp, a, b):
+        for x in (a, b):
+            k = getattr(x, "dtype", None)
+            if k is not None and k.kind not in "biu":
+                raise RuntimeError(f"\"{name}_cpu\" not implemented for "
+                                   f"'{_torch_type_name(k)}'")
+            if isinstance(x, float):
+                raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        return fn(xp, a, b)
+    return f
+
+
+for _name, _fn, _magic in (("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "and"),
+                           ("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "or"),
+                           ("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "xor"),
+                           ("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b), "lshift"),
+                           ("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b),
+                            "rshift")):
+    _binary(_name, _int_only(_fn, _name), False, magic=_magic, reflected=True,
+            save_inputs=False)
+
+for _name, _fn in (("logical_and", lambda xp, a, b: xp.logical_and(a, b)),
+                   ("logical_or", lambda xp, a, b: xp.logical_or(a, b)),
+                   ("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))):
+    _binary(_name, _fn, None, kind="bool", save_inputs=False)
+
+for _name, _fn, _magic, _alias in (("eq", lambda xp, a, b: xp.equal(a, b), "eq", None),
+                                   ("ne", lambda xp, a, b: xp.not_equal(a, b), "ne", "not_equal"),
+                                   ("lt", lambda xp, a, b: xp.less(a, b), "lt", "less"),
+                                   ("le", lambda xp, a, b: xp.less_equal(a, b), "le",
+                                    "less_equal"),
+                                   ("gt", lambda xp, a, b: xp.greater(a, b), "gt", "greater"),
+                                   ("ge", lambda xp, a, b: xp.greater_equal(a, b), "ge",
+                                    "greater_equal")):
+    _binary(_name, _fn, None, kind="bool", magic=_magic, save_inputs=False)
+    if _alias:
+        _export(_alias, globals()[_name])
+        setattr(Tensor, _alias, getattr(Tensor, _name))
+        setattr(Tensor, _alias + "_", getattr(Tensor, _name + "_"))
+Tensor.__hash__ = object.__hash__
+
+
+# ---- ternary ----------------------------------------------------------------------------
+def _where_kernel(xp, cond, a, b):
+    if type(cond) is not np.ndarray or cond.dtype != bool:
+        if type(cond) is np.ndarray and cond.dtype == np.uint8:
+            cond = cond.astype(bool)
+        elif type(cond) is np.ndarray:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {_torch_type_name(cond.dtype)}")
+    dt = promote_np(a, b)
+    return xp.where(cond, a, b).astype(dt, copy=False)
+
+
+def _where_vjp(ctx, g, cond, a, b):
+    need = ctx.needs_input_grad
+    return (None, where(cond, g, 0) if need[1] else None,
+            where(cond, 0, g) if need[2] else None)
+
+
+WHERE = Op("where", _where_kernel, _where_vjp, shape=shape_broadcast, save_inputs=(0,))
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """Elements of ``input`` where ``condition`` holds, else of ``other``.
+
+    With only ``condition``, same as ``nonzero(condition, as_tuple=True)``."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    try:
+        r = apply(WHERE, (condition, input, other), _E)
+    except NeedsOverride:
+        return handle_override(where, (condition, input, other), {})
+    return r if out is None else write_out(out, r)
+
+
+_export("where", where)
+Tensor.where = lambda self, condition, other: where(condition, self, other)
+
+
+def _clamp_kernel(xp, x, lo, hi):
+    dt = promote_np(x, lo, hi)
+    if x.dtype in (np.float16,) or dt.kind == "V":
+        dt = x.dtype
+    if dt.kind == "c":
+        raise RuntimeError("clamp is not supported for complex types")
+    r = x.astype(dt, copy=False)
+    if lo is not None:
+        r = xp.maximum(r, lo)
+        r = xp.where(xp.isnan(lo) if type(lo) is np.ndarray else False, lo, r) \
+            if dt.kind == "f" and type(lo) is np.ndarray else r
+    if hi is not None:
+        r = xp.minimum(r, hi)
+    if type(r) is not np.ndarray or r.dtype != dt:
+        r = np.asarray(r).astype(dt)
+    return r
+
+
+def _clamp_vjp(ctx, g, x, lo, hi):
+    need = ctx.needs_input_grad
+    inside = None
+    if lo is not None:
+        inside = x >= lo
+    if hi is not None:
+        m = x <= hi
+        inside = m if inside is None else inside & m
+    gx = where(inside, g, 0) if need[0] else None
+    glo = where(x < lo, g, 0) if len(need) > 1 and need[1] else None
+    ghi = where(x > hi, g, 0) if len(need) > 2 and need[2] else None
+    if glo is not None and hi is not None and ghi is not None:
+        pass
+    return gx, glo, ghi
+
+
+CLAMP = Op("clamp", _clamp_kernel, _clamp_vjp, shape=shape_broadcast)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Clamps all elements of ``input`` into the range [min, max] (tensor or scalar bounds)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    try:
+        r = apply(CLAMP, (input, min, max), _E)
+    except NeedsOverride:
+        return handle_override(clamp, (input, min, max), {})
+    return r if out is None else write_out(out, r)
+
+
+_export("clamp", clamp)
+_export("clip", clamp)
+_export("clamp_min", lambda input, min, *, out=None: clamp(input, min, None, out=out))
+_export("clamp_max", lambda input, max, *, out=None: clamp(input, None, max, out=out))
+Tensor.clamp = Tensor.clip = lambda self, min=None, max=None: clamp(self, min, max)
+Tensor.clamp_min = lambda self, min: clamp(self, min, None)
+Tensor.clamp_max = lambda self, max: clamp(self, None, max)
+
+
+def _clamp_(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return apply_inplace(CLAMP, self, (min, max), _E)
+
+
+Tensor.clamp_ = Tensor.clip_ = _clamp_
+Tensor.clamp_min_ = lambda self, min: _clamp_(self, min, None)
+Tensor.clamp_max_ = lambda self, max: _clamp_(self, None, max)
+
+
+def _lerp_vjp(ctx, g, a, b, w):
+    need = ctx.needs_input_grad
+    ga = g * cj(1 - w) if need[0] else None
+    gb = g * cj(w) if need[1] else None
+    gw = g * cj(b - a) if len(need) > 2 and need[2] else None
+    return ga, gb, gw
+
+
+LERP = Op("lerp", nary_kernel(lambda xp, a, b, w: a + w * (b - a), 3), _lerp_vjp,
+          shape=shape_broadcast)
+
+
+def lerp(input, end, weight, *, out=None):
+    """``input + weight * (end - input)``."""
+    r = apply(LERP, (input, end, weight), _E)
+    return r if out is None else write_out(out, r)
+
+
+_export("lerp", lerp)
+Tensor.lerp = lambda self, end, weight: lerp(self, end, weight)
+Tensor.lerp_ = lambda self, end, weight: apply_inplace(LERP, self, (end, weight), _E)
+
+
+def _addcmul_kernel(xp, x, t1, t2, value=1):
+    return x + value * (t1 * t2)
+
+
+def _addcmul_vjp(ctx, g, x, t1, t2, value=1):
+    need = ctx.needs_input_grad
+    return (g if need[0] else None, g * cj(t2) * value if need[1] else None,
+            g * cj(t1) * value if need[2] else None)
+
+
+def _addcdiv_kernel(xp, x, t1, t2, value=1):
+    if all(getattr(t, "dtype", np.dtype(float)).kind in "biu" for t in (t1, t2)):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+                           "release addcdiv will perform a true division of tensor1 and tensor2. "
+                           "The historic addcdiv behavior can be implemented as (input + value * "
+                           "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and "
+                           "as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * "
+                           "tensor1 / tensor2), for all dtypes.")
+    return x + value * (t1 / t2)
+
+
+def _addcdiv_vjp(ctx, g, x, t1, t2, value=1):
+    need = ctx.needs_input_grad
+    return (g if need[0] else None, g * value / cj(t2) if need[1] else None,
+            -g * value * cj(t1 / (t2 * t2)) if need[2] else None)
+
+
+ADDCMUL = Op("addcmul", nary_kernel(_addcmul_kernel, 3), _addcmul_vjp, shape=shape_broadcast)
+ADDCDIV = Op("addcdiv", nary_kernel(_addcdiv_kernel, 3), _addcdiv_vjp, shape=shape_broadcast)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    """``input + value * tensor1 * tensor2``."""
+    r = apply(ADDCMUL, (input, tensor1, tensor2), {"value": value} if value != 1 else _E)
+    return r if out is None else write_out(out, r)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    """``input + value * tensor1 / tensor2``."""
+    r = apply(ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else _E)
+    return r if out is None else write_out(out, r)
+
+
+_export("addcmul", addcmul)
+_export("addcdiv", addcdiv)
+Tensor.addcmul = lambda self, tensor1, tensor2, *, value=1: addcmul(self, tensor1, tensor2,
+                                                                    value=value)
+Tensor.addcdiv = lambda self, tensor1, tensor2, *, value=1: addcdiv(self, tensor1, tensor2,
+                                                                    value=value)
+Tensor.addcmul_ = lambda self, tensor1, tensor2, *, value=1: apply_inplace(
+    ADDCMUL, self, (tensor1, tensor2), {"value": value} if value != 1 else _E)
+Tensor.addcdiv_ = lambda self, tensor1, tensor2, *, value=1: apply_inplace(
+    ADDCDIV, self, (tensor1, tensor2), {"value": value} if value != 1 else _E)
+
+
+# ---- closeness --------------------------------------------------------------------------
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal if ``equal_nan``)."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype != other.dtype:
+        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    a = input._data
+    b = other._data if isinstance(other, Tensor) else other
+    if a.dtype in (np.float16,) or a.dtype.kind == "V":
+        a = a.astype(np.float32)
+        b = b.astype(np.float32) if isinstance(b, np.ndarray) else b
+    return wrap(np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether all elements are close (see `isclose`); returns a Python bool."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input, other):
+    """True if the two tensors have the same size and elements."""
+    if input.shape != other.shape:
+        return False
+    return bool((input._data == other._data).all())
+
+
+_export("isclose", isclose)
+_export("allclose", allclose)
+_export("equal", equal)
+Tensor.isclose = isclose
+Tensor.allclose = allclose
+Tensor.equal = equal
+
+_ = (default_float_np, method, shape_same)

@@ -1,0 +1,376 @@
+"""View operators: reshape, permute, expand, squeeze & co.
+
+Their kernels return NumPy views, so results share memory and the version
+counter with their base; derivatives are the inverse view (or a sum, for
+expand).  Shape rules work on plain tuples, so symbolic sizes pass through.
+"""
+import numpy as np
+
+from .._core.tensor import Size, _wrap_dim
+from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override
+
+__all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsqueeze",
+           "squeeze", "flatten", "unflatten", "movedim", "moveaxis", "broadcast_to",
+           "adjoint", "view_as_real", "view_as_complex"]
+
+
+def _sizes(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        args = tuple(args[0])
+    return tuple(int(a) for a in args)
+
+
+def infer_size(shape, numel):
+    """Resolve one -1 in ``shape`` for a tensor of ``numel`` elements, with torch's errors."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+# ---- view / reshape ---------------------------------------------------------------------
+def _view_kernel(xp, x, shape):
+    try:
+        r = x.view()
+        r.shape = shape  # raises instead of copying when strides are incompatible
+        return r
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.") from None
+
+
+VIEW = Op("view", _view_kernel, lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]),
+          save_inputs=False, view=True, shape=lambda x, shape: (shape, x.dtype))
+RESHAPE_COPY = Op("_reshape_copy", lambda xp, x, shape: xp.reshape(x, shape).copy(),
+                  lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]), save_inputs=False,
+                  shape=lambda x, shape: (shape, x.dtype))
+
+
+def _view(self, *shape):
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and \
+            not isinstance(shape[0], np.integer):
+        from .._core.dtype import dtype as _dtype
+        if isinstance(shape[0], _dtype):
+            return _view_dtype(self, shape[0])
+    shape = infer_size(_sizes(shape), self._data.size)
+    if shape == self._data.shape:
+        return apply(VIEW, (self,), {"shape": shape})
+    return apply(VIEW, (self,), {"shape": shape})
+
+
+def _view_dtype(self, dtype):
+    return _wrap_view_dtype(self, dtype)
+
+
+def _wrap_view_dtype(self, dtype):
+    VIEW_DTYPE = _view_dtype_op()
+    return apply(VIEW_DTYPE, (self,), {"dtype": dtype.np})
+
+
+_VD = []
+
+
+def _view_dtype_op():
+    if not _VD:
+        _VD.append(Op("view_dtype", lambda xp, x, dtype: x.view(dtype), None, view=True,
+                      differentiable=False))
+    return _VD[0]
+
+
+def reshape(input, shape):
+    """A tensor with the same data and number of elements as ``input`` but ``shape``: a view
+    when possible, otherwise a copy."""
+    try:
+        shape = infer_size(_sizes((shape,)), input._data.size)
+    except AttributeError:
+        return handle_override(reshape, (input, shape), {})
+    x = input._data
+    if shape == x.shape:
+        return apply(VIEW, (input,), {"shape": shape})
+    if x.flags.c_contiguous or _viewable(x, shape):
+        return apply(VIEW, (input,), {"shape": shape})
+    return apply(RESHAPE_COPY, (input,), {"shape": shape})
+
+
+def _viewable(x, shape):
+    r = x.view()
+    try:
+        r.shape = shape
+        return True
+    except AttributeError:
+        return False
+
+
+Tensor.view = _view
+Tensor.view_as = lambda self, other: _view(self, other.shape)
+Tensor.reshape = lambda self, *shape: reshape(self, _sizes(shape))
+Tensor.reshape_as = lambda self, other: reshape(self, other.shape)
+
+
+# ---- permutations -----------------------------------------------------------------------
+def _norm_dims(dims, ndim):
+    dims = tuple(_wrap_dim(d, ndim) for d in dims)
+    return dims
+
+
+def _permute_vjp(ctx, g, x, dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return apply(PERMUTE, (g,), {"dims": tuple(inv)})
+
+
+PERMUTE = Op("permute", lambda xp, x, dims: xp.transpose(x, dims), _permute_vjp,
+             save_inputs=False, view=True,
+             shape=lambda x, dims: (tuple(x.shape[d] for d in dims), x.dtype))
+
+
+def permute(input, dims):
+    """A view of ``input`` with its dimensions permuted."""
+    dims = _sizes((dims,))
+    if len(dims) != input._data.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {input._data.ndim} is not equal to len(dims) = "
+                           f"{len(dims)}")
+    dims = _norm_dims(dims, input._data.ndim)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply(PERMUTE, (input,), {"dims": dims})
+
+
+def transpose(input, dim0, dim1):
+    """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    n = input._data.ndim
+    if n == 0:
+        _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)
+        return apply(PERMUTE, (input,), {"dims": ()})
+    d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
+    dims = list(range(n))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return apply(PERMUTE, (input,), {"dims": tuple(dims)})
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    """Transposes a tensor of at most 2 dimensions (0-D and 1-D are returned as is)."""
+    if input._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input._data.ndim}D")
+    return transpose(input, 0, 1) if input._data.ndim == 2 else transpose(input, 0, 0)
+
+
+def movedim(input, source, destination):
+    """Moves the dimension(s) of ``input`` at ``source`` to the position(s) in ``destination``."""
+    n = input._data.ndim
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    src = _norm_dims(src, n)
+    dst = _norm_dims(dst, n)
+    order = [d for d in range(n) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return apply(PERMUTE, (input,), {"dims": tuple(order)})
+
+
+moveaxis = movedim
+
+
+def adjoint(input):
+    """Conjugate transpose of the last two dimensions."""
+    return transpose(input, -2, -1).conj()
+
+
+Tensor.permute = lambda self, *dims: permute(self, _sizes(dims))
+Tensor.transpose = transpose
+Tensor.swapaxes = Tensor.swapdims = transpose
+Tensor.t = t
+Tensor.movedim = Tensor.moveaxis = movedim
+Tensor.adjoint = adjoint
+Tensor.T = property(lambda self: permute(self, tuple(range(self._data.ndim - 1, -1, -1))))
+Tensor.mT = property(lambda self: transpose(self, -2, -1))
+Tensor.H = property(lambda self: t(self).conj())
+Tensor.mH = property(adjoint)
+
+
+def _transpose_(self, dim0, dim1):
+    self._data = transpose(self, dim0, dim1)._data.view()
+    return self
+
+
+def _t_(self):
+    self._data = t(self)._data
+    return self
+
+
+Tensor.transpose_ = _transpose_
+Tensor.t_ = _t_
+
+
+# ---- squeeze / unsqueeze / flatten -----------------------------------------------------
+def unsqueeze(input, dim):
+    """A view with a dimension of size one inserted at ``dim``."""
+    n = input._data.ndim + 1
+    d = _wrap_dim(dim, n)
+    shape = input._data.shape[:d] + (1,) + input._data.shape[d:]
+    return apply(VIEW, (input,), {"shape": shape})
+
+
+def squeeze(input, dim=None):
+    """A view with the dimensions of size 1 removed (only ``dim``, if given; a tuple allowed)."""
+    shp = input._data.shape
+    n = len(shp)
+    if dim is None:
+        dims = {i for i, s in enumerate(shp) if s == 1}
+    else:
+        dims = {_wrap_dim(d, n) for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = {d for d in dims if n and shp[d] == 1}
+    shape = tuple(s for i, s in enumerate(shp) if i not in dims)
+    return apply(VIEW, (input,), {"shape": shape})
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Flattens dimensions ``start_dim`` .. ``end_dim`` into one."""
+    shp = input._data.shape
+    n = len(shp)
+    if n == 0:
+        return reshape(input, (1,))
+    s, e = _wrap_dim(start_dim, n), _wrap_dim(end_dim, n)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    m = 1
+    for v in shp[s:e + 1]:
+        m *= v
+    return reshape(input, shp[:s] + (m,) + shp[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    """Expands dimension ``dim`` into ``sizes`` (one entry may be -1)."""
+    shp = input._data.shape
+    d = _wrap_dim(dim, len(shp))
+    sizes = infer_size(tuple(sizes), shp[d])
+    return reshape(input, shp[:d] + sizes + shp[d + 1:])
+
+
+Tensor.unsqueeze = unsqueeze
+Tensor.squeeze = squeeze
+Tensor.flatten = flatten
+Tensor.unflatten = unflatten
+Tensor.ravel = lambda self: reshape(self, (-1,))
+
+
+def _unsqueeze_(self, dim):
+    self._data = unsqueeze(self, dim)._data
+    return self
+
+
+def _squeeze_(self, dim=None):
+    self._data = squeeze(self, dim)._data
+    return self
+
+
+Tensor.unsqueeze_ = _unsqueeze_
+Tensor.squeeze_ = _squeeze_
+
+
+# ---- expand -----------------------------------------------------------------------------
+def _expand_vjp(ctx, g, x, shape):
+    return g.sum_to_size(ctx.in_meta[0][0])
+
+
+EXPAND = Op("expand", lambda xp, x, shape: xp.broadcast_to(x, shape), _expand_vjp,
+            save_inputs=False, view=True, shape=lambda x, shape: (shape, x.dtype))
+
+
+def _expand_shape(x_shape, sizes):
+    n = len(sizes)
+    if n < len(x_shape):
+        raise RuntimeError(f"expand(ember.FloatTensor{{{list(x_shape)}}}, size={list(sizes)}): "
+                           f"the number of sizes provided ({n}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({len(x_shape)})")
+    out = list(sizes)
+    off = n - len(x_shape)
+    for i, s in enumerate(x_shape):
+        want = sizes[off + i]
+        if want == -1:
+            out[off + i] = s
+        elif s != want and s != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing "
+                               f"size ({s}) at non-singleton dimension {off + i}.  Target sizes: "
+                               f"{list(sizes)}.  Tensor sizes: {list(x_shape)}")
+    for i in range(off):
+        if sizes[i] < 0:
+            raise RuntimeError(f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a "
+                               f"leading, non-existing dimension {i}")
+    return tuple(out)
+
+
+def _expand(self, *sizes):
+    shape = _expand_shape(self._data.shape, _sizes(sizes))
+    return apply(EXPAND, (self,), {"shape": shape})
+
+
+def broadcast_to(input, size):
+    """Broadcasts ``input`` to ``size`` (a view, like ``expand``)."""
+    return _expand(input, *size)
+
+
+Tensor.expand = _expand
+Tensor.expand_as = lambda self, other: _expand(self, *other.shape)
+Tensor.broadcast_to = broadcast_to
+
+
+# ---- complex <-> real views -------------------------------------------------------------
+def _var_kernel(xp, x):
+    if x.dtype.kind != "c":
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return x.view(x.real.dtype).reshape(x.shape + (2,))
+
+
+def _vac_kernel(xp, x):
+    if x.shape[-1:] != (2,):
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if x.dtype not in (np.float32, np.float64):
+        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, but "
+                           f"got a tensor of scalar type: {x.dtype}")
+    if x.strides[-1] != x.itemsize:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
+
+
+VIEW_AS_REAL = Op("view_as_real", _var_kernel, lambda ctx, g, x: view_as_complex(g.contiguous()),
+                  save_inputs=False, view=True)
+VIEW_AS_COMPLEX = Op("view_as_complex", _vac_kernel, lambda ctx, g, x: view_as_real(g),
+                     save_inputs=False, view=True)
+
+
+def view_as_real(input):
+    """A real view of a complex tensor, with a trailing dimension of size 2 (real, imag)."""
+    return apply(VIEW_AS_REAL, (input,), _E)
+
+
+def view_as_complex(input):
+    """A complex view of a real tensor whose last dimension has size 2."""
+    return apply(VIEW_AS_COMPLEX, (input,), _E)
+
+
+_ = (NeedsOverride,)
