@@ -47,7 +47,7 @@ def _unwrap(args):
                 xp = _XP[type(d)]
             elif type(d) is not _ndarray and _XP[type(d)] is not xp:
                 _raise_device_mismatch(args)
-        elif a is None or type(a) in _SCALARS or isinstance(a, numbers.Number):
+        elif a is None or type(a) in _SCALARS or isinstance(a, (numbers.Number, _np.generic)):
             arrays.append(a)
         elif type(a).__dict__.get("__ember_function__") is not None or \
                 getattr(type(a), "__ember_function__", None) is not None:

@@ -38,7 +38,7 @@ class Node:
     """A backward function (``grad_fn``): computes input gradients from output gradients."""
     __slots__ = ("op", "params", "saved", "versions", "saved_out", "next_edges", "in_meta",
                  "n_out", "seq", "pre_hooks", "post_hooks", "tensor_hooks", "retained",
-                 "trace", "metadata_", "released", "__weakref__", "needs")
+                 "trace", "metadata_", "released", "__weakref__", "out_meta")
 
     def __init__(self):
         self.pre_hooks = self.post_hooks = self.tensor_hooks = self.retained = None
@@ -262,6 +262,8 @@ def record(op, args, params, outs):
             vc = _version_of(o)
             saved_out.append((o._data, vc, vc[0], diff))
     node.saved_out = saved_out
+    if n > 1 or op.n_out != 1:
+        node.out_meta = [(o._data.shape, o._data.dtype) for o in outs]
     STATE.seq += 1
     node.seq = STATE.seq
     if STATE.anomaly:

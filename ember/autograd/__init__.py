@@ -9,6 +9,7 @@ from . import backward as _backward_mod
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .backward import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 from .._core.node import Node
@@ -17,13 +18,6 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
            "gradgradcheck", "Node", "InplaceFunction", "is_inference_mode_enabled"]
-
-
-def __getattr__(name):
-    if name in ("gradcheck", "gradgradcheck"):
-        from . import gradcheck as _gc
-        return getattr(_gc, name)
-    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")
 
 
 _ = _backward_mod

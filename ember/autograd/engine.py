@@ -54,11 +54,8 @@ def _accumulate(buf, i, g):
 
 def _zeros_for(node, i):
     # a missing gradient of a multi-output node: zeros shaped like that output
-    out = node.unpack_output() if node.saved_out is not None else None
-    if out is not None:
-        o = out[i] if isinstance(out, tuple) else out
-        return wrap(np.zeros_like(o._data))
-    return None
+    shape, dtype = node.out_meta[i]
+    return wrap(np.zeros(shape, dtype=dtype))
 
 
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True,
