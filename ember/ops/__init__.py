@@ -4,7 +4,7 @@ Importing a module registers its operators, public functions and Tensor
 methods; ``__all__`` of each module is re-exported as ``ember.<name>``.
 """
 from . import (pointwise, conversion, views, reduce_basic, creation, reduction, sorting,  # noqa
-               shape, indexing, blas, random)
+               shape, indexing, blas, random, softmax)
 from .blas import *  # noqa: F401,F403
 from .conversion import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
@@ -14,6 +14,7 @@ from .random import *  # noqa: F401,F403
 from .reduce_basic import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .softmax import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .._core.op import REGISTRY  # noqa: F401

@@ -1,0 +1,83 @@
+"""softmax and log_softmax: fused primitives (hot in every classifier and attention).
+
+Computed stably (max subtracted) in one kernel each, in float32 for half inputs;
+their derivatives reuse the output: d softmax = y * (g - sum(g * y)),
+d log_softmax = g - exp(y) * sum(g).
+"""
+import numpy as np
+
+from .._core.tensor import _wrap_dim
+from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np
+
+__all__ = ["softmax", "log_softmax"]
+
+
+def _prep(x, dtype):
+    if dtype is not None:
+        x = x.astype(dtype)
+    elif x.dtype.kind in "biu":
+        x = x.astype(default_float_np())
+    return x
+
+
+def _softmax_kernel(xp, x, dim, dtype=None):
+    x = _prep(x, dtype)
+    half = x.dtype in _HALF
+    a = x.astype(_F32) if half else x
+    m = a.max(axis=dim, keepdims=True) if a.size else a
+    e = xp.exp(a - m)
+    e /= e.sum(axis=dim, keepdims=True)
+    return e.astype(x.dtype) if half else e
+
+
+def _log_softmax_kernel(xp, x, dim, dtype=None):
+    x = _prep(x, dtype)
+    half = x.dtype in _HALF
+    a = x.astype(_F32) if half else x
+    m = a.max(axis=dim, keepdims=True) if a.size else a
+    s = a - m
+    s -= xp.log(xp.exp(s).sum(axis=dim, keepdims=True))
+    return s.astype(x.dtype) if half else s
+
+
+def _softmax_vjp(ctx, g, x, dim, dtype=None):
+    y = ctx.out
+    return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+def _log_softmax_vjp(ctx, g, x, dim, dtype=None):
+    y = ctx.out
+    return g - y.exp() * g.sum(dim, keepdim=True)
+
+
+SOFTMAX = Op("softmax", _softmax_kernel, _softmax_vjp, save_inputs=False, save_output=True,
+             shape=lambda x, dim, dtype=None: (x.shape, dtype or x.dtype))
+LOG_SOFTMAX = Op("log_softmax", _log_softmax_kernel, _log_softmax_vjp, save_inputs=False,
+                 save_output=True, shape=lambda x, dim, dtype=None: (x.shape, dtype or x.dtype))
+
+
+def _params(input, dim, dtype):
+    if dim is None:
+        import warnings
+        warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call "
+                      "to include dim=X as an argument.", UserWarning, stacklevel=3)
+        dim = 0 if input.dim() in (0, 1, 3) else 1
+    p = {"dim": _wrap_dim(dim, input._data.ndim)}
+    if dtype is not None:
+        p["dtype"] = dtype.np
+    return p
+
+
+def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    """Softmax along ``dim``: exp(x) / sum(exp(x)), computed stably."""
+    return apply(SOFTMAX, (input,), _params(input, dim, dtype))
+
+
+def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    """Logarithm of softmax along ``dim``, computed stably."""
+    return apply(LOG_SOFTMAX, (input,), _params(input, dim, dtype))
+
+
+Tensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype)
+Tensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype)
+_ = np
