@@ -126,14 +126,19 @@ class Node:
 
     def apply(self, grads):
         """Input gradients for output gradients ``grads`` (a list, one per output)."""
-        inputs = self.unpack_inputs()
-        ctx = _Ctx(self)
+        if self.released:
+            self.unpack_inputs()
+        versions = self.versions
+        if versions:
+            for t, vc, v in versions:
+                if vc[0] != v:
+                    _raise_modified(t, vc[0], v)
         g = grads[0] if self.n_out == 1 else tuple(grads)
         vjp = self.op.vjp
         if vjp is None:
             raise RuntimeError(f"the derivative for '{self.op.name}' is not implemented.")
-        r = vjp(ctx, g, *inputs, **self.params)
-        if not isinstance(r, (tuple, list)):
+        r = vjp(_Ctx(self), g, *self.saved, **self.params)
+        if type(r) is not tuple and type(r) is not list:
             r = (r,)
         return r
 

@@ -111,29 +111,39 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
 
     prev_grad = STATE.grad_enabled
     STATE.grad_enabled = create_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            grads = buffers.pop(node, None) or [None] * node.n_out
-            grads = _run_pre_hooks(node, grads)
+            node = heappop(ready)[2]
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * node.n_out
+            if node.tensor_hooks or node.retained or node.pre_hooks or \
+                    type(node) is AccumulateGrad:
+                grads = _run_pre_hooks(node, grads)
             if capture is not None:
                 for nr in range(node.n_out):
                     for k in capture.get((node, nr), ()):
                         results[k] = grads[nr]
             run = needed is None or node in needed
-            if isinstance(node, AccumulateGrad):
+            if type(node) is AccumulateGrad:
                 if accumulate and (capture is None or (node, 0) in capture) and run:
                     _accumulate_leaf(node, grads[0], create_graph)
                 continue
             if not run:
                 _release_edges(node, deps, ready, retain_graph)
                 continue
-            if all(g is None for g in grads):
-                grads_in = [None] * len(node.next_edges)
+            edges = node.next_edges
+            if node.n_out == 1:
+                has_grad = grads[0] is not None
             else:
-                if node.n_out > 1:
+                has_grad = any(g is not None for g in grads)
+                if has_grad:
                     grads = [g if g is not None else _zeros_for(node, i)
                              for i, g in enumerate(grads)]
+            if not has_grad:
+                grads_in = (None,) * len(edges)
+            else:
                 try:
                     grads_in = node.apply(grads)
                 except Exception as exc:
@@ -150,24 +160,26 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                     _check_nan(node, grads_in)
             if not retain_graph:
                 node.release()
-            edges = node.next_edges
             meta = node.in_meta
+            n_in = len(grads_in)
             for i, e in enumerate(edges):
                 if e is None:
                     continue
                 m, nr = e
-                g = grads_in[i] if i < len(grads_in) else None
+                g = grads_in[i] if i < n_in else None
                 if g is not None:
-                    if meta and meta[i] is not None:
-                        g = _fit(g, meta[i])
+                    mi = meta[i] if meta else None
+                    if mi is not None and (g._data.shape != mi[0] or g._data.dtype != mi[1]):
+                        g = _fit(g, mi)
                     buf = buffers.get(m)
                     if buf is None:
                         buf = buffers[m] = [None] * m.n_out
-                    _accumulate(buf, nr, g)
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
                 c = deps[m] - 1
                 deps[m] = c
                 if c == 0:
-                    heapq.heappush(ready, (-m.seq, id(m), m))
+                    heappush(ready, (-m.seq, id(m), m))
     finally:
         STATE.grad_enabled = prev_grad
     if inputs is not None and not accumulate:
