@@ -1,2 +1,693 @@
-"""(being written)"""
-__all__ = []
+"""Shape manipulation: cat/stack and friends, split/chunk/unbind (views), flip/roll/rot90,
+repeat/tile/repeat_interleave, tril/triu, diag & trace, meshgrid, broadcasting helpers.
+
+cat, stack, flip, roll, repeat, repeat_interleave and tril/triu are primitives
+(one NumPy call each); the rest are composites of them and of the views in
+``views.py``.
+"""
+import builtins
+import itertools
+import warnings
+
+import numpy as np
+
+from .._core.tensor import Size, _wrap_dim
+from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
+                       promote_np, write_out, wrap)
+from .indexing import INDEX_ADD
+from .views import (_sizes, diag_embed, diagonal, narrow, permute, reshape, select,
+                    transpose, unsqueeze)
+
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
+           "column_stack", "split", "tensor_split", "chunk", "unbind", "hsplit", "vsplit",
+           "dsplit", "flip", "fliplr", "flipud", "roll", "rot90", "repeat_interleave", "tile",
+           "tril", "triu", "diag", "diagflat", "trace", "meshgrid", "cartesian_prod",
+           "combinations", "broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d",
+           "atleast_3d"]
+
+
+def _tensor_list(name, tensors):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            if getattr(type(t), "__ember_function__", None) is not None:
+                raise NeedsOverride(t)
+            raise TypeError(f"expected Tensor as element {i} in argument tensors, but got "
+                            f"{type(t).__name__}")
+    return tuple(tensors)
+
+
+# ---- cat / stack ------------------------------------------------------------------------------
+def _is_legacy_empty(shape):
+    return len(shape) == 1 and shape[0] == 0
+
+
+def _cat_kernel(xp, *xs, dim, sizes):
+    dt = promote_np(*xs)
+    parts = [x if x.dtype == dt else x.astype(dt) for x in xs if not _is_legacy_empty(x.shape)]
+    if not parts:
+        return xp.empty((0,), dtype=dt)
+    return xp.concatenate(parts, axis=dim)
+
+
+def _cat_vjp(ctx, g, *xs, dim, sizes):
+    grads = []
+    off = 0
+    for i, n in enumerate(sizes):
+        if n is None:
+            grads.append(None)
+            continue
+        if ctx.needs_input_grad[i]:
+            grads.append(narrow(g, dim, off, n))
+        else:
+            grads.append(None)
+        off += n
+    return tuple(grads)
+
+
+CAT = Op("cat", _cat_kernel, _cat_vjp, save_inputs=False)
+
+
+def _cat_params(tensors):
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    ref = None
+    for i, t in enumerate(tensors):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               f"concatenated")
+        if ref is None and not _is_legacy_empty(t._data.shape):
+            ref = i
+    return ref
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenates ``tensors`` along ``dim`` (1-D empty tensors are skipped, like torch)."""
+    try:
+        tensors = _tensor_list("cat", tensors)
+    except NeedsOverride:
+        return handle_override(cat, (tensors,), {"dim": dim})
+    ref = _cat_params(tensors)
+    if ref is None:
+        d, sizes = 0, tuple(None for _ in tensors)
+        _wrap_dim(dim, 1)
+    else:
+        rs = tensors[ref]._data.shape
+        d = _wrap_dim(dim, len(rs))
+        sizes = []
+        for i, t in enumerate(tensors):
+            s = t._data.shape
+            if _is_legacy_empty(s):
+                sizes.append(None)
+                continue
+            if len(s) != len(rs):
+                raise RuntimeError(f"Tensors must have same number of dimensions: got "
+                                   f"{len(rs)} and {len(s)}")
+            for k in range(len(rs)):
+                if k != d and s[k] != rs[k]:
+                    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                       f"Expected size {rs[k]} but got size {s[k]} for tensor "
+                                       f"number {i} in the list.")
+            sizes.append(s[d])
+        sizes = tuple(sizes)
+    r = apply(CAT, tensors, {"dim": d, "sizes": sizes})
+    return r if out is None else write_out(out, r)
+
+
+concat = concatenate = cat
+
+
+def _stack_kernel(xp, *xs, dim):
+    dt = promote_np(*xs)
+    return xp.stack([x if x.dtype == dt else x.astype(dt) for x in xs], axis=dim)
+
+
+def _stack_vjp(ctx, g, *xs, dim):
+    return tuple(select(g, dim, i) if need else None
+                 for i, need in enumerate(ctx.needs_input_grad))
+
+
+STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False)
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Stacks equally-shaped ``tensors`` along a new dimension ``dim``."""
+    try:
+        tensors = _tensor_list("stack", tensors)
+    except NeedsOverride:
+        return handle_override(stack, (tensors,), {"dim": dim})
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0]._data.shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t._data.shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} "
+                               f"at entry 0 and {list(t._data.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(s0) + 1)
+    r = apply(STACK, tensors, {"dim": d})
+    return r if out is None else write_out(out, r)
+
+
+def hstack(tensors, *, out=None):
+    """Stacks tensors horizontally (along dim 1, or dim 0 for 1-D tensors)."""
+    ts = atleast_1d(*_tensor_list("hstack", tensors))
+    ts = ts if isinstance(ts, tuple) else (ts,)
+    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    """Stacks tensors vertically (row-wise, along dim 0 after ``atleast_2d``)."""
+    ts = atleast_2d(*_tensor_list("vstack", tensors))
+    return cat(ts if isinstance(ts, tuple) else (ts,), 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    """Stacks tensors depth-wise (along dim 2 after ``atleast_3d``)."""
+    ts = atleast_3d(*_tensor_list("dstack", tensors))
+    return cat(ts if isinstance(ts, tuple) else (ts,), 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    """Stacks 0-D/1-D tensors as columns (and 2-D tensors as they are) along dim 1."""
+    ts = tuple(t.reshape((-1, 1)) if t._data.ndim <= 1 else t
+               for t in _tensor_list("column_stack", tensors))
+    return cat(ts, 1, out=out)
+
+
+# ---- split / chunk / unbind (views) -------------------------------------------------------------
+def _split_sizes(input, split_size_or_sections, dim):
+    shp = input._data.shape
+    if not shp:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, len(shp))
+    n = shp[d]
+    if isinstance(split_size_or_sections, (int, np.integer)) or \
+            (isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0):
+        size = int(split_size_or_sections)
+        if size < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got "
+                               f"split_size={size}")
+        if size == 0:
+            if n != 0:
+                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                                   f"dimension size of {n}")
+            return d, [0]
+        k = builtins.max((n + size - 1) // size, 1)
+        return d, [size] * (k - 1) + [n - size * (k - 1)]
+    sizes = [int(s) for s in split_size_or_sections]
+    if builtins.sum(sizes) != n or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+    return d, sizes
+
+
+def _pieces(input, d, sizes):
+    out = []
+    off = 0
+    for s in sizes:
+        out.append(narrow(input, d, off, s))
+        off += s
+    return tuple(out)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Splits ``tensor`` into views of ``split_size`` along ``dim`` (or of the given sizes)."""
+    d, sizes = _split_sizes(tensor, split_size_or_sections, dim)
+    return _pieces(tensor, d, sizes)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Splits ``input`` into views: ``n`` near-equal sections, or at the given indices."""
+    shp = input._data.shape
+    if not shp:
+        raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a "
+                           f"tensor with 0 dims")
+    d = _wrap_dim(dim, len(shp))
+    n = shp[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios._data.dtype.kind not in "iu" or ios._data.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {ios._data.ndim} dims")
+        ios = int(ios) if ios._data.ndim == 0 else ios.tolist()
+    if isinstance(ios, (int, np.integer)):
+        k = int(ios)
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        q, r = divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        return _pieces(input, d, sizes)
+    bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else int(i) + n, 0), n)
+                    for i in ios] + [n]
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        a = builtins.min(a, n)
+        out.append(narrow(input, d, a, builtins.max(b - a, 0)))
+    return tuple(out)
+
+
+def _dir_split(name, input, ios, dim, need):
+    if input._data.ndim < need:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {need} dimension, but "
+                           f"got a tensor with {input._data.ndim} dimensions!")
+    if isinstance(ios, int) and ios and input._data.shape[dim] % ios:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                           f"size of the dimension {input._data.shape[dim]} is not divisible by "
+                           f"the split_size {ios}!")
+    return tensor_split(input, ios, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """Splits ``input`` horizontally (dim 1, or dim 0 for 1-D tensors)."""
+    return _dir_split("hsplit", input, indices_or_sections, 1 if input._data.ndim > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    """Splits ``input`` vertically (dim 0)."""
+    return _dir_split("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    """Splits ``input`` depth-wise (dim 2)."""
+    return _dir_split("dsplit", input, indices_or_sections, 2, 3)
+
+
+def chunk(input, chunks, dim=0):
+    """Splits ``input`` into at most ``chunks`` views along ``dim``."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    shp = input._data.shape
+    if not shp:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, len(shp))
+    n = shp[d]
+    size = (n + chunks - 1) // chunks
+    if size == 0:
+        return tuple(narrow(input, d, 0, 0) for _ in range(chunks))
+    return split(input, size, d)
+
+
+def unbind(input, dim=0):
+    """Removes dimension ``dim``: a tuple of the slices (views) along it."""
+    shp = input._data.shape
+    if not shp:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, len(shp))
+    return tuple(select(input, d, i) for i in range(shp[d]))
+
+
+Tensor.split = split
+Tensor.tensor_split = tensor_split
+Tensor.hsplit = hsplit
+Tensor.vsplit = vsplit
+Tensor.dsplit = dsplit
+Tensor.chunk = chunk
+Tensor.unbind = unbind
+
+
+# ---- flip / roll / rot90 ----------------------------------------------------------------------
+def _dims_list(dims, ndim):
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    out = tuple(_wrap_dim(int(d), ndim) for d in dims)
+    for d in out:
+        if out.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+FLIP = Op("flip", lambda xp, x, dims: xp.flip(x, dims).copy() if dims else x.copy(),
+          lambda ctx, g, x, dims: apply(FLIP, (g,), {"dims": dims}), save_inputs=False,
+          shape=lambda x, dims: (x.shape, x.dtype))
+
+
+def flip(input, dims):
+    """Reverses the order of ``input`` along the given dims (a copy)."""
+    try:
+        d = _dims_list(dims, input._data.ndim)
+    except AttributeError:
+        return handle_override(flip, (input, dims), {})
+    return apply(FLIP, (input,), {"dims": d})
+
+
+def fliplr(input):
+    """Flips ``input`` left/right (dim 1)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    """Flips ``input`` up/down (dim 0)."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+def _roll_kernel(xp, x, shifts, dims):
+    if not dims:
+        return xp.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
+    return xp.roll(x, shifts, axis=dims)
+
+
+ROLL = Op("roll", _roll_kernel,
+          lambda ctx, g, x, shifts, dims: apply(ROLL, (g,), {"shifts": tuple(-s for s in shifts),
+                                                             "dims": dims}),
+          save_inputs=False, shape=lambda x, **p: (x.shape, x.dtype))
+
+
+def roll(input, shifts, dims=None):
+    """Rolls ``input`` by ``shifts`` along ``dims`` (the flattened tensor if None)."""
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+    shifts = tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               f"dims:0")
+        return apply(ROLL, (input,), {"shifts": shifts, "dims": ()})
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
+                           f"{len(dims)}")
+    dims = tuple(_wrap_dim(int(d), input._data.ndim) for d in dims)
+    return apply(ROLL, (input,), {"shifts": shifts, "dims": dims})
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotates ``input`` by 90 degrees ``k`` times in the plane of ``dims``."""
+    dims = tuple(dims)
+    n = input._data.ndim
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if n < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {n}")
+    d0, d1 = _wrap_dim(dims[0], n), _wrap_dim(dims[1], n)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, (d1,)), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return flip(transpose(input, d0, d1), (d1,))
+    return input.clone()
+
+
+Tensor.flip = flip
+Tensor.fliplr = fliplr
+Tensor.flipud = flipud
+Tensor.roll = roll
+Tensor.rot90 = rot90
+
+
+# ---- repeat / tile / repeat_interleave -----------------------------------------------------------
+def _repeat_kernel(xp, x, sizes):
+    x = x.reshape((1,) * (len(sizes) - x.ndim) + x.shape)
+    return xp.tile(x, sizes)
+
+
+def _repeat_vjp(ctx, g, x, sizes):
+    shape = ctx.in_meta[0][0]
+    padded = (1,) * (len(sizes) - len(shape)) + tuple(shape)
+    inter = []
+    for r, s in zip(sizes, padded):
+        inter += [r, s]
+    g = g.reshape(tuple(inter))
+    return g.sum(tuple(range(0, 2 * len(sizes), 2))).reshape(tuple(shape)) if sizes else g
+
+
+REPEAT = Op("repeat", _repeat_kernel, _repeat_vjp, save_inputs=False)
+
+
+def _repeat(self, *sizes):
+    """Repeats ``self`` ``sizes[i]`` times along each dimension (like ``np.tile``)."""
+    sizes = _sizes(sizes)
+    if len(sizes) < self._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
+                           f"{list(sizes)}")
+    return apply(REPEAT, (self,), {"sizes": sizes})
+
+
+def tile(input, dims):
+    """Repeats ``input`` along each dimension; missing leading ``dims`` count as 1."""
+    dims = _sizes((dims,))
+    dims = (1,) * (input._data.ndim - len(dims)) + dims
+    return _repeat(input, *dims)
+
+
+def _ri_vjp(ctx, g, x, repeats, dim, flat):
+    shape = ctx.in_meta[0][0]
+    n = int(np.prod(shape)) if flat else shape[dim]
+    idx = wrap(np.repeat(np.arange(n, dtype=np.int64), repeats))
+    base = wrap(np.zeros((n,) if flat else shape, dtype=g._data.dtype))
+    r = apply(INDEX_ADD, (base, idx, g), {"dim": dim})
+    return r.reshape(shape) if flat else r
+
+
+REPEAT_INTERLEAVE = Op("repeat_interleave",
+                       lambda xp, x, repeats, dim, flat: xp.repeat(
+                           x.reshape(-1) if flat else x, repeats, axis=dim),
+                       _ri_vjp, save_inputs=False)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeats each element of ``input`` ``repeats`` times (an int or a tensor of counts),
+    along ``dim`` (the flattened input if None)."""
+    if repeats is None:  # repeat_interleave(repeats): indices repeated by their counts
+        reps = input
+        if reps._data.ndim > 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        from .creation import arange
+        return repeat_interleave(arange(reps._data.shape[0] if reps._data.ndim else 1), reps,
+                                 0, output_size=output_size)
+    flat = dim is None
+    d = 0 if flat else _wrap_dim(dim, input._data.ndim)
+    n = input._data.size if flat else (input._data.shape[d] if input._data.ndim else 1)
+    if isinstance(repeats, Tensor):
+        if repeats._data.ndim > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if repeats._data.dtype.kind not in "iu":
+            raise RuntimeError(f"repeat_interleave only supports Int or Long tensors as repeats")
+        r = repeats._data.reshape(-1)
+        if r.size == 1 and n != 1:
+            r = int(r[0])
+        elif r.size != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {r.size} and input.size({d}) = {n}")
+        else:
+            r = tuple(int(v) for v in r)
+    else:
+        r = int(repeats)
+    if (min(r) if isinstance(r, tuple) and r else r if isinstance(r, int) else 0) < 0:
+        raise RuntimeError("repeats can not be negative")
+    x = input if input._data.ndim or flat else input.reshape((1,))
+    out = apply(REPEAT_INTERLEAVE, (x,), {"repeats": r, "dim": d, "flat": flat})
+    if output_size is not None and out._data.shape[d] != output_size:
+        raise RuntimeError(f"allocated size does not match required size")
+    return out
+
+
+Tensor.repeat = _repeat
+Tensor.tile = tile
+Tensor.repeat_interleave = repeat_interleave
+
+
+# ---- tril / triu ------------------------------------------------------------------------------
+def _tri(name, fn):
+    op = Op(name, lambda xp, x, diagonal: fn(x, diagonal),
+            lambda ctx, g, x, diagonal: apply(op, (g,), {"diagonal": diagonal}),
+            save_inputs=False, shape=lambda x, diagonal: (x.shape, x.dtype))
+
+    def check(input):
+        if input._data.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+
+    def public(input, diagonal=0, *, out=None):
+        check(input)
+        r = apply(op, (input,), {"diagonal": int(diagonal)})
+        return r if out is None else write_out(out, r)
+
+    def inplace(self, diagonal=0):
+        check(self)
+        return apply_inplace(op, self, (), {"diagonal": int(diagonal)})
+    public.__name__ = name
+    public.__doc__ = f"The {'lower' if name == 'tril' else 'upper'} triangular part of the " \
+                     f"matrices in ``input`` (the other elements set to 0)."
+    setattr(Tensor, name, public)
+    setattr(Tensor, name + "_", inplace)
+    return public
+
+
+tril = _tri("tril", np.tril)
+triu = _tri("triu", np.triu)
+
+
+# ---- diag / trace ------------------------------------------------------------------------------
+def diag(input, diagonal=0, *, out=None):
+    """A 1-D input becomes the ``diagonal``-th diagonal of a square matrix; a 2-D input gives
+    that diagonal as a 1-D tensor."""
+    n = input._data.ndim
+    if n == 1:
+        r = diag_embed(input, diagonal, 0, 1)
+    elif n == 2:
+        r = diagonal_copy(input, diagonal)
+    else:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {n}D")
+    return r if out is None else write_out(out, r)
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    return diagonal(input, offset, dim1, dim2).clone()
+
+
+def diagflat(input, offset=0):
+    """A 2-D tensor with the flattened ``input`` as its ``offset``-th diagonal."""
+    return diag_embed(input.reshape((-1,)), offset, 0, 1)
+
+
+def trace(input):
+    """The sum of the main diagonal of a 2-D tensor."""
+    if input._data.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
+                           f"{input._data.ndim}")
+    return diagonal(input).sum()
+
+
+Tensor.diag = diag
+Tensor.diagflat = diagflat
+Tensor.trace = trace
+
+
+# ---- meshgrid / cartesian_prod / combinations ----------------------------------------------------
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids (expanded views) of 1-D ``tensors``, with 'ij' or 'xy' indexing."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                         f"received: {indexing}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t}")
+        if t._data.dtype != tensors[0]._data.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    sizes = [t._data.size for t in tensors]
+    pos = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        pos[0], pos[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for t, p in zip(tensors, pos):
+        shape = [1] * len(tensors)
+        shape[p] = -1
+        out.append(t.reshape(tuple(shape)).expand(*sizes))
+    return tuple(out)
+
+
+def cartesian_prod(*tensors):
+    """The cartesian product of 1-D tensors, as rows of a 2-D tensor."""
+    for t in tensors:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape((-1,)) for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """All length-``r`` combinations of the elements of the 1-D ``input``, as rows."""
+    if input._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return wrap(np.empty((0,), dtype=input._data.dtype))
+    gen = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = np.array(list(gen(range(input._data.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    from .indexing import INDEX_SELECT
+    cols = [apply(INDEX_SELECT, (input, wrap(np.ascontiguousarray(idx[:, j]))), {"dim": 0})
+            for j in range(r)]
+    return stack(cols, 1)
+
+
+# ---- broadcasting helpers / atleast_nd ----------------------------------------------------------
+def broadcast_shapes(*shapes):
+    """The shape that all ``shapes`` broadcast to."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    for s in shapes:
+        if any(int(v) < 0 for v in s):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(s)}: "
+                               f"{list(s)}")
+    try:
+        return Size(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise RuntimeError("Shape mismatch: objects cannot be broadcast to a single "
+                           "shape.") from None
+
+
+def broadcast_tensors(*tensors):
+    """Expands ``tensors`` (views) to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    try:
+        shape = np.broadcast_shapes(*[t._data.shape for t in tensors])
+    except ValueError:
+        a, b = tensors[0]._data.shape, tensors[-1]._data.shape
+        raise RuntimeError(f"The size of tensor a ({a[-1] if a else 1}) must match the size of "
+                           f"tensor b ({b[-1] if b else 1}) at non-singleton dimension") from None
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def _atleast(n, tensors):
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    out = []
+    for t in tensors:
+        s = t._data.shape
+        if len(s) >= n:
+            out.append(t)
+        elif n == 3 and len(s) == 1:
+            out.append(reshape(t, (1, s[0], 1)))
+        elif n == 3 and len(s) == 2:
+            out.append(unsqueeze(t, 2))
+        else:
+            out.append(reshape(t, (1,) * (n - len(s)) + s))
+    return out[0] if single else tuple(out)
+
+
+def atleast_1d(*tensors):
+    """Views of the inputs with at least one dimension."""
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors):
+    """Views of the inputs with at least two dimensions."""
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors):
+    """Views of the inputs with at least three dimensions."""
+    return _atleast(3, tensors)
+
+
+_ = (permute, _E)

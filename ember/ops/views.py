@@ -374,3 +374,223 @@ def view_as_complex(input):
 
 
 _ = (NeedsOverride,)
+
+
+# ---- basic indexing: select / slice / narrow and the general basic-index view -----------
+# A key is a tuple with one entry per indexed dim (plus None for new dims, no Ellipsis):
+# an int, None, or a slice spelled (start, stop, step) so that params stay hashable.
+_FULL = (None, None, None)
+
+
+def key_np(key):
+    return tuple(slice(*k) if type(k) is tuple else k for k in key) + (Ellipsis,)
+
+
+def _index_view_kernel(xp, x, key):
+    # the trailing Ellipsis keeps fully-indexed results 0-d arrays (views), not scalars
+    return x[key_np(key)]
+
+
+def _index_view_vjp(ctx, g, x, key):
+    return apply(INDEX_VIEW_BACKWARD, (g,), {"shape": ctx.in_meta[0][0], "key": key})
+
+
+def _index_view_backward_kernel(xp, g, shape, key):
+    out = xp.zeros(shape, dtype=g.dtype)
+    out[key_np(key)] = g
+    return out
+
+
+SELECT = Op("select", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True)
+SLICE = Op("slice", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True)
+INDEX_VIEW = Op("_index_view", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True)
+INDEX_VIEW_BACKWARD = Op("_index_view_backward", _index_view_backward_kernel,
+                         lambda ctx, g, x, shape, key: apply(INDEX_VIEW, (g,), {"key": key}),
+                         save_inputs=False, shape=lambda g, shape, key: (shape, g.dtype))
+
+
+def select(input, dim, index):
+    """Slices ``input`` along ``dim`` at ``index``: a view with that dimension removed."""
+    shp = input._data.shape
+    if not shp:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, len(shp))
+    i = int(index)
+    if not -shp[d] <= i < shp[d]:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(shp)} at "
+                         f"dimension {dim}")
+    return apply(SELECT, (input,), {"key": (_FULL,) * d + (i % shp[d],)})
+
+
+def narrow(input, dim, start, length):
+    """A view of ``input`` narrowed to ``start .. start + length`` along ``dim``."""
+    shp = input._data.shape
+    if not shp:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, len(shp))
+    start, length = int(start), int(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -shp[d] <= start <= shp[d]:
+        raise IndexError(f"start out of range (expected to be in range of [{-shp[d]}, "
+                         f"{shp[d]}], but got {start})")
+    if start < 0:
+        start += shp[d]
+    if start + length > shp[d]:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({shp[d]}).")
+    return apply(SLICE, (input,), {"key": (_FULL,) * d + ((start, start + length, 1),)})
+
+
+Tensor.select = select
+Tensor.narrow = narrow
+
+
+# ---- diagonal / unfold / as_strided ------------------------------------------------------
+def _strided(x, shape, strides):
+    return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=True)
+
+
+def _diagonal_kernel(xp, x, offset, dim1, dim2):
+    order = [d for d in range(x.ndim) if d not in (dim1, dim2)] + [dim1, dim2]
+    y = x.transpose(order)
+    y = y[..., :, offset:] if offset >= 0 else y[..., -offset:, :]
+    n = max(min(y.shape[-2], y.shape[-1]), 0)
+    return _strided(y, y.shape[:-2] + (n,), y.strides[:-2] + (y.strides[-2] + y.strides[-1],))
+
+
+def _diagonal_backward_kernel(xp, g, shape, offset, dim1, dim2):
+    out = xp.zeros(shape, dtype=g.dtype)
+    _diagonal_kernel(xp, out, offset, dim1, dim2)[...] = g
+    return out
+
+
+DIAGONAL = Op("diagonal", _diagonal_kernel,
+              lambda ctx, g, x, **p: apply(DIAGONAL_BACKWARD, (g,),
+                                           dict(p, shape=ctx.in_meta[0][0])),
+              save_inputs=False, view=True)
+DIAGONAL_BACKWARD = Op("_diagonal_backward", _diagonal_backward_kernel,
+                       lambda ctx, g, x, shape, **p: apply(DIAGONAL, (g,), p),
+                       save_inputs=False, shape=lambda g, shape, **p: (shape, g.dtype))
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal (with ``offset``) of ``input`` over dims ``dim1`` and ``dim2``."""
+    n = input._data.ndim
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Embeds the last dimension of ``input`` as diagonals of new (dim1, dim2) matrices."""
+    shp = input._data.shape
+    n = len(shp) + 1
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    m = shp[-1] + abs(int(offset)) if shp else 1 + abs(int(offset))
+    rest = list(shp[:-1])
+    out = []
+    for d in range(n):
+        out.append(m if d in (d1, d2) else rest.pop(0))
+    return apply(DIAGONAL_BACKWARD, (input if shp else input.reshape((1,)),),
+                 {"shape": tuple(out), "offset": int(offset), "dim1": d1, "dim2": d2})
+
+
+def _unfold_kernel(xp, x, dim, size, step):
+    if x.ndim == 0:  # a 0-dim tensor unfolds into `size` (0 or 1) elements
+        return _strided(x, (size,), (0,))
+    n = (x.shape[dim] - size) // step + 1
+    shape = x.shape[:dim] + (n,) + x.shape[dim + 1:] + (size,)
+    st = x.strides
+    return _strided(x, shape, st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],))
+
+
+def _unfold_backward_kernel(xp, g, shape, dim, size, step):
+    out = xp.zeros(shape, dtype=g.dtype)
+    if not shape:
+        return g.sum(dtype=g.dtype).reshape(())
+    win = _unfold_kernel(xp, out, dim, size, step)
+    for j in range(size):  # windows may overlap: add one window offset at a time
+        win[..., j] += g[..., j]
+    return out
+
+
+UNFOLD = Op("unfold", _unfold_kernel,
+            lambda ctx, g, x, **p: apply(UNFOLD_BACKWARD, (g,), dict(p, shape=ctx.in_meta[0][0])),
+            save_inputs=False, view=True)
+UNFOLD_BACKWARD = Op("_unfold_backward", _unfold_backward_kernel,
+                     lambda ctx, g, x, shape, **p: apply(UNFOLD, (g,), p), save_inputs=False,
+                     shape=lambda g, shape, **p: (shape, g.dtype))
+
+
+def _unfold(self, dimension, size, step):
+    """A view of all slices of ``size`` elements along ``dimension``, ``step`` apart."""
+    shp = self._data.shape
+    d = _wrap_dim(dimension, len(shp))
+    n = shp[d] if shp else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    return apply(UNFOLD, (self,), {"dim": d, "size": int(size), "step": int(step)})
+
+
+Tensor.unfold = _unfold
+
+
+def _root_array(x):
+    while isinstance(x.base, np.ndarray):
+        x = x.base
+    return x
+
+
+def _as_strided_kernel(xp, x, size, stride, storage_offset):
+    root = _root_array(x)
+    flat = _strided(root, (root.size,), (root.itemsize,))
+    it = x.itemsize
+    return _strided(flat[storage_offset:], size, tuple(s * it for s in stride))
+
+
+def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel):
+    # positions of the output elements among the input's (contiguous) elements
+    pos = np.full(size, rel, dtype=np.int64)
+    for k, (n, s) in enumerate(zip(size, stride)):
+        pos = pos + (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(size) - k - 1))
+    shape, dtype = ctx.in_meta[0]
+    from .._core.tensor import wrap
+    zeros = wrap(np.zeros(int(np.prod(shape)), dtype=g._data.dtype))
+    return zeros.put(wrap(pos), g, accumulate=True).reshape(shape)
+
+
+AS_STRIDED = Op("as_strided", lambda xp, x, size, stride, storage_offset, rel:
+                _as_strided_kernel(xp, x, size, stride, storage_offset),
+                _as_strided_vjp, save_inputs=False, view=True)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` and offset."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    own = input.storage_offset()
+    off = own if storage_offset is None else int(storage_offset)
+    need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
+    root = _root_array(input._data)
+    if need > root.size:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {off}, and itemsize {input._data.itemsize} requiring a storage "
+                           f"size of {need * input._data.itemsize} are out of bounds for storage "
+                           f"of size {root.nbytes}")
+    return apply(AS_STRIDED, (input,), {"size": size, "stride": stride, "storage_offset": off,
+                                        "rel": off - own})
+
+
+Tensor.as_strided = as_strided
+Tensor.diagonal = diagonal
+Tensor.diag_embed = diag_embed
+__all__ += ["select", "narrow", "diagonal", "diag_embed", "as_strided"]
