@@ -263,12 +263,20 @@ def _getitem(self, item):
         return handle_override(_getitem, (self, item), {})
 
 
-def _strip_leading_ones(value, ndim):
+def _fit_value(value, shape):
+    """``value`` with surplus leading size-1 dims dropped, checked to broadcast to ``shape``."""
     shp = value._data.shape
     k = 0
-    while len(shp) - k > ndim and shp[k] == 1:
+    while len(shp) - k > len(shape) and shp[k] == 1:
         k += 1
-    return value.reshape(shp[k:]) if k else value
+    if k:
+        value = value.reshape(shp[k:])
+        shp = shp[k:]
+    if len(shp) > len(shape):
+        raise RuntimeError(f"expand({value.type()}{{{list(shp)}}}, size={list(shape)}): the "
+                           f"number of sizes provided ({len(shape)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(shp)})")
+    return value
 
 
 def _setitem(self, item, value):
@@ -281,14 +289,14 @@ def _setitem(self, item, value):
         value = tensor(value, dtype=self.dtype)
     if adv is None:
         if isinstance(value, Tensor):
-            value = _strip_leading_ones(value, target._data.ndim)
+            value = _fit_value(value, target._data.shape)
         target.copy_(value)
         return
     idx = _wrap_indices(adv)
     if isinstance(value, Tensor):
         if value._data.ndim:
             probe = np.broadcast_to(np.empty((), bool), target._data.shape)[_adv_key(adv)]
-            value = _strip_leading_ones(value, probe.ndim)
+            value = _fit_value(value, probe.shape)
         if value._data.dtype != self._data.dtype:
             value = value.to(self.dtype)
     apply_inplace(INDEX_PUT, target, (value,) + idx, {"accumulate": False})
@@ -368,8 +376,8 @@ GATHER = Op("gather", _gather_kernel, _gather_vjp, save_inputs=(1,),
 def _check_index(name, x, idx, dim, src=None, src_name="self"):
     if not isinstance(idx, Tensor):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(idx).__name__}")
-    if idx._data.dtype != np.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if idx._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     xn, inn = x._data.ndim, idx._data.ndim
     if max(xn, 1) != max(inn, 1) and idx._data.size:
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
@@ -474,6 +482,10 @@ def _scatter_args(name, input, dim, index, src, value, reduce=None):
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
+    if reduce is not None and isinstance(src, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will "
+                      "be removed in a future PyTorch release. Use torch.scatter_reduce instead "
+                      "for more reduction options.", UserWarning, stacklevel=3)
     return d, src
 
 
@@ -625,6 +637,9 @@ def _dim_key(idx, dim):
 
 
 def _index_select_kernel(xp, x, idx, dim):
+    if x.ndim == 0 and idx.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{idx.size} value(s)")
     n = x.shape[dim] if x.ndim else 1
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
@@ -689,7 +704,10 @@ def _index_copy_vjp(ctx, g, x, idx, src, dim):
 
 def _index_fill_vjp(ctx, g, x, idx, value, dim):
     gx = apply(INDEX_FILL, (g, idx, 0), {"dim": dim}) if ctx.needs_input_grad[0] else None
-    gv = apply(INDEX_SELECT, (g, idx), {"dim": dim}).sum() if ctx.needs_input_grad[2] else None
+    if gx is None and ctx.needs_input_grad[2]:
+        gx = apply(INDEX_FILL, (g, idx, 0), {"dim": dim})
+    # each filled position counts once, however often the index repeats it
+    gv = (g - gx).sum() if ctx.needs_input_grad[2] else None
     return gx, None, gv
 
 
@@ -776,16 +794,23 @@ def _index_reduce_index(input, dim, index, source, reduce):
     return d, index.reshape(shp).expand(source.shape)
 
 
+def _beta_warning():
+    warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
+                  stacklevel=3)
+
+
 def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
     """Reduces ``source`` into ``input`` at ``index`` along ``dim`` ('prod', 'mean', 'amax',
     'amin')."""
     d, idx = _index_reduce_index(input, dim, index, source, reduce)
+    _beta_warning()
     r = scatter_reduce(input, d, idx.contiguous(), source, reduce, include_self=include_self)
     return r if out is None else write_out(out, r)
 
 
 def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     d, idx = _index_reduce_index(self, dim, index, source, reduce)
+    _beta_warning()
     return _scatter_reduce_(self, d, idx.contiguous(), source, reduce, include_self=include_self)
 
 

@@ -297,7 +297,17 @@ def _expand_vjp(ctx, g, x, shape):
     return g.sum_to_size(ctx.in_meta[0][0])
 
 
-EXPAND = Op("expand", lambda xp, x, shape: xp.broadcast_to(x, shape), _expand_vjp,
+def _expand_kernel(xp, x, shape):
+    if shape == x.shape:
+        return x.view()
+    # writable like torch's expanded tensors (NumPy's broadcast_to is read-only)
+    lead = len(shape) - x.ndim
+    st = (0,) * lead + tuple(0 if n == 1 and m != 1 else s
+                             for n, m, s in zip(x.shape, shape[lead:], x.strides))
+    return np.lib.stride_tricks.as_strided(x, shape, st, writeable=True)
+
+
+EXPAND = Op("expand", _expand_kernel, _expand_vjp,
             save_inputs=False, view=True, shape=lambda x, shape: (shape, x.dtype))
 
 
