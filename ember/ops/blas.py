@@ -34,8 +34,8 @@ _SHORT = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16"
           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
-def _name(np_dtype):
-    return _dt.FROM_NP[np_dtype].name
+def _name(dtype):
+    return dtype.name if isinstance(dtype, _dt.dtype) else _dt.FROM_NP[dtype].name
 
 
 def cpp_name(np_dtype):
@@ -61,6 +61,16 @@ def _scalar_type_msg(a, b):
     return f"expected scalar type {short_name(a)} but found {short_name(b)}"
 
 
+_WARNED = set()
+
+
+def _warn_once(key, msg):
+    """torch's TORCH_WARN_ONCE: a deprecation warning the first time only."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(msg, UserWarning, stacklevel=3)
+
+
 def _mH(t):
     return cj(t.transpose(-2, -1))
 
@@ -81,6 +91,8 @@ def _matmul_check(a, b):
     if a.dtype.kind == "b":
         raise NotImplementedError(f"\"{'dot' if na == nb == 1 else 'addmm_impl_cpu_'}\" not "
                                   f"implemented for 'Bool'")
+    if na > 2 and nb > 2:
+        _broadcast_batch(a.shape[:-2], b.shape[:-2])
     k, k2 = a.shape[-1], b.shape[-2 if nb > 1 else 0]
     if k != k2:
         if na == nb == 1:
@@ -96,8 +108,6 @@ def _matmul_check(a, b):
         batch = int(np.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])))
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{batch}, {k}] but got: [{batch}, {k2}].")
-    if na > 2 and nb > 2:
-        _broadcast_batch(a.shape[:-2], b.shape[:-2])
 
 
 def _broadcast_batch(sa, sb):
@@ -382,8 +392,13 @@ def _add_check(kind, inp, m1, m2):
 
 
 def _add_out_shape(kind, s1, s2):
-    return {"mm": (s1[0], s2[-1]), "mv": (s1[0],), "r": (s1[0], s2[0]),
-            "bmm": (s1[0], s1[1], s2[2]), "addbmm": (s1[1], s2[2])}[kind]
+    if kind == "mm":
+        return (s1[0], s2[-1])
+    if kind == "mv":
+        return (s1[0],)
+    if kind == "r":
+        return (s1[0], s2[0])
+    return (s1[0], s1[1], s2[2]) if kind == "bmm" else (s1[1], s2[2])
 
 
 def _addmm_kernel(xp, inp, m1, m2, kind, beta=1, alpha=1):
@@ -463,6 +478,9 @@ addbmm = _def_add("addbmm", "batch1", "batch2")
 
 def chain_matmul(*matrices, out=None):
     """Product of a chain of 2-D tensors (deprecated in torch for linalg.multi_dot)."""
+    _warn_once("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future "
+               "PyTorch release. Use torch.linalg.multi_dot instead, which accepts a list of two "
+               "or more tensors rather than multiple parameters.")
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:
@@ -562,7 +580,10 @@ def _einsum_plan(eq, shapes):
     targets = [tuple(sizes[c] for c in t) for t in terms]
     targets = tuple(None if tuple(s) == tg else tg for s, tg in zip(shapes, targets))
     full = [tg or s for tg, s in zip(targets, shapes)]
-    return _oe.contract_expression(eq, *full), targets
+    out = eq.split("->")[1]
+    private = any(c not in out and all(c not in u for u in terms[:i] + terms[i + 1:])
+                  for i, t in enumerate(terms) for c in t)
+    return _oe.contract_expression(eq, *full), targets, private
 
 
 def _einsum_kernel(xp, *ops, equation):
@@ -570,10 +591,14 @@ def _einsum_kernel(xp, *ops, equation):
     for o in ops[1:]:
         if o.dtype != dt:
             raise RuntimeError(_scalar_type_msg(dt, o.dtype))
-    expr, targets = _einsum_plan(equation, tuple(o.shape for o in ops))
+    expr, targets, private = _einsum_plan(equation, tuple(o.shape for o in ops))
     ins = [o if t is None else xp.broadcast_to(o, t) for o, t in zip(ops, targets)]
     if dt in _HALF:
         ins = [o.astype(_F32) for o in ins]
+    elif private and dt.kind in "biu":
+        # torch sums an operand's private dimensions first, and integer sums give int64
+        dt = np.dtype(np.int64)
+        ins = [o.astype(dt) for o in ins]
     r = xp.asarray(expr(*ins))
     if any(np.may_share_memory(r, o) for o in ops):
         r = r.copy()  # a pure permutation/diagonal: give the result storage of its own
@@ -732,10 +757,10 @@ def cross(input, other, dim=None, *, out=None):
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = _broadcast_batch(tuple(input.shape), tuple(other.shape))
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
-                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
-                      "default value of dim will change to agree with that of linalg.cross in a "
-                      "future release.", UserWarning, stacklevel=2)
+        _warn_once("cross", "Using torch.cross without specifying the dim arg is deprecated.\n"
+                   "Please either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                   "default value of dim will change to agree with that of linalg.cross in a "
+                   "future release.")
         sizes = [i for i, s in enumerate(shape) if s == 3]
         if not sizes:
             raise RuntimeError("no dimension of size 3 in input")
