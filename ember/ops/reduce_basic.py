@@ -1,17 +1,26 @@
-"""The reductions everything else leans on: sum, mean, sum_to_size.
+"""The reductions everything else leans on: sum, mean, sum_to_size, nansum, nanmean,
+the cumulative family (cumsum, cumprod, cummax, cummin, logcumsumexp), and the
+helpers reductions share: dim normalisation, gradient broadcasting and the
+private gather/scatter-along-a-dim pair that value-selecting ops (max along a dim,
+sort, topk, median, ...) use for their derivatives.
 
 A reduction's derivative broadcasts the output gradient back over the reduced
-dimensions (``_expand_back``), written in ember ops.
+dimensions (``expand_back``), written in ember ops.
 """
 import numpy as np
 
 from .._core import dtype as _dt
+from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
-from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override, write_out
+from ._helpers import NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override, \
+    write_out
+from . import _return_types as _rt
 
-__all__ = ["sum", "mean"]
+__all__ = ["sum", "mean", "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin",
+           "logcumsumexp"]
 
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
+_F32 = np.dtype(np.float32)
 
 
 def norm_dims(dim, ndim):
@@ -19,11 +28,12 @@ def norm_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (int, np.integer)):
-        return (_wrap_dim(int(dim), ndim),)
+        d = _wrap_dim(int(dim), ndim)
+        return (d,) if ndim else ()
     dims = tuple(sorted({_wrap_dim(int(d), ndim) for d in dim}))
     if len(dims) != len(dim):
         raise RuntimeError("dim appears multiple times in the list of dims")
-    if not dims:
+    if not dims or not ndim:
         return tuple(range(ndim))
     return dims
 
@@ -41,13 +51,21 @@ def expand_back(g, in_shape, dims, keepdim):
     return g.expand(in_shape)
 
 
-def _sum_kernel(xp, x, dims, keepdim, dtype=None):
-    if dtype is None:
-        if x.dtype.kind in "bu" or x.dtype.kind == "i":
-            dtype = np.int64
-        elif x.dtype in _HALF:
-            return xp.sum(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
-    return xp.sum(x, axis=dims, keepdims=keepdim, dtype=dtype)
+def int64_acc_kernel(fn):
+    """Kernel of sum-like reductions: bool/int inputs accumulate in int64, halves in float32."""
+    def kernel(xp, x, dims, keepdim, dtype=None):
+        if dtype is None:
+            if x.dtype.kind in "biu":
+                dtype = np.int64
+            elif x.dtype in _HALF:
+                return fn(xp, x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
+        elif dtype in _HALF:
+            return fn(xp, x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(dtype)
+        return fn(xp, x, axis=dims, keepdims=keepdim, dtype=dtype)
+    return kernel
+
+
+_sum_kernel = int64_acc_kernel(lambda xp, x, **kw: xp.sum(x, **kw))
 
 
 def _sum_vjp(ctx, g, x, dims, keepdim, dtype=None):
@@ -143,4 +161,287 @@ def _sum_to_size(self, *size):
 Tensor.sum = sum
 Tensor.mean = mean
 Tensor.sum_to_size = _sum_to_size
-_ = (NeedsOverride, _E)
+
+
+# ---- helpers shared by the reduction and sorting modules --------------------------------
+
+
+def ndim_of(x):
+    """``x.ndim`` of a Tensor; anything else goes to its ``__ember_function__`` override."""
+    try:
+        return x._data.ndim
+    except AttributeError:
+        raise NeedsOverride(x) from None
+
+
+def type_name(dt):
+    """torch's name of a NumPy dtype in messages ('Float', 'Long', ...)."""
+    return _kind_name(dt)
+
+
+def write_outs(out, results, cls):
+    """``out=(a, b)`` for ops returning a named tuple."""
+    if out is None:
+        return results
+    if not isinstance(out, (tuple, list)) or len(out) != len(results):
+        raise TypeError(f"{cls.__name__}(): argument 'out' must be tuple of {len(results)} "
+                        f"Tensors")
+    return cls(*(write_out(o, r) for o, r in zip(out, results)))
+
+
+def check_nonempty_dims(name, shape, dims):
+    """torch's IndexError for reductions without identity over a dimension of size 0."""
+    for d in dims:
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _gather_kernel(xp, x, idx, dim, unique=False):
+    return xp.take_along_axis(x, idx, axis=dim)
+
+
+def _gather_vjp(ctx, g, x, idx, dim, unique=False):
+    return apply(SCATTER_ALONG, (g, idx), {"dim": dim, "shape": tuple(ctx.in_meta[0][0]),
+                                          "accumulate": not unique}), None
+
+
+def _scatter_kernel(xp, src, idx, dim, shape, accumulate=False):
+    dt = src.dtype
+    work = _F32 if dt in _HALF else dt
+    out = xp.zeros(shape, dtype=work)
+    if accumulate:
+        ix = list(np.indices(idx.shape, sparse=True))
+        ix[dim] = idx
+        np.add.at(out, tuple(ix), src.astype(work, copy=False))
+    else:
+        np.put_along_axis(out, idx, src, axis=dim)
+    return out if work is dt else out.astype(dt)
+
+
+def _scatter_vjp(ctx, g, src, idx, dim, shape, accumulate=False):
+    return apply(GATHER_ALONG, (g, idx), {"dim": dim, "unique": not accumulate}), None
+
+
+# take_along_axis / its adjoint (zeros with values put, or added, at indices along dim)
+GATHER_ALONG = Op("_gather_along", _gather_kernel, _gather_vjp, save_inputs=(1,),
+                  shape=lambda x, idx, **kw: (tuple(idx.shape), x.dtype))
+SCATTER_ALONG = Op("_scatter_along", _scatter_kernel, _scatter_vjp, save_inputs=(1,),
+                   shape=lambda src, idx, dim, shape, **kw: (shape, src.dtype))
+
+
+def gather_along(x, idx, dim, unique=False):
+    return apply(GATHER_ALONG, (x, idx), {"dim": dim, "unique": unique})
+
+
+def select_back(g, idx, dim, in_shape, keepdim=True, unique=True):
+    """Gradient of an op that picked ``x`` at ``idx`` along ``dim``: ``g`` put back there."""
+    if not in_shape:
+        return g.reshape(())
+    if not keepdim:
+        g = g.unsqueeze(dim)
+        idx = idx.unsqueeze(dim)
+    return apply(SCATTER_ALONG, (g, idx), {"dim": dim, "shape": tuple(in_shape),
+                                          "accumulate": not unique})
+
+
+# ---- nansum / nanmean -------------------------------------------------------------------
+@overridable
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum of ``input`` over ``dim``, treating NaN as zero."""
+    ndim_of(input)
+    x = input
+    if input._data.dtype.kind not in "biu":
+        from .pointwise import where
+        x = where(input.isnan(), 0, input)
+    return sum(x, dim, keepdim, dtype=dtype, out=out)
+
+
+@overridable
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean of the non-NaN elements of ``input`` over ``dim``."""
+    ndim_of(input)
+    dt = input._data.dtype
+    if dt.kind in "biu":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {type_name(dt)}")
+    count = input.isnan().logical_not().sum(dim, keepdim)
+    r = nansum(input, dim, keepdim, dtype=dtype) / count
+    return r if out is None else write_out(out, r)
+
+
+Tensor.nansum = nansum
+Tensor.nanmean = nanmean
+
+
+# ---- cumulative ops ---------------------------------------------------------------------
+def _along(fn, x, dim, reverse):
+    if reverse:
+        return np.ascontiguousarray(np.flip(fn(np.flip(x, dim)), dim))
+    return fn(x)
+
+
+def _cum_kernel(ufunc):
+    def kernel(xp, x, dim, reverse=False, dtype=None):
+        dt = np.dtype(dtype) if dtype is not None else (
+            np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype)
+        if x.ndim == 0:
+            return x.astype(dt)
+        work = _F32 if dt in _HALF else dt
+        r = _along(lambda a: ufunc.accumulate(a, axis=dim, dtype=work), x, dim, reverse)
+        return r.astype(dt, copy=False)
+    return kernel
+
+
+def _cumsum_vjp(ctx, g, x, dim, reverse=False, dtype=None):
+    if not ctx.in_meta[0][0]:
+        return g
+    return apply(CUMSUM, (g,), {"dim": dim, "reverse": not reverse})
+
+
+def _rcumsum(t, dim):
+    return apply(CUMSUM, (t,), {"dim": dim, "reverse": True})
+
+
+def _cumprod_vjp(ctx, g, x, dim, reverse=False, dtype=None):
+    from .pointwise import where
+    from ._helpers import cj
+    if not ctx.in_meta[0][0]:
+        return g
+    out = ctx.out
+    zero = x == 0
+    if not zero._data.any():
+        return _rcumsum(g * cj(out), dim) / cj(x)
+    # Positions before the first zero of their slice: sum_{j>=k} g_j out_j / x_k. The first
+    # zero gets sum_{j>=k} g_j * (cumprod with that zero replaced by 1); later ones get 0.
+    seen = zero.cumsum(dim)
+    before = seen == 0
+    first = zero & (seen == 1)
+    a = _rcumsum(g * cj(out), dim) / cj(where(before, x, 1))
+    c = apply(CUMPROD, (where(first, 1, x),), {"dim": dim})
+    b = _rcumsum(g * cj(c), dim)
+    return where(before, a, where(first, b, 0))
+
+
+def _cum_shape(x, dim, reverse=False, dtype=None):
+    if dtype is None and np.dtype(x.dtype).kind in "biu":
+        dtype = np.int64
+    return tuple(x.shape), dtype or x.dtype
+
+
+CUMSUM = Op("cumsum", _cum_kernel(np.add), _cumsum_vjp, save_inputs=False, shape=_cum_shape,
+            category="reduction")
+CUMPROD = Op("cumprod", _cum_kernel(np.multiply), _cumprod_vjp, save_output=True,
+             shape=_cum_shape, category="reduction")
+
+
+def _cum_params(dim, dtype):
+    return {"dim": dim} if dtype is None else {"dim": dim, "dtype": dtype.np}
+
+
+def _def_cum(name, op):
+    def public(input, dim, *, dtype=None, out=None):
+        r = apply(op, (input,), _cum_params(_wrap_dim(dim, ndim_of(input)), dtype))
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = f"Cumulative {name[3:]} of the elements of ``input`` along ``dim``."
+    public = overridable(public)
+
+    def meth(self, dim, dtype=None):
+        return public(self, dim, dtype=dtype)
+
+    def meth_(self, dim, dtype=None):
+        return apply_inplace(op, self, (), _cum_params(_wrap_dim(dim, self._data.ndim), dtype))
+    setattr(Tensor, name, meth)
+    setattr(Tensor, name + "_", meth_)
+    return public
+
+
+cumsum = _def_cum("cumsum", CUMSUM)
+cumprod = _def_cum("cumprod", CUMPROD)
+
+
+def _cumext_kernel(ufunc):
+    def kernel(xp, x, dim):
+        if x.ndim == 0 or x.size == 0:
+            return x.copy(), xp.zeros(x.shape, np.int64)
+        w = x.astype(_F32) if x.dtype in _HALF else x
+        v = ufunc.accumulate(w, axis=dim)
+        pos = np.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
+        hit = w == v
+        if w.dtype.kind in "fc":
+            hit |= np.isnan(w)
+        # ties move the index to the latest position, as torch does
+        idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=dim)
+        return v.astype(x.dtype, copy=False), idx
+    return kernel
+
+
+def _cumext_vjp(ctx, g, x, dim):
+    return select_back(g[0], ctx.out[1], dim, ctx.in_meta[0][0], unique=False)
+
+
+def _cumext_shape(x, dim):
+    return (tuple(x.shape), x.dtype), (tuple(x.shape), np.int64)
+
+
+CUMMAX = Op("cummax", _cumext_kernel(np.maximum), _cumext_vjp, save_inputs=False,
+            save_output=True, n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
+            category="reduction")
+CUMMIN = Op("cummin", _cumext_kernel(np.minimum), _cumext_vjp, save_inputs=False,
+            save_output=True, n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
+            category="reduction")
+
+
+@overridable
+def cummax(input, dim, *, out=None):
+    """Running maximum of ``input`` along ``dim`` and the index where each was found."""
+    r = apply(CUMMAX, (input,), {"dim": _wrap_dim(dim, ndim_of(input))})
+    return write_outs(out, _rt.cummax(*r), _rt.cummax)
+
+
+@overridable
+def cummin(input, dim, *, out=None):
+    """Running minimum of ``input`` along ``dim`` and the index where each was found."""
+    r = apply(CUMMIN, (input,), {"dim": _wrap_dim(dim, ndim_of(input))})
+    return write_outs(out, _rt.cummin(*r), _rt.cummin)
+
+
+def _lcse_kernel(xp, x, dim, reverse=False):
+    if x.dtype.kind in "biu":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
+                                  f"'{type_name(x.dtype)}'")
+    if x.ndim == 0:
+        return x.copy()
+    w = x.astype(_F32) if x.dtype in _HALF else x
+    r = _along(lambda a: np.logaddexp.accumulate(a, axis=dim), w, dim, reverse)
+    return r.astype(x.dtype, copy=False)
+
+
+def _lcse_vjp(ctx, g, x, dim, reverse=False):
+    from .pointwise import where
+    if not ctx.in_meta[0][0]:
+        return g
+    out = ctx.out
+    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), summed in log space, signs kept apart
+    back = {"dim": dim, "reverse": not reverse}
+    pos = apply(LOGCUMSUMEXP, (where(g > 0, g, 0).log() - out,), back)
+    neg = apply(LOGCUMSUMEXP, (where(g < 0, -g, 0).log() - out,), back)
+    return (x + pos).exp() - (x + neg).exp()
+
+
+LOGCUMSUMEXP = Op("logcumsumexp", _lcse_kernel, _lcse_vjp, save_output=True,
+                  shape=lambda x, dim, reverse=False: (tuple(x.shape), x.dtype),
+                  category="reduction")
+
+
+@overridable
+def logcumsumexp(input, dim, *, out=None):
+    """``log(cumsum(exp(input), dim))``, computed stably."""
+    r = apply(LOGCUMSUMEXP, (input,), {"dim": _wrap_dim(dim, ndim_of(input))})
+    return r if out is None else write_out(out, r)
+
+
+Tensor.cummax = cummax
+Tensor.cummin = cummin
+Tensor.logcumsumexp = logcumsumexp
+_ = (_E, handle_override)

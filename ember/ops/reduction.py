@@ -1,2 +1,544 @@
-"""(being written)"""
-__all__ = []
+"""Reductions: prod, max/min (whole-tensor, along a dim, and binary), amax/amin, aminmax,
+argmax/argmin, var/std (+ var_mean/std_mean), logsumexp, norm, any/all, count_nonzero.
+
+Hot ones (amax, max, var, std, logsumexp, norm) are primitives with fused NumPy
+kernels; derivatives follow torch's formulas (ties share the gradient of
+amax/amin and of the whole-tensor max/min evenly; max along a dim sends it to the
+returned index).
+"""
+import builtins
+import math
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.dispatch import overridable
+from .._core.tensor import _wrap_dim
+from . import _return_types as return_types
+from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
+from .pointwise import maximum, minimum, where
+from .reduce_basic import (_F32, _HALF, _reduce_shape_rule, check_nonempty_dims, expand_back,
+                           int64_acc_kernel, ndim_of, norm_dims, reduced_shape, select_back,
+                           type_name, write_outs)
+
+__all__ = ["return_types", "prod", "max", "min", "amax", "amin", "aminmax", "argmax", "argmin",
+           "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any", "all",
+           "count_nonzero"]
+
+_INF = math.inf
+
+
+def _numel(shape, dims):
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
+# ---- prod -------------------------------------------------------------------------------
+def _prod_vjp(ctx, g, x, dims, keepdim, dtype=None):
+    shape = ctx.in_meta[0][0]
+    g = expand_back(g, shape, dims, keepdim)
+    out = expand_back(ctx.out, shape, dims, keepdim)
+    zero = x == 0
+    if not zero._data.any():
+        return g * cj(out / x)
+    # The product of the others: for a zero, the product of the nonzeros if it is the only
+    # zero of its slice (else 0); for a nonzero, 0 when its slice holds a zero.
+    safe = where(zero, 1, x)
+    p = apply(PROD, (safe,), {"dims": dims, "keepdim": True})
+    count = zero.sum(dims, keepdim=True)
+    others = where(zero, where(count == 1, p, 0), where(count == 0, p / safe, 0))
+    return g * cj(others)
+
+
+PROD = Op("prod", int64_acc_kernel(lambda xp, x, **kw: xp.prod(x, **kw)), _prod_vjp,
+          save_output=True, shape=_reduce_shape_rule, category="reduction")
+
+
+@overridable
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Product of the elements of ``input`` (over dimension ``dim`` if given)."""
+    n = ndim_of(input)
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    params = {"dims": norm_dims(dim, n), "keepdim": keepdim if dim is not None else False}
+    if dtype is not None:
+        params["dtype"] = dtype.np
+    r = apply(PROD, (input,), params)
+    return r if out is None else write_out(out, r)
+
+
+Tensor.prod = prod
+
+
+# ---- max / min / amax / amin ------------------------------------------------------------
+def _no_complex(name, x):
+    if x.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): does not support complex input")
+
+
+def _extreme_kernel(fn, name):
+    def kernel(xp, x, dims=None, keepdim=False):
+        _no_complex(name, x)
+        return fn(x, axis=dims, keepdims=keepdim)
+    return kernel
+
+
+def _amax_vjp(ctx, g, x, dims, keepdim):
+    # torch's scale_grad_by_count: ties share the gradient evenly
+    shape = ctx.in_meta[0][0]
+    mask = x == expand_back(ctx.out, shape, dims, keepdim)
+    return expand_back(g, shape, dims, keepdim) / mask.sum(dims, keepdim=True) * mask
+
+
+def _evenly_vjp(ctx, g, x):
+    out = ctx.out
+    mask = (x == out) | (x.isnan() & out.isnan())
+    return where(mask, g / mask.sum(), 0)
+
+
+AMAX = Op("amax", _extreme_kernel(np.max, "amax"), _amax_vjp, save_output=True,
+          shape=_reduce_shape_rule, category="reduction")
+AMIN = Op("amin", _extreme_kernel(np.min, "amin"), _amax_vjp, save_output=True,
+          shape=_reduce_shape_rule, category="reduction")
+MAX = Op("max", _extreme_kernel(np.max, "max"), _evenly_vjp, save_output=True,
+         shape=lambda x: ((), x.dtype), category="reduction")
+MIN = Op("min", _extreme_kernel(np.min, "min"), _evenly_vjp, save_output=True,
+         shape=lambda x: ((), x.dtype), category="reduction")
+
+
+def _extreme_dim_kernel(argfn, name):
+    def kernel(xp, x, dim, keepdim):
+        _no_complex(name, x)
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), np.int64)
+        idx = argfn(x, axis=dim, keepdims=True)
+        v = xp.take_along_axis(x, idx, axis=dim)
+        if not keepdim:
+            idx, v = idx.squeeze(dim), v.squeeze(dim)
+        return v, idx.astype(np.int64, copy=False)
+    return kernel
+
+
+def _extreme_dim_vjp(ctx, g, x, dim, keepdim):
+    return select_back(g[0], ctx.out[1], dim, ctx.in_meta[0][0], keepdim)
+
+
+def _extreme_dim_shape(x, dim, keepdim):
+    s = reduced_shape(tuple(x.shape), (dim,) if len(x.shape) else (), keepdim)
+    return (s, x.dtype), (s, np.int64)
+
+
+MAX_DIM = Op("max_dim", _extreme_dim_kernel(np.argmax, "max"), _extreme_dim_vjp,
+             save_inputs=False, save_output=True, n_out=2, nondiff_outputs=(1,),
+             shape=_extreme_dim_shape, category="reduction")
+MIN_DIM = Op("min_dim", _extreme_dim_kernel(np.argmin, "min"), _extreme_dim_vjp,
+             save_inputs=False, save_output=True, n_out=2, nondiff_outputs=(1,),
+             shape=_extreme_dim_shape, category="reduction")
+
+
+def _check_reducible(name, input, dims, all_dims):
+    """torch's errors for reductions without identity (max, amax, argmax, ...) on empties."""
+    shape = input._data.shape
+    if all_dims and input._data.size == 0:
+        raise (IndexError if name in ("argmax", "argmin") else RuntimeError)(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+            + ("" if name in ("argmax", "argmin") else
+               " Specify the reduction dim with the 'dim' argument."))
+    check_nonempty_dims(name, shape, dims)
+
+
+def _def_extreme(name, whole, along, binary, rt):
+    def public(input, dim=None, keepdim=False, *, out=None):
+        if isinstance(dim, Tensor):
+            return binary(input, dim, out=out)
+        n = ndim_of(input)
+        if dim is None:
+            _check_reducible(name, input, (), True)
+            r = apply(whole, (input,), _E)
+            return r if out is None else write_out(out, r)
+        d = _wrap_dim(dim, n)
+        _check_reducible(name, input, (d,) if n else (), False)
+        r = apply(along, (input,), {"dim": d, "keepdim": keepdim})
+        return write_outs(out, rt(*r), rt)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (f"The {name}imum of all elements of ``input``; with ``dim``, the named "
+                      f"tuple (values, indices) of the {name}ima along ``dim``; with a tensor "
+                      f"``other``, ``{name}imum(input, other)``.")
+    return overridable(public)
+
+
+max = _def_extreme("max", MAX, MAX_DIM, maximum, return_types.max)
+min = _def_extreme("min", MIN, MIN_DIM, minimum, return_types.min)
+
+
+def _def_amax(name, op):
+    def public(input, dim=(), keepdim=False, *, out=None):
+        n = ndim_of(input)
+        dims = norm_dims(dim if dim != () else None, n)
+        _check_reducible(name, input, dims, dim == () or dim is None or len(dims) == n == 0)
+        r = apply(op, (input,), {"dims": dims, "keepdim": keepdim})
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = f"The {name[1:]}imum of ``input`` over the dimensions ``dim`` (all if empty)."
+    return overridable(public)
+
+
+amax = _def_amax("amax", AMAX)
+amin = _def_amax("amin", AMIN)
+
+
+@overridable
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    """The minimum and maximum of ``input`` (along ``dim`` if given), as a named tuple."""
+    n = ndim_of(input)
+    dims = norm_dims(dim, n)
+    if input._data.size == 0:
+        if dim is None:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        check_nonempty_dims("aminmax", input._data.shape, dims)
+    p = {"dims": dims, "keepdim": keepdim}
+    r = (apply(AMIN, (input,), p), apply(AMAX, (input,), p))
+    return write_outs(out, return_types.aminmax(*r), return_types.aminmax)
+
+
+Tensor.max = max
+Tensor.min = min
+Tensor.amax = amax
+Tensor.amin = amin
+Tensor.aminmax = aminmax
+
+
+# ---- argmax / argmin --------------------------------------------------------------------
+def _arg_kernel(fn, name):
+    def kernel(xp, x, dim=None, keepdim=False):
+        if x.dtype.kind == "b":
+            raise RuntimeError(f"{name}(): does not support bool input")
+        _no_complex(name, x)
+        if dim is None:
+            r = np.asarray(fn(x.reshape(-1)))
+            return r.reshape((1,) * x.ndim) if keepdim else r
+        if x.ndim == 0:
+            return xp.zeros((), np.int64)
+        return fn(x, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
+    return kernel
+
+
+ARGMAX = Op("argmax", _arg_kernel(np.argmax, "argmax"), None, differentiable=False,
+            save_inputs=False, category="reduction")
+ARGMIN = Op("argmin", _arg_kernel(np.argmin, "argmin"), None, differentiable=False,
+            save_inputs=False, category="reduction")
+
+
+def _def_arg(name, op):
+    def public(input, dim=None, keepdim=False, *, out=None):
+        n = ndim_of(input)
+        params = {"keepdim": keepdim}
+        if dim is not None:
+            if not isinstance(dim, (int, np.integer)):
+                raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not "
+                                f"{type(dim).__name__}")
+            params["dim"] = d = _wrap_dim(int(dim), n)
+            _check_reducible(name, input, (d,) if n else (), False)
+        else:
+            _check_reducible(name, input, (), True)
+        r = apply(op, (input,), params)
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (f"The index of the {name[3:]}imum of ``input`` (flattened, or along "
+                      f"``dim``); the first one on ties.")
+    return overridable(public)
+
+
+argmax = _def_arg("argmax", ARGMAX)
+argmin = _def_arg("argmin", ARGMIN)
+Tensor.argmax = argmax
+Tensor.argmin = argmin
+
+
+# ---- var / std --------------------------------------------------------------------------
+def _var_np(xp, x, dims, correction, keepdim):
+    if x.dtype.kind not in "fcV":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    w = x.astype(_F32) if x.dtype in _HALF else x
+    d = w - xp.mean(w, axis=dims, keepdims=True)
+    sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
+    dof = builtins.max(0, _numel(x.shape, dims) - correction)
+    return np.asarray(xp.sum(sq, axis=dims, keepdims=keepdim)) / dof
+
+
+def _var_kernel(xp, x, dims, correction, keepdim):
+    r = _var_np(xp, x, dims, correction, keepdim)
+    return r.astype(x.dtype) if x.dtype in _HALF else r
+
+
+def _std_kernel(xp, x, dims, correction, keepdim):
+    r = xp.sqrt(_var_np(xp, x, dims, correction, keepdim))
+    return r.astype(x.dtype) if x.dtype in _HALF else r
+
+
+def _var_back(g, x, dims, correction, keepdim):
+    shape = tuple(x.shape)
+    dof = builtins.max(0, _numel(shape, dims) - correction)
+    scale = 2.0 / dof if dof else _INF
+    return scale * expand_back(g, shape, dims, keepdim) * (x - x.mean(dims, keepdim=True))
+
+
+def _var_vjp(ctx, g, x, dims, correction, keepdim):
+    return _var_back(g, x, dims, correction, keepdim)
+
+
+def _std_vjp(ctx, g, x, dims, correction, keepdim):
+    out = ctx.out
+    return _var_back(where(out == 0, 0, g / (2 * out)), x, dims, correction, keepdim)
+
+
+def _var_shape(x, dims, correction, keepdim):
+    return reduced_shape(tuple(x.shape), dims, keepdim), None
+
+
+VAR = Op("var", _var_kernel, _var_vjp, shape=_var_shape, category="reduction")
+STD = Op("std", _std_kernel, _std_vjp, save_output=True, shape=_var_shape, category="reduction")
+
+
+def _var_params(input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):  # legacy std(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError("Cannot specify both unbiased and correction")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return {"dims": norm_dims(dim, ndim_of(input)), "correction": correction,
+            "keepdim": keepdim}
+
+
+def _def_var(name, op):
+    def public(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        r = apply(op, (input,), _var_params(input, dim, unbiased, keepdim, correction))
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (f"The {'standard deviation' if name == 'std' else 'variance'} of "
+                      f"``input`` over ``dim`` with Bessel's ``correction`` (``unbiased`` is "
+                      f"the legacy spelling).")
+    public = overridable(public)
+
+    def with_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        p = _var_params(input, dim, unbiased, keepdim, correction)
+        r = (apply(op, (input,), p), input.mean(p["dims"], keepdim))
+        if out is not None:
+            return tuple(write_out(o, x) for o, x in zip(out, r))
+        return r
+    with_mean.__name__ = with_mean.__qualname__ = name + "_mean"
+    with_mean.__doc__ = f"``({name}(input, ...), mean(input, ...))`` in one call."
+    return public, overridable(with_mean)
+
+
+var, var_mean = _def_var("var", VAR)
+std, std_mean = _def_var("std", STD)
+Tensor.var = var
+Tensor.std = std
+
+
+# ---- logsumexp --------------------------------------------------------------------------
+def _lse_kernel(xp, x, dims, keepdim):
+    dt = x.dtype
+    w = x.astype(default_float_np()) if dt.kind in "biu" else (x.astype(_F32) if dt in _HALF
+                                                                else x)
+    if w.size == 0:
+        return np.full(reduced_shape(x.shape, dims, keepdim), -_INF, dtype=dt if dt.kind not in
+                       "biu" else w.dtype)
+    m = xp.max(w, axis=dims, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    r = xp.log(xp.sum(xp.exp(w - m), axis=dims, keepdims=True)) + m
+    if not keepdim:
+        r = r.reshape(reduced_shape(x.shape, dims, False))
+    return r.astype(dt) if dt in _HALF else r
+
+
+def _lse_vjp(ctx, g, x, dims, keepdim):
+    shape = ctx.in_meta[0][0]
+    return expand_back(g, shape, dims, keepdim) * (x - expand_back(ctx.out, shape, dims,
+                                                                   keepdim)).exp()
+
+
+LOGSUMEXP = Op("logsumexp", _lse_kernel, _lse_vjp, save_output=True, shape=_reduce_shape_rule,
+               category="reduction")
+
+
+@overridable
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """``log(sum(exp(input), dim))``, computed stably."""
+    r = apply(LOGSUMEXP, (input,), {"dims": norm_dims(dim, ndim_of(input)), "keepdim": keepdim})
+    return r if out is None else write_out(out, r)
+
+
+Tensor.logsumexp = logsumexp
+
+
+# ---- norm -------------------------------------------------------------------------------
+_EMPTY_INF = ("linalg.vector_norm cannot compute the {} norm on an empty tensor because the "
+              "operation does not have an identity")
+
+
+def _norm_kernel(xp, x, ord, dims, keepdim):
+    a = xp.abs(x)
+    rdt = a.dtype
+    w = a.astype(_F32) if rdt in _HALF else a
+    kw = {"axis": dims, "keepdims": keepdim}
+    if ord in (_INF, -_INF):
+        if builtins.any(x.shape[d] == 0 for d in dims) or (x.size == 0 and not dims):
+            raise RuntimeError(_EMPTY_INF.format("inf" if ord > 0 else "-inf"))
+        r = xp.max(w, **kw) if ord > 0 else xp.min(w, **kw)
+    elif ord == 0:
+        r = xp.sum(w != 0, dtype=w.dtype, **kw)
+    elif ord == 1:
+        r = xp.sum(w, **kw)
+    elif ord == 2:
+        r = xp.sqrt(xp.sum(w * w, **kw))
+    else:
+        r = xp.sum(w ** ord, **kw) ** (1.0 / ord)
+    return np.asarray(r).astype(rdt, copy=False)
+
+
+def _norm_vjp(ctx, g, x, ord, dims, keepdim):
+    shape = ctx.in_meta[0][0]
+    g = expand_back(g, shape, dims, keepdim)
+    out = expand_back(ctx.out, shape, dims, keepdim)
+    if ord == 0:
+        return g * 0
+    if ord == 1:
+        return g * x.sgn()
+    zero = out == 0
+    if ord == 2:
+        return g * where(zero, 0, x / where(zero, 1, out))
+    if ord in (_INF, -_INF):
+        mask = (x.abs() == out) | (x.isnan() & out.isnan())
+        return x.sgn() * mask * (g / mask.sum(dims, keepdim=True))
+    if ord < 1:
+        scaled = where(x == 0, 0, x.sgn() * x.abs().pow(ord - 1))
+        return scaled * g * out.pow(1 - ord)
+    scaled = x.sgn() * x.abs().pow(ord - 1) if ord < 2 else x * x.abs().pow(ord - 2)
+    return scaled * where(zero, 0, g / out.pow(ord - 1))
+
+
+def _norm_shape(x, ord, dims, keepdim):
+    return reduced_shape(tuple(x.shape), dims, keepdim), None
+
+
+NORM = Op("norm", _norm_kernel, _norm_vjp, save_output=True, shape=_norm_shape,
+          category="reduction")
+
+
+def _nuc_np(x, dims):
+    m = np.moveaxis(x, dims, (-2, -1))
+    return m, np.linalg.svd(m, compute_uv=False).sum(-1)
+
+
+def _nuc_kernel(xp, x, dims, keepdim):
+    w = x.astype(_F32) if x.dtype in _HALF else x
+    r = _nuc_np(w, dims)[1]
+    if keepdim:
+        r = r.reshape(reduced_shape(x.shape, dims, True))
+    return r.astype(np.abs(x[:0]).dtype, copy=False)
+
+
+def _nuc_basis_kernel(xp, x, dims):
+    m = np.moveaxis(x, dims, (-2, -1))
+    u, _, vh = np.linalg.svd(m, full_matrices=False)
+    return np.ascontiguousarray(np.moveaxis(u @ vh, (-2, -1), dims))
+
+
+# d||X||_* / dX = U V^H (the basis is treated as a constant: first derivatives only)
+NUC_BASIS = Op("_nuc_basis", _nuc_basis_kernel, None, differentiable=False)
+NUC = Op("nuclear_norm", _nuc_kernel,
+         lambda ctx, g, x, dims, keepdim: expand_back(g, ctx.in_meta[0][0], dims, keepdim) *
+         apply(NUC_BASIS, (x.detach(),), {"dims": dims}), shape=_norm_shape,
+         category="reduction")
+
+
+def _norm_ord(p):
+    if isinstance(p, str):
+        if p == "fro":
+            return 2.0
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    return float(p)
+
+
+@overridable
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """The vector p-norm of ``input`` over ``dim`` (all dims if None), or its Frobenius ('fro')
+    or nuclear ('nuc') matrix norm over two dims."""
+    n = ndim_of(input)
+    dt = input._data.dtype
+    if dt.kind not in "fcV":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {type_name(dt)}")
+    if dtype is not None:
+        if dtype.np != dt and _dt.promote_types(_dt.FROM_NP[dt], dtype) != dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({type_name(dt)}) "
+                               f"should be convertible without narrowing to the specified dtype "
+                               f"({type_name(dtype.np)})")
+        input = input.to(dtype)
+    if isinstance(p, str) and dim is not None:
+        dl = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+        if len(dl) > 2 or (p == "nuc" and len(dl) != 2):
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(str(d) for d in dl)}")
+    if p == "nuc":
+        if dim is None and n != 2:
+            raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
+                               f"dimensions.")
+        dims = tuple(_wrap_dim(d, n) for d in (dim if dim is not None else (0, 1)))
+        r = apply(NUC, (input,), {"dims": dims, "keepdim": keepdim})
+    else:
+        r = apply(NORM, (input,), {"ord": _norm_ord(p), "dims": norm_dims(dim, n),
+                                   "keepdim": keepdim})
+    return r if out is None else write_out(out, r)
+
+
+Tensor.norm = lambda self, p="fro", dim=None, keepdim=False, dtype=None: norm(
+    self, p, dim, keepdim, dtype=dtype)
+
+
+# ---- any / all / count_nonzero ----------------------------------------------------------
+def _logical_kernel(fn):
+    def kernel(xp, x, dims, keepdim):
+        r = fn(x, axis=dims, keepdims=keepdim)
+        return r.astype(np.uint8) if x.dtype == np.uint8 else np.asarray(r)
+    return kernel
+
+
+ANY = Op("any", _logical_kernel(np.any), None, differentiable=False, save_inputs=False,
+         category="reduction")
+ALL = Op("all", _logical_kernel(np.all), None, differentiable=False, save_inputs=False,
+         category="reduction")
+
+
+def _def_logical(name, op):
+    def public(input, dim=None, keepdim=False, *, out=None):
+        r = apply(op, (input,), {"dims": norm_dims(dim, ndim_of(input)), "keepdim": keepdim})
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (f"Whether {name} elements of ``input`` (over ``dim`` if given) evaluate "
+                      f"to True.")
+    return overridable(public)
+
+
+any = _def_logical("any", ANY)
+all = _def_logical("all", ALL)
+COUNT_NONZERO = Op("count_nonzero", lambda xp, x, dims: np.asarray(
+    xp.count_nonzero(x, axis=dims)).astype(np.int64), None, differentiable=False,
+    save_inputs=False, category="reduction")
+
+
+@overridable
+def count_nonzero(input, dim=None):
+    """The number of non-zero values of ``input`` (over ``dim`` if given)."""
+    return apply(COUNT_NONZERO, (input,), {"dims": norm_dims(dim, ndim_of(input))})
+
+
+Tensor.any = any
+Tensor.all = all
+Tensor.count_nonzero = count_nonzero

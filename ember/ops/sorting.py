@@ -1,2 +1,532 @@
-"""(being written)"""
-__all__ = []
+"""Sorting and selection: sort, argsort, topk, kthvalue, median, nanmedian, mode,
+quantile, nanquantile, unique, unique_consecutive, bincount, histc, searchsorted,
+bucketize.
+
+Sorting is always stable (torch's ``stable=False`` leaves tie order unspecified, so
+a stable order is one valid answer); NaN sorts as the largest value.  Value
+selections send their gradient back to the selected index (``select_back``);
+quantile is sort + gather + lerp, so its gradient follows from those.
+"""
+import numpy as np
+
+from .._core.dispatch import overridable
+from .._core.tensor import _wrap_dim, wrap
+from . import _return_types as _rt
+from ._helpers import Op, Tensor, apply, write_out
+from .pointwise import where
+from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of,
+                           reduced_shape, select_back, type_name, write_outs)
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
+           "quantile", "nanquantile", "unique", "unique_consecutive", "bincount", "histc",
+           "searchsorted", "bucketize"]
+
+
+def _no_complex(name, x):
+    if x.dtype.kind == "c":
+        raise RuntimeError(f"{name} does not support complex dtypes on CPU")
+
+
+def _order(x, dim, descending):
+    """Stable sorting permutation of ``x`` along ``dim`` (NaN largest)."""
+    w = x.astype(_F32) if x.dtype in _HALF else x
+    if not descending:
+        return np.argsort(w, axis=dim, kind="stable")
+    # sort the reversed array ascending and reverse back: equal keys keep their order
+    i = np.argsort(np.flip(w, dim), axis=dim, kind="stable")
+    return (x.shape[dim] - 1) - np.flip(i, dim)
+
+
+def _sort_kernel(xp, x, dim, descending=False):
+    _no_complex("Sort", x)
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    i = _order(x, dim, descending)
+    return np.take_along_axis(x, i, axis=dim), i.astype(np.int64, copy=False)
+
+
+def _select_vjp(ctx, g, x, dim, *args, **kw):
+    keepdim = kw.get("keepdim", True)
+    return select_back(g[0], ctx.out[1], dim, ctx.in_meta[0][0], keepdim)
+
+
+def _same_shape2(x, dim, **kw):
+    return (tuple(x.shape), x.dtype), (tuple(x.shape), np.int64)
+
+
+SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
+          nondiff_outputs=(1,), shape=_same_shape2, category="sorting")
+
+
+@overridable
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    """The elements of ``input`` sorted along ``dim``, and their original indices."""
+    r = apply(SORT, (input,), {"dim": _wrap_dim(dim, ndim_of(input)), "descending": descending})
+    return write_outs(out, _rt.sort(*r), _rt.sort)
+
+
+@overridable
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim``."""
+    return sort(input, dim, descending, stable)[1]
+
+
+@overridable
+def msort(input, *, out=None):
+    """``input`` sorted along its first dimension."""
+    r = sort(input, 0)[0]
+    return r if out is None else write_out(out, r)
+
+
+Tensor.sort = lambda self, dim=-1, descending=False, stable=False: sort(self, dim, descending,
+                                                                        stable)
+Tensor.argsort = argsort
+Tensor.msort = msort
+
+
+# ---- topk / kthvalue --------------------------------------------------------------------
+def _topk_kernel(xp, x, k, dim, largest=True):
+    if x.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    _no_complex("topk", x)
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    i = np.take(_order(x1, dim, largest), np.arange(k), axis=dim)
+    v = np.take_along_axis(x1, i, axis=dim)
+    if x.ndim == 0:
+        return v.reshape(()) if k else v, i.reshape(()) if k else i
+    return v, i.astype(np.int64, copy=False)
+
+
+def _topk_shape(x, k, dim, largest=True):
+    s = tuple(k if i == dim else n for i, n in enumerate(x.shape))
+    return (s, x.dtype), (s, np.int64)
+
+
+TOPK = Op("topk", _topk_kernel, lambda ctx, g, x, k, dim, largest=True: select_back(
+    g[0], ctx.out[1], dim, ctx.in_meta[0][0]), save_inputs=False, save_output=True, n_out=2,
+    nondiff_outputs=(1,), shape=_topk_shape, category="sorting")
+
+
+@overridable
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """The ``k`` largest (or smallest) elements of ``input`` along ``dim``, sorted."""
+    n = ndim_of(input)
+    d = _wrap_dim(dim, n)
+    size = input._data.shape[d] if n else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    r = apply(TOPK, (input,), {"k": int(k), "dim": d, "largest": largest})
+    return write_outs(out, _rt.topk(*r), _rt.topk)
+
+
+def _pick_kernel(xp, x, dim, keepdim, pos, name):
+    """Values/indices at sorted position ``pos`` (array broadcastable along dim) of ``x``."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    i = np.take_along_axis(_order(x, dim, False), pos, axis=dim)
+    v = np.take_along_axis(x, i, axis=dim)
+    if not keepdim:
+        v, i = v.squeeze(dim), i.squeeze(dim)
+    return v, i.astype(np.int64, copy=False)
+
+
+def _kth_kernel(xp, x, k, dim, keepdim=False):
+    _no_complex("kthvalue()", x)
+    pos = np.full((1,) * x.ndim, k - 1, dtype=np.int64)
+    return _pick_kernel(xp, x, dim, keepdim, pos, "kthvalue")
+
+
+def _reduce_shape2(x, *args, dim=0, keepdim=False, **kw):
+    s = reduced_shape(tuple(x.shape), (dim,) if len(x.shape) else (), keepdim)
+    return (s, x.dtype), (s, np.int64)
+
+
+KTHVALUE = Op("kthvalue", _kth_kernel, _select_vjp, save_inputs=False, save_output=True,
+              n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting")
+
+
+@overridable
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """The ``k``-th smallest element of ``input`` along ``dim`` and its index."""
+    n = ndim_of(input)
+    d = _wrap_dim(dim, n)
+    size = input._data.shape[d] if n else 1
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    r = apply(KTHVALUE, (input,), {"k": int(k), "dim": d, "keepdim": keepdim})
+    return write_outs(out, _rt.kthvalue(*r), _rt.kthvalue)
+
+
+Tensor.topk = topk
+Tensor.kthvalue = kthvalue
+
+
+# ---- median / nanmedian / mode ----------------------------------------------------------
+def _median_pos(x, dim, ignore_nan):
+    n = x.shape[dim]
+    if x.dtype.kind not in "fV":
+        return np.full((1,) * x.ndim, (n - 1) // 2, dtype=np.int64)
+    nan = np.isnan(x.astype(_F32) if x.dtype in _HALF else x)
+    valid = n - nan.sum(axis=dim, keepdims=True)
+    if ignore_nan:  # an all-NaN slice picks its first NaN
+        return np.maximum((valid - 1) // 2, 0)
+    return np.where(valid < n, valid, (n - 1) // 2)  # a NaN slice picks its first NaN
+
+
+def _median_dim_kernel(xp, x, dim, keepdim, ignore_nan=False):
+    if x.dtype.kind == "b":
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
+    _no_complex("median()", x)
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    return _pick_kernel(xp, x, dim, keepdim, _median_pos(x, dim, ignore_nan), "median")
+
+
+def _median_kernel(xp, x, ignore_nan=False):
+    if x.size == 0:
+        return np.full((), np.nan, dtype=x.dtype)
+    return _median_dim_kernel(xp, x.reshape(-1), 0, False, ignore_nan)[0]
+
+
+def _evenly_vjp(ctx, g, x, ignore_nan=False):
+    out = ctx.out
+    mask = (x == out) | (x.isnan() & out.isnan())
+    return where(mask, g / mask.sum(), 0)
+
+
+MEDIAN = Op("median", _median_kernel, _evenly_vjp, save_output=True,
+            shape=lambda x, **kw: ((), x.dtype), category="sorting")
+MEDIAN_DIM = Op("median_dim", _median_dim_kernel, _select_vjp, save_inputs=False,
+                save_output=True, n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2,
+                category="sorting")
+
+
+def _def_median(name, ignore_nan, rt):
+    def public(input, dim=None, keepdim=False, *, out=None):
+        n = ndim_of(input)
+        p = {"ignore_nan": True} if ignore_nan else {}
+        if dim is None:
+            r = apply(MEDIAN, (input,), p)
+            return r if out is None else write_out(out, r)
+        d = _wrap_dim(dim, n)
+        if n:
+            check_nonempty_dims(name, input._data.shape, (d,))
+        r = apply(MEDIAN_DIM, (input,), dict(p, dim=d, keepdim=keepdim))
+        return write_outs(out, rt(*r), rt)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = ("The lower median of " + ("the non-NaN values of " if ignore_nan else "")
+                      + "``input``; with ``dim``, the named tuple (values, indices) along it.")
+    return overridable(public)
+
+
+median = _def_median("median", False, _rt.median)
+nanmedian = _def_median("nanmedian", True, _rt.nanmedian)
+Tensor.median = median
+Tensor.nanmedian = nanmedian
+
+
+def _mode_kernel(xp, x, dim, keepdim):
+    _no_complex("mode()", x)
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    w = np.moveaxis(x.astype(_F32) if x.dtype in _HALF else x, dim, -1)
+    perm = np.argsort(w, axis=-1, kind="stable")
+    s = np.take_along_axis(w, perm, axis=-1)
+    n = s.shape[-1]
+    j = np.arange(n)
+    new = np.ones(s.shape, bool)
+    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    last = np.ones(s.shape, bool)
+    last[..., :-1] = new[..., 1:]
+    start = np.maximum.accumulate(np.where(new, j, 0), axis=-1)
+    end = np.flip(np.minimum.accumulate(np.flip(np.where(last, j, n), -1), axis=-1), -1)
+    # the longest run; the smallest value on ties (runs are in ascending order)
+    best = np.argmax(end - start, axis=-1)[..., None]
+    pos = np.take_along_axis(end, best, axis=-1)
+    i = np.take_along_axis(perm, pos, axis=-1)  # the last occurrence, as torch reports
+    i = np.moveaxis(i, -1, dim)
+    v = np.take_along_axis(x, i, axis=dim)
+    if not keepdim:
+        v, i = v.squeeze(dim), i.squeeze(dim)
+    return v, i.astype(np.int64, copy=False)
+
+
+MODE = Op("mode", _mode_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
+          nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting")
+
+
+@overridable
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """The most frequent value of ``input`` along ``dim`` (the smallest on ties) and the index
+    of its last occurrence."""
+    n = ndim_of(input)
+    d = _wrap_dim(dim, n)
+    if n:
+        check_nonempty_dims("mode", input._data.shape, (d,))
+    r = apply(MODE, (input,), {"dim": d, "keepdim": keepdim})
+    return write_outs(out, _rt.mode(*r), _rt.mode)
+
+
+Tensor.mode = mode
+
+
+# ---- quantile ---------------------------------------------------------------------------
+_INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
+    n = ndim_of(input)
+    x = input._data
+    if x.dtype not in (np.float32, np.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if x.size == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if interpolation not in _INTERP:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if isinstance(q, Tensor):
+        qa = q._data
+        if qa.ndim > 1:
+            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        if qa.dtype != x.dtype:
+            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        if not ((qa >= 0) & (qa <= 1)).all():
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+        q_dims = qa.ndim
+    else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+        qa, q_dims = np.asarray(q, dtype=x.dtype), 0
+    qa = qa.reshape(-1).astype(x.dtype)
+    if dim is None:
+        src, out_shape = input.reshape(-1), reduced_shape(x.shape, tuple(range(n)), keepdim)
+    else:
+        d = _wrap_dim(dim, n)
+        src = input.movedim(d, -1) if n else input.reshape(1)
+        out_shape = reduced_shape(x.shape, (d,) if n else (), keepdim)
+    srt = sort(src, -1)[0]
+    s = srt._data
+    last = s.shape[-1] - 1
+    nan = np.isnan(s)
+    if ignore_nan:
+        ranks = qa * (np.sum(~nan, axis=-1, keepdims=True) - 1).astype(x.dtype)
+        ranks = np.where(ranks < 0, 0, ranks)
+    else:
+        ranks = np.where(nan.any(-1, keepdims=True), last, qa * x.dtype.type(last))
+    ranks = ranks.astype(x.dtype)
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)
+    below = ranks.astype(np.int64)
+    r = gather_along(srt, wrap(below), srt.ndim - 1)
+    if interpolation in ("linear", "midpoint"):
+        w = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        w = w.astype(x.dtype)
+        above = gather_along(srt, wrap(np.ceil(ranks).astype(np.int64)), srt.ndim - 1)
+        r = r + wrap(w) * (above - r)
+    # r: (..., len(q)) -> q first, then the reduced shape
+    r = r.movedim(-1, 0).reshape((qa.size,) + tuple(out_shape))
+    return r if q_dims else r.reshape(tuple(out_shape))
+
+
+def _def_quantile(name, ignore_nan):
+    def public(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+        r = _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan)
+        return r if out is None else write_out(out, r)
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = (f"The ``q``-th quantiles of {'the non-NaN values of ' if ignore_nan else ''}"
+                      f"``input`` (over ``dim``), interpolated as ``interpolation`` says.")
+    return overridable(public)
+
+
+quantile = _def_quantile("quantile", False)
+nanquantile = _def_quantile("nanquantile", True)
+Tensor.quantile = quantile
+Tensor.nanquantile = nanquantile
+
+
+# ---- unique -----------------------------------------------------------------------------
+def _unique_kernel(xp, x, dim=None):
+    w = x.astype(_F32) if x.dtype in _HALF else x
+    if dim is None:
+        v, inv, cnt = np.unique(w.reshape(-1), return_inverse=True, return_counts=True,
+                                equal_nan=False)
+        inv = inv.reshape(x.shape)
+    else:
+        if x.shape[dim] == 0:
+            return x.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        v, inv, cnt = np.unique(w, return_inverse=True, return_counts=True, axis=dim,
+                                equal_nan=False)
+        inv = inv.reshape(-1)
+    return v.astype(x.dtype, copy=False), inv.astype(np.int64), cnt.astype(np.int64)
+
+
+def _unique_consecutive_kernel(xp, x, dim=None):
+    if dim is None:
+        flat = x.reshape(-1)
+        new = np.ones(flat.shape, bool)
+        new[1:] = flat[1:] != flat[:-1]
+        v = flat[new]
+    else:
+        m = np.moveaxis(x, dim, 0)
+        new = np.ones(m.shape[0], bool)
+        if m.shape[0]:
+            new[1:] = (m[1:] != m[:-1]).reshape(m.shape[0] - 1, -1).any(axis=1)
+        v = np.moveaxis(m[new], 0, dim)
+    inv = np.cumsum(new) - 1
+    cnt = np.diff(np.append(np.flatnonzero(new), new.size))
+    return (np.ascontiguousarray(v), inv.reshape(x.shape if dim is None else -1).astype(np.int64),
+            cnt.astype(np.int64))
+
+
+UNIQUE = Op("unique", _unique_kernel, None, differentiable=False, save_inputs=False, n_out=3,
+            category="sorting")
+UNIQUE_CONSECUTIVE = Op("unique_consecutive", _unique_consecutive_kernel, None,
+                        differentiable=False, save_inputs=False, n_out=3, category="sorting")
+
+
+def _unique_result(r, return_inverse, return_counts):
+    if not (return_inverse or return_counts):
+        return r[0]
+    return (r[0],) + ((r[1],) if return_inverse else ()) + ((r[2],) if return_counts else ())
+
+
+@overridable
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The unique elements (or slices along ``dim``) of ``input``, in ascending order, with
+    optional inverse indices and counts."""
+    n = ndim_of(input)
+    p = {} if dim is None else {"dim": _wrap_dim(dim, n)}
+    return _unique_result(apply(UNIQUE, (input,), p), return_inverse, return_counts)
+
+
+@overridable
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """``input`` with each run of equal consecutive elements (or slices) collapsed to one."""
+    n = ndim_of(input)
+    p = {} if dim is None else {"dim": _wrap_dim(dim, n)}
+    return _unique_result(apply(UNIQUE_CONSECUTIVE, (input,), p), return_inverse, return_counts)
+
+
+Tensor.unique = unique
+Tensor.unique_consecutive = unique_consecutive
+
+
+# ---- bincount / histc -------------------------------------------------------------------
+def _bincount_kernel(xp, x, weights, minlength=0):
+    if x.dtype.kind not in "biu":
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{type_name(x.dtype)}'")
+    if x.ndim != 1 or (x.size and x.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is None:
+        return np.bincount(x, minlength=minlength).astype(np.int64)
+    if weights.shape != x.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    r = np.bincount(x, weights=weights.astype(np.float64), minlength=minlength)
+    return r.astype(np.float32 if weights.dtype == np.float32 else np.float64)
+
+
+BINCOUNT = Op("bincount", _bincount_kernel, None, differentiable=False, save_inputs=False,
+              category="sorting")
+
+
+@overridable
+def bincount(input, weights=None, minlength=0):
+    """The number of occurrences of each value in a 1-D tensor of non-negative ints (summed
+    ``weights`` if given)."""
+    return apply(BINCOUNT, (input, weights), {"minlength": int(minlength)})
+
+
+def _histc_kernel(xp, x, bins, min, max):
+    if x.dtype.kind in "biu":
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{type_name(x.dtype)}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    w = (x.astype(_F32) if x.dtype in _HALF else x).reshape(-1)
+    lo, hi = w.dtype.type(min), w.dtype.type(max)
+    if lo == hi:
+        fin = w[np.isfinite(w)]
+        lo, hi = (fin.min(), fin.max()) if w.size else (lo, hi)
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    keep = w[(w >= lo) & (w <= hi)]
+    pos = ((keep - lo) / (hi - lo) * w.dtype.type(bins)).astype(np.int64)
+    pos = np.minimum(pos, bins - 1)
+    return np.bincount(pos, minlength=bins).astype(x.dtype)
+
+
+HISTC = Op("histc", _histc_kernel, None, differentiable=False, save_inputs=False,
+           category="sorting")
+
+
+@overridable
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """A histogram of ``input`` with ``bins`` equal bins over [min, max] (the data's range if
+    both are equal); values outside are ignored."""
+    r = apply(HISTC, (input,), {"bins": int(bins), "min": min, "max": max})
+    return r if out is None else write_out(out, r)
+
+
+Tensor.bincount = bincount
+Tensor.histc = histc
+
+
+# ---- searchsorted / bucketize -----------------------------------------------------------
+def _search_kernel(xp, seq, values, sorter, side="left", out_int32=False):
+    dt = np.int32 if out_int32 else np.int64
+    v = np.asarray(values)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, sorter, axis=-1)
+    if seq.ndim == 1:
+        return np.searchsorted(seq, v, side=side).astype(dt)
+    if v.ndim != seq.ndim or v.shape[:-1] != seq.shape[:-1]:
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                           f"first N-1 dimensions of boundaries tensor and input value tensor "
+                           f"must match, but we got boundaries tensor {list(seq.shape)} and "
+                           f"input value tensor {list(v.shape)}")
+    s2 = seq.reshape(-1, seq.shape[-1])
+    v2 = v.reshape(-1, v.shape[-1])
+    r = np.empty(v2.shape, dt)
+    for k in range(s2.shape[0]):
+        r[k] = np.searchsorted(s2[k], v2[k], side=side)
+    return r.reshape(v.shape)
+
+
+SEARCHSORTED = Op("searchsorted", _search_kernel, None, differentiable=False, save_inputs=False,
+                  category="sorting")
+
+
+@overridable
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
+                 sorter=None, out=None):
+    """Indices where ``values`` would be inserted into the innermost dimension of
+    ``sorted_sequence`` to keep it sorted."""
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got "
+                           f"{side}")
+    if side == "left" and right:
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got "
+                           "side of left while right was True")
+    side = side or ("right" if right else "left")
+    ndim_of(sorted_sequence)
+    r = apply(SEARCHSORTED, (sorted_sequence, values, sorter),
+              {"side": side, "out_int32": out_int32})
+    return r if out is None else write_out(out, r)
+
+
+@overridable
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """The index of the bucket of ``boundaries`` each element of ``input`` falls in."""
+    if ndim_of(boundaries) != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    r = apply(SEARCHSORTED, (boundaries, input, None),
+              {"side": "right" if right else "left", "out_int32": out_int32})
+    return r if out is None else write_out(out, r)
