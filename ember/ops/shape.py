@@ -56,8 +56,9 @@ def _cat_vjp(ctx, g, *xs, dim, sizes):
     grads = []
     off = 0
     for i, n in enumerate(sizes):
-        if n is None:
-            grads.append(None)
+        if n is None:  # a skipped legacy empty tensor
+            grads.append(wrap(np.zeros((0,), dtype=g._data.dtype)) if ctx.needs_input_grad[i]
+                         else None)
             continue
         if ctx.needs_input_grad[i]:
             grads.append(narrow(g, dim, off, n))
@@ -113,7 +114,13 @@ def cat(tensors, dim=0, *, out=None):
             sizes.append(s[d])
         sizes = tuple(sizes)
     r = apply(CAT, tensors, {"dim": d, "sizes": sizes})
-    return r if out is None else write_out(out, r)
+    if out is None:
+        return r
+    if isinstance(out, Tensor) and out.dtype.category < r.dtype.category:
+        from .._core.dispatch import _cat_name
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_cat_name(out.dtype)}")
+    return write_out(out, r)
 
 
 concat = concatenate = cat
@@ -557,6 +564,8 @@ def diagflat(input, offset=0):
 
 def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
+    if input._data.dtype == bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input._data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
                            f"{input._data.ndim}")
