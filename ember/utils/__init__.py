@@ -1,0 +1,1 @@
+"""``ember.utils``: data loading, safetensors exchange, benchmarking helpers."""
