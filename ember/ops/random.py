@@ -278,10 +278,8 @@ def _multinomial_kernel(xp, probs, num_samples, replacement=False, generator=Non
         last = n_cat - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
         idx = np.minimum(idx, last[:, None])
     else:
-        if ((p > 0).sum(1) < num_samples).any():
-            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                               "enough non-negative category to sample)")
-        # exponential race: the first num_samples arrivals of rates p, in arrival order
+        # exponential race: the first num_samples arrivals of rates p, in arrival order; like
+        # torch, zero-probability categories come last (lowest index first), never an error
         keys = g.standard_exponential(p.shape) / np.where(p > 0, p, 1)
         keys[p == 0] = np.inf
         idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
