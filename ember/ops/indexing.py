@@ -106,7 +106,7 @@ def _parse(shape, item):
                 consumed += 1
                 continue
             raise IndexError(_BAD_INDEX.format(type(it).__name__))
-        conv.append(a)
+        conv.append(it if isinstance(it, Tensor) and it._data is a else a)
         consumed += a.ndim if a.dtype == bool else 1
     ndim = len(shape)
     if consumed > ndim:
@@ -143,6 +143,7 @@ def _parse(shape, item):
             adv.append(None)
             d += 1
         else:
+            orig, c = c, _arr(c)
             k = c.ndim if c.dtype == bool else 1
             if c.dtype == bool:
                 for j in range(k):
@@ -151,7 +152,7 @@ def _parse(shape, item):
                                          f"does not match the shape of the indexed tensor "
                                          f"{list(shape[d:])} at index {j}")
             basic.extend([_FULL] * k)
-            adv.append(c)
+            adv.append(orig)
             d += k
             has_adv = True
     while basic and basic[-1] == _FULL:
@@ -240,8 +241,12 @@ def _index_put_vjp(ctx, g, x, values, *indices, accumulate):
 INDEX_PUT = Op("index_put", _index_put_kernel, _index_put_vjp, save_inputs=_SAVE_FROM_2)
 
 
+def _arr(a):
+    return a._data if isinstance(a, Tensor) else a
+
+
 def _wrap_indices(adv):
-    return tuple(None if a is None else wrap(a) for a in adv)
+    return tuple(a if a is None or isinstance(a, Tensor) else wrap(a) for a in adv)
 
 
 def _getitem(self, item):
@@ -295,10 +300,17 @@ def _setitem(self, item, value):
     idx = _wrap_indices(adv)
     if isinstance(value, Tensor):
         if value._data.ndim:
-            probe = np.broadcast_to(np.empty((), bool), target._data.shape)[_adv_key(adv)]
+            probe = np.broadcast_to(np.empty((), bool), target._data.shape)[
+                _adv_key([_arr(a) for a in adv])]
             value = _fit_value(value, probe.shape)
         if value._data.dtype != self._data.dtype:
-            value = value.to(self.dtype)
+            # torch casts only for one boolean mask over all dims (its masked_fill path);
+            # anything else goes through index_put_, which wants matching dtypes
+            a0 = _arr(adv[0])
+            if len(adv) == 1 and a0.dtype == bool and a0.ndim == self._data.ndim:
+                value = value.to(self.dtype)
+            else:
+                _index_put_args(target, adv, value)
     apply_inplace(INDEX_PUT, target, (value,) + idx, {"accumulate": False})
 
 
@@ -317,9 +329,10 @@ def _index_put_args(self, indices, values):
         a = _as_index_array(i)
         if a is None:
             raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
-        adv.append(a)
+        adv.append(i if isinstance(i, Tensor) and i._data is a else a)
     if len([a for a in adv if a is not None]) and \
-            sum(a.ndim if a is not None and a.dtype == bool else 1 for a in adv) > \
+            sum(_arr(a).ndim if a is not None and _arr(a).dtype == bool else 1
+                for a in adv) > \
             self._data.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got "
                          f"{len(adv)})")
