@@ -13,9 +13,12 @@ import numpy as np
 import opt_einsum as _oe
 
 from .._core import dtype as _dt
+from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, cj,
                        handle_override, promote_np, write_out)
+from .creation import eye
+from .pointwise import where
 from .views import _expand_shape
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm",
@@ -222,8 +225,6 @@ Tensor.__imatmul__ = _matmul_magic
 
 
 def _need_dims(t, n, msg):
-    if not isinstance(t, Tensor):
-        raise TypeError(f"expected Tensor as argument, but got {type(t).__name__}")
     if t.dim() != n:
         raise RuntimeError(msg)
 
@@ -309,6 +310,7 @@ def vdot(input, other, *, out=None):
 Tensor.vdot = lambda self, other: vdot(self, other)
 
 
+@overridable
 def inner(input, other, *, out=None):
     """Inner product over the last dimension (a 0-dim operand multiplies instead)."""
     if input.dim() == 0 or other.dim() == 0:
@@ -324,6 +326,7 @@ def inner(input, other, *, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors (torch type promotion applies)."""
     for name, t in (("self", input), ("vec2", vec2)):
@@ -476,6 +479,7 @@ baddbmm = _def_add("baddbmm", "batch1", "batch2")
 addbmm = _def_add("addbmm", "batch1", "batch2")
 
 
+@overridable
 def chain_matmul(*matrices, out=None):
     """Product of a chain of 2-D tensors (deprecated in torch for linalg.multi_dot)."""
     _warn_once("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future "
@@ -641,7 +645,6 @@ def _einsum_vjp(ctx, g, *ops, equation):
 
 
 def _eye(n, like):
-    from .creation import eye
     return eye(n, dtype=like.dtype)
 
 
@@ -663,7 +666,8 @@ def _sublist(sub):
 
 def einsum(*args):
     """Sums products of operands' elements over dimensions named in Einstein notation,
-    e.g. ``einsum('bij,bjk->bik', a, b)``; also the sublist form ``einsum(a, [0, 1], b, [1, 2])``."""
+    e.g. ``einsum('bij,bjk->bik', a, b)``, or in sublist form ``einsum(a, [0, 1], b, [1, 2])``.
+    """
     if not args:
         raise RuntimeError("einsum(): must specify the equation string and at least one operand, "
                            "or at least one operand and its subscripts list")
@@ -687,6 +691,7 @@ def einsum(*args):
 
 
 # ---- tensordot, kron ----------------------------------------------------------------------
+@overridable
 def tensordot(a, b, dims=2, out=None):
     """Contracts ``a``'s dims ``dims[0]`` with ``b``'s ``dims[1]`` (an int n: the last n of
     ``a`` with the first n of ``b``)."""
@@ -722,6 +727,7 @@ def tensordot(a, b, dims=2, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def kron(input, other, *, out=None):
     """Kronecker product: block (i, j, ...) of the result is ``input[i, j, ...] * other``."""
     n = max(input.dim(), other.dim())
@@ -751,6 +757,7 @@ CROSS = Op("cross", _cross_kernel,
            category="blas")
 
 
+@overridable
 def cross(input, other, dim=None, *, out=None):
     """Cross product of 3-vectors along ``dim`` (default: the first dimension of size 3)."""
     if input.dim() != other.dim():
@@ -808,7 +815,6 @@ def _cdist_vjp(ctx, g, x1, x2, p, mm):
     d = ctx.out
     if p == 0:
         return x1 * 0, x2 * 0
-    from .pointwise import where
     if p == 2:
         ratio = where(d == 0, 0, g / d)
         g1 = x1 * ratio.sum(-1, keepdim=True) - matmul(ratio, x2)
@@ -832,6 +838,7 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
 
+@overridable
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distances between each pair of rows of ``x1`` and ``x2`` (batched)."""
     for t, n in ((x1, "X1"), (x2, "X2")):
