@@ -1,2 +1,143 @@
-"""(being written)"""
-__all__ = []
+"""Linear layers: Identity, Linear, Bilinear and LazyLinear (``torch.nn.modules.linear``)."""
+import math
+
+from ... import ops as _ops
+from ...autograd import no_grad
+from .. import functional as F
+from ..parameter import Parameter, UninitializedParameter, is_lazy
+from .module import Module
+
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+
+
+def _uniform_(t, bound):
+    # torch's kaiming_uniform_(a=sqrt(5)) on a (out, in) weight is U(-1/sqrt(in), 1/sqrt(in))
+    with no_grad():
+        t.uniform_(-bound, bound)
+
+
+class Identity(Module):
+    """A placeholder identity operator that is argument-insensitive."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """Applies an affine linear transformation to the incoming data: y = x A^T + b."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(_ops.empty((out_features, in_features), dtype=dtype))
+        if bias:
+            self.bias = Parameter(_ops.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        fan_in = self.weight.shape[1] if self.weight.dim() > 1 else 0
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        _uniform_(self.weight, bound)
+        if self.bias is not None:
+            _uniform_(self.bias, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """Applies a bilinear transformation to the incoming data: y = x1^T A x2 + b."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(_ops.empty((out_features, in1_features, in2_features),
+                                           dtype=dtype))
+        if bias:
+            self.bias = Parameter(_ops.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] else 0
+        _uniform_(self.weight, bound)
+        if self.bias is not None:
+            _uniform_(self.bias, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+def _uninit(dtype):
+    # UninitializedParameter(dtype=...) trips on Parameter.__init__'s signature; set it after
+    p = UninitializedParameter()
+    p._lazy_dtype = dtype
+    return p
+
+
+class LazyLinear(Linear):
+    """A Linear whose ``in_features`` is inferred from the first input it sees."""
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        Module.__init__(self)
+        self.in_features = 0
+        self.out_features = out_features
+        self.weight = _uninit(dtype)
+        if bias:
+            self.bias = _uninit(dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def has_uninitialized_params(self):
+        return any(is_lazy(p) for p in self._parameters.values() if p is not None)
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        for name, p in self._parameters.items():
+            key = prefix + name
+            if p is not None and is_lazy(p) and key in state_dict:
+                p.materialize(state_dict[key].shape)
+                if name == "weight":
+                    self.in_features = state_dict[key].shape[-1]
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        if not self.has_uninitialized_params():
+            self.__class__ = self.cls_to_become
+
+    def forward(self, input):
+        if self.has_uninitialized_params():
+            self.initialize_parameters(input)
+            self.__class__ = self.cls_to_become
+        return F.linear(input, self.weight, self.bias)
