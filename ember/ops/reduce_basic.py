@@ -84,9 +84,19 @@ def _mean_kernel(xp, x, dims, keepdim, dtype=None):
     if dtype is None and x.dtype.kind in "biu":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {_kind_name(x.dtype)}")
-    if x.dtype in _HALF:
-        return xp.mean(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
+    if x.size == 0:  # without NumPy's "mean of empty slice" warning
+        return xp.sum(x, axis=dims, keepdims=keepdim, dtype=dtype) / _numel(x.shape, dims)
+    out_dt = x.dtype if dtype is None else np.dtype(dtype)
+    if out_dt in _HALF:
+        return xp.mean(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out_dt)
     return xp.mean(x, axis=dims, keepdims=keepdim, dtype=dtype)
+
+
+def _numel(shape, dims):
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
 
 
 def _kind_name(dt):
@@ -96,10 +106,7 @@ def _kind_name(dt):
 
 def _mean_vjp(ctx, g, x, dims, keepdim, dtype=None):
     shape = ctx.in_meta[0][0]
-    n = 1
-    for d in dims:
-        n *= shape[d]
-    return expand_back(g, shape, dims, keepdim) / n
+    return expand_back(g, shape, dims, keepdim) / _numel(shape, dims)
 
 
 MEAN = Op("mean", _mean_kernel, _mean_vjp, save_inputs=False, shape=_reduce_shape_rule,

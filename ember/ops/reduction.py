@@ -8,6 +8,7 @@ returned index).
 """
 import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
 from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
 from .pointwise import maximum, minimum, where
-from .reduce_basic import (_F32, _HALF, _reduce_shape_rule, check_nonempty_dims, expand_back,
+from .reduce_basic import (_F32, _HALF, _numel, _reduce_shape_rule, check_nonempty_dims, expand_back,
                            int64_acc_kernel, ndim_of, norm_dims, reduced_shape, select_back,
                            type_name, write_outs)
 
@@ -26,13 +27,6 @@ __all__ = ["return_types", "prod", "max", "min", "amax", "amin", "aminmax", "arg
            "count_nonzero"]
 
 _INF = math.inf
-
-
-def _numel(shape, dims):
-    n = 1
-    for d in dims:
-        n *= shape[d]
-    return n
 
 
 # ---- prod -------------------------------------------------------------------------------
@@ -235,6 +229,8 @@ ARGMIN = Op("argmin", _arg_kernel(np.argmin, "argmin"), None, differentiable=Fal
 def _def_arg(name, op):
     def public(input, dim=None, keepdim=False, *, out=None):
         n = ndim_of(input)
+        if input._data.dtype.kind == "b":
+            raise RuntimeError(f"{name}(): does not support bool input")
         params = {"keepdim": keepdim}
         if dim is not None:
             if not isinstance(dim, (int, np.integer)):
@@ -260,9 +256,9 @@ Tensor.argmin = argmin
 
 # ---- var / std --------------------------------------------------------------------------
 def _var_np(xp, x, dims, correction, keepdim):
-    if x.dtype.kind not in "fcV":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
     w = x.astype(_F32) if x.dtype in _HALF else x
+    if x.size == 0:
+        return np.full(reduced_shape(x.shape, dims, keepdim), np.nan, dtype=np.abs(w[:0]).dtype)
     d = w - xp.mean(w, axis=dims, keepdims=True)
     sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
     dof = builtins.max(0, _numel(x.shape, dims) - correction)
@@ -303,20 +299,26 @@ VAR = Op("var", _var_kernel, _var_vjp, shape=_var_shape, category="reduction")
 STD = Op("std", _std_kernel, _std_vjp, save_output=True, shape=_var_shape, category="reduction")
 
 
-def _var_params(input, dim, unbiased, keepdim, correction):
+def _var_params(name, input, dim, unbiased, keepdim, correction):
     if isinstance(dim, bool):  # legacy std(input, unbiased)
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
         raise RuntimeError("Cannot specify both unbiased and correction")
     if correction is None:
         correction = 0 if unbiased is False else 1
-    return {"dims": norm_dims(dim, ndim_of(input)), "correction": correction,
-            "keepdim": keepdim}
+    dims = norm_dims(dim, ndim_of(input))
+    if input._data.dtype.kind not in "fcV":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if _numel(input._data.shape, dims) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=4)
+    return {"dims": dims, "correction": correction, "keepdim": keepdim}
 
 
 def _def_var(name, op):
     def public(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
-        r = apply(op, (input,), _var_params(input, dim, unbiased, keepdim, correction))
+        r = apply(op, (input,), _var_params(name, input, dim, unbiased, keepdim, correction))
         return r if out is None else write_out(out, r)
     public.__name__ = public.__qualname__ = name
     public.__doc__ = (f"The {'standard deviation' if name == 'std' else 'variance'} of "
@@ -325,7 +327,7 @@ def _def_var(name, op):
     public = overridable(public)
 
     def with_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
-        p = _var_params(input, dim, unbiased, keepdim, correction)
+        p = _var_params(name + "_mean", input, dim, unbiased, keepdim, correction)
         r = (apply(op, (input,), p), input.mean(p["dims"], keepdim))
         if out is not None:
             return tuple(write_out(o, x) for o, x in zip(out, r))
@@ -437,6 +439,9 @@ def _nuc_np(x, dims):
 
 
 def _nuc_kernel(xp, x, dims, keepdim):
+    if x.dtype in _HALF:
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{type_name(x.dtype)}")
     w = x.astype(_F32) if x.dtype in _HALF else x
     r = _nuc_np(w, dims)[1]
     if keepdim:
