@@ -1,2 +1,206 @@
-"""(being written)"""
+"""The recurrent layers' step functions and layer loop (behind ``nn.RNN/LSTM/GRU`` and cells).
+
+Each step costs one matmul for all gates of the hidden state (the input projection of
+every time step is one matmul per layer and direction, done up front) plus one fused
+cell operator: ``_lstm_cell`` and ``_gru_cell`` compute all gate nonlinearities and
+the state update in one NumPy kernel; their derivatives are written in ember ops.
+Padded and packed inputs share one loop: a padded batch is a packed one whose batch
+size never shrinks.
+"""
+import numpy as np
+
+from ..._core.op import Op
+from ...ops import _helpers as H
+from ...ops import addmm, cat, stack
+
 __all__ = []
+
+
+def _f32(x):
+    return x.astype(np.float32) if x.dtype in H._HALF else x
+
+
+def _lstm_cell_kernel(xp, gates, c):
+    dt = c.dtype
+    g32, c32 = _f32(gates), _f32(c)
+    n = c.shape[-1]
+    sig = H.special(xp).expit
+    i = sig(g32[..., :n])
+    f = sig(g32[..., n:2 * n])
+    g = xp.tanh(g32[..., 2 * n:3 * n])
+    o = sig(g32[..., 3 * n:])
+    c2 = f * c32 + i * g
+    h = o * xp.tanh(c2)
+    return h.astype(dt, copy=False), c2.astype(dt, copy=False)
+
+
+def _lstm_cell_vjp(ctx, grads, gates, c):
+    gh, gc = grads
+    _, c2 = ctx.out
+    n = c.shape[-1]
+    xi, xf, xg, xo = gates.split(n, -1)
+    i, f, g, o = xi.sigmoid(), xf.sigmoid(), xg.tanh(), xo.sigmoid()
+    tc = c2.tanh()
+    dc2 = gc + gh * o * (1 - tc * tc)
+    dgates = cat([dc2 * g * i * (1 - i), dc2 * c * f * (1 - f), dc2 * i * (1 - g * g),
+                  gh * tc * o * (1 - o)], -1)
+    return dgates, dc2 * f
+
+
+LSTM_CELL = Op("_lstm_cell", _lstm_cell_kernel, _lstm_cell_vjp, n_out=2, save_output=True,
+               shape=lambda g, c: ((c.shape, c.dtype), (c.shape, c.dtype)))
+
+
+def _gru_cell_kernel(xp, gi, gh, h):
+    dt = h.dtype
+    gi, gh, h32 = _f32(gi), _f32(gh), _f32(h)
+    n = h.shape[-1]
+    rz = H.special(xp).expit(gi[..., :2 * n] + gh[..., :2 * n])
+    r, z = rz[..., :n], rz[..., n:]
+    nn_ = xp.tanh(gi[..., 2 * n:] + r * gh[..., 2 * n:])
+    return ((1 - z) * nn_ + z * h32).astype(dt, copy=False)
+
+
+def _gru_cell_vjp(ctx, g, gi, gh, h):
+    n = h.shape[-1]
+    rz = (gi[..., :2 * n] + gh[..., :2 * n]).sigmoid()
+    r, z = rz.split(n, -1)
+    ghn = gh[..., 2 * n:]
+    nn_ = (gi[..., 2 * n:] + r * ghn).tanh()
+    dn = g * (1 - z) * (1 - nn_ * nn_)
+    dr = dn * ghn * r * (1 - r)
+    dz = g * (h - nn_) * z * (1 - z)
+    dgi = cat([dr, dz, dn], -1) if ctx.needs_input_grad[0] else None
+    dgh = cat([dr, dz, dn * r], -1) if ctx.needs_input_grad[1] else None
+    return dgi, dgh, g * z
+
+
+GRU_CELL = Op("_gru_cell", _gru_cell_kernel, _gru_cell_vjp,
+              shape=lambda gi, gh, h: (h.shape, h.dtype))
+
+
+# ---- one step of each cell kind ------------------------------------------------------------
+# A step takes the input projection xw (biases folded in where the math allows), the state
+# tuple and the layer's weights, and returns the new state tuple; state[0] is the output.
+
+def _relu(x):
+    return x.clamp_min(0)
+
+
+def _step_rnn(act):
+    def step(xw, state, w):
+        return (act(addmm(xw, state[0], w["hhT"])),)
+    return step
+
+
+def _step_lstm(xw, state, w):
+    h, c = LSTM_CELL(addmm(xw, state[0], w["hhT"]), state[1])
+    if w.get("hrT") is not None:
+        h = h.matmul(w["hrT"])
+    return h, c
+
+
+def _step_gru(xw, state, w):
+    h = state[0]
+    gh = h.matmul(w["hhT"]) if w["b_hh"] is None else addmm(w["b_hh"], h, w["hhT"])
+    return (GRU_CELL(xw, gh, h),)
+
+
+STEPS = {"RNN_TANH": _step_rnn(lambda x: x.tanh()), "RNN_RELU": _step_rnn(_relu),
+         "LSTM": _step_lstm, "GRU": _step_gru}
+
+
+def _dropout(x, p):
+    from . import dropout as _d
+    fn = getattr(_d, "dropout", None)
+    if fn is not None:
+        return fn(x, p, True)
+    if p == 1:
+        return x * 0
+    return x * x.new_empty(x.shape).bernoulli_(1 - p) / (1 - p)
+
+
+def input_projection(mode, x, w_ih, b_ih, b_hh):
+    """x @ w_ih.T plus the biases that can be added before the recurrence."""
+    b = b_ih
+    if mode != "GRU" and b_hh is not None:
+        b = b_ih + b_hh
+    return x.matmul(w_ih.t()) if b is None else addmm(b, x, w_ih.t())
+
+
+def _run_direction(step, xw, bs, offs, state0, w, reverse):
+    """Run one direction over packed rows; returns (output rows, final state tuple)."""
+    T = len(bs)
+    outs = [None] * T
+    uniform = T and bs[0] == bs[-1]
+    if uniform:
+        xs = xw.reshape((T, int(bs[0]), xw.shape[-1])).unbind(0)
+        state = state0
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            state = step(xs[t], state, w)
+            outs[t] = state[0]
+        return (cat(outs, 0) if T else xw[:0, :0]), state
+    if not reverse:
+        cur = int(bs[0])
+        state = tuple(s[:cur] for s in state0)
+        done = []
+        for t in range(T):
+            b = int(bs[t])
+            if b < cur:
+                done.append(tuple(s[b:cur] for s in state))
+                state = tuple(s[:b] for s in state)
+                cur = b
+            state = step(xw[offs[t]:offs[t] + b], state, w)
+            outs[t] = state[0]
+        done.append(state)
+        final = tuple(cat([d[k] for d in reversed(done)], 0) for k in range(len(state)))
+        return cat(outs, 0), final
+    cur = int(bs[-1])
+    state = tuple(s[:cur] for s in state0)
+    for t in range(T - 1, -1, -1):
+        b = int(bs[t])
+        if b > cur:
+            state = tuple(cat([s, s0[cur:b]], 0) for s, s0 in zip(state, state0))
+            cur = b
+        state = step(xw[offs[t]:offs[t] + b], state, w)
+        outs[t] = state[0]
+    return cat(outs, 0), state
+
+
+def rnn_layers(mode, data, batch_sizes, hx, layer_weights, num_layers, bidirectional, dropout,
+               training):
+    """The multi-layer recurrence over packed rows ``data`` ((N, input_size)).
+
+    hx: tuple of initial states, each (num_layers * num_directions, B, size).
+    layer_weights[layer * D + d]: dict with w_ih, w_hh, b_ih, b_hh, w_hr (or None).
+    Returns (output rows (N, D * out_size), tuple of final states stacked like hx).
+    """
+    step = STEPS[mode]
+    bs = np.asarray(batch_sizes, dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(bs)[:-1]]).astype(np.int64) if bs.size else bs
+    D = 2 if bidirectional else 1
+    finals = [[] for _ in hx]
+    x = data
+    for layer in range(num_layers):
+        if layer and dropout and training:
+            x = _dropout(x, dropout)
+        outs = []
+        for d in range(D):
+            p = layer_weights[layer * D + d]
+            w = {"hhT": p["w_hh"].t(), "b_hh": p["b_hh"],
+                 "hrT": p["w_hr"].t() if p.get("w_hr") is not None else None}
+            xw = input_projection(mode, x, p["w_ih"], p["b_ih"], p["b_hh"])
+            state0 = tuple(h[layer * D + d] for h in hx)
+            out, fin = _run_direction(step, xw, bs, offs, state0, w, reverse=d == 1)
+            outs.append(out)
+            for k, s in enumerate(fin):
+                finals[k].append(s)
+        x = outs[0] if D == 1 else cat(outs, -1)
+    return x, tuple(stack(f, 0) for f in finals)
+
+
+def cell_forward(mode, input, state, w_ih, w_hh, b_ih, b_hh):
+    """One step of an RNNCell/LSTMCell/GRUCell on batched 2-D input."""
+    xw = input_projection(mode, input, w_ih, b_ih, b_hh)
+    return STEPS[mode](xw, state, {"hhT": w_hh.t(), "b_hh": b_hh, "hrT": None})
+
