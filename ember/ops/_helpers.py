@@ -73,7 +73,45 @@ def promote_np(*xs):
 def _cast(x, dt):
     if type(x) is _ndarray:
         return x if x.dtype is dt else x.astype(dt)
+    if type(x) is int and dt.kind in "iu":
+        # torch wraps Python ints into the tensor's integer type (uint8 - 2 -> 254 - ...)
+        return np.array(x, dtype=np.int64).astype(dt)
     return x
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+               "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+               "bfloat16": "BFloat16", "uint16": "UInt16", "uint32": "UInt32",
+               "uint64": "UInt64"}
+
+
+def type_name(dt):
+    """torch's scalar-type name of NumPy dtype ``dt`` ('Float', 'Long', 'ComplexDouble', ...)."""
+    return _TYPE_NAMES.get(np.dtype(dt).name, np.dtype(dt).name)
+
+
+def not_implemented(kernel_name, dt):
+    raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{type_name(dt)}'")
+
+
+def dtype_kind(dt):
+    """'b', 'i' (signed and unsigned), 'f' (halves included) or 'c'."""
+    k = dt.kind
+    return "i" if k == "u" else "f" if k == "V" else k
+
+
+def gated(kernel, kernel_name, reject, n=1):
+    """Wrap ``kernel`` to raise torch's NotImplementedError for the dtype kinds in ``reject``
+    ('b', 'i', 'f', 'c'), judged on the promoted dtype of the first ``n`` inputs."""
+    def k(xp, *args, **params):
+        dt = args[0].dtype if n == 1 else promote_np(*args[:n])
+        if dtype_kind(dt) in reject:
+            if callable(kernel_name):
+                kernel_name(dt)
+            not_implemented(kernel_name, dt)
+        return kernel(xp, *args, **params)
+    return k
 
 
 def float_of(dt):
@@ -120,6 +158,35 @@ def shape_broadcast(*xs, **params):
 
 # ---- binary -----------------------------------------------------------------------------
 
+def check_broadcast(*xs):
+    """Raise torch's RuntimeError if the shapes of arrays ``xs`` don't broadcast."""
+    shapes = [x.shape for x in xs if type(x) is _ndarray]
+    cur = shapes[0] if shapes else ()
+    for s in shapes[1:]:
+        try:
+            cur = np.broadcast_shapes(cur, s)
+        except ValueError:
+            n = max(len(cur), len(s))
+            for i in range(1, n + 1):
+                a = cur[-i] if i <= len(cur) else 1
+                b = s[-i] if i <= len(s) else 1
+                if a != b and a != 1 and b != 1:
+                    raise RuntimeError(f"The size of tensor a ({a}) must match the size of "
+                                       f"tensor b ({b}) at non-singleton dimension {n - i}"
+                                       ) from None
+
+
+def broadcast_guard(kernel):
+    """Turn NumPy's broadcasting ValueError into torch's RuntimeError (free when it succeeds)."""
+    def guarded(xp, *args, **params):
+        try:
+            return kernel(xp, *args, **params)
+        except ValueError:
+            check_broadcast(*args)
+            raise
+    return guarded
+
+
 def binary_kernel(fn, *, kind="promote"):
     """Kernel for an elementwise binary function.
 
@@ -128,8 +195,19 @@ def binary_kernel(fn, *, kind="promote"):
     dtype, result bool).
     """
     def kernel(xp, a, b):
-        if type(a) is _ndarray and type(b) is _ndarray and a.dtype is b.dtype:
+        ta = type(a)
+        if ta is _ndarray:
             dt = a.dtype
+            tb = type(b)
+            if tb is _ndarray:
+                if b.dtype is not dt:
+                    dt = promote_np(a, b)
+            elif (tb is float or tb is int) and dt.kind in "fc" and dt not in _HALF:
+                # float array with a weak Python scalar: NumPy keeps the array's dtype too
+                r = fn(xp, a, b)
+                return r if kind == "bool" or r.dtype is dt else r.astype(dt)
+            else:
+                dt = promote_np(a, b)
         else:
             dt = promote_np(a, b)
         if dt in _HALF:
@@ -143,7 +221,7 @@ def binary_kernel(fn, *, kind="promote"):
         if type(r) is not _ndarray or r.dtype is not dt:
             r = np.asarray(r).astype(dt, copy=False)
         return r
-    return kernel
+    return broadcast_guard(kernel)
 
 
 def nary_kernel(fn, n_promote):
@@ -157,7 +235,7 @@ def nary_kernel(fn, n_promote):
         if type(r) is not _ndarray or r.dtype != dt:
             r = np.asarray(r).astype(dt, copy=False)
         return r
-    return kernel
+    return broadcast_guard(kernel)
 
 
 # ---- public API boilerplate -------------------------------------------------------------
@@ -184,9 +262,21 @@ def def_unary(name, op, *, inplace=True, method_name=None):
     return public
 
 
-def def_binary(name, op, *, inplace=True, reflected=None, magic=None):
-    """Public ``ember.name(input, other, *, out=None)``, methods, in-place and operators."""
+def _check_tensor_args(name, input, other, tensors):
+    for pos, (arg, x) in enumerate((("input", input), ("other", other))[:tensors]):
+        if type(x) in _PY:
+            raise TypeError(f"{name}(): argument '{arg}' (position {pos + 1}) must be Tensor, "
+                            f"not {type(x).__name__}")
+
+
+def def_binary(name, op, *, inplace=True, reflected=None, magic=None, tensors=0):
+    """Public ``ember.name(input, other, *, out=None)``, methods, in-place and operators.
+
+    ``tensors``: how many leading arguments must be tensors (torch rejects Python numbers
+    there, e.g. ``maximum(t, 2)``); the check costs nothing when 0."""
     def public(input, other, *, out=None):
+        if tensors:
+            _check_tensor_args(name, input, other, tensors)
         try:
             r = apply(op, (input, other), _E)
         except NeedsOverride:
@@ -195,6 +285,8 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None):
     public.__name__ = public.__qualname__ = name
 
     def meth(self, other):
+        if tensors > 1:
+            _check_tensor_args(name, self, other, tensors)
         try:
             return apply(op, (self, other), _E)
         except NeedsOverride:
@@ -203,6 +295,8 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None):
     setattr(Tensor, name, meth)
     if inplace:
         def meth_(self, other):
+            if tensors > 1:
+                _check_tensor_args(name + "_", self, other, tensors)
             return apply_inplace(op, self, (other,), _E)
         meth_.__name__ = name + "_"
         setattr(Tensor, name + "_", meth_)
@@ -252,4 +346,5 @@ def to_tensor_like(x, ref):
 __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "special", "method",
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
-           "handle_override", "default_float_np", "float_of"]
+           "handle_override", "default_float_np", "float_of", "type_name", "not_implemented",
+           "gated", "dtype_kind", "broadcast_guard", "check_broadcast"]

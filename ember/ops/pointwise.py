@@ -4,8 +4,10 @@ Each block declares one Op (kernel + derivative in ember ops + shape rule) and
 its public forms.  Derivatives follow PyTorch's conjugate-Wirtinger convention
 (``cj`` conjugates complex operands and is a no-op for real ones).
 """
+import cmath
 import math
 
+import ml_dtypes
 import numpy as np
 
 from ._helpers import _def_magic
@@ -13,8 +15,11 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
                        def_unary, default_float_np, handle_override, method, NeedsOverride,
                        nary_kernel, promote_np, shape_broadcast, shape_same, special,
                        unary_float, unary_same, wrap, write_out)
+from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
+                       type_name)
 
 __all__ = []
+_HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
 def _export(name, fn):
@@ -23,8 +28,11 @@ def _export(name, fn):
     return fn
 
 
-def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False, inplace=True):
+def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False, inplace=True,
+           reject="", kname=None):
     kernel = unary_float(fn) if floating else unary_same(fn)
+    if reject:
+        kernel = gated(kernel, kname or f"{name}_cpu", reject)
     op = Op(name, kernel, vjp, shape=shape_same, save_inputs=save_inputs,
             save_output=save_output, category="unary")
     _export(name, def_unary(name, op, inplace=inplace))
@@ -44,7 +52,17 @@ def _bool_neg(x):
 _export("negative", globals()["neg"])
 Tensor.negative = Tensor.neg
 Tensor.__neg__ = lambda self: apply(NEG, (self,), _E)
-Tensor.__pos__ = lambda self: self
+
+
+def positive(input):
+    """Returns ``input``; raises for bool tensors like torch's unary ``+``."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+_export("positive", positive)
+Tensor.positive = Tensor.__pos__ = positive
 
 
 def _abs_vjp(ctx, g, x):
@@ -55,13 +73,23 @@ def _abs_kernel(xp, x):
     if x.dtype.kind == "c":
         return xp.abs(x)
     if x.dtype.kind == "b":
-        raise RuntimeError("\"abs_cpu\" not implemented for 'Bool'")
+        not_implemented("abs_cpu", x.dtype)
     return unary_same(lambda xp, x: xp.abs(x))(xp, x)
 
 
 ABS = _unary("abs", None, _abs_vjp, floating=False)
 ABS.kernel = _abs_kernel
 _export("absolute", globals()["abs"])
+_abs_inplace = Tensor.abs_
+
+
+def _abs_(self):
+    if self._data.dtype.kind == "c":
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return _abs_inplace(self)
+
+
+Tensor.abs_ = Tensor.absolute_ = _abs_
 Tensor.__abs__ = lambda self: apply(ABS, (self,), _E)
 Tensor.absolute = Tensor.abs
 
@@ -70,8 +98,19 @@ def _zero_vjp(ctx, g, x):
     return g * 0
 
 
-SIGN = _unary("sign", lambda xp, x: xp.sign(x) if x.dtype.kind != "b" else x,
-              _zero_vjp, floating=False, save_inputs=False)
+def _sign_np(xp, x):
+    if x.dtype.kind == "b":
+        return x
+    if x.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead.")
+    r = xp.sign(x)
+    if x.dtype.kind == "f":
+        r = xp.where(r != r, 0, r).astype(x.dtype, copy=False)  # torch: sign(nan) == 0
+    return r
+
+
+SIGN = _unary("sign", _sign_np, _zero_vjp, floating=False, save_inputs=False)
 
 
 def _sgn_kernel(xp, x):
@@ -156,11 +195,11 @@ def _logit_kernel(xp, x, eps=None):
 def _logit_vjp(ctx, g, x, eps=None):
     d = g / (x * (1 - x))
     if eps is not None:
-        d = where((x < eps) | (x > 1 - eps), 0, d)
-    return d
+        return where((x < eps) | (x > 1 - eps), 0, d)
+    return where((x < 0) | (x > 1), math.nan, d)
 
 
-LOGIT = Op("logit", _logit_kernel, _logit_vjp, shape=shape_same)
+LOGIT = Op("logit", gated(_logit_kernel, "logit_cpu", "c"), _logit_vjp, shape=shape_same)
 
 
 def logit(input, eps=None, *, out=None):
@@ -175,24 +214,26 @@ Tensor.logit_ = lambda self, eps=None: apply_inplace(LOGIT, self, (), {} if eps 
 
 _SQRT_PI = math.sqrt(math.pi)
 ERF = _unary("erf", lambda xp, x: special(xp).erf(x),
-             lambda ctx, g, x: g * (2 / _SQRT_PI) * (-x * x).exp())
+             lambda ctx, g, x: g * (2 / _SQRT_PI) * (-x * x).exp(), reject="c",
+             kname="erf_vml_cpu")
 ERFC = _unary("erfc", lambda xp, x: special(xp).erfc(x),
-              lambda ctx, g, x: g * (-2 / _SQRT_PI) * (-x * x).exp())
+              lambda ctx, g, x: g * (-2 / _SQRT_PI) * (-x * x).exp(), reject="c",
+              kname="erfc_vml_cpu")
 ERFINV = _unary("erfinv", lambda xp, x: special(xp).erfinv(x),
                 lambda ctx, g, x: g * (_SQRT_PI / 2) * (ctx.out * ctx.out).exp(),
-                save_inputs=False, save_output=True)
+                save_inputs=False, save_output=True, reject="c", kname="erfinv_vml_cpu")
 LGAMMA = _unary("lgamma", lambda xp, x: special(xp).gammaln(x),
-                lambda ctx, g, x: g * x.digamma())
+                lambda ctx, g, x: g * x.digamma(), reject="c", kname="lgamma_vml_cpu")
 
 
 def _polygamma_kernel(xp, x, n):
     if n == 0:
         return special(xp).psi(x)
-    return special(xp).polygamma(n, x)
+    return special(xp).polygamma(n, x).astype(x.dtype, copy=False)
 
 
-POLYGAMMA = Op("polygamma", lambda xp, x, n: unary_float(
-    lambda xp, x: _polygamma_kernel(xp, x, n))(xp, x),
+POLYGAMMA = Op("polygamma", gated(lambda xp, x, n: unary_float(
+    lambda xp, x: _polygamma_kernel(xp, x, n))(xp, x), "polygamma", "c"),
     lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=shape_same)
 
 
@@ -205,24 +246,38 @@ _export("polygamma", polygamma)
 Tensor.polygamma = lambda self, n: polygamma(n, self)
 Tensor.polygamma_ = lambda self, n: apply_inplace(POLYGAMMA, self, (), {"n": n})
 DIGAMMA = _unary("digamma", lambda xp, x: special(xp).psi(x),
-                 lambda ctx, g, x: g * polygamma(1, x))
+                 lambda ctx, g, x: g * polygamma(1, x), reject="c", kname="digamma")
 _export("psi", globals()["digamma"])
 
 # rounding: zero gradient almost everywhere
+def _no_complex(name):
+    def check(dt):
+        if dt.kind == "c":
+            raise NotImplementedError(f"{name} is not supported for complex inputs")
+        not_implemented(f"{name}_vml_cpu", dt)
+    return check
+
+
 FLOOR = _unary("floor", lambda xp, x: xp.floor(x) if x.dtype.kind not in "biu" else x,
-               _zero_vjp, floating=False, save_inputs=False)
+               _zero_vjp, floating=False, save_inputs=False, reject="bc",
+               kname=_no_complex("floor"))
 CEIL = _unary("ceil", lambda xp, x: xp.ceil(x) if x.dtype.kind not in "biu" else x,
-              _zero_vjp, floating=False, save_inputs=False)
+              _zero_vjp, floating=False, save_inputs=False, reject="bc",
+              kname=_no_complex("ceil"))
 TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x) if x.dtype.kind not in "biu" else x,
-               _zero_vjp, floating=False, save_inputs=False)
+               _zero_vjp, floating=False, save_inputs=False, reject="bc",
+               kname=_no_complex("trunc"))
 _export("fix", globals()["trunc"])
 Tensor.fix, Tensor.fix_ = Tensor.trunc, Tensor.trunc_
 FRAC = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda ctx, g, x: g, floating=False,
-              save_inputs=False)
+              save_inputs=False, reject="bic")
 
 
 def _round_kernel(xp, x, decimals=0):
-    if x.dtype.kind in "biu":
+    k = dtype_kind(x.dtype)
+    if k in "bc" or (decimals and k == "i"):
+        not_implemented("round_decimals_cpu" if decimals else "round_vml_cpu", x.dtype)
+    if k == "i":
         return x
     return unary_same(lambda xp, x: xp.round(x, decimals))(xp, x)
 
@@ -245,6 +300,11 @@ Tensor.round_ = lambda self, decimals=0: apply_inplace(ROUND, self, (), {"decima
 def _nan_to_num_kernel(xp, x, nan=0.0, posinf=None, neginf=None):
     if x.dtype.kind in "biu":
         return x
+    if x.dtype in _HALVES:
+        # the defaults are the limits of x's own dtype, not of float32 where we compute
+        big = float(ml_dtypes.finfo(x.dtype).max)
+        posinf = big if posinf is None else posinf
+        neginf = -big if neginf is None else neginf
     return unary_same(lambda xp, x: xp.nan_to_num(x, nan=nan, posinf=posinf,
                                                   neginf=neginf))(xp, x)
 
@@ -277,12 +337,38 @@ _pred("isnan", lambda xp, x: xp.isnan(x) if x.dtype.kind in "fcV" else xp.zeros(
 _pred("isinf", lambda xp, x: xp.isinf(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool))
 _pred("isfinite", lambda xp, x: xp.isfinite(x) if x.dtype.kind in "fcV" else
       xp.ones(x.shape, bool))
-_pred("isposinf", lambda xp, x: xp.isposinf(x) if x.dtype.kind in "fV" else
-      xp.zeros(x.shape, bool))
-_pred("isneginf", lambda xp, x: xp.isneginf(x) if x.dtype.kind in "fV" else
-      xp.zeros(x.shape, bool))
+def _no_complex_pred(name, fn, exc=RuntimeError, msg="does not support complex inputs."):
+    def kernel(xp, x):
+        if x.dtype.kind == "c":
+            raise exc(f"{name} {msg}")
+        return fn(xp, x)
+    return kernel
+
+
+def _bool_out(name):
+    """``name(input, *, out=None)`` where ``out`` must be a bool tensor, as torch requires."""
+    f = globals()[name]
+
+    def public(input, *, out=None):
+        if out is not None and isinstance(out, Tensor) and out._data.dtype != np.bool_:
+            if input._data.dtype.kind != "c":
+                raise RuntimeError(f"{name} does not support non-boolean outputs.")
+        return f(input, out=out)
+    public.__name__ = public.__qualname__ = name
+    _export(name, public)
+
+
+_pred("isposinf", _no_complex_pred("isposinf", lambda xp, x: xp.isposinf(x) if x.dtype.kind in
+                                   "fV" else xp.zeros(x.shape, bool)))
+_pred("isneginf", _no_complex_pred("isneginf", lambda xp, x: xp.isneginf(x) if x.dtype.kind in
+                                   "fV" else xp.zeros(x.shape, bool)))
 _pred("isreal", lambda xp, x: xp.imag(x) == 0 if x.dtype.kind == "c" else xp.ones(x.shape, bool))
-_pred("signbit", lambda xp, x: xp.signbit(x) if x.dtype.kind != "b" else xp.zeros(x.shape, bool))
+_pred("signbit", _no_complex_pred(
+    "signbit", lambda xp, x: xp.signbit(x) if x.dtype.kind != "b" else xp.zeros(x.shape, bool),
+    NotImplementedError, "is not implemented for complex tensors."))
+for _n in ("isposinf", "isneginf", "signbit"):
+    __all__.remove(_n)
+    _bool_out(_n)
 LOGICAL_NOT = Op("logical_not", lambda xp, x: xp.logical_not(x), None, shape=shape_same,
                  differentiable=False, save_inputs=False)
 _export("logical_not", def_unary("logical_not", LOGICAL_NOT))
@@ -290,66 +376,116 @@ _export("logical_not", def_unary("logical_not", LOGICAL_NOT))
 
 def _bitwise_not_kernel(xp, x):
     if x.dtype.kind not in "biu":
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for "
-                           f"'{_torch_type_name(x.dtype)}'")
+        not_implemented("bitwise_not_cpu", x.dtype)
     return xp.invert(x)
 
 
-def _torch_type_name(dt):
-    from .._core.dispatch import _cat_name
-    from .._core.dtype import FROM_NP
-    return _cat_name(FROM_NP[dt])
+_torch_type_name = type_name
 
 
 BITWISE_NOT = Op("bitwise_not", _bitwise_not_kernel, None, shape=shape_same,
                  differentiable=False, save_inputs=False)
 _export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT))
-Tensor.__invert__ = lambda self: apply(BITWISE_NOT, (self,), _E)
+
+
+def _invert(self):
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return apply(BITWISE_NOT, (self,), _E)
+
+
+Tensor.__invert__ = _invert
 
 
 # ---- binary arithmetic ------------------------------------------------------------------
 def _binary(name, fn, vjp, *, kind="promote", magic=None, reflected=False, save_inputs=True,
-            save_output=False, inplace=True, public=True):
-    op = Op(name, binary_kernel(fn, kind=kind), vjp, shape=shape_broadcast,
+            save_output=False, inplace=True, public=True, reject="", kname=None, tensors=0):
+    kernel = binary_kernel(fn, kind=kind)
+    if reject:
+        kernel = gated(kernel, kname or f"{name}_cpu", reject, n=2)
+    op = Op(name, kernel, vjp, shape=shape_broadcast,
             save_inputs=save_inputs, save_output=save_output, category="binary",
             differentiable=kind != "bool" and vjp is not False)
     if vjp is False:
         op.vjp = None
     if public:
-        _export(name, def_binary(name, op, inplace=inplace, magic=magic, reflected=reflected))
+        _export(name, def_binary(name, op, inplace=inplace, magic=magic, reflected=reflected,
+                                 tensors=tensors))
     elif magic:
         _def_magic(op, magic, reflected)
     return op
 
 
-def _bool_arith_guard(fn, name):
-    def f(xp, a, b):
-        return fn(xp, a, b)
-    return f
+def _is_bool(x):
+    return type(x) is bool or (type(x) is np.ndarray and x.dtype == np.bool_)
 
 
-ADD = _binary("add", lambda xp, a, b: xp.add(a, b) if getattr(a, "dtype", None) != bool
-              else xp.logical_or(a, b), lambda ctx, g, a, b: (g, g), magic="add",
-              reflected=True, save_inputs=False, public=False)
-SUB = _binary("sub", lambda xp, a, b: _sub_np(xp, a, b), lambda ctx, g, a, b: (g, -g),
-              magic="sub", reflected=True, save_inputs=False, public=False)
+def _add_np(xp, a, b):
+    return xp.logical_or(a, b) if _is_bool(a) and _is_bool(b) else xp.add(a, b)
 
 
 def _sub_np(xp, a, b):
-    if getattr(a, "dtype", None) == bool and getattr(b, "dtype", bool) == bool:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
     return xp.subtract(a, b)
 
 
-def _scaled(other, alpha):
-    return other if alpha == 1 else other * alpha
+def _sub_check(a, b):
+    ba, bb = _is_bool(a), _is_bool(b)
+    if ba and bb:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if ba or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
+def _alpha_kernel(fn, check=None):
+    """``a op alpha * b`` with torch's checks on ``alpha``; the scaling happens in the
+    result dtype so that e.g. ``bool + 2 * bool`` stays bool."""
+    base = binary_kernel(fn)
+
+    def kernel(xp, a, b, alpha=1):
+        if check is not None:
+            check(a, b)
+        if alpha != 1 or type(alpha) is bool:
+            dt = promote_np(a, b)
+            k = dtype_kind(dt)
+            if k in "bi" and isinstance(alpha, (float, complex)):
+                raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                                   "floating point number.")
+            if type(alpha) is bool and k != "b":
+                raise RuntimeError("Boolean alpha only supported for Boolean results.")
+            if k == "f" and isinstance(alpha, complex):
+                raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                                   "complex number.")
+            if k == "b":
+                b = b if alpha else np.zeros_like(b)
+            elif type(b) is np.ndarray:
+                b = (b.astype(dt) * alpha).astype(dt, copy=False) if dt not in _HALVES else \
+                    (b.astype(np.float32) * alpha).astype(dt)
+            else:
+                b = b * alpha
+        return base(xp, a, b)
+    return kernel
+
+
+ADD = Op("add", _alpha_kernel(_add_np), lambda ctx, g, a, b, alpha=1: (g, g * cj(alpha)),
+         shape=shape_broadcast, save_inputs=False, category="binary")
+SUB = Op("sub", _alpha_kernel(_sub_np, _sub_check), lambda ctx, g, a, b, alpha=1: (g, -g * cj(alpha)),
+         shape=shape_broadcast, save_inputs=False, category="binary")
+_def_magic(ADD, "add", True)
+_def_magic(SUB, "sub", True)
+
+
+def _alpha(alpha):
+    return _E if alpha == 1 and type(alpha) is not bool else {"alpha": alpha}
 
 
 def add(input, other, *, alpha=1, out=None):
     """Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other."""
     try:
-        r = apply(ADD, (input, _scaled(other, alpha)), _E)
+        r = apply(ADD, (input, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(add, (input, other), {"alpha": alpha, "out": out})
     return r if out is None else write_out(out, r)
@@ -358,7 +494,7 @@ def add(input, other, *, alpha=1, out=None):
 def sub(input, other, *, alpha=1, out=None):
     """Subtracts ``other``, scaled by ``alpha``, from ``input``."""
     try:
-        r = apply(SUB, (input, _scaled(other, alpha)), _E)
+        r = apply(SUB, (input, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(sub, (input, other), {"alpha": alpha, "out": out})
     return r if out is None else write_out(out, r)
@@ -366,14 +502,14 @@ def sub(input, other, *, alpha=1, out=None):
 
 def _add_m(self, other, *, alpha=1):
     try:
-        return apply(ADD, (self, _scaled(other, alpha)), _E)
+        return apply(ADD, (self, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(_add_m, (self, other), {"alpha": alpha})
 
 
 def _sub_m(self, other, *, alpha=1):
     try:
-        return apply(SUB, (self, _scaled(other, alpha)), _E)
+        return apply(SUB, (self, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(_sub_m, (self, other), {"alpha": alpha})
 
@@ -383,9 +519,9 @@ _export("sub", sub)
 _export("subtract", sub)
 Tensor.add = _add_m
 Tensor.sub = Tensor.subtract = _sub_m
-Tensor.add_ = lambda self, other, *, alpha=1: apply_inplace(ADD, self, (_scaled(other, alpha),), _E)
+Tensor.add_ = lambda self, other, *, alpha=1: apply_inplace(ADD, self, (other,), _alpha(alpha))
 Tensor.sub_ = Tensor.subtract_ = lambda self, other, *, alpha=1: apply_inplace(
-    SUB, self, (_scaled(other, alpha),), _E)
+    SUB, self, (other,), _alpha(alpha))
 
 
 def _mul_vjp(ctx, g, a, b):
@@ -395,8 +531,8 @@ def _mul_vjp(ctx, g, a, b):
     return ga, gb
 
 
-MUL = _binary("mul", lambda xp, a, b: xp.multiply(a, b) if getattr(a, "dtype", None) != bool
-              else xp.logical_and(a, b), _mul_vjp, magic="mul", reflected=True)
+MUL = _binary("mul", lambda xp, a, b: xp.logical_and(a, b) if _is_bool(a) and _is_bool(b)
+              else xp.multiply(a, b), _mul_vjp, magic="mul", reflected=True)
 _export("multiply", globals()["mul"])
 Tensor.multiply, Tensor.multiply_ = Tensor.mul, Tensor.mul_
 
@@ -412,11 +548,13 @@ TRUE_DIV = _binary("div", lambda xp, a, b: xp.true_divide(a, b), _div_vjp, kind=
                    magic="truediv", reflected=True, public=False)
 
 
-def _int_div_check(b):
-    bd = b._data if isinstance(b, Tensor) else b
-    if isinstance(bd, np.ndarray) and bd.dtype.kind in "biu" and (bd == 0).any() or \
-            (type(bd) is int and bd == 0):
-        raise RuntimeError("ZeroDivisionError")
+def _nonzero_int_divisor(fn):
+    def f(xp, a, b):
+        if getattr(b, "dtype", np.dtype(np.float64)).kind in "iu" and (
+                type(a) is not np.ndarray or a.dtype.kind in "iu") and (b == 0).any():
+            raise RuntimeError("ZeroDivisionError")
+        return fn(xp, a, b)
+    return f
 
 
 def _floor_div_np(xp, a, b):
@@ -436,10 +574,25 @@ def _trunc_div_np(xp, a, b):
     return xp.trunc(q)
 
 
-FLOOR_DIV = _binary("floor_divide", _floor_div_np, lambda ctx, g, a, b: (g * 0, g * 0),
-                    magic="floordiv", reflected=True, save_inputs=False, public=False)
-TRUNC_DIV = _binary("trunc_divide", _trunc_div_np, lambda ctx, g, a, b: (g * 0, g * 0),
-                    save_inputs=False, public=False)
+FLOOR_DIV = _binary("floor_divide", _nonzero_int_divisor(_floor_div_np),
+                    lambda ctx, g, a, b: (g * 0, g * 0), magic="floordiv", reflected=True,
+                    save_inputs=False, public=False, reject="bc", kname="div_floor_cpu")
+TRUNC_DIV = _binary("trunc_divide", _nonzero_int_divisor(_trunc_div_np),
+                    lambda ctx, g, a, b: (g * 0, g * 0), save_inputs=False, public=False,
+                    reject="bc", kname="div_trunc_cpu")
+_trunc_div_base = TRUNC_DIV.kernel
+
+
+def _trunc_div_kernel(xp, a, b):
+    dt = promote_np(a, b)
+    if dt in _HALVES:
+        # torch rounds the quotient to the half dtype before truncating
+        q = xp.true_divide(_cast(a, _F32), _cast(b, _F32)).astype(dt)
+        return xp.trunc(q.astype(_F32)).astype(dt)
+    return _trunc_div_base(xp, a, b)
+
+
+TRUNC_DIV.kernel = _trunc_div_kernel
 
 
 def _div_op(rounding_mode):
@@ -456,8 +609,6 @@ def _div_op(rounding_mode):
 def div(input, other, *, rounding_mode=None, out=None):
     """Divides ``input`` by ``other`` (true division, or 'trunc' / 'floor' rounding)."""
     op = _div_op(rounding_mode)
-    if op is not TRUE_DIV:
-        _int_div_check(other)
     try:
         r = apply(op, (input, other), _E)
     except NeedsOverride:
@@ -469,16 +620,6 @@ def floor_divide(input, other, *, out=None):
     return div(input, other, rounding_mode="floor", out=out)
 
 
-def _floordiv_magic(self, other):
-    _int_div_check(other)
-    return apply(FLOOR_DIV, (self, other), _E)
-
-
-Tensor.__floordiv__ = _floordiv_magic
-Tensor.__rfloordiv__ = lambda self, other: (_int_div_check(self), apply(
-    FLOOR_DIV, (other, self), _E))[1]
-Tensor.__ifloordiv__ = lambda self, other: (_int_div_check(other), apply_inplace(
-    FLOOR_DIV, self, (other,), _E))[1]
 _export("div", div)
 _export("divide", div)
 _export("true_divide", lambda input, other, *, out=None: div(input, other, out=out))
@@ -489,10 +630,7 @@ Tensor.true_divide = lambda self, other: div(self, other)
 
 
 def _div_(self, other, *, rounding_mode=None):
-    op = _div_op(rounding_mode)
-    if op is not TRUE_DIV:
-        _int_div_check(other)
-    return apply_inplace(op, self, (other,), _E)
+    return apply_inplace(_div_op(rounding_mode), self, (other,), _E)
 
 
 Tensor.div_ = Tensor.divide_ = _div_
@@ -509,17 +647,40 @@ def _remainder_vjp(ctx, g, a, b):
     return g, -g * (a / b).floor()
 
 
-REMAINDER = _binary("remainder", _remainder_np, _remainder_vjp, magic="mod", reflected=True)
-FMOD = _binary("fmod", lambda xp, a, b: xp.fmod(a, b),
-               lambda ctx, g, a, b: (g, -g * (a / b).trunc()))
+REMAINDER = _binary("remainder", _nonzero_int_divisor(_remainder_np), _remainder_vjp,
+                    magic="mod", reflected=True, reject="bc")
+FMOD = _binary("fmod", _nonzero_int_divisor(lambda xp, a, b: xp.fmod(a, b)),
+               lambda ctx, g, a, b: (g, -g * (a / b).trunc()), reject="bc", tensors=1)
 
 
 def _pow_np(xp, a, b):
-    if type(a) is np.ndarray and a.dtype.kind in "biu" and (
-            (type(b) is np.ndarray and b.dtype.kind in "iu" and (b < 0).any()) or
-            (type(b) is int and b < 0)):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if type(b) is np.ndarray and b.dtype.kind == "i" and getattr(a, "dtype", b.dtype).kind in \
+            "iu" and (b < 0).any():
+        # torch's integer pow: 1 ** -n = 1, (-1) ** -n = +-1, anything else ** -n = 0
+        neg = b < 0
+        r = xp.power(a, xp.where(neg, 0, b))
+        minus_one = xp.where(b % 2 == 1, -1, 1)
+        return xp.where(neg, xp.where(a == 1, 1, xp.where(a == -1, minus_one, 0)), r).astype(
+            r.dtype, copy=False)
     return xp.power(a, b)
+
+
+def _pow_check(a, b):
+    ta, tb = type(a), type(b)
+    if ta is np.ndarray and a.dtype.kind in "biu" and tb is int and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if tb is np.ndarray and b.dtype == np.bool_ and _is_bool(a):
+        not_implemented("pow", b.dtype)
+
+
+def _prechecked(op, check):
+    kernel = op.kernel
+
+    def k(xp, a, b, **params):
+        check(a, b)
+        return kernel(xp, a, b, **params)
+    op.kernel = k
+    return op
 
 
 def _pow_vjp(ctx, g, a, b):
@@ -534,15 +695,21 @@ def _pow_vjp(ctx, g, a, b):
         else:
             ga = g * cj(b * a ** (b - 1))
     if need[1]:
-        out = a ** b if isinstance(a, Tensor) else ctx.out
-        la = a.log() if isinstance(a, Tensor) else math.log(a)
-        gb = g * cj(out * la)
-        if isinstance(a, Tensor) and a._data.dtype.kind != "c":
-            gb = where((a == 0) & (b >= 0), 0, gb)
+        out = a ** b
+        if isinstance(a, Tensor):
+            gb = g * cj(out * a.log())
+            if a._data.dtype.kind != "c":
+                gb = where((a == 0) & (b >= 0), 0, gb)
+        else:
+            la = cmath.log(a) if isinstance(a, complex) or a < 0 and b._data.dtype.kind == "c" \
+                else math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
+            gb = g * cj(out * la)
+            if a == 0:
+                gb = where(b >= 0, 0, gb)
     return ga, gb
 
 
-POW = _binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True)
+POW = _prechecked(_binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True), _pow_check)
 
 
 def _float_power_kernel(xp, a, b):
@@ -566,6 +733,10 @@ def float_power(input, exponent, *, out=None):
     r = pow(up(input), up(exponent))
     if not isinstance(r, Tensor) or r._data.dtype.itemsize < 8:
         r = r.double()
+    if out is not None and isinstance(out, Tensor) and out._data.dtype != r._data.dtype:
+        raise RuntimeError(f"the output given to float_power has dtype {type_name(out._data.dtype)}"
+                           f" but the operation's result requires dtype "
+                           f"{type_name(r._data.dtype)}")
     return r if out is None else write_out(out, r)
 
 
@@ -576,10 +747,16 @@ Tensor.float_power = float_power
 
 
 def _float_power_(self, exponent):
-    if self._data.dtype not in (np.float64, np.complex128):
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()}"
-                           f" but the operation's result requires dtype Double")
-    return self.copy_(float_power(self, exponent))
+    # the base is overwritten below: compute from a copy so autograd keeps the old value
+    r = float_power(self.clone() if self._requires_grad or self.grad_fn is not None else self,
+                    exponent)
+    if self._data.dtype != r._data.dtype:
+        raise RuntimeError(f"the base given to float_power_ has dtype {type_name(self._data.dtype)}"
+                           f" but the operation's result requires dtype {type_name(r._data.dtype)}")
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(r._data.shape)}")
+    return self.copy_(r)
 
 
 Tensor.float_power_ = _float_power_
@@ -597,59 +774,53 @@ def _minmax_vjp(pick_a):
     return vjp
 
 
+def _no_complex_minmax(name):
+    def check(dt):
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+    return dict(reject="c", kname=check, tensors=2, inplace=False)
+
+
 MAXIMUM = _binary("maximum", lambda xp, a, b: xp.maximum(a, b),
-                  _minmax_vjp(lambda a, b: a > b), inplace=False)
+                  _minmax_vjp(lambda a, b: a > b), **_no_complex_minmax("maximum"))
 MINIMUM = _binary("minimum", lambda xp, a, b: xp.minimum(a, b),
-                  _minmax_vjp(lambda a, b: a < b), inplace=False)
+                  _minmax_vjp(lambda a, b: a < b), **_no_complex_minmax("minimum"))
 _export("max_elementwise", globals()["maximum"])
 FMAX = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _minmax_vjp(
-    lambda a, b: (a > b) | b.isnan()), inplace=False)
+    lambda a, b: (a > b) | b.isnan()), **_no_complex_minmax("fmax"))
 FMIN = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _minmax_vjp(
-    lambda a, b: (a < b) | b.isnan()), inplace=False)
+    lambda a, b: (a < b) | b.isnan()), **_no_complex_minmax("fmin"))
 HYPOT = _binary("hypot", lambda xp, a, b: xp.hypot(a, b),
                 lambda ctx, g, a, b: (g * a / ctx.out, g * b / ctx.out), kind="float",
-                save_output=True)
+                save_output=True, reject="bic", tensors=2)
 ATAN2 = _binary("atan2", lambda xp, a, b: xp.arctan2(a, b),
                 lambda ctx, g, a, b: (g * b / (a * a + b * b), -g * a / (a * a + b * b)),
-                kind="float")
+                kind="float", reject="c", tensors=2)
 _export("arctan2", globals()["atan2"])
 Tensor.arctan2, Tensor.arctan2_ = Tensor.atan2, Tensor.atan2_
 COPYSIGN = _binary("copysign", lambda xp, a, b: xp.copysign(a, b),
                    lambda ctx, g, a, b: (g * (ctx.out / a).nan_to_num(0.0) if True else None,
-                                         g * 0), kind="float", save_output=True)
+                                         g * 0), kind="float", save_output=True, reject="c",
+                   tensors=1)
 XLOGY = _binary("xlogy", lambda xp, a, b: special(xp).xlogy(a, b),
                 lambda ctx, g, a, b: (g * where(a == 0, 0, b.log() if isinstance(b, Tensor)
                                                 else math.log(b)),
-                                      g * where(a == 0, 0, a / b)), kind="float")
+                                      g * where(a == 0, 0, a / b)), kind="float", reject="c")
 
 
 # ---- bitwise / logical / comparison -----------------------------------------------------
-def _int_only(fn, name):
-    def f(xp, a, b):
-        for x in (a, b):
-            k = getattr(x, "dtype", None)
-            if k is not None and k.kind not in "biu":
-                raise RuntimeError(f"\"{name}_cpu\" not implemented for "
-                                   f"'{_torch_type_name(k)}'")
-            if isinstance(x, float):
-                raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
-        return fn(xp, a, b)
-    return f
-
-
-for _name, _fn, _magic in (("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "and"),
-                           ("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "or"),
-                           ("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "xor"),
-                           ("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b), "lshift"),
-                           ("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b),
-                            "rshift")):
-    _binary(_name, _int_only(_fn, _name), False, magic=_magic, reflected=True,
-            save_inputs=False)
+for _name, _fn, _magic, _k in (
+        ("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "and", "bitwise_and_cpu"),
+        ("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "or", "bitwise_or_cpu"),
+        ("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "xor", "bitwise_xor_cpu"),
+        ("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b), "lshift", "lshift_cpu"),
+        ("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b), "rshift", "rshift_cpu")):
+    _binary(_name, _fn, False, magic=_magic, reflected=True, save_inputs=False,
+            reject="fc" if "shift" not in _name else "bfc", kname=_k)
 
 for _name, _fn in (("logical_and", lambda xp, a, b: xp.logical_and(a, b)),
                    ("logical_or", lambda xp, a, b: xp.logical_or(a, b)),
                    ("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))):
-    _binary(_name, _fn, None, kind="bool", save_inputs=False)
+    _binary(_name, _fn, None, kind="bool", save_inputs=False, tensors=2)
 
 for _name, _fn, _magic, _alias in (("eq", lambda xp, a, b: xp.equal(a, b), "eq", None),
                                    ("ne", lambda xp, a, b: xp.not_equal(a, b), "ne", "not_equal"),
@@ -659,7 +830,8 @@ for _name, _fn, _magic, _alias in (("eq", lambda xp, a, b: xp.equal(a, b), "eq",
                                    ("gt", lambda xp, a, b: xp.greater(a, b), "gt", "greater"),
                                    ("ge", lambda xp, a, b: xp.greater_equal(a, b), "ge",
                                     "greater_equal")):
-    _binary(_name, _fn, None, kind="bool", magic=_magic, save_inputs=False)
+    _binary(_name, _fn, None, kind="bool", magic=_magic, save_inputs=False, tensors=1,
+            reject="" if _name in ("eq", "ne") else "c")
     if _alias:
         _export(_alias, globals()[_name])
         setattr(Tensor, _alias, getattr(Tensor, _name))
@@ -671,6 +843,10 @@ Tensor.__hash__ = object.__hash__
 def _where_kernel(xp, cond, a, b):
     if type(cond) is not np.ndarray or cond.dtype != bool:
         if type(cond) is np.ndarray and cond.dtype == np.uint8:
+            import warnings
+            warnings.warn("where received a uint8 condition tensor. This behavior is deprecated "
+                          "and will be removed in a future version of PyTorch. Use a boolean "
+                          "condition instead.", UserWarning, stacklevel=4)
             cond = cond.astype(bool)
         elif type(cond) is np.ndarray:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
@@ -685,7 +861,7 @@ def _where_vjp(ctx, g, cond, a, b):
             where(cond, 0, g) if need[2] else None)
 
 
-WHERE = Op("where", _where_kernel, _where_vjp, shape=shape_broadcast, save_inputs=(0,))
+WHERE = Op("where", broadcast_guard(_where_kernel), _where_vjp, shape=shape_broadcast, save_inputs=(0,))
 
 
 def where(condition, input=None, other=None, *, out=None):
@@ -707,17 +883,18 @@ Tensor.where = lambda self, condition, other: where(condition, self, other)
 
 def _clamp_kernel(xp, x, lo, hi):
     dt = promote_np(x, lo, hi)
-    if x.dtype in (np.float16,) or dt.kind == "V":
-        dt = x.dtype
-    if dt.kind == "c":
-        raise RuntimeError("clamp is not supported for complex types")
-    r = x.astype(dt, copy=False)
+    k = dtype_kind(dt)
+    if k == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+    if k == "b" and lo is not None and hi is not None:
+        not_implemented("clamp_cpu", dt)
+    comp = _F32 if dt in _HALVES else dt
+    # np.maximum/minimum propagate NaN from either side, as torch's clamp does
+    r = x.astype(comp, copy=False)
     if lo is not None:
-        r = xp.maximum(r, lo)
-        r = xp.where(xp.isnan(lo) if type(lo) is np.ndarray else False, lo, r) \
-            if dt.kind == "f" and type(lo) is np.ndarray else r
+        r = xp.maximum(r, _cast(lo, comp))
     if hi is not None:
-        r = xp.minimum(r, hi)
+        r = xp.minimum(r, _cast(hi, comp))
     if type(r) is not np.ndarray or r.dtype != dt:
         r = np.asarray(r).astype(dt)
     return r
@@ -732,14 +909,16 @@ def _clamp_vjp(ctx, g, x, lo, hi):
         m = x <= hi
         inside = m if inside is None else inside & m
     gx = where(inside, g, 0) if need[0] else None
-    glo = where(x < lo, g, 0) if len(need) > 1 and need[1] else None
-    ghi = where(x > hi, g, 0) if len(need) > 2 and need[2] else None
-    if glo is not None and hi is not None and ghi is not None:
-        pass
+    glo = ghi = None
+    # with both bounds and min > max the result is max: the gradient goes to max only
+    if len(need) > 1 and need[1]:
+        glo = where((x < lo) & (lo < hi) if hi is not None else x < lo, g, 0)
+    if len(need) > 2 and need[2]:
+        ghi = where((x > hi) | (hi < lo) if lo is not None else x > hi, g, 0)
     return gx, glo, ghi
 
 
-CLAMP = Op("clamp", _clamp_kernel, _clamp_vjp, shape=shape_broadcast)
+CLAMP = Op("clamp", broadcast_guard(_clamp_kernel), _clamp_vjp, shape=shape_broadcast)
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -781,8 +960,8 @@ def _lerp_vjp(ctx, g, a, b, w):
     return ga, gb, gw
 
 
-LERP = Op("lerp", nary_kernel(lambda xp, a, b, w: a + w * (b - a), 3), _lerp_vjp,
-          shape=shape_broadcast)
+LERP = Op("lerp", gated(nary_kernel(lambda xp, a, b, w: a + w * (b - a), 3),
+                       "lerp_kernel_tensor", "bi", n=2), _lerp_vjp, shape=shape_broadcast)
 
 
 def lerp(input, end, weight, *, out=None):
@@ -824,7 +1003,8 @@ def _addcdiv_vjp(ctx, g, x, t1, t2, value=1):
             -g * value * cj(t1 / (t2 * t2)) if need[2] else None)
 
 
-ADDCMUL = Op("addcmul", nary_kernel(_addcmul_kernel, 3), _addcmul_vjp, shape=shape_broadcast)
+ADDCMUL = Op("addcmul", gated(nary_kernel(_addcmul_kernel, 3), "addcmul_cpu_out", "b", n=3),
+             _addcmul_vjp, shape=shape_broadcast)
 ADDCDIV = Op("addcdiv", nary_kernel(_addcdiv_kernel, 3), _addcdiv_vjp, shape=shape_broadcast)
 
 
