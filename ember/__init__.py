@@ -25,6 +25,7 @@ from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import serialization  # noqa: E402
+from . import utils  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 

@@ -1,1 +1,2 @@
 """``ember.utils``: data loading, safetensors exchange, benchmarking helpers."""
+from . import data  # noqa: F401

@@ -1,0 +1,15 @@
+"""``ember.utils.data``: datasets, samplers and the DataLoader (``torch.utils.data``)."""
+from ._collate import default_collate, default_convert
+from ._worker import get_worker_info
+from .dataloader import DataLoader
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
+                      Subset, TensorDataset, random_split)
+from .distributed import DistributedSampler
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler, WeightedRandomSampler)
+
+__all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "StackDataset",
+           "ConcatDataset", "ChainDataset", "Subset", "random_split", "Sampler",
+           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler", "DistributedSampler", "default_collate", "default_convert",
+           "get_worker_info"]

@@ -1,0 +1,119 @@
+"""The DataLoader worker process: fetch batches for the indices the main process sends.
+
+Runs in a child process.  Exceptions travel back as `ExceptionWrapper` (with the
+worker's formatted traceback); the loop exits when it receives ``None`` or when
+its parent process disappears.
+"""
+import os
+import queue
+import random
+import sys
+import traceback
+from dataclasses import dataclass
+
+__all__ = ["get_worker_info", "WorkerInfo", "ExceptionWrapper"]
+
+_worker_info = None
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+
+
+def get_worker_info():
+    """Inside a DataLoader worker: its WorkerInfo (id, num_workers, seed, dataset); in the
+    main process: None."""
+    return _worker_info
+
+
+class ExceptionWrapper:
+    """An exception raised in a worker, carried to the main process with its traceback."""
+
+    def __init__(self, exc_info=None, where="in background"):
+        exc_info = exc_info or sys.exc_info()
+        self.exc_type = exc_info[0]
+        self.exc_msg = "".join(traceback.format_exception(*exc_info))
+        self.where = where
+
+    def reraise(self):
+        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is KeyError:
+            msg = KeyErrorMessage(msg)
+        try:
+            exc = self.exc_type(msg)
+        except Exception:  # noqa: BLE001 - exception types with unusual constructors
+            raise RuntimeError(msg) from None
+        raise exc
+
+
+class KeyErrorMessage(str):
+    def __repr__(self):
+        return self
+
+
+class IterableStop:
+    """Sent by a worker whose IterableDataset iterator is exhausted."""
+
+    def __init__(self, worker_id):
+        self.worker_id = worker_id
+
+
+class ResumeIteration:
+    """Sent to persistent workers at the start of a new epoch."""
+
+
+def worker_loop(dataset_kind, dataset, index_queue, data_queue, collate_fn, auto_collation,
+                batch_size, drop_last, seed, init_fn, worker_id, num_workers, parent_pid):
+    global _worker_info
+    from .fetch import create_fetcher
+    try:
+        random.seed(seed)
+        from ... import manual_seed
+        manual_seed(seed)
+        _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
+        init_error = None
+        try:
+            if init_fn is not None:
+                init_fn(worker_id)
+            fetcher = create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                     batch_size, drop_last)
+        except Exception:  # noqa: BLE001 - reported for the first batch request
+            init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+        exhausted = False
+        while True:
+            try:
+                r = index_queue.get(timeout=5.0)
+            except queue.Empty:
+                if os.getppid() != parent_pid:
+                    return  # the main process died: do not linger
+                continue
+            if r is None:
+                return
+            if isinstance(r, ResumeIteration):
+                fetcher = create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                         batch_size, drop_last)
+                exhausted = False
+                continue
+            idx, indices = r
+            if init_error is not None:
+                data_queue.put((idx, init_error))
+                init_error = None
+                continue
+            if exhausted:
+                data_queue.put((idx, IterableStop(worker_id)))
+                continue
+            try:
+                data = fetcher.fetch(indices)
+            except StopIteration:
+                exhausted = True
+                data = IterableStop(worker_id)
+            except Exception:  # noqa: BLE001 - carried to the main process
+                data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+            data_queue.put((idx, data))
+            del data
+    except KeyboardInterrupt:
+        pass

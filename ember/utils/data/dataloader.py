@@ -1,0 +1,311 @@
+"""DataLoader: batches from a dataset, in the main process or in worker processes.
+
+With ``num_workers > 0`` each worker is a real process with its own index queue;
+results come back on one queue and are yielded in sampler order.  A worker's
+exception is re-raised in the main process with the worker's traceback; a
+worker that dies (killed, segfault) raises a RuntimeError instead of hanging,
+and ``timeout`` bounds the wait for any batch.
+"""
+import itertools
+import multiprocessing
+import queue
+import threading
+import time
+import warnings
+
+from . import _worker
+from ._collate import default_collate, default_convert
+from .dataset import IterableDataset
+from .fetch import create_fetcher
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+__all__ = ["DataLoader", "get_worker_info"]
+
+get_worker_info = _worker.get_worker_info
+_POLL = 1.0  # seconds between liveness checks while waiting for a batch
+
+
+class DataLoader:
+    """Combines a dataset and a sampler, and provides an iterable over the dataset
+    (``torch.utils.data.DataLoader``)."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
+                             "disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.generator = generator
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        if isinstance(dataset, IterableDataset):
+            self._dataset_kind = "iterable"
+            if shuffle not in (False, None):
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle "
+                                 f"option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler "
+                                 f"option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+        else:
+            self._dataset_kind = "map"
+            shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
+        if sampler is None:
+            if self._dataset_kind == "iterable":
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+        self._iterator = None
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __iter__(self):
+        if self.num_workers == 0:
+            return _SingleProcessIter(self)
+        if self.persistent_workers:
+            if self._iterator is None:
+                self._iterator = _MultiProcessIter(self)
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return _MultiProcessIter(self)
+
+    def __len__(self):
+        if self._dataset_kind == "iterable":
+            n = len(self.dataset)
+            if self.batch_size is not None:
+                n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n
+        return len(self._index_sampler)
+
+
+class _InfiniteConstantSampler:
+    def __iter__(self):
+        while True:
+            yield None
+
+
+def _base_seed(loader):
+    from ..._core import random as _random
+    gen = loader.generator if loader.generator is not None else _random.default_generator
+    return int(gen._gen.integers(0, 2 ** 63))
+
+
+class _SingleProcessIter:
+    def __init__(self, loader):
+        self.loader = loader
+        self.sampler_iter = iter(loader._index_sampler)
+        self.fetcher = create_fetcher(loader._dataset_kind, loader.dataset,
+                                      loader._auto_collation, loader.collate_fn,
+                                      loader.batch_size, loader.drop_last)
+        self.yielded = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        indices = next(self.sampler_iter)
+        data = self.fetcher.fetch(indices)
+        self.yielded += 1
+        return data
+
+    def __len__(self):
+        return len(self.loader)
+
+
+class _MultiProcessIter:
+    def __init__(self, loader):
+        self.loader = loader
+        ctx = loader.multiprocessing_context
+        if ctx is None:
+            ctx = multiprocessing.get_context("fork")
+        elif isinstance(ctx, str):
+            ctx = multiprocessing.get_context(ctx)
+        self.num_workers = loader.num_workers
+        self.prefetch = loader.prefetch_factor * loader.num_workers
+        self.timeout = loader.timeout
+        self.result_queue = ctx.Queue()
+        self.index_queues = []
+        self.workers = []
+        seed = _base_seed(loader)
+        import os
+        for wid in range(self.num_workers):
+            iq = ctx.Queue()
+            w = ctx.Process(
+                target=_worker.worker_loop,
+                args=(loader._dataset_kind, loader.dataset, iq, self.result_queue,
+                      loader.collate_fn, loader._auto_collation, loader.batch_size,
+                      loader.drop_last, seed + wid, loader.worker_init_fn, wid,
+                      self.num_workers, os.getpid()),
+                daemon=True)
+            w.start()
+            self.index_queues.append(iq)
+            self.workers.append(w)
+        self.shutdown = False
+        self._start_epoch(first=True)
+
+    def _start_epoch(self, first=False):
+        self.sampler_iter = iter(self.loader._index_sampler)
+        self.send_idx = 0
+        self.rcvd_idx = 0
+        self.task_info = {}       # idx -> worker id (removed once yielded)
+        self.reorder = {}
+        self.worker_active = [True] * self.num_workers
+        self.worker_cycle = itertools.cycle(range(self.num_workers))
+        if not first:
+            for iq in self.index_queues:
+                iq.put(_worker.ResumeIteration())
+        for _ in range(self.prefetch):
+            self._try_put_index()
+
+    def _reset(self, loader):
+        self.loader = loader
+        self._start_epoch()
+
+    def _try_put_index(self):
+        try:
+            indices = next(self.sampler_iter)
+        except StopIteration:
+            return
+        for _ in range(self.num_workers):
+            wid = next(self.worker_cycle)
+            if self.worker_active[wid]:
+                break
+        else:
+            return
+        self.index_queues[wid].put((self.send_idx, indices))
+        self.task_info[self.send_idx] = wid
+        self.send_idx += 1
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.loader)
+
+    def _get_result(self):
+        start = time.monotonic()
+        while True:
+            try:
+                return self.result_queue.get(timeout=_POLL if not self.timeout else
+                                             min(_POLL, self.timeout))
+            except queue.Empty:
+                dead = [w for w in self.workers if not w.is_alive()]
+                if dead:
+                    self._shutdown()
+                    pids = ", ".join(str(w.pid) for w in dead)
+                    codes = ", ".join(str(w.exitcode) for w in dead)
+                    raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly "
+                                       f"(exit code {codes})") from None
+                if self.timeout and time.monotonic() - start > self.timeout:
+                    self._shutdown()
+                    raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds") \
+                        from None
+
+    def __next__(self):
+        while True:
+            while self.rcvd_idx < self.send_idx and self.rcvd_idx not in self.task_info:
+                self.rcvd_idx += 1  # skipped (exhausted iterable worker)
+            if self.rcvd_idx >= self.send_idx:
+                if not self.loader.persistent_workers:
+                    self._shutdown()
+                raise StopIteration
+            if self.rcvd_idx in self.reorder:
+                data = self.reorder.pop(self.rcvd_idx)
+                del self.task_info[self.rcvd_idx]
+                self.rcvd_idx += 1
+                self._try_put_index()
+                return self._process(data)
+            idx, data = self._get_result()
+            if isinstance(data, _worker.IterableStop):
+                self.worker_active[data.worker_id] = False
+                del self.task_info[idx]
+                continue
+            if idx == self.rcvd_idx:
+                del self.task_info[idx]
+                self.rcvd_idx += 1
+                self._try_put_index()
+                return self._process(data)
+            self.reorder[idx] = data
+
+    def _process(self, data):
+        if isinstance(data, _worker.ExceptionWrapper):
+            self._shutdown()
+            data.reraise()
+        return data
+
+    def _shutdown(self):
+        if self.shutdown:
+            return
+        self.shutdown = True
+        for iq in self.index_queues:
+            try:
+                iq.put(None)
+            except (OSError, ValueError):
+                pass
+        for w in self.workers:
+            w.join(timeout=2.0)
+            if w.is_alive():
+                w.terminate()
+                w.join(timeout=1.0)
+        for q in self.index_queues + [self.result_queue]:
+            q.cancel_join_thread()
+            q.close()
+
+    def __del__(self):
+        try:
+            self._shutdown()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+_ = (threading, warnings)
