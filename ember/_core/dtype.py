@@ -231,7 +231,7 @@ class finfo:
         self.max = builtins.float(info.max)
         self.min = builtins.float(info.min)
         self.tiny = self.smallest_normal = builtins.float(info.smallest_normal)
-        self.resolution = builtins.float(info.resolution)
+        self.resolution = builtins.float(f"1e-{info.precision}")  # torch: 10 ** -precision
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:.6e}, max={self.max:.6e}, "
@@ -243,13 +243,13 @@ class iinfo:
     """Numerical properties of an integer ``ember.dtype`` (``torch.iinfo``)."""
 
     def __init__(self, type):
-        if type.category not in (_INT, _BOOL):
-            raise TypeError(f"iinfo expects an integer dtype, got {type}")
-        info = np.iinfo(type.np) if type is not bool else None
+        if type.category != _INT:
+            raise TypeError(f"{type} is not supported by ember.iinfo")
+        info = np.iinfo(type.np)
         self.dtype = type.name
         self.bits = type.itemsize * 8
-        self.max = builtins.int(info.max) if info else 1
-        self.min = builtins.int(info.min) if info else 0
+        self.max = builtins.int(info.max)
+        self.min = builtins.int(info.min)
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
