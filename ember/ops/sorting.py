@@ -309,10 +309,14 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     last = s.shape[-1] - 1
     nan = np.isnan(s)
     if ignore_nan:
-        ranks = qa * (np.sum(~nan, axis=-1, keepdims=True) - 1).astype(x.dtype)
-        ranks = np.where(ranks < 0, 0, ranks)
+        scale = (np.sum(~nan, axis=-1, keepdims=True) - 1).astype(x.dtype)
+        ranks = qa * scale
+        fixed = ranks < 0
+        ranks = np.where(fixed, 0, ranks)
     else:
-        ranks = np.where(nan.any(-1, keepdims=True), last, qa * x.dtype.type(last))
+        scale = x.dtype.type(last)
+        fixed = nan.any(-1, keepdims=True)
+        ranks = np.where(fixed, last, qa * scale)
     ranks = ranks.astype(x.dtype)
     if interpolation == "lower":
         ranks = np.floor(ranks)
@@ -324,9 +328,13 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     r = gather_along(srt, wrap(below), srt.ndim - 1)
     if interpolation in ("linear", "midpoint"):
         w = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
-        w = w.astype(x.dtype)
+        w = wrap(w.astype(x.dtype))
+        if interpolation == "linear" and isinstance(q, Tensor) and q.requires_grad:
+            # the weight's value, with d(weight)/dq = the rank scale (0 where the rank is fixed)
+            dq = (q.reshape(-1) - q.detach().reshape(-1)) * wrap(np.asarray(scale))
+            w = w + where(wrap(np.broadcast_to(fixed, ranks.shape)), 0, dq)
         above = gather_along(srt, wrap(np.ceil(ranks).astype(np.int64)), srt.ndim - 1)
-        r = r + wrap(w) * (above - r)
+        r = r + w * (above - r)
     # r: (..., len(q)) -> q first, then the reduced shape
     r = r.movedim(-1, 0).reshape((qa.size,) + tuple(out_shape))
     return r if q_dims else r.reshape(tuple(out_shape))
