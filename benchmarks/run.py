@@ -11,7 +11,15 @@ import statistics
 import sys
 import time
 
+import importlib
+import pkgutil
+
 from .workloads import WORKLOADS
+
+# every benchmarks/workloads_<area>.py registers more workloads on import
+for _m in sorted(m.name for m in pkgutil.iter_modules([os.path.dirname(__file__)])
+                 if m.name.startswith("workloads_")):
+    importlib.import_module(f"{__package__}.{_m}")
 
 
 def measure(fn, min_time):

@@ -1,0 +1,49 @@
+"""ember.compat: unmodified PyTorch code runs on ember (in a fresh interpreter)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(__file__)
+
+
+def _run(args, **kw):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300,
+                          **kw)
+
+
+def test_unmodified_torch_training_script_runs_on_ember(tmp_path):
+    ck = tmp_path / "ck.pt"
+    r = _run(["-m", "ember.compat", os.path.join(HERE, "torch_script.py"), str(ck)])
+    assert r.returncode == 0, r.stderr
+    line = r.stdout.strip().splitlines()[-1]
+    assert line.startswith("torch module is ember;"), line
+    acc = float(line.split("accuracy ")[1].split(";")[0])
+    assert acc > 0.9
+    assert line.endswith("reloaded equal: True")
+    # the checkpoint the script wrote is a real torch checkpoint
+    import torch
+    state = torch.load(ck)
+    assert state["model"]["0.weight"].shape == (16, 4)
+
+
+def test_install_maps_submodules_and_reports_missing_ones():
+    code = ("import ember.compat as c; c.install(); import torch, torch.nn.functional as F, "
+            "torch.utils.data as d; import ember; "
+            "assert torch is ember and F is ember.nn.functional and d is ember.utils.data\n"
+            "try:\n    import torch.no_such_module\nexcept ImportError as e:\n    print(e)")
+    r = _run(["-c", code])
+    assert r.returncode == 0, r.stderr
+    assert "torch.no_such_module' has no ember equivalent" in r.stdout
+
+
+def test_install_refuses_when_real_torch_is_loaded():
+    r = _run(["-c", "import torch; import ember.compat as c; c.install()"])
+    assert r.returncode != 0 and "already imported" in r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["--help"]])
+def test_usage(args):
+    r = _run(["-m", "ember.compat", *args])
+    assert r.returncode == 2 and "usage" in r.stderr
