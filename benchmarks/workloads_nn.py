@@ -1,0 +1,86 @@
+"""Training-stack workloads (issue 3): one optimizer step of small models, and SDPA."""
+import numpy as np
+
+from .workloads import workload
+
+
+def _data(lib, shape, seed=0, ints=None):
+    rng = np.random.default_rng(seed)
+    if ints is not None:
+        return lib.from_numpy(rng.integers(0, ints, size=shape).astype(np.int64))
+    return lib.from_numpy(rng.standard_normal(shape).astype(np.float32))
+
+
+def _step(lib, model, opt, loss_fn):
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model)
+        loss.backward()
+        opt.step()
+    return step
+
+
+@workload("mlp_train_step", "nn")
+def mlp_train_step(lib):
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = _data(lib, (128, 64)), _data(lib, (128,), ints=10)
+    return _step(lib, model, opt, lambda m: nn.functional.cross_entropy(m(x), y))
+
+
+@workload("lenet_train_step", "nn")
+def lenet_train_step(lib):
+    nn = lib.nn
+    model = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                          nn.Linear(84, 10))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = _data(lib, (64, 1, 28, 28)), _data(lib, (64,), ints=10)
+    return _step(lib, model, opt, lambda m: nn.functional.cross_entropy(m(x), y))
+
+
+@workload("tiny_gpt_train_step", "nn")
+def tiny_gpt_train_step(lib):
+    nn = lib.nn
+    F = nn.functional
+    d, heads, seq, batch, vocab = 128, 4, 64, 16, 96
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+            self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            return self.head(self.ln(self.blocks(x)))
+
+    model = GPT()
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = _data(lib, (batch, seq), ints=vocab), _data(lib, (batch, seq), 1, ints=vocab)
+    return _step(lib, model, opt,
+                 lambda m: F.cross_entropy(m(x).flatten(0, 1), y.flatten()))
+
+
+@workload("sdpa_causal_4096", "nn")
+def sdpa_causal_4096(lib):
+    q, k, v = (_data(lib, (1, 4, 4096, 64), s) for s in range(3))
+    return lambda: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
