@@ -35,7 +35,7 @@ def to_lib(lib, x, requires_grad=False):
     """A torch/ember tensor from NumPy array ``x``; floats get ``requires_grad`` if asked."""
     if not isinstance(x, np.ndarray):
         return x
-    t = lib.from_numpy(np.ascontiguousarray(x).copy())
+    t = lib.from_numpy(np.array(x, copy=True, order="C"))
     if requires_grad and x.dtype.kind in "fc":
         t.requires_grad_(True)
     return t
@@ -79,11 +79,16 @@ def _cotangents(outs, seed=0):
             if o is not None and np_of(o).dtype.kind == "f" else None for o in outs]
 
 
+def _wants_grad(grad, i):
+    return grad is True or (not isinstance(grad, bool) and i in grad)
+
+
 def run(lib, fn, inputs, grad=True, kwargs=None, seed=0):
     """Call ``fn(*tensors, **kwargs)``, then backward a fixed random cotangent.
 
+    ``grad``: True (every float input requires grad), False, or a tuple of input indices.
     Returns (flat outputs as NumPy, input grads as NumPy or None, the input tensors)."""
-    ts = [to_lib(lib, x, requires_grad=grad) for x in inputs]
+    ts = [to_lib(lib, x, requires_grad=_wants_grad(grad, i)) for i, x in enumerate(inputs)]
     out = fn(*ts, **(kwargs or {}))
     outs = _flat(out)
     if grad:
@@ -114,7 +119,8 @@ def assert_close(a, b, what="", **tol):
 
 
 def check_fn(fn, inputs, *, grad=True, kwargs=None, **tol):
-    """Run ``fn(lib, *tensors, **kwargs)`` with torch and ember; compare outputs and grads."""
+    """Run ``fn(lib, *tensors, **kwargs)`` with torch and ember; compare outputs and grads
+    (``grad``: True, False or the indices of the inputs to differentiate)."""
     e_out, e_g, _ = run(ember, lambda *a, **k: fn(ember, *a, **k), inputs, grad, kwargs)
     t_out, t_g, _ = run(torch, lambda *a, **k: fn(torch, *a, **k), inputs, grad, kwargs)
     assert len(e_out) == len(t_out)

@@ -1,2 +1,745 @@
-"""(being written)"""
-__all__ = []
+"""Loss functions (``torch.nn.functional`` losses).
+
+cross_entropy with class indices and nll_loss are fused primitives (one kernel for
+log_softmax + gather + weighting + reduction, and a hand-written derivative in ember
+ops); ctc_loss is a primitive with the alpha-beta recursion in log space.  The rest
+are compositions of ember ops, following torch's formulas (so gradients match
+torch's, boundaries included).
+"""
+import math
+import warnings
+
+import numpy as np
+
+from ..._core.dispatch import overridable
+from ..._core.op import Op
+from ..._core.tensor import Tensor, wrap
+from ...autograd import no_grad
+from ...ops import arange, where, xlogy
+from ...ops._helpers import _F32, _HALF, apply, type_name
+from ...ops.softmax import log_softmax, softmax
+from .activation import logsigmoid, softplus
+from .distance import pairwise_distance
+
+__all__ = ["l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+           "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss",
+           "margin_ranking_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
+           "hinge_embedding_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+           "multilabel_margin_loss", "soft_margin_loss", "ctc_loss"]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def legacy_get_string(size_average, reduce, emit_warning=True):
+    """The reduction string for the deprecated ``size_average``/``reduce`` arguments."""
+    if emit_warning:
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      "reduction='mean' instead." if (size_average is None or size_average)
+                      and (reduce is None or reduce) else
+                      "size_average and reduce args will be deprecated, please use "
+                      f"reduction='{_legacy(size_average, reduce)}' instead.", UserWarning,
+                      stacklevel=3)
+    return _legacy(size_average, reduce)
+
+
+def _legacy(size_average, reduce):
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "mean" if size_average and reduce else "sum" if reduce else "none"
+
+
+def _red(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        return legacy_get_string(size_average, reduce)
+    return reduction
+
+
+def _apply_reduction(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _size_warning(input, target, stacklevel=3):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
+                      f"size ({input.size()}). This will likely lead to incorrect results due "
+                      f"to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=stacklevel)
+
+
+# ---- regression -------------------------------------------------------------------------
+@overridable
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error between ``input`` and ``target``."""
+    _size_warning(input, target)
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error between ``input`` and ``target``."""
+    _size_warning(input, target)
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 loss: quadratic below ``beta``, linear above."""
+    _size_warning(input, target)
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    z = (input - target).abs()
+    loss = z if beta == 0 else where(z < beta, z * z * (0.5 / beta), z - 0.5 * beta)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Huber loss: quadratic below ``delta``, delta-scaled linear above."""
+    _size_warning(input, target)
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    z = (input - target).abs()
+    loss = where(z < delta, z * z * 0.5, (z - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _apply_reduction(loss, reduction)
+
+
+# ---- nll / cross entropy (fused) ---------------------------------------------------------
+def _log_softmax_np(xp, x, axis):
+    m = x.max(axis=axis, keepdims=True) if x.size else x
+    s = x - m
+    s -= xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
+    return s
+
+
+def _nll_np(xp, logp, target, weight, cdim, ignore_index, reduction, smoothing):
+    """Forward of nll (and the smoothing term of cross_entropy) on log-probabilities."""
+    C = logp.shape[cdim]
+    valid = target != ignore_index
+    t = xp.where(valid, target, 0)
+    bad = (t < 0) | (t >= C)
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
+    picked = xp.take_along_axis(logp, xp.expand_dims(t, cdim), axis=cdim).squeeze(cdim)
+    w_t = (weight[t] if weight is not None else xp.ones(t.shape, logp.dtype)) * valid
+    nll = -picked * w_t
+    if reduction == "sum":
+        out = nll.sum()
+    elif reduction == "mean":
+        out = nll.sum() / w_t.sum()
+    else:
+        out = nll
+    if smoothing:
+        lw = logp if weight is None else logp * _bshape(weight, logp.ndim, cdim)
+        smooth = -lw.sum(axis=cdim) * valid
+        if reduction == "sum":
+            smooth = smooth.sum()
+        elif reduction == "mean":
+            smooth = smooth.sum() / w_t.sum()
+        out = (1 - smoothing) * out + smooth * (smoothing / C)
+    return xp.asarray(out, dtype=logp.dtype)
+
+
+def _bshape(w, ndim, cdim):
+    return w.reshape((-1,) + (1,) * (ndim - cdim - 1))
+
+
+def _ce_kernel(xp, x, target, weight=None, *, ignore_index, reduction, smoothing):
+    dt = x.dtype
+    a = x.astype(_F32) if dt in _HALF else x
+    w = weight.astype(a.dtype) if weight is not None and weight.dtype != a.dtype else weight
+    cdim = 1 if x.ndim > 1 else 0
+    r = _nll_np(xp, _log_softmax_np(xp, a, cdim), target, w, cdim, ignore_index, reduction,
+                smoothing)
+    return r.astype(dt) if dt in _HALF else r
+
+
+def _nll_kernel(xp, x, target, weight=None, *, ignore_index, reduction):
+    cdim = 1 if x.ndim > 1 else 0
+    return _nll_np(xp, x, target, weight, cdim, ignore_index, reduction, 0.0)
+
+
+def _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing):
+    """d loss / d log-probabilities, in ember ops (so double backward works)."""
+    cdim = 1 if x.dim() > 1 else 0
+    C = x.shape[cdim]
+    valid = target != ignore_index
+    t = where(valid, target, 0)
+    vf = valid.to(x.dtype)
+    w_t = weight[t] * vf if weight is not None else vf
+    if reduction == "mean":
+        den = w_t.sum()
+        gl = g / den
+    else:
+        gl = g
+    classes = arange(C).reshape((C,) + (1,) * (x.dim() - cdim - 1))
+    onehot = (t.unsqueeze(cdim) == classes).to(x.dtype)
+    a = (gl * w_t).unsqueeze(cdim) * onehot * -(1 - smoothing)
+    if smoothing:
+        s = (gl * vf).unsqueeze(cdim) * (-smoothing / C)
+        a = a + (s * weight.reshape(classes.shape) if weight is not None else s)
+    return a
+
+
+def _ce_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
+    a = _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing)
+    cdim = 1 if x.dim() > 1 else 0
+    return a - softmax(x, cdim) * a.sum(cdim, keepdim=True), None, None
+
+
+def _nll_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction):
+    return _nll_coeff(g, x, target, weight, ignore_index, reduction, 0.0), None, None
+
+
+def _loss_shape(x, target, weight=None, *, reduction, **p):
+    return (tuple(target.shape) if reduction == "none" else ()), x.dtype
+
+
+CROSS_ENTROPY = Op("cross_entropy_loss", _ce_kernel, _ce_vjp, shape=_loss_shape, category="nn")
+NLL_LOSS = Op("nll_loss", _nll_kernel, _nll_vjp, shape=_loss_shape, category="nn")
+
+
+def _check_nll_shapes(input, target, name):
+    if input.dim() < 1:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions" if name
+                         else "input tensor should be 1D or more")
+    if target.dtype.is_floating_point or target.dtype.is_complex or \
+            str(target.dtype) == "ember.bool":
+        raise RuntimeError(f"expected scalar type Long but found {type_name(target._data.dtype)}")
+    if input.dim() == 1:
+        if target.dim() != 0:
+            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported"
+                               if target.dim() > 1 else
+                               f"Expected input batch_size (1) to match target batch_size "
+                               f"({target.shape[0]}).")
+        return
+    if target.dim() == 0 or input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if target.dim() else 1}).") \
+            if target.dim() else RuntimeError("0D or 1D target tensor expected, multi-target "
+                                              "not supported")
+    expect = tuple(input.shape[:1]) + tuple(input.shape[2:])
+    if tuple(target.shape) != expect:
+        raise RuntimeError(f"Expected target size {list(expect)}, got {list(target.shape)}"
+                           if input.dim() > 2 else
+                           "0D or 1D target tensor expected, multi-target not supported")
+
+
+def _check_weight(weight, input):
+    C = input.shape[1 if input.dim() > 1 else 0]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != C):
+        raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+@overridable
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """The negative log likelihood loss (input holds log-probabilities, target class indices)."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_nll_shapes(input, target, "nll_loss")
+    _check_weight(weight, input)
+    args = (input, target) if weight is None else (input, target, weight)
+    return apply(NLL_LOSS, args, {"ignore_index": ignore_index, "reduction": reduction})
+
+
+@overridable
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross entropy between logits ``input`` and class indices or class probabilities."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if input.dim() >= 1 and input.shape == target.shape:
+        if not target.is_floating_point():
+            raise RuntimeError(f"Expected floating point type for target with class "
+                               f"probabilities, got {type_name(target._data.dtype)}")
+        return _ce_probs(input, target, weight, reduction, label_smoothing)
+    _check_nll_shapes(input, target, "cross_entropy")
+    _check_weight(weight, input)
+    args = (input, target) if weight is None else (input, target, weight)
+    return apply(CROSS_ENTROPY, args, {"ignore_index": ignore_index, "reduction": reduction,
+                                       "smoothing": float(label_smoothing)})
+
+
+def _ce_probs(input, target, weight, reduction, smoothing):
+    cdim = 1 if input.dim() > 1 else 0
+    C = input.shape[cdim]
+    _check_weight(weight, input)
+    if smoothing:
+        target = target * (1 - smoothing) + smoothing / C
+    lp = log_softmax(input, cdim)
+    if weight is not None:
+        lp = lp * weight.reshape((C,) + (1,) * (input.dim() - cdim - 1))
+    loss = -(lp * target).sum(cdim)
+    if reduction == "mean":
+        return loss.sum() / max(input.numel() // C, 1) if input.numel() else loss.sum() / 0.0
+    return _apply_reduction(loss, reduction)
+
+
+# ---- binary -------------------------------------------------------------------------------
+@overridable
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """Binary cross entropy between probabilities ``input`` and ``target`` (logs clamped at
+    -100 like torch)."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
+                         f"size ({input.size()}) is deprecated. Please ensure they have the same "
+                         f"size.")
+    d = input._data
+    if d.size and ((d < 0) | (d > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
+    if weight is not None:
+        loss = loss * weight
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross entropy in one numerically stable expression."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size "
+                         f"({input.size()})")
+    ls = logsigmoid(input)
+    if pos_weight is not None:
+        loss = (1 - target) * input - ((pos_weight - 1) * target + 1) * ls
+    else:
+        loss = (1 - target) * input - ls
+    if weight is not None:
+        loss = loss * weight
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """The Kullback-Leibler divergence loss (``input`` holds log-probabilities)."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_get_string(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Negative log likelihood loss with a Poisson distribution of the target."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        st = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + where(target > 1, st, 0)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log likelihood loss."""
+    if isinstance(var, (int, float)):
+        var = input.new_full(input.shape, float(var)) if hasattr(input, "new_full") else var
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    d = input - target
+    loss = 0.5 * (var.log() + d * d / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _apply_reduction(loss, reduction)
+
+
+# ---- margin / embedding losses ------------------------------------------------------------
+@overridable
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input1.dim() != input2.dim() or input1.dim() - 1 != target.dim() or input1.dim() > 2:
+        raise RuntimeError(f"cosine_embedding_loss(): expected {input1.dim()}D target tensor "
+                           f"or the inputs to be 1D or 2D, got input1 {list(input1.shape)}, "
+                           f"input2 {list(input2.shape)}, target {list(target.shape)}")
+    dim = input1.dim() - 1
+    eps = 1e-12
+    prod = (input1 * input2).sum(dim)
+    m1 = (input1 * input1).sum(dim) + eps
+    m2 = (input2 * input2).sum(dim) + eps
+    cos = prod / (m1 * m2).sqrt()
+    loss = where(target == 1, 1 - cos, 0) + where(target == -1, (cos - margin).clamp_min(0), 0)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.size()}, input2: {input2.size()}, "
+                           f"target: {target.size()} ")
+    loss = (-target * (input1 - input2) + margin).clamp_min(0)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with the p-norm pairwise distance."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    a, pp, n = anchor.dim(), positive.dim(), negative.dim()
+    if not (a == pp == n):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a}D, positive {pp}D, "
+                           f"and negative {n}D inputs")
+    return _triplet(anchor, positive, negative,
+                    lambda x, y: pairwise_distance(x, y, p, eps), margin, swap, reduction)
+
+
+def _triplet(anchor, positive, negative, dist, margin, swap, reduction):
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        from ...ops import minimum
+        d_neg = minimum(d_neg, dist(positive, negative))
+    loss = (margin + d_pos - d_neg).clamp_min(0)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """Triplet margin loss with a custom distance function (pairwise_distance by default)."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                         f"got {margin} instead")
+    _check_reduction(reduction)
+    return _triplet(anchor, positive, negative, distance_function or pairwise_distance, margin,
+                    swap, reduction)
+
+
+@overridable
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """x for target 1, max(0, margin - x) for target -1."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = where(target != 1, (margin - input).clamp_min(0), 0) + where(target != -1, input, 0)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Multi-label one-versus-all loss based on max-entropy."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    cdim = input.dim() - 1
+    loss = loss.sum(cdim) / input.shape[cdim]
+    return _apply_reduction(loss, reduction)
+
+
+def _margin_input(input, target, name):
+    if input.dim() > 2 or (input.dim() == 2 and target.dim() != 1 and name == "multi_margin"):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    return input if input.dim() == 2 else input.reshape(1, -1)
+
+
+@overridable
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss: sum_j max(0, margin - x[y] + x[j])^p / C over j != y."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    x = _margin_input(input, target, "multi_margin")
+    t = target.reshape(-1)
+    C = x.shape[1]
+    td = t._data
+    if td.size and ((td < 0) | (td >= C)).any():
+        raise RuntimeError("target out of range")
+    xy = x.gather(1, t.unsqueeze(1))
+    z = (margin - xy + x).clamp_min(0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t].unsqueeze(1)
+    z = where(t.unsqueeze(1) == arange(C).unsqueeze(0), 0, z)
+    loss = z.sum(1) / C
+    if input.dim() < 2:
+        loss = loss.reshape(target.shape)
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-class multi-label hinge loss (target: class indices padded with -1)."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x = _margin_input(input, target, "multilabel_margin")
+    t = target._data.reshape(x.shape)
+    C = x.shape[1]
+    counts = np.zeros(x.shape, dtype=x._data.dtype)
+    for i in range(t.shape[0]):
+        for j in t[i]:
+            if j < 0:
+                break
+            if j >= C:
+                raise RuntimeError(f"target index out of bounds: {j}")
+            counts[i, j] += 1
+    cnt = wrap(counts)
+    other = wrap((counts == 0).astype(counts.dtype))
+    pair = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)
+    loss = (pair * cnt.unsqueeze(2) * other.unsqueeze(1)).sum((1, 2)) / C
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _apply_reduction(loss, reduction)
+
+
+@overridable
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Two-class logistic loss: log(1 + exp(-target * input))."""
+    reduction = _red(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = softplus(-target * input)
+    return _apply_reduction(loss, reduction)
+
+
+
+# ---- CTC ---------------------------------------------------------------------------------
+def _lse(*xs):
+    m = xs[0]
+    for x in xs[1:]:
+        m = np.maximum(m, x)
+    ms = np.where(np.isfinite(m), m, 0)
+    s = sum(np.exp(x - ms) for x in xs)
+    return np.log(s) + ms
+
+
+def _ctc_setup(lp, targets, in_lens, tgt_lens, blank):
+    """Extended labels l' (blank-interleaved, padded with blank) and their validity masks."""
+    T, N, C = lp.shape
+    L = max(tgt_lens) if tgt_lens else 0
+    S = 2 * L + 1
+    ext = np.full((N, S), blank, dtype=np.int64)
+    off = 0
+    for n, tl in enumerate(tgt_lens):
+        tg = targets[n, :tl] if targets.ndim == 2 else targets[off:off + tl]
+        off += tl
+        ext[n, 1:2 * tl:2] = tg
+    s_idx = np.arange(S)
+    valid = s_idx[None, :] < (2 * np.asarray(tgt_lens)[:, None] + 1)
+    # the s-2 transition is allowed into a label that differs from the label two back
+    skip = np.zeros((N, S), dtype=bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    lpe = np.take_along_axis(lp, np.broadcast_to(ext[None], (T, N, S)), axis=2)
+    return ext, valid, skip, lpe
+
+
+def _ctc_alpha(lpe, valid, skip, in_lens):
+    T, N, S = lpe.shape
+    ninf = -np.inf
+    alpha = np.full((T, N, S), ninf, dtype=lpe.dtype)
+    a = np.full((N, S), ninf, dtype=lpe.dtype)
+    a[:, 0] = lpe[0, :, 0]
+    if S > 1:
+        a[:, 1] = lpe[0, :, 1]
+    a = np.where(valid, a, ninf)
+    in_lens = np.asarray(in_lens)
+    a = np.where((in_lens > 0)[:, None], a, ninf)
+    alpha[0] = a
+    for t in range(1, T):
+        prev1 = np.concatenate([np.full((N, 1), ninf, a.dtype), a[:, :-1]], 1)
+        prev2 = np.concatenate([np.full((N, 2), ninf, a.dtype), a[:, :-2]], 1)[:, :S]
+        prev2 = np.where(skip, prev2, ninf)
+        new = np.where(valid, lpe[t] + _lse(a, prev1, prev2), ninf)
+        a = np.where((t < in_lens)[:, None], new, a)
+        alpha[t] = new
+    return alpha, a
+
+
+def _ctc_nll(final_alpha, tgt_lens):
+    N = final_alpha.shape[0]
+    last = 2 * np.asarray(tgt_lens, dtype=np.int64)
+    a1 = final_alpha[np.arange(N), last]
+    a2 = np.where(last > 0, final_alpha[np.arange(N), np.maximum(last - 1, 0)], -np.inf)
+    return -_lse(a1, a2)
+
+
+def _ctc_prepare(lp, targets, in_lens, tgt_lens, blank):
+    dt = lp.dtype
+    a = lp.astype(_F32) if dt in _HALF else lp
+    return a, _ctc_setup(a, targets, in_lens, tgt_lens, blank)
+
+
+def _ctc_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
+    a, (ext, valid, skip, lpe) = _ctc_prepare(lp, targets, in_lens, tgt_lens, blank)
+    _, final = _ctc_alpha(lpe, valid, skip, in_lens)
+    nll = _ctc_nll(final, tgt_lens)
+    if zero_inf:
+        nll = np.where(np.isinf(nll), 0, nll)
+    return nll.astype(lp.dtype)
+
+
+def _ctc_grad_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
+    """torch's CTC gradient w.r.t. log_probs for a unit upstream gradient:
+    exp(lp) - posterior occupancy (zero past each input length)."""
+    a, (ext, valid, skip, lpe) = _ctc_prepare(lp, targets, in_lens, tgt_lens, blank)
+    T, N, S = lpe.shape
+    alpha, final = _ctc_alpha(lpe, valid, skip, in_lens)
+    nll = _ctc_nll(final, tgt_lens)
+    ninf = -np.inf
+    beta = np.full((T, N, S), ninf, dtype=a.dtype)
+    b = np.full((N, S), ninf, dtype=a.dtype)
+    in_arr = np.asarray(in_lens)
+    last = 2 * np.asarray(tgt_lens, dtype=np.int64)
+    ar = np.arange(N)
+    skip_next = np.zeros((N, S), dtype=bool)
+    skip_next[:, :-2] = skip[:, 2:]
+    for t in range(T - 1, -1, -1):
+        nxt1 = np.concatenate([b[:, 1:], np.full((N, 1), ninf, b.dtype)], 1)
+        nxt2 = np.concatenate([b[:, 2:], np.full((N, 2), ninf, b.dtype)], 1)[:, :S]
+        nxt2 = np.where(skip_next, nxt2, ninf)
+        rec = np.where(valid, lpe[t] + _lse(b, nxt1, nxt2), ninf)
+        init = np.full((N, S), ninf, dtype=a.dtype)
+        init[ar, last] = lpe[t, ar, last]
+        has2 = last > 0
+        init[ar[has2], last[has2] - 1] = lpe[t, ar[has2], last[has2] - 1]
+        b = np.where((t == in_arr - 1)[:, None], init, np.where((t < in_arr - 1)[:, None], rec,
+                                                                 ninf))
+        beta[t] = b
+    occ = np.exp(alpha + beta + nll[None, :, None] - lpe)
+    occ = np.where(np.isfinite(occ), occ, 0)
+    onehot = (ext[:, :, None] == np.arange(a.shape[2])[None, None, :]).astype(a.dtype)
+    gamma = np.einsum("tns,nsc->tnc", occ, onehot)
+    grad = np.exp(a) - gamma
+    tmask = np.arange(T)[:, None] < in_arr[None, :]
+    grad = np.where(tmask[:, :, None], grad, 0)
+    if zero_inf:
+        grad = np.where(np.isinf(nll)[None, :, None], 0, grad)
+    return grad.astype(lp.dtype)
+
+
+CTC_GRAD = Op("_ctc_loss_backward", _ctc_grad_kernel, None, differentiable=False,
+              category="nn")
+
+
+def _ctc_vjp(ctx, g, lp, targets, **p):
+    return apply(CTC_GRAD, (lp, targets), p) * g.unsqueeze(-1), None
+
+
+CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn")
+
+
+def _lengths(x, name):
+    if isinstance(x, Tensor):
+        return tuple(int(v) for v in np.asarray(x._data).reshape(-1))
+    if isinstance(x, int):
+        return (x,)
+    return tuple(int(v) for v in x)
+
+
+@overridable
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The Connectionist Temporal Classification loss (log_probs: (T, N, C) or (T, C))."""
+    _check_reduction(reduction)
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    T, N, C = log_probs.shape
+    in_lens = _lengths(input_lengths, "input_lengths")
+    tgt_lens = _lengths(target_lengths, "target_lengths")
+    if not 0 <= blank < C:
+        raise RuntimeError("blank must be in label range")
+    if len(in_lens) != N:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(in_lens)} "
+                           f"and batch_size {N}")
+    if len(tgt_lens) != N:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got "
+                           f"{len(tgt_lens)} and batch_size {N}")
+    for n, il in enumerate(in_lens):
+        if il > T or il < 0:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got "
+                               f"value {il} (while checking arguments for ctc_loss_cpu)")
+    if targets.dim() == 2 and max(tgt_lens, default=0) > targets.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {max(tgt_lens)} at "
+                           f"dimension 1, but got size {targets.shape[1]} for argument #2 "
+                           f"'targets' (while checking arguments for ctc_loss_cpu)")
+    loss = apply(CTC_LOSS, (log_probs, targets), {"in_lens": in_lens, "tgt_lens": tgt_lens,
+                                                  "blank": blank, "zero_inf": zero_infinity})
+    if reduction == "mean":
+        tl = wrap(np.maximum(np.asarray(tgt_lens, dtype=loss._data.dtype), 1))
+        return (loss / tl).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
