@@ -31,49 +31,50 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 class _Formatter:
+    """One format for all elements: width from the nonzero finite values (as torch does),
+    integer-valued floats as ``1.``, scientific notation for wide magnitude ranges."""
+
     def __init__(self, values):
         self.floating = values.dtype.kind == "f"
         self.int_mode = True
         self.sci = False
         self.width = 1
-        p = _OPTS["precision"]
+        self.p = p = _OPTS["precision"]
         if not self.floating:
-            strs = [str(v) for v in values.tolist()] if values.size else []
-            self.width = max((len(s) for s in strs), default=1)
+            for v in values.reshape(-1).tolist():
+                self.width = max(self.width, len(str(v)))
             return
-        finite = values[np.isfinite(values)]
-        nonzero = np.abs(finite[finite != 0])
-        self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        if nonzero.size:
-            mx, mn = float(nonzero.max()), float(nonzero.min())
-            if self.int_mode:
-                self.sci = mx > 1e8
-            else:
-                self.sci = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
+        v = values.reshape(-1).astype(np.float64)
+        nz = v[np.isfinite(v) & (v != 0)]
+        if nz.size == 0:
+            if _OPTS["sci_mode"] is not None:
+                self.sci = _OPTS["sci_mode"]
+            return
+        mag = np.abs(nz)
+        mx, mn = float(mag.max()), float(mag.min())
+        self.int_mode = bool(np.all(nz == np.ceil(nz)))
+        if self.int_mode:
+            self.sci = mx / mn > 1000.0 or mx > 1.0e8
+            strs = [f"{x:.{p}e}" for x in nz] if self.sci else [f"{x:.0f}." for x in nz]
+        else:
+            self.sci = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
+            strs = [f"{x:.{p}e}" if self.sci else f"{x:.{p}f}" for x in nz]
+        self.width = max(self.width, max(len(x) for x in strs))
         if _OPTS["sci_mode"] is not None:
             self.sci = _OPTS["sci_mode"]
-        self.p = p
-        strs = [self._fmt(float(v)) for v in values.reshape(-1)]
-        self.width = max((len(s) for s in strs), default=1)
 
     def _fmt(self, v):
         if not self.floating:
             return str(v)
-        if np.isnan(v):
-            return "nan"
-        if np.isinf(v):
-            return "inf" if v > 0 else "-inf"
         if self.sci:
             return f"{v:.{self.p}e}"
         if self.int_mode:
-            return f"{v:.0f}."
+            return f"{v:.0f}" + ("" if np.isnan(v) or np.isinf(v) else ".")
         return f"{v:.{self.p}f}"
 
     def format(self, v):
         if not self.floating:
             s = str(v.item() if hasattr(v, "item") else v)
-            if isinstance(v, (bool, np.bool_)):
-                s = str(bool(v))
         else:
             s = self._fmt(float(v))
         return s.rjust(self.width)
@@ -94,8 +95,8 @@ def _fmt_array(a, fmt, indent, summarize, edge):
     if a.ndim == 1:
         items = [fmt.format(v) for v in a]
         if summarize and a.shape[0] > 2 * edge:
-            items = items[:edge] + ["..."] + items[-edge:]
-        per_line = max(1, (_OPTS["linewidth"] - indent) // (fmt.width + 2))
+            items = items[:edge] + [" ..."] + items[-edge:]
+        per_line = max(1, (_OPTS["linewidth"] - indent) // fmt.item_width)
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     rows = list(range(a.shape[0]))
@@ -108,20 +109,27 @@ def _fmt_array(a, fmt, indent, summarize, edge):
     return "[" + sep.join(parts) + "]"
 
 
-def _complex_str(a):
-    re = _Formatter(a.real.astype(np.float64))
-    im = _Formatter(a.imag.astype(np.float64))
+class _RealFormat:
+    def __init__(self, shown):
+        self.f = _Formatter(shown.reshape(-1))
+        self.item_width = self.f.width + 2
 
-    class _C:
-        width = re.width + im.width + 2
+    def format(self, v):
+        return self.f.format(v)
 
-        @staticmethod
-        def format(v):
-            r = re._fmt(float(v.real)).rjust(re.width)
-            i = im._fmt(float(abs(v.imag)))
-            sign = "-" if np.signbit(v.imag) else "+"
-            return f"{r}{sign}{i}j".rjust(re.width + im.width + 2)
-    return _C
+
+class _ComplexFormat:
+    """Real and imaginary parts each get their own formatter, as in torch."""
+
+    def __init__(self, shown):
+        self.re = _Formatter(shown.real.astype(np.float64).reshape(-1))
+        self.im = _Formatter(shown.imag.astype(np.float64).reshape(-1))
+        self.item_width = self.re.width + 2 + self.im.width + 1
+
+    def format(self, v):
+        r = self.re.format(v.real)
+        i = (self.im.format(v.imag) + "j").lstrip()
+        return r + i if i[0] in "+-" else r + "+" + i
 
 
 def tensor_repr(t, prefix="tensor("):
@@ -138,10 +146,8 @@ def tensor_repr(t, prefix="tensor("):
     indent = len(prefix)
     if a.size == 0:
         body = "[]"
-    elif d.is_complex:
-        body = _fmt_array(vals, _complex_str(shown), indent, summarize, edge)
     else:
-        fmt = _Formatter(shown.reshape(-1))
+        fmt = (_ComplexFormat if d.is_complex else _RealFormat)(shown)
         body = _fmt_array(vals, fmt, indent, summarize, edge)
     suffix = []
     default_dtypes = (_dt.get_default_dtype(), _dt.int64, _dt.bool, _dt.default_complex_dtype())

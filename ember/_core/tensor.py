@@ -224,9 +224,9 @@ class Tensor:
     def detach(self):
         """A new tensor sharing storage (and version counter) with no autograd history."""
         t = wrap(self._data)
+        # shares the version counter, but is not an autograd view (torch: ``_base`` is None),
+        # so in-place writes to it are allowed even when ``self`` is a leaf requiring grad
         t._version = _version_of(self)
-        t._base = self._base if self._base is not None else self
-        t._view_chain = self._view_chain or ()
         return t
 
     def detach_(self):
