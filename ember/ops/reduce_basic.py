@@ -32,7 +32,9 @@ def norm_dims(dim, ndim):
         return (d,) if ndim else ()
     dims = tuple(sorted({_wrap_dim(int(d), ndim) for d in dim}))
     if len(dims) != len(dim):
-        raise RuntimeError("dim appears multiple times in the list of dims")
+        seen = [_wrap_dim(int(d), ndim) for d in dim]
+        dup = next(d for i, d in enumerate(seen) if d in seen[:i])
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     if not dims or not ndim:
         return tuple(range(ndim))
     return dims
@@ -310,23 +312,31 @@ def _rcumsum(t, dim):
 
 
 def _cumprod_vjp(ctx, g, x, dim, reverse=False, dtype=None):
-    from .pointwise import where
-    from ._helpers import cj
     if not ctx.in_meta[0][0]:
         return g
-    out = ctx.out
+    return _cumprod_grad(x, g, ctx.out, dim)
+
+
+def _cumprod_grad(x, g, out, dim):
+    """sum_{j>=k} g_j d(out_j)/dx_k, exact to all orders where x has zeros.
+
+    Before the first zero of a slice: rcumsum(g out) / x.  At it (z): sum_{j>=z} g_j C_j with
+    C = cumprod(y), y = x with x_z set to 1.  After it: x_z times this same gradient for y
+    (which has one zero fewer, so the recursion ends)."""
+    from .pointwise import where
+    from ._helpers import cj
     zero = x == 0
     if not zero._data.any():
         return _rcumsum(g * cj(out), dim) / cj(x)
-    # Positions before the first zero of their slice: sum_{j>=k} g_j out_j / x_k. The first
-    # zero gets sum_{j>=k} g_j * (cumprod with that zero replaced by 1); later ones get 0.
     seen = zero.cumsum(dim)
     before = seen == 0
     first = zero & (seen == 1)
     a = _rcumsum(g * cj(out), dim) / cj(where(before, x, 1))
-    c = apply(CUMPROD, (where(first, 1, x),), {"dim": dim})
+    y = where(first, 1, x)
+    c = apply(CUMPROD, (y,), {"dim": dim})
     b = _rcumsum(g * cj(c), dim)
-    return where(before, a, where(first, b, 0))
+    x_z = (x * first).sum(dim, keepdim=True)
+    return where(before, a, where(first, b, cj(x_z) * _cumprod_grad(y, g, c, dim)))
 
 
 def _cum_shape(x, dim, reverse=False, dtype=None):
@@ -429,10 +439,12 @@ def _lcse_vjp(ctx, g, x, dim, reverse=False):
     if not ctx.in_meta[0][0]:
         return g
     out = ctx.out
-    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), summed in log space, signs kept apart
+    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), summed in log space, signs kept apart; the
+    # finite floor (not -inf) keeps the second derivative free of inf - inf
     back = {"dim": dim, "reverse": not reverse}
-    pos = apply(LOGCUMSUMEXP, (where(g > 0, g, 0).log() - out,), back)
-    neg = apply(LOGCUMSUMEXP, (where(g < 0, -g, 0).log() - out,), back)
+    low = float(np.finfo(np.float32 if x._data.dtype in _HALF else x._data.dtype).min)
+    pos = apply(LOGCUMSUMEXP, (where(g > 0, g.log(), low) - out,), back)
+    neg = apply(LOGCUMSUMEXP, (where(g < 0, (-g).log(), low) - out,), back)
     return (x + pos).exp() - (x + neg).exp()
 
 

@@ -32,18 +32,28 @@ _INF = math.inf
 # ---- prod -------------------------------------------------------------------------------
 def _prod_vjp(ctx, g, x, dims, keepdim, dtype=None):
     shape = ctx.in_meta[0][0]
+    if not shape:
+        return g
     g = expand_back(g, shape, dims, keepdim)
-    out = expand_back(ctx.out, shape, dims, keepdim)
+    if len(dims) == 1:
+        return g * cj(_prod_others(x, dims[0], expand_back(ctx.out, shape, dims, keepdim)))
+    return g * cj(_prod_others(x.reshape(-1), 0, ctx.out.reshape(1)).reshape(shape))
+
+
+def _prod_others(x, dim, out):
+    """The product of the other elements of each slice along ``dim``, exact to all orders:
+    out / x without zeros; with a first zero z, the product of y (x with x_z set to 1) at z
+    and x_z times the same for y elsewhere (y has one zero fewer, so the recursion ends)."""
     zero = x == 0
     if not zero._data.any():
-        return g * cj(out / x)
-    # The product of the others: for a zero, the product of the nonzeros if it is the only
-    # zero of its slice (else 0); for a nonzero, 0 when its slice holds a zero.
-    safe = where(zero, 1, x)
-    p = apply(PROD, (safe,), {"dims": dims, "keepdim": True})
-    count = zero.sum(dims, keepdim=True)
-    others = where(zero, where(count == 1, p, 0), where(count == 0, p / safe, 0))
-    return g * cj(others)
+        return out / x
+    has_zero = zero.any(dim, keepdim=True)
+    first = zero & (zero.cumsum(dim) == 1)
+    y = where(first, 1, x)
+    p = apply(PROD, (y,), {"dims": (dim,), "keepdim": True})
+    x_z = (x * first).sum(dim, keepdim=True)
+    with_zero = where(first, p, x_z * _prod_others(y, dim, p))
+    return where(has_zero, with_zero, out / where(has_zero, 1, x))
 
 
 PROD = Op("prod", int64_acc_kernel(lambda xp, x, **kw: xp.prod(x, **kw)), _prod_vjp,
