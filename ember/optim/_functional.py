@@ -1,0 +1,180 @@
+"""Array-level building blocks shared by the built-in optimizers.
+
+Updates work on the raw arrays of parameters, gradients and state tensors with
+in-place ufuncs (no dispatch, no autograd), and bump the version counter of
+every tensor they write so that autograd's saved-tensor checks still see the
+change.  Complex tensors are updated through a real view, as torch does
+(``view_as_real``).  The arithmetic follows torch's kernels operation by
+operation (lerp, addcmul, addcdiv with a scalar ``value``) so trajectories
+match torch's to rounding.
+"""
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.tensor import Tensor, _version_of, wrap
+from .optimizer import Optimizer, _run_closure
+
+__all__ = []
+
+
+def scalar(x):
+    """A Python number from a float or a one-element Tensor (lr, betas)."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def real(a):
+    """A real view of ``a``; 0-dim arrays become 1-element views so that ufuncs keep
+    returning arrays (``out=`` needs them)."""
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.dtype.kind != "c":
+        return a
+    return a.view(a.real.dtype)
+
+
+def bump(t):
+    _version_of(t)[0] += 1
+
+
+def step_tensor(value=0.0):
+    """A 0-dim step counter: float64 when that is the default dtype, else float32."""
+    d = np.float64 if _dt.get_default_dtype().np == np.float64 else np.float32
+    return wrap(np.array(value, dtype=d))
+
+
+def zeros_like(p, fill=0):
+    a = np.zeros_like(p._data, order="C")
+    if fill:
+        a[...] = fill
+    return wrap(a)
+
+
+def incr(step_t):
+    """``step_t += 1``; return the new step as a Python float."""
+    a = step_t._data
+    a += 1
+    bump(step_t)
+    return float(a)
+
+
+def param_and_grad(p, maximize, weight_decay):
+    """Real views of the parameter and of the (possibly negated, L2-decayed) gradient.
+
+    The gradient array is never written in place: when it is modified a new array
+    is made, as torch's ``-grad`` and ``grad.add(param, alpha=wd)`` do."""
+    x = real(p._data)
+    g = p._grad._data
+    if g.dtype.kind == "c" and not g.flags.c_contiguous:
+        g = np.ascontiguousarray(g)
+    g = real(g)
+    if maximize:
+        g = np.negative(g)
+    if weight_decay != 0:
+        t = np.multiply(x, weight_decay)
+        t += g
+        g = t
+    return x, g
+
+
+def lerp_(a, b, w):
+    """``a.lerp_(b, w)`` with torch's two-branch formula."""
+    t = np.subtract(b, a)
+    if abs(w) < 0.5:
+        t *= w
+        a += t
+    else:
+        t *= 1 - w
+        np.subtract(b, t, out=a)
+
+
+def addcmul_(a, b, c, value):
+    """``a += value * b * c``."""
+    t = np.multiply(b, value)
+    t *= c
+    a += t
+
+
+def addcdiv_(a, b, c, value, scratch=None):
+    """``a += value * (b / c)``; ``scratch`` (may be ``c``) receives the quotient."""
+    t = np.divide(b, c, out=scratch)
+    t *= value
+    a += t
+
+
+def state_arr(state, key):
+    return real(state[key]._data)
+
+
+class ArrayOptimizer(Optimizer):
+    """Base of the built-in optimizers: ``step`` runs the closure, then
+    ``_update_group`` for every parameter group."""
+
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): A closure that reevaluates the model
+                and returns the loss.
+        """
+        loss = _run_closure(closure)
+        for group in self.param_groups:
+            if group.get("differentiable"):
+                raise NotImplementedError(
+                    f"{type(self).__name__}: differentiable=True is not supported by ember")
+            self._update_group(group)
+        return loss
+
+    def _update_group(self, group):
+        raise NotImplementedError
+
+    def _live(self, group, init):
+        """(param, state) for the params of ``group`` that have a gradient; ``init(p, state)``
+        fills an empty state first."""
+        state = self.state
+        out = []
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            st = state[p]
+            if not st:
+                init(p, st)
+            out.append((p, st))
+        return out
+
+    @staticmethod
+    def _bump_all(p, st):
+        bump(p)
+        for v in st.values():
+            if isinstance(v, Tensor):
+                bump(v)
+
+
+def check_range(name, value, lo=0.0, hi=None, lo_open=False, hi_open=True, msg=None):
+    """Raise torch's ``ValueError`` for an out-of-range hyper-parameter."""
+    v = scalar(value) if not isinstance(value, Tensor) or value.numel() == 1 else value
+    bad = (v <= lo) if lo_open else (v < lo)
+    if hi is not None:
+        bad = bad or ((v >= hi) if hi_open else (v > hi))
+    if bad:
+        raise ValueError(msg or f"Invalid {name}: {value}")
+
+
+def check_lr(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    check_range("learning rate", lr)
+
+
+def check_betas(betas):
+    check_range("beta", betas[0], 0.0, 1.0,
+                msg=f"Invalid beta parameter at index 0: {betas[0]}")
+    check_range("beta", betas[1], 0.0, 1.0,
+                msg=f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def check_fused(fused, foreach, differentiable):
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

@@ -1,0 +1,47 @@
+"""Adagrad (``torch.optim.Adagrad``)."""
+import numpy as np
+
+from ._functional import (ArrayOptimizer, addcdiv_, addcmul_, check_fused, check_lr, check_range,
+                          incr, param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(ArrayOptimizer):
+    """Implements the Adagrad algorithm."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        check_lr(lr)
+        check_range("lr_decay value", lr_decay)
+        check_range("weight_decay value", weight_decay)
+        check_range("initial_accumulator_value value", initial_accumulator_value)
+        check_range("epsilon value", eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)
+        # Adagrad's state exists from construction on (torch does the same).
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, self.state[p])
+
+    def _init_state(self, p, st):
+        st["step"] = step_tensor()
+        init = self.defaults["initial_accumulator_value"]
+        st["sum"] = zeros_like(p, complex(init, init) if p.is_complex() else init)
+
+    def _update_group(self, group):
+        lr = scalar(group["lr"])
+        lr_decay, eps, wd = group["lr_decay"], group["eps"], group["weight_decay"]
+        maximize = group["maximize"]
+        for p, st in self._live(group, self._init_state):
+            step = incr(st["step"])
+            x, g = param_and_grad(p, maximize, wd)
+            s = state_arr(st, "sum")
+            addcmul_(s, g, g, 1)
+            std = np.sqrt(s)
+            std += eps
+            addcdiv_(x, g, std, -lr / (1 + (step - 1) * lr_decay), scratch=std)
+            self._bump_all(p, st)
