@@ -1,0 +1,145 @@
+"""The FFT primitives: complex-to-complex, real-to-complex (one-sided) and
+complex-to-real transforms over exact sizes, plus the zero-pad/trim that the
+public ``n``/``s`` arguments need.  Backend: scipy.fft (native float32,
+multi-threaded for large transforms).
+
+Normalisation is the static ``scale`` parameter: "none", "sqrt" (1/sqrt(n)) or
+"n" (1/n), independent of the direction, so that the adjoint of a transform is
+the opposite-direction transform with the same ``scale``.
+
+Derivatives (conjugate-Wirtinger convention):
+* c2c is C-linear: its adjoint is the opposite-direction c2c.
+* r2c keeps bins 0..n//2 of the full spectrum; its adjoint zero-fills the
+  missing bins and transforms back, and since the input is real only the real
+  part counts, which is c2r of the gradient with the bins that c2r counts
+  twice (all but DC and, for even n, Nyquist) halved.
+* c2r reads only bins 0..n//2 and counts the middle ones twice (the Hermitian
+  mirror); its adjoint is r2c of the gradient with those bins doubled.
+"""
+import os
+
+import numpy as np
+import scipy.fft as _sfft
+
+from .._core.op import Op
+from .._core.tensor import wrap
+
+__all__ = ["C2C", "R2C", "C2R", "RESIZE", "c2c", "r2c", "c2r", "resize"]
+
+_FWD_NORM = {"none": "backward", "n": "forward", "sqrt": "ortho"}
+_BWD_NORM = {"none": "forward", "n": "backward", "sqrt": "ortho"}
+_CPUS = os.cpu_count() or 1
+# below this many elements, thread start-up costs more than the transform
+_THREADED = 1 << 16
+
+
+def _workers(x):
+    return _CPUS if x.size >= _THREADED else 1
+
+
+def _c2c_kernel(xp, x, dims, scale, forward):
+    if not dims:
+        return x.astype(np.result_type(x.dtype, np.complex64))
+    f = _sfft.fftn if forward else _sfft.ifftn
+    norm = (_FWD_NORM if forward else _BWD_NORM)[scale]
+    return f(x, axes=dims, norm=norm, workers=_workers(x))
+
+
+def _c2c_vjp(ctx, g, x, dims, scale, forward):
+    return c2c(g, dims, scale, not forward)
+
+
+def _r2c_kernel(xp, x, dims, scale, last_n):
+    return _sfft.rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x))
+
+
+def _c2r_kernel(xp, x, dims, scale, last_n):
+    s = [x.shape[d] for d in dims[:-1]] + [last_n]
+    return _sfft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale], workers=_workers(x))
+
+
+def _mirror_weights(g, dim, last_n, doubled):
+    """Per-bin weights along ``dim`` of a one-sided spectrum of length ``last_n``: 2 (or
+    1/2) for the bins the Hermitian mirror counts twice, 1 for DC and Nyquist."""
+    m = last_n // 2 + 1
+    w = np.full(m, 2.0 if doubled else 0.5)
+    w[0] = 1.0
+    if last_n % 2 == 0:
+        w[-1] = 1.0
+    dt = g._data.real.dtype if g._data.dtype.kind == "c" else g._data.dtype
+    w = w.astype(dt).reshape((m,) + (1,) * (g._data.ndim - 1 - dim))
+    return wrap(w)
+
+
+def _r2c_vjp(ctx, g, x, dims, scale, last_n):
+    return c2r(g * _mirror_weights(g, dims[-1], last_n, False), dims, scale, last_n)
+
+
+def _c2r_vjp(ctx, g, x, dims, scale, last_n):
+    return r2c(g, dims, scale, last_n) * _mirror_weights(g, dims[-1], last_n, True)
+
+
+def _c2c_shape(x, dims, scale, forward):
+    return x.shape, None
+
+
+def _r2c_shape(x, dims, scale, last_n):
+    s = list(x.shape)
+    s[dims[-1]] = last_n // 2 + 1
+    return tuple(s), None
+
+
+def _c2r_shape(x, dims, scale, last_n):
+    s = list(x.shape)
+    s[dims[-1]] = last_n
+    return tuple(s), None
+
+
+def _resize_kernel(xp, x, dims, sizes):
+    shape = list(x.shape)
+    for d, n in zip(dims, sizes):
+        shape[d] = n
+    out = xp.zeros(shape, dtype=x.dtype)
+    idx = tuple(slice(0, min(a, b)) for a, b in zip(x.shape, shape))
+    out[idx] = x[idx]
+    return out
+
+
+def _resize_vjp(ctx, g, x, dims, sizes):
+    shape = ctx.in_meta[0][0]
+    return resize(g, dims, tuple(shape[d] for d in dims))
+
+
+def _resize_shape(x, dims, sizes):
+    s = list(x.shape)
+    for d, n in zip(dims, sizes):
+        s[d] = n
+    return tuple(s), x.dtype
+
+
+C2C = Op("_fft_c2c", _c2c_kernel, _c2c_vjp, shape=_c2c_shape, save_inputs=False)
+R2C = Op("_fft_r2c", _r2c_kernel, _r2c_vjp, shape=_r2c_shape, save_inputs=False)
+C2R = Op("_fft_c2r", _c2r_kernel, _c2r_vjp, shape=_c2r_shape, save_inputs=False)
+RESIZE = Op("_fft_resize", _resize_kernel, _resize_vjp, shape=_resize_shape, save_inputs=False)
+
+
+def c2c(x, dims, scale, forward):
+    return C2C(x, dims=tuple(dims), scale=scale, forward=bool(forward))
+
+
+def r2c(x, dims, scale, last_n):
+    return R2C(x, dims=tuple(dims), scale=scale, last_n=int(last_n))
+
+
+def c2r(x, dims, scale, last_n):
+    return C2R(x, dims=tuple(dims), scale=scale, last_n=int(last_n))
+
+
+def resize(x, dims, sizes):
+    """Zero-pad or trim ``x`` along ``dims`` to ``sizes`` (no-op when they already match)."""
+    cur = x.shape
+    pairs = [(d, n) for d, n in zip(dims, sizes) if cur[d] != n]
+    if not pairs:
+        return x
+    return RESIZE(x, dims=tuple(d for d, _ in pairs), sizes=tuple(n for _, n in pairs))
+
