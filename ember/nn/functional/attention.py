@@ -235,3 +235,158 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 
+
+
+# ---- multi-head attention ---------------------------------------------------------------------
+
+def _canonical_mask(mask, name, other_name, other_type, target_dtype):
+    """Boolean masks (True = not allowed) become additive float masks (-inf)."""
+    if mask is None:
+        return None
+    if mask.dtype == _bool():
+        return zeros(mask.shape, dtype=target_dtype).masked_fill(mask, -math.inf)
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def _pad_last(t, value=0.0):
+    """Append one column to the last dim (for bias_k/bias_v and add_zero_attn)."""
+    return cat([t, t.new_full(t.shape[:-1] + (1,), value)], -1)
+
+
+def _in_projection(query, key, value, w, b, sep, E):
+    from .linear import linear
+    if sep is not None:
+        wq, wk, wv = sep
+        bq, bk, bv = (None,) * 3 if b is None else b.chunk(3)
+        return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    if key is value:
+        if query is key:
+            return linear(query, w, b).chunk(3, -1)
+        wq, wkv = w.split([E, 2 * E])
+        bq, bkv = (None, None) if b is None else b.split([E, 2 * E])
+        return (linear(query, wq, bq),) + tuple(linear(key, wkv, bkv).chunk(2, -1))
+    wq, wk, wv = w.chunk(3)
+    bq, bk, bv = (None,) * 3 if b is None else b.chunk(3)
+    return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                                 out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Forward method for MultiHeadAttention (inputs are (L, N, E) or unbatched (L, E))."""
+    from ...ops import baddbmm, bmm, softmax
+    from .linear import linear
+    batched = query.dim() == 3
+    if query.dim() not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.dim()}-D query tensor")
+    if key.dim() != query.dim() or value.dim() != query.dim():
+        raise AssertionError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, "
+                             f"expected `key` and `value` to be {query.dim()}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    L, N, E = query.shape
+    S = key.shape[0]
+    if E != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {E}")
+    head_dim = E // num_heads
+    if head_dim * num_heads != E:
+        raise AssertionError(f"embed_dim {E} not divisible by num_heads {num_heads}")
+    if key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key shape {list(key.shape)} does not match value shape "
+                             f"{list(value.shape)}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    dtype = query.dtype
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", "attn_mask",
+                                       None, dtype)
+    use_causal_flag = is_causal and key_padding_mask is None and not need_weights
+    if use_causal_flag:
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, None, dtype)
+        is_causal = False if key_padding_mask is not None else is_causal
+    sep = (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight else None
+    q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, sep, E)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (L, S):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(L, S)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (N * num_heads, L, S):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(N * num_heads, L, S)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key/value.")
+        k = cat([k, bias_k.expand(1, N, E)], 0)
+        v = cat([v, bias_v.expand(1, N, E)], 0)
+        attn_mask = None if attn_mask is None else _pad_last(attn_mask)
+        key_padding_mask = None if key_padding_mask is None else _pad_last(key_padding_mask)
+    q = q.reshape((L, N * num_heads, head_dim)).transpose(0, 1)
+    k = k.reshape((k.shape[0], N * num_heads, head_dim)).transpose(0, 1) if static_k is None \
+        else static_k
+    v = v.reshape((v.shape[0], N * num_heads, head_dim)).transpose(0, 1) if static_v is None \
+        else static_v
+    if add_zero_attn:
+        k = cat([k, zeros((N * num_heads, 1, head_dim), dtype=k.dtype)], 1)
+        v = cat([v, zeros((N * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        attn_mask = None if attn_mask is None else _pad_last(attn_mask)
+        key_padding_mask = None if key_padding_mask is None else _pad_last(key_padding_mask)
+    S = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (N, S):
+            raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape((N, 1, 1, S)).expand(N, num_heads, 1, S) \
+            .reshape((N * num_heads, 1, S))
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        qs = q * math.sqrt(1.0 / head_dim)
+        kt = k.transpose(-2, -1)
+        w = bmm(qs, kt) if attn_mask is None else baddbmm(attn_mask, qs, kt)
+        w = softmax(w, -1)
+        if dropout_p > 0.0:
+            from .dropout import dropout
+            w = dropout(w, p=dropout_p)
+        out = bmm(w, v).transpose(0, 1).reshape((L * N, E))
+        out = linear(out, out_proj_weight, out_proj_bias).reshape((L, N, E))
+        w = w.reshape((N, num_heads, L, S))
+        if average_attn_weights:
+            w = w.mean(1)
+        if not batched:
+            out, w = out.squeeze(1), w.squeeze(0)
+        return out, w
+    if attn_mask is not None:
+        attn_mask = attn_mask.reshape((N, num_heads, -1, S)) if attn_mask.shape[0] != 1 \
+            else attn_mask.unsqueeze(0)
+    q = q.reshape((N, num_heads, L, head_dim))
+    k = k.reshape((N, num_heads, S, head_dim))
+    v = v.reshape((N, num_heads, S, head_dim))
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape((L * N, E))
+    out = linear(out, out_proj_weight, out_proj_bias).reshape((L, N, E))
+    if not batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+__all__.append("multi_head_attention_forward")
