@@ -712,18 +712,6 @@ def _pow_vjp(ctx, g, a, b):
 POW = _prechecked(_binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True), _pow_check)
 
 
-def _float_power_kernel(xp, a, b):
-    cplx = any(getattr(x, "dtype", np.dtype(type(x))).kind == "c" for x in (a, b))
-    dt = np.complex128 if cplx else np.float64
-    a = a.astype(dt) if isinstance(a, np.ndarray) else a
-    b = b.astype(dt) if isinstance(b, np.ndarray) else b
-    r = xp.power(a, b)
-    return np.asarray(r, dtype=dt)
-
-
-FLOAT_POWER = Op("float_power", _float_power_kernel, None, shape=shape_broadcast)
-
-
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in double precision (float64 / complex128)."""
     def up(x):
