@@ -23,6 +23,7 @@ from . import ops  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
+from . import optim  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import serialization  # noqa: E402
 from . import utils  # noqa: E402
