@@ -183,6 +183,13 @@ def ndim_of(x):
         raise NeedsOverride(x) from None
 
 
+def public_fn(fn, name, doc):
+    """Name and document a generated public function and make it overridable."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return overridable(fn)
+
+
 def type_name(dt):
     """torch's name of a NumPy dtype in messages ('Float', 'Long', ...)."""
     return _kind_name(dt)
@@ -359,9 +366,8 @@ def _def_cum(name, op):
     def public(input, dim, *, dtype=None, out=None):
         r = apply(op, (input,), _cum_params(_wrap_dim(dim, ndim_of(input)), dtype))
         return r if out is None else write_out(out, r)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = f"Cumulative {name[3:]} of the elements of ``input`` along ``dim``."
-    public = overridable(public)
+    public = public_fn(public, name,
+                     f"Cumulative {name[3:]} of the elements of ``input`` along ``dim``.")
 
     def meth(self, dim, dtype=None):
         return public(self, dim, dtype=dtype)

@@ -18,9 +18,9 @@ from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
 from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
 from .pointwise import maximum, minimum, where
-from .reduce_basic import (_F32, _HALF, _numel, _reduce_shape_rule, check_nonempty_dims, expand_back,
-                           int64_acc_kernel, ndim_of, norm_dims, reduced_shape, select_back,
-                           type_name, write_outs)
+from .reduce_basic import (_F32, _HALF, _numel, _reduce_shape_rule, check_nonempty_dims,
+                           expand_back, int64_acc_kernel, ndim_of, norm_dims, public_fn,
+                           reduced_shape, select_back, type_name, write_outs)
 
 __all__ = ["return_types", "prod", "max", "min", "amax", "amin", "aminmax", "argmax", "argmin",
            "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any", "all",
@@ -166,11 +166,10 @@ def _def_extreme(name, whole, along, binary, rt):
         _check_reducible(name, input, (d,) if n else (), False)
         r = apply(along, (input,), {"dim": d, "keepdim": keepdim})
         return write_outs(out, rt(*r), rt)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = (f"The {name}imum of all elements of ``input``; with ``dim``, the named "
-                      f"tuple (values, indices) of the {name}ima along ``dim``; with a tensor "
-                      f"``other``, ``{name}imum(input, other)``.")
-    return overridable(public)
+    return public_fn(public, name,
+                     f"The {name}imum of all elements of ``input``; with ``dim``, the named "
+                     f"tuple (values, indices) of the {name}ima along ``dim``; with a tensor "
+                     f"``other``, ``{name}imum(input, other)``.")
 
 
 max = _def_extreme("max", MAX, MAX_DIM, maximum, return_types.max)
@@ -184,9 +183,8 @@ def _def_amax(name, op):
         _check_reducible(name, input, dims, dim == () or dim is None or len(dims) == n == 0)
         r = apply(op, (input,), {"dims": dims, "keepdim": keepdim})
         return r if out is None else write_out(out, r)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = f"The {name[1:]}imum of ``input`` over the dimensions ``dim`` (all if empty)."
-    return overridable(public)
+    return public_fn(public, name,
+                     f"The {name[1:]}imum of ``input`` over the dimensions ``dim`` (all if empty).")
 
 
 amax = _def_amax("amax", AMAX)
@@ -252,10 +250,9 @@ def _def_arg(name, op):
             _check_reducible(name, input, (), True)
         r = apply(op, (input,), params)
         return r if out is None else write_out(out, r)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = (f"The index of the {name[3:]}imum of ``input`` (flattened, or along "
-                      f"``dim``); the first one on ties.")
-    return overridable(public)
+    return public_fn(public, name,
+                     f"The index of the {name[3:]}imum of ``input`` (flattened, or along "
+                     f"``dim``); the first one on ties.")
 
 
 argmax = _def_arg("argmax", ARGMAX)
@@ -330,11 +327,10 @@ def _def_var(name, op):
     def public(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
         r = apply(op, (input,), _var_params(name, input, dim, unbiased, keepdim, correction))
         return r if out is None else write_out(out, r)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = (f"The {'standard deviation' if name == 'std' else 'variance'} of "
-                      f"``input`` over ``dim`` with Bessel's ``correction`` (``unbiased`` is "
-                      f"the legacy spelling).")
-    public = overridable(public)
+    public = public_fn(public, name,
+                     f"The {'standard deviation' if name == 'std' else 'variance'} of "
+                     f"``input`` over ``dim`` with Bessel's ``correction`` (``unbiased`` is "
+                     f"the legacy spelling).")
 
     def with_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
         p = _var_params(name + "_mean", input, dim, unbiased, keepdim, correction)
@@ -342,9 +338,8 @@ def _def_var(name, op):
         if out is not None:
             return tuple(write_out(o, x) for o, x in zip(out, r))
         return r
-    with_mean.__name__ = with_mean.__qualname__ = name + "_mean"
-    with_mean.__doc__ = f"``({name}(input, ...), mean(input, ...))`` in one call."
-    return public, overridable(with_mean)
+    return public, public_fn(with_mean, name + "_mean",
+                             f"``({name}(input, ...), mean(input, ...))`` in one call.")
 
 
 var, var_mean = _def_var("var", VAR)
@@ -535,10 +530,9 @@ def _def_logical(name, op):
     def public(input, dim=None, keepdim=False, *, out=None):
         r = apply(op, (input,), {"dims": norm_dims(dim, ndim_of(input)), "keepdim": keepdim})
         return r if out is None else write_out(out, r)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = (f"Whether {name} elements of ``input`` (over ``dim`` if given) evaluate "
-                      f"to True.")
-    return overridable(public)
+    return public_fn(public, name,
+                     f"Whether {name} elements of ``input`` (over ``dim`` if given) evaluate "
+                     f"to True.")
 
 
 any = _def_logical("any", ANY)

@@ -14,7 +14,7 @@ from .._core.tensor import _wrap_dim, wrap
 from . import _return_types as _rt
 from ._helpers import Op, Tensor, apply, write_out
 from .pointwise import where
-from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of,
+from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of, public_fn,
                            reduced_shape, select_back, type_name, write_outs)
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
@@ -213,10 +213,9 @@ def _def_median(name, ignore_nan, rt):
             check_nonempty_dims(name, input._data.shape, (d,))
         r = apply(MEDIAN_DIM, (input,), dict(p, dim=d, keepdim=keepdim))
         return write_outs(out, rt(*r), rt)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = ("The lower median of " + ("the non-NaN values of " if ignore_nan else "")
-                      + "``input``; with ``dim``, the named tuple (values, indices) along it.")
-    return overridable(public)
+    return public_fn(public, name,
+                     "The lower median of " + ("the non-NaN values of " if ignore_nan else "")
+                     + "``input``; with ``dim``, the named tuple (values, indices) along it.")
 
 
 median = _def_median("median", False, _rt.median)
@@ -344,10 +343,9 @@ def _def_quantile(name, ignore_nan):
     def public(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
         r = _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan)
         return r if out is None else write_out(out, r)
-    public.__name__ = public.__qualname__ = name
-    public.__doc__ = (f"The ``q``-th quantiles of {'the non-NaN values of ' if ignore_nan else ''}"
-                      f"``input`` (over ``dim``), interpolated as ``interpolation`` says.")
-    return overridable(public)
+    return public_fn(public, name,
+                     f"The ``q``-th quantiles of {'the non-NaN values of ' if ignore_nan else ''}"
+                     f"``input`` (over ``dim``), interpolated as ``interpolation`` says.")
 
 
 quantile = _def_quantile("quantile", False)
