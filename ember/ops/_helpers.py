@@ -59,11 +59,12 @@ _PROMO_CACHE = {}
 
 def promote_np(*xs):
     """torch's result dtype (a NumPy dtype) of arrays (dims matter) and Python scalars."""
-    key = tuple(_operand_key(x) for x in xs if x is not None)
+    # the default dtype decides int/float promotions, so it is part of the key
+    key = (_dt._default[0],) + tuple(_operand_key(x) for x in xs if x is not None)
     r = _PROMO_CACHE.get(key)
     if r is None:
-        pairs = [(_dt.FROM_NP[k], 0 if z else 1) for k, z in key if z is not None]
-        scalars = [k(0) for k, z in key if z is None]
+        pairs = [(_dt.FROM_NP[k], 0 if z else 1) for k, z in key[1:] if z is not None]
+        scalars = [k(0) for k, z in key[1:] if z is None]
         r = _dt.result_type_of(pairs, scalars).np
         if len(_PROMO_CACHE) < 4096:
             _PROMO_CACHE[key] = r
