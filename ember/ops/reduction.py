@@ -180,7 +180,8 @@ def _def_amax(name, op):
     def public(input, dim=(), keepdim=False, *, out=None):
         n = ndim_of(input)
         dims = norm_dims(dim if dim != () else None, n)
-        _check_reducible(name, input, dims, dim == () or dim is None or len(dims) == n == 0)
+        _check_reducible(name, input, dims, dim is None or (
+            not isinstance(dim, (int, np.integer)) and len(dim) == 0))
         r = apply(op, (input,), {"dims": dims, "keepdim": keepdim})
         return r if out is None else write_out(out, r)
     return public_fn(public, name,

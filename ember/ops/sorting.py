@@ -90,7 +90,16 @@ def _topk_kernel(xp, x, k, dim, largest=True):
         raise RuntimeError("topk does not support bool dtypes on CPU")
     _no_complex("topk", x)
     x1 = x.reshape(1) if x.ndim == 0 else x
-    i = np.take(_order(x1, dim, largest), np.arange(k), axis=dim)
+    n = x1.shape[dim]
+    if 0 < k < n // 4:
+        # select the k first (NaN counts as largest), then order only those
+        w = x1.astype(_F32) if x1.dtype in _HALF else x1
+        part = np.argpartition(w, n - k if largest else k - 1, axis=dim)
+        cand = np.take(part, np.arange(n - k, n) if largest else np.arange(k), axis=dim)
+        i = np.take_along_axis(cand, _order(np.take_along_axis(x1, cand, axis=dim), dim,
+                                            largest), axis=dim)
+    else:
+        i = np.take(_order(x1, dim, largest), np.arange(k), axis=dim)
     v = np.take_along_axis(x1, i, axis=dim)
     if x.ndim == 0:
         return v.reshape(()) if k else v, i.reshape(()) if k else i

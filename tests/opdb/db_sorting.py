@@ -71,11 +71,14 @@ def _topk_samples(dtype, rng):
     yield S((d((3, 5)), 3), {"dim": 0, "largest": False}, "smallest-dim0")
     yield S((d((2, 3, 4), noncontig=True), 4), {"dim": -1}, "noncontig-all")
     yield S((d((3, 5)), 0), {}, "k0")
+    yield S((d((4, 40)), 3), {}, "partial")
+    yield S((d((40, 3)), 5), {"dim": 0, "largest": False}, "partial-smallest")
     yield S((d(()), 1), {}, "0d")
     yield S((make((0, 3), dtype, rng), 2), {}, "empty")
     yield S((d((3, 5)), 6), {}, "k-too-big")
     if np_dtype(dtype).kind in "fV":
         yield S((arr([[5, NAN, 4, 1]], dtype), 2), {}, "nan")
+        yield S((arr([[5, NAN, 4, 1, 0, 2, 3, 6, 7, 8]], dtype), 2), {}, "nan-partial")
 
 
 def _topk_unsorted(dtype, rng):
