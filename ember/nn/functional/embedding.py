@@ -1,2 +1,188 @@
-"""(being written)"""
-__all__ = []
+"""Embeddings: ``embedding`` (a primitive: a row gather whose derivative is an index_add
+into the weight's shape, with padding_idx and scale_grad_by_freq), ``embedding_bag``
+(a composite reducing gathered rows per bag) and ``one_hot``."""
+import numpy as np
+
+from ..._core.dispatch import overridable
+from ..._core.op import Op
+from ..._core.tensor import _version_of, wrap
+from ...autograd import no_grad
+from ...ops import bincount, where
+from ...ops._helpers import apply, type_name
+
+__all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+def _check_indices(idx, what="embedding"):
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got ember."
+                           f"{type_name(idx.dtype)}Tensor instead (while checking arguments "
+                           f"for {what})")
+
+
+def _embedding_kernel(xp, w, idx, *, padding_idx, scale_freq):
+    _check_indices(idx)
+    n = w.shape[0]
+    if idx.size and (idx.min() < -n or idx.max() >= n or idx.min() < 0):
+        raise IndexError("index out of range in self")
+    return w[idx]
+
+
+def _embedding_vjp(ctx, g, w, idx, *, padding_idx, scale_freq):
+    shape = ctx.in_meta[0][0]
+    flat = idx.reshape(-1)
+    g2 = g.reshape(-1, shape[1])
+    if padding_idx >= 0:
+        g2 = where((flat == padding_idx).unsqueeze(1), 0, g2)
+    if scale_freq:
+        counts = bincount(flat, minlength=shape[0])
+        g2 = g2 / counts[flat].unsqueeze(1).to(g2.dtype)
+    return g.new_zeros(tuple(shape)).index_add(0, flat, g2), None
+
+
+EMBEDDING = Op("embedding", _embedding_kernel, _embedding_vjp, save_inputs=(1,),
+               shape=lambda w, idx, **p: (tuple(idx.shape) + tuple(w.shape[1:]), w.dtype),
+               category="nn")
+
+
+def _norm_padding_idx(padding_idx, n):
+    if padding_idx is None:
+        return -1
+    if padding_idx > 0:
+        if padding_idx >= n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+    elif padding_idx < 0:
+        if padding_idx < -n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = n + padding_idx
+    return padding_idx
+
+
+def _renorm_(weight, input, max_norm, norm_type):
+    """torch's embedding_renorm_: rescale (in place) the referenced rows whose norm exceeds
+    ``max_norm`` to norm ``max_norm``."""
+    with no_grad():
+        w = weight._data
+        rows = np.unique(np.asarray(input._data).reshape(-1))
+        if rows.size == 0:
+            return
+        sub = w[rows]
+        if norm_type == float("inf"):
+            norms = np.abs(sub).max(axis=1)
+        else:
+            norms = (np.abs(sub) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        big = norms > max_norm
+        if big.any():
+            scale = (max_norm / (norms[big] + 1e-7)).astype(w.dtype)
+            w[rows[big]] = sub[big] * scale[:, None]
+            _version_of(weight)[0] += 1
+
+
+@overridable
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Looks up rows of ``weight`` (num_embeddings, dim) at the indices in ``input``."""
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    padding_idx = _norm_padding_idx(padding_idx, weight.shape[0])
+    if max_norm is not None:
+        _check_indices(input._data)
+        _renorm_(weight, input, max_norm, norm_type)
+    return apply(EMBEDDING, (weight, input), {"padding_idx": padding_idx,
+                                              "scale_freq": bool(scale_grad_by_freq)})
+
+
+@overridable
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Sums, averages or takes the max of bags of embeddings without materialising them all."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if per_sample_weights is not None and per_sample_weights.shape != input.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}"
+                         f") is not None, then it must have the same shape as the input "
+                         f"({list(input.shape)})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    idx = input._data
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
+                             f"is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets).__name__}")
+        B, L = idx.shape
+        offs = np.arange(0, B * L, L, dtype=np.int64)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        offs = np.asarray(offsets._data, dtype=np.int64)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    n = input.shape[0]
+    if include_last_offset:
+        offs = offs[:-1]
+    if offs.size and offs[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {int(offs[0])}")
+    if offs.size and offs[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length ({n}), but got "
+                           f"offsets[-1] of {int(offs[-1])}")
+    B = offs.size
+    bag = np.searchsorted(offs, np.arange(n), side="right") - 1
+    pad = _norm_padding_idx(padding_idx, weight.shape[0]) if padding_idx is not None else -1
+    emb = embedding(input, weight, None if pad < 0 else pad, max_norm, norm_type,
+                    scale_grad_by_freq)
+    keep = np.asarray(input._data) != pad
+    D = weight.shape[1]
+    bag_t = wrap(bag.astype(np.int64))
+    if mode == "max":
+        emb = emb[wrap(np.nonzero(keep)[0])] if not keep.all() else emb
+        bk = wrap(bag[keep].astype(np.int64))
+        return weight.new_zeros((B, D)).scatter_reduce(0, bk.unsqueeze(1).expand(-1, D), emb,
+                                                       "amax", include_self=False)
+    if per_sample_weights is not None:
+        emb = emb * per_sample_weights.unsqueeze(1)
+    if not keep.all():
+        emb = emb * wrap(keep.astype(emb._data.dtype)).unsqueeze(1)
+    out = weight.new_zeros((B, D)).index_add(0, bag_t, emb)
+    if mode == "mean":
+        counts = np.bincount(bag[keep], minlength=B).astype(out._data.dtype)
+        out = out / wrap(np.maximum(counts, 1)).unsqueeze(1)
+    return out
+
+
+def _one_hot_kernel(xp, x, num_classes):
+    if x.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if x.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(x.max()) + 1
+    if x.size and x.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if x.size and x.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return (x[..., None] == np.arange(num_classes)).astype(np.int64)
+
+
+ONE_HOT = Op("one_hot", _one_hot_kernel, None, differentiable=False, category="nn")
+
+
+@overridable
+def one_hot(tensor, num_classes=-1):
+    """One-hot encoding of a LongTensor of class indices (num_classes=-1: max + 1)."""
+    return apply(ONE_HOT, (tensor,), {"num_classes": int(num_classes)})
