@@ -5,14 +5,11 @@ import math
 import numpy as np
 
 from .core import ALL_NUMERIC, FLOATS, HALVES, INTS, OpInfo, SampleInput as S, make, np_dtype
+from .db_reduction import arr
 
 NAN = math.nan
 FH = FLOATS + HALVES
 NUM = INTS + FH
-
-
-def arr(values, dtype):
-    return np.array(values).astype(np_dtype(dtype))
 
 
 def distinct(shape, dtype, rng, noncontig=False):
@@ -29,13 +26,6 @@ def distinct(shape, dtype, rng, noncontig=False):
         big[..., ::2] = a
         a = big[..., ::2]
     return a
-
-
-def _float_only(fn):
-    def g(dtype, rng):
-        if np_dtype(dtype).kind in "fV":
-            yield from fn(dtype, rng)
-    return g
 
 
 def _sort_samples(dtype, rng):
