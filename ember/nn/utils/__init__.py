@@ -1,6 +1,6 @@
 """``ember.nn.utils``: gradient clipping, parameter/vector conversion, weight and spectral
 normalisation, parametrizations, rnn packing and stateless functional_call."""
-from . import parametrize, rnn, stateless  # noqa: F401
+from . import parametrizations, parametrize, rnn, stateless  # noqa: F401
 from .clip_grad import *  # noqa: F401,F403
 from .convert_parameters import *  # noqa: F401,F403
 from .spectral_norm import *  # noqa: F401,F403
