@@ -290,7 +290,7 @@ def test_errors_like_torch():
         with pytest.raises(ValueError, match="non-leaf"):
             lib.optim.SGD([p * 2], lr=0.1)
         with pytest.raises(TypeError, match="ordered collections"):
-            lib.optim.SGD({p}, lr=0.1)
+            lib.optim.SGD([{"params": {p}}], lr=0.1)
         with pytest.raises(ValueError, match="Invalid rho"):
             lib.optim.Adadelta([p], rho=1.5)
         with pytest.raises(UserWarning, match="duplicate parameters"):
@@ -421,3 +421,48 @@ def test_warnings_free_training_loop():
             loss.backward()
             opt.step()
     np.testing.assert_allclose(w.detach().numpy(), [1.0, -2.0, 0.5], atol=1e-2)
+
+
+def test_user_defined_optimizer_subclass_gets_hooks():
+    class PlainSGD(ember.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, dict(lr=lr))
+
+        @ember.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-group["lr"])
+                        self.state[p]["n"] = self.state[p].get("n", 0) + 1
+
+    p = ember.nn.Parameter(ember.tensor([1.0, 2.0]))
+    opt = PlainSGD([p])
+    seen = []
+    opt.register_step_post_hook(lambda o, a, k: seen.append(o.state[p]["n"]))
+    p.grad = ember.tensor([1.0, 1.0])
+    opt.step()
+    assert seen == [1]
+    np.testing.assert_allclose(p.detach().numpy(), [0.9, 1.9], rtol=1e-6)
+    assert opt.state_dict()["state"] == {0: {"n": 1}}
+
+
+def test_state_dict_through_ember_save_load(tmp_path):
+    params = make_params(ember, "float32")
+    opt = ember.optim.AdamW(groups(params, {}), lr=0.01, amsgrad=True)
+    for k in range(3):
+        set_grads(ember, params, k, "float32")
+        opt.step()
+    f = tmp_path / "opt.pt"
+    ember.save(opt.state_dict(), f)
+    sd = ember.load(f)
+    params2 = make_params(ember, "float32", init=[p.detach().numpy() for p in params])
+    opt2 = ember.optim.AdamW(groups(params2, {}), lr=0.01, amsgrad=True)
+    opt2.load_state_dict(sd)
+    for k in range(3, NSTEPS):
+        set_grads(ember, params, k, "float32")
+        set_grads(ember, params2, k, "float32")
+        opt.step()
+        opt2.step()
+    for a, b in zip(params, params2):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
