@@ -22,11 +22,13 @@ from ._core.dispatch import DispatchMode  # noqa: E402
 from . import ops  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403
 from . import autograd  # noqa: E402
+from .ops import _return_types as return_types  # noqa: E402
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import serialization  # noqa: E402
 from . import utils  # noqa: E402
+from . import fft, special  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 
