@@ -1,2 +1,230 @@
-"""(being written)"""
-__all__ = []
+"""Normalization: batch_norm, layer_norm, group_norm, instance_norm, rms_norm,
+local_response_norm.
+
+The statistics-based norms share one fused primitive, ``_normalize(x, dims)``,
+returning (xhat, mean, rstd) in one pass; its vjp is the closed-form normalization
+gradient written in ember ops (reading xhat and rstd from the saved outputs, so
+double backward flows back through this same node).  The affine part is one
+``addcmul``.  Evaluation-mode batch norm folds the running statistics into one
+scale and one shift.
+"""
+import numpy as np
+
+from ..._core.state import STATE
+from ...autograd.grad_mode import no_grad
+from ...ops._helpers import Op, apply, type_name
+from .conv import _compute, pad
+from .pooling import avg_pool2d
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
+           "local_response_norm"]
+
+
+def _normalize_kernel(xp, x, dims, eps):
+    a, back = _compute(x)
+    if a.dtype.kind not in "f":
+        raise NotImplementedError(f"\"normalize\" not implemented for '{type_name(x.dtype)}'")
+    mean = a.mean(axis=dims, keepdims=True)
+    xc = a - mean
+    var = xp.mean(xc * xc, axis=dims, keepdims=True)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    xc *= rstd
+    if back is not None:
+        return xc.astype(back), mean.astype(back), rstd.astype(back)
+    return xc, mean, rstd
+
+
+def _live(g):
+    return g is not None and (g._requires_grad or g._data.any())
+
+
+def _normalize_vjp(ctx, grads, x, dims, eps):
+    gxh, gm, gr = grads
+    xhat, _, rstd = ctx.out
+    shape = ctx.in_meta[0][0]
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    gx = (gxh - gxh.mean(dims, keepdim=True) -
+          xhat * (gxh * xhat).mean(dims, keepdim=True)) * rstd
+    if _live(gm):
+        gx = gx + gm / n
+    if _live(gr):
+        gx = gx - xhat * (gr * rstd * rstd / n)
+    return gx
+
+
+NORMALIZE = Op("_normalize", _normalize_kernel, _normalize_vjp, save_inputs=False,
+               save_output=True, n_out=3, category="nn")
+
+
+def normalize_stats(x, dims, eps):
+    """(xhat, mean, rstd) of ``x`` over ``dims`` (a sorted tuple), stats kept as dims of 1."""
+    return apply(NORMALIZE, (x,), {"dims": tuple(dims), "eps": float(eps)})
+
+
+def _affine(y, weight, bias, shape):
+    if weight is not None:
+        weight = weight.reshape(shape)
+    if bias is not None:
+        bias = bias.reshape(shape)
+    if weight is not None and bias is not None:
+        return bias.addcmul(y, weight)
+    if weight is not None:
+        return y * weight
+    if bias is not None:
+        return y + bias
+    return y
+
+
+def _channel_shape(input):
+    return (input.shape[1],) + (1,) * (input.dim() - 2)
+
+
+def _check_channel_param(name, t, C):
+    if t is not None and t.numel() != C:
+        raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
+
+
+def _update_running(running, new, momentum):
+    with no_grad():
+        running.mul_(1 - momentum).add_(new.to(running.dtype).reshape(running.shape) * momentum)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-05):
+    """Apply Batch Normalization for each channel across a batch of data."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
+    C = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_channel_param(name, t, C)
+    shape = _channel_shape(input)
+    if training:
+        n = input.numel() // C
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+        dims = (0,) + tuple(range(2, input.dim()))
+        xhat, mean, rstd = normalize_stats(input, dims, eps)
+        if running_mean is not None:
+            _update_running(running_mean, mean.detach(), momentum)
+        if running_var is not None:
+            r = rstd.detach().double()
+            var = (1.0 / (r * r) - eps) * (n / (n - 1))
+            _update_running(running_var, var, momentum)
+        return _affine(xhat, weight, bias, shape)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    scale = (running_var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return shift.reshape(shape).addcmul(input, scale.reshape(shape))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-05):
+    """Apply Instance Normalization independently for each channel in every data sample."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher input (got {input.dim()}D input)")
+    C = input.shape[1]
+    shape = _channel_shape(input)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    dims = tuple(range(2, input.dim()))
+    n = 1
+    for d in dims:
+        n *= input.shape[d]
+    if n <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{list(input.shape)}")
+    xhat, mean, rstd = normalize_stats(input, dims, eps)
+    if running_mean is not None:
+        _update_running(running_mean, mean.detach().reshape(-1, C).mean(0), momentum)
+    if running_var is not None:
+        r = rstd.detach().double()
+        var = (1.0 / (r * r) - eps) * (n / (n - 1))
+        _update_running(running_var, var.reshape(-1, C).mean(0), momentum)
+    return _affine(xhat, weight, bias, shape)
+
+
+def _norm_shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _check_trailing(input, ns, weight, bias):
+    k = len(ns)
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
+                               f"got {name} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(ns)}")
+    if input.dim() < k or tuple(input.shape[-k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(map(str, ns))}], but got input of size"
+                           f"{list(input.shape)}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Apply Layer Normalization over the last dimensions given by ``normalized_shape``."""
+    ns = _norm_shape(normalized_shape)
+    _check_trailing(input, ns, weight, bias)
+    nd = input.dim()
+    xhat = normalize_stats(input, tuple(range(nd - len(ns), nd)), eps)[0]
+    return _affine(xhat, weight, bias, ns)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Apply Group Normalization over groups of channels."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    N, C = input.shape[:2]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    _check_channel_param("weight", weight, C)
+    _check_channel_param("bias", bias, C)
+    xhat = normalize_stats(input.reshape(N, num_groups, -1), (2,), eps)[0]
+    return _affine(xhat.reshape(input.shape), weight, bias, _channel_shape(input))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Apply Root Mean Square Layer Normalization over the last dimensions."""
+    ns = _norm_shape(normalized_shape)
+    _check_trailing(input, ns, weight, None)
+    if eps is None:
+        dt = input._data.dtype
+        eps = float(np.finfo(np.float32 if dt.kind == "V" else dt).eps)
+    nd = input.dim()
+    dims = tuple(range(nd - len(ns), nd))
+    y = input * (input * input).mean(dims, keepdim=True).add(eps).rsqrt()
+    return y if weight is None else y * weight
+
+
+def local_response_norm(input, size, alpha=0.0001, beta=0.75, k=1.0):
+    """Apply local response normalization over an input signal, across channels."""
+    d = input.dim()
+    if d < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {d} dimensions)")
+    if input.numel() == 0:
+        return input
+    B, C = input.shape[:2]
+    sq = (input * input).reshape(B, 1, C, -1)
+    # average of squares over a channel window centred on each channel (zeros beyond the ends)
+    sq = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(sq, (size, 1), stride=1).reshape(input.shape)
+    return input / (div * alpha + k).pow(beta)
+
+
+_ = STATE

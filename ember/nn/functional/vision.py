@@ -1,2 +1,358 @@
-"""(being written)"""
-__all__ = []
+"""Vision functions: pixel_shuffle/unshuffle, channel_shuffle, interpolate/upsample,
+grid_sample, affine_grid.
+
+Interpolation is separable: nearest modes gather with ``index_select`` per
+dimension; linear/bilinear/trilinear/bicubic apply one small (out, in) weight
+matrix per dimension with matmul, so gradients come from matmul's own.
+grid_sample is a composite of gathers and arithmetic, differentiable in both the
+input and the grid.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from ..._core.tensor import wrap
+from ...ops.blas import matmul
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, \
+    apply_separable
+
+__all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+           "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
+           "affine_grid"]
+
+
+def pixel_shuffle(input, upscale_factor):
+    """Rearrange (*, C*r^2, H, W) into (*, C, H*r, W*r)."""
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.dim()} dimension(s)")
+    r = int(upscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, C, H, W = input.shape
+    if C % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={C} "
+                           f"is not divisible by {r * r}")
+    lead = tuple(lead)
+    k = len(lead)
+    x = input.reshape(lead + (C // (r * r), r, r, H, W))
+    perm = tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2)
+    return x.permute(perm).reshape(lead + (C // (r * r), H * r, W * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """Rearrange (*, C, H*r, W*r) into (*, C*r^2, H, W)."""
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.dim()} dimension(s)")
+    r = int(downscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, C, H, W = input.shape
+    if H % r or W % r:
+        which, v = ("height", H) if H % r else ("width", W)
+        raise RuntimeError(f"pixel_unshuffle expects {which} to be divisible by "
+                           f"downscale_factor, but input.size({-2 if which == 'height' else -1})"
+                           f"={v} is not divisible by {r}")
+    lead = tuple(lead)
+    k = len(lead)
+    x = input.reshape(lead + (C, H // r, r, W // r, r))
+    perm = tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3)
+    return x.permute(perm).reshape(lead + (C * r * r, H // r, W // r))
+
+
+def channel_shuffle(input, groups):
+    """Divide the channels into ``groups`` and interleave them."""
+    if input.dim() < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.dim()} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    N, C = input.shape[:2]
+    if C % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels "
+                           f"and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((N, groups, C // groups) + rest).transpose(1, 2).reshape(input.shape)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+# ---- interpolate -------------------------------------------------------------------------
+
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def _scale(in_size, out_size, align_corners, scale):
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    if scale is not None and scale > 0:
+        return 1.0 / scale
+    return in_size / out_size
+
+
+def _nearest_index(in_size, out_size, scale, exact):
+    s = np.float32(1.0 / scale if scale is not None and scale > 0 else in_size / out_size)
+    dst = np.arange(out_size, dtype=np.float32)
+    src = np.floor((dst + np.float32(0.5)) * s if exact else dst * s).astype(np.int64)
+    return np.minimum(src, in_size - 1)
+
+
+def _cubic_weights(t, A=-0.75):
+    def near(x):
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _interp_matrix(in_size, out_size, mode, align_corners, scale):
+    s = _scale(in_size, out_size, align_corners, scale)
+    dst = np.arange(out_size, dtype=np.float64)
+    src = dst * s if align_corners else s * (dst + 0.5) - 0.5
+    m = np.zeros((out_size, in_size))
+    rows = np.arange(out_size)
+    if mode == "bicubic":
+        i0 = np.floor(src).astype(np.int64)
+        ws = _cubic_weights(src - i0)
+        for k, w in zip(range(-1, 3), ws):
+            np.add.at(m, (rows, np.clip(i0 + k, 0, in_size - 1)), w)
+        return m
+    if not align_corners:
+        src = np.maximum(src, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    lam = src - i0
+    np.add.at(m, (rows, i0), 1.0 - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def _output_size(input, n, size, scale_factor, recompute):
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    spatial = tuple(input.shape[2:])
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != n:
+                raise ValueError(f"Input and output must have the same number of spatial "
+                                 f"dimensions, but got input with spatial dimensions of "
+                                 f"{list(spatial)} and output size of {size}. Please provide "
+                                 f"input tensor in (N, C, d1, d2, ...,dK) format and output size "
+                                 f"in (o1, o2, ...,oK) format.")
+            osz = tuple(int(s) for s in size)
+        else:
+            osz = (int(size),) * n
+        return osz, (None,) * n
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if isinstance(scale_factor, (list, tuple)):
+        if len(scale_factor) != n:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{list(spatial)} and scale_factor of shape {scale_factor}. Please "
+                             f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             f"scale_factor in (s1, s2, ...,sK) format.")
+        sf = tuple(float(s) for s in scale_factor)
+    else:
+        sf = (float(scale_factor),) * n
+    osz = tuple(int(math.floor(float(s) * f)) for s, f in zip(spatial, sf))
+    return osz, ((None,) * n if recompute else sf)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Down/up samples the input to the given size or scale_factor, with the given mode."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif mode in _LINEAR_MODES:
+        if align_corners is None:
+            align_corners = False
+    else:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    if antialias:
+        raise NotImplementedError("Anti-alias option is not supported by ember's interpolate")
+    n = input.dim() - 2
+    if n not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    need = _LINEAR_MODES.get(mode)
+    if need is not None and need != n:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                  f"{need + 2}D input")
+    osz, scales = _output_size(input, n, size, scale_factor, recompute_scale_factor)
+    if any(o <= 0 for o in osz):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({'x'.join(map(str, input.shape[2:]))}) and output "
+                           f"({'x'.join(map(str, osz))})")
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, osz)
+    spatial = tuple(input.shape[2:])
+    x = input
+    if mode in ("nearest", "nearest-exact"):
+        for i, (L, o, s) in enumerate(zip(spatial, osz, scales)):
+            idx = _nearest_index(L, o, s, mode == "nearest-exact")
+            if o != L or (idx != np.arange(L)).any():
+                x = x.index_select(2 + i, wrap(idx))
+        return x if x is not input else input.clone()
+    dt = input._data.dtype
+    mats = [wrap(_interp_matrix(L, o, mode, align_corners, s).astype(dt))
+            for L, o, s in zip(spatial, osz, scales)]
+    return apply_separable(x, mats)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Upsample input (deprecated: use interpolate)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Upsample input using nearest neighbours' pixel values (deprecated)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Upsample input using bilinear upsampling with align_corners=True (deprecated)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---- grid_sample / affine_grid -----------------------------------------------------------
+
+def _unnormalize(c, size, align_corners):
+    if align_corners:
+        return (c + 1) * ((size - 1) / 2)
+    return ((c + 1) * size - 1) / 2
+
+
+def _reflect(c, lo2, hi2):
+    if lo2 == hi2:
+        return c * 0
+    mn = lo2 / 2
+    span = (hi2 - lo2) / 2
+    c = (c - mn).abs()
+    extra = c.fmod(span)
+    flips = np.floor(c.detach().numpy() / span)
+    even = wrap(flips % 2 == 0)
+    return (extra + mn).where(even, span - extra + mn)
+
+
+def _pad_coord(c, size, padding_mode, align_corners):
+    if padding_mode == "border":
+        return c.clamp(0, size - 1)
+    if padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+        return c.clamp(0, size - 1)
+    return c
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Compute grid sample: output values sampled from ``input`` at ``grid`` locations."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                      "old behavior is desired. See the documentation of grid_sample for details.",
+                      stacklevel=2)
+        align_corners = False
+    if input.dim() != 4 or mode == "bicubic":
+        raise NotImplementedError("ember's grid_sample supports 4-D inputs with bilinear or "
+                                  "nearest modes")
+    if grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension and "
+                           f"the same batch size as input, but got grid with sizes "
+                           f"{list(grid.shape)} and input with sizes {list(input.shape)}")
+    N, C, H, W = input.shape
+    Ho, Wo = grid.shape[1:3]
+    x = _pad_coord(_unnormalize(grid[..., 0], W, align_corners), W, padding_mode, align_corners)
+    y = _pad_coord(_unnormalize(grid[..., 1], H, align_corners), H, padding_mode, align_corners)
+    flat = input.reshape(N, C, H * W)
+
+    def tap(ix, iy):
+        """input[n, :, iy, ix] for integer coordinate arrays, zero outside the image."""
+        valid = (ix >= 0) & (ix < W) & (iy >= 0) & (iy < H)
+        idx = np.where(valid, np.clip(iy, 0, H - 1) * W + np.clip(ix, 0, W - 1), 0)
+        idx_t = wrap(idx.reshape(N, 1, -1).astype(np.int64)).expand(N, C, Ho * Wo)
+        v = flat.gather(2, idx_t).reshape(N, C, Ho, Wo)
+        if valid.all():
+            return v
+        return v * wrap(valid[:, None].astype(input._data.dtype))
+
+    xd, yd = x.detach().numpy(), y.detach().numpy()
+    if mode == "nearest":
+        return tap(np.round(xd).astype(np.int64), np.round(yd).astype(np.int64))
+    x0, y0 = np.floor(xd), np.floor(yd)
+    wx1 = (x - wrap(x0.astype(xd.dtype))).unsqueeze(1)
+    wy1 = (y - wrap(y0.astype(yd.dtype))).unsqueeze(1)
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+    return (tap(x0, y0) * (wx0 * wy0) + tap(x0 + 1, y0) * (wx1 * wy0) +
+            tap(x0, y0 + 1) * (wx0 * wy1) + tap(x0 + 1, y0 + 1) * (wx1 * wy1))
+
+
+def _base_coords(n, align_corners):
+    if n <= 1:
+        return np.zeros(max(n, 0))
+    c = np.linspace(-1.0, 1.0, n)
+    return c if align_corners else c * (n - 1) / n
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Generate a 2D or 3D flow field (sampling grid), given a batch of affine matrices."""
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                      "old behavior is desired. See the documentation of grid_sample for details.",
+                      stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = tuple(size)
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {tuple(theta.shape)}.")
+        N, _, H, W = size
+        xs, ys = _base_coords(W, align_corners), _base_coords(H, align_corners)
+        base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], np.ones((H, W))), -1)
+        shape = (N, H, W, 2)
+    elif len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {tuple(theta.shape)}.")
+        N, _, D, H, W = size
+        xs, ys, zs = (_base_coords(W, align_corners), _base_coords(H, align_corners),
+                      _base_coords(D, align_corners))
+        base = np.stack(np.broadcast_arrays(xs[None, None, :], ys[None, :, None],
+                                            zs[:, None, None], np.ones((D, H, W))), -1)
+        shape = (N, D, H, W, 3)
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != N:
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{size}. Got {tuple(theta.shape)}.")
+    b = wrap(base.reshape(1, -1, base.shape[-1]).astype(theta._data.dtype))
+    return matmul(b, theta.transpose(1, 2)).reshape(shape)
