@@ -124,6 +124,13 @@ class ArrayOptimizer(Optimizer):
             self._update_group(group)
         return loss
 
+    def __setstate__(self, state):
+        # groups pickled by older versions may lack newer options: fill them from defaults
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for k, v in self.defaults.items():
+                group.setdefault(k, v)
+
     def _update_group(self, group):
         raise NotImplementedError
 
@@ -163,6 +170,27 @@ def check_lr(lr):
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")
     check_range("learning rate", lr)
+
+
+def check_args(lr, eps=None, betas=None, weight_decay=None):
+    """torch's checks, in torch's order: lr, eps, betas, weight_decay."""
+    check_lr(lr)
+    if eps is not None:
+        check_range("epsilon value", eps)
+    if betas is not None:
+        check_betas(betas)
+    if weight_decay is not None:
+        check_range("weight_decay value", weight_decay)
+
+
+def adam_moments(st, g, beta1, beta2):
+    """``exp_avg.lerp_(g, 1 - beta1)``, ``exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2)``;
+    returns both arrays."""
+    m, v = state_arr(st, "exp_avg"), state_arr(st, "exp_avg_sq")
+    lerp_(m, g, 1 - beta1)
+    v *= beta2
+    addcmul_(v, g, g, 1 - beta2)
+    return m, v
 
 
 def check_betas(betas):

@@ -1,18 +1,10 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
 import numpy as np
 
-from ._functional import (ArrayOptimizer, addcdiv_, addcmul_, check_betas, check_fused, check_lr,
-                          check_range, incr, lerp_, param_and_grad, scalar, state_arr,
-                          step_tensor, zeros_like)
+from ._functional import (ArrayOptimizer, adam_moments, addcdiv_, check_args, check_fused, incr,
+                          param_and_grad, scalar, state_arr, step_tensor, zeros_like)
 
 __all__ = ["Adam", "AdamW"]
-
-
-def _check_adam_args(lr, betas, eps, weight_decay):
-    check_lr(lr)
-    check_range("epsilon value", eps)
-    check_betas(betas)
-    check_range("weight_decay value", weight_decay)
 
 
 class Adam(ArrayOptimizer):
@@ -22,24 +14,13 @@ class Adam(ArrayOptimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        _check_adam_args(lr, betas, eps, weight_decay)
+        check_args(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         check_fused(fused, foreach, differentiable)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-            group.setdefault("decoupled_weight_decay", False)
 
     def _update_group(self, group):
         amsgrad = group["amsgrad"]
@@ -63,10 +44,7 @@ class Adam(ArrayOptimizer):
             step = incr(st["step"])
             if wd != 0 and decoupled:
                 x *= 1 - lr * wd
-            m, v = state_arr(st, "exp_avg"), state_arr(st, "exp_avg_sq")
-            lerp_(m, g, 1 - beta1)
-            v *= beta2
-            addcmul_(v, g, g, 1 - beta2)
+            m, v = adam_moments(st, g, beta1, beta2)
             if amsgrad:
                 mx = state_arr(st, "max_exp_avg_sq")
                 np.maximum(mx, v, out=mx)
@@ -88,8 +66,3 @@ class AdamW(Adam):
                          amsgrad=amsgrad, foreach=foreach, maximize=maximize,
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group["decoupled_weight_decay"] = True

@@ -1,8 +1,8 @@
 """Adamax (``torch.optim.Adamax``): Adam with the infinity norm."""
 import numpy as np
 
-from ._functional import (ArrayOptimizer, addcdiv_, check_betas, check_lr, check_range, incr,
-                          lerp_, param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+from ._functional import (ArrayOptimizer, addcdiv_, check_args, incr, lerp_, param_and_grad,
+                          scalar, state_arr, step_tensor, zeros_like)
 
 __all__ = ["Adamax"]
 
@@ -12,10 +12,7 @@ class Adamax(ArrayOptimizer):
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
-        check_lr(lr)
-        check_range("epsilon value", eps)
-        check_betas(betas)
-        check_range("weight_decay value", weight_decay)
+        check_args(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)

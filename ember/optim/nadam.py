@@ -1,8 +1,8 @@
 """NAdam (``torch.optim.NAdam``): Adam with Nesterov momentum."""
 import numpy as np
 
-from ._functional import (ArrayOptimizer, addcdiv_, addcmul_, check_betas, check_lr, check_range,
-                          incr, lerp_, param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+from ._functional import (ArrayOptimizer, adam_moments, addcdiv_, check_args, check_range, incr,
+                          param_and_grad, scalar, step_tensor, zeros_like)
 
 __all__ = ["NAdam"]
 
@@ -13,10 +13,7 @@ class NAdam(ArrayOptimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
-        check_lr(lr)
-        check_range("epsilon value", eps)
-        check_betas(betas)
-        check_range("weight_decay value", weight_decay)
+        check_args(lr, eps, betas, weight_decay)
         check_range("momentum_decay value", momentum_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay,
@@ -47,10 +44,7 @@ class NAdam(ArrayOptimizer):
             mp = st["mu_product"]._data
             mp *= mu
             mp = float(mp)
-            m, v = state_arr(st, "exp_avg"), state_arr(st, "exp_avg_sq")
-            lerp_(m, g, 1 - beta1)
-            v *= beta2
-            addcmul_(v, g, g, 1 - beta2)
+            m, v = adam_moments(st, g, beta1, beta2)
             denom = np.divide(v, bc2)
             np.sqrt(denom, out=denom)
             denom += eps

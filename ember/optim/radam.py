@@ -1,8 +1,8 @@
 """RAdam (``torch.optim.RAdam``): rectified Adam."""
 import numpy as np
 
-from ._functional import (ArrayOptimizer, addcmul_, check_betas, check_lr, check_range, incr,
-                          lerp_, param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+from ._functional import (ArrayOptimizer, adam_moments, check_args, incr, param_and_grad, scalar,
+                          step_tensor, zeros_like)
 
 __all__ = ["RAdam"]
 
@@ -13,10 +13,7 @@ class RAdam(ArrayOptimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
-        check_lr(lr)
-        check_range("epsilon value", eps)
-        check_betas(betas)
-        check_range("weight_decay value", weight_decay)
+        check_args(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay,
@@ -39,10 +36,7 @@ class RAdam(ArrayOptimizer):
             step = incr(st["step"])
             if wd != 0 and decoupled:
                 x *= 1 - lr * wd
-            m, v = state_arr(st, "exp_avg"), state_arr(st, "exp_avg_sq")
-            lerp_(m, g, 1 - beta1)
-            v *= beta2
-            addcmul_(v, g, g, 1 - beta2)
+            m, v = adam_moments(st, g, beta1, beta2)
             bc1 = 1 - beta1 ** step
             bc2 = 1 - beta2 ** step
             upd = np.divide(m, bc1)

@@ -23,15 +23,6 @@ class SGD(ArrayOptimizer):
         super().__init__(params, defaults)
         check_fused(fused, foreach, differentiable)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
-
     def _update_group(self, group):
         lr = scalar(group["lr"])
         momentum, dampening = group["momentum"], group["dampening"]

@@ -466,3 +466,16 @@ def test_state_dict_through_ember_save_load(tmp_path):
         opt2.step()
     for a, b in zip(params, params2):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_setstate_fills_missing_options_and_differentiable_unsupported():
+    p = ember.nn.Parameter(ember.ones(2))
+    opt = ember.optim.Adam([p], lr=0.1)
+    state = opt.__getstate__()
+    del state["param_groups"][0]["amsgrad"]
+    opt.__setstate__(state)
+    assert opt.param_groups[0]["amsgrad"] is False
+    opt = ember.optim.SGD([p], lr=0.1, differentiable=True)
+    p.grad = ember.ones(2)
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        opt.step()
