@@ -231,7 +231,8 @@ class RNN(RNNBase):
     """Multi-layer Elman RNN with tanh or ReLU non-linearity."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None,
+                 *, proj_size=0):
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -241,7 +242,7 @@ class RNN(RNNBase):
                              f"'relu'.")
         self.nonlinearity = nonlinearity
         super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, 0, device, dtype)
+                         bidirectional, proj_size, device, dtype)
 
 
 class LSTM(RNNBase):
@@ -261,9 +262,9 @@ class GRU(RNNBase):
     """Multi-layer gated recurrent unit RNN."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, *, proj_size=0):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, 0, device, dtype)
+                         bidirectional, proj_size, device, dtype)
 
 
 # ---- cells --------------------------------------------------------------------------------
