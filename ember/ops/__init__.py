@@ -4,8 +4,9 @@ Importing a module registers its operators, public functions and Tensor
 methods; ``__all__`` of each module is re-exported as ``ember.<name>``.
 """
 from . import (pointwise, conversion, views, reduce_basic, creation, reduction, sorting,  # noqa
-               shape, indexing, blas, random, softmax)
+               shape, indexing, blas, random, softmax, complex_ops)
 from .blas import *  # noqa: F401,F403
+from .complex_ops import *  # noqa: F401,F403
 from .conversion import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
