@@ -310,7 +310,7 @@ def hardsigmoid(input, inplace=False):
 
 
 def _hardswish_vjp(ctx, g, x):
-    return where(x < -3, 0, where(x <= 3, g * (x / 3 + 0.5), g))
+    return where(x <= -3, 0, where(x < 3, g * (x / 3 + 0.5), g))
 
 
 HARDSWISH = _op("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6, _hardswish_vjp)

@@ -681,6 +681,8 @@ def _ctc_grad_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
     onehot = (ext[:, :, None] == np.arange(a.shape[2])[None, None, :]).astype(a.dtype)
     gamma = np.einsum("tns,nsc->tnc", occ, onehot)
     grad = np.exp(a) - gamma
+    # an impossible alignment (infinite loss) has an undefined gradient: nan, like torch
+    grad = np.where(np.isinf(nll)[None, :, None], np.nan, grad)
     tmask = np.arange(T)[:, None] < in_arr[None, :]
     grad = np.where(tmask[:, :, None], grad, 0)
     if zero_inf:
