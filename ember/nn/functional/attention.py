@@ -14,6 +14,7 @@ import numpy as np
 from ..._core.op import Op
 from ..._core.tensor import Tensor
 from ...ops import _helpers as H
+from ...ops.blas import cpp_name
 from ...ops import cat, ones, tensor as _tensor, zeros
 
 __all__ = ["scaled_dot_product_attention"]
@@ -162,9 +163,9 @@ FLASH_ATTENTION = Op("_flash_attention", _flash_kernel, _flash_vjp, n_out=2, sav
 def _check(query, key, value, attn_mask, is_causal):
     if not (query.dtype == key.dtype == value.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
-                           f"query.dtype: {H.type_name(query.dtype.np).lower()} key.dtype: "
-                           f"{H.type_name(key.dtype.np).lower()} and value.dtype: "
-                           f"{H.type_name(value.dtype.np).lower()} instead.")
+                           f"query.dtype: {cpp_name(query.dtype)} key.dtype: "
+                           f"{cpp_name(key.dtype)} and value.dtype: "
+                           f"{cpp_name(value.dtype)} instead.")
     if min(query.dim(), key.dim(), value.dim()) < 2:
         raise RuntimeError("scaled_dot_product_attention: query, key and value must have at "
                            "least 2 dimensions")
@@ -181,8 +182,8 @@ def _check(query, key, value, attn_mask, is_causal):
         md = attn_mask.dtype
         if not (md.is_floating_point and md == query.dtype) and md.name != "bool":
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
-                               f"dtype, but got attn_mask.dtype: {md} and  query.dtype: "
-                               f"{query.dtype} instead.")
+                               f"dtype, but got attn_mask.dtype: {cpp_name(md)} and  query.dtype: "
+                               f"{cpp_name(query.dtype)} instead.")
 
 
 def _repeat_kv(query, key, value):
