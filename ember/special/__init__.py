@@ -1,0 +1,77 @@
+"""ember.special: special functions with torch.special's names, dtypes and gradients.
+
+Functions that ember.ops already defines (erf, digamma, sigmoid, ...) are the same
+operators here; the rest are in ``_ops`` (scipy.special kernels).
+"""
+import math as _math
+
+from .._core.dispatch import overridable as _overridable
+from ..ops import pointwise as _pw
+from ..ops import softmax as _sm
+from ._ops import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, entr, erfcx,  # noqa
+                   gammainc, gammaincc, i0, i0e, i1, i1e, log_ndtr, modified_bessel_i0,
+                   modified_bessel_i1, modified_bessel_k0, modified_bessel_k1, ndtr, ndtri,
+                   scaled_modified_bessel_k0, scaled_modified_bessel_k1, sinc,
+                   spherical_bessel_j0, xlog1py, zeta)
+
+erf = _pw.erf
+erfc = _pw.erfc
+erfinv = _pw.erfinv
+expit = _pw.sigmoid
+logit = _pw.logit
+exp2 = _pw.exp2
+expm1 = _pw.expm1
+log1p = _pw.log1p
+xlogy = _pw.xlogy
+gammaln = _pw.lgamma
+digamma = psi = _pw.digamma
+polygamma = _pw.polygamma
+
+
+def round(input, *, decimals=0, out=None):
+    """Alias for ``ember.round()``."""
+    k = input._data.dtype.kind
+    if k in "biuc":
+        from ..ops._helpers import not_implemented
+        not_implemented("round_vml_cpu", input._data.dtype)
+    return _pw.round(input, decimals=decimals, out=out)
+
+
+def softmax(input, dim, *, dtype=None):
+    """Computes the softmax function along ``dim``."""
+    return _sm.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """Computes softmax followed by a logarithm along ``dim``."""
+    return _sm.log_softmax(input, dim, dtype)
+
+
+@_overridable
+def multigammaln(input, p, *, out=None):
+    """Computes the multivariate log-gamma function with dimension ``p`` element-wise."""
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    from ..ops.creation import arange
+    k = input._data.dtype
+    x = input if k.kind in "fcV" else input.to(_default_float())
+    shift = arange(p, dtype=x.dtype) * -0.5
+    r = (x.unsqueeze(-1) + shift).lgamma().sum(-1) + p * (p - 1) / 4 * _math.log(_math.pi)
+    if out is not None:
+        from .._core.dispatch import write_out
+        return write_out(out, r)
+    return r
+
+
+def _default_float():
+    from .._core.dtype import get_default_dtype
+    return get_default_dtype()
+
+
+__all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr",
+           "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc",
+           "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
+           "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+           "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax",
+           "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
