@@ -170,8 +170,9 @@ class RNNBase(Module):
         else:
             sorted_idx = unsorted_idx = None
             if input.dim() not in (2, 3):
+                tail = "tensor instead" if self.mode.startswith("RNN") else "instead"
                 raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
-                                 f"{'tensor instead' if self.mode.startswith('RNN') else 'instead'}")
+                                 f"{tail}")
             unbatched = input.dim() == 2
             if hx is not None:
                 want = 2 if unbatched else 3
