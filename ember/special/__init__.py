@@ -7,7 +7,7 @@ import math as _math
 
 from .._core.dispatch import overridable as _overridable
 from ..ops import pointwise as _pw
-from ..ops import softmax as _sm
+from ..ops.softmax import log_softmax as _log_softmax, softmax as _softmax
 from ._ops import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, entr, erfcx,  # noqa
                    gammainc, gammaincc, i0, i0e, i1, i1e, log_ndtr, modified_bessel_i0,
                    modified_bessel_i1, modified_bessel_k0, modified_bessel_k1, ndtr, ndtri,
@@ -39,12 +39,12 @@ def round(input, *, decimals=0, out=None):
 
 def softmax(input, dim, *, dtype=None):
     """Computes the softmax function along ``dim``."""
-    return _sm.softmax(input, dim, dtype)
+    return _softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
     """Computes softmax followed by a logarithm along ``dim``."""
-    return _sm.log_softmax(input, dim, dtype)
+    return _log_softmax(input, dim, dtype)
 
 
 @_overridable
