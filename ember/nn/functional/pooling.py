@@ -71,21 +71,39 @@ def _max_pool_kernel(xp, x, ks, stride, pad, dil, ceil, need_idx):
     if any(p for pr in pads for p in pr):
         a = xp.pad(a, ((0, 0),) * lead + pads, constant_values=_fill_low(a.dtype))
     win = _crop(_windows(xp, a, ks, dil, ((0, 0),) * n, stride), outs, n)
-    kaxes = tuple(range(-n, 0))
     if not need_idx:
-        r = win.max(axis=kaxes)
+        r = win.max(axis=tuple(range(-n, 0)))
         return (r if back is None else r.astype(back)), xp.zeros((0,), dtype=np.int64)
-    flat = win.reshape(win.shape[:-n] + (-1,))
-    k = flat.argmax(axis=-1)
-    r = xp.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
-    kidx = np.unravel_index(k, ks)
+    offsets = list(np.ndindex(*ks))
+    views = [win[(Ellipsis,) + off] for off in offsets]
+    r = views[0].copy()
+    for v in views[1:]:
+        xp.maximum(r, v, out=r)
+    kt = np.int8 if len(views) < 128 else np.int64
+    if a.dtype.kind == "f" and xp.isnan(r).any():
+        # PyTorch takes the last NaN of a window; the equality test below cannot see NaNs
+        r = views[0].copy()
+        k = xp.zeros(r.shape, dtype=kt)
+        for j, v in enumerate(views[1:], 1):
+            upd = (v > r) | (v != v)
+            xp.copyto(r, v, where=upd)
+            xp.copyto(k, j, where=upd)
+    else:
+        # the first offset holding the maximum, as PyTorch's strict '>' scan picks
+        k = xp.full(r.shape, len(views) - 1, dtype=kt)
+        for j in range(len(views) - 2, -1, -1):
+            xp.copyto(k, j, where=views[j] == r)
     L = x.shape[-n:]
-    pos = []
+    strides = [int(np.prod(L[i + 1:], dtype=np.int64)) for i in range(n)]
+    base = 0
     for i in range(n):
         o = np.arange(outs[i]).reshape((-1,) + (1,) * (n - 1 - i))
-        pos.append(o * stride[i] - pad[i] + kidx[i] * dil[i])
-    idx = np.ravel_multi_index(tuple(pos), L, mode="clip") if n > 1 else pos[0]
-    return (r if back is None else r.astype(back)), idx.astype(np.int64)
+        base = base + (o * stride[i] - pad[i]) * strides[i]
+    table = np.array([sum(o[i] * dil[i] * strides[i] for i in range(n)) for o in offsets],
+                     dtype=np.int64)
+    idx = table[k]
+    idx += base
+    return (r if back is None else r.astype(back)), idx
 
 
 def _max_pool_vjp(ctx, g, x, ks, stride, pad, dil, ceil, need_idx):
