@@ -17,10 +17,11 @@ def _mm_error(x, w):
 
 
 def _linear_kernel(xp, x, w, b=None):
-    if w.ndim != 2 or x.ndim == 0:
-        if x.ndim == 0 or w.ndim > 2:
-            raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
-                               f"{x.ndim}D and {w.ndim}D")
+    if x.ndim == 0 or w.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{x.ndim}D and {w.ndim}D")
+    if w.ndim != 2 and not (w.ndim == 1 and b is None):
+        raise RuntimeError(f"mat2 must be a matrix, got {w.ndim}-D tensor")
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
         other = w.dtype if x.dtype != w.dtype else b.dtype
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
@@ -47,14 +48,12 @@ def _linear_kernel(xp, x, w, b=None):
 def _linear_vjp(ctx, g, x, w, b=None):
     need = ctx.needs_input_grad
     gx = gw = gb = None
-    if w.dim() == 1:
+    if w.dim() == 1:  # linear(x, w) with a vector weight is x @ w (torch allows it without bias)
         if need[0]:
             gx = g.unsqueeze(-1) * w
         if need[1]:
             gw = (g.unsqueeze(-1) * x).reshape(-1, x.shape[-1]).sum(0)
-        if len(need) > 2 and need[2]:
-            gb = g.sum()
-        return gx, gw, gb
+        return gx, gw
     out_f, in_f = w.shape
     g2 = g.reshape(-1, out_f)
     if need[0]:
