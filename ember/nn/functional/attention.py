@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 from ..._core.op import Op
-from ..._core.tensor import Tensor
 from ...ops import _helpers as H
 from ...ops.blas import cpp_name
 from ...ops import cat, ones, tensor as _tensor, zeros
