@@ -16,7 +16,7 @@ from ...ops import _helpers as H
 from ...ops.blas import cpp_name
 from ...ops import cat, ones, tensor as _tensor, zeros
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 # one block when batch * L * S is at most this many scores; otherwise these block sizes
 SINGLE_BLOCK_SCORES = 1 << 22
@@ -234,9 +234,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return out
 
 
-
-
-
 # ---- multi-head attention ---------------------------------------------------------------------
 
 def _canonical_mask(mask, name, other_name, other_type, target_dtype):
@@ -387,6 +384,3 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not batched:
         out = out.squeeze(1)
     return out, None
-
-
-__all__.append("multi_head_attention_forward")
