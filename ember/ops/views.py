@@ -353,7 +353,9 @@ Tensor.broadcast_to = broadcast_to
 def _var_kernel(xp, x):
     if x.dtype.kind != "c":
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return x.view(x.real.dtype).reshape(x.shape + (2,))
+    # a strided view of the real parts: works for 0-dim and non-contiguous tensors too
+    re = x.real
+    return np.lib.stride_tricks.as_strided(re, x.shape + (2,), x.strides + (re.itemsize,))
 
 
 def _vac_kernel(xp, x):
@@ -362,9 +364,12 @@ def _vac_kernel(xp, x):
     if x.dtype not in (np.float32, np.float64):
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, but "
                            f"got a tensor of scalar type: {x.dtype}")
+    cdt = np.complex64 if x.dtype == np.float32 else np.complex128
+    if x.size == 0:
+        return np.empty(x.shape[:-1], dtype=cdt)
     if x.strides[-1] != x.itemsize:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
-    return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
+    return x.view(cdt)[..., 0]
 
 
 VIEW_AS_REAL = Op("view_as_real", _var_kernel, lambda ctx, g, x: view_as_complex(g.contiguous()),
