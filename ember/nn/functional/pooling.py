@@ -322,6 +322,8 @@ def _bounds(L, o):
 
 
 def _adaptive_sizes(input, output_size, n, name):
+    if input.dim() < n + 1:
+        raise ValueError(f"Input dimension should be at least {n + 1}")
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got "
                            f"{list(input.shape)}")
