@@ -300,7 +300,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
     xd, yd = x.detach().numpy(), y.detach().numpy()
     if mode == "nearest":
-        return tap(np.round(xd).astype(np.int64), np.round(yd).astype(np.int64))
+        out = tap(np.round(xd).astype(np.int64), np.round(yd).astype(np.int64))
+        if grid.requires_grad:
+            # the grid gets a (zero) gradient, as in PyTorch
+            out = out + ((x + y) * 0).unsqueeze(1)
+        return out
     x0, y0 = np.floor(xd), np.floor(yd)
     wx1 = (x - wrap(x0.astype(xd.dtype))).unsqueeze(1)
     wy1 = (y - wrap(y0.astype(yd.dtype))).unsqueeze(1)

@@ -1,0 +1,85 @@
+"""Vision functions and modules: pixel shuffle, interpolate/Upsample, grid_sample,
+affine_grid, channel_shuffle."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from nnutil import check_fn, check_pair, same_error
+
+rng = np.random.default_rng(3)
+
+
+def R(*s):
+    return rng.standard_normal(s)
+
+
+def test_pixel_shuffle():
+    check_fn(lambda lib, x: lib.nn.functional.pixel_shuffle(x, 2), [R(2, 8, 3, 4)])
+    check_fn(lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 2), [R(3, 2, 4, 6)])
+    check_fn(lambda lib, x: lib.nn.functional.channel_shuffle(x, 3), [R(2, 6, 3)])
+    check_pair("PixelShuffle", 3, inputs=[R(1, 9, 2, 2)])
+    check_pair("PixelUnshuffle", 2, inputs=[R(1, 1, 4, 4)])
+    check_pair("ChannelShuffle", 2, inputs=[R(1, 4, 2, 2)])
+    same_error(lambda lib, x: lib.nn.functional.pixel_shuffle(x, 2), R(1, 5, 2, 2))
+    same_error(lambda lib, x: lib.nn.functional.pixel_unshuffle(x, 2), R(1, 1, 3, 4))
+
+
+@pytest.mark.parametrize("mode,shape", [("nearest", (2, 3, 5)), ("nearest", (2, 3, 4, 5)),
+                                        ("nearest-exact", (2, 3, 4, 5)),
+                                        ("nearest", (1, 2, 3, 4, 5)),
+                                        ("linear", (2, 3, 5)), ("bilinear", (2, 3, 4, 5)),
+                                        ("bicubic", (2, 3, 4, 5)),
+                                        ("trilinear", (1, 2, 3, 4, 5)), ("area", (2, 3, 7, 5))])
+@pytest.mark.parametrize("kw", [dict(scale_factor=2), dict(scale_factor=0.6),
+                                dict(scale_factor=1.7, recompute_scale_factor=True),
+                                dict(size=7), dict(size=3)])
+def test_interpolate(mode, shape, kw):
+    aligns = [None] if mode in ("nearest", "nearest-exact", "area") else [False, True]
+    for ac in aligns:
+        check_fn(lambda lib, x: lib.nn.functional.interpolate(x, mode=mode, align_corners=ac,
+                                                              **kw), [R(*shape)])
+    check_fn(lambda lib, x: lib.nn.functional.interpolate(x, mode=mode, **kw),
+             [R(*shape).astype(np.float32)])
+
+
+def test_upsample_modules():
+    check_pair("Upsample", kwargs=dict(scale_factor=2), inputs=[R(1, 2, 3, 4)])
+    check_pair("Upsample", kwargs=dict(size=(5, 7), mode="bilinear"), inputs=[R(1, 2, 3, 4)])
+    check_pair("UpsamplingBilinear2d", kwargs=dict(scale_factor=2), inputs=[R(1, 2, 3, 4)])
+    check_pair("UpsamplingNearest2d", kwargs=dict(size=5), inputs=[R(1, 2, 3, 4)])
+    for args in [dict(scale_factor=2), dict(size=3, mode="bilinear")]:
+        assert repr(ember.nn.Upsample(**args)) == repr(torch.nn.Upsample(**args))
+
+
+def test_interpolate_errors():
+    F = lambda lib: lib.nn.functional  # noqa: E731
+    same_error(lambda lib, x: F(lib).interpolate(x, scale_factor=2, mode="bilinear"),
+               R(2, 3, 4))
+    same_error(lambda lib, x: F(lib).interpolate(x, size=3, scale_factor=2), R(2, 3, 4))
+    same_error(lambda lib, x: F(lib).interpolate(x), R(2, 3, 4))
+    same_error(lambda lib, x: F(lib).interpolate(x, size=3, align_corners=True), R(2, 3, 4))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("ac", [False, True])
+def test_grid_sample(mode, padding_mode, ac):
+    x = R(2, 3, 5, 6)
+    grid = rng.uniform(-1.4, 1.4, (2, 4, 3, 2))
+    check_fn(lambda lib, x, g: lib.nn.functional.grid_sample(
+        x, g, mode=mode, padding_mode=padding_mode, align_corners=ac), [x, grid],
+        atol=1e-8, rtol=1e-7)
+
+
+@pytest.mark.parametrize("ac", [False, True])
+def test_affine_grid(ac):
+    check_fn(lambda lib, t: lib.nn.functional.affine_grid(t, (2, 3, 4, 5), align_corners=ac),
+             [R(2, 2, 3)])
+    check_fn(lambda lib, t: lib.nn.functional.affine_grid(t, (2, 1, 3, 4, 5),
+                                                          align_corners=ac), [R(2, 3, 4)])
+    check_fn(lambda lib, t, x: lib.nn.functional.grid_sample(
+        x, lib.nn.functional.affine_grid(t, (2, 3, 4, 5), align_corners=ac),
+        align_corners=ac), [R(2, 2, 3) * 0.5, R(2, 3, 6, 7)])
+    same_error(lambda lib, t: lib.nn.functional.affine_grid(t, (2, 3, 4, 5), align_corners=ac),
+               R(2, 3, 3))
