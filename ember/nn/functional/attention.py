@@ -43,6 +43,12 @@ def _causal_block(i0, i1, j0, j1):
     return np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None]
 
 
+def _causal_add(i0, i1, j0, j1, dtype):
+    """Additive causal mask (-inf where key j is after query i): cheaper than a boolean
+    scatter into the score block."""
+    return np.where(_causal_block(i0, i1, j0, j1), -np.inf, 0).astype(dtype)
+
+
 def _flash_kernel(xp, q, k, v, mask, scale, causal):
     dt = q.dtype
     if dt in H._HALF:
@@ -77,7 +83,7 @@ def _flash_kernel(xp, q, k, v, mask, scale, causal):
                 else:
                     s = s + mb
             if causal and j1 - 1 > i0:
-                s[..., _causal_block(i0, i1, j0, j1)] = -np.inf
+                s += _causal_add(i0, i1, j0, j1, cdt)
             mb_ = s.max(-1, keepdims=True)
             m_new = mb_ if m is None else np.maximum(m, mb_)
             m_safe = np.where(m_new == -np.inf, 0, m_new)
@@ -124,7 +130,7 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
             mb = _mask_block(mask, a, L, j0, j1)
             s = s.masked_fill(mb.logical_not(), -math.inf) if bool_mask else s + mb
         if causal and j1 - 1 > a:
-            s = s.masked_fill(_tensor(_causal_block(a, L, j0, j1)), -math.inf)
+            s = s + _tensor(_causal_add(a, L, j0, j1, s.dtype.np))
         p = (s - lse[..., a:].unsqueeze(-1)).exp()
         dvs.append(p.transpose(-1, -2).matmul(go))
         ds = p * (go.matmul(vj.transpose(-1, -2)) - delta[..., a:].unsqueeze(-1))
