@@ -53,9 +53,18 @@ def _run(op, input, inplace, params):
     return apply(op, (input,), params)
 
 
-def _mask_grad(g, mask):
+def _masked_kernel(xp, g, mask):
     # torch's threshold-style backward: the gradient is selected, not multiplied (nan-safe)
-    return where(mask, g, 0)
+    return xp.where(mask, g, xp.zeros((), g.dtype))
+
+
+MASKED_GRAD = Op("threshold_backward", _masked_kernel,
+                 lambda ctx, gg, g, mask: (apply(MASKED_GRAD, (gg, mask), {}), None),
+                 save_inputs=(1,), shape=lambda g, m: (g.shape, g.dtype), category="activation")
+
+
+def _mask_grad(g, mask):
+    return apply(MASKED_GRAD, (g, mask), {})
 
 
 # ---- relu family ------------------------------------------------------------------------
@@ -411,4 +420,3 @@ Tensor.relu = lambda self: apply(RELU, (self,), {})
 Tensor.relu_ = lambda self: apply_inplace(RELU, self, (), {})
 Tensor.hardshrink = lambda self, lambd=0.5: hardshrink(self, lambd)
 Tensor.prelu = lambda self, weight: prelu(self, weight)
-_ = np

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..._core.dispatch import overridable
 from ..._core.op import Op
+from ..._core.state import STATE
 from ..._core.tensor import Tensor, wrap
 from ...autograd import no_grad
 from ...ops import arange, where, xlogy
@@ -208,7 +209,41 @@ def _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing):
     return a
 
 
+def _ce_grad_kernel(xp, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
+    """First-order cross_entropy gradient in one kernel (the training hot path)."""
+    dt = x.dtype
+    a = x.astype(_F32) if dt in _HALF else x
+    cdim = 1 if a.ndim > 1 else 0
+    C = a.shape[cdim]
+    valid = target != ignore_index
+    t = xp.where(valid, target, 0)
+    w_t = (weight[t].astype(a.dtype) if weight is not None else xp.ones(t.shape, a.dtype)) * valid
+    gl = g / w_t.sum() if reduction == "mean" else g
+    gl = xp.asarray(gl, dtype=a.dtype)
+    p = xp.exp(_log_softmax_np(xp, a, cdim))
+    coef = -(1 - smoothing) * gl * w_t
+    r = p * xp.expand_dims(-coef, cdim)
+    idx = xp.expand_dims(t, cdim)
+    xp.put_along_axis(r, idx, xp.take_along_axis(r, idx, cdim) + xp.expand_dims(coef, cdim), cdim)
+    if smoothing:
+        s = xp.expand_dims(gl * valid, cdim) * (-smoothing / C)
+        if weight is not None:
+            s = s * _bshape(weight.astype(a.dtype), a.ndim, cdim)
+            r += s - p * s.sum(axis=cdim, keepdims=True)
+        else:
+            r += s - p * (s * C)
+    return r.astype(dt) if dt in _HALF else r
+
+
+CE_GRAD = Op("_cross_entropy_backward", _ce_grad_kernel, None, differentiable=False,
+             category="nn")
+
+
 def _ce_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
+    if not STATE.grad_enabled:
+        args = (g, x, target) if weight is None else (g, x, target, weight)
+        return apply(CE_GRAD, args, {"ignore_index": ignore_index, "reduction": reduction,
+                                     "smoothing": smoothing}), None, None
     a = _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing)
     cdim = 1 if x.dim() > 1 else 0
     return a - softmax(x, cdim) * a.sum(cdim, keepdim=True), None, None
@@ -321,7 +356,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     d = input._data
     if d.size and ((d < 0) | (d > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
+    log_p = input.log().clamp_min(-100)
+    log_q = (1 - input).log().clamp_min(-100)
+    loss = -(target * log_p + (1 - target) * log_q)
     if weight is not None:
         loss = loss * weight
     return _apply_reduction(loss, reduction)
