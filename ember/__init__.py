@@ -28,6 +28,9 @@ from . import optim  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import serialization  # noqa: E402
 from . import utils  # noqa: E402
+from . import fx  # noqa: E402
+from . import func  # noqa: E402
+from . import linalg  # noqa: E402
 from . import fft, special  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)

@@ -277,10 +277,28 @@ def _apply_mode(op, args, params):
     mode = STATE.modes.pop()
     STATE.intercept = bool(STATE.modes)
     try:
-        return mode.__ember_dispatch__(op, args, params)
+        out = mode.__ember_dispatch__(op, args, params)
     finally:
         STATE.modes.append(mode)
         STATE.intercept = True
+    if STATE.grad_enabled and not hasattr(op, "base") and op.differentiable:  # not in-place
+        _record_logical(op, args, params, out)
+    return out
+
+
+def _record_logical(op, args, params, out):
+    """Record autograd at the level of the tensors the caller passed.
+
+    A mode that computes with other tensors than it was given (vmap unwraps batched
+    tensors) returns fresh outputs without history: when a caller-level input requires
+    grad, the node is recorded here, on the caller's tensors, so backward runs through
+    the mode again (vmap of grad).  Pass-through modes return outputs already linked.
+    """
+    if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        return
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if all(isinstance(o, Tensor) and o.grad_fn is None and not o._requires_grad for o in outs):
+        record(op, args, params, outs)
 
 
 def _override_types(args, kwargs):

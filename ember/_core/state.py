@@ -6,7 +6,7 @@ is grad mode on, is any mode or override active.
 
 
 class _State:
-    __slots__ = ("grad_enabled", "inference", "modes", "intercept", "anomaly", "seq")
+    __slots__ = ("grad_enabled", "inference", "modes", "intercept", "anomaly", "seq", "forward")
 
     def __init__(self):
         self.grad_enabled = True
@@ -15,6 +15,7 @@ class _State:
         self.intercept = False   # True while any mode is pushed: apply() takes the slow path
         self.anomaly = False     # detect_anomaly
         self.seq = 0             # creation counter of autograd nodes
+        self.forward = 0         # active forward-AD levels
 
 
 STATE = _State()

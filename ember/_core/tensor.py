@@ -40,6 +40,7 @@ class Tensor:
     _retains_grad = False
     _accumulator = None
     _is_param = False
+    _fw_tangent = None      # forward-mode AD tangent (ember.autograd.forward_ad)
     __ember_function__ = None
 
     def __new__(cls, *args, **kwargs):
@@ -360,7 +361,10 @@ def _host(a):
 
 
 def _check_not_batched(t):
-    pass
+    if getattr(t, "_level", None) is not None:
+        raise RuntimeError("vmap: It looks like you're calling .item() on a Tensor. We don't "
+                           "support vmap over calling .item() on a Tensor, please try to rewrite "
+                           "what you're doing with other operations.")
 
 
 _new = object.__new__

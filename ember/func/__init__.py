@@ -1,0 +1,8 @@
+"""``ember.func``: composable function transforms (``torch.func``)."""
+from ..nn.utils.stateless import functional_call
+from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
+from ._vmap import vmap
+from ._module_state import stack_module_state
+
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
+           "hessian", "functional_call", "stack_module_state"]
