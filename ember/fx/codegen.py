@@ -1,0 +1,216 @@
+"""Python source for a Graph: one readable statement per node.
+
+Operators print as operators (``add = x + y``, ``getitem = x[0]``), ember and
+``ember.nn.functional`` functions by their public names (``ember.relu(x)``),
+other functions as globals that the generated import block can rebuild in a
+fresh process (so pickled GraphModules regenerate their code on load).
+Values are released after their last use (``x = None``) as PyTorch does.
+"""
+import builtins
+import math
+import operator
+import sys
+
+from .graph import PythonCode, _Namespace
+from .node import Node
+
+_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+           operator.floordiv: "//", operator.mod: "%", operator.pow: "**",
+           operator.matmul: "@", operator.lshift: "<<", operator.rshift: ">>",
+           operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lt: "<",
+           operator.le: "<=", operator.eq: "==", operator.ne: "!=", operator.gt: ">",
+           operator.ge: ">=", operator.is_: "is", operator.is_not: "is not"}
+_UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~",
+          operator.not_: "not "}
+
+
+def _resolvable(obj):
+    """(module, qualname) if ``obj`` can be imported back by name, else None."""
+    mod = getattr(obj, "__module__", None)
+    qual = getattr(obj, "__qualname__", None)
+    if not mod or not qual or "<" in qual:
+        return None
+    m = sys.modules.get(mod)
+    cur = m
+    for part in qual.split("."):
+        cur = getattr(cur, part, None)
+    return (mod, qual) if cur is obj else None
+
+
+class _Globals:
+    def __init__(self, node_names):
+        self.ns = _Namespace()
+        self.ns._used.update(node_names)
+        self.globals = {}
+        self.imports = {}
+        self._by_id = {}
+
+    def _module(self, name, module):
+        self.globals[name] = module
+        self.imports[name] = f"import {name}"
+        return name
+
+    def name_of(self, obj):
+        """A Python expression naming ``obj`` in the generated code."""
+        if id(obj) in self._by_id:
+            return self._by_id[id(obj)]
+        expr = self._public_name(obj)
+        if expr is None:
+            name = self.ns.create_name(getattr(obj, "__name__", None) or "_const")
+            self.globals[name] = obj
+            r = _resolvable(obj)
+            self.imports[name] = f"from {r[0]} import {r[1]} as {name}" if r and "." not in r[1] \
+                else None
+            expr = name
+        self._by_id[id(obj)] = expr
+        return expr
+
+    def _public_name(self, obj):
+        import ember
+        short = getattr(obj, "__name__", None)
+        if isinstance(short, str):
+            if getattr(builtins, short, None) is obj:
+                return short
+            if getattr(operator, short, None) is obj:
+                return f"{self._module('operator', operator)}.{short}"
+            if getattr(math, short, None) is obj:
+                return f"{self._module('math', math)}.{short}"
+            if getattr(ember, short, None) is obj:
+                return f"{self._module('ember', ember)}.{short}"
+            if getattr(ember.nn.functional, short, None) is obj:
+                self._module("ember", ember)
+                return f"ember.nn.functional.{short}"
+            if getattr(ember.nn, short, None) is obj:
+                self._module("ember", ember)
+                return f"ember.nn.{short}"
+        return None
+
+    def import_block(self):
+        lines = []
+        for name, line in self.imports.items():
+            if line is None:
+                raise_unpicklable = f"# '{name}' ({self.globals[name]!r}) cannot be imported by name"
+                lines.append(raise_unpicklable)
+            else:
+                lines.append(line)
+        return "\n".join(lines)
+
+
+def _attr_path(root, target):
+    expr = root
+    for part in target.split("."):
+        expr = f"{expr}.{part}" if part.isidentifier() else f'getattr({expr}, "{part}")'
+    return expr
+
+
+def _repr(a, g):
+    if isinstance(a, Node):
+        return a.name
+    if type(a) is tuple or (isinstance(a, tuple) and not hasattr(a, "_fields")):
+        inner = ", ".join(_repr(x, g) for x in a)
+        return f"({inner},)" if len(a) == 1 else f"({inner})"
+    if isinstance(a, tuple):
+        return f"{g.name_of(type(a))}({', '.join(_repr(x, g) for x in a)})"
+    if isinstance(a, list):
+        return "[" + ", ".join(_repr(x, g) for x in a) + "]"
+    if isinstance(a, dict):
+        return "{" + ", ".join(f"{_repr(k, g)}: {_repr(v, g)}" for k, v in a.items()) + "}"
+    if isinstance(a, slice):
+        return f"slice({_repr(a.start, g)}, {_repr(a.stop, g)}, {_repr(a.step, g)})"
+    if a is Ellipsis:
+        return "..."
+    if isinstance(a, float):
+        if math.isinf(a) or math.isnan(a):
+            g.globals["inf"], g.globals["nan"] = math.inf, math.nan
+            g.imports["inf"] = "from math import inf, nan"
+            return ("-inf" if a < 0 else "inf") if math.isinf(a) else "nan"
+        return repr(a)
+    if a is None or isinstance(a, (bool, int, str, complex, bytes)):
+        return repr(a)
+    from .._core.device import device
+    from .._core.dtype import dtype
+    if isinstance(a, dtype):
+        g._module("ember", sys.modules["ember"])
+        return repr(a)
+    if isinstance(a, device):
+        g._module("ember", sys.modules["ember"])
+        return f"ember.device({str(a)!r})"
+    return g.name_of(a)
+
+
+def _index(a, g):
+    """Subscript text: ``x[0]``, ``x[:, 1:3]``, ``x[..., None]``."""
+    def one(i):
+        if isinstance(i, slice):
+            parts = ["" if v is None else _repr(v, g) for v in (i.start, i.stop, i.step)]
+            return ":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else "")
+        return _repr(i, g)
+    if type(a) is tuple and a:
+        return ", ".join(one(i) for i in a) + ("," if len(a) == 1 else "")
+    return one(a)
+
+
+def _call_args(args, kwargs, g):
+    parts = [_repr(a, g) for a in args] + [f"{k} = {_repr(v, g)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _expr(node, root, g):
+    op, t, args, kwargs = node.op, node.target, node.args, node.kwargs
+    if op == "get_attr":
+        return _attr_path(root, t)
+    if op == "call_module":
+        return f"{_attr_path(root, t)}({_call_args(args, kwargs, g)})"
+    if op == "call_method":
+        return f"{_repr(args[0], g)}.{t}({_call_args(args[1:], kwargs, g)})"
+    if not kwargs:
+        if t in _BINARY and len(args) == 2:
+            return f"{_repr(args[0], g)} {_BINARY[t]} {_repr(args[1], g)}"
+        if t in _UNARY and len(args) == 1:
+            return f"{_UNARY[t]}{_repr(args[0], g)}"
+        if t is operator.getitem and len(args) == 2:
+            return f"{_repr(args[0], g)}[{_index(args[1], g)}]"
+        if t is builtins.getattr and len(args) == 2 and isinstance(args[1], str) and \
+                args[1].isidentifier():
+            return f"{_repr(args[0], g)}.{args[1]}"
+    return f"{g.name_of(t)}({_call_args(args, kwargs, g)})"
+
+
+def generate(graph, root_module="self", verbose=False):
+    nodes = list(graph.nodes)
+    g = _Globals({n.name for n in nodes})
+    last_use = {}
+    for n in reversed(nodes):
+        for inp in n.all_input_nodes:
+            if inp not in last_use:
+                last_use[inp] = n
+    frees = {}
+    for inp, user in last_use.items():
+        frees.setdefault(user, []).append(inp)
+    sig = [root_module]
+    body = []
+    lineno_map = {}
+    for n in nodes:
+        if n.op == "placeholder":
+            t = n.target
+            default = f" = {_repr(n.args[0], g)}" if n.args else ""
+            sig.append(f"{t}{default}")
+            if t.lstrip("*") != n.name:
+                body.append(f"{n.name} = {t.lstrip('*')}")
+            continue
+        lineno_map[len(body) + 2] = n.name
+        if n.op == "output":
+            if verbose and n.type is not None:
+                pass
+            body.append(f"return {_repr(n.args[0], g)}" if n.args else "return None")
+            continue
+        line = f"{n.name} = {_expr(n, root_module, g)}"
+        dead = [x.name for x in frees.get(n, []) if x.op != "output"]
+        if dead:
+            line += ";  " + " = ".join(dead) + " = None"
+        body.append(line)
+    if not body or not body[-1].startswith("return"):
+        body.append("return None")
+    src = "\n\n\ndef forward(" + ", ".join(sig) + "):\n" + \
+        "\n".join("    " + b for b in body) + "\n    "
+    return PythonCode(src, g.globals, g.import_block(), {k + 3: v for k, v in lineno_map.items()})

@@ -1,0 +1,2 @@
+"""Experimental fx utilities (``optimization.fuse``)."""
+from . import optimization  # noqa: F401

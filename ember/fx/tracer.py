@@ -1,0 +1,431 @@
+"""Symbolic tracing: run a Module's forward on Proxies and record a Graph.
+
+While tracing, ``Module.__call__`` and ``Module.__getattr__`` are patched so that
+leaf submodules become call_module nodes and parameters get_attr nodes; functions
+marked with `wrap` and functions from ``autowrap_modules``/``autowrap_functions``
+are patched where they are looked up, to record a call_function node when any
+argument is a Proxy.  Everything is restored when tracing ends.
+
+ember's public functions reach a Proxy's ``__ember_function__`` only when the
+dispatcher meets it, and many composites read ``.shape``/``.dim()`` of their
+inputs first (so a Proxy would be asked for a concrete value).  Until every public
+function checks for overrides on entry, the tracer guards the public functions of
+``ember`` and ``ember.nn.functional`` and the methods of Tensor the same way
+(`_guard_public_api`): a call with a Proxy anywhere in its arguments becomes one
+node, like ``__torch_function__`` makes it in PyTorch.
+"""
+import builtins
+import functools
+import inspect
+import math
+import operator
+import sys
+import types
+
+from .._core.tensor import Tensor
+from .graph import Graph
+from .node import Node, has_side_effect, map_aggregate
+from .proxy import ParameterProxy, Proxy, TraceError
+
+__all__ = ["Tracer", "symbolic_trace", "wrap", "GraphAppendingTracer", "TraceError",
+           "is_fx_tracing"]
+
+_BASE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
+_wrapped_fns_to_patch = []   # (globals dict, name) registered by wrap()
+_is_tracing = [0]
+_GUARDED_MODULES = ("ember", "ember.nn.functional")
+# functions that must see the Proxy itself (a Proxy is not a Tensor)
+_NOT_GUARDED = {"is_tensor", "typename", "is_storage", "set_default_dtype",
+                "get_default_dtype", "set_printoptions", "manual_seed", "seed", "load", "save"}
+_WRAPPERS = {}
+
+
+def is_fx_tracing():
+    """True while symbolic tracing is running."""
+    return _is_tracing[0] > 0
+
+
+def wrap(fn_or_name):
+    """Keep a module-level function a leaf while tracing: calls with Proxy arguments
+    become call_function nodes instead of being traced through. Call at module scope."""
+    frame = inspect.currentframe().f_back
+    if frame.f_code.co_name != "<module>":
+        raise NotImplementedError("wrap must be called at the top level of a module")
+    if callable(fn_or_name):
+        name = fn_or_name.__name__
+        if name == "<lambda>":
+            raise NotImplementedError("wrap() does not support lambdas; use a named function")
+    elif isinstance(fn_or_name, str):
+        name = fn_or_name
+    else:
+        raise TypeError("wrap expects a function or the name of a function")
+    _wrapped_fns_to_patch.append((frame.f_globals, name))
+    return fn_or_name
+
+
+def _find_proxy(args, kwargs):
+    found = []
+
+    def look(a):
+        if not found and isinstance(a, Proxy):
+            found.append(a)
+    map_aggregate(args, look)
+    map_aggregate(kwargs, look)
+    return found[0] if found else None
+
+
+def _leaf_wrapper(orig):
+    w = _WRAPPERS.get(id(orig))
+    if w is not None and w.__fx_orig__ is orig:
+        return w
+
+    @functools.wraps(orig)
+    def wrapped(*args, **kwargs):
+        p = _find_proxy(args, kwargs)
+        if p is not None:
+            return p.tracer.create_proxy("call_function", orig, args, kwargs)
+        return orig(*args, **kwargs)
+    wrapped.__fx_orig__ = orig
+    _WRAPPERS[id(orig)] = wrapped
+    return wrapped
+
+
+def _method_wrapper(orig, name):
+    key = (id(orig), name)
+    w = _WRAPPERS.get(key)
+    if w is not None and w.__fx_orig__ is orig:
+        return w
+    fn = {"__getitem__": operator.getitem, "__setitem__": operator.setitem}.get(name)
+
+    @functools.wraps(orig)
+    def wrapped(self, *args, **kwargs):
+        p = _find_proxy(args, kwargs)
+        if p is not None:
+            if fn is not None:
+                return p.tracer.create_proxy("call_function", fn, (self,) + args, kwargs)
+            return p.tracer.create_proxy("call_method", name, (self,) + args, kwargs)
+        return orig(self, *args, **kwargs)
+    wrapped.__fx_orig__ = orig
+    _WRAPPERS[key] = wrapped
+    return wrapped
+
+
+def _guard_public_api(patcher, ids):
+    """Make ember's public functions and Tensor methods record a node when given a Proxy."""
+    for modname in _GUARDED_MODULES:
+        mod = sys.modules[modname]
+        for k, v in list(vars(mod).items()):
+            if k[0] != "_" and k not in _NOT_GUARDED and isinstance(v, types.FunctionType) and \
+                    v.__module__.startswith("ember"):
+                ids.add(id(v))
+                patcher.patch_attr(mod, k, _leaf_wrapper(v))
+    for k, v in list(vars(Tensor).items()):
+        if isinstance(v, types.FunctionType) and (k[0] != "_" or k in ("__getitem__",
+                                                                       "__setitem__")):
+            patcher.patch_attr(Tensor, k, _method_wrapper(v, k))
+
+
+class _Patcher:
+    def __init__(self):
+        self._undo = []
+        self._seen = set()
+
+    def patch_dict(self, d, name, new):
+        key = (id(d), name)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        had = name in d
+        old = d.get(name)
+        d[name] = new
+        self._undo.append(lambda: d.__setitem__(name, old) if had else d.pop(name, None))
+
+    def patch_attr(self, obj, name, new):
+        key = (id(obj), name)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        old = obj.__dict__[name]
+        setattr(obj, name, new)
+        self._undo.append(lambda: setattr(obj, name, old))
+
+    def restore(self):
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+        self._seen.clear()
+
+
+@has_side_effect
+def _assert_is_concrete(value, expected, name):
+    """Guard of an input specialised with concrete_args (kept in the graph)."""
+    if value is not expected and value != expected:
+        raise AssertionError(f"{name} has been specialized to have value {expected!r} but got "
+                             f"another value {value!r}")
+
+
+class Tracer:
+    """Turns a Module or function into a Graph by running it on Proxies.
+
+    Override `is_leaf_module` to choose which submodules stay opaque (ember.nn
+    modules do by default), `create_arg` for custom argument types, `call_module` /
+    `getattr` to change how submodules and parameters are recorded."""
+
+    def __init__(self, autowrap_modules=(math,), autowrap_functions=(),
+                 param_shapes_constant=False):
+        self._autowrap_function_ids = {
+            id(v) for m in autowrap_modules for k, v in vars(m).items()
+            if not k.startswith("_") and callable(v)}
+        self._autowrap_function_ids.update(id(f) for f in autowrap_functions)
+        self._autowrap_search = list(autowrap_modules)
+        self._autowrap_functions = tuple(autowrap_functions)
+        self.param_shapes_constant = param_shapes_constant
+        self.proxy_buffer_attributes = False
+        self.record_stack_traces = False
+        self.graph = None
+        self.root = None
+        self.submodule_paths = None
+        self.tensor_attrs = {}
+        self._param_nodes = {}
+
+    # ---- leaves --------------------------------------------------------------------
+    def is_leaf_module(self, m, module_qualified_name):
+        """ember.nn's own modules (not containers) are leaves; user modules are traced."""
+        from ..nn import Sequential
+        mod = type(m).__module__
+        return (mod.startswith("ember.nn.") or mod.startswith("ember.ao.nn.")) and \
+            not isinstance(m, Sequential)
+
+    def path_of_module(self, mod):
+        """Qualified name of ``mod`` in the root module."""
+        if self.submodule_paths is None:
+            self.submodule_paths = {}
+            for name, m in self.root.named_modules(remove_duplicate=False):
+                self.submodule_paths.setdefault(id(m), name)
+        path = self.submodule_paths.get(id(mod))
+        if path is None:
+            raise NameError("module is not installed as a submodule")
+        return path
+
+    def call_module(self, m, forward, args, kwargs):
+        """Record a call_module node for a leaf, or trace through ``forward`` otherwise."""
+        qualname = self.path_of_module(m)
+        if not self.is_leaf_module(m, qualname):
+            return forward(*args, **kwargs)
+        return self.create_proxy("call_module", qualname, args, kwargs)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        """What reading ``module.attr`` gives while tracing (a get_attr Proxy for parameters)."""
+        from ..nn import Parameter
+        if isinstance(attr_val, Parameter) or (self.proxy_buffer_attributes and
+                                               isinstance(attr_val, Tensor)):
+            name = self.tensor_attrs.get(id(attr_val))
+            if name is None:
+                return attr_val
+            if name not in parameter_proxy_cache:
+                factory = None
+                if self.param_shapes_constant and isinstance(attr_val, Parameter):
+                    def factory(node, n=name, v=attr_val):
+                        return ParameterProxy(self, node, n, v)
+                parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {},
+                                                                proxy_factory_fn=factory)
+            return parameter_proxy_cache[name]
+        return attr_val
+
+    # ---- node creation ---------------------------------------------------------------
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+
+    def proxy(self, node):
+        return Proxy(node, self)
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None,
+                     proxy_factory_fn=None):
+        """Create a Node from (kind, target, args, kwargs) and return its Proxy."""
+        args_ = self.create_arg(args)
+        kwargs_ = self.create_arg(kwargs)
+        node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
+        if self.record_stack_traces:
+            import traceback
+            node.stack_trace = "".join(traceback.format_stack()[:-1])
+        return proxy_factory_fn(node) if proxy_factory_fn is not None else self.proxy(node)
+
+    def create_arg(self, a):
+        """Turn a Python value into a graph argument (Proxies -> Nodes, tensors -> get_attr)."""
+        if hasattr(type(a), "__fx_create_arg__"):
+            return a.__fx_create_arg__(self)
+        if isinstance(a, Proxy):
+            return a.node
+        if isinstance(a, Node):
+            return a
+        if isinstance(a, Tensor):
+            return self._tensor_arg(a)
+        if isinstance(a, tuple):
+            t = tuple(self.create_arg(x) for x in a)
+            return type(a)(*t) if hasattr(a, "_fields") else t
+        if isinstance(a, list):
+            return [self.create_arg(x) for x in a]
+        if isinstance(a, dict):
+            out = {}
+            for k, v in a.items():
+                if isinstance(self.create_arg(k), Node):
+                    raise RuntimeError(f"Keys for dictionaries used as an argument cannot "
+                                       f"contain a Node. Got key: {k}")
+                out[k] = self.create_arg(v)
+            return out
+        if isinstance(a, slice):
+            return slice(self.create_arg(a.start), self.create_arg(a.stop),
+                         self.create_arg(a.step))
+        if isinstance(a, range):
+            return a
+        if isinstance(a, _BASE_TYPES) or callable(a):
+            return a
+        from .._core.device import device
+        from .._core.dtype import dtype
+        if isinstance(a, (dtype, device)):
+            return a
+        import enum
+        if isinstance(a, enum.Enum):
+            return a
+        raise NotImplementedError(f"argument of type: {type(a)}")
+
+    def _tensor_arg(self, t):
+        name = self.tensor_attrs.get(id(t))
+        if name is None:
+            if self.root is None:
+                raise RuntimeError("a tensor constant needs a root module to be stored in")
+            i = 0
+            while hasattr(self.root, f"_tensor_constant{i}"):
+                i += 1
+            name = f"_tensor_constant{i}"
+            setattr(self.root, name, t)
+            self.tensor_attrs[id(t)] = name
+        node = self._param_nodes.get(name)
+        if node is None or node._erased:
+            node = self._param_nodes[name] = self.create_node("get_attr", name, (), {})
+        return node
+
+    # ---- the trace -------------------------------------------------------------------
+    def trace(self, root, concrete_args=None):
+        """Trace ``root`` (a Module or a function) and return the recorded Graph."""
+        from ..nn import Module
+        if isinstance(root, Module):
+            self.root = root
+            fn = type(root).forward
+            fn_globals = fn.__globals__
+            bound = True
+        else:
+            self.root = Module()
+            fn = root
+            fn_globals = getattr(fn, "__globals__", {})
+            bound = False
+        self.graph = Graph(tracer_cls=type(self))
+        self.submodule_paths = None
+        self._param_nodes = {}
+        self.tensor_attrs = _collect_tensor_attrs(self.root)
+        concrete_args = dict(concrete_args or {})
+        args = self._placeholders(fn, bound, concrete_args)
+        patcher = _Patcher()
+        parameter_proxy_cache = {}
+        orig_call, orig_getattr = Module.__call__, Module.__getattr__
+        tracer = self
+
+        def module_getattr_wrapper(mod, attr):
+            return tracer.getattr(attr, orig_getattr(mod, attr), parameter_proxy_cache)
+
+        def module_call_wrapper(mod, *args, **kwargs):
+            def forward(*a, **k):
+                return orig_call(mod, *a, **k)
+            fwd = getattr(type(mod), "forward", None)
+            tracer._autowrap_check(patcher, getattr(fwd, "__globals__", {}))
+            return tracer.call_module(mod, forward, args, kwargs)
+
+        _is_tracing[0] += 1
+        try:
+            patcher.patch_attr(Module, "__call__", module_call_wrapper)
+            patcher.patch_attr(Module, "__getattr__", module_getattr_wrapper)
+            self._patch_wrapped(patcher)
+            self._autowrap_check(patcher, fn_globals)
+            result = fn(self.root, *args) if bound else fn(*args)
+            self.create_node("output", "output", (self.create_arg(result),), {},
+                             type_expr=getattr(fn, "__annotations__", {}).get("return"))
+        finally:
+            _is_tracing[0] -= 1
+            patcher.restore()
+        self.submodule_paths = None
+        return self.graph
+
+    def _placeholders(self, fn, bound, concrete_args):
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())[1 if bound else 0:]
+        unknown = set(concrete_args) - {p.name for p in params}
+        if unknown:
+            raise TraceError(f"concrete_args names {sorted(unknown)} are not parameters of "
+                             f"{getattr(fn, '__qualname__', fn)}")
+        args = []
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TraceError(f"symbolic_trace does not support *args/**kwargs in the traced "
+                                 f"signature ('{p.name}'); give the inputs names or pass "
+                                 f"concrete_args")
+            if p.name in concrete_args:
+                v = concrete_args[p.name]
+                if isinstance(v, (type(None), bool, int, float, str)):
+                    ph = self.create_proxy("placeholder", p.name, (v,), {})
+                    self.create_proxy("call_function", _assert_is_concrete,
+                                      (ph, v, p.name), {})
+                else:
+                    self.create_proxy("placeholder", p.name, (None,), {})
+                args.append(v)
+                continue
+            default = () if p.default is p.empty else (p.default,)
+            args.append(self.create_proxy("placeholder", p.name, default, {}))
+        return args
+
+    def _patch_wrapped(self, patcher):
+        for g, name in _wrapped_fns_to_patch:
+            orig = g[name] if name in g else getattr(builtins, name, None)
+            if orig is not None and not hasattr(orig, "__fx_orig__"):
+                patcher.patch_dict(g, name, _leaf_wrapper(orig))
+        _guard_public_api(patcher, self._autowrap_function_ids)
+        for fn in self._autowrap_functions:
+            self._autowrap_function_ids.add(id(fn))
+
+    def _autowrap_check(self, patcher, fn_globals):
+        """Patch names in ``fn_globals`` bound to autowrapped functions."""
+        ids = self._autowrap_function_ids
+        for name, value in list(fn_globals.items()):
+            if not name.startswith("_") and callable(value) and id(value) in ids:
+                patcher.patch_dict(fn_globals, name, _leaf_wrapper(value))
+
+
+def _collect_tensor_attrs(root):
+    out = {}
+    for prefix, m in root.named_modules():
+        pre = prefix + "." if prefix else ""
+        for d in (m._parameters, m._buffers, m.__dict__):
+            for k, v in d.items():
+                if isinstance(v, Tensor):
+                    out.setdefault(id(v), pre + k)
+    return out
+
+
+class GraphAppendingTracer(Tracer):
+    """A tracer that appends to an existing graph (used for Proxies built outside tracing)."""
+
+    def __init__(self, graph):
+        super().__init__(autowrap_modules=())
+        self.graph = graph
+
+
+def symbolic_trace(root, concrete_args=None):
+    """Symbolically trace ``root`` (a Module or function) into a GraphModule.
+
+    ``concrete_args`` maps parameter names to values the trace specialises on (for
+    example a flag that decides an ``if``)."""
+    from .graph_module import GraphModule
+    from ..nn import Module
+    tracer = Tracer()
+    graph = tracer.trace(root, concrete_args)
+    name = type(root).__name__ if isinstance(root, Module) else root.__name__
+    return GraphModule(tracer.root, graph, name)
