@@ -11,7 +11,8 @@ from .pointwise import where
 
 __all__ = ["complex", "polar", "angle"]
 
-_CPLX = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64): np.dtype(np.complex128)}
+_CPLX = {np.dtype(np.float32): np.dtype(np.complex64),
+         np.dtype(np.float64): np.dtype(np.complex128)}
 
 
 def _complex_kernel(xp, re, im):

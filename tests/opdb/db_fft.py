@@ -61,13 +61,16 @@ def _fn(name):
 
 OPS = []
 for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
-    OPS.append(OpInfo(f"fft.{_name}", fn=_fn(_name), samples=_samples_1d, dtypes=DTYPES, atol=2e-5, rtol=2e-5,
+    OPS.append(OpInfo(f"fft.{_name}", fn=_fn(_name), samples=_samples_1d, dtypes=DTYPES,
+                      atol=2e-5, rtol=2e-5,
                       grad_atol=1e-10, errors=_errors(_name, False)))
 for _name in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"):
-    OPS.append(OpInfo(f"fft.{_name}", fn=_fn(_name), samples=_samples_nd(True), dtypes=DTYPES, atol=3e-5,
+    OPS.append(OpInfo(f"fft.{_name}", fn=_fn(_name), samples=_samples_nd(True),
+                      dtypes=DTYPES, atol=3e-5,
                       rtol=3e-5, grad_atol=1e-10, errors=_errors(_name, True)))
 for _name in ("fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"):
-    OPS.append(OpInfo(f"fft.{_name}", fn=_fn(_name), samples=_samples_nd(False), dtypes=DTYPES, atol=3e-5,
+    OPS.append(OpInfo(f"fft.{_name}", fn=_fn(_name), samples=_samples_nd(False),
+                      dtypes=DTYPES, atol=3e-5,
                       rtol=3e-5, grad_atol=1e-10, errors=_errors(_name, True)))
 
 
