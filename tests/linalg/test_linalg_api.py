@@ -1,0 +1,168 @@
+"""ember.linalg behaviour beyond the op database: errors and their messages, info codes of the
+``_ex`` variants, named tuples, result dtypes, eigenvalues (order-free) and legacy APIs."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def _pair(a):
+    return ember.from_numpy(a.copy()), torch.from_numpy(a.copy())
+
+
+def _singular_batch():
+    a = np.stack([np.eye(3), np.eye(3)])
+    a[1, 2, 2] = 0
+    return a
+
+
+def _messages(fn_e, fn_t, a):
+    e, t = _pair(a)
+    with pytest.raises(RuntimeError) as te:
+        fn_t(t)
+    with pytest.raises(ember.linalg.LinAlgError) as ee:
+        fn_e(e)
+    assert str(ee.value) == str(te.value)
+
+
+@pytest.mark.parametrize("name", ["inv", "cholesky", "lu_factor"])
+def test_singular_messages_match_torch(name):
+    a = _singular_batch()
+    if name == "cholesky":
+        a[1, 1, 1] = -1
+    _messages(getattr(ember.linalg, name), getattr(torch.linalg, name), a)
+    _messages(getattr(ember.linalg, name), getattr(torch.linalg, name), a[1])
+
+
+def test_solve_singular_message():
+    a = _singular_batch()
+    b = np.ones((2, 3))
+    e, t = _pair(a)
+    with pytest.raises(RuntimeError) as te:
+        torch.linalg.solve(t, torch.from_numpy(b))
+    with pytest.raises(ember.linalg.LinAlgError) as ee:
+        ember.linalg.solve(e, ember.from_numpy(b))
+    assert str(ee.value) == str(te.value)
+    assert issubclass(ember.linalg.LinAlgError, RuntimeError)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.solve(x[..., :2, :], x[..., :2, 0]),
+    lambda L, x: L.inv(x[..., :2, :]),
+    lambda L, x: L.cholesky(x[..., :2, :]),
+    lambda L, x: L.eigh(x[..., :2, :]),
+    lambda L, x: L.svd(x[0, 0]),
+    lambda L, x: L.inv(x.long()),
+    lambda L, x: L.solve(x, x[..., 0].float()),
+    lambda L, x: L.solve(x, x[..., :2, 0]),
+])
+def test_shape_and_dtype_errors_match_torch(call):
+    a = np.random.default_rng(0).standard_normal((2, 3, 3))
+    e, t = _pair(a)
+    with pytest.raises(RuntimeError) as te:
+        call(torch.linalg, t)
+    with pytest.raises(RuntimeError) as ee:
+        call(ember.linalg, e)
+    assert str(ee.value) == str(te.value)
+
+
+def test_ex_variants_return_info():
+    a = _singular_batch()
+    e, t = _pair(a)
+    for name, args in [("inv_ex", ()), ("lu_factor_ex", ()), ("cholesky_ex", ()),
+                       ("solve_ex", (np.ones((2, 3)),))]:
+        extra_e = [ember.from_numpy(x) for x in args]
+        extra_t = [torch.from_numpy(x) for x in args]
+        re_ = getattr(ember.linalg, name)(e, *extra_e)
+        rt = getattr(torch.linalg, name)(t, *extra_t)
+        assert type(re_).__name__ == type(rt).__name__
+        assert re_.info is re_[-1]
+        np.testing.assert_array_equal(re_.info._data, rt.info.numpy())
+        assert re_.info.dtype == ember.int32
+    with pytest.raises(ember.linalg.LinAlgError):
+        ember.linalg.inv_ex(e, check_errors=True)
+
+
+def test_ldl_factor_ex_info_and_solve():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 4, 4))
+    a = a + np.swapaxes(a, -1, -2)
+    b = rng.standard_normal((2, 4, 2))
+    e, t = _pair(a)
+    re_, rt = ember.linalg.ldl_factor_ex(e), torch.linalg.ldl_factor_ex(t)
+    np.testing.assert_array_equal(re_.pivots._data, rt.pivots.numpy())
+    np.testing.assert_array_equal(re_.info._data, rt.info.numpy())
+    x = ember.linalg.ldl_solve(re_.LD, re_.pivots, ember.from_numpy(b))
+    np.testing.assert_allclose(a @ x._data, b, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_result_dtypes_match_torch(dtype):
+    a = np.random.default_rng(2).standard_normal((2, 3, 3)).astype(dtype) + 3 * np.eye(3)
+    a = a.astype(dtype)
+    e, t = _pair(a)
+    for name in ["inv", "det", "eigvals", "eigvalsh", "svdvals", "matrix_exp", "pinv", "cond",
+                 "matrix_rank"]:
+        re_ = getattr(ember.linalg, name)(e)
+        rt = getattr(torch.linalg, name)(t)
+        assert str(re_.dtype).split(".")[1] == str(rt.dtype).split(".")[1], name
+    for name in ["eig", "eigh", "svd", "slogdet", "qr", "lu"]:
+        re_ = getattr(ember.linalg, name)(e)
+        rt = getattr(torch.linalg, name)(t)
+        assert [str(x.dtype).split(".")[1] for x in re_] == \
+            [str(x.dtype).split(".")[1] for x in rt], name
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_eigvals_match_torch_as_sets(dtype):
+    a = np.random.default_rng(3).standard_normal((2, 5, 5)).astype(dtype)
+    e, t = _pair(a)
+    def key(w):
+        w = np.round(w.reshape(-1, 5), 6)
+        return np.sort_complex(w.real + 1j * w.imag)
+    le = key(ember.linalg.eigvals(e)._data)
+    lt = key(torch.linalg.eigvals(t).numpy())
+    np.testing.assert_allclose(le, lt, atol=1e-4)
+    w, v = ember.linalg.eig(e)
+    np.testing.assert_allclose(a.astype(v._data.dtype) @ v._data, v._data * w._data[..., None, :],
+                               atol=1e-4)
+
+
+def test_lstsq_singular_values_and_rank():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 5, 3))
+    a[1, :, 2] = a[1, :, 0]
+    b = rng.standard_normal((2, 5, 2))
+    e, t = _pair(a)
+    for driver in ("gelsd", "gelss", "gelsy"):
+        re_ = ember.linalg.lstsq(e, ember.from_numpy(b), driver=driver)
+        rt = torch.linalg.lstsq(t, torch.from_numpy(b), driver=driver)
+        np.testing.assert_allclose(re_.singular_values._data, rt.singular_values.numpy(),
+                                   atol=1e-10)
+        np.testing.assert_array_equal(re_.rank._data, rt.rank.numpy())
+        assert re_.residuals.shape == rt.residuals.shape
+
+
+def test_legacy_functions_and_methods():
+    a = np.random.default_rng(5).standard_normal((2, 4, 3))
+    e, t = _pair(a)
+    legacy = ember.linalg.legacy
+    ue, se, ve = legacy.svd(e, compute_uv=False)
+    ut, st, vt = torch.svd(t, compute_uv=False)
+    assert ue.shape == ut.shape and ve.shape == vt.shape and not ue._data.any()
+    np.testing.assert_allclose(se._data, st.numpy(), atol=1e-10)
+    u, s, v = legacy.svd(e)
+    np.testing.assert_allclose((u._data * s._data[..., None, :]) @ np.swapaxes(v._data, -1, -2),
+                               a, atol=1e-10)
+    sq = e[..., :3, :] + ember.from_numpy(3 * np.eye(3))
+    np.testing.assert_allclose(sq.det()._data, np.linalg.det(sq._data))
+    np.testing.assert_allclose(sq.inverse()._data, np.linalg.inv(sq._data))
+    assert type(legacy.slogdet(sq)).__name__ == "slogdet"
+    np.testing.assert_allclose(sq.matrix_power(-1)._data, np.linalg.inv(sq._data))
+    from ember.ops import blas
+    blas._WARNED.discard("triangular_solve")
+    with pytest.warns(UserWarning, match="triangular_solve is deprecated"):
+        sol, coef = legacy.triangular_solve(e[..., :3, :2], sq.triu())
+    blas._WARNED.discard("triangular_solve")  # as a fresh process has it
+    np.testing.assert_allclose(np.triu(sq._data) @ sol._data, a[..., :3, :2], atol=1e-10)
