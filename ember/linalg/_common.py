@@ -4,8 +4,7 @@ used by the derivatives."""
 import numpy as np
 
 from .._core import dtype as _dt
-from .._core.dispatch import apply
-from .._core.tensor import Tensor, wrap
+from .._core.tensor import Tensor
 from ..ops._helpers import type_name
 
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
@@ -66,8 +65,6 @@ def lapack(prefix, dt):
     """The scipy LAPACK routine ``prefix`` for dtype ``dt`` (s/d/c/z)."""
     from scipy.linalg import lapack as lp
     c = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(dt).name]
-    if prefix in ("orgqr", "ungqr", "sytrf", "hetrf", "sytrs", "hetrs"):
-        pass
     return getattr(lp, c + prefix)
 
 
@@ -99,24 +96,3 @@ def potrf_info(a, lower=True):
     f = lapack("potrf", a.dtype)
     r = batched(lambda m: (f(m, lower=lower, clean=True)[1],), a)
     return r[0] if r is not None else np.zeros(a.shape[:-2], np.int32)
-
-
-def eye_like(n, A):
-    """An n x n identity tensor in A's dtype."""
-    return wrap(np.eye(n, dtype=A._data.dtype))
-
-
-def mh(t):
-    return t.mH
-
-
-def diag_embed(v):
-    from ..ops import diag_embed as de
-    return de(v)
-
-
-def sq_batch(a):
-    return a.shape[:-2]
-
-
-_ = (apply, _dt)
