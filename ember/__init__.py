@@ -31,6 +31,9 @@ from . import utils  # noqa: E402
 from . import fx  # noqa: E402
 from . import func  # noqa: E402
 from . import linalg  # noqa: E402
+from .linalg.legacy import (cholesky, cholesky_inverse, cholesky_solve, det, inverse,  # noqa: E402
+                            logdet, lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet,
+                            svd, triangular_solve)
 from . import fft, special  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)

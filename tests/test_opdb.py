@@ -139,7 +139,7 @@ def test_grads_match_torch(op, dtype):
                 assert eg is None or not np.any(eg._data), f"{where}: grad {k} should be None/0"
                 continue
             assert eg is not None, f"{where}: grad {k} missing"
-            np.testing.assert_allclose(eg._data, tg.detach().numpy(), atol=op.grad_atol,
+            np.testing.assert_allclose(eg._data, tg.detach().resolve_conj().numpy(), atol=op.grad_atol,
                                        rtol=op.grad_rtol, equal_nan=True,
                                        err_msg=f"{where}: grad {k}")
 

@@ -112,7 +112,7 @@ class Node:
             if item is None:
                 outs.append(None)
                 continue
-            arr, vc, v, diff = item[:4]
+            arr, vc, v, diff = item
             if vc is None:
                 outs.append(arr)
                 continue
@@ -122,10 +122,6 @@ class Node:
                 _raise_modified(t, vc[0], v)
             t = wrap(arr)
             t._version = vc
-            if item[4] is not None:
-                src = item[4]()
-                if src is not None:
-                    t._fw_tangent = src._fw_tangent
             if diff:
                 t.grad_fn, t._output_nr, t._requires_grad = self, i, True
             outs.append(t)
@@ -271,13 +267,13 @@ def record(op, args, params, outs):
             o._output_nr = i
             o._requires_grad = True
         if saved_out is not None:
-            if type(o) is not Tensor:
-                # tensor-likes (vmap's batched tensors) keep state beyond _data: save the object
-                saved_out.append((o, None, None, diff, None))
+            if type(o) is not Tensor or STATE.forward:
+                # tensor-likes (vmap's batched tensors) keep state beyond _data, and under
+                # forward AD the output receives its tangent after recording: save the object
+                saved_out.append((o, None, None, diff))
                 continue
             vc = _version_of(o)
-            # under forward AD the output gets its tangent after recording: keep a way back
-            saved_out.append((o._data, vc, vc[0], diff, weakref.ref(o) if STATE.forward else None))
+            saved_out.append((o._data, vc, vc[0], diff))
     node.saved_out = saved_out
     if n > 1 or op.n_out != 1:
         node.out_meta = [(o._data.shape, o._data.dtype) for o in outs]

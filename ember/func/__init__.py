@@ -1,5 +1,5 @@
 """``ember.func``: composable function transforms (``torch.func``)."""
-from ..nn.utils.stateless import functional_call
+from ..nn.utils.stateless import _functional_call as functional_call
 from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ._vmap import vmap
 from ._module_state import stack_module_state
