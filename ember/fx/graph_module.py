@@ -248,6 +248,8 @@ class GraphModule(Module):
             lines.append(f"{tab * 3}setattr(self, k, v)")
         lines.append(f"{tab * 2}self.load_state_dict(ember.load(os.path.join(_HERE, "
                      f"'state_dict.pt')))")
+        if not self.training:
+            lines.append(f"{tab * 2}self.eval()")
         lines.append("")
         lines.extend(tab + ln if ln.strip() else "" for ln in
                      self._code.strip("\n").rstrip().splitlines())

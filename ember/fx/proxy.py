@@ -24,24 +24,36 @@ class TraceError(ValueError):
     """Symbolic tracing met a construct it cannot record (data-dependent control flow...)."""
 
 
-def _user_frame():
-    """The innermost frame outside ember (the user's code that used the Proxy)."""
+def _frames():
+    """(innermost frame outside ember.fx, innermost frame outside ember): where the
+    Proxy was used, and the user's line that led there."""
     f = inspect.currentframe()
-    while f is not None:
+    used = user = None
+    while f is not None and user is None:
         fn = os.path.abspath(f.f_code.co_filename)
+        if used is None and not fn.startswith(_FX_DIR + os.sep):
+            used = f
         if not fn.startswith(_EMBER_DIR + os.sep):
-            return f
+            user = f
         f = f.f_back
-    return None
+    return used, user
 
 
-def _where():
-    f = _user_frame()
-    if f is None:
-        return "", None
+def _describe(f):
     info = inspect.getframeinfo(f, context=1)
     line = info.code_context[0].strip() if info.code_context else ""
     return f'File "{info.filename}", line {info.lineno}, in {info.function}', line
+
+
+def _where():
+    used, user = _frames()
+    if used is None:
+        return "", None
+    where, line = _describe(used)
+    if user is not None and user is not used:
+        uwhere, uline = _describe(user)
+        where, line = f"{where} ({line}), called from {uwhere}", uline
+    return where, line
 
 
 _METHOD_NAMES = None
@@ -55,15 +67,19 @@ def _tensor_method_name(func):
         names = {}
         for klass in reversed(Tensor.__mro__):
             for k, v in vars(klass).items():
+                v = getattr(v, "__fx_orig__", v)  # built while tracing patches methods
                 if callable(v) and not isinstance(v, (type, staticmethod, classmethod)):
-                    names[id(v)] = k
+                    if id(v) not in names or k == getattr(v, "__name__", None):
+                        names[id(v)] = (k, v)
         _METHOD_NAMES = names
-    name = _METHOD_NAMES.get(id(func))
-    if name is not None:
-        from .._core.tensor import Tensor
-        if vars(Tensor).get(name) is not func and getattr(Tensor, name, None) is not func:
-            return None
-    return name
+    hit = _METHOD_NAMES.get(id(func))
+    return hit[0] if hit is not None and hit[1] is func else None
+
+
+def _is_public(func):
+    import ember
+    n = getattr(func, "__name__", "")
+    return getattr(ember, n, None) is func or getattr(ember.nn.functional, n, None) is func
 
 
 class Proxy:
@@ -161,7 +177,7 @@ class Proxy:
                                f"trace operations {func}")
         tracer = tracers[0]
         name = _tensor_method_name(func)
-        if name is not None:
+        if name is not None and not _is_public(func):
             return tracer.create_proxy("call_method", name, args, kwargs)
         return tracer.create_proxy("call_function", func, args, kwargs)
 

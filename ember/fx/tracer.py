@@ -293,7 +293,7 @@ class Tracer:
         name = self.tensor_attrs.get(id(t))
         if name is None:
             if self.root is None:
-                raise RuntimeError("a tensor constant needs a root module to be stored in")
+                return t  # no module to hold it: the tensor itself is the argument
             i = 0
             while hasattr(self.root, f"_tensor_constant{i}"):
                 i += 1
@@ -346,6 +346,8 @@ class Tracer:
             patcher.patch_attr(Module, "__getattr__", module_getattr_wrapper)
             self._patch_wrapped(patcher)
             self._autowrap_check(patcher, fn_globals)
+            for module in self._autowrap_search:
+                self._autowrap_check(patcher, vars(module))
             result = fn(self.root, *args) if bound else fn(*args)
             self.create_node("output", "output", (self.create_arg(result),), {},
                              type_expr=getattr(fn, "__annotations__", {}).get("return"))
@@ -394,8 +396,10 @@ class Tracer:
     def _autowrap_check(self, patcher, fn_globals):
         """Patch names in ``fn_globals`` bound to autowrapped functions."""
         ids = self._autowrap_function_ids
+        explicit = {id(f) for f in self._autowrap_functions}
         for name, value in list(fn_globals.items()):
-            if not name.startswith("_") and callable(value) and id(value) in ids:
+            if callable(value) and id(value) in ids and (not name.startswith("_") or
+                                                         id(value) in explicit):
                 patcher.patch_dict(fn_globals, name, _leaf_wrapper(value))
 
 
