@@ -98,16 +98,19 @@ def replace_pattern(gm, pattern, replacement):
             continue
         taken.update(inner)
         matches.append(Match(anchor=matcher.anchor, nodes_map=nodes_map))
+    replaced = {}  # anchors already rewritten -> their replacement values
     for m in matches:
-        _replace(gm, m, matcher, repl_graph, repl_mod, repl_placeholders)
+        replaced[m.nodes_map[matcher.anchor]] = _replace(gm, m, matcher, repl_graph, repl_mod,
+                                                         repl_placeholders, replaced)
     gm.recompile()
     return matches
 
 
-def _replace(gm, m, matcher, repl_graph, repl_mod, repl_placeholders):
+def _replace(gm, m, matcher, repl_graph, repl_mod, repl_placeholders, replaced):
     graph = gm.graph
     anchor = m.nodes_map[matcher.anchor]
-    val_map = {r: m.nodes_map[p] for r, p in zip(repl_placeholders, matcher.placeholders)}
+    val_map = {r: replaced.get(m.nodes_map[p], m.nodes_map[p])
+               for r, p in zip(repl_placeholders, matcher.placeholders)}
     if repl_mod is not None:
         from .graph_module import _copy_attr
         for n in repl_graph.nodes:
@@ -120,3 +123,4 @@ def _replace(gm, m, matcher, repl_graph, repl_mod, repl_placeholders):
     for p, g in sorted(m.nodes_map.items(), key=lambda kv: -order.get(kv[1], -1)):
         if p.op != "placeholder" and not g._erased and not g.users:
             graph.erase_node(g)
+    return new
