@@ -304,10 +304,10 @@ def _setitem(self, item, value):
                 _adv_key([_arr(a) for a in adv])]
             value = _fit_value(value, probe.shape)
         if value._data.dtype != self._data.dtype:
-            # torch casts only for one boolean mask over all dims (its masked_fill path);
-            # anything else goes through index_put_, which wants matching dtypes
+            # torch casts only for one boolean mask with a one-element value (its masked_fill
+            # path); anything else goes through index_put_, which wants matching dtypes
             a0 = _arr(adv[0])
-            if len(adv) == 1 and a0.dtype == bool and a0.ndim == self._data.ndim:
+            if len(adv) == 1 and a0.dtype == bool and value._data.size == 1:
                 value = value.to(self.dtype)
             else:
                 _index_put_args(target, adv, value)
