@@ -89,8 +89,7 @@ class _Globals:
         lines = []
         for name, line in self.imports.items():
             if line is None:
-                raise_unpicklable = f"# '{name}' ({self.globals[name]!r}) cannot be imported by name"
-                lines.append(raise_unpicklable)
+                lines.append(f"# '{name}' ({self.globals[name]!r}) cannot be imported by name")
             else:
                 lines.append(line)
         return "\n".join(lines)
@@ -200,8 +199,6 @@ def generate(graph, root_module="self", verbose=False):
             continue
         lineno_map[len(body) + 2] = n.name
         if n.op == "output":
-            if verbose and n.type is not None:
-                pass
             body.append(f"return {_repr(n.args[0], g)}" if n.args else "return None")
             continue
         line = f"{n.name} = {_expr(n, root_module, g)}"

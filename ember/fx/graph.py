@@ -8,7 +8,6 @@ import builtins
 import copy
 import keyword
 import re
-from contextlib import contextmanager
 
 from .node import Node, map_arg
 
@@ -131,11 +130,9 @@ class Graph:
 
     def __init__(self, owning_module=None, tracer_cls=None, tracer_extras=None):
         self._root = Node(self, "", "root", "", (), {})
-        self._used_names = {}
         self._insert = self._root.prepend
         self._len = 0
         self._graph_namespace = _Namespace()
-        self._owners = 0
         self._owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras

@@ -12,7 +12,7 @@ import inspect
 import operator
 import os
 
-from .node import Node, map_aggregate
+from .node import map_aggregate
 
 __all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError"]
 
@@ -252,5 +252,3 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     _def_magic(_name, getattr(operator, _name + ("_" if _name in ("and", "or") else "")), True)
 for _name in ("lt", "le", "eq", "ne", "gt", "ge", "getitem", "neg", "pos", "invert", "abs"):
     _def_magic(_name, getattr(operator, _name), False)
-
-_ = Node
