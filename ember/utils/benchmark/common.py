@@ -62,6 +62,12 @@ def _f32(x):
     return np.float32(x)
 
 
+def log10_f32(x) -> float:
+    """log10 of float32(x), correctly rounded to float32 (NumPy's float32 log10
+    can be an ulp off, which moves exact powers of ten across unit boundaries)."""
+    return float(np.float32(np.log10(np.float64(np.float32(x)))))
+
+
 @dataclasses.dataclass(init=True, repr=False)
 class Measurement:
     """The result of a Timer measurement.
@@ -119,7 +125,7 @@ class Measurement:
         std = float(inner.std()) if inner.size else float("nan")
         sqrt_n = float(np.sqrt(_f32(inner.size)))
         ci = max(1.645 * std / sqrt_n, _MIN_CONFIDENCE_INTERVAL)
-        figures = int(np.floor(np.log10(_f32(self._median / ci))))
+        figures = int(np.floor(log10_f32(self._median / ci)))
         return min(max(figures, 1), _MAX_SIGNIFICANT_FIGURES)
 
     @property
@@ -195,7 +201,7 @@ class Measurement:
 
 def select_unit(t: float):
     """(unit, scale) that shows ``t`` seconds as an O(1) number."""
-    unit = {-3: "ns", -2: "us", -1: "ms"}.get(int(float(np.log10(_f32(t))) // 3), "s")
+    unit = {-3: "ns", -2: "us", -1: "ms"}.get(int(log10_f32(t) // 3), "s")
     return unit, {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[unit]
 
 
@@ -207,7 +213,7 @@ def trim_sigfig(x: float, n: int) -> float:
     """Trim ``x`` to ``n`` significant figures (3.14159, 2 -> 3.1)."""
     if n != int(n):
         raise AssertionError("Number of significant figures must be an integer")
-    magnitude = int(np.ceil(np.log10(np.abs(_f32(x)))))
+    magnitude = int(np.ceil(log10_f32(abs(x))))
     scale = 10 ** (magnitude - n)
     return float(np.round(_f32(x / scale)) * _f32(scale))
 

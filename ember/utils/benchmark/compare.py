@@ -24,7 +24,7 @@ class Colorize(enum.Enum):
 
 
 def _leading_digits(x: float) -> int:
-    return int(np.ceil(np.log10(np.float32(x))))
+    return int(np.ceil(common.log10_f32(x)))
 
 
 class _Column:

@@ -137,7 +137,7 @@ class FuzzedTensor:
     def default_tensor_constructor(size, dtype, **kwargs):
         import ember
         if dtype.is_floating_point or dtype.is_complex:
-            return ember.rand(size=size, dtype=dtype, device="cpu")
+            return ember.rand(tuple(size), dtype=dtype, device="cpu")
         return ember.randint(1, 127, size=size, dtype=dtype, device="cpu")
 
     def _make_tensor(self, params, state):
