@@ -1,18 +1,21 @@
 """Run the benchmark suite: every workload with ember and with torch (when installed)
-in one process, printing times and the ember/torch ratio, and writing JSON.
+in one process, measured with ``ember.utils.benchmark.Timer.blocked_autorange``,
+printed as a Compare table with an ember/torch ratio column, and written as JSON.
 
     python -m benchmarks.run [--only NAME] [--quick] [--json PATH]
 """
 import argparse
+import contextlib
+import importlib
 import json
 import os
+import pkgutil
 import platform
-import statistics
+import re
 import sys
 import time
 
-import importlib
-import pkgutil
+from ember.utils.benchmark import Compare, Timer
 
 from .workloads import WORKLOADS
 
@@ -21,38 +24,59 @@ for _m in sorted(m.name for m in pkgutil.iter_modules([os.path.dirname(__file__)
                  if m.name.startswith("workloads_")):
     importlib.import_module(f"{__package__}.{_m}")
 
-
-def measure(fn, min_time):
-    """Median per-call time (s) over blocks of calls sized to take ~min_time/10 each."""
-    fn()  # warm-up (also compiles/caches anything lazy)
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt > min_time / 10 or number > 1e6:
-            break
-        number *= 10
-    times = [dt / number]
-    deadline = time.perf_counter() + min_time
-    while time.perf_counter() < deadline or len(times) < 5:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return statistics.median(times)
+NUM_THREADS = 1  # torch's Timer default: single-threaded compares intrinsic cost
 
 
-def _fmt(t):
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if t >= scale:
-            return f"{t / scale:8.2f} {unit}"
-    return f"{t / 1e-9:8.1f} ns"
+@contextlib.contextmanager
+def _lib_threads(lib, n):
+    # Timer limits NumPy/BLAS/OpenMP pools; torch's intra-op pool has its own knob
+    get_n, set_n = getattr(lib, "get_num_threads", None), getattr(lib, "set_num_threads", None)
+    prior = get_n() if get_n and set_n else None
+    if prior is not None:
+        set_n(n)
+    try:
+        yield
+    finally:
+        if prior is not None:
+            set_n(prior)
+
+
+def measure(name, group, lib_name, lib, min_run_time):
+    """One workload on one library: a Measurement (sub_label = workload,
+    description = library, label = group)."""
+    fn = WORKLOADS[name][1](lib)
+    fn()  # first call outside the timer: builds/caches anything lazy
+    timer = Timer("fn()", globals={"fn": fn}, label=group, sub_label=name,
+                  description=lib_name, num_threads=NUM_THREADS)
+    with _lib_threads(lib, NUM_THREADS):
+        return timer.blocked_autorange(min_run_time=min_run_time)
+
+
+def _with_ratio_column(table, ratios):
+    """Append an ember/torch column to one rendered Compare table."""
+    lines = table.split("\n")
+    rows = {i: name for i, line in enumerate(lines) for name in ratios
+            if line.startswith("  ") and line.split("|")[0].strip() == name}
+    if not rows:
+        return table
+    head = "ember/torch"
+    width = len(head)
+    out = []
+    for i, line in enumerate(lines):
+        if i == 1:
+            line += "  |  " + head
+        elif i in rows:
+            r = ratios[rows[i]]
+            line += "  |  " + (f"{r:.2f}x" if r is not None else "-").rjust(width)
+        elif re.fullmatch(r"\d+ threads: -*", line):
+            line += "-" * (width + 5)
+        out.append(line)
+    return "\n".join(out)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", action="append", help="run only this workload (repeatable)")
     p.add_argument("--quick", action="store_true", help="short measurements")
     p.add_argument("--json", default=None, help="where to write results (default "
@@ -71,26 +95,42 @@ def main(argv=None):
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         p.error(f"unknown workload(s) {unknown}; known: {sorted(WORKLOADS)}")
-    min_time = 0.2 if args.quick else 1.0
-    rows = []
-    print(f"{'workload':<24}{'group':<11}{'ember':>12}{'torch':>12}{'ratio':>8}")
+    min_run_time = 0.2 if args.quick else 1.0
+
+    rows, measurements = [], []
     for name in names:
-        group, build = WORKLOADS[name]
+        group = WORKLOADS[name][0]
         res = {"workload": name, "group": group}
         for lib_name, lib in libs:
-            res[lib_name] = measure(build(lib), min_time)
-        ratio = res["ember"] / res["torch"] if "torch" in res else None
-        res["ratio"] = ratio
+            try:
+                m = measure(name, group, lib_name, lib, min_run_time)
+            except Exception as e:  # one broken workload must not hide the others
+                print(f"{name} [{lib_name}] failed: {type(e).__name__}: {e}", file=sys.stderr)
+                res[f"{lib_name}_error"] = f"{type(e).__name__}: {e}"
+                continue
+            measurements.append(m)
+            res[lib_name] = m.median
+            res[f"{lib_name}_stats"] = {"median": m.median, "mean": m.mean, "iqr": m.iqr,
+                                        "number_per_run": m.number_per_run,
+                                        "replicates": len(m.raw_times)}
+        res["ratio"] = (res["ember"] / res["torch"]
+                        if "ember" in res and "torch" in res else None)
         rows.append(res)
-        print(f"{name:<24}{group:<11}{_fmt(res['ember']):>12}"
-              f"{_fmt(res['torch']) if 'torch' in res else '-':>12}"
-              f"{f'{ratio:7.2f}x' if ratio else '-':>8}", flush=True)
+        print(f"  measured {name}", file=sys.stderr, flush=True)
+
+    ratios = {r["workload"]: r["ratio"] for r in rows}
+    for group in dict.fromkeys(m.label for m in measurements):  # one table per group
+        compare = Compare([m for m in measurements if m.label == group])
+        compare.highlight_warnings()
+        print(_with_ratio_column(str(compare), ratios))
+
     out = args.json or os.path.join(os.path.dirname(__file__), "results",
                                     time.strftime("%Y%m%d-%H%M%S") + ".json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "ember": ember.__version__,
-            "torch": libs[1][1].__version__ if len(libs) > 1 else None}
+            "torch": libs[1][1].__version__ if len(libs) > 1 else None,
+            "num_threads": NUM_THREADS, "min_run_time": min_run_time}
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"meta": meta, "results": rows}, f, indent=1)
