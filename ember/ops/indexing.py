@@ -306,8 +306,8 @@ def _setitem(self, item, value):
         if value._data.dtype != self._data.dtype:
             # torch casts only for one boolean mask with a one-element value (its masked_fill
             # path); anything else goes through index_put_, which wants matching dtypes
-            a0 = _arr(adv[0])
-            if len(adv) == 1 and a0.dtype == bool and value._data.size == 1:
+            real = [_arr(a) for a in adv if a is not None]
+            if len(real) == 1 and real[0].dtype == bool and value._data.size == 1:
                 value = value.to(self.dtype)
             else:
                 _index_put_args(target, adv, value)
