@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 
 .PHONY: demo test bench
 demo: $(VENV)/.installed
-	$(PY) examples/demo.py
+	$(PY) examples/train_digits.py
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -n 2 -q

@@ -70,7 +70,7 @@ def train(model, opt, sched, loader, epochs, first_epoch=0):
             opt.step()
             sched.step()
             seen += len(yb)
-            bar.set_postfix(loss=f"{loss.item():.3f}",
+            bar.set_postfix(refresh=False, loss=f"{loss.item():.3f}",
                             samples_per_s=f"{seen / (time.perf_counter() - t0):.0f}")
 
 
