@@ -38,6 +38,25 @@ from . import fft, special  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 
+from ._core.threads import get_num_threads, set_num_threads  # noqa: E402
+
+# functions torch also exposes at top level (torch.relu, torch.conv2d, ...)
+_TOP_LEVEL_NN = (
+    "relu", "relu_", "selu", "selu_", "celu", "celu_", "prelu", "rrelu", "rrelu_",
+    "hardshrink", "threshold", "threshold_", "dropout", "dropout_", "alpha_dropout",
+    "feature_dropout", "embedding", "embedding_bag", "cosine_similarity", "pairwise_distance",
+    "pdist", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "conv1d", "conv2d",
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "batch_norm",
+    "layer_norm", "group_norm", "instance_norm", "rms_norm", "avg_pool1d", "max_pool1d",
+    "max_pool2d", "max_pool3d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "bilinear",
+    "ctc_loss", "cosine_embedding_loss", "hinge_embedding_loss", "kl_div",
+    "margin_ranking_loss", "poisson_nll_loss", "triplet_margin_loss",
+    "binary_cross_entropy_with_logits", "logsigmoid", "hardtanh")
+for _name in _TOP_LEVEL_NN:
+    if hasattr(nn.functional, _name) and _name not in globals():
+        globals()[_name] = getattr(nn.functional, _name)
+del _name
+
 __version__ = "0.1.0"
 
 

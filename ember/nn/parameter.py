@@ -74,6 +74,9 @@ class UninitializedParameter(Parameter):
         t._lazy_dtype = dtype
         return t
 
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
     def materialize(self, shape, device=None, dtype=None):
         """Create this parameter's storage with ``shape`` and turn it into a Parameter."""
         from .._core import dtype as _dt

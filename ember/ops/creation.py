@@ -143,24 +143,34 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
+def _size_kw(size, kw, name):
+    """``size=`` given as a keyword, as torch allows for its creation functions."""
+    if kw:
+        if set(kw) != {"size"} or size:
+            raise TypeError(f"{name}() received an invalid combination of arguments: "
+                            f"{sorted(kw)}")
+        return (tuple(kw["size"]),)
+    return size
+
+
 def _dtype_or_default(dtype):
     return (dtype or _dt.get_default_dtype()).np
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
     """A tensor filled with 0 of shape ``size``."""
-    return _filled(np.zeros, size, out, dtype, device, requires_grad)
+    return _filled(np.zeros, _size_kw(size, kw, "zeros"), out, dtype, device, requires_grad)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
     """A tensor filled with 1 of shape ``size``."""
-    return _filled(np.ones, size, out, dtype, device, requires_grad)
+    return _filled(np.ones, _size_kw(size, kw, "ones"), out, dtype, device, requires_grad)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          pin_memory=False, memory_format=None):
+          pin_memory=False, memory_format=None, **kw):
     """An uninitialised tensor of shape ``size``."""
-    return _filled(np.empty, size, out, dtype, device, requires_grad)
+    return _filled(np.empty, _size_kw(size, kw, "empty"), out, dtype, device, requires_grad)
 
 
 def _filled(fn, size, out, dtype, device, requires_grad):

@@ -17,7 +17,7 @@ from .._core.random import (Generator, default_generator, fork_rng, get_rng_stat
 from .._core.tensor import Tensor
 from ._helpers import NeedsOverride, Op, apply, apply_inplace, handle_override, write_out
 from .blas import cpp_name, short_name
-from .creation import _finish, _size
+from .creation import _finish, _size, _size_kw
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -317,15 +317,17 @@ def _create(op, size, params, generator, out, dtype, device, requires_grad, defa
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-         requires_grad=False, pin_memory=False):
+         requires_grad=False, pin_memory=False, **kw):
     """Samples from the uniform distribution on [0, 1)."""
-    return _create(UNIFORM, size, {}, generator, out, dtype, device, requires_grad)
+    return _create(UNIFORM, _size_kw(size, kw, "rand"), {}, generator, out, dtype, device,
+                   requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-          requires_grad=False, pin_memory=False):
+          requires_grad=False, pin_memory=False, **kw):
     """Samples from the standard normal distribution (complex: variance 1/2 per part)."""
-    return _create(NORMAL, size, {}, generator, out, dtype, device, requires_grad)
+    return _create(NORMAL, _size_kw(size, kw, "randn"), {}, generator, out, dtype, device,
+                   requires_grad)
 
 
 def _randint_args(args, size):

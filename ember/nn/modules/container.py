@@ -4,7 +4,7 @@ from collections import OrderedDict
 from itertools import islice
 
 from ..parameter import Parameter
-from .module import Module
+from .module import Module, _addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -162,7 +162,20 @@ class ModuleList(Module):
         return v
 
     def __repr__(self):
-        return Module.__repr__(self)
+        """Like Module's, but runs of identical children print once: ``(0-1): 2 x Linear(...)``."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        lines, start = [], 0
+        for i in range(1, len(reprs) + 1):
+            if i == len(reprs) or reprs[i] != reprs[start]:
+                body = _addindent(reprs[start], 2)
+                if i - start == 1:
+                    lines.append(f"({start}): {body}")
+                else:
+                    lines.append(f"({start}-{i - 1}): {i - start} x {body}")
+                start = i
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
