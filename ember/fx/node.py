@@ -52,6 +52,10 @@ def _qualified_name(fn):
     if mod and mod.startswith("ember"):
         import ember
         short = getattr(fn, "__name__", "")
+        # functions defined in nn.functional print as such even where ember re-exports them
+        # at top level (ember.relu is ember.nn.functional.relu)
+        if mod.startswith("ember.nn") and getattr(ember.nn.functional, short, None) is fn:
+            return f"ember.nn.functional.{short}"
         if getattr(ember, short, None) is fn:
             return f"ember.{short}"
         if getattr(ember.nn.functional, short, None) is fn:
