@@ -75,11 +75,14 @@ class _Globals:
                 return f"{self._module('operator', operator)}.{short}"
             if getattr(math, short, None) is obj:
                 return f"{self._module('math', math)}.{short}"
+            if str(getattr(obj, "__module__", "")).startswith("ember"):
+                from .node import _qualified_name
+                if getattr(ember, short, None) is obj or \
+                        getattr(ember.nn.functional, short, None) is obj:
+                    self._module("ember", ember)
+                    return _qualified_name(obj)
             if getattr(ember, short, None) is obj:
                 return f"{self._module('ember', ember)}.{short}"
-            if getattr(ember.nn.functional, short, None) is obj:
-                self._module("ember", ember)
-                return f"ember.nn.functional.{short}"
             if getattr(ember.nn, short, None) is obj:
                 self._module("ember", ember)
                 return f"ember.nn.{short}"
