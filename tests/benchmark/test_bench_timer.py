@@ -120,10 +120,26 @@ def test_globals_are_copied_and_torch_names_ember():
     assert out and all(v == 3.0 for v in out)
 
 
-def test_repeat_and_autorange_point_to_blocked_autorange():
-    for call in (lambda t: t.repeat(), lambda t: t.autorange()):
-        with pytest.raises(NotImplementedError, match="blocked_autorange"):
-            call(Timer())
+def test_autorange_grows_number_like_timeit():
+    # each run advances 0.03 s: 1, 2, 5 runs are under 0.2 s, 10 runs take 0.3 s
+    clock, t = fake_timer(FakeClock(steps=[0.03]))
+    seen = []
+    m = t.autorange(callback=lambda n, dt: seen.append(n))
+    assert seen == [1, 2, 5, 10]
+    assert m.number_per_run == 10 and m.raw_times == [pytest.approx(0.3)]
+    assert m.median == pytest.approx(0.03)
+
+
+def test_repeat_returns_one_raw_time_per_block():
+    clock, t = fake_timer()
+    m = t.repeat(repeat=3, number=100)
+    assert clock.calls == 2 + 3 * 100  # warm-up, then three blocks
+    assert m.number_per_run == 100 and m.raw_times == [100 * TICK] * 3
+    clock, t = fake_timer(FakeClock(steps=[0.05]))
+    m = t.repeat()  # 5 blocks, number chosen by autorange (5 runs reach 0.25 s)
+    assert m.number_per_run == 5 and len(m.raw_times) == 5
+    with pytest.raises(ValueError, match="repeat must be positive"):
+        t.repeat(repeat=0, number=1)
 
 
 def _blas_threads():

@@ -119,11 +119,50 @@ class Timer:
                                       raw_times=[self._timeit(number)],
                                       task_spec=self._task_spec)
 
-    def repeat(self, repeat: int = -1, number: int = -1):
-        raise NotImplementedError("See `Timer.blocked_autorange.`")
+    def repeat(self, repeat: int = -1, number: int = -1) -> common.Measurement:
+        """``repeat`` blocks of ``number`` runs each (defaults: 5 blocks, ``number`` chosen
+        as by ``autorange``), as one Measurement with one raw time per block.
 
-    def autorange(self, callback=None):
-        raise NotImplementedError("See `Timer.blocked_autorange.`")
+        Beyond PyTorch: torch's Timer raises NotImplementedError here; ember follows
+        ``timeit.Timer.repeat`` but returns a Measurement (its ``raw_times`` are the
+        per-block totals timeit would return)."""
+        repeat = 5 if repeat == -1 else repeat
+        if repeat < 1:
+            raise ValueError(f"repeat must be positive, got {repeat}")
+        with common.set_torch_threads(self._task_spec.num_threads):
+            if number == -1:
+                number = self._autorange_number(None)
+            else:
+                self._timeit(max(number // 100, 2))  # warm-up
+            times = [self._timeit(number) for _ in range(repeat)]
+        return common.Measurement(number_per_run=number, raw_times=times,
+                                  task_spec=self._task_spec)
+
+    def autorange(self, callback=None) -> common.Measurement:
+        """Run ``stmt`` 1, 2, 5, 10, 20, ... times until one block takes at least 0.2 s and
+        return that block as a Measurement; ``callback(number, time_taken)`` sees each try.
+
+        Beyond PyTorch: torch's Timer raises NotImplementedError here; ember follows
+        ``timeit.Timer.autorange``."""
+        with common.set_torch_threads(self._task_spec.num_threads):
+            number, t = self._autorange_block(callback)
+        return common.Measurement(number_per_run=number, raw_times=[t],
+                                  task_spec=self._task_spec)
+
+    def _autorange_block(self, callback):
+        i = 1
+        while True:
+            for j in (1, 2, 5):
+                number = i * j
+                t = self._timeit(number)
+                if callback:
+                    callback(number, t)
+                if t >= 0.2:
+                    return number, t
+            i *= 10
+
+    def _autorange_number(self, callback):
+        return self._autorange_block(callback)[0]
 
     def _measurement_loop(self, number: int, stop_hook: Callable[[List[float]], bool],
                           min_run_time: float, max_run_time: Optional[float] = None,
