@@ -85,6 +85,14 @@ def current_level():
     return _LEVELS[-1].level if _LEVELS else 0
 
 
+_RUNNING = []  # the VmapModes whose batching rules are running, innermost last
+
+
+def current_mode():
+    """The vmap level whose batching rule is running (rules read its randomness)."""
+    return _RUNNING[-1]
+
+
 def add_batch_rule(*names):
     """Register ``rule(op, args, bdims, params, batch_size) -> (out, out_bdims)``."""
     def deco(fn):
@@ -138,7 +146,23 @@ def _outs_bdims(out, bdim=0):
 # ---- category rules -----------------------------------------------------------------------
 
 def _elementwise_rule(op, args, bdims, params, batch_size):
+    if op.category == "binary" and len(args) >= 2:
+        args = _weak_zero_dim_cast(args, bdims)
     return op(*_front_padded(args, bdims), **params), 0
+
+
+def _weak_zero_dim_cast(args, bdims):
+    """A logical 0-dim operand is physically dimensioned once batched, which would make it
+    win type promotion; cast it to the logical result dtype first."""
+    tens = [(a, b) for a, b in zip(args, bdims) if isinstance(a, Tensor)]
+    lnds = [_logical_ndim(a, b) for a, b in tens]
+    if len(tens) < 2 or 0 not in lnds or max(lnds) == 0 or len({a.dtype for a, _ in tens}) < 2:
+        return args
+    from .._core import dtype as _dt
+    target = _dt.result_type_of([(a.dtype, n) for (a, _), n in zip(tens, lnds)],
+                                [a for a in args if not isinstance(a, Tensor) and a is not None])
+    return [a.to(target) if isinstance(a, Tensor) and b is not None and
+            _logical_ndim(a, b) == 0 and a.dtype != target else a for a, b in zip(args, bdims)]
 
 
 _DIM_PARAMS = ("dim", "dims", "dim0", "dim1", "dim2", "axis")
@@ -162,15 +186,36 @@ def _dims_rule(op, args, bdims, params, batch_size):
     """Ops over explicit dims of their tensor inputs: batch in front of every tensor
     input (materialised where missing), dim parameters shifted by one."""
     lnd = [_logical_ndim(a, b) for a, b in zip(args, bdims) if isinstance(a, Tensor)]
-    if 0 in lnd:
-        if set(params) & set(_DIM_PARAMS) == {"dims"}:
-            # reducing "dim 0" of a scalar reduces nothing
-            params = dict(params, dims=())
-        elif any(params.get(k) not in (None, ()) for k in _DIM_PARAMS):
-            return _fallback_rule(op, args, bdims, params, batch_size)
+    if lnd and max(lnd) == 0 and any(params.get(k) not in (None, ()) for k in _DIM_PARAMS):
+        return _scalar_as_vector(op, args, bdims, params, batch_size)
+    if 0 in lnd and set(params) & set(_DIM_PARAMS) == {"dims"}:
+        params = dict(params, dims=())  # reducing "dim 0" of a scalar reduces nothing
+    if params.get("dims") is None and op.name in _ALL_BY_DEFAULT:
+        params = dict(params, dims=tuple(range(max(lnd))))  # None: every dimension
     phys = [_batched_front(a, b, batch_size) if isinstance(a, Tensor) else a
             for a, b in zip(args, bdims)]
     return _outs_bdims(op(*phys, **_shift_dims(params)))
+
+
+_ALL_BY_DEFAULT = {"max", "min", "amax", "amin", "any", "all", "count_nonzero", "sum", "mean",
+                   "prod", "norm", "logsumexp", "var", "std", "nuclear_norm"}
+
+
+def _scalar_as_vector(op, args, bdims, params, batch_size):
+    """Ops over a dim of 0-dim tensors treat them as one-element vectors (dim 0 or -1):
+    run them on (B, 1) and drop the extra dimension from the results."""
+    phys = [_batched_front(a, b, batch_size).unsqueeze(1) if isinstance(a, Tensor) else a
+            for a, b in zip(args, bdims)]
+    new = dict(params)
+    for k in _DIM_PARAMS:
+        v = new.get(k)
+        if v is not None:
+            new[k] = type(v)(1 for _ in v) if isinstance(v, (tuple, list)) else 1
+    out = op(*phys, **new)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    outs = [o.squeeze(1) if isinstance(o, Tensor) and o.dim() >= 2 and o.shape[1] == 1 else o
+            for o in outs]
+    return _outs_bdims(type(out)(outs) if isinstance(out, (tuple, list)) else outs[0])
 
 
 def _view_shape_rule(op, args, bdims, params, batch_size):
@@ -405,10 +450,20 @@ class VmapMode(DispatchMode):
             return op(*args, **kwargs)
         if isinstance(op, InplaceOp):
             return self._inplace(op, args, phys, bdims, kwargs)
-        out, out_bdims = _rule_for(op)(op, phys, bdims, kwargs, self.batch_size)
-        return self._wrap(out, out_bdims)
+        _RUNNING.append(self)
+        try:
+            out, out_bdims = _rule_for(op)(op, phys, bdims, kwargs, self.batch_size)
+        finally:
+            _RUNNING.pop()
+        out = self._wrap(out, out_bdims)
+        if op.view and isinstance(out, BatchedTensor) and isinstance(args[0], Tensor):
+            _mark_logical_view(out, args[0], op, kwargs)
+        return out
 
     def _inplace(self, op, args, phys, bdims, kwargs):
+        if STATE.grad_enabled and op.base.differentiable and any(
+                isinstance(a, Tensor) and a._requires_grad for a in args):
+            return self._inplace_tracked(op, args, bdims, kwargs)
         if bdims[0] is None:
             names = [i for i, b in enumerate(bdims) if b is not None]
             raise RuntimeError(f"vmap: {op.name}(self, *extra_args) is not possible because "
@@ -418,10 +473,37 @@ class VmapMode(DispatchMode):
                                f"over in a vmap. Please try to use out-of-place operators instead "
                                f"of {op.name}.")
         target = _move_to_front(phys[0], bdims[0])  # a view: writes reach the batched storage
-        rest = _front_padded(phys[1:], bdims[1:], pad_to=target.dim() - 1) if len(phys) > 1 \
-            else []
-        op(target, *rest, **kwargs)
+        rule = _rule_for(op.base)
+        if rule is _elementwise_rule:
+            rest = _front_padded(phys[1:], bdims[1:], pad_to=target.dim() - 1) \
+                if len(phys) > 1 else []
+            op(target, *rest, **kwargs)
+            return args[0]
+        # other ops: the out-of-place rule, then a copy into the batched storage
+        out, ob = rule(op.base, phys, bdims, kwargs, self.batch_size)
+        target.copy_(_move_to_front(out[0] if isinstance(out, (tuple, list)) else out,
+                                    ob[0] if isinstance(ob, list) else ob))
         return args[0]
+
+    def _inplace_tracked(self, op, args, bdims, kwargs):
+        """In-place under autograd: the out-of-place result is recorded on the logical
+        tensors, written into the batched storage, and the target's history rebased onto it
+        (what ``apply_inplace`` does outside modes)."""
+        from .._core import dispatch
+        target = args[0]
+        dispatch._check_inplace_allowed(target)
+        src = target
+        si = op.base.save_inputs
+        if si is True or (si and 0 in si):
+            src = self.__ember_dispatch__(_op("clone"), (target,), {})
+            dispatch._record_logical(_op("clone"), (target,), {}, src)
+        full = (src,) + tuple(args[1:])
+        out = self.__ember_dispatch__(op.base, full, kwargs)
+        dispatch._record_logical(op.base, full, kwargs, out)
+        with _NoGrad():
+            self.__ember_dispatch__(_op("copy").inplace, (target, out), {})
+        dispatch._rebase_history(target, out)
+        return target
 
     def _random(self, op, base, args, kwargs):
         if self.randomness == "error":
@@ -462,6 +544,26 @@ class VmapMode(DispatchMode):
         return make_batched(op(*phys, **kwargs), 0, self.level)
 
 
+def _mark_logical_view(out, src, op, params):
+    """Views of logical tensors are views for autograd too (in-place writes into them
+    rebase their base's history), although their stand-in arrays share no memory."""
+    from .._core.tensor import _version_of
+    root = src._base if src._base is not None else src
+    out._base = root
+    out._version = _version_of(root)
+    out._view_chain = (src._view_chain or ()) + ((op, params),)
+    out._view_base_fn = root.grad_fn
+
+
+class _NoGrad:
+    def __enter__(self):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+
+
 # ---- rules for specific operators ---------------------------------------------------------
 
 BATCH_RULES.update({
@@ -485,3 +587,5 @@ BATCH_RULES.update({
 })
 
 _ = STATE
+
+from . import batching_rules_index, batching_rules_linalg  # noqa: E402,F401  (register rules)
