@@ -115,3 +115,29 @@ def test_every_registered_op_declares_its_rules():
     missing_vjp = [n for n, op in REGISTRY.items() if op.differentiable and op.vjp is None]
     assert all(callable(op.kernel) for op in REGISTRY.values())
     assert missing_vjp == [], f"differentiable ops without vjp: {missing_vjp}"
+
+
+def test_mixing_devices_raises_torch_error_and_memmaps_are_cpu(tmp_path):
+    from ember._core import device as dev
+
+    class OtherArray(np.ndarray):
+        """Arrays of a second, third-party device (registered like a PrivateUse1 backend)."""
+
+    dev.register_backend("other", np, OtherArray, to_host=lambda a: a.view(np.ndarray),
+                         from_host=lambda a: np.asarray(a).view(OtherArray))
+    try:
+        a = ember.ones(3)
+        b = ember.ones(3).to("other")
+        assert b.device == ember.device("other") and b.device.type == "other"
+        np.testing.assert_array_equal((b * 2).to("cpu").numpy(), [2.0, 2.0, 2.0])
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, "
+                                               "but found at least two devices, cpu and other!"):
+            a + b
+        m = np.lib.format.open_memmap(str(tmp_path / "m.npy"), mode="w+", dtype=np.float32,
+                                      shape=(3,))
+        t = ember.from_numpy(m)
+        assert t.device == ember.device("cpu")
+        np.testing.assert_array_equal((t + a).numpy(), [1.0, 1.0, 1.0])
+    finally:
+        dev._BACKENDS.pop("other")
+        dev._BY_TYPE.clear()

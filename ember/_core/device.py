@@ -8,7 +8,7 @@ here with `register_backend`.
 """
 import numpy as np
 
-__all__ = ["device", "register_backend", "backend_for_array", "get_backend"]
+__all__ = ["device", "register_backend", "backend_for_array", "backend_for_type", "get_backend"]
 
 
 class Backend:
@@ -23,6 +23,7 @@ class Backend:
 
 
 _BACKENDS = {}
+_BY_TYPE = {}  # array type -> backend, filled lazily
 XP_BY_ARRAY_TYPE = {}
 
 
@@ -34,6 +35,7 @@ def register_backend(name, xp, array_type, to_host=None, from_host=None):
     """
     b = Backend(name, xp, array_type, to_host or (lambda a: a), from_host or (lambda a: a))
     _BACKENDS[name] = b
+    _BY_TYPE.clear()
     XP_BY_ARRAY_TYPE[array_type] = xp
     return b
 
@@ -49,11 +51,23 @@ def get_backend(name):
                            f"device string: {name}") from None
 
 
+def backend_for_type(array_type):
+    """The backend storing arrays of ``array_type``, or None.  Subclasses (np.memmap, a
+    backend whose arrays subclass ndarray) resolve to the most specific registered type."""
+    b = _BY_TYPE.get(array_type)
+    if b is None:
+        matches = [bk for bk in _BACKENDS.values() if issubclass(array_type, bk.array_type)]
+        if not matches:
+            return None
+        b = _BY_TYPE[array_type] = max(matches, key=lambda bk: len(bk.array_type.__mro__))
+    return b
+
+
 def backend_for_array(a):
-    for b in _BACKENDS.values():
-        if isinstance(a, b.array_type):
-            return b
-    raise TypeError(f"no ember backend stores arrays of type {type(a).__name__}")
+    b = backend_for_type(type(a))
+    if b is None:
+        raise TypeError(f"no ember backend stores arrays of type {type(a).__name__}")
+    return b
 
 
 class device:

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from . import dtype as _dt
-from .device import XP_BY_ARRAY_TYPE
+from .device import XP_BY_ARRAY_TYPE, backend_for_type
 from .node import record
 from .state import STATE
 from .tensor import Tensor, _version_of, wrap
@@ -46,8 +46,9 @@ def _unwrap(args):
             if a._requires_grad:
                 rg = True
             if xp is None:
-                xp = _XP[type(d)]
-            elif type(d) is not _ndarray and _XP[type(d)] is not xp:
+                t0 = type(d)
+                xp = _XP.get(t0) or _xp_of_subclass(t0)
+            elif type(d) is not t0 and backend_for_type(type(d)) is not backend_for_type(t0):
                 _raise_device_mismatch(args)
         elif a is None or type(a) in _SCALARS or isinstance(a, (numbers.Number, _np.generic)):
             arrays.append(a)
@@ -58,6 +59,14 @@ def _unwrap(args):
             raise TypeError(f"expected Tensor as element {len(arrays)} in argument list, but got "
                             f"{type(a).__name__}")
     return arrays, rg, xp or _np
+
+
+def _xp_of_subclass(array_type):
+    b = backend_for_type(array_type)
+    if b is None:
+        raise TypeError(f"no ember backend stores arrays of type {array_type.__name__}")
+    _XP[array_type] = b.xp
+    return b.xp
 
 
 def _raise_device_mismatch(args):
@@ -92,7 +101,7 @@ def apply(op, args, params):
 
 def _as_array(r, xp):
     if xp is _np:
-        return _np.asarray(r)
+        return _np.asanyarray(r)  # scalars become 0-d arrays; ndarray subclasses stay
     return xp.asarray(r)
 
 

@@ -47,7 +47,7 @@ def cj(t):
 # ---- dtype rules ------------------------------------------------------------------------
 
 def _operand_key(x):
-    if type(x) is _ndarray:
+    if isinstance(x, _ndarray):  # subclasses too (np.memmap, third-party device arrays)
         return (x.dtype, x.ndim == 0)
     if isinstance(x, np.generic):
         return (x.dtype, True)
@@ -72,7 +72,7 @@ def promote_np(*xs):
 
 
 def _cast(x, dt):
-    if type(x) is _ndarray:
+    if isinstance(x, _ndarray):
         return x if x.dtype is dt else x.astype(dt)
     if type(x) is int and dt.kind in "iu":
         # torch wraps Python ints into the tensor's integer type (uint8 - 2 -> 254 - ...)

@@ -7,7 +7,7 @@ replaced (PyTorch's CopySlices).
 import numpy as np
 
 from .._core import dtype as _dt
-from .._core.device import CPU, device as _device, get_backend
+from .._core.device import CPU, backend_for_array, device as _device, get_backend
 from .._core.tensor import _version_of
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, cj, shape_same, wrap)
 
@@ -101,8 +101,8 @@ def _to(self, *args, **kwargs):
 
 
 def _to_device_kernel(xp, x, backend):
-    b = get_backend(backend)
-    return b.from_host(np.asarray(x)) if backend == "cpu" or True else x
+    host = backend_for_array(x).to_host(x)
+    return get_backend(backend).from_host(np.asarray(host))
 
 
 TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False)
