@@ -240,6 +240,10 @@ def write_out(out, result):
     """Implement ``out=``: resize ``out`` if it is empty, then copy ``result`` into it."""
     if not isinstance(out, Tensor):
         raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if getattr(result, "_level", None) is not None and getattr(out, "_level", None) is None:
+        raise RuntimeError("vmap: out= is not possible with a batched result and an unbatched "
+                           "out tensor: the result has one value per example. Please use the "
+                           "out-of-place version of the operator inside vmap.")
     if out._requires_grad and STATE.grad_enabled and (result._requires_grad or out.grad_fn is None):
         raise RuntimeError(f"{'functions with out=... arguments'} don't support automatic "
                            f"differentiation, but one of the arguments requires grad.")

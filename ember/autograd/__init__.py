@@ -20,4 +20,5 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "gradgradcheck", "Node", "InplaceFunction", "is_inference_mode_enabled"]
 
 
+from . import forward_ad, functional  # noqa: E402,F401
 _ = _backward_mod

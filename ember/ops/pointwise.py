@@ -1021,16 +1021,29 @@ Tensor.addcdiv_ = lambda self, tensor1, tensor2, *, value=1: apply_inplace(
 
 
 # ---- closeness --------------------------------------------------------------------------
+def _isclose_kernel(xp, a, b, rtol, atol, equal_nan):
+    if isinstance(a, np.ndarray) and (a.dtype == np.float16 or a.dtype.kind == "V"):
+        a = a.astype(np.float32)
+        b = b.astype(np.float32) if isinstance(b, np.ndarray) else b
+    return xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+ISCLOSE = Op("isclose", _isclose_kernel, None, differentiable=False, save_inputs=False,
+             category="binary",
+             shape=lambda a, b, **kw: (np.broadcast_shapes(tuple(a.shape), tuple(
+                 getattr(b, "shape", ()))), "bool"))
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal if ``equal_nan``)."""
     if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype != other.dtype:
         raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
-    a = input._data
-    b = other._data if isinstance(other, Tensor) else other
-    if a.dtype in (np.float16,) or a.dtype.kind == "V":
-        a = a.astype(np.float32)
-        b = b.astype(np.float32) if isinstance(b, np.ndarray) else b
-    return wrap(np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+    try:
+        return apply(ISCLOSE, (input, other), {"rtol": rtol, "atol": atol,
+                                               "equal_nan": equal_nan})
+    except NeedsOverride:
+        return handle_override(isclose, (input, other), {"rtol": rtol, "atol": atol,
+                                                         "equal_nan": equal_nan})
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):

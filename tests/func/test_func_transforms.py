@@ -1,6 +1,4 @@
 """ember.func and ember.autograd.functional against torch.func / torch.autograd.functional."""
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -226,16 +224,3 @@ def test_autograd_functional_forward_mode_strategy_and_create_graph():
     jt = TF.jacobian(ft, xt, create_graph=True)
     assert je.requires_grad
     close(ember.autograd.grad(je.sum(), xe)[0], torch.autograd.grad(jt.sum(), xt)[0])
-
-
-def test_vmap_fallback_warns_once_naming_the_operator():
-    from ember.autograd import batching
-    batching._WARNED.discard("repeat_interleave")
-    xe, _ = pair((3, 5), 25)
-    f = lambda a: ember.repeat_interleave(a, 2, dim=0)  # noqa: E731
-    with pytest.warns(UserWarning, match="batching rule for ember.ops.repeat_interleave"):
-        ef.vmap(f)(xe)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        r = ef.vmap(f)(xe)  # second time: silent
-    np.testing.assert_allclose(r.numpy(), np.repeat(xe.numpy(), 2, axis=1))

@@ -37,9 +37,6 @@ STATIC_INTS = {"tensor_split": "split indices given as a tensor become Python in
 
 # bugs outside the batching rules, with the fix each needs
 KNOWN_BROKEN = {
-    "isclose": "pointwise.isclose computes on input._data with NumPy, bypassing the dispatcher "
-               "(a BatchedTensor's _data is its logical stand-in): make it an Op",
-    "isclose_method": "same as isclose",
     "quantile": "sorting.quantile reads q._data for a tensor q: it must compute with ops",
     "nanquantile": "same as quantile",
     "Tensor.quantile": "same as quantile",
@@ -187,18 +184,12 @@ def _mixed_dims(leaves):
     return dims
 
 
-_OUT_FIX = ("dispatch.write_out copies a BatchedTensor's stand-in into an unbatched out=: it "
-            "must raise \"vmap: out= ... is not possible\" when result is batched and out is not")
-
-
 def _params():
     for o in OPS:
         if o.name in NON_TENSOR:
             continue
         reason = KNOWN_BROKEN.get(o.name)
         marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-        if o.name in OUT_VARIANTS:  # some already raise for their own reasons
-            marks = [pytest.mark.xfail(reason=_OUT_FIX, strict=False)]
         yield pytest.param(o, id=o.name, marks=marks)
 
 
