@@ -61,7 +61,7 @@ def evaluate(model, loader):
 
 def train(model, opt, sched, loader, epochs, first_epoch=0):
     for epoch in range(first_epoch, first_epoch + epochs):
-        bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}", leave=False, mininterval=0.5)
+        bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}", mininterval=0.5)
         seen, t0 = 0, time.perf_counter()
         for xb, yb in bar:
             opt.zero_grad()
@@ -72,6 +72,7 @@ def train(model, opt, sched, loader, epochs, first_epoch=0):
             seen += len(yb)
             bar.set_postfix(refresh=False, loss=f"{loss.item():.3f}",
                             samples_per_s=f"{seen / (time.perf_counter() - t0):.0f}")
+        bar.close()
 
 
 def main(epochs=12, resume_at=6):
