@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 import opt_einsum as _oe
 
+from .._core.blas_threads import matmul as _gemm
+
 from .._core import dtype as _dt
 from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
@@ -132,9 +134,9 @@ def _matmul_kernel(xp, a, b):
             a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
         _matmul_check(a, b)
     if dt in _HALF:
-        return xp.matmul(a.astype(_F32), b.astype(_F32)).astype(dt)
+        return _gemm(xp, a.astype(_F32), b.astype(_F32)).astype(dt)
     try:
-        return xp.matmul(a, b)
+        return _gemm(xp, a, b)
     except ValueError:
         _matmul_check(a, b)
         raise
@@ -345,7 +347,7 @@ Tensor.outer = Tensor.ger = outer
 def _prod(xp, kind, m1, m2):
     if kind == "r":
         return xp.multiply.outer(m1, m2)
-    p = xp.matmul(m1, m2)
+    p = _gemm(xp, m1, m2)
     return p.sum(0) if kind == "addbmm" else p
 
 

@@ -2,6 +2,7 @@
 ``bilinear`` (an einsum composite)."""
 import numpy as np
 
+from ..._core.blas_threads import matmul as _gemm
 from ..._core.dispatch import overridable
 from ..._core.op import Op
 from ...ops._helpers import _F32, _HALF, apply
@@ -37,9 +38,9 @@ def _linear_kernel(xp, x, w, b=None):
         y = x @ w
     elif x.ndim > 2:
         # one 2-D GEMM instead of a batched matmul over the leading dims
-        y = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        y = _gemm(xp, x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:
-        y = x @ w.T
+        y = _gemm(xp, x, w.T)
     if b is not None:
         y = y + b if y.ndim == 0 else xp.add(y, b, out=y)
     return y.astype(dt) if half else y
