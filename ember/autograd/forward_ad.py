@@ -41,11 +41,13 @@ def _is_diff(t):
 def derived_jvp(op, args, params, out, tangents):
     """Output tangent(s) of ``op`` from its vjp (the double-vjp identity)."""
     from .backward import grad as _grad
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    diff = [_is_diff(o) and i not in op.nondiff_outputs for i, o in enumerate(outs)]
+    if not any(diff):  # comparisons, argmax, ...: integer/bool outputs carry no tangent
+        return [None] * len(outs)
     if op.vjp is None:
         raise RuntimeError(f"Trying to use forward AD with {op.name} that does not support it "
                            f"because it has no derivative")
-    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-    diff = [_is_diff(o) and i not in op.nondiff_outputs for i, o in enumerate(outs)]
     prev = STATE.grad_enabled
     STATE.grad_enabled = True
     try:
