@@ -4,6 +4,8 @@
 ``_core`` (dtypes, devices, Tensor, dispatch, autograd records), ``ops`` (every
 operator, defined once), ``autograd`` (engine and user API), then the libraries.
 """
+import builtins as _builtins
+
 import numpy as _np
 
 # Floating-point exceptions follow torch (inf/nan results, no warnings): NumPy's
@@ -71,3 +73,58 @@ def numel(input):
 
 def typename(obj):
     return type(obj).__name__ if not isinstance(obj, Tensor) else obj.type()
+
+
+def vander(x, N=None, increasing=False):
+    """Generates a Vandermonde matrix; columns are powers of ``x``, decreasing unless
+    ``increasing=True``."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    if N is not None and N < 0:
+        raise RuntimeError("N must be non-negative.")
+    n = x.shape[0] if N is None else N
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.long()  # integer powers are computed in int64, as torch does
+    if n == 0:
+        return x.new_empty((x.shape[0], 0))
+    v = linalg.vander(x, N=n)
+    return v if increasing else v.flip(-1)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """Computes the n-th forward difference along the given dimension."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in _builtins.range(n):  # this module's range/int/bool are ember's
+        length = x.shape[dim]
+        if length == 0:
+            break
+        hi, lo = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+        x = hi != lo if x.dtype == bool else hi - lo
+    return x
+
+
+Tensor.diff = lambda self, n=1, dim=-1, prepend=None, append=None: diff(self, n, dim, prepend, append)
+
+
+# ---- __ember_function__ routing (keep this block last: it wraps what is defined above) --
+def _route_overrides():
+    from ._core.dispatch import overridable, route_tensor_methods
+    g = globals()
+    # functions defined here (and dtype helpers taking tensors) honour overrides like the
+    # ops modules' public functions; is_tensor/typename answer about the object itself
+    for name, v in list(g.items()):
+        if name[0] != "_" and name not in ("is_tensor", "typename") and \
+                getattr(v, "__module__", None) == __name__ and callable(v) and \
+                not isinstance(v, type) and not hasattr(v, "__wrapped_impl__"):
+            g[name] = overridable(v)
+    for name in ("is_floating_point", "is_complex", "result_type"):
+        g[name] = overridable(g[name])
+    route_tensor_methods(Tensor)
+
+
+_route_overrides()
