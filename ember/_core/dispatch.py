@@ -19,7 +19,9 @@ from .state import STATE
 from .tensor import Tensor, _version_of, wrap
 
 __all__ = ["apply", "apply_inplace", "DispatchMode", "overridable", "NeedsOverride",
-           "SUBCLASS_OVERRIDES", "write_out"]
+           "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "write_out", "register_override_type",
+           "unregister_override_type", "handle_override", "routes_overrides",
+           "route_tensor_methods"]
 
 SUBCLASS_OVERRIDES = set()
 _ndarray = np.ndarray
@@ -314,18 +316,68 @@ def _record_logical(op, args, params, out):
         record(op, args, params, outs)
 
 
+OVERRIDE_TYPES = set()  # non-Tensor types registered with `register_override_type`
+
+
+def register_override_type(cls):
+    """Make every public function honour ``cls.__ember_function__`` wherever an instance
+    of ``cls`` appears in its arguments (nested lists/tuples and keywords included).
+
+    Tensor subclasses defining ``__ember_function__`` are registered when they are
+    created; other tensor-likes register here (fx Proxies instead raise
+    ``STATE.overrides`` while one is alive).  Unregistered types are still honoured
+    wherever the dispatcher meets them, but a composite that reads ``.shape`` first
+    would fail.  While any override is possible, public functions scan their arguments
+    (the only cost; nothing is scanned otherwise)."""
+    if getattr(cls, "__ember_function__", None) is None:
+        raise TypeError(f"{cls.__name__} does not define __ember_function__")
+    target = SUBCLASS_OVERRIDES if issubclass(cls, Tensor) else OVERRIDE_TYPES
+    if cls not in target:
+        target.add(cls)
+        STATE.overrides += 1
+
+
+def unregister_override_type(cls):
+    """Undo `register_override_type` (tests that define throwaway override types)."""
+    for target in (SUBCLASS_OVERRIDES, OVERRIDE_TYPES):
+        if cls in target:
+            target.discard(cls)
+            STATE.overrides -= 1
+
+
+def _collect_overrides(a, found):
+    if isinstance(a, (list, tuple)):
+        for x in a:
+            _collect_overrides(x, found)
+        return
+    if isinstance(a, (dict, slice)):  # t[:, :n] with a traced n; dicts of tensors
+        for x in (a.values() if isinstance(a, dict) else (a.start, a.stop, a.step)):
+            _collect_overrides(x, found)
+        return
+    t = type(a)
+    if getattr(t, "__ember_function__", None) is not None and t not in found and \
+            (not isinstance(a, Tensor) or t in SUBCLASS_OVERRIDES):
+        # torch's order: a subclass is asked before its parents
+        for i, f in enumerate(found):
+            if issubclass(t, f):
+                found.insert(i, t)
+                return
+        found.append(t)
+
+
 def _override_types(args, kwargs):
     found = []
-    for a in list(args) + list(kwargs.values()):
-        for x in (a if isinstance(a, (list, tuple)) else (a,)):
-            t = type(x)
-            if getattr(t, "__ember_function__", None) is not None and t not in found and \
-                    (not isinstance(x, Tensor) or t in SUBCLASS_OVERRIDES):
-                found.append(t)
+    for a in args:
+        _collect_overrides(a, found)
+    if kwargs:
+        for a in kwargs.values():
+            _collect_overrides(a, found)
     return found
 
 
 def handle_override(public, args, kwargs):
+    """Call the ``__ember_function__`` of the override types among ``args``/``kwargs``
+    with ``public`` as ``func`` (the first that does not return NotImplemented wins)."""
     types = _override_types(args, kwargs)
     for t in types:
         r = t.__ember_function__(public, tuple(types), args, kwargs)
@@ -335,19 +387,64 @@ def handle_override(public, args, kwargs):
                     f"types that implement __ember_function__: {types}")
 
 
-def overridable(fn):
-    """Let arguments that define ``__ember_function__`` take over calls of public ``fn``.
+def overridable(fn, name=None):
+    """Make public function (or Tensor method) ``fn`` honour ``__ember_function__``.
 
-    Costs nothing on the hot path: the dispatcher raises `NeedsOverride` when it meets
-    such an argument, and only then is the override consulted.
-    """
+    Arguments are scanned for override types only while ``STATE.overrides`` is raised,
+    so the eager hot path pays one attribute test; an override the dispatcher meets
+    otherwise (`NeedsOverride`) is routed too.  The override receives the returned
+    wrapper as ``func``.  Wrapping an overridable function again wraps its
+    implementation: a Tensor method then has its own identity, distinct from the public
+    function (``Tensor.matmul`` vs ``ember.matmul``), like torch's."""
+    fn = getattr(fn, "__wrapped_impl__", fn)
+
     @functools.wraps(fn)
     def public(*args, **kwargs):
-        if SUBCLASS_OVERRIDES and _override_types(args, kwargs):
+        if STATE.overrides and _override_types(args, kwargs):
             return handle_override(public, args, kwargs)
         try:
             return fn(*args, **kwargs)
         except NeedsOverride:
             return handle_override(public, args, kwargs)
     public.__wrapped_impl__ = fn
+    if name is not None:
+        public.__name__ = name
+        public.__qualname__ = f"Tensor.{name}"
     return public
+
+
+def routes_overrides(fn):
+    """Mark ``fn`` as routing overrides itself (fast paths that catch `NeedsOverride`)."""
+    fn.__ember_routes__ = True
+    return fn
+
+
+# Tensor members that stay unrouted: metadata of the tensor's own storage, answered
+# concretely (they sit on the hottest internal paths, and an override commonly calls
+# them), conversions to Python/NumPy data, and Python protocol hooks.
+_UNROUTED_METHODS = frozenset({
+    "size", "dim", "numel", "nelement", "ndimension", "element_size", "stride",
+    "storage_offset", "is_contiguous", "data_ptr", "is_floating_point", "is_complex",
+    "is_signed", "item", "tolist", "numpy", "retain_grad", "requires_grad_",
+    "get_device", "untyped_storage", "storage", "is_inference", "is_set_to",
+    "is_pinned", "is_shared", "share_memory_", "register_hook",
+    "register_post_accumulate_grad_hook"})
+_ROUTED_DUNDERS = frozenset({"__getitem__", "__setitem__"})
+
+
+def route_tensor_methods(cls):
+    """Wrap the public methods of ``cls`` (Tensor) with `overridable`, so
+    ``tensor.method(proxy)`` and ``subclass_instance.method()`` reach the override with
+    the Tensor method as ``func``.  Run once after every module attached its methods."""
+    for name, v in list(vars(cls).items()):
+        if (name[0] == "_" and name not in _ROUTED_DUNDERS) or name in _UNROUTED_METHODS:
+            continue
+        if not callable(v) or isinstance(v, (type, staticmethod, classmethod, property)) or \
+                getattr(v, "__ember_method__", False):
+            continue
+        if getattr(v, "__ember_routes__", False) and getattr(v, "__name__", None) == name:
+            continue  # routes itself; an alias (Tensor.greater = Tensor.gt) gets its own name
+
+        m = overridable(v, name)
+        m.__ember_method__ = True
+        setattr(cls, name, m)

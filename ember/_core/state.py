@@ -6,7 +6,8 @@ is grad mode on, is any mode or override active.
 
 
 class _State:
-    __slots__ = ("grad_enabled", "inference", "modes", "intercept", "anomaly", "seq", "forward")
+    __slots__ = ("grad_enabled", "inference", "modes", "intercept", "anomaly", "seq", "forward",
+                 "overrides")
 
     def __init__(self):
         self.grad_enabled = True
@@ -16,6 +17,10 @@ class _State:
         self.anomaly = False     # detect_anomaly
         self.seq = 0             # creation counter of autograd nodes
         self.forward = 0         # active forward-AD levels
+        # > 0 while an __ember_function__ override can be met: live fx Proxies, registered
+        # override types (Tensor subclasses defining it register themselves).  Public
+        # functions scan their arguments for overrides only then.
+        self.overrides = 0
 
 
 STATE = _State()

@@ -55,7 +55,7 @@ class Tensor:
         super().__init_subclass__(**kw)
         if cls.__dict__.get("__ember_function__") is not None:
             from . import dispatch
-            dispatch.SUBCLASS_OVERRIDES.add(cls)
+            dispatch.register_override_type(cls)
 
     # ---- metadata -------------------------------------------------------------------
     @property

@@ -20,6 +20,7 @@ def _freq(values, out, dtype, requires_grad):
     return t
 
 
+@overridable
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Computes the discrete Fourier Transform sample frequencies for a signal of size ``n``."""
     k = np.arange(n, dtype=np.float64)
@@ -27,6 +28,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     return _freq(k / (n * d), out, dtype, requires_grad)
 
 
+@overridable
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Computes the sample frequencies for ``rfft()`` with a signal of size ``n``."""
     return _freq(np.arange(n // 2 + 1, dtype=np.float64) / (n * d), out, dtype, requires_grad)

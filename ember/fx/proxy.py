@@ -12,6 +12,7 @@ import inspect
 import operator
 import os
 
+from .._core.state import STATE
 from .node import map_aggregate
 
 __all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError"]
@@ -57,6 +58,7 @@ def _where():
 
 
 _METHOD_NAMES = None
+_ITEM_FUNCTIONS = {"__getitem__": operator.getitem, "__setitem__": operator.setitem}
 
 
 def _tensor_method_name(func):
@@ -67,7 +69,6 @@ def _tensor_method_name(func):
         names = {}
         for klass in reversed(Tensor.__mro__):
             for k, v in vars(klass).items():
-                v = getattr(v, "__fx_orig__", v)  # built while tracing patches methods
                 if callable(v) and not isinstance(v, (type, staticmethod, classmethod)):
                     if id(v) not in names or k == getattr(v, "__name__", None):
                         names[id(v)] = (k, v)
@@ -83,7 +84,21 @@ def _is_public(func):
 
 
 class Proxy:
-    """A symbolic value during tracing: operations on it become Nodes of ``tracer.graph``."""
+    """A symbolic value during tracing: operations on it become Nodes of ``tracer.graph``.
+
+    While any Proxy is alive, ``STATE.overrides`` is raised, so every public function
+    checks its arguments for Proxies (inside lists and keywords too) before touching
+    them; eager code pays nothing once the Proxies are gone."""
+
+    def __new__(cls, *args, **kwargs):
+        STATE.overrides += 1
+        return object.__new__(cls)
+
+    def __del__(self):
+        try:
+            STATE.overrides -= 1
+        except Exception:  # interpreter shutdown: module globals already cleared
+            pass
 
     def __init__(self, node, tracer=None):
         if tracer is None:
@@ -178,6 +193,9 @@ class Proxy:
         tracer = tracers[0]
         name = _tensor_method_name(func)
         if name is not None and not _is_public(func):
+            item = _ITEM_FUNCTIONS.get(name)
+            if item is not None:  # tensor[proxy], tensor[i] = proxy: as Python spells them
+                return tracer.create_proxy("call_function", item, args, kwargs)
             return tracer.create_proxy("call_method", name, args, kwargs)
         return tracer.create_proxy("call_function", func, args, kwargs)
 

@@ -1,26 +1,24 @@
 """Symbolic tracing: run a Module's forward on Proxies and record a Graph.
 
-While tracing, ``Module.__call__`` and ``Module.__getattr__`` are patched so that
-leaf submodules become call_module nodes and parameters get_attr nodes; functions
-marked with `wrap` and functions from ``autowrap_modules``/``autowrap_functions``
-are patched where they are looked up, to record a call_function node when any
-argument is a Proxy.  Everything is restored when tracing ends.
+ember's own API needs no patching: every public function of ``ember``,
+``ember.nn.functional``, ``ember.linalg``, ``ember.fft`` and ``ember.special`` and
+every Tensor method hands a call with a Proxy anywhere in its arguments to
+``Proxy.__ember_function__`` (the ``__ember_function__`` protocol, checked while a
+Proxy is alive), which records one node -- also through references users stored
+before tracing.
 
-ember's public functions reach a Proxy's ``__ember_function__`` only when the
-dispatcher meets it, and many composites read ``.shape``/``.dim()`` of their
-inputs first (so a Proxy would be asked for a concrete value).  Until every public
-function checks for overrides on entry, the tracer guards the public functions of
-``ember`` and ``ember.nn.functional`` and the methods of Tensor the same way
-(`_guard_public_api`): a call with a Proxy anywhere in its arguments becomes one
-node, like ``__torch_function__`` makes it in PyTorch.
+What the protocol cannot reach is patched while tracing and restored afterwards:
+``Module.__call__`` and ``Module.__getattr__`` (leaf submodules become call_module
+nodes, parameters get_attr nodes), and user or third-party functions marked with
+`wrap` or listed in ``autowrap_modules``/``autowrap_functions`` (``math`` by
+default), patched where they are looked up to record a call_function node when any
+argument is a Proxy.
 """
 import builtins
 import functools
 import inspect
 import math
 import operator
-import sys
-import types
 
 from .._core.tensor import Tensor
 from .graph import Graph
@@ -33,10 +31,6 @@ __all__ = ["Tracer", "symbolic_trace", "wrap", "GraphAppendingTracer", "TraceErr
 _BASE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 _wrapped_fns_to_patch = []   # (globals dict, name) registered by wrap()
 _is_tracing = [0]
-_GUARDED_MODULES = ("ember", "ember.nn.functional")
-# functions that must see the Proxy itself (a Proxy is not a Tensor)
-_NOT_GUARDED = {"is_tensor", "typename", "is_storage", "set_default_dtype",
-                "get_default_dtype", "set_printoptions", "manual_seed", "seed", "load", "save"}
 _WRAPPERS = {}
 
 
@@ -88,41 +82,6 @@ def _leaf_wrapper(orig):
     wrapped.__fx_orig__ = orig
     _WRAPPERS[id(orig)] = wrapped
     return wrapped
-
-
-def _method_wrapper(orig, name):
-    key = (id(orig), name)
-    w = _WRAPPERS.get(key)
-    if w is not None and w.__fx_orig__ is orig:
-        return w
-    fn = {"__getitem__": operator.getitem, "__setitem__": operator.setitem}.get(name)
-
-    @functools.wraps(orig)
-    def wrapped(self, *args, **kwargs):
-        p = _find_proxy(args, kwargs)
-        if p is not None:
-            if fn is not None:
-                return p.tracer.create_proxy("call_function", fn, (self,) + args, kwargs)
-            return p.tracer.create_proxy("call_method", name, (self,) + args, kwargs)
-        return orig(self, *args, **kwargs)
-    wrapped.__fx_orig__ = orig
-    _WRAPPERS[key] = wrapped
-    return wrapped
-
-
-def _guard_public_api(patcher, ids):
-    """Make ember's public functions and Tensor methods record a node when given a Proxy."""
-    for modname in _GUARDED_MODULES:
-        mod = sys.modules[modname]
-        for k, v in list(vars(mod).items()):
-            if k[0] != "_" and k not in _NOT_GUARDED and isinstance(v, types.FunctionType) and \
-                    v.__module__.startswith("ember"):
-                ids.add(id(v))
-                patcher.patch_attr(mod, k, _leaf_wrapper(v))
-    for k, v in list(vars(Tensor).items()):
-        if isinstance(v, types.FunctionType) and (k[0] != "_" or k in ("__getitem__",
-                                                                       "__setitem__")):
-            patcher.patch_attr(Tensor, k, _method_wrapper(v, k))
 
 
 class _Patcher:
@@ -389,7 +348,6 @@ class Tracer:
             orig = g[name] if name in g else getattr(builtins, name, None)
             if orig is not None and not hasattr(orig, "__fx_orig__"):
                 patcher.patch_dict(g, name, _leaf_wrapper(orig))
-        _guard_public_api(patcher, self._autowrap_function_ids)
         for fn in self._autowrap_functions:
             self._autowrap_function_ids.add(id(fn))
 

@@ -2,6 +2,7 @@
 and the determinants (det, slogdet, logdet)."""
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.dispatch import apply
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
@@ -71,6 +72,7 @@ def _cholesky(name, A, upper):
     return (l.mH if upper else l), info
 
 
+@overridable
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """Cholesky decomposition with an ``info`` code instead of an error."""
     l, info = _cholesky("linalg.cholesky_ex", A, upper)
@@ -79,6 +81,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return cholesky_ex_t(l, info)
 
 
+@overridable
 def cholesky(A, *, upper=False, out=None):
     """Computes the Cholesky decomposition of a complex Hermitian or real symmetric
     positive-definite matrix."""
@@ -87,6 +90,7 @@ def cholesky(A, *, upper=False, out=None):
     return _out(l, out)
 
 
+@overridable
 def cholesky_inverse(L, upper=False, *, out=None):
     """Inverse of a Hermitian positive-definite matrix given its Cholesky factor."""
     check_square("cholesky_inverse", L, "input")
@@ -153,6 +157,7 @@ QR = Op("linalg_qr", _qr_kernel, _qr_vjp, save_inputs=True, save_output=True, n_
         category="linalg")
 
 
+@overridable
 def qr(A, mode="reduced", *, out=None):
     """Computes the QR decomposition of a matrix."""
     check_matrix("linalg.qr", A)
@@ -257,6 +262,7 @@ def _lu_factor(name, A, pivot):
     return apply(LU, (A,), {})
 
 
+@overridable
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """LU factorization with partial pivoting, returning an ``info`` code."""
     lu_, piv, info = _lu_factor("torch.linalg.lu_factor_ex", A, pivot)
@@ -265,6 +271,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     return lu_factor_ex_t(lu_, piv, info)
 
 
+@overridable
 def lu_factor(A, *, pivot=True, out=None):
     """Computes a compact representation of the LU factorization with partial pivoting."""
     lu_, piv, info = _lu_factor("torch.linalg.lu_factor", A, pivot)
@@ -272,6 +279,7 @@ def lu_factor(A, *, pivot=True, out=None):
     return lu_factor_t(lu_, piv)
 
 
+@overridable
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """Unpacks the data and pivots of an LU factorization into P, L, U."""
     if unpack_data:
@@ -283,6 +291,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return lu_unpack_t(p, l, u)
 
 
+@overridable
 def lu(A, *, pivot=True, out=None):
     """Computes the LU decomposition with partial pivoting of a matrix: A = P L U."""
     lu_, piv, _ = _lu_factor("linalg.lu", A, pivot)
@@ -304,6 +313,7 @@ LDL = Op("linalg_ldl_factor_ex", _ldl_kernel, None, n_out=3, differentiable=Fals
          category="linalg")
 
 
+@overridable
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """LDL factorization (Bunch-Kaufman pivoting) with an ``info`` code."""
     check_square("torch.linalg.ldl_factor_ex", A)
@@ -316,6 +326,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     return ldl_factor_ex_t(ld, piv, info)
 
 
+@overridable
 def ldl_factor(A, *, hermitian=False, out=None):
     """Computes a compact representation of the LDL factorization of a symmetric/Hermitian
     matrix."""
@@ -347,6 +358,7 @@ LDL_SOLVE = Op("linalg_ldl_solve", _ldl_solve_kernel, None, differentiable=False
                category="linalg")
 
 
+@overridable
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """Computes the solution of a system of linear equations using the LDL factorization."""
     check_square("torch.linalg.ldl_solve", LD, "LD")
@@ -357,6 +369,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
 
 # ---- householder_product ----------------------------------------------------------------
 
+@overridable
 def householder_product(A, tau, *, out=None):
     """Computes the first n columns of a product of Householder matrices."""
     name = "torch.linalg.householder_product"
@@ -419,6 +432,7 @@ SLOGDET = Op("linalg_slogdet", _slogdet_kernel, _slogdet_vjp, save_output=True, 
              category="linalg")
 
 
+@overridable
 def det(A, *, out=None):
     """Computes the determinant of a square matrix."""
     check_square("linalg.det", A)
@@ -426,6 +440,7 @@ def det(A, *, out=None):
     return _out(apply(DET, (A,), {}), out)
 
 
+@overridable
 def slogdet(A, *, out=None):
     """Computes the sign and natural logarithm of the absolute value of the determinant."""
     check_square("linalg.slogdet", A)
@@ -433,6 +448,7 @@ def slogdet(A, *, out=None):
     return slogdet_t(*apply(SLOGDET, (A,), {}))
 
 
+@overridable
 def logdet(A):
     """Natural log of the determinant (nan for real matrices with a negative determinant)."""
     check_square("logdet", A)

@@ -2,6 +2,7 @@
 gauge-aware derivatives (errors when a loss depends on the phase of complex vectors)."""
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.dispatch import apply
 from .._core.op import Op
 from .._core.state import STATE
@@ -103,6 +104,7 @@ def _uplo(name, UPLO):
     return UPLO
 
 
+@overridable
 def eigh(A, UPLO="L", *, out=None):
     """Computes the eigenvalue decomposition of a complex Hermitian or real symmetric matrix."""
     check_square("linalg.eigh", A)
@@ -110,6 +112,7 @@ def eigh(A, UPLO="L", *, out=None):
     return eigh_t(*apply(EIGH, (A,), {"uplo": _uplo("linalg.eigh", UPLO)}))
 
 
+@overridable
 def eigvalsh(A, UPLO="L", *, out=None):
     """Computes the eigenvalues of a complex Hermitian or real symmetric matrix."""
     check_square("linalg.eigvalsh", A)
@@ -144,6 +147,7 @@ EIGVALS = Op("linalg_eigvals", lambda xp, a: np.linalg.eigvals(a).astype(
     _CPLX.get(a.dtype, a.dtype), copy=False), None, differentiable=False, category="linalg")
 
 
+@overridable
 def eig(A, *, out=None):
     """Computes the eigenvalue decomposition of a square matrix if it exists."""
     check_square("linalg.eig", A)
@@ -151,6 +155,7 @@ def eig(A, *, out=None):
     return eig_t(*apply(EIG, (A,), {}))
 
 
+@overridable
 def eigvals(A, *, out=None):
     """Computes the eigenvalues of a square matrix."""
     check_square("linalg.eigvals", A)
@@ -252,6 +257,7 @@ SVDVALS = Op("linalg_svdvals", lambda xp, a: np.linalg.svd(a, compute_uv=False).
     np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg")
 
 
+@overridable
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """Computes the singular value decomposition (SVD) of a matrix."""
     check_matrix("linalg.svd", A)
@@ -259,6 +265,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return svd_t(*apply(SVD, (A,), {"full_matrices": full_matrices}))
 
 
+@overridable
 def svdvals(A, *, driver=None, out=None):
     """Computes the singular values of a matrix."""
     check_matrix("linalg.svdvals", A)
@@ -271,6 +278,7 @@ def svdvals(A, *, driver=None, out=None):
     return _out(r, out)
 
 
+@overridable
 def svd_legacy(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: U, S, V with ``V`` (not ``Vh``); zero U, V when ``compute_uv=False``."""
     check_matrix("linalg.svd", input)

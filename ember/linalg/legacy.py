@@ -1,5 +1,6 @@
 """torch's top-level linear-algebra functions (``torch.det``, ``torch.svd``, ...) and the
 matching Tensor methods.  ``ember/__init__.py`` re-exports this module's ``__all__``."""
+from .._core.dispatch import overridable
 from .._core.tensor import Tensor
 from ..ops import _return_types as _rt
 from ..ops.blas import _warn_once
@@ -22,11 +23,13 @@ matrix_exp = _misc.matrix_exp
 svd = svd_legacy
 
 
+@overridable
 def inverse(input, *, out=None):
     """Alias for ``torch.linalg.inv``."""
     return inv(input, out=out)
 
 
+@overridable
 def qr(input, some=True, *, out=None):
     """QR decomposition (reduced if ``some``, else complete)."""
     _warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
@@ -37,6 +40,7 @@ def qr(input, some=True, *, out=None):
     return qr_t(q, r)
 
 
+@overridable
 def cholesky(input, upper=False, *, out=None):
     """Cholesky factor of a Hermitian positive-definite matrix (deprecated in torch)."""
     _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and "
@@ -48,21 +52,25 @@ def cholesky(input, upper=False, *, out=None):
     return _dec.cholesky(input, upper=upper, out=out)
 
 
+@overridable
 def slogdet(input):
     """Sign and log of the absolute value of the determinant."""
     return _dec.slogdet_legacy_t(*_dec.slogdet(input))
 
 
+@overridable
 def pinverse(input, rcond=1e-15):
     """Pseudoinverse, with singular values below ``rcond`` times the largest dropped."""
     return pinv(input, rtol=rcond)
 
 
+@overridable
 def matrix_power(input, n):
     """The n-th power of a square matrix."""
     return _misc.matrix_power(input, n)
 
 
+@overridable
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """Solves ``AX = b`` (or ``A^T X = b``) for triangular ``A``; returns X and a copy of A."""
     _warn_once("triangular_solve", "torch.triangular_solve is deprecated in favor of "

@@ -2,6 +2,7 @@
 vander, diagonal, matmul."""
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.dispatch import apply
 from .._core.op import Op
 from .._core.tensor import wrap
@@ -16,6 +17,7 @@ __all__ = ["matrix_power", "matrix_exp", "multi_dot", "cross", "vecdot", "vander
            "matmul"]
 
 
+@overridable
 def matrix_power(A, n, *, out=None):
     """Computes the n-th power of a square matrix for an integer n."""
     check_square("linalg.matrix_power", A)
@@ -56,6 +58,7 @@ def _expm_vjp(ctx, g, a):
 EXPM = Op("linalg_matrix_exp", _expm_kernel, _expm_vjp, category="linalg")
 
 
+@overridable
 def matrix_exp(A):
     """Computes the matrix exponential of a square matrix."""
     check_square("linalg.matrix_exp", A)
@@ -79,6 +82,7 @@ def _chain_order(dims):
     return split
 
 
+@overridable
 def multi_dot(tensors, *, out=None):
     """Efficiently multiplies two or more matrices in the cheapest order."""
     ts = list(tensors)
@@ -119,17 +123,20 @@ def multi_dot(tensors, *, out=None):
     return _out(r, out)
 
 
+@overridable
 def cross(input, other, *, dim=-1, out=None):
     """Computes the cross product of two 3-dimensional vectors."""
     return _blas.cross(input, other, dim=dim, out=out)
 
 
+@overridable
 def vecdot(x, y, *, dim=-1, out=None):
     """Computes the dot product of two batches of vectors along a dimension."""
     xc = x.conj() if x.is_complex() else x
     return _out((xc * y).sum(dim), out)
 
 
+@overridable
 def vander(x, *, N=None):
     """Generates a Vandermonde matrix with increasing powers x^0, x^1, ..., x^(N-1)."""
     if x.ndim < 1:
@@ -143,11 +150,13 @@ def vander(x, *, N=None):
     return cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1).cumprod(-1)
 
 
+@overridable
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """Alias of ``torch.diagonal`` with defaults dim1=-2, dim2=-1."""
     return _diagonal(A, offset, dim1, dim2)
 
 
+@overridable
 def matmul(input, other, *, out=None):
     """Alias of ``torch.matmul``."""
     return _matmul(input, other, out=out)

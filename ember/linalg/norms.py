@@ -1,6 +1,7 @@
 """Norms and rank-like quantities: vector_norm, matrix_norm, norm, cond, matrix_rank."""
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core import dtype as _dt
 from .._core.dispatch import apply
 from .._core.op import Op
@@ -29,6 +30,7 @@ def _cast_dtype(name, x, dtype):
     return x.to(dtype)
 
 
+@overridable
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Computes a vector norm."""
     dt = x._data.dtype
@@ -62,6 +64,7 @@ def _matrix_norm_last2(a, ord):
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
+@overridable
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Computes a matrix norm."""
     check_float("linalg.matrix_norm", A)
@@ -90,6 +93,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return _out(r, out)
 
 
+@overridable
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """Computes a vector or matrix norm."""
     if dim is not None:
@@ -111,6 +115,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
 
 
+@overridable
 def cond(A, p=None, *, out=None):
     """Computes the condition number of a matrix with respect to a matrix norm."""
     check_matrix("linalg.cond", A)
@@ -138,6 +143,7 @@ def _rank_kernel(xp, s, smax, atol, rtol, m, n):
 RANK = Op("linalg_matrix_rank", _rank_kernel, None, differentiable=False, category="linalg")
 
 
+@overridable
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Computes the numerical rank of a matrix."""
     check_matrix("linalg.matrix_rank", A)

@@ -2,6 +2,7 @@
 lstsq, pinv, tensorinv, tensorsolve (and their ``_ex`` variants)."""
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.dispatch import apply
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
@@ -58,6 +59,7 @@ INV = Op("linalg_inv_ex", _inv_kernel, _inv_vjp, save_inputs=False, save_output=
          nondiff_outputs=(1,), category="linalg")
 
 
+@overridable
 def inv_ex(A, *, check_errors=False, out=None):
     """Inverse of a square matrix, with an ``info`` code instead of an error for singular input."""
     check_square("linalg.inv_ex", A)
@@ -68,6 +70,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     return inv_ex_t(x, info)
 
 
+@overridable
 def inv(A, *, out=None):
     """Computes the inverse of a square matrix if it exists."""
     check_square("linalg.inv", A)
@@ -153,6 +156,7 @@ def _solve(name, A, B, left):
     return x, info
 
 
+@overridable
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """Solves ``AX = B`` (or ``XA = B``), returning an ``info`` code for singular ``A``."""
     x, info = _solve("linalg.solve_ex", A, B, left)
@@ -162,6 +166,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return solve_ex_t(x, info)
 
 
+@overridable
 def solve(A, B, *, left=True, out=None):
     """Computes the solution of a square system of linear equations with a unique solution."""
     x, info = _solve("linalg.solve", A, B, left)
@@ -207,6 +212,7 @@ TRI = Op("linalg_solve_triangular", _tri_kernel, _tri_vjp, save_inputs=(0,), sav
          category="linalg")
 
 
+@overridable
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """Computes the solution of a triangular system of linear equations with a unique solution."""
     name = "linalg.solve_triangular"
@@ -255,6 +261,7 @@ CHOL_SOLVE = Op("cholesky_solve", _chol_solve_kernel, _chol_solve_vjp, save_inpu
                 save_output=True, category="linalg")
 
 
+@overridable
 def cholesky_solve(B, L, upper=False, *, out=None):
     """Solves ``AX = B`` given the Cholesky factor ``L`` of ``A``."""
     check_matrix("cholesky_solve", B, "b")
@@ -265,6 +272,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 # ---- lu_solve ---------------------------------------------------------------------------
 
+@overridable
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """Solves ``AX = B`` given the LU factorization of ``A`` from ``lu_factor``."""
     from .decompositions import _perm_matrix
@@ -353,6 +361,7 @@ def _tol_arg(t):
     return t._data if isinstance(t, Tensor) else t
 
 
+@overridable
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Computes the pseudoinverse (Moore-Penrose inverse) of a matrix."""
     check_matrix("linalg.pinv", A)
@@ -424,6 +433,7 @@ LSTSQ = Op("linalg_lstsq", _lstsq_kernel, _lstsq_vjp, n_out=4, nondiff_outputs=(
            category="linalg")
 
 
+@overridable
 def lstsq(A, B, rcond=None, *, driver=None):
     """Computes a solution to the least squares problem of a system of linear equations."""
     name = "torch.linalg.lstsq"
@@ -451,6 +461,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 # ---- tensor inverse / solve -------------------------------------------------------------
 
+@overridable
 def tensorinv(A, ind=2, *, out=None):
     """Computes the multiplicative inverse of ``torch.tensordot``."""
     if ind <= 0:
@@ -464,6 +475,7 @@ def tensorinv(A, ind=2, *, out=None):
     return _out(r, out)
 
 
+@overridable
 def tensorsolve(A, B, dims=None, *, out=None):
     """Computes the solution ``X`` of the system ``torch.tensordot(A, X) = B``."""
     if dims is not None:

@@ -9,7 +9,8 @@ import numpy as np
 import scipy.special as _sps
 
 from .._core import dtype as _dt
-from .._core.dispatch import NeedsOverride, apply, apply_inplace, handle_override, write_out
+from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_inplace,
+                              handle_override, overridable, routes_overrides, write_out)
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
 
@@ -252,15 +253,21 @@ def def_unary(name, op, *, inplace=True, method_name=None):
     public.__name__ = public.__qualname__ = name
 
     def meth(self):
-        return apply(op, (self,), _E)
-    meth.__name__ = name
-    setattr(Tensor, method_name or name, meth)
+        try:
+            return apply(op, (self,), _E)
+        except NeedsOverride:
+            return handle_override(meth, (self,), {})
+    meth.__name__ = method_name or name
+    setattr(Tensor, method_name or name, routes_overrides(meth))
     if inplace:
         def meth_(self):
-            return apply_inplace(op, self, (), _E)
-        meth_.__name__ = name + "_"
-        setattr(Tensor, (method_name or name) + "_", meth_)
-    return public
+            try:
+                return apply_inplace(op, self, (), _E)
+            except NeedsOverride:
+                return handle_override(meth_, (self,), {})
+        meth_.__name__ = (method_name or name) + "_"
+        setattr(Tensor, (method_name or name) + "_", routes_overrides(meth_))
+    return routes_overrides(public)
 
 
 def _check_tensor_args(name, input, other, tensors):
@@ -293,17 +300,28 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None, tensors=0)
         except NeedsOverride:
             return handle_override(meth, (self, other), {})
     meth.__name__ = name
-    setattr(Tensor, name, meth)
+    setattr(Tensor, name, routes_overrides(meth))
     if inplace:
         def meth_(self, other):
             if tensors > 1:
                 _check_tensor_args(name + "_", self, other, tensors)
-            return apply_inplace(op, self, (other,), _E)
+            try:
+                return apply_inplace(op, self, (other,), _E)
+            except NeedsOverride:
+                return handle_override(meth_, (self, other), {})
         meth_.__name__ = name + "_"
-        setattr(Tensor, name + "_", meth_)
+        setattr(Tensor, name + "_", routes_overrides(meth_))
     if magic:
         _def_magic(op, magic, reflected)
-    return public
+    return routes_overrides(public)
+
+
+def _own_override(self, fn, args):
+    """An operator on a Tensor subclass with an override routes to it; with another
+    override-capable operand, Python asks that operand's reflected method instead."""
+    if SUBCLASS_OVERRIDES and type(self) in SUBCLASS_OVERRIDES:
+        return handle_override(fn, args, {})
+    return NotImplemented
 
 
 def _def_magic(op, magic, reflected):
@@ -311,7 +329,7 @@ def _def_magic(op, magic, reflected):
         try:
             return apply(op, (self, other), _E)
         except NeedsOverride:
-            return NotImplemented
+            return _own_override(self, fwd, (self, other))
         except TypeError:
             if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
                 raise
@@ -323,7 +341,7 @@ def _def_magic(op, magic, reflected):
             try:
                 return apply(op, (other, self), _E)
             except NeedsOverride:
-                return NotImplemented
+                return _own_override(self, rev, (self, other))
             except TypeError:
                 if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
                     raise
@@ -332,7 +350,10 @@ def _def_magic(op, magic, reflected):
         setattr(Tensor, rev.__name__, rev)
 
     def ifwd(self, other):
-        return apply_inplace(op, self, (other,), _E)
+        try:
+            return apply_inplace(op, self, (other,), _E)
+        except NeedsOverride:
+            return _own_override(self, ifwd, (self, other))
     ifwd.__name__ = f"__i{magic}__"
     setattr(Tensor, ifwd.__name__, ifwd)
 
@@ -347,5 +368,6 @@ def to_tensor_like(x, ref):
 __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "special", "method",
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
-           "handle_override", "default_float_np", "float_of", "type_name", "not_implemented",
-           "gated", "dtype_kind", "broadcast_guard", "check_broadcast"]
+           "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
+           "type_name", "not_implemented", "gated", "dtype_kind", "broadcast_guard",
+           "check_broadcast"]

@@ -192,6 +192,7 @@ def _matmul_vjp(ctx, g, a, b):
 MATMUL = Op("matmul", _matmul_kernel, _matmul_vjp, shape=_matmul_shape, category="blas")
 
 
+@overridable
 def matmul(input, other, *, out=None):
     """Matrix product of two tensors, with NumPy/torch broadcasting of batch dimensions."""
     try:
@@ -299,6 +300,7 @@ mv = _public2("mv", _mv_checks)
 dot = _public2("dot", _dot_checks)
 
 
+@overridable
 def vdot(input, other, *, out=None):
     """Dot product of two 1-D tensors, conjugating the first."""
     try:
@@ -666,6 +668,7 @@ def _sublist(sub):
     return "".join(out)
 
 
+@overridable
 def einsum(*args):
     """Sums products of operands' elements over dimensions named in Einstein notation,
     e.g. ``einsum('bij,bjk->bik', a, b)``, or in sublist form ``einsum(a, [0, 1], b, [1, 2])``.

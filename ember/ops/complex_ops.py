@@ -5,6 +5,7 @@ Derivatives follow PyTorch's conjugate-Wirtinger convention.
 """
 import numpy as np
 
+from .._core.dispatch import overridable
 from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np, shape_broadcast,
                        shape_same, type_name, write_out)
 from .pointwise import where
@@ -46,6 +47,7 @@ def _tensors(name, **args):
                             f"{type(v).__name__}")
 
 
+@overridable
 def complex(real, imag, *, out=None):
     """Constructs a complex tensor with its real part equal to ``real`` and its imaginary
     part equal to ``imag``."""
@@ -54,6 +56,7 @@ def complex(real, imag, *, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def polar(abs, angle, *, out=None):
     """Constructs a complex tensor whose elements are Cartesian coordinates corresponding to
     the polar coordinates with absolute value ``abs`` and angle ``angle``."""
@@ -85,6 +88,7 @@ def _angle_vjp(ctx, g, x):
 ANGLE = Op("angle", _angle_kernel, _angle_vjp, shape=shape_same)
 
 
+@overridable
 def angle(input, *, out=None):
     """Computes the element-wise angle (in radians) of the given ``input`` tensor."""
     r = apply(ANGLE, (input,), _E)

@@ -6,6 +6,7 @@ replaced (PyTorch's CopySlices).
 """
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core import dtype as _dt
 from .._core.device import CPU, backend_for_array, device as _device, get_backend
 from .._core.tensor import _version_of
@@ -23,6 +24,7 @@ CLONE = Op("clone", _clone_kernel, lambda ctx, g, x, **kw: g, shape=shape_same,
            save_inputs=False)
 
 
+@overridable
 def clone(input, *, memory_format=None):
     """A copy of ``input`` that is recorded by autograd (gradients flow back to ``input``)."""
     return apply(CLONE, (input,), _E)
@@ -192,6 +194,7 @@ def _conj_kernel(xp, x):
 CONJ = Op("conj", _conj_kernel, lambda ctx, g, x: g.conj(), save_inputs=False, shape=shape_same)
 
 
+@overridable
 def conj(input):
     """The complex conjugate (for real tensors, ``input`` itself)."""
     if input._data.dtype.kind != "c":
@@ -207,6 +210,30 @@ Tensor.resolve_conj = Tensor.resolve_neg = lambda self: self
 resolve_conj = resolve_neg = lambda input: input
 is_conj = is_neg = lambda input: False
 Tensor.is_conj = Tensor.is_neg = lambda self: False
+
+
+@overridable
+def resolve_conj(input):
+    """``input`` itself: conjugation is never lazy in ember."""
+    return input
+
+
+@overridable
+def resolve_neg(input):
+    """``input`` itself: negation is never lazy in ember."""
+    return input
+
+
+@overridable
+def is_conj(input):
+    """False: ember has no lazily conjugated tensors."""
+    return False
+
+
+@overridable
+def is_neg(input):
+    """False: ember has no lazily negated tensors."""
+    return False
 
 
 def _real_kernel(xp, x):
@@ -231,6 +258,7 @@ REAL = Op("real", _real_kernel, _real_vjp, save_inputs=False, view=True)
 IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True)
 
 
+@overridable
 def real(input):
     """The real part, a view for complex tensors (the tensor itself for real ones)."""
     if input._data.dtype.kind != "c":
@@ -238,6 +266,7 @@ def real(input):
     return apply(REAL, (input,), _E)
 
 
+@overridable
 def imag(input):
     """The imaginary part of a complex tensor, as a view."""
     return apply(IMAG, (input,), _E)

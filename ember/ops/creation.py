@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core import dtype as _dt
 from .._core.device import device as _device, get_backend
 from .._core.tensor import Tensor, wrap
@@ -73,6 +74,7 @@ def _finish(arr, device, requires_grad):
     return t
 
 
+@overridable
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Constructs a tensor with no autograd history by copying ``data``."""
     if isinstance(data, Tensor):
@@ -90,6 +92,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(arr, device, requires_grad)
 
 
+@overridable
 def as_tensor(data, dtype=None, device=None):
     """Converts ``data`` to a tensor, sharing memory where possible (tensors, ndarrays)."""
     if isinstance(data, Tensor):
@@ -105,6 +108,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
+@overridable
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """Converts ``obj`` to a tensor, sharing memory unless ``copy=True`` (array-API style)."""
     if copy:
@@ -117,6 +121,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return t
 
 
+@overridable
 def from_numpy(ndarray):
     """A tensor sharing memory with ``ndarray`` (writes to either are seen by both)."""
     if not isinstance(ndarray, np.ndarray):
@@ -125,6 +130,7 @@ def from_numpy(ndarray):
     return wrap(ndarray)
 
 
+@overridable
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """A 1-D tensor viewing a Python buffer."""
     return _finish(np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset), None,
@@ -157,16 +163,19 @@ def _dtype_or_default(dtype):
     return (dtype or _dt.get_default_dtype()).np
 
 
+@overridable
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
     """A tensor filled with 0 of shape ``size``."""
     return _filled(np.zeros, _size_kw(size, kw, "zeros"), out, dtype, device, requires_grad)
 
 
+@overridable
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
     """A tensor filled with 1 of shape ``size``."""
     return _filled(np.ones, _size_kw(size, kw, "ones"), out, dtype, device, requires_grad)
 
 
+@overridable
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None, **kw):
     """An uninitialised tensor of shape ``size``."""
@@ -181,6 +190,7 @@ def _filled(fn, size, out, dtype, device, requires_grad):
     return _finish(fn(shape, dtype=_dtype_or_default(dtype)), device, requires_grad)
 
 
+@overridable
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given strides (elements, not bytes)."""
     dt = _dtype_or_default(dtype)
@@ -190,6 +200,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return _finish(arr, device, requires_grad)
 
 
+@overridable
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
@@ -199,6 +210,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     return _finish(np.full(shape, fill_value, dtype=dtype.np), device, requires_grad)
 
 
+@overridable
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.asarray(s, dtype=_dtype_or_default(dtype)), device, requires_grad)
 
@@ -210,21 +222,25 @@ def _like(fn, input, dtype, device, requires_grad, *args):
         None if input.device.type == "cpu" else input.device), requires_grad)
 
 
+@overridable
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
     return _like(np.zeros, input, dtype, device, requires_grad)
 
 
+@overridable
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     return _like(np.ones, input, dtype, device, requires_grad)
 
 
+@overridable
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
     return _like(np.empty, input, dtype, device, requires_grad)
 
 
+@overridable
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     return _like(lambda shape, dtype: np.full(shape, fill_value, dtype=dtype), input, dtype,
@@ -235,6 +251,7 @@ def _num(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
+@overridable
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad=False):
     """Values in [start, end) with spacing ``step``; int64 unless a bound is a float."""
@@ -260,6 +277,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return r
 
 
+@overridable
 def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Deprecated inclusive range (``torch.range``): values in [start, end]."""
     if end is None:
@@ -269,6 +287,7 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
     return _finish(arr, device, requires_grad)
 
 
+@overridable
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
@@ -283,6 +302,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(arr.astype(dt), device, requires_grad)
 
 
+@overridable
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log scale."""
@@ -290,6 +310,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     return _finish(arr.astype(_dtype_or_default(dtype)), device, requires_grad)
 
 
+@overridable
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """A 2-D tensor with ones on the diagonal and zeros elsewhere."""
     if n < 0 or (m is not None and m < 0):

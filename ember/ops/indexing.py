@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
                        promote_np, write_out, wrap)
@@ -343,12 +344,14 @@ def _index_put_args(self, indices, values):
     return (values,) + _wrap_indices(adv)
 
 
+@overridable
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place ``input[indices] = values`` (``+=`` with ``accumulate=True``)."""
     return apply(INDEX_PUT, (input,) + _index_put_args(input, indices, values),
                  {"accumulate": bool(accumulate)})
 
 
+@overridable
 def index_put_(input, indices, values, accumulate=False):
     """In-place ``input[indices] = values`` (``+=`` with ``accumulate=True``)."""
     return apply_inplace(INDEX_PUT, input, _index_put_args(input, indices, values),
@@ -410,6 +413,7 @@ def _check_index(name, x, idx, dim, src=None, src_name="self"):
     return d
 
 
+@overridable
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """Gathers values of ``input`` along ``dim`` at the positions in ``index``."""
     try:
@@ -502,6 +506,7 @@ def _scatter_args(name, input, dim, index, src, value, reduce=None):
     return d, src
 
 
+@overridable
 def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     """Writes ``src`` (a tensor or a scalar ``value``) into ``input`` at ``index`` along
     ``dim`` (out of place)."""
@@ -517,6 +522,7 @@ def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
     return apply_inplace(SCATTER, self, (index, src), p)
 
 
+@overridable
 def scatter_add(input, dim, index, src, *, out=None):
     """Adds the values of ``src`` into ``input`` at ``index`` along ``dim`` (out of place)."""
     d, src = _scatter_args("scatter_add", input, dim, index, src, None)
@@ -614,6 +620,7 @@ def _scatter_reduce_args(input, dim, index, src, reduce):
     return _scatter_args("scatter_reduce", input, dim, index, src, None)[0]
 
 
+@overridable
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
     """Reduces all values of ``src`` into ``input`` at ``index`` along ``dim`` with
     ``reduce`` ('sum', 'prod', 'mean', 'amax', 'amin')."""
@@ -669,6 +676,7 @@ def _index_select_vjp(ctx, g, x, idx, dim):
 INDEX_SELECT = Op("index_select", _index_select_kernel, _index_select_vjp, save_inputs=(1,))
 
 
+@overridable
 def index_select(input, dim, index, *, out=None):
     """The entries of ``input`` along ``dim`` at the positions in the vector ``index``."""
     try:
@@ -749,6 +757,7 @@ def _index_src_check(name, x, d, index, src):
                            f"slice shape: {list(ss)} at dimension 0.")
 
 
+@overridable
 def index_add(input, dim, index, source, *, alpha=1, out=None):
     """Adds ``alpha * source`` into ``input`` at the positions ``index`` along ``dim``."""
     d = _vec_index("index_add", input, dim, index)
@@ -763,6 +772,7 @@ def _index_add_(self, dim, index, source, *, alpha=1):
     return apply_inplace(INDEX_ADD, self, (index, source), {"dim": d, "alpha": alpha})
 
 
+@overridable
 def index_copy(input, dim, index, source, *, out=None):
     """Copies ``source`` into ``input`` at the positions ``index`` along ``dim``."""
     d = _vec_index("index_copy", input, dim, index)
@@ -784,6 +794,7 @@ def _fill_value(name, value):
     return value
 
 
+@overridable
 def index_fill(input, dim, index, value):
     """Fills the entries of ``input`` at ``index`` along ``dim`` with ``value``."""
     d = _vec_index("index_fill", input, dim, index)
@@ -812,6 +823,7 @@ def _beta_warning():
                   stacklevel=3)
 
 
+@overridable
 def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
     """Reduces ``source`` into ``input`` at ``index`` along ``dim`` ('prod', 'mean', 'amax',
     'amin')."""
@@ -864,6 +876,7 @@ def _masked_fill_vjp(ctx, g, x, mask, value):
 MASKED_FILL = Op("masked_fill", _masked_fill_kernel, _masked_fill_vjp, save_inputs=(1,))
 
 
+@overridable
 def masked_fill(input, mask, value):
     """``input`` with the elements where ``mask`` is True replaced by ``value``."""
     _check_mask("masked_fill_", mask)
@@ -906,6 +919,7 @@ MASKED_SCATTER = Op("masked_scatter", _masked_scatter_kernel, _masked_scatter_vj
                     save_inputs=(1,))
 
 
+@overridable
 def masked_scatter(input, mask, source):
     """Copies elements of ``source`` into ``input`` where ``mask`` is True (in order)."""
     _check_mask("masked_scatter_", mask)
@@ -938,6 +952,7 @@ def _masked_select_vjp(ctx, g, x, mask):
 MASKED_SELECT = Op("masked_select", _masked_select_kernel, _masked_select_vjp, save_inputs=(1,))
 
 
+@overridable
 def masked_select(input, mask, *, out=None):
     """A 1-D tensor of the elements of ``input`` where the (broadcast) ``mask`` is True."""
     if not isinstance(mask, Tensor) or mask._data.dtype != bool:
@@ -958,6 +973,7 @@ NONZERO = Op("nonzero", lambda xp, x: np.argwhere(x).astype(np.int64, copy=False
              differentiable=False)
 
 
+@overridable
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or a tuple of 1-D index tensors
     with ``as_tuple=True``."""
@@ -969,6 +985,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def argwhere(input):
     """Indices of the non-zero elements of ``input`` as an (n, ndim) tensor."""
     return apply(NONZERO, (input,), _E)
@@ -1030,6 +1047,7 @@ PUT = Op("put", _put_kernel, _put_vjp, save_inputs=(1,),
          shape=lambda x, *a, **k: (x.shape, x.dtype))
 
 
+@overridable
 def take(input, index):
     """The elements of ``input`` (seen as 1-D) at ``index``; the result has ``index``'s shape."""
     if index._data.dtype != np.int64:
@@ -1053,6 +1071,7 @@ def _put_args(self, index, source):
                                f"{source.dtype}")
 
 
+@overridable
 def put(input, index, source, accumulate=False):
     """Out-of-place ``put_``: writes ``source`` into the flattened ``input`` at ``index``."""
     _put_args(input, index, source)
@@ -1064,6 +1083,7 @@ def _put_(self, index, source, accumulate=False):
     return apply_inplace(PUT, self, (index, source), {"accumulate": bool(accumulate)})
 
 
+@overridable
 def take_along_dim(input, indices, dim=None, *, out=None):
     """Picks values of ``input`` at ``indices`` along ``dim`` (broadcasting the other dims);
     with ``dim=None`` both are flattened."""

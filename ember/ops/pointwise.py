@@ -13,7 +13,7 @@ import numpy as np
 from ._helpers import _def_magic
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, def_binary,
                        def_unary, default_float_np, handle_override, method, NeedsOverride,
-                       nary_kernel, promote_np, shape_broadcast, shape_same, special,
+                       nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
                        unary_float, unary_same, wrap, write_out)
 from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
                        type_name)
@@ -54,6 +54,7 @@ Tensor.negative = Tensor.neg
 Tensor.__neg__ = lambda self: apply(NEG, (self,), _E)
 
 
+@overridable
 def positive(input):
     """Returns ``input``; raises for bool tensors like torch's unary ``+``."""
     if input._data.dtype == np.bool_:
@@ -202,6 +203,7 @@ def _logit_vjp(ctx, g, x, eps=None):
 LOGIT = Op("logit", gated(_logit_kernel, "logit_cpu", "c"), _logit_vjp, shape=shape_same)
 
 
+@overridable
 def logit(input, eps=None, *, out=None):
     r = LOGIT(input, **({"eps": eps} if eps is not None else {}))
     return r if out is None else write_out(out, r)
@@ -237,6 +239,7 @@ POLYGAMMA = Op("polygamma", gated(lambda xp, x, n: unary_float(
     lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=shape_same)
 
 
+@overridable
 def polygamma(n, input, *, out=None):
     r = POLYGAMMA(input, n=n)
     return r if out is None else write_out(out, r)
@@ -286,6 +289,7 @@ ROUND = Op("round", _round_kernel, lambda ctx, g, x, decimals=0: g * 0, shape=sh
            save_inputs=False)
 
 
+@overridable
 def round(input, *, decimals=0, out=None):
     r = ROUND(input, **({"decimals": decimals} if decimals else {}))
     return r if out is None else write_out(out, r)
@@ -313,6 +317,7 @@ NAN_TO_NUM = Op("nan_to_num", _nan_to_num_kernel,
                 lambda ctx, g, x, **kw: g * x.isfinite(), shape=shape_same)
 
 
+@overridable
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     r = NAN_TO_NUM(input, nan=nan, posinf=posinf, neginf=neginf)
     return r if out is None else write_out(out, r)
@@ -355,7 +360,7 @@ def _bool_out(name):
                 raise RuntimeError(f"{name} does not support non-boolean outputs.")
         return f(input, out=out)
     public.__name__ = public.__qualname__ = name
-    _export(name, public)
+    _export(name, overridable(public))
 
 
 _pred("isposinf", _no_complex_pred("isposinf", lambda xp, x: xp.isposinf(x) if x.dtype.kind in
@@ -616,13 +621,22 @@ def div(input, other, *, rounding_mode=None, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def floor_divide(input, other, *, out=None):
     return div(input, other, rounding_mode="floor", out=out)
 
 
 _export("div", div)
 _export("divide", div)
-_export("true_divide", lambda input, other, *, out=None: div(input, other, out=out))
+
+
+@overridable
+def true_divide(input, other, *, out=None):
+    """Alias of `div` without rounding."""
+    return div(input, other, out=out)
+
+
+_export("true_divide", true_divide)
 _export("floor_divide", floor_divide)
 Tensor.div = Tensor.divide = lambda self, other, *, rounding_mode=None: div(
     self, other, rounding_mode=rounding_mode)
@@ -712,6 +726,7 @@ def _pow_vjp(ctx, g, a, b):
 POW = _prechecked(_binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True), _pow_check)
 
 
+@overridable
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in double precision (float64 / complex128)."""
     def up(x):
@@ -852,6 +867,7 @@ def _where_vjp(ctx, g, cond, a, b):
 WHERE = Op("where", broadcast_guard(_where_kernel), _where_vjp, shape=shape_broadcast, save_inputs=(0,))
 
 
+@overridable
 def where(condition, input=None, other=None, *, out=None):
     """Elements of ``input`` where ``condition`` holds, else of ``other``.
 
@@ -909,6 +925,7 @@ def _clamp_vjp(ctx, g, x, lo, hi):
 CLAMP = Op("clamp", broadcast_guard(_clamp_kernel), _clamp_vjp, shape=shape_broadcast)
 
 
+@overridable
 def clamp(input, min=None, max=None, *, out=None):
     """Clamps all elements of ``input`` into the range [min, max] (tensor or scalar bounds)."""
     if min is None and max is None:
@@ -922,8 +939,22 @@ def clamp(input, min=None, max=None, *, out=None):
 
 _export("clamp", clamp)
 _export("clip", clamp)
-_export("clamp_min", lambda input, min, *, out=None: clamp(input, min, None, out=out))
-_export("clamp_max", lambda input, max, *, out=None: clamp(input, None, max, out=out))
+
+
+@overridable
+def clamp_min(input, min, *, out=None):
+    """`clamp` with only a lower bound."""
+    return clamp(input, min, None, out=out)
+
+
+@overridable
+def clamp_max(input, max, *, out=None):
+    """`clamp` with only an upper bound."""
+    return clamp(input, None, max, out=out)
+
+
+_export("clamp_min", clamp_min)
+_export("clamp_max", clamp_max)
 Tensor.clamp = Tensor.clip = lambda self, min=None, max=None: clamp(self, min, max)
 Tensor.clamp_min = lambda self, min: clamp(self, min, None)
 Tensor.clamp_max = lambda self, max: clamp(self, None, max)
@@ -952,6 +983,7 @@ LERP = Op("lerp", gated(nary_kernel(lambda xp, a, b, w: a + w * (b - a), 3),
                        "lerp_kernel_tensor", "bi", n=2), _lerp_vjp, shape=shape_broadcast)
 
 
+@overridable
 def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)``."""
     r = apply(LERP, (input, end, weight), _E)
@@ -996,12 +1028,14 @@ ADDCMUL = Op("addcmul", gated(nary_kernel(_addcmul_kernel, 3), "addcmul_cpu_out"
 ADDCDIV = Op("addcdiv", nary_kernel(_addcdiv_kernel, 3), _addcdiv_vjp, shape=shape_broadcast)
 
 
+@overridable
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``."""
     r = apply(ADDCMUL, (input, tensor1, tensor2), {"value": value} if value != 1 else _E)
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``."""
     r = apply(ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else _E)
@@ -1046,11 +1080,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
                                                          "equal_nan": equal_nan})
 
 
+@overridable
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether all elements are close (see `isclose`); returns a Python bool."""
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
+@overridable
 def equal(input, other):
     """True if the two tensors have the same size and elements."""
     if input.shape != other.shape:

@@ -10,6 +10,7 @@ Sampling ops are not differentiable in torch: their derivatives are zeros.
 """
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core import dtype as _dt
 from .._core import random as _rnd
 from .._core.random import (Generator, default_generator, fork_rng, get_rng_state,
@@ -316,6 +317,7 @@ def _create(op, size, params, generator, out, dtype, device, requires_grad, defa
     return r
 
 
+@overridable
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False, **kw):
     """Samples from the uniform distribution on [0, 1)."""
@@ -323,6 +325,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
                    requires_grad)
 
 
+@overridable
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False, **kw):
     """Samples from the standard normal distribution (complex: variance 1/2 per part)."""
@@ -342,6 +345,7 @@ def _randint_args(args, size):
     raise TypeError("randint() received an invalid combination of arguments")
 
 
+@overridable
 def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False, pin_memory=False, low=None, high=None):
     """Integers drawn uniformly from [low, high): ``randint(high, size)`` or
@@ -353,6 +357,7 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
                    requires_grad, default=_dt.int64)
 
 
+@overridable
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False):
     """A random permutation of 0 .. n-1."""
@@ -368,6 +373,7 @@ RANDPERM = Op("randperm", lambda xp, n, dtype, generator: _gen(generator).permut
     dtype), None, differentiable=False, category="random")
 
 
+@overridable
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
            device=None, requires_grad=False):
     """Normal samples: tensor ``mean``/``std`` (elementwise, broadcast), or float mean and std
@@ -385,6 +391,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
                    dtype, device, requires_grad)
 
 
+@overridable
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities ``input`` (or ``p`` for every element)."""
     g = _gen_param(generator)
@@ -395,6 +402,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Indices sampled from the rows of ``input`` (unnormalised probabilities)."""
     r = apply(MULTINOMIAL, (input,), {"num_samples": int(num_samples),
@@ -403,6 +411,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def poisson(input, generator=None):
     """Poisson samples with rates ``input``."""
     return apply(POISSON, (input,), {"generator": _gen_param(generator)})
@@ -415,18 +424,21 @@ def _like(op, input, params, dtype, device, requires_grad, generator):
                    requires_grad)
 
 
+@overridable
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, generator=None):
     """``rand`` with ``input``'s shape (and dtype/device unless given)."""
     return _like(UNIFORM, input, {}, dtype, device, requires_grad, generator)
 
 
+@overridable
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, generator=None):
     """``randn`` with ``input``'s shape (and dtype/device unless given)."""
     return _like(NORMAL, input, {}, dtype, device, requires_grad, generator)
 
 
+@overridable
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None, generator=None):
     """``randint`` with ``input``'s shape: ``randint_like(x, high)`` or ``(x, low, high)``."""

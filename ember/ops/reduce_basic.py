@@ -119,6 +119,7 @@ def _np_dtype(dtype):
     return None if dtype is None else dtype.np
 
 
+@overridable
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of the elements of ``input`` over ``dim`` (all dimensions if None)."""
     try:
@@ -132,6 +133,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the elements of ``input`` over ``dim`` (all dimensions if None)."""
     try:

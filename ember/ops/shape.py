@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
                        promote_np, write_out, wrap)
@@ -84,6 +85,7 @@ def _cat_params(tensors):
     return ref
 
 
+@overridable
 def cat(tensors, dim=0, *, out=None):
     """Concatenates ``tensors`` along ``dim`` (1-D empty tensors are skipped, like torch)."""
     try:
@@ -139,6 +141,7 @@ def _stack_vjp(ctx, g, *xs, dim):
 STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False)
 
 
+@overridable
 def stack(tensors, dim=0, *, out=None):
     """Stacks equally-shaped ``tensors`` along a new dimension ``dim``."""
     try:
@@ -157,6 +160,7 @@ def stack(tensors, dim=0, *, out=None):
     return r if out is None else write_out(out, r)
 
 
+@overridable
 def hstack(tensors, *, out=None):
     """Stacks tensors horizontally (along dim 1, or dim 0 for 1-D tensors)."""
     ts = atleast_1d(*_tensor_list("hstack", tensors))
@@ -164,6 +168,7 @@ def hstack(tensors, *, out=None):
     return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
 
 
+@overridable
 def vstack(tensors, *, out=None):
     """Stacks tensors vertically (row-wise, along dim 0 after ``atleast_2d``)."""
     ts = atleast_2d(*_tensor_list("vstack", tensors))
@@ -173,12 +178,14 @@ def vstack(tensors, *, out=None):
 row_stack = vstack
 
 
+@overridable
 def dstack(tensors, *, out=None):
     """Stacks tensors depth-wise (along dim 2 after ``atleast_3d``)."""
     ts = atleast_3d(*_tensor_list("dstack", tensors))
     return cat(ts if isinstance(ts, tuple) else (ts,), 2, out=out)
 
 
+@overridable
 def column_stack(tensors, *, out=None):
     """Stacks 0-D/1-D tensors as columns (and 2-D tensors as they are) along dim 1."""
     ts = tuple(t.reshape((-1, 1)) if t._data.ndim <= 1 else t
@@ -222,12 +229,14 @@ def _pieces(input, d, sizes):
     return tuple(out)
 
 
+@overridable
 def split(tensor, split_size_or_sections, dim=0):
     """Splits ``tensor`` into views of ``split_size`` along ``dim`` (or of the given sizes)."""
     d, sizes = _split_sizes(tensor, split_size_or_sections, dim)
     return _pieces(tensor, d, sizes)
 
 
+@overridable
 def tensor_split(input, indices_or_sections, dim=0):
     """Splits ``input`` into views: ``n`` near-equal sections, or at the given indices."""
     shp = input._data.shape
@@ -270,21 +279,25 @@ def _dir_split(name, input, ios, dim, need):
     return tensor_split(input, ios, dim)
 
 
+@overridable
 def hsplit(input, indices_or_sections):
     """Splits ``input`` horizontally (dim 1, or dim 0 for 1-D tensors)."""
     return _dir_split("hsplit", input, indices_or_sections, 1 if input._data.ndim > 1 else 0, 1)
 
 
+@overridable
 def vsplit(input, indices_or_sections):
     """Splits ``input`` vertically (dim 0)."""
     return _dir_split("vsplit", input, indices_or_sections, 0, 2)
 
 
+@overridable
 def dsplit(input, indices_or_sections):
     """Splits ``input`` depth-wise (dim 2)."""
     return _dir_split("dsplit", input, indices_or_sections, 2, 3)
 
 
+@overridable
 def chunk(input, chunks, dim=0):
     """Splits ``input`` into at most ``chunks`` views along ``dim``."""
     if chunks <= 0:
@@ -300,6 +313,7 @@ def chunk(input, chunks, dim=0):
     return split(input, size, d)
 
 
+@overridable
 def unbind(input, dim=0):
     """Removes dimension ``dim``: a tuple of the slices (views) along it."""
     shp = input._data.shape
@@ -333,6 +347,7 @@ FLIP = Op("flip", lambda xp, x, dims: xp.flip(x, dims).copy() if dims else x.cop
           shape=lambda x, dims: (x.shape, x.dtype))
 
 
+@overridable
 def flip(input, dims):
     """Reverses the order of ``input`` along the given dims (a copy)."""
     try:
@@ -342,6 +357,7 @@ def flip(input, dims):
     return apply(FLIP, (input,), {"dims": d})
 
 
+@overridable
 def fliplr(input):
     """Flips ``input`` left/right (dim 1)."""
     if input._data.ndim < 2:
@@ -349,6 +365,7 @@ def fliplr(input):
     return flip(input, (1,))
 
 
+@overridable
 def flipud(input):
     """Flips ``input`` up/down (dim 0)."""
     if input._data.ndim < 1:
@@ -368,6 +385,7 @@ ROLL = Op("roll", _roll_kernel,
           save_inputs=False, shape=lambda x, **p: (x.shape, x.dtype))
 
 
+@overridable
 def roll(input, shifts, dims=None):
     """Rolls ``input`` by ``shifts`` along ``dims`` (the flattened tensor if None)."""
     shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
@@ -385,6 +403,7 @@ def roll(input, shifts, dims=None):
     return apply(ROLL, (input,), {"shifts": shifts, "dims": dims})
 
 
+@overridable
 def rot90(input, k=1, dims=(0, 1)):
     """Rotates ``input`` by 90 degrees ``k`` times in the plane of ``dims``."""
     dims = tuple(dims)
@@ -445,6 +464,7 @@ def _repeat(self, *sizes):
     return apply(REPEAT, (self,), {"sizes": sizes})
 
 
+@overridable
 def tile(input, dims):
     """Repeats ``input`` along each dimension; missing leading ``dims`` count as 1."""
     dims = _sizes((dims,))
@@ -467,6 +487,7 @@ REPEAT_INTERLEAVE = Op("repeat_interleave",
                        _ri_vjp, save_inputs=False)
 
 
+@overridable
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeats each element of ``input`` ``repeats`` times (an int or a tensor of counts),
     along ``dim`` (the flattened input if None)."""
@@ -532,7 +553,7 @@ def _tri(name, fn):
                      f"matrices in ``input`` (the other elements set to 0)."
     setattr(Tensor, name, public)
     setattr(Tensor, name + "_", inplace)
-    return public
+    return overridable(public)
 
 
 tril = _tri("tril", np.tril)
@@ -540,6 +561,7 @@ triu = _tri("triu", np.triu)
 
 
 # ---- diag / trace ------------------------------------------------------------------------------
+@overridable
 def diag(input, diagonal=0, *, out=None):
     """A 1-D input becomes the ``diagonal``-th diagonal of a square matrix; a 2-D input gives
     that diagonal as a 1-D tensor."""
@@ -557,11 +579,13 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1):
     return diagonal(input, offset, dim1, dim2).clone()
 
 
+@overridable
 def diagflat(input, offset=0):
     """A 2-D tensor with the flattened ``input`` as its ``offset``-th diagonal."""
     return diag_embed(input.reshape((-1,)), offset, 0, 1)
 
 
+@overridable
 def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
     if input._data.dtype == bool:
@@ -578,6 +602,7 @@ Tensor.trace = trace
 
 
 # ---- meshgrid / cartesian_prod / combinations ----------------------------------------------------
+@overridable
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids (expanded views) of 1-D ``tensors``, with 'ij' or 'xy' indexing."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -610,6 +635,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
+@overridable
 def cartesian_prod(*tensors):
     """The cartesian product of 1-D tensors, as rows of a 2-D tensor."""
     for t in tensors:
@@ -621,6 +647,7 @@ def cartesian_prod(*tensors):
     return stack([g.reshape((-1,)) for g in grids], 1)
 
 
+@overridable
 def combinations(input, r=2, with_replacement=False):
     """All length-``r`` combinations of the elements of the 1-D ``input``, as rows."""
     if input._data.ndim != 1:
@@ -639,6 +666,7 @@ def combinations(input, r=2, with_replacement=False):
 
 
 # ---- broadcasting helpers / atleast_nd ----------------------------------------------------------
+@overridable
 def broadcast_shapes(*shapes):
     """The shape that all ``shapes`` broadcast to."""
     shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
@@ -653,6 +681,7 @@ def broadcast_shapes(*shapes):
                            "shape.") from None
 
 
+@overridable
 def broadcast_tensors(*tensors):
     """Expands ``tensors`` (views) to their common broadcast shape."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -684,16 +713,19 @@ def _atleast(n, tensors):
     return out[0] if single else tuple(out)
 
 
+@overridable
 def atleast_1d(*tensors):
     """Views of the inputs with at least one dimension."""
     return _atleast(1, tensors)
 
 
+@overridable
 def atleast_2d(*tensors):
     """Views of the inputs with at least two dimensions."""
     return _atleast(2, tensors)
 
 
+@overridable
 def atleast_3d(*tensors):
     """Views of the inputs with at least three dimensions."""
     return _atleast(3, tensors)

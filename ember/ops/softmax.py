@@ -6,6 +6,7 @@ d log_softmax = g - exp(y) * sum(g).
 """
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np
 
@@ -68,11 +69,13 @@ def _params(input, dim, dtype):
     return p
 
 
+@overridable
 def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     """Softmax along ``dim``: exp(x) / sum(exp(x)), computed stably."""
     return apply(SOFTMAX, (input,), _params(input, dim, dtype))
 
 
+@overridable
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     """Logarithm of softmax along ``dim``, computed stably."""
     return apply(LOG_SOFTMAX, (input,), _params(input, dim, dtype))

@@ -6,6 +6,7 @@ expand).  Shape rules work on plain tuples, so symbolic sizes pass through.
 """
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override
 
@@ -90,6 +91,7 @@ def _view_dtype_op():
     return _VD[0]
 
 
+@overridable
 def reshape(input, shape):
     """A tensor with the same data and number of elements as ``input`` but ``shape``: a view
     when possible, otherwise a copy."""
@@ -138,6 +140,7 @@ PERMUTE = Op("permute", lambda xp, x, dims: xp.transpose(x, dims), _permute_vjp,
              shape=lambda x, dims: (tuple(x.shape[d] for d in dims), x.dtype))
 
 
+@overridable
 def permute(input, dims):
     """A view of ``input`` with its dimensions permuted."""
     dims = _sizes((dims,))
@@ -152,6 +155,7 @@ def permute(input, dims):
     return apply(PERMUTE, (input,), {"dims": dims})
 
 
+@overridable
 def transpose(input, dim0, dim1):
     """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped."""
     n = input._data.ndim
@@ -167,6 +171,7 @@ def transpose(input, dim0, dim1):
 swapaxes = swapdims = transpose
 
 
+@overridable
 def t(input):
     """Transposes a tensor of at most 2 dimensions (0-D and 1-D are returned as is)."""
     if input._data.ndim > 2:
@@ -175,6 +180,7 @@ def t(input):
     return transpose(input, 0, 1) if input._data.ndim == 2 else transpose(input, 0, 0)
 
 
+@overridable
 def movedim(input, source, destination):
     """Moves the dimension(s) of ``input`` at ``source`` to the position(s) in ``destination``."""
     n = input._data.ndim
@@ -195,6 +201,7 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
+@overridable
 def adjoint(input):
     """Conjugate transpose of the last two dimensions."""
     return transpose(input, -2, -1).conj()
@@ -227,6 +234,7 @@ Tensor.t_ = _t_
 
 
 # ---- squeeze / unsqueeze / flatten -----------------------------------------------------
+@overridable
 def unsqueeze(input, dim):
     """A view with a dimension of size one inserted at ``dim``."""
     n = input._data.ndim + 1
@@ -235,6 +243,7 @@ def unsqueeze(input, dim):
     return apply(VIEW, (input,), {"shape": shape})
 
 
+@overridable
 def squeeze(input, dim=None):
     """A view with the dimensions of size 1 removed (only ``dim``, if given; a tuple allowed)."""
     shp = input._data.shape
@@ -248,6 +257,7 @@ def squeeze(input, dim=None):
     return apply(VIEW, (input,), {"shape": shape})
 
 
+@overridable
 def flatten(input, start_dim=0, end_dim=-1):
     """Flattens dimensions ``start_dim`` .. ``end_dim`` into one."""
     shp = input._data.shape
@@ -263,6 +273,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shp[:s] + (m,) + shp[e + 1:])
 
 
+@overridable
 def unflatten(input, dim, sizes):
     """Expands dimension ``dim`` into ``sizes`` (one entry may be -1)."""
     shp = input._data.shape
@@ -339,6 +350,7 @@ def _expand(self, *sizes):
     return apply(EXPAND, (self,), {"shape": shape})
 
 
+@overridable
 def broadcast_to(input, size):
     """Broadcasts ``input`` to ``size`` (a view, like ``expand``)."""
     return _expand(input, *size)
@@ -378,11 +390,13 @@ VIEW_AS_COMPLEX = Op("view_as_complex", _vac_kernel, lambda ctx, g, x: view_as_r
                      save_inputs=False, view=True)
 
 
+@overridable
 def view_as_real(input):
     """A real view of a complex tensor, with a trailing dimension of size 2 (real, imag)."""
     return apply(VIEW_AS_REAL, (input,), _E)
 
 
+@overridable
 def view_as_complex(input):
     """A complex view of a real tensor whose last dimension has size 2."""
     return apply(VIEW_AS_COMPLEX, (input,), _E)
@@ -424,6 +438,7 @@ INDEX_VIEW_BACKWARD = Op("_index_view_backward", _index_view_backward_kernel,
                          save_inputs=False, shape=lambda g, shape, key: (shape, g.dtype))
 
 
+@overridable
 def select(input, dim, index):
     """Slices ``input`` along ``dim`` at ``index``: a view with that dimension removed."""
     shp = input._data.shape
@@ -437,6 +452,7 @@ def select(input, dim, index):
     return apply(SELECT, (input,), {"key": (_FULL,) * d + (i % shp[d],)})
 
 
+@overridable
 def narrow(input, dim, start, length):
     """A view of ``input`` narrowed to ``start .. start + length`` along ``dim``."""
     shp = input._data.shape
@@ -489,6 +505,7 @@ DIAGONAL_BACKWARD = Op("_diagonal_backward", _diagonal_backward_kernel,
                        save_inputs=False, shape=lambda g, shape, **p: (shape, g.dtype))
 
 
+@overridable
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """A view of the diagonal (with ``offset``) of ``input`` over dims ``dim1`` and ``dim2``."""
     n = input._data.ndim
@@ -498,6 +515,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return apply(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
 
 
+@overridable
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Embeds the last dimension of ``input`` as diagonals of new (dim1, dim2) matrices."""
     shp = input._data.shape
@@ -587,6 +605,7 @@ AS_STRIDED = Op("as_strided", lambda xp, x, size, stride, storage_offset, rel:
                 _as_strided_vjp, save_inputs=False, view=True)
 
 
+@overridable
 def as_strided(input, size, stride, storage_offset=None):
     """A view of ``input``'s storage with the given ``size``, ``stride`` and offset."""
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)

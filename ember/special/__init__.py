@@ -28,6 +28,7 @@ digamma = psi = _pw.digamma
 polygamma = _pw.polygamma
 
 
+@_overridable
 def round(input, *, decimals=0, out=None):
     """Alias for ``ember.round()``."""
     k = input._data.dtype.kind
@@ -37,11 +38,13 @@ def round(input, *, decimals=0, out=None):
     return _pw.round(input, decimals=decimals, out=out)
 
 
+@_overridable
 def softmax(input, dim, *, dtype=None):
     """Computes the softmax function along ``dim``."""
     return _softmax(input, dim, dtype)
 
 
+@_overridable
 def log_softmax(input, dim, *, dtype=None):
     """Computes softmax followed by a logarithm along ``dim``."""
     return _log_softmax(input, dim, dtype)

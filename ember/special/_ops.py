@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .._core.dispatch import write_out
+from .._core.dispatch import overridable, write_out
 from ..ops._helpers import (Op, Tensor, _E, _HALF, apply, apply_inplace, binary_kernel, cj,
                             not_implemented, shape_broadcast, shape_same,
                             special, unary_float)
@@ -42,7 +42,7 @@ def _public1(name, op, method=None):
     if method and not hasattr(Tensor, method):
         setattr(Tensor, method, lambda self: apply(op, (self,), _E))
         setattr(Tensor, method + "_", lambda self: apply_inplace(op, self, (), _E))
-    return public
+    return overridable(public)
 
 
 def _unary(name, fn, vjp, kname, *, save_output=False, save_inputs=True, method=None, **gate):
@@ -199,7 +199,7 @@ def _binary_public(name, op, tensors=0):
         return r if out is None else write_out(out, r)
     public.__name__ = public.__qualname__ = name
     public.__doc__ = f"Computes ``{name}(input, other)`` elementwise."
-    return public
+    return overridable(public)
 
 
 xlog1py = _binary_public("xlog1py", XLOG1PY)

@@ -83,6 +83,7 @@ def relu(input, inplace=False):
     return _run(RELU, input, inplace, {})
 
 
+@overridable
 def relu_(input):
     return apply_inplace(RELU, input, (), {})
 
@@ -100,6 +101,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return _run(HARDTANH, input, inplace, {"lo": min_val, "hi": max_val})
 
 
+@overridable
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
     return hardtanh(input, min_val, max_val, inplace=True)
 
@@ -120,6 +122,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _run(LEAKY_RELU, input, inplace, {"slope": negative_slope})
 
 
+@overridable
 def leaky_relu_(input, negative_slope=0.01):
     return leaky_relu(input, negative_slope, True)
 
@@ -142,6 +145,7 @@ def elu(input, alpha=1.0, inplace=False):
     return _run(ELU, input, inplace, {"alpha": alpha, "scale": 1.0, "iscale": 1.0})
 
 
+@overridable
 def elu_(input, alpha=1.0):
     return elu(input, alpha, True)
 
@@ -152,6 +156,7 @@ def selu(input, inplace=False):
     return _run(ELU, input, inplace, {"alpha": _SELU_ALPHA, "scale": _SELU_SCALE, "iscale": 1.0})
 
 
+@overridable
 def selu_(input):
     return selu(input, True)
 
@@ -166,6 +171,7 @@ def celu(input, alpha=1.0, inplace=False):
                                       "iscale_grad": 1.0 / float(np.float32(alpha))})
 
 
+@overridable
 def celu_(input, alpha=1.0):
     return celu(input, alpha, True)
 
@@ -196,6 +202,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return out
 
 
+@overridable
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     return rrelu(input, lower, upper, training, True)
 
@@ -345,6 +352,7 @@ def threshold(input, threshold, value, inplace=False):
     return _run(THRESHOLD, input, inplace, {"th": threshold, "value": value})
 
 
+@overridable
 def threshold_(input, threshold, value):
     return apply_inplace(THRESHOLD, input, (), {"th": threshold, "value": value})
 
@@ -372,26 +380,31 @@ def hardshrink(input, lambd=0.5):
 
 
 # ---- composites -------------------------------------------------------------------------
+@overridable
 def sigmoid(input):
     """Applies the element-wise function 1 / (1 + exp(-x))."""
     return input.sigmoid()
 
 
+@overridable
 def tanh(input):
     """Applies the element-wise function tanh(x)."""
     return input.tanh()
 
 
+@overridable
 def tanhshrink(input):
     """Applies Tanhshrink(x) = x - tanh(x) element-wise."""
     return input - input.tanh()
 
 
+@overridable
 def softsign(input):
     """Applies SoftSign(x) = x / (1 + |x|) element-wise."""
     return input / (input.abs() + 1)
 
 
+@overridable
 def glu(input, dim=-1):
     """The gated linear unit: a * sigmoid(b) where input is split in half along ``dim``."""
     if input.dim() == 0:
@@ -404,16 +417,19 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
+@overridable
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Applies softmax along ``dim``: exp(x) / sum(exp(x))."""
     return _softmax(input, dim, dtype)
 
 
+@overridable
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Applies log(softmax(x)) along ``dim``, computed stably."""
     return _log_softmax(input, dim, dtype)
 
 
+@overridable
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """Applies softmin along ``dim``: softmax(-x)."""
     return _softmax(-input, dim, dtype)

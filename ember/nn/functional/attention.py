@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..._core.dispatch import overridable
 from ..._core.op import Op
 from ...ops import _helpers as H
 from ...ops.blas import cpp_name
@@ -223,6 +224,7 @@ def _bool():
     return _dt.bool
 
 
+@overridable
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """Computes scaled dot product attention on query, key and value tensors, using an
@@ -275,6 +277,7 @@ def _in_projection(query, key, value, w, b, sep, E):
     return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
 
 
+@overridable
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
                                  out_proj_weight, out_proj_bias, training=True,

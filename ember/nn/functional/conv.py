@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..._core.dispatch import overridable
 from ..._core.tensor import wrap
 from ...ops._helpers import _F32, _HALF, Op, apply, type_name
 from ...ops.blas import matmul
@@ -223,16 +224,19 @@ def _prod(s):
     return r
 
 
+@overridable
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Applies a 1D convolution over an input signal composed of several input planes."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
+@overridable
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Applies a 2D convolution over an input image composed of several input planes."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@overridable
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Applies a 3D convolution over an input image composed of several input planes."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
@@ -279,6 +283,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out.squeeze(0) if unbatched else out
 
 
+@overridable
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Applies a 1D transposed convolution operator over an input signal."""
@@ -286,6 +291,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 1, "conv_transpose1d")
 
 
+@overridable
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Applies a 2D transposed convolution operator over an input image."""
@@ -293,6 +299,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 2, "conv_transpose2d")
 
 
+@overridable
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Applies a 3D transposed convolution operator over an input image."""
@@ -302,6 +309,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 # ---- unfold / fold -----------------------------------------------------------------------
 
+@overridable
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Extract sliding local blocks from a batched input tensor."""
     if input.dim() not in (3, 4):
@@ -320,6 +328,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return out[0] if unbatched else out
 
 
+@overridable
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Combine an array of sliding local blocks into a large containing tensor."""
     if input.dim() not in (2, 3):
@@ -432,6 +441,7 @@ PAD_BACKWARD = Op("pad_backward", _pad_backward_kernel, _pad_backward_vjp, save_
                   category="nn")
 
 
+@overridable
 def pad(input, pad, mode="constant", value=None):
     """Pads tensor: ``pad`` lists (left, right) sizes from the last dimension backwards."""
     if not isinstance(pad, (tuple, list)):

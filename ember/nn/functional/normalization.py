@@ -10,6 +10,7 @@ scale and one shift.
 """
 import numpy as np
 
+from ..._core.dispatch import overridable
 from ..._core.state import STATE
 from ...autograd.grad_mode import no_grad
 from ...ops._helpers import Op, apply, type_name
@@ -91,6 +92,7 @@ def _update_running(running, new, momentum):
         running.mul_(1 - momentum).add_(new.to(running.dtype).reshape(running.shape) * momentum)
 
 
+@overridable
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-05):
     """Apply Batch Normalization for each channel across a batch of data."""
@@ -126,6 +128,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return shift.reshape(shape).addcmul(input, scale.reshape(shape))
 
 
+@overridable
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-05):
     """Apply Instance Normalization independently for each channel in every data sample."""
@@ -174,6 +177,7 @@ def _check_trailing(input, ns, weight, bias):
                            f"{list(input.shape)}")
 
 
+@overridable
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Apply Layer Normalization over the last dimensions given by ``normalized_shape``."""
     ns = _norm_shape(normalized_shape)
@@ -183,6 +187,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     return _affine(xhat, weight, bias, ns)
 
 
+@overridable
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Apply Group Normalization over groups of channels."""
     if input.dim() < 2:
@@ -199,6 +204,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     return _affine(xhat.reshape(input.shape), weight, bias, _channel_shape(input))
 
 
+@overridable
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Apply Root Mean Square Layer Normalization over the last dimensions."""
     ns = _norm_shape(normalized_shape)
@@ -212,6 +218,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return y if weight is None else y * weight
 
 
+@overridable
 def local_response_norm(input, size, alpha=0.0001, beta=0.75, k=1.0):
     """Apply local response normalization over an input signal, across channels."""
     d = input.dim()

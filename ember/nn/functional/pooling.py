@@ -10,6 +10,7 @@ matrix per dimension, applied with matmul.
 """
 import numpy as np
 
+from ..._core.dispatch import overridable
 from ..._core.state import STATE
 from ..._core.tensor import wrap
 from ...ops._helpers import Op, apply, type_name
@@ -192,6 +193,7 @@ def _max_pool(n, name, input, kernel_size, stride, padding, dilation, ceil_mode,
     return (out, idx) if return_indices else out
 
 
+@overridable
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=True):
     """1D max pooling returning (output, indices)."""
@@ -199,6 +201,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
                      True)
 
 
+@overridable
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=True):
     """2D max pooling returning (output, indices)."""
@@ -206,6 +209,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
                      True)
 
 
+@overridable
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=True):
     """3D max pooling returning (output, indices)."""
@@ -213,6 +217,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
                      True)
 
 
+@overridable
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Applies a 1D max pooling over an input signal composed of several input planes."""
@@ -220,6 +225,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)
 
 
+@overridable
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Applies a 2D max pooling over an input signal composed of several input planes."""
@@ -227,6 +233,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)
 
 
+@overridable
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Applies a 3D max pooling over an input signal composed of several input planes."""
@@ -293,6 +300,7 @@ def _avg_pool(n, name, input, kernel_size, stride, padding, ceil_mode, count_inc
                                       "override": divisor_override})
 
 
+@overridable
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """Applies a 1D average pooling over an input signal composed of several input planes."""
@@ -300,6 +308,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      count_include_pad, None)
 
 
+@overridable
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Applies 2D average-pooling operation in kH x kW regions by step size sH x sW steps."""
@@ -307,6 +316,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      count_include_pad, divisor_override)
 
 
+@overridable
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Applies 3D average-pooling operation in kT x kH x kW regions by step size sT x sH x sW."""
@@ -374,16 +384,19 @@ def _adaptive_avg(input, output_size, n, name):
     return input.clone() if x is input else x
 
 
+@overridable
 def adaptive_avg_pool1d(input, output_size):
     """Applies a 1D adaptive average pooling over an input signal."""
     return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
 
 
+@overridable
 def adaptive_avg_pool2d(input, output_size):
     """Applies a 2D adaptive average pooling over an input signal."""
     return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
 
 
+@overridable
 def adaptive_avg_pool3d(input, output_size):
     """Applies a 3D adaptive average pooling over an input signal."""
     return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
@@ -431,31 +444,37 @@ def _adaptive_max(input, output_size, return_indices, n, name):
     return (out, idx) if return_indices else out
 
 
+@overridable
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     """1D adaptive max pooling returning (output, indices)."""
     return _adaptive_max(input, output_size, True, 1, "adaptive_max_pool1d")
 
 
+@overridable
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     """2D adaptive max pooling returning (output, indices)."""
     return _adaptive_max(input, output_size, True, 2, "adaptive_max_pool2d")
 
 
+@overridable
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """3D adaptive max pooling returning (output, indices)."""
     return _adaptive_max(input, output_size, True, 3, "adaptive_max_pool3d")
 
 
+@overridable
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Applies a 1D adaptive max pooling over an input signal."""
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 
+@overridable
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Applies a 2D adaptive max pooling over an input signal."""
     return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
 
 
+@overridable
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Applies a 3D adaptive max pooling over an input signal."""
     return _adaptive_max(input, output_size, return_indices, 3, "adaptive_max_pool3d")
@@ -492,16 +511,19 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
     return out.scatter(-1, idx, input.reshape(lead + (-1,))).reshape(lead + osz)
 
 
+@overridable
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Compute a partial inverse of MaxPool1d."""
     return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
 
 
+@overridable
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Compute a partial inverse of MaxPool2d."""
     return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
 
 
+@overridable
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Compute a partial inverse of MaxPool3d."""
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
@@ -518,16 +540,19 @@ def _lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode):
     return (out.sign() * out.abs().clamp(min=0)).mul(k).pow(1.0 / norm_type)
 
 
+@overridable
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Apply a 1D power-average pooling over an input signal."""
     return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@overridable
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Apply a 2D power-average pooling over an input signal."""
     return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@overridable
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Apply a 3D power-average pooling over an input signal."""
     return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)

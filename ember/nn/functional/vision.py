@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from ..._core.dispatch import overridable
 from ..._core.tensor import wrap
 from ...ops.blas import matmul
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, \
@@ -22,6 +23,7 @@ __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channe
            "affine_grid"]
 
 
+@overridable
 def pixel_shuffle(input, upscale_factor):
     """Rearrange (*, C*r^2, H, W) into (*, C, H*r, W*r)."""
     if input.dim() < 3:
@@ -42,6 +44,7 @@ def pixel_shuffle(input, upscale_factor):
     return x.permute(perm).reshape(lead + (C // (r * r), H * r, W * r))
 
 
+@overridable
 def pixel_unshuffle(input, downscale_factor):
     """Rearrange (*, C, H*r, W*r) into (*, C*r^2, H, W)."""
     if input.dim() < 3:
@@ -63,6 +66,7 @@ def pixel_unshuffle(input, downscale_factor):
     return x.permute(perm).reshape(lead + (C * r * r, H // r, W // r))
 
 
+@overridable
 def channel_shuffle(input, groups):
     """Divide the channels into ``groups`` and interleave them."""
     if input.dim() < 3:
@@ -165,6 +169,7 @@ def _output_size(input, n, size, scale_factor, recompute):
     return osz, ((None,) * n if recompute else sf)
 
 
+@overridable
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Down/up samples the input to the given size or scale_factor, with the given mode."""
@@ -211,6 +216,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return apply_separable(x, mats)
 
 
+@overridable
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Upsample input (deprecated: use interpolate)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
@@ -218,6 +224,7 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+@overridable
 def upsample_nearest(input, size=None, scale_factor=None):
     """Upsample input using nearest neighbours' pixel values (deprecated)."""
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
@@ -225,6 +232,7 @@ def upsample_nearest(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
+@overridable
 def upsample_bilinear(input, size=None, scale_factor=None):
     """Upsample input using bilinear upsampling with align_corners=True (deprecated)."""
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
@@ -261,6 +269,7 @@ def _pad_coord(c, size, padding_mode, align_corners):
     return c
 
 
+@overridable
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Compute grid sample: output values sampled from ``input`` at ``grid`` locations."""
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -321,6 +330,7 @@ def _base_coords(n, align_corners):
     return c if align_corners else c * (n - 1) / n
 
 
+@overridable
 def affine_grid(theta, size, align_corners=None):
     """Generate a 2D or 3D flow field (sampling grid), given a batch of affine matrices."""
     if align_corners is None:
