@@ -53,7 +53,7 @@ class Tensor:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        if cls.__dict__.get("__ember_function__") is not None:
+        if getattr(cls, "__ember_function__", None) is not None:
             from . import dispatch
             dispatch.register_override_type(cls)
 
