@@ -128,3 +128,40 @@ def _route_overrides():
 
 
 _route_overrides()
+
+
+from . import backends, cuda  # noqa: E402
+from .autograd.anomaly_mode import is_anomaly_enabled  # noqa: E402
+
+_DETERMINISTIC = {"mode": False, "warn_only": False}
+_MATMUL_PRECISION = ["highest"]
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Sets whether operations must use deterministic algorithms; ember's always are."""
+    _DETERMINISTIC.update(mode=_builtins.bool(mode), warn_only=_builtins.bool(warn_only))
+
+
+def are_deterministic_algorithms_enabled():
+    return _DETERMINISTIC["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _DETERMINISTIC["warn_only"]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepts 'highest', 'high' or 'medium'; ember's float32 matmul is always full precision."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}; expected 'highest', 'high' or "
+                           f"'medium'")
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision():
+    return _MATMUL_PRECISION[0]
+
+
+def get_default_device():
+    """The device new tensors are created on: ember creates them on the CPU."""
+    return device("cpu")

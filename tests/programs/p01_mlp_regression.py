@@ -48,9 +48,11 @@ def numpy_init(model, seed):
 
 def evaluate(model, loader):
     model.eval()
+    device = next(model.parameters()).device
     total, n = 0.0, 0
     with torch.no_grad():
         for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
             total += F.mse_loss(model(xb), yb, reduction="sum").item()
             n += xb.shape[0]
     model.train()
@@ -59,11 +61,16 @@ def evaluate(model, loader):
 
 def main():
     torch.manual_seed(0)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     train = DataLoader(Regression(512, 0), batch_size=64, shuffle=False, num_workers=2,
                        persistent_workers=True)
     val = DataLoader(Regression(128, 1), batch_size=128)
     model = MLP()
     numpy_init(model, 0)
+    model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=3e-2)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=1)
     ckpt = os.path.join(tempfile.mkdtemp(), "best.pt")
@@ -73,6 +80,7 @@ def main():
     epochs = 0
     for epoch in range(40):
         for xb, yb in train:
+            xb, yb = xb.to(device), yb.to(device)
             opt.zero_grad()
             loss = F.mse_loss(model(xb), yb)
             loss.backward()
@@ -94,7 +102,7 @@ def main():
     print(f"= final_lr {opt.param_groups[0]['lr']:.6f}")
     print(f"ok improved {best < first / 4}")
 
-    state = torch.load(ckpt)
+    state = torch.load(ckpt, map_location=device)
     fresh = MLP()
     fresh.load_state_dict(state["model"])
     opt2 = torch.optim.Adam(fresh.parameters(), lr=3e-2)
