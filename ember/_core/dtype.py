@@ -20,6 +20,9 @@ __all__ = [
 ]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
+# how dtypes print ("ember.float32"); ember.compat.install() switches it to "torch." so that
+# scripts comparing str(x.dtype) with "torch.float32" keep working
+REPR_PREFIX = ["ember."]
 
 
 class dtype:
@@ -38,7 +41,7 @@ class dtype:
         self._rank = rank
 
     def __repr__(self):
-        return "ember." + self.name
+        return REPR_PREFIX[0] + self.name
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))

@@ -123,6 +123,35 @@ class Tensor:
     def is_contiguous(self, memory_format=None):
         return self._data.flags.c_contiguous
 
+    def get_device(self):
+        """-1 for CPU tensors, else the device index."""
+        return -1 if type(self._data) is _ndarray else (self.device.index or 0)
+
+    def is_pinned(self, device=None):
+        return False
+
+    def pin_memory(self, device=None):
+        """Page-locked memory only matters for GPU transfers: a CPU tensor is returned as is."""
+        return self
+
+    def share_memory_(self):
+        return self
+
+    def is_shared(self):
+        return False
+
+    def is_inference(self):
+        return getattr(self, "_inference", False)
+
+    def new(self, *args, **kwargs):
+        """Legacy constructor: a tensor of this tensor's dtype (``new()`` is empty)."""
+        from .dtype import get_default_dtype
+        t = Tensor(*args, **kwargs) if args else Tensor()
+        if t._data.dtype != self._data.dtype:
+            t._data = t._data.astype(self._data.dtype)
+        _ = get_default_dtype
+        return t
+
     def data_ptr(self):
         return self._data.__array_interface__["data"][0]
 
@@ -417,7 +446,7 @@ class Size(tuple):
     """The shape of a tensor (``torch.Size``): a tuple of ints."""
 
     def __repr__(self):
-        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+        return f"{_dt.REPR_PREFIX[0]}Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self):
         n = 1

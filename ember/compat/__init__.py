@@ -77,12 +77,16 @@ def install():
                            "process; install the shim before anything imports torch")
     if not is_installed():
         sys.meta_path.insert(0, _FINDER)
+        from .._core import dtype as _dtype
+        _dtype.REPR_PREFIX[0] = "torch."
 
 
 def uninstall():
     """Remove the import hook and the torch aliases it created."""
     if is_installed():
         sys.meta_path.remove(_FINDER)
+        from .._core import dtype as _dtype
+        _dtype.REPR_PREFIX[0] = "ember."
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

@@ -47,3 +47,11 @@ def test_install_refuses_when_real_torch_is_loaded():
 def test_usage(args):
     r = _run(["-m", "ember.compat", *args])
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_dtypes_and_sizes_print_as_torch_under_the_shim():
+    code = ("import ember.compat as c; c.install(); import torch; "
+            "print(str(torch.float32), repr(torch.ones(2, 3).shape), torch.ones(1).get_device())")
+    r = _run(["-c", code])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["torch.float32", "torch.Size([2,", "3])", "-1"]
