@@ -16,6 +16,7 @@ from .._core.blas_threads import matmul as _gemm
 
 from .._core import dtype as _dt
 from .._core.dispatch import overridable
+from ._helpers import _own_override
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, cj,
                        handle_override, promote_np, write_out)
@@ -206,7 +207,7 @@ def _matmul_magic(self, other):
     try:
         return apply(MATMUL, (self, other), _E)
     except NeedsOverride:
-        return NotImplemented
+        return _own_override(self, _matmul_magic, (self, other))
     except TypeError:
         if isinstance(other, Tensor):
             raise
@@ -216,7 +217,9 @@ def _matmul_magic(self, other):
 def _rmatmul_magic(self, other):
     try:
         return apply(MATMUL, (other, self), _E)
-    except (NeedsOverride, TypeError):
+    except NeedsOverride:
+        return _own_override(self, _rmatmul_magic, (self, other))
+    except TypeError:
         return NotImplemented
 
 
