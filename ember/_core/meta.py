@@ -22,7 +22,8 @@ from .tensor import Tensor
 __all__ = ["TensorMeta", "DataDependentShape", "meta_of", "check_shapes", "ShapeCheckMode",
            "as_dtype", "promote", "broadcast_shapes", "same", "broadcast", "broadcast_float",
            "broadcast_bool", "unary_float", "unary_real", "predicate", "wrap_dim",
-           "reduce_shape", "reduction", "numel", "infer_view_shape", "float_dtype", "run_rule"]
+           "reduce_shape", "reduction", "numel", "is_one", "slice_len", "index_view_shape",
+           "infer_view_shape", "float_dtype", "run_rule"]
 
 
 class DataDependentShape(Exception):
@@ -92,13 +93,14 @@ def broadcast_shapes(*shapes):
     out = [1] * n
     for s in shapes:
         for i, d in enumerate(s, n - len(s)):
-            if not _is_one(d):
+            if not is_one(d):
                 out[i] = d
     return tuple(out)
 
 
-def _is_one(d):
-    r = d == 1  # a symbolic size may answer with something else than a bool: not known 1
+def is_one(d):
+    """Whether size ``d`` is known to be 1 (a symbolic size may not answer with a bool)."""
+    r = d == 1
     return isinstance(r, (bool, np.bool_)) and bool(r)
 
 
@@ -195,6 +197,32 @@ def infer_view_shape(shape, total):
         return shape
     known = numel(s for s in shape if not (type(s) is int and s == -1))
     return tuple(total // known if type(s) is int and s == -1 else s for s in shape)
+
+
+def slice_len(size, start, stop, step=1):
+    """Length of ``range(size)[start:stop:step]`` (exact for ints; for symbolic sizes it
+    assumes in-range bounds)."""
+    if type(size) is int or isinstance(size, np.integer):
+        return len(range(*slice(start, stop, step).indices(int(size))))
+    step = 1 if step is None else step
+    start = 0 if start is None else (start + size if start < 0 else start)
+    stop = size if stop is None else (stop + size if stop < 0 else stop)
+    return (stop - start + step - 1) // step
+
+
+def index_view_shape(shape, key):
+    """Shape of a basic-index view: ``key`` has one entry per indexed dim, an int (drops it),
+    None (a new dim of size 1) or a (start, stop, step) slice."""
+    out = []
+    i = 0
+    for k in key:
+        if k is None:
+            out.append(1)
+            continue
+        if type(k) is tuple:
+            out.append(slice_len(shape[i], *k))
+        i += 1
+    return tuple(out) + tuple(shape[i:])
 
 
 # ---- running rules and the check ----------------------------------------------------------

@@ -23,7 +23,18 @@ class Op:
     kernel(xp, *arrays, **params) -> array | tuple of arrays
     vjp(ctx, grad, *inputs, **params) -> one gradient (or None) per input; ``ctx.out`` is the
         output (if ``save_output``), ``ctx.needs_input_grad`` says which are wanted.
-    shape(*input_metas, **params) -> output (shape, dtype) rule, on symbolic sizes.
+    shape(*inputs, **params) -> (shape, dtype): what the kernel returns, without data.
+        Inputs are the op's positional inputs with tensors replaced by metadata objects
+        (`ember._core.meta.TensorMeta`: ``.shape``, a tuple of ints or symbolic sizes that
+        support ``+ - * //`` and ``==`` with ints, ``.ndim`` and ``.dtype``, an ember dtype);
+        Python scalars and None come as they are, ``params`` as the kernel gets them (dtype
+        params may be NumPy dtypes: `meta.as_dtype`).  Rules use plain arithmetic on sizes,
+        never NumPy.  One output: ``(shape_tuple, ember_dtype)``; ``n_out > 1``: a tuple of
+        such pairs.  An output whose shape depends on values (nonzero, unique, ...) is
+        declared by raising `ember._core.meta.DataDependentShape`.  Category helpers live in
+        `ember._core.meta` (broadcast, unary_float, predicate, reduction, ...), and
+        ``meta.check_shapes(True)`` (or ``EMBER_CHECK_SHAPES=1``) verifies every rule against
+        the real outputs as operators run.
     save_inputs: True (all), False, or a tuple of input indices the vjp reads.
     n_out: number of outputs (1), or None for a list of outputs of data-dependent length.
     nondiff_outputs: indices of outputs that never carry gradients (e.g. argmax indices).

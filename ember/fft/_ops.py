@@ -80,19 +80,19 @@ def _c2r_vjp(ctx, g, x, dims, scale, last_n):
 
 
 def _c2c_shape(x, dims, scale, forward):
-    return x.shape, None
+    return x.shape, x.dtype.to_complex()
 
 
 def _r2c_shape(x, dims, scale, last_n):
     s = list(x.shape)
     s[dims[-1]] = last_n // 2 + 1
-    return tuple(s), None
+    return tuple(s), x.dtype.to_complex()
 
 
 def _c2r_shape(x, dims, scale, last_n):
     s = list(x.shape)
     s[dims[-1]] = last_n
-    return tuple(s), None
+    return tuple(s), x.dtype.to_real()
 
 
 def _resize_kernel(xp, x, dims, sizes):

@@ -2,6 +2,8 @@
 and the determinants (det, slogdet, logdet)."""
 import numpy as np
 
+from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.dispatch import apply
 from .._core.op import Op
@@ -11,7 +13,7 @@ from ..ops.blas import matmul
 from ..ops.shape import cat, tril, triu
 from ._common import (batched, check_float, check_matrix, check_same_dtype, check_square,
                       lapack, potrf_info, raise_info)
-from .solve import CHOL_SOLVE, INV, TRI, _out
+from .solve import CHOL_SOLVE, INV, TRI, _batched_rhs, _out, _with_info
 
 __all__ = ["cholesky", "cholesky_ex", "cholesky_inverse", "qr", "lu_factor", "lu_factor_ex",
            "lu", "lu_unpack", "ldl_factor", "ldl_factor_ex", "ldl_solve", "householder_product",
@@ -62,7 +64,8 @@ def _chol_vjp(ctx, g, a, upper):
 
 
 CHOL = Op("linalg_cholesky_ex", _chol_kernel, _chol_vjp, save_inputs=False, save_output=True,
-          n_out=2, nondiff_outputs=(1,), category="linalg")
+          n_out=2, nondiff_outputs=(1,), category="linalg",
+          shape=lambda a, upper: _with_info(a, a.shape, a.dtype))
 
 
 def _cholesky(name, A, upper):
@@ -153,8 +156,18 @@ def _qr_vjp(ctx, g, a, mode):
     return cat([gx, gy], -1)
 
 
+def _qr_shape(a, mode):
+    bs, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = min(m, n)
+    if mode == "r":
+        return ((0,), a.dtype), (bs + (k, n), a.dtype)
+    if mode == "complete":
+        return (bs + (m, m), a.dtype), (bs + (m, n), a.dtype)
+    return (bs + (m, k), a.dtype), (bs + (k, n), a.dtype)
+
+
 QR = Op("linalg_qr", _qr_kernel, _qr_vjp, save_inputs=True, save_output=True, n_out=2,
-        category="linalg")
+        category="linalg", shape=_qr_shape)
 
 
 @overridable
@@ -226,8 +239,13 @@ def _lu_vjp(ctx, g, a):
     return lu_backward(tril(glu[..., :, :k], -1), triu(glu[..., :k, :]), p, l, u)
 
 
+def _lu_shape(a):
+    k = min(a.shape[-2], a.shape[-1])
+    return (a.shape, a.dtype), (a.shape[:-2] + (k,), _dt.int32), (a.shape[:-2], _dt.int32)
+
+
 LU = Op("linalg_lu_factor_ex", _lu_kernel, _lu_vjp, save_inputs=False, save_output=True, n_out=3,
-        nondiff_outputs=(1, 2), category="linalg")
+        nondiff_outputs=(1, 2), category="linalg", shape=_lu_shape)
 
 
 def _perm_kernel(xp, piv, m, dtype):
@@ -242,7 +260,8 @@ def _perm_kernel(xp, piv, m, dtype):
     return out.reshape(bs + (m, m))
 
 
-PERM = Op("_lu_pivots_to_perm", _perm_kernel, None, differentiable=False, category="linalg")
+PERM = Op("_lu_pivots_to_perm", _perm_kernel, None, differentiable=False, category="linalg",
+          shape=lambda piv, m, dtype: (piv.shape[:-1] + (m, m), _meta.as_dtype(dtype)))
 
 
 def _perm_matrix(lu_, pivots):
@@ -310,7 +329,8 @@ def _ldl_kernel(xp, a, hermitian):
 
 
 LDL = Op("linalg_ldl_factor_ex", _ldl_kernel, None, n_out=3, differentiable=False,
-         category="linalg")
+         category="linalg", shape=lambda a, hermitian: (
+             (a.shape, a.dtype), (a.shape[:-1], _dt.int32), (a.shape[:-2], _dt.int32)))
 
 
 @overridable
@@ -355,7 +375,8 @@ def _ldl_solve_kernel(xp, ld, piv, b, hermitian):
 
 
 LDL_SOLVE = Op("linalg_ldl_solve", _ldl_solve_kernel, None, differentiable=False,
-               category="linalg")
+               category="linalg",
+               shape=lambda ld, piv, b, hermitian: (_batched_rhs(ld, b), b.dtype))
 
 
 @overridable
@@ -409,7 +430,8 @@ def _det_vjp(ctx, g, a):
     return (g * cj(d)).unsqueeze(-1).unsqueeze(-1) * ainv.mH
 
 
-DET = Op("linalg_det", _det_kernel, _det_vjp, save_output=True, category="linalg")
+DET = Op("linalg_det", _det_kernel, _det_vjp, save_output=True, category="linalg",
+         shape=lambda a: (a.shape[:-2], a.dtype))
 
 
 def _slogdet_kernel(xp, a):
@@ -429,7 +451,8 @@ def _slogdet_vjp(ctx, g, a):
 
 
 SLOGDET = Op("linalg_slogdet", _slogdet_kernel, _slogdet_vjp, save_output=True, n_out=2,
-             category="linalg")
+             category="linalg", shape=lambda a: (
+                 (a.shape[:-2], a.dtype), (a.shape[:-2], a.dtype.to_real())))
 
 
 @overridable

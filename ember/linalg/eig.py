@@ -92,10 +92,15 @@ def _eigh_vjp(ctx, g, a, uplo):
     return _eig_backward(g[0], g[1], l, v, True)
 
 
+def _eigvals_shape(a, *args, **params):
+    return a.shape[:-1], a.dtype.to_real()
+
+
 EIGH = Op("linalg_eigh", _eigh_kernel, _eigh_vjp, save_inputs=False, save_output=True, n_out=2,
-          category="linalg")
+          category="linalg", shape=lambda a, uplo: (_eigvals_shape(a), (a.shape, a.dtype)))
 EIGVALSH = Op("linalg_eigvalsh", lambda xp, a, uplo: np.linalg.eigvalsh(a, UPLO=uplo).astype(
-    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg")
+    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+    shape=_eigvals_shape)
 
 
 def _uplo(name, UPLO):
@@ -142,9 +147,11 @@ def _eig_vjp(ctx, g, a):
 
 
 EIG = Op("linalg_eig", _eig_kernel, _eig_vjp, save_inputs=False, save_output=True, n_out=2,
-         category="linalg")
+         category="linalg", shape=lambda a: (
+             (a.shape[:-1], a.dtype.to_complex()), (a.shape, a.dtype.to_complex())))
 EIGVALS = Op("linalg_eigvals", lambda xp, a: np.linalg.eigvals(a).astype(
-    _CPLX.get(a.dtype, a.dtype), copy=False), None, differentiable=False, category="linalg")
+    _CPLX.get(a.dtype, a.dtype), copy=False), None, differentiable=False, category="linalg",
+    shape=lambda a: (a.shape[:-1], a.dtype.to_complex()))
 
 
 @overridable
@@ -251,10 +258,19 @@ def _svd_vjp(ctx, g, a, full_matrices):
     return svd_backward(gu, gs, gvh, u, s, vh)
 
 
+def _svd_shape(a, full_matrices):
+    bs, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = min(m, n)
+    um, vn = (m, n) if full_matrices else (k, k)
+    return ((bs + (m, um), a.dtype), (bs + (k,), a.dtype.to_real()),
+            (bs + (vn, n), a.dtype))
+
+
 SVD = Op("linalg_svd", _svd_kernel, _svd_vjp, save_inputs=False, save_output=True, n_out=3,
-         category="linalg")
+         category="linalg", shape=_svd_shape)
 SVDVALS = Op("linalg_svdvals", lambda xp, a: np.linalg.svd(a, compute_uv=False).astype(
-    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg")
+    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+    shape=lambda a: (a.shape[:-2] + (min(a.shape[-2], a.shape[-1]),), a.dtype.to_real()))
 
 
 @overridable

@@ -55,7 +55,8 @@ def _expm_vjp(ctx, g, a):
     return big[..., :n, n:]
 
 
-EXPM = Op("linalg_matrix_exp", _expm_kernel, _expm_vjp, category="linalg")
+EXPM = Op("linalg_matrix_exp", _expm_kernel, _expm_vjp, category="linalg",
+          shape=lambda a: (a.shape, a.dtype))
 
 
 @overridable

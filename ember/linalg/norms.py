@@ -140,7 +140,8 @@ def _rank_kernel(xp, s, smax, atol, rtol, m, n):
     return np.asarray((s > np.asarray(tol)[..., None]).sum(-1), dtype=np.int64)
 
 
-RANK = Op("linalg_matrix_rank", _rank_kernel, None, differentiable=False, category="linalg")
+RANK = Op("linalg_matrix_rank", _rank_kernel, None, differentiable=False, category="linalg",
+          shape=lambda s, smax, atol, rtol, m, n: (s.shape[:-1], _dt.int64))
 
 
 @overridable

@@ -2,6 +2,8 @@
 lstsq, pinv, tensorinv, tensorsolve (and their ``_ex`` variants)."""
 import numpy as np
 
+from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.dispatch import apply
 from .._core.op import Op
@@ -55,8 +57,14 @@ def _inv_vjp(ctx, g, a):
     return -matmul(x.mH, matmul(g[0], x.mH))
 
 
+def _with_info(a, shape, dtype):
+    """Rule of a factorization/solve returning (result, info over A's batch)."""
+    return (shape, dtype), (a.shape[:-2], _dt.int32)
+
+
 INV = Op("linalg_inv_ex", _inv_kernel, _inv_vjp, save_inputs=False, save_output=True, n_out=2,
-         nondiff_outputs=(1,), category="linalg")
+         nondiff_outputs=(1,), category="linalg",
+         shape=lambda a: _with_info(a, a.shape, a.dtype))
 
 
 @overridable
@@ -116,8 +124,19 @@ def _solve_vjp(ctx, g, a, b):
     return ga, gb
 
 
+def _batched_rhs(a, b):
+    """Shape of X in A X = B: the broadcast batch, then B's matrix dims."""
+    return _meta.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:]
+
+
+def _solve_shape(a, b):
+    if len(b.shape) == 1:
+        return _with_info(a, a.shape[:-1], a.dtype)
+    return _with_info(a, _batched_rhs(a, b), a.dtype)
+
+
 SOLVE = Op("linalg_solve_ex", _solve_kernel, _solve_vjp, save_inputs=(0,), save_output=True,
-           n_out=2, nondiff_outputs=(1,), category="linalg")
+           n_out=2, nondiff_outputs=(1,), category="linalg", shape=_solve_shape)
 
 
 def _is_vector_rhs(A, B):
@@ -209,7 +228,7 @@ def _tri_vjp(ctx, g, a, b, upper, unit):
 
 
 TRI = Op("linalg_solve_triangular", _tri_kernel, _tri_vjp, save_inputs=(0,), save_output=True,
-         category="linalg")
+         category="linalg", shape=lambda a, b, upper, unit: (_batched_rhs(a, b), a.dtype))
 
 
 @overridable
@@ -258,7 +277,8 @@ def _chol_solve_vjp(ctx, g, b, l, upper):
 
 
 CHOL_SOLVE = Op("cholesky_solve", _chol_solve_kernel, _chol_solve_vjp, save_inputs=(1,),
-                save_output=True, category="linalg")
+                save_output=True, category="linalg",
+                shape=lambda b, l, upper: (_batched_rhs(l, b), b.dtype))
 
 
 @overridable
@@ -354,7 +374,8 @@ def _pinv_vjp(ctx, g, a, atol, rtol, hermitian):
 
 
 PINV = Op("linalg_pinv", _pinv_kernel, _pinv_vjp, save_inputs=(0,), save_output=True,
-          category="linalg")
+          category="linalg", shape=lambda a, atol, rtol, hermitian: (
+              a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype))
 
 
 def _tol_arg(t):
@@ -429,8 +450,23 @@ def _lstsq_vjp(ctx, g, a, b, rcond, driver):
     return ga, gb
 
 
+def _lstsq_shape(a, b, rcond, driver):
+    m, n = a.shape[-2:]
+    k = b.shape[-1]
+    bs = _meta.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    rdt = a.dtype.to_real()
+    resid = (0,)
+    if m > n and driver != "gelsy":
+        if driver != "gels":  # residuals only when the solution has full rank
+            raise _meta.DataDependentShape("lstsq residuals depend on the rank of A")
+        resid = bs + (k,)
+    rank = (0,) if driver == "gels" else bs
+    sv = bs + (min(m, n),) if driver in ("gelsd", "gelss") else (0,)
+    return (bs + (n, k), a.dtype), (resid, rdt), (rank, _dt.int64), (sv, rdt)
+
+
 LSTSQ = Op("linalg_lstsq", _lstsq_kernel, _lstsq_vjp, n_out=4, nondiff_outputs=(1, 2, 3),
-           category="linalg")
+           category="linalg", shape=_lstsq_shape)
 
 
 @overridable

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.special as _sps
 
 from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_inplace,
                               handle_override, overridable, routes_overrides, write_out)
 from .._core.op import Op
@@ -149,13 +150,14 @@ def unary_same(fn):
     return kernel
 
 
-def shape_same(x, **params):
+def shape_same(x, *args, **params):
+    """Shape rule: the output is like input 0 (shape and dtype)."""
     return x.shape, x.dtype
 
 
 def shape_broadcast(*xs, **params):
-    shapes = [tuple(x.shape) for x in xs if hasattr(x, "shape")]
-    return np.broadcast_shapes(*shapes), None
+    """Shape rule: elementwise over broadcast inputs, torch promotion of all of them."""
+    return _meta.broadcast(*xs)
 
 
 # ---- binary -----------------------------------------------------------------------------

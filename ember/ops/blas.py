@@ -15,6 +15,7 @@ import opt_einsum as _oe
 from .._core.blas_threads import matmul as _gemm
 
 from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.dispatch import overridable
 from ._helpers import _own_override
 from .._core.tensor import _wrap_dim
@@ -151,7 +152,7 @@ def _matmul_shape(a, b):
         return sa[:-1], a.dtype
     if len(sa) == 1:
         return sb[:-2] + sb[-1:], a.dtype
-    return tuple(np.broadcast_shapes(sa[:-2], sb[:-2])) + (sa[-2], sb[-1]), a.dtype
+    return _meta.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-1]), a.dtype
 
 
 def matmul_grads(g, a, b, need_a, need_b):
@@ -448,7 +449,13 @@ def _addmm_vjp(ctx, g, inp, m1, m2, kind, beta=1, alpha=1):
     return gi, g1, g2
 
 
-ADDMM = Op("addmm", _addmm_kernel, _addmm_vjp, save_inputs=(1, 2), category="blas")
+def _addmm_shape(inp, m1, m2, kind, beta=1, alpha=1):
+    dt = _meta.promote(inp, m1, m2) if kind == "r" else inp.dtype
+    return _add_out_shape(kind, m1.shape, m2.shape), dt
+
+
+ADDMM = Op("addmm", _addmm_kernel, _addmm_vjp, save_inputs=(1, 2), category="blas",
+           shape=_addmm_shape)
 _ADD_NAMES = {"addmm": "mm", "addmv": "mv", "addr": "r", "baddbmm": "bmm", "addbmm": "addbmm"}
 
 
@@ -655,7 +662,21 @@ def _eye(n, like):
     return eye(n, dtype=like.dtype)
 
 
-EINSUM = Op("einsum", _einsum_kernel, _einsum_vjp, category="blas")
+def _einsum_shape(*ops, equation):
+    lhs, out = equation.split("->")
+    terms = lhs.split(",")
+    sizes = {}
+    for t, o in zip(terms, ops):
+        for c, s in zip(t, o.shape):
+            if c not in sizes or _meta.is_one(sizes[c]):
+                sizes[c] = s
+    dt = ops[0].dtype
+    private = any(c not in out and all(c not in u for u in terms[:i] + terms[i + 1:])
+                  for i, t in enumerate(terms) for c in t)
+    return tuple(sizes[c] for c in out), _dt.int64 if private and dt.category < 2 else dt
+
+
+EINSUM = Op("einsum", _einsum_kernel, _einsum_vjp, category="blas", shape=_einsum_shape)
 
 
 def _sublist(sub):
@@ -762,7 +783,8 @@ def _cross_kernel(xp, a, b, dim):
 
 CROSS = Op("cross", _cross_kernel,
            lambda ctx, g, a, b, dim: (cross(cj(b), g, dim=dim), cross(g, cj(a), dim=dim)),
-           category="blas")
+           category="blas", shape=lambda a, b, dim: (_meta.broadcast_shapes(a.shape, b.shape),
+                                                     a.dtype))
 
 
 @overridable
@@ -841,7 +863,13 @@ def _cdist_vjp(ctx, g, x1, x2, p, mm):
     return gw.sum(-2), -gw.sum(-3)
 
 
-CDIST = Op("cdist", _cdist_kernel, _cdist_vjp, save_output=True, category="blas")
+def _cdist_shape(x1, x2, p, mm):
+    batch = _meta.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+    return batch + (x1.shape[-2], x2.shape[-2]), x1.dtype
+
+
+CDIST = Op("cdist", _cdist_kernel, _cdist_vjp, save_output=True, category="blas",
+           shape=_cdist_shape)
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 

@@ -6,9 +6,10 @@ Derivatives follow PyTorch's conjugate-Wirtinger convention.
 import numpy as np
 
 from .._core.dispatch import overridable
-from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np, shape_broadcast,
-                       shape_same, type_name, write_out)
+from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np, type_name,
+                       write_out)
 from .pointwise import where
+from .._core import meta as _meta
 
 __all__ = ["complex", "polar", "angle"]
 
@@ -36,8 +37,12 @@ def _complex_vjp(ctx, g, re, im):
     return g.real if need[0] else None, g.imag if need[1] else None
 
 
-COMPLEX = Op("complex", broadcast_guard(_complex_kernel), _complex_vjp, shape=shape_broadcast,
-             save_inputs=False)
+def _complex_shape(re, im):
+    return _meta.broadcast_shapes(re.shape, im.shape), re.dtype.to_complex()
+
+
+COMPLEX = Op("complex", broadcast_guard(_complex_kernel), _complex_vjp, shape=_complex_shape,
+             save_inputs=False, category="binary")
 
 
 def _tensors(name, **args):
@@ -85,7 +90,11 @@ def _angle_vjp(ctx, g, x):
     return where(a2 == 0, 0, g * x * 1j / a2)
 
 
-ANGLE = Op("angle", _angle_kernel, _angle_vjp, shape=shape_same)
+def _angle_shape(x):
+    return x.shape, _meta.float_dtype(x.dtype.to_real())
+
+
+ANGLE = Op("angle", _angle_kernel, _angle_vjp, shape=_angle_shape, category="unary")
 
 
 @overridable

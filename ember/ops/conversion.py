@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.device import CPU, backend_for_array, device as _device, get_backend
 from .._core.tensor import _version_of
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, cj, shape_same, wrap)
@@ -60,7 +61,7 @@ def _cast_vjp(ctx, g, x, dtype):
 
 
 CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False,
-          shape=lambda x, dtype: (x.shape, dtype))
+          shape=lambda x, dtype: (x.shape, _meta.as_dtype(dtype)))
 
 
 def _to_dtype(t, dtype, copy=False):
@@ -107,7 +108,8 @@ def _to_device_kernel(xp, x, backend):
     return get_backend(backend).from_host(np.asarray(host))
 
 
-TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False)
+TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False,
+               shape=_meta.same)
 
 
 def _to_device(t, d):
@@ -254,8 +256,8 @@ def _imag_vjp(ctx, g, x):
     return g * 1j
 
 
-REAL = Op("real", _real_kernel, _real_vjp, save_inputs=False, view=True)
-IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True)
+REAL = Op("real", _real_kernel, _real_vjp, save_inputs=False, view=True, shape=_meta.unary_real)
+IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True, shape=_meta.unary_real)
 
 
 @overridable

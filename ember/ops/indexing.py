@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
@@ -208,7 +209,24 @@ def _index_vjp(ctx, g, x, *indices):
                   {"accumulate": True}),) + (None,) * len(indices)
 
 
-INDEX = Op("index", _index_kernel, _index_vjp, save_inputs=_SAVE_FROM_1)
+def _index_shape(x, *indices):
+    pos, shapes = [], []
+    for i, ix in enumerate(indices):
+        if ix is None:
+            continue
+        if isinstance(ix, _meta.TensorMeta) and ix.dtype.category == 0:
+            raise _meta.DataDependentShape("a boolean mask selects a data-dependent count")
+        pos.append(i)
+        shapes.append(ix.shape if isinstance(ix, _meta.TensorMeta) else ())
+    b = _meta.broadcast_shapes(*shapes)
+    if not pos:
+        return x.shape, x.dtype
+    if pos == list(range(pos[0], pos[-1] + 1)):  # adjacent index tensors stay in place
+        return x.shape[:pos[0]] + b + x.shape[pos[-1] + 1:], x.dtype
+    return b + tuple(s for i, s in enumerate(x.shape) if i not in pos), x.dtype
+
+
+INDEX = Op("index", _index_kernel, _index_vjp, save_inputs=_SAVE_FROM_1, shape=_index_shape)
 
 
 def _index_put_kernel(xp, x, values, *indices, accumulate):
@@ -239,7 +257,8 @@ def _index_put_vjp(ctx, g, x, values, *indices, accumulate):
     return (gx, gv) + (None,) * len(indices)
 
 
-INDEX_PUT = Op("index_put", _index_put_kernel, _index_put_vjp, save_inputs=_SAVE_FROM_2)
+INDEX_PUT = Op("index_put", _index_put_kernel, _index_put_vjp, save_inputs=_SAVE_FROM_2,
+               shape=lambda x, values, *indices, accumulate: (x.shape, x.dtype))
 
 
 def _arr(a):
@@ -673,7 +692,14 @@ def _index_select_vjp(ctx, g, x, idx, dim):
     return apply(INDEX_ADD, (_zeros(shape, g._data.dtype), idx, g), {"dim": dim}), None
 
 
-INDEX_SELECT = Op("index_select", _index_select_kernel, _index_select_vjp, save_inputs=(1,))
+def _index_select_shape(x, idx, dim):
+    if not x.shape:
+        return idx.shape, x.dtype
+    return x.shape[:dim] + (_meta.numel(idx.shape),) + x.shape[dim + 1:], x.dtype
+
+
+INDEX_SELECT = Op("index_select", _index_select_kernel, _index_select_vjp, save_inputs=(1,),
+                  shape=_index_select_shape)
 
 
 @overridable
@@ -873,7 +899,13 @@ def _masked_fill_vjp(ctx, g, x, mask, value):
     return gx, None, gv
 
 
-MASKED_FILL = Op("masked_fill", _masked_fill_kernel, _masked_fill_vjp, save_inputs=(1,))
+def _masked_shape(x, mask, value):
+    shapes = [s.shape for s in (x, mask, value) if isinstance(s, _meta.TensorMeta)]
+    return _meta.broadcast_shapes(*shapes), x.dtype
+
+
+MASKED_FILL = Op("masked_fill", _masked_fill_kernel, _masked_fill_vjp, save_inputs=(1,),
+                 shape=_masked_shape)
 
 
 @overridable
@@ -916,7 +948,8 @@ def _masked_scatter_vjp(ctx, g, x, mask, src):
 
 
 MASKED_SCATTER = Op("masked_scatter", _masked_scatter_kernel, _masked_scatter_vjp,
-                    save_inputs=(1,))
+                    save_inputs=(1,), shape=lambda x, mask, src: (
+                        _meta.broadcast_shapes(x.shape, mask.shape), x.dtype))
 
 
 @overridable
@@ -949,7 +982,12 @@ def _masked_select_vjp(ctx, g, x, mask):
     return apply(MASKED_SCATTER, (_zeros(shape, g._data.dtype), mask, g), _E), None
 
 
-MASKED_SELECT = Op("masked_select", _masked_select_kernel, _masked_select_vjp, save_inputs=(1,))
+def _data_dependent(*args, **params):
+    raise _meta.DataDependentShape("the output size depends on the mask's values")
+
+
+MASKED_SELECT = Op("masked_select", _masked_select_kernel, _masked_select_vjp, save_inputs=(1,),
+                   shape=_data_dependent)
 
 
 @overridable
@@ -970,7 +1008,7 @@ Tensor.masked_select = masked_select
 
 # ---- nonzero / argwhere -----------------------------------------------------------------------
 NONZERO = Op("nonzero", lambda xp, x: np.argwhere(x).astype(np.int64, copy=False), None,
-             differentiable=False)
+             differentiable=False, shape=_data_dependent)
 
 
 @overridable

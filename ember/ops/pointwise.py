@@ -17,6 +17,7 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
                        unary_float, unary_same, wrap, write_out)
 from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
                        type_name)
+from .._core import meta as _meta
 
 __all__ = []
 _HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -33,7 +34,8 @@ def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False,
     kernel = unary_float(fn) if floating else unary_same(fn)
     if reject:
         kernel = gated(kernel, kname or f"{name}_cpu", reject)
-    op = Op(name, kernel, vjp, shape=shape_same, save_inputs=save_inputs,
+    op = Op(name, kernel, vjp, shape=_meta.unary_float if floating else shape_same,
+            save_inputs=save_inputs,
             save_output=save_output, category="unary")
     _export(name, def_unary(name, op, inplace=inplace))
     return op
@@ -80,6 +82,7 @@ def _abs_kernel(xp, x):
 
 ABS = _unary("abs", None, _abs_vjp, floating=False)
 ABS.kernel = _abs_kernel
+ABS.shape = _meta.unary_real
 _export("absolute", globals()["abs"])
 _abs_inplace = Tensor.abs_
 
@@ -200,7 +203,8 @@ def _logit_vjp(ctx, g, x, eps=None):
     return where((x < 0) | (x > 1), math.nan, d)
 
 
-LOGIT = Op("logit", gated(_logit_kernel, "logit_cpu", "c"), _logit_vjp, shape=shape_same)
+LOGIT = Op("logit", gated(_logit_kernel, "logit_cpu", "c"), _logit_vjp, shape=_meta.unary_float,
+           category="unary")
 
 
 @overridable
@@ -236,7 +240,7 @@ def _polygamma_kernel(xp, x, n):
 
 POLYGAMMA = Op("polygamma", gated(lambda xp, x, n: unary_float(
     lambda xp, x: _polygamma_kernel(xp, x, n))(xp, x), "polygamma", "c"),
-    lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=shape_same)
+    lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=_meta.unary_float, category="unary")
 
 
 @overridable
@@ -332,7 +336,7 @@ Tensor.nan_to_num_ = lambda self, nan=0.0, posinf=None, neginf=None: apply_inpla
 
 # ---- predicates (bool results, no gradient) ---------------------------------------------
 def _pred(name, fn):
-    op = Op(name, fn, None, shape=lambda x: (x.shape, "bool"), differentiable=False,
+    op = Op(name, fn, None, shape=_meta.predicate, differentiable=False,
             save_inputs=False)
     _export(name, def_unary(name, op, inplace=False))
     return op
@@ -374,8 +378,8 @@ _pred("signbit", _no_complex_pred(
 for _n in ("isposinf", "isneginf", "signbit"):
     __all__.remove(_n)
     _bool_out(_n)
-LOGICAL_NOT = Op("logical_not", lambda xp, x: xp.logical_not(x), None, shape=shape_same,
-                 differentiable=False, save_inputs=False)
+LOGICAL_NOT = Op("logical_not", lambda xp, x: xp.logical_not(x), None, shape=_meta.predicate,
+                 differentiable=False, save_inputs=False, category="unary")
 _export("logical_not", def_unary("logical_not", LOGICAL_NOT))
 
 
@@ -409,7 +413,8 @@ def _binary(name, fn, vjp, *, kind="promote", magic=None, reflected=False, save_
     kernel = binary_kernel(fn, kind=kind)
     if reject:
         kernel = gated(kernel, kname or f"{name}_cpu", reject, n=2)
-    op = Op(name, kernel, vjp, shape=shape_broadcast,
+    op = Op(name, kernel, vjp, shape={"promote": shape_broadcast, "float": _meta.broadcast_float,
+                                      "bool": _meta.broadcast_bool}[kind],
             save_inputs=save_inputs, save_output=save_output, category="binary",
             differentiable=kind != "bool" and vjp is not False)
     if vjp is False:
@@ -864,7 +869,12 @@ def _where_vjp(ctx, g, cond, a, b):
             where(cond, 0, g) if need[2] else None)
 
 
-WHERE = Op("where", broadcast_guard(_where_kernel), _where_vjp, shape=shape_broadcast, save_inputs=(0,))
+def _where_shape(cond, a, b):
+    return _meta.broadcast_bool(cond, a, b)[0], _meta.promote(a, b)
+
+
+WHERE = Op("where", broadcast_guard(_where_kernel), _where_vjp, shape=_where_shape,
+           save_inputs=(0,))
 
 
 @overridable
@@ -1064,8 +1074,7 @@ def _isclose_kernel(xp, a, b, rtol, atol, equal_nan):
 
 ISCLOSE = Op("isclose", _isclose_kernel, None, differentiable=False, save_inputs=False,
              category="binary",
-             shape=lambda a, b, **kw: (np.broadcast_shapes(tuple(a.shape), tuple(
-                 getattr(b, "shape", ()))), "bool"))
+             shape=_meta.broadcast_bool)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):

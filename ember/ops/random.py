@@ -12,6 +12,7 @@ import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core import random as _rnd
 from .._core.random import (Generator, default_generator, fork_rng, get_rng_state,
                             initial_seed, manual_seed, seed, set_rng_state)
@@ -199,8 +200,12 @@ def _zero_vjp(ctx, g, *inputs, **params):
     return tuple(g * 0 if need else None for need in ctx.needs_input_grad)
 
 
+def _sampler_shape(x=None, *, shape=None, dtype=None, **params):
+    return (x.shape, x.dtype) if x is not None else (tuple(shape), _meta.as_dtype(dtype))
+
+
 def _sampler(name, kernel):
-    return Op(name, kernel, _zero_vjp, save_inputs=False, category="random")
+    return Op(name, kernel, _zero_vjp, save_inputs=False, category="random", shape=_sampler_shape)
 
 
 UNIFORM = _sampler("uniform", _uniform_kernel)
@@ -287,13 +292,20 @@ def _multinomial_kernel(xp, probs, num_samples, replacement=False, generator=Non
     return idx.reshape(probs.shape[:-1] + (num_samples,)).astype(np.int64)
 
 
+def _normal_tensor_shape(mean, std, generator=None):
+    metas = [v for v in (mean, std) if isinstance(v, _meta.TensorMeta)]
+    return _meta.broadcast_shapes(*[m.shape for m in metas]), metas[0].dtype
+
+
 NORMAL_TENSOR = Op("normal_tensor", _normal_tensor_kernel, _zero_vjp, save_inputs=False,
-                   category="random")
+                   category="random", shape=_normal_tensor_shape)
 BERNOULLI = Op("bernoulli", _bernoulli_tensor_kernel, _zero_vjp, save_inputs=False,
-               category="random")
-POISSON = Op("poisson", _poisson_kernel, _zero_vjp, save_inputs=False, category="random")
+               category="random", shape=_meta.same)
+POISSON = Op("poisson", _poisson_kernel, _zero_vjp, save_inputs=False, category="random",
+             shape=_meta.same)
 MULTINOMIAL = Op("multinomial", _multinomial_kernel, None, differentiable=False,
-                 category="random")
+                 category="random", shape=lambda probs, num_samples, replacement=False,
+                 generator=None: (probs.shape[:-1] + (num_samples,), _dt.int64))
 
 
 # ---- public API ---------------------------------------------------------------------------
@@ -370,7 +382,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 
 
 RANDPERM = Op("randperm", lambda xp, n, dtype, generator: _gen(generator).permutation(n).astype(
-    dtype), None, differentiable=False, category="random")
+    dtype), None, differentiable=False, category="random",
+    shape=lambda n, dtype, generator: ((n,), _meta.as_dtype(dtype)))
 
 
 @overridable

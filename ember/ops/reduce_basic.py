@@ -11,6 +11,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.dispatch import overridable
+from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override, \
     write_out
@@ -74,11 +75,7 @@ def _sum_vjp(ctx, g, x, dims, keepdim, dtype=None):
     return expand_back(g, ctx.in_meta[0][0], dims, keepdim)
 
 
-def _reduce_shape_rule(x, dims, keepdim, **kw):
-    return reduced_shape(tuple(x.shape), dims, keepdim), None
-
-
-SUM = Op("sum", _sum_kernel, _sum_vjp, save_inputs=False, shape=_reduce_shape_rule,
+SUM = Op("sum", _sum_kernel, _sum_vjp, save_inputs=False, shape=_meta.reduction("int64_acc"),
          category="reduction")
 
 
@@ -111,7 +108,7 @@ def _mean_vjp(ctx, g, x, dims, keepdim, dtype=None):
     return expand_back(g, shape, dims, keepdim) / _numel(shape, dims)
 
 
-MEAN = Op("mean", _mean_kernel, _mean_vjp, save_inputs=False, shape=_reduce_shape_rule,
+MEAN = Op("mean", _mean_kernel, _mean_vjp, save_inputs=False, shape=_meta.reduction(),
           category="reduction")
 
 
@@ -349,9 +346,7 @@ def _cumprod_grad(x, g, out, dim):
 
 
 def _cum_shape(x, dim, reverse=False, dtype=None):
-    if dtype is None and np.dtype(x.dtype).kind in "biu":
-        dtype = np.int64
-    return tuple(x.shape), dtype or x.dtype
+    return x.shape, _meta.as_dtype(dtype) or (_dt.int64 if x.dtype.category < 2 else x.dtype)
 
 
 CUMSUM = Op("cumsum", _cum_kernel(np.add), _cumsum_vjp, save_inputs=False, shape=_cum_shape,
@@ -406,7 +401,7 @@ def _cumext_vjp(ctx, g, x, dim):
 
 
 def _cumext_shape(x, dim):
-    return (tuple(x.shape), x.dtype), (tuple(x.shape), np.int64)
+    return (x.shape, x.dtype), (x.shape, _dt.int64)
 
 
 CUMMAX = Op("cummax", _cumext_kernel(np.maximum), _cumext_vjp, save_inputs=False,
@@ -457,7 +452,7 @@ def _lcse_vjp(ctx, g, x, dim, reverse=False):
 
 
 LOGCUMSUMEXP = Op("logcumsumexp", _lcse_kernel, _lcse_vjp, save_output=True,
-                  shape=lambda x, dim, reverse=False: (tuple(x.shape), x.dtype),
+                  shape=_meta.same,
                   category="reduction")
 
 

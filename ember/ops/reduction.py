@@ -14,11 +14,12 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.dispatch import overridable
+from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
 from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
 from .pointwise import maximum, minimum, where
-from .reduce_basic import (_F32, _HALF, _numel, _reduce_shape_rule, check_nonempty_dims,
+from .reduce_basic import (_F32, _HALF, _numel, check_nonempty_dims,
                            expand_back, int64_acc_kernel, ndim_of, norm_dims, public_fn,
                            reduced_shape, select_back, type_name, write_outs)
 
@@ -57,7 +58,7 @@ def _prod_others(x, dim, out):
 
 
 PROD = Op("prod", int64_acc_kernel(lambda xp, x, **kw: xp.prod(x, **kw)), _prod_vjp,
-          save_output=True, shape=_reduce_shape_rule, category="reduction")
+          save_output=True, shape=_meta.reduction("int64_acc"), category="reduction")
 
 
 @overridable
@@ -103,13 +104,13 @@ def _evenly_vjp(ctx, g, x):
 
 
 AMAX = Op("amax", _extreme_kernel(np.max, "amax"), _amax_vjp, save_output=True,
-          shape=_reduce_shape_rule, category="reduction")
+          shape=_meta.reduction(), category="reduction")
 AMIN = Op("amin", _extreme_kernel(np.min, "amin"), _amax_vjp, save_output=True,
-          shape=_reduce_shape_rule, category="reduction")
+          shape=_meta.reduction(), category="reduction")
 MAX = Op("max", _extreme_kernel(np.max, "max"), _evenly_vjp, save_output=True,
-         shape=lambda x: ((), x.dtype), category="reduction")
+         shape=_meta.reduction(), category="reduction")
 MIN = Op("min", _extreme_kernel(np.min, "min"), _evenly_vjp, save_output=True,
-         shape=lambda x: ((), x.dtype), category="reduction")
+         shape=_meta.reduction(), category="reduction")
 
 
 def _extreme_dim_kernel(argfn, name):
@@ -130,8 +131,8 @@ def _extreme_dim_vjp(ctx, g, x, dim, keepdim):
 
 
 def _extreme_dim_shape(x, dim, keepdim):
-    s = reduced_shape(tuple(x.shape), (dim,) if len(x.shape) else (), keepdim)
-    return (s, x.dtype), (s, np.int64)
+    s = _meta.reduce_shape(x.shape, (dim,), keepdim)
+    return (s, x.dtype), (s, _dt.int64)
 
 
 MAX_DIM = Op("max_dim", _extreme_dim_kernel(np.argmax, "max"), _extreme_dim_vjp,
@@ -230,9 +231,9 @@ def _arg_kernel(fn, name):
 
 
 ARGMAX = Op("argmax", _arg_kernel(np.argmax, "argmax"), None, differentiable=False,
-            save_inputs=False, category="reduction")
+            save_inputs=False, category="reduction", shape=_meta.reduction("int64"))
 ARGMIN = Op("argmin", _arg_kernel(np.argmin, "argmin"), None, differentiable=False,
-            save_inputs=False, category="reduction")
+            save_inputs=False, category="reduction", shape=_meta.reduction("int64"))
 
 
 def _def_arg(name, op):
@@ -299,8 +300,7 @@ def _std_vjp(ctx, g, x, dims, correction, keepdim):
     return _var_back(where(out == 0, 0, g / (2 * out)), x, dims, correction, keepdim)
 
 
-def _var_shape(x, dims, correction, keepdim):
-    return reduced_shape(tuple(x.shape), dims, keepdim), None
+_var_shape = _meta.reduction("real")
 
 
 VAR = Op("var", _var_kernel, _var_vjp, shape=_var_shape, category="reduction")
@@ -371,8 +371,8 @@ def _lse_vjp(ctx, g, x, dims, keepdim):
                                                                    keepdim)).exp()
 
 
-LOGSUMEXP = Op("logsumexp", _lse_kernel, _lse_vjp, save_output=True, shape=_reduce_shape_rule,
-               category="reduction")
+LOGSUMEXP = Op("logsumexp", _lse_kernel, _lse_vjp, save_output=True,
+               shape=_meta.reduction("float"), category="reduction")
 
 
 @overridable
@@ -431,8 +431,7 @@ def _norm_vjp(ctx, g, x, ord, dims, keepdim):
     return scaled * where(zero, 0, g / out.pow(ord - 1))
 
 
-def _norm_shape(x, ord, dims, keepdim):
-    return reduced_shape(tuple(x.shape), dims, keepdim), None
+_norm_shape = _meta.reduction("real")
 
 
 NORM = Op("norm", _norm_kernel, _norm_vjp, save_output=True, shape=_norm_shape,
@@ -462,7 +461,7 @@ def _nuc_basis_kernel(xp, x, dims):
 
 
 # d||X||_* / dX = U V^H (the basis is treated as a constant: first derivatives only)
-NUC_BASIS = Op("_nuc_basis", _nuc_basis_kernel, None, differentiable=False)
+NUC_BASIS = Op("_nuc_basis", _nuc_basis_kernel, None, differentiable=False, shape=_meta.same)
 NUC = Op("nuclear_norm", _nuc_kernel,
          lambda ctx, g, x, dims, keepdim: expand_back(g, ctx.in_meta[0][0], dims, keepdim) *
          apply(NUC_BASIS, (x.detach(),), {"dims": dims}), shape=_norm_shape,
@@ -521,10 +520,16 @@ def _logical_kernel(fn):
     return kernel
 
 
+def _logical_shape(x, dims, keepdim):
+    # torch keeps uint8 for any/all of uint8 tensors
+    return _meta.reduce_shape(x.shape, dims, keepdim), _dt.uint8 if x.dtype is _dt.uint8 \
+        else _dt.bool
+
+
 ANY = Op("any", _logical_kernel(np.any), None, differentiable=False, save_inputs=False,
-         category="reduction")
+         category="reduction", shape=_logical_shape)
 ALL = Op("all", _logical_kernel(np.all), None, differentiable=False, save_inputs=False,
-         category="reduction")
+         category="reduction", shape=_logical_shape)
 
 
 def _def_logical(name, op):
@@ -540,7 +545,7 @@ any = _def_logical("any", ANY)
 all = _def_logical("all", ALL)
 COUNT_NONZERO = Op("count_nonzero", lambda xp, x, dims: np.asarray(
     xp.count_nonzero(x, axis=dims)).astype(np.int64), None, differentiable=False,
-    save_inputs=False, category="reduction")
+    save_inputs=False, category="reduction", shape=_meta.reduction("int64"))
 
 
 @overridable

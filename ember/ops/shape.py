@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
@@ -69,7 +70,18 @@ def _cat_vjp(ctx, g, *xs, dim, sizes):
     return tuple(grads)
 
 
-CAT = Op("cat", _cat_kernel, _cat_vjp, save_inputs=False)
+def _cat_shape(*xs, dim, sizes):
+    parts = [x for x, n in zip(xs, sizes) if n is not None]  # legacy 1-D empties are skipped
+    if not parts:
+        return (0,), _meta.promote(*xs)
+    total = parts[0].shape[dim]
+    for x in parts[1:]:
+        total = total + x.shape[dim]
+    s = parts[0].shape
+    return s[:dim] + (total,) + s[dim + 1:], _meta.promote(*xs)
+
+
+CAT = Op("cat", _cat_kernel, _cat_vjp, save_inputs=False, shape=_cat_shape)
 
 
 def _cat_params(tensors):
@@ -138,7 +150,12 @@ def _stack_vjp(ctx, g, *xs, dim):
                  for i, need in enumerate(ctx.needs_input_grad))
 
 
-STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False)
+def _stack_shape(*xs, dim):
+    s = xs[0].shape
+    return s[:dim] + (len(xs),) + s[dim:], _meta.promote(*xs)
+
+
+STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False, shape=_stack_shape)
 
 
 @overridable
@@ -449,7 +466,12 @@ def _repeat_vjp(ctx, g, x, sizes):
     return g.sum(tuple(range(0, 2 * len(sizes), 2))).reshape(tuple(shape)) if sizes else g
 
 
-REPEAT = Op("repeat", _repeat_kernel, _repeat_vjp, save_inputs=False)
+def _repeat_shape(x, sizes):
+    padded = (1,) * (len(sizes) - len(x.shape)) + x.shape
+    return tuple(s * r for s, r in zip(padded, sizes)), x.dtype
+
+
+REPEAT = Op("repeat", _repeat_kernel, _repeat_vjp, save_inputs=False, shape=_repeat_shape)
 
 
 def _repeat(self, *sizes):
@@ -481,10 +503,16 @@ def _ri_vjp(ctx, g, x, repeats, dim, flat):
     return r.reshape(shape) if flat else r
 
 
+def _ri_shape(x, repeats, dim, flat):
+    s = (_meta.numel(x.shape),) if flat else x.shape
+    n = s[dim] * repeats if isinstance(repeats, int) else sum(repeats)
+    return s[:dim] + (n,) + s[dim + 1:], x.dtype
+
+
 REPEAT_INTERLEAVE = Op("repeat_interleave",
                        lambda xp, x, repeats, dim, flat: xp.repeat(
                            x.reshape(-1) if flat else x, repeats, axis=dim),
-                       _ri_vjp, save_inputs=False)
+                       _ri_vjp, save_inputs=False, shape=_ri_shape)
 
 
 @overridable

@@ -7,6 +7,7 @@ d log_softmax = g - exp(y) * sum(g).
 import numpy as np
 
 from .._core.dispatch import overridable
+from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
 from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np
 
@@ -51,10 +52,14 @@ def _log_softmax_vjp(ctx, g, x, dim, dtype=None):
     return g - y.exp() * g.sum(dim, keepdim=True)
 
 
+def _softmax_shape(x, dim, dtype=None):
+    return x.shape, _meta.as_dtype(dtype) or _meta.float_dtype(x.dtype)
+
+
 SOFTMAX = Op("softmax", _softmax_kernel, _softmax_vjp, save_inputs=False, save_output=True,
-             shape=lambda x, dim, dtype=None: (x.shape, dtype or x.dtype))
+             shape=_softmax_shape)
 LOG_SOFTMAX = Op("log_softmax", _log_softmax_kernel, _log_softmax_vjp, save_inputs=False,
-                 save_output=True, shape=lambda x, dim, dtype=None: (x.shape, dtype or x.dtype))
+                 save_output=True, shape=_softmax_shape)
 
 
 def _params(input, dim, dtype):

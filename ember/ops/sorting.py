@@ -9,6 +9,8 @@ quantile is sort + gather + lerp, so its gradient follows from those.
 """
 import numpy as np
 
+from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim, wrap
 from . import _return_types as _rt
@@ -51,7 +53,7 @@ def _select_vjp(ctx, g, x, dim, *args, **kw):
 
 
 def _same_shape2(x, dim, **kw):
-    return (tuple(x.shape), x.dtype), (tuple(x.shape), np.int64)
+    return (x.shape, x.dtype), (x.shape, _dt.int64)
 
 
 SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
@@ -108,7 +110,7 @@ def _topk_kernel(xp, x, k, dim, largest=True):
 
 def _topk_shape(x, k, dim, largest=True):
     s = tuple(k if i == dim else n for i, n in enumerate(x.shape))
-    return (s, x.dtype), (s, np.int64)
+    return (s, x.dtype), (s, _dt.int64)
 
 
 TOPK = Op("topk", _topk_kernel, lambda ctx, g, x, k, dim, largest=True: select_back(
@@ -146,8 +148,8 @@ def _kth_kernel(xp, x, k, dim, keepdim=False):
 
 
 def _reduce_shape2(x, *args, dim=0, keepdim=False, **kw):
-    s = reduced_shape(tuple(x.shape), (dim,) if len(x.shape) else (), keepdim)
-    return (s, x.dtype), (s, np.int64)
+    s = _meta.reduce_shape(x.shape, (dim,), keepdim)
+    return (s, x.dtype), (s, _dt.int64)
 
 
 KTHVALUE = Op("kthvalue", _kth_kernel, _select_vjp, save_inputs=False, save_output=True,
@@ -397,10 +399,15 @@ def _unique_consecutive_kernel(xp, x, dim=None):
             cnt.astype(np.int64))
 
 
+def _data_dependent(*args, **params):
+    raise _meta.DataDependentShape("the output size depends on the input's values")
+
+
 UNIQUE = Op("unique", _unique_kernel, None, differentiable=False, save_inputs=False, n_out=3,
-            category="sorting")
+            category="sorting", shape=_data_dependent)
 UNIQUE_CONSECUTIVE = Op("unique_consecutive", _unique_consecutive_kernel, None,
-                        differentiable=False, save_inputs=False, n_out=3, category="sorting")
+                        differentiable=False, save_inputs=False, n_out=3, category="sorting",
+                        shape=_data_dependent)
 
 
 def _unique_result(r, return_inverse, return_counts):
@@ -447,7 +454,7 @@ def _bincount_kernel(xp, x, weights, minlength=0):
 
 
 BINCOUNT = Op("bincount", _bincount_kernel, None, differentiable=False, save_inputs=False,
-              category="sorting")
+              category="sorting", shape=_data_dependent)  # max(input) + 1 bins
 
 
 @overridable
@@ -478,7 +485,7 @@ def _histc_kernel(xp, x, bins, min, max):
 
 
 HISTC = Op("histc", _histc_kernel, None, differentiable=False, save_inputs=False,
-           category="sorting")
+           category="sorting", shape=lambda x, bins, min, max: ((bins,), x.dtype))
 
 
 @overridable
@@ -514,8 +521,13 @@ def _search_kernel(xp, seq, values, sorter, side="left", out_int32=False):
     return r.reshape(v.shape)
 
 
+def _search_shape(seq, values, sorter, side="left", out_int32=False):
+    shape = values.shape if isinstance(values, _meta.TensorMeta) else ()
+    return shape, _dt.int32 if out_int32 else _dt.int64
+
+
 SEARCHSORTED = Op("searchsorted", _search_kernel, None, differentiable=False, save_inputs=False,
-                  category="sorting")
+                  category="sorting", shape=_search_shape)
 
 
 @overridable

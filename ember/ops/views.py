@@ -7,6 +7,7 @@ expand).  Shape rules work on plain tuples, so symbolic sizes pass through.
 import numpy as np
 
 from .._core.dispatch import overridable
+from .._core import meta as _meta
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override
 
@@ -53,11 +54,15 @@ def _view_kernel(xp, x, shape):
                            ".reshape(...) instead.") from None
 
 
+def _view_shape(x, shape):
+    return _meta.infer_view_shape(shape, _meta.numel(x.shape)), x.dtype
+
+
 VIEW = Op("view", _view_kernel, lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]),
-          save_inputs=False, view=True, shape=lambda x, shape: (shape, x.dtype))
+          save_inputs=False, view=True, shape=_view_shape)
 RESHAPE_COPY = Op("_reshape_copy", lambda xp, x, shape: xp.reshape(x, shape).copy(),
                   lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]), save_inputs=False,
-                  shape=lambda x, shape: (shape, x.dtype))
+                  shape=_view_shape)
 
 
 def _view(self, *shape):
@@ -84,10 +89,17 @@ def _wrap_view_dtype(self, dtype):
 _VD = []
 
 
+def _view_dtype_shape(x, dtype):
+    d = _meta.as_dtype(dtype)
+    if d.itemsize == x.dtype.itemsize:
+        return x.shape, d
+    return x.shape[:-1] + (x.shape[-1] * x.dtype.itemsize // d.itemsize,), d
+
+
 def _view_dtype_op():
     if not _VD:
         _VD.append(Op("view_dtype", lambda xp, x, dtype: x.view(dtype), None, view=True,
-                      differentiable=False))
+                      differentiable=False, shape=_view_dtype_shape))
     return _VD[0]
 
 
@@ -385,9 +397,11 @@ def _vac_kernel(xp, x):
 
 
 VIEW_AS_REAL = Op("view_as_real", _var_kernel, lambda ctx, g, x: view_as_complex(g.contiguous()),
-                  save_inputs=False, view=True)
+                  save_inputs=False, view=True,
+                  shape=lambda x: (x.shape + (2,), x.dtype.to_real()))
 VIEW_AS_COMPLEX = Op("view_as_complex", _vac_kernel, lambda ctx, g, x: view_as_real(g),
-                     save_inputs=False, view=True)
+                     save_inputs=False, view=True,
+                     shape=lambda x: (x.shape[:-1], x.dtype.to_complex()))
 
 
 @overridable
@@ -430,9 +444,16 @@ def _index_view_backward_kernel(xp, g, shape, key):
     return out
 
 
-SELECT = Op("select", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True)
-SLICE = Op("slice", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True)
-INDEX_VIEW = Op("_index_view", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True)
+def _index_view_shape(x, key):
+    return _meta.index_view_shape(x.shape, key), x.dtype
+
+
+SELECT = Op("select", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
+            shape=_index_view_shape)
+SLICE = Op("slice", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
+           shape=_index_view_shape)
+INDEX_VIEW = Op("_index_view", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
+                shape=_index_view_shape)
 INDEX_VIEW_BACKWARD = Op("_index_view_backward", _index_view_backward_kernel,
                          lambda ctx, g, x, shape, key: apply(INDEX_VIEW, (g,), {"key": key}),
                          save_inputs=False, shape=lambda g, shape, key: (shape, g.dtype))
@@ -496,10 +517,16 @@ def _diagonal_backward_kernel(xp, g, shape, offset, dim1, dim2):
     return out
 
 
+def _diagonal_shape(x, offset, dim1, dim2):
+    a, b = x.shape[dim1], x.shape[dim2]
+    n = max(min(a, b - offset) if offset >= 0 else min(a + offset, b), 0)
+    return tuple(s for d, s in enumerate(x.shape) if d not in (dim1, dim2)) + (n,), x.dtype
+
+
 DIAGONAL = Op("diagonal", _diagonal_kernel,
               lambda ctx, g, x, **p: apply(DIAGONAL_BACKWARD, (g,),
                                            dict(p, shape=ctx.in_meta[0][0])),
-              save_inputs=False, view=True)
+              save_inputs=False, view=True, shape=_diagonal_shape)
 DIAGONAL_BACKWARD = Op("_diagonal_backward", _diagonal_backward_kernel,
                        lambda ctx, g, x, shape, **p: apply(DIAGONAL, (g,), p),
                        save_inputs=False, shape=lambda g, shape, **p: (shape, g.dtype))
@@ -551,9 +578,16 @@ def _unfold_backward_kernel(xp, g, shape, dim, size, step):
     return out
 
 
+def _unfold_shape(x, dim, size, step):
+    if not x.shape:
+        return (size,), x.dtype
+    n = (x.shape[dim] - size) // step + 1
+    return x.shape[:dim] + (n,) + x.shape[dim + 1:] + (size,), x.dtype
+
+
 UNFOLD = Op("unfold", _unfold_kernel,
             lambda ctx, g, x, **p: apply(UNFOLD_BACKWARD, (g,), dict(p, shape=ctx.in_meta[0][0])),
-            save_inputs=False, view=True)
+            save_inputs=False, view=True, shape=_unfold_shape)
 UNFOLD_BACKWARD = Op("_unfold_backward", _unfold_backward_kernel,
                      lambda ctx, g, x, shape, **p: apply(UNFOLD, (g,), p), save_inputs=False,
                      shape=lambda g, shape, **p: (shape, g.dtype))
@@ -602,7 +636,8 @@ def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel):
 
 AS_STRIDED = Op("as_strided", lambda xp, x, size, stride, storage_offset, rel:
                 _as_strided_kernel(xp, x, size, stride, storage_offset),
-                _as_strided_vjp, save_inputs=False, view=True)
+                _as_strided_vjp, save_inputs=False, view=True,
+                shape=lambda x, size, stride, storage_offset, rel: (tuple(size), x.dtype))
 
 
 @overridable

@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
+from .._core import meta as _meta
 from .._core.dispatch import overridable, write_out
 from ..ops._helpers import (Op, Tensor, _E, _HALF, apply, apply_inplace, binary_kernel, cj,
-                            not_implemented, shape_broadcast, shape_same,
-                            special, unary_float)
+                            not_implemented, special, unary_float)
 from ..ops.pointwise import where
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -46,7 +46,7 @@ def _public1(name, op, method=None):
 
 
 def _unary(name, fn, vjp, kname, *, save_output=False, save_inputs=True, method=None, **gate):
-    op = Op("special_" + name, _gate(unary_float(fn), kname, **gate), vjp, shape=shape_same,
+    op = Op("special_" + name, _gate(unary_float(fn), kname, **gate), vjp, shape=_meta.unary_float,
             save_output=save_output, save_inputs=save_inputs,
             differentiable=vjp is not None, category="unary")
     return op, _public1(name, op, method)
@@ -169,7 +169,7 @@ def _gammaincc_vjp(ctx, g, a, x):
 
 def _binop(name, fn, vjp, kname, **gate):
     return Op("special_" + name, _gate(binary_kernel(fn, kind="float"), kname, n=2, **gate), vjp,
-              shape=shape_broadcast)
+              shape=_meta.broadcast_float, category="binary")
 
 
 XLOG1PY = _binop("xlog1py", lambda xp, a, b: special(xp).xlog1py(a, b), _xlog1py_vjp,

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..._core.dispatch import overridable
+from ..._core import meta as _meta
 from ..._core.op import Op
 from ..._core.tensor import Tensor
 from ...ops._helpers import _F32, _HALF, apply, apply_inplace, not_implemented, shape_same, special
@@ -186,7 +187,7 @@ def _rrelu_kernel(xp, x, lower, upper, generator=None):
 
 RRELU = Op("rrelu_with_noise", lambda xp, x, **p: _rrelu_kernel(xp, x, **p),
            lambda ctx, g, x, **p: (g[0] * ctx.out[1], ), save_inputs=False, save_output=True,
-           n_out=2, nondiff_outputs=(1,))
+           n_out=2, nondiff_outputs=(1,), shape=lambda x, **p: (_meta.same(x), _meta.same(x)))
 
 
 @overridable

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from ..._core import dtype as _dt
+from ..._core import meta as _meta
 from ..._core.dispatch import overridable
 from ..._core.op import Op
 from ...ops import _helpers as H
@@ -157,8 +159,8 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
 def _flash_shape(q, k, v, mask, scale, causal):
     shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]] + \
         ([mask.shape[:-2]] if mask is not None else [])
-    batch = np.broadcast_shapes(*shapes)
-    lse_dt = np.float32 if q.dtype in H._HALF else q.dtype
+    batch = _meta.broadcast_shapes(*shapes)
+    lse_dt = _dt.float32 if q.dtype.np in H._HALF else q.dtype
     return ((batch + (q.shape[-2], v.shape[-1]), q.dtype), (batch + (q.shape[-2],), lse_dt))
 
 

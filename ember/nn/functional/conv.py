@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..._core import meta as _meta
 from ..._core.dispatch import overridable
 from ..._core.tensor import wrap
 from ...ops._helpers import _F32, _HALF, Op, apply, type_name
@@ -87,8 +88,23 @@ def _col2im_vjp(ctx, g, cols, in_spatial, ks, dilation, pad, stride):
     return im2col(g, ks, dilation, pad, stride)
 
 
-IM2COL = Op("im2col", _im2col_kernel, _im2col_vjp, save_inputs=False, category="nn")
-COL2IM = Op("col2im", _col2im_kernel, _col2im_vjp, save_inputs=False, category="nn")
+def _im2col_shape(x, ks, dilation, pad, stride):
+    n = len(ks)
+    lead, spatial = x.shape[:-n], x.shape[-n:]
+    lo = tuple((L + p0 + p1 - d * (k - 1) - 1) // s + 1
+               for L, (p0, p1), k, d, s in zip(spatial, pad, ks, dilation, stride))
+    return lead[1:] + tuple(ks) + lead[:1] + lo, x.dtype
+
+
+def _col2im_shape(cols, in_spatial, ks, dilation, pad, stride):
+    n = len(ks)
+    return (cols.shape[1 + n], cols.shape[0]) + tuple(in_spatial), cols.dtype
+
+
+IM2COL = Op("im2col", _im2col_kernel, _im2col_vjp, save_inputs=False, category="nn",
+            shape=_im2col_shape)
+COL2IM = Op("col2im", _col2im_kernel, _col2im_vjp, save_inputs=False, category="nn",
+            shape=_col2im_shape)
 
 
 def im2col(x, ks, dilation, pad, stride):
@@ -436,9 +452,16 @@ def _pad_backward_vjp(ctx, g, gy, in_shape, pads, mode):
     return apply(PAD, (g,), {"pads": pads, "mode": mode})
 
 
-PAD = Op("pad", _pad_kernel, _pad_vjp, save_inputs=False, category="nn")
+def _pad_shape(x, pads, mode, value=0.0):
+    s = list(x.shape)
+    for d, lo, hi in pads:
+        s[d] = s[d] + lo + hi
+    return tuple(s), x.dtype
+
+
+PAD = Op("pad", _pad_kernel, _pad_vjp, save_inputs=False, category="nn", shape=_pad_shape)
 PAD_BACKWARD = Op("pad_backward", _pad_backward_kernel, _pad_backward_vjp, save_inputs=False,
-                  category="nn")
+                  category="nn", shape=lambda g, in_shape, pads, mode: (tuple(in_shape), g.dtype))
 
 
 @overridable

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..._core import random as _rnd
 from ..._core.dispatch import overridable
+from ..._core import meta as _meta
 from ..._core.op import Op
 from ...ops._helpers import _F32, apply
 
@@ -39,14 +40,16 @@ def _dropout_vjp(ctx, g, x, p):
 
 
 DROPOUT = Op("native_dropout", _dropout_kernel, _dropout_vjp, save_inputs=False,
-             save_output=True, n_out=2, nondiff_outputs=(1,), category="nn")
+             save_output=True, n_out=2, nondiff_outputs=(1,), category="nn",
+             shape=lambda x, p: (_meta.same(x), _meta.same(x)))
 
 
 def _mask_kernel(xp, x, p, shape):
     return _keep(shape, p, x.dtype).astype(x.dtype)
 
 
-DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, category="nn")
+DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, category="nn",
+                  shape=lambda x, p, shape: (tuple(shape), x.dtype))
 
 
 def _check_p(p):

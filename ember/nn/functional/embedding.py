@@ -4,6 +4,8 @@ into the weight's shape, with padding_idx and scale_grad_by_freq), ``embedding_b
 import numpy as np
 
 from ..._core.dispatch import overridable
+from ..._core import dtype as _dt
+from ..._core import meta as _meta
 from ..._core.op import Op
 from ..._core.tensor import _version_of, wrap
 from ...autograd import no_grad
@@ -179,7 +181,14 @@ def _one_hot_kernel(xp, x, num_classes):
     return (x[..., None] == np.arange(num_classes)).astype(np.int64)
 
 
-ONE_HOT = Op("one_hot", _one_hot_kernel, None, differentiable=False, category="nn")
+def _one_hot_shape(x, num_classes):
+    if num_classes == -1:
+        raise _meta.DataDependentShape("one_hot infers the number of classes from the values")
+    return x.shape + (num_classes,), _dt.int64
+
+
+ONE_HOT = Op("one_hot", _one_hot_kernel, None, differentiable=False, category="nn",
+             shape=_one_hot_shape)
 
 
 @overridable

@@ -236,7 +236,7 @@ def _ce_grad_kernel(xp, g, x, target, weight=None, *, ignore_index, reduction, s
 
 
 CE_GRAD = Op("_cross_entropy_backward", _ce_grad_kernel, None, differentiable=False,
-             category="nn")
+             category="nn", shape=lambda g, x, target, weight=None, **p: (x.shape, x.dtype))
 
 
 def _ce_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
@@ -254,7 +254,7 @@ def _nll_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction):
 
 
 def _loss_shape(x, target, weight=None, *, reduction, **p):
-    return (tuple(target.shape) if reduction == "none" else ()), x.dtype
+    return (target.shape if reduction == "none" else ()), x.dtype
 
 
 CROSS_ENTROPY = Op("cross_entropy_loss", _ce_kernel, _ce_vjp, shape=_loss_shape, category="nn")
@@ -728,14 +728,15 @@ def _ctc_grad_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
 
 
 CTC_GRAD = Op("_ctc_loss_backward", _ctc_grad_kernel, None, differentiable=False,
-              category="nn")
+              category="nn", shape=lambda lp, targets, **p: (lp.shape, lp.dtype))
 
 
 def _ctc_vjp(ctx, g, lp, targets, **p):
     return apply(CTC_GRAD, (lp, targets), p) * g.unsqueeze(-1), None
 
 
-CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn")
+CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn",
+              shape=lambda lp, targets, **p: ((lp.shape[1],), lp.dtype))  # lp: (T, N, C)
 
 
 def _lengths(x, name):

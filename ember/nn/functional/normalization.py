@@ -10,6 +10,7 @@ scale and one shift.
 """
 import numpy as np
 
+from ..._core import meta as _meta
 from ..._core.dispatch import overridable
 from ..._core.state import STATE
 from ...autograd.grad_mode import no_grad
@@ -55,8 +56,13 @@ def _normalize_vjp(ctx, grads, x, dims, eps):
     return gx
 
 
+def _normalize_shape(x, dims, eps):
+    stat = (_meta.reduce_shape(x.shape, dims, True), x.dtype)
+    return (x.shape, x.dtype), stat, stat
+
+
 NORMALIZE = Op("_normalize", _normalize_kernel, _normalize_vjp, save_inputs=False,
-               save_output=True, n_out=3, category="nn")
+               save_output=True, n_out=3, category="nn", shape=_normalize_shape)
 
 
 def normalize_stats(x, dims, eps):

@@ -10,6 +10,7 @@ matrix per dimension, applied with matmul.
 """
 import numpy as np
 
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.state import STATE
 from ..._core.tensor import wrap
@@ -111,8 +112,13 @@ def _max_pool_vjp(ctx, g, x, ks, stride, pad, dil, ceil, need_idx):
     return max_pool_backward(g[0], ctx.out[1], ctx.in_meta[0][0], len(ks))
 
 
+def _max_pool_shape(x, ks, stride, pad, dil, ceil, need_idx):
+    s = x.shape[:-len(ks)] + _geometry(x.shape, ks, stride, pad, dil, ceil)[0]
+    return (s, x.dtype), (s if need_idx else (0,), _dt.int64)
+
+
 MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, save_output=True,
-              n_out=2, nondiff_outputs=(1,), category="nn")
+              n_out=2, nondiff_outputs=(1,), category="nn", shape=_max_pool_shape)
 
 
 def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
@@ -133,7 +139,8 @@ def _max_pool_backward_vjp(ctx, gg, g, idx, in_shape, n):
 
 
 MAX_POOL_BACKWARD = Op("max_pool_backward", _max_pool_backward_kernel, _max_pool_backward_vjp,
-                       save_inputs=(1,), category="nn")
+                       save_inputs=(1,), category="nn",
+                       shape=lambda g, idx, in_shape, n: (tuple(in_shape), g.dtype))
 
 
 def max_pool_backward(g, idx, in_shape, n):
@@ -287,7 +294,13 @@ def _avg_pool_vjp(ctx, g, x, ks, stride, pad, ceil, include_pad, override):
     return r.reshape(shape)
 
 
-AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, category="nn")
+def _avg_pool_shape(x, ks, stride, pad, ceil, include_pad, override):
+    n = len(ks)
+    return x.shape[:-n] + _geometry(x.shape, ks, stride, pad, (1,) * n, ceil)[0], x.dtype
+
+
+AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, category="nn",
+              shape=_avg_pool_shape)
 
 
 def _avg_pool(n, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -434,8 +447,14 @@ def _adaptive_max_vjp(ctx, g, x, osz):
     return max_pool_backward(g[0], ctx.out[1], ctx.in_meta[0][0], len(osz))
 
 
+def _adaptive_max_shape(x, osz):
+    s = x.shape[:-len(osz)] + tuple(osz)
+    return (s, x.dtype), (s, _dt.int64)
+
+
 ADAPTIVE_MAX = Op("adaptive_max_pool", _adaptive_max_kernel, _adaptive_max_vjp, n_out=2,
-                  save_inputs=False, save_output=True, nondiff_outputs=(1,), category="nn")
+                  save_inputs=False, save_output=True, nondiff_outputs=(1,), category="nn",
+                  shape=_adaptive_max_shape)
 
 
 def _adaptive_max(input, output_size, return_indices, n, name):
