@@ -2,8 +2,7 @@
 gauge-aware derivatives (errors when a loss depends on the phase of complex vectors)."""
 import numpy as np
 
-from .._core.dispatch import overridable
-from .._core.dispatch import apply
+from .._core.dispatch import apply, overridable
 from .._core.op import Op
 from .._core.state import STATE
 from .._core.tensor import wrap

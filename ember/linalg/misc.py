@@ -2,8 +2,7 @@
 vander, diagonal, matmul."""
 import numpy as np
 
-from .._core.dispatch import overridable
-from .._core.dispatch import apply
+from .._core.dispatch import apply, overridable
 from .._core.op import Op
 from .._core.tensor import wrap
 from ..ops import blas as _blas

@@ -1,9 +1,8 @@
 """Norms and rank-like quantities: vector_norm, matrix_norm, norm, cond, matrix_rank."""
 import numpy as np
 
-from .._core.dispatch import overridable
 from .._core import dtype as _dt
-from .._core.dispatch import apply
+from .._core.dispatch import apply, overridable
 from .._core.op import Op
 from .._core.tensor import Tensor
 from ..ops._helpers import type_name

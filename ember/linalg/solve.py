@@ -4,8 +4,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core import meta as _meta
-from .._core.dispatch import overridable
-from .._core.dispatch import apply
+from .._core.dispatch import apply, overridable
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
 from ..ops import _return_types as _rt
