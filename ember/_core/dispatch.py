@@ -446,5 +446,6 @@ def route_tensor_methods(cls):
             continue  # routes itself; an alias (Tensor.greater = Tensor.gt) gets its own name
 
         m = overridable(v, name)
+        m.__module__ = cls.__module__  # pickles and prints as Tensor.<name>
         m.__ember_method__ = True
         setattr(cls, name, m)
