@@ -33,7 +33,7 @@ from . import utils  # noqa: E402
 from . import fx  # noqa: E402
 from . import func  # noqa: E402
 from . import linalg  # noqa: E402
-from .linalg.legacy import (cholesky, cholesky_inverse, cholesky_solve, det, inverse,  # noqa: E402
+from .linalg.legacy import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, vander,  # noqa: E402,E501
                             logdet, lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet,
                             svd, triangular_solve)
 from . import fft, special  # noqa: E402
@@ -73,42 +73,6 @@ def numel(input):
 
 def typename(obj):
     return type(obj).__name__ if not isinstance(obj, Tensor) else obj.type()
-
-
-def vander(x, N=None, increasing=False):
-    """Generates a Vandermonde matrix; columns are powers of ``x``, decreasing unless
-    ``increasing=True``."""
-    if x.ndim != 1:
-        raise RuntimeError("x must be a one-dimensional tensor.")
-    if N is not None and N < 0:
-        raise RuntimeError("N must be non-negative.")
-    n = x.shape[0] if N is None else N
-    if not (x.is_floating_point() or x.is_complex()):
-        x = x.long()  # integer powers are computed in int64, as torch does
-    if n == 0:
-        return x.new_empty((x.shape[0], 0))
-    v = linalg.vander(x, N=n)
-    return v if increasing else v.flip(-1)
-
-
-def diff(input, n=1, dim=-1, prepend=None, append=None):
-    """Computes the n-th forward difference along the given dimension."""
-    if input.ndim == 0:
-        raise RuntimeError("diff expects input to be at least one-dimensional")
-    if n < 0:
-        raise RuntimeError(f"order must be non-negative but got {n}")
-    parts = [t for t in (prepend, input, append) if t is not None]
-    x = cat(parts, dim) if len(parts) > 1 else input
-    for _ in _builtins.range(n):  # this module's range/int/bool are ember's
-        length = x.shape[dim]
-        if length == 0:
-            break
-        hi, lo = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
-        x = hi != lo if x.dtype == bool else hi - lo
-    return x
-
-
-Tensor.diff = lambda self, n=1, dim=-1, prepend=None, append=None: diff(self, n, dim, prepend, append)
 
 
 # ---- __ember_function__ routing (keep this block last: it wraps what is defined above) --

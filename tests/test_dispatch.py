@@ -98,7 +98,7 @@ def test_tensor_subclass_with_override():
     assert ember.exp(t) == "sub"
     assert Logged.seen == ["exp"]
     from ember._core import dispatch
-    dispatch.SUBCLASS_OVERRIDES.discard(Logged)
+    dispatch.unregister_override_type(Logged)
 
 
 def test_device_mismatch_and_unknown_device_errors():

@@ -394,8 +394,8 @@ def _rule_for(op):
         return rule
     if op.batch is not None:
         return op.batch
-    from ..ops._helpers import shape_broadcast, shape_same
-    if op.shape in (shape_same, shape_broadcast) or op.category in ("unary", "binary"):
+    # the category, not the shape rule's identity, says an op is elementwise
+    if op.category in ("unary", "binary", "activation"):
         return _elementwise_rule
     if op.category in ("reduction", "sorting"):
         return _dims_rule

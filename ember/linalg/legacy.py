@@ -8,7 +8,7 @@ from . import decompositions as _dec, misc as _misc
 from .eig import svd_legacy
 from .solve import cholesky_solve, inv, pinv, solve_triangular
 
-__all__ = ["det", "inverse", "svd", "qr", "cholesky", "logdet", "slogdet", "pinverse",
+__all__ = ["vander", "det", "inverse", "svd", "qr", "cholesky", "logdet", "slogdet", "pinverse",
            "matrix_power", "matrix_exp", "lu_unpack", "cholesky_solve", "cholesky_inverse",
            "triangular_solve"]
 
@@ -96,3 +96,20 @@ Tensor.matrix_exp = matrix_exp
 Tensor.svd = svd
 Tensor.qr = qr
 Tensor.triangular_solve = triangular_solve
+
+
+@overridable
+def vander(x, N=None, increasing=False):
+    """Generates a Vandermonde matrix (``torch.vander``): columns are powers of ``x``,
+    decreasing unless ``increasing=True``."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    if N is not None and N < 0:
+        raise RuntimeError("N must be non-negative.")
+    n = x.shape[0] if N is None else N
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.long()  # integer powers are computed in int64, as torch does
+    if n == 0:
+        return x.new_empty((x.shape[0], 0))
+    v = _misc.vander(x, N=n)
+    return v if increasing else v.flip(-1)

@@ -209,8 +209,6 @@ Tensor.conj = conj
 Tensor.conj_physical = conj
 Tensor.conj_physical_ = lambda self: apply_inplace(CONJ, self, (), _E)
 Tensor.resolve_conj = Tensor.resolve_neg = lambda self: self
-resolve_conj = resolve_neg = lambda input: input
-is_conj = is_neg = lambda input: False
 Tensor.is_conj = Tensor.is_neg = lambda self: False
 
 

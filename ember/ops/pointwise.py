@@ -134,7 +134,7 @@ def _sgn_vjp(ctx, g, x):
     return where(a == 0, 0, r)
 
 
-SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True)
+SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True, category="unary")
 _export("sgn", def_unary("sgn", SGN))
 
 RECIPROCAL = _unary("reciprocal", lambda xp, x: xp.reciprocal(x),
@@ -290,7 +290,7 @@ def _round_kernel(xp, x, decimals=0):
 
 
 ROUND = Op("round", _round_kernel, lambda ctx, g, x, decimals=0: g * 0, shape=shape_same,
-           save_inputs=False)
+           save_inputs=False, category="unary")
 
 
 @overridable
@@ -318,7 +318,7 @@ def _nan_to_num_kernel(xp, x, nan=0.0, posinf=None, neginf=None):
 
 
 NAN_TO_NUM = Op("nan_to_num", _nan_to_num_kernel,
-                lambda ctx, g, x, **kw: g * x.isfinite(), shape=shape_same)
+                lambda ctx, g, x, **kw: g * x.isfinite(), shape=shape_same, category="unary")
 
 
 @overridable
@@ -393,7 +393,7 @@ _torch_type_name = type_name
 
 
 BITWISE_NOT = Op("bitwise_not", _bitwise_not_kernel, None, shape=shape_same,
-                 differentiable=False, save_inputs=False)
+                 differentiable=False, save_inputs=False, category="unary")
 _export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT))
 
 

@@ -25,7 +25,7 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_sta
            "dsplit", "flip", "fliplr", "flipud", "roll", "rot90", "repeat_interleave", "tile",
            "tril", "triu", "diag", "diagflat", "trace", "meshgrid", "cartesian_prod",
            "combinations", "broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d",
-           "atleast_3d"]
+           "atleast_3d", "diff"]
 
 
 def _tensor_list(name, tensors):
@@ -760,3 +760,25 @@ def atleast_3d(*tensors):
 
 
 _ = (permute, _E)
+
+
+@overridable
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """Computes the n-th forward difference along the given dimension."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in builtins.range(n):
+        length = x.shape[dim]
+        if length == 0:
+            break
+        hi, lo = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+        x = hi != lo if x.dtype.name == "bool" else hi - lo
+    return x
+
+
+Tensor.diff = lambda self, n=1, dim=-1, prepend=None, append=None: diff(self, n, dim, prepend,
+                                                                       append)
