@@ -82,18 +82,24 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _prepare_inputs(inputs, create_graph)
         outputs = func(*inputs)
         is_out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        if v is None:
-            if len(outputs) != 1 or outputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function "
-                                   "returns a single Tensor with a single element.")
-            v = (wrap(np.ones(outputs[0]._data.shape, dtype=outputs[0]._data.dtype)),)
-        else:
-            _, v = _as_tuple(v, "v", "vjp")
-        _check_shapes(v, outputs, "v", "outputs")
+        v = _vector_like(v, outputs, "vjp", "outputs", "the user-provided function returns")
         res = _grads(outputs, inputs, v, create_graph, strict, "vjp")
     outs = tuple(o if create_graph else o.detach() for o in outputs)
     return _tuple_back(is_out_tuple, outs), _tuple_back(is_in_tuple, _fill(res, inputs,
                                                                             create_graph))
+
+
+def _vector_like(v, targets, fn_name, target_name, when):
+    """``v`` as a tuple shaped like ``targets``; ``None`` stands for ones, allowed only when
+    there is a single one-element target."""
+    if v is None:
+        if len(targets) != 1 or targets[0].numel() != 1:
+            raise RuntimeError(f"The vector v can only be None if {when} a single Tensor with a "
+                               f"single element.")
+        return (wrap(np.ones(targets[0]._data.shape, dtype=targets[0]._data.dtype)),)
+    _, v = _as_tuple(v, "v", fn_name)
+    _check_shapes(v, targets, "v", target_name)
+    return v
 
 
 def _check_shapes(vs, outs, vname, oname):
@@ -110,15 +116,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_in_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare_inputs(inputs, create_graph)
-        if v is None:
-            if len(inputs) != 1 or inputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the "
-                                   "user-provided function is a single Tensor with a single "
-                                   "element.")
-            v = (wrap(np.ones(inputs[0]._data.shape, dtype=inputs[0]._data.dtype)),)
-        else:
-            _, v = _as_tuple(v, "v", "jvp")
-        _check_shapes(v, inputs, "v", "input")
+        v = _vector_like(v, inputs, "jvp", "input", "the input to the user-provided "
+                                                     "function is")
         outputs = func(*inputs)
         is_out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         us = tuple(_zeros(o).requires_grad_(True) for o in outputs)
@@ -250,15 +249,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_in_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
         inputs = _prepare_inputs(inputs, create_graph)
-        if v is None:
-            if len(inputs) != 1 or inputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the "
-                                   "user-provided function is a single Tensor with a single "
-                                   "element.")
-            v = (wrap(np.ones(inputs[0]._data.shape, dtype=inputs[0]._data.dtype)),)
-        else:
-            _, v = _as_tuple(v, "v", "vhp")
-        _check_shapes(v, inputs, "v", "input")
+        v = _vector_like(v, inputs, "vhp", "input", "the input to the user-provided "
+                                                     "function is")
         out = func(*inputs)
         is_t, outs = _as_tuple(out, "outputs of the user-provided function", "vhp")
         if is_t or outs[0].numel() != 1:
