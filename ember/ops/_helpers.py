@@ -204,6 +204,13 @@ def binary_kernel(fn, *, kind="promote"):
             dt = a.dtype
             tb = type(b)
             if tb is _ndarray:
+                if b.dtype is dt and dt.kind in "fc" and dt.itemsize > 2:
+                    # same float/complex dtype (the common case): NumPy's result is torch's
+                    try:
+                        return fn(xp, a, b)
+                    except ValueError:
+                        check_broadcast(a, b)
+                        raise
                 if b.dtype is not dt:
                     dt = promote_np(a, b)
             elif (tb is float or tb is int) and dt.kind in "fc" and dt not in _HALF:
@@ -214,18 +221,22 @@ def binary_kernel(fn, *, kind="promote"):
                 dt = promote_np(a, b)
         else:
             dt = promote_np(a, b)
-        if dt in _HALF:
-            r = fn(xp, _cast(a, _F32), _cast(b, _F32))
-            return r.astype(dt) if kind != "bool" else r
-        if kind == "float" and dt.kind in "biu":
-            dt = default_float_np()
-        r = fn(xp, _cast(a, dt), _cast(b, dt))
+        try:
+            if dt in _HALF:
+                r = fn(xp, _cast(a, _F32), _cast(b, _F32))
+                return r.astype(dt) if kind != "bool" else r
+            if kind == "float" and dt.kind in "biu":
+                dt = default_float_np()
+            r = fn(xp, _cast(a, dt), _cast(b, dt))
+        except ValueError:
+            check_broadcast(a, b)  # torch's message for shapes that don't broadcast
+            raise
         if kind == "bool":
             return r
         if type(r) is not _ndarray or r.dtype is not dt:
             r = np.asarray(r).astype(dt, copy=False)
         return r
-    return broadcast_guard(kernel)
+    return kernel
 
 
 def nary_kernel(fn, n_promote):

@@ -428,7 +428,7 @@ def _binary(name, fn, vjp, *, kind="promote", magic=None, reflected=False, save_
 
 
 def _is_bool(x):
-    return type(x) is bool or (type(x) is np.ndarray and x.dtype == np.bool_)
+    return type(x) is bool or (type(x) is np.ndarray and x.dtype.kind == "b")
 
 
 def _add_np(xp, a, b):
