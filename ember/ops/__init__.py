@@ -4,13 +4,17 @@ Importing a module registers its operators, public functions and Tensor
 methods; ``__all__`` of each module is re-exported as ``ember.<name>``.
 """
 from . import (pointwise, conversion, views, reduce_basic, creation, reduction, sorting,  # noqa
-               shape, indexing, blas, random, softmax, complex_ops)
+               shape, indexing, blas, random, softmax, complex_ops, pointwise_misc, misc,
+               spectral)
 from .blas import *  # noqa: F401,F403
 from .complex_ops import *  # noqa: F401,F403
 from .conversion import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
+from .pointwise_misc import *  # noqa: F401,F403
+from .misc import *  # noqa: F401,F403
+from .spectral import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduce_basic import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403

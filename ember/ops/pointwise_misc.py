@@ -1,0 +1,173 @@
+"""More elementwise operators: square, logaddexp(2), rad2deg/deg2rad, heaviside, gcd/lcm,
+the top-level in-place forms torch exposes (``torch.xlogy_``, ``torch.square_``, ...) and
+the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torch.igamma``).
+
+(Kept apart from ``pointwise.py`` only to keep files small; the conventions are the same.)
+"""
+import math
+
+import numpy as np
+
+from .._core import meta as _meta
+from ._helpers import (Op, Tensor, _E, apply_inplace, binary_kernel, cj, def_binary, def_unary,
+                       gated, overridable, shape_broadcast, unary_float, write_out)
+from .pointwise import pow, where
+
+__all__ = ["square", "square_", "logaddexp", "logaddexp2", "rad2deg", "rad2deg_", "deg2rad",
+           "deg2rad_", "heaviside", "gcd", "gcd_", "lcm", "lcm_", "xlogy_", "sinc", "sinc_",
+           "i0", "i0_", "igamma", "igammac"]
+
+_LN2 = math.log(2)
+
+
+# ---- square -----------------------------------------------------------------------------
+@overridable
+def square(input, *, out=None):
+    """Returns a new tensor with the square of the elements of ``input``."""
+    r = pow(input, 2)
+    return r if out is None else write_out(out, r)
+
+
+@overridable
+def square_(input):
+    """In-place version of `square`."""
+    return input.pow_(2)
+
+
+Tensor.square = lambda self: pow(self, 2)
+Tensor.square_ = lambda self: self.pow_(2)
+
+
+# ---- logaddexp, logaddexp2 --------------------------------------------------------------
+def _logaddexp_np(xp, a, b):
+    if a.dtype.kind != "c":
+        return xp.logaddexp(a, b)
+    # complex: factor out the operand with the larger real part so exp cannot overflow
+    m = xp.where(a.real >= b.real, a, b)
+    return m + xp.log1p(xp.exp(a + b - m - m))
+
+
+def _logaddexp_vjp(ctx, g, a, b):
+    out = ctx.out
+    need = ctx.needs_input_grad
+    return (g * cj((a - out).exp()) if need[0] else None,
+            g * cj((b - out).exp()) if need[1] else None)
+
+
+def _logaddexp2_vjp(ctx, g, a, b):
+    out = ctx.out
+    need = ctx.needs_input_grad
+    return ((a - out).exp2() * g if need[0] else None,
+            (b - out).exp2() * g if need[1] else None)
+
+
+def _logaddexp2_np(xp, a, b):
+    return xp.logaddexp2(a, b)
+
+
+LOGADDEXP = Op("logaddexp", gated(binary_kernel(_logaddexp_np), "logaddexp_cpu", "bi", n=2),
+               _logaddexp_vjp, shape=shape_broadcast, save_output=True, category="binary")
+LOGADDEXP2 = Op("logaddexp2", gated(binary_kernel(_logaddexp2_np), "logaddexp2_cpu", "bic", n=2),
+                _logaddexp2_vjp, shape=shape_broadcast, save_output=True, category="binary")
+logaddexp = def_binary("logaddexp", LOGADDEXP, inplace=False, tensors=2)
+logaddexp2 = def_binary("logaddexp2", LOGADDEXP2, inplace=False, tensors=2)
+logaddexp.__doc__ = "Logarithm of the sum of exponentiations of the inputs."
+logaddexp2.__doc__ = "Logarithm of the sum of exponentiations of the inputs in base-2."
+
+
+# ---- rad2deg, deg2rad -------------------------------------------------------------------
+def _angle_op(name, factor):
+    def no_complex(dt):
+        raise RuntimeError(f"{name} is not supported for complex tensors.")
+    kernel = gated(unary_float(lambda xp, x: x * factor), no_complex, "c")
+    op = Op(name, kernel, lambda ctx, g, x: g * factor, shape=_meta.unary_float,
+            save_inputs=False, category="unary")
+    return op, def_unary(name, op)
+
+
+RAD2DEG, rad2deg = _angle_op("rad2deg", 180.0 / math.pi)
+DEG2RAD, deg2rad = _angle_op("deg2rad", math.pi / 180.0)
+
+
+# ---- heaviside --------------------------------------------------------------------------
+def _heaviside_np(xp, x, values):
+    if x.dtype.kind == "c" or values.dtype.kind == "c":
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    if x.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    # torch: x == 0 -> values, else (x > 0); NaN therefore gives 0
+    return xp.where(x == 0, values, x > 0).astype(x.dtype, copy=False)
+
+
+def _heaviside_vjp(ctx, g, x, values):
+    raise RuntimeError("derivative for aten::heaviside is not implemented")
+
+
+HEAVISIDE = Op("heaviside", binary_kernel(_heaviside_np), _heaviside_vjp, shape=shape_broadcast,
+               save_inputs=False, category="binary")
+heaviside = def_binary("heaviside", HEAVISIDE, tensors=2)
+heaviside.__doc__ = "Computes the Heaviside step function for each element in ``input``."
+
+
+# ---- gcd, lcm ---------------------------------------------------------------------------
+GCD = Op("gcd", gated(binary_kernel(lambda xp, a, b: xp.gcd(a, b)), "gcd_cpu", "bfc", n=2), None,
+         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
+LCM = Op("lcm", gated(binary_kernel(lambda xp, a, b: xp.lcm(a, b)), "lcm_cpu", "bfc", n=2), None,
+         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
+gcd = def_binary("gcd", GCD, tensors=2)
+lcm = def_binary("lcm", LCM, tensors=2)
+gcd.__doc__ = "Computes the element-wise greatest common divisor (GCD) of input and other."
+lcm.__doc__ = "Computes the element-wise least common multiple (LCM) of input and other."
+
+
+# ---- top-level in-place forms -----------------------------------------------------------
+def _inplace_function(name, doc):
+    def fn(input, *args):
+        return getattr(input, name)(*args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return overridable(fn)
+
+
+rad2deg_ = _inplace_function("rad2deg_", "In-place version of `rad2deg`.")
+deg2rad_ = _inplace_function("deg2rad_", "In-place version of `deg2rad`.")
+gcd_ = _inplace_function("gcd_", "In-place version of `gcd`.")
+lcm_ = _inplace_function("lcm_", "In-place version of `lcm`.")
+xlogy_ = _inplace_function("xlogy_", "In-place version of `xlogy`.")
+sinc_ = _inplace_function("sinc_", "In-place version of `sinc`.")
+i0_ = _inplace_function("i0_", "In-place version of `i0`.")
+
+
+# ---- special functions torch also has at top level --------------------------------------
+# They are defined in ember.special, which is built on this package; the lookup is at call
+# time so that ops never imports the library above it.
+def _special(name):
+    from .. import special
+    return getattr(special, name)
+
+
+@overridable
+def sinc(input, *, out=None):
+    """Computes the normalized sinc of ``input`` (see `ember.special.sinc`)."""
+    return _special("sinc")(input, out=out)
+
+
+@overridable
+def i0(input, *, out=None):
+    """Zeroth-order modified Bessel function of the first kind (see `ember.special.i0`)."""
+    return _special("i0")(input, out=out)
+
+
+@overridable
+def igamma(input, other, *, out=None):
+    """Regularized lower incomplete gamma function (see `ember.special.gammainc`)."""
+    return _special("gammainc")(input, other, out=out)
+
+
+@overridable
+def igammac(input, other, *, out=None):
+    """Regularized upper incomplete gamma function (see `ember.special.gammaincc`)."""
+    return _special("gammaincc")(input, other, out=out)
+
+
+_ = (apply_inplace, _E, where, np, _LN2)
