@@ -37,6 +37,7 @@ from .linalg.legacy import (cholesky, cholesky_inverse, cholesky_solve, det, inv
                             logdet, lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet,
                             svd, triangular_solve)
 from . import fft, special  # noqa: E402
+from . import testing  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 
