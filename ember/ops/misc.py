@@ -120,6 +120,11 @@ def _cov_weights(name, w, n_obs, integral):
     return w
 
 
+def _warn_dof():
+    warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than "
+                  "the number of observations.", UserWarning, stacklevel=4)
+
+
 @overridable
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Estimates the covariance matrix of the variables given by ``input`` (rows are
@@ -147,11 +152,14 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = w_sum - correction
         else:
             norm = w_sum - correction * (w * aw).sum() / w_sum
-    bad = norm <= 0 if not isinstance(norm, Tensor) else bool((norm._data <= 0).all())
-    if bad:
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the number of observations.", UserWarning, stacklevel=3)
-        norm = norm * 0 if isinstance(norm, Tensor) else 0
+    if isinstance(norm, Tensor):
+        # the check reads data: only for concrete tensors (not under vmap or tracing)
+        if getattr(norm, "_level", None) is None and bool((norm._data <= 0).all()):
+            _warn_dof()
+        norm = norm.clamp(min=0)
+    elif norm <= 0:
+        _warn_dof()
+        norm = 0
     xm = x - avg.unsqueeze(1)
     xw = xm if w is None else xm * w
     c = xm.matmul(xw.t().conj())
