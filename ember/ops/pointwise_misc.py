@@ -91,19 +91,26 @@ DEG2RAD, deg2rad = _angle_op("deg2rad", math.pi / 180.0)
 
 # ---- heaviside --------------------------------------------------------------------------
 def _heaviside_np(xp, x, values):
-    if x.dtype.kind == "c" or values.dtype.kind == "c":
-        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
-    if x.dtype != values.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     # torch: x == 0 -> values, else (x > 0); NaN therefore gives 0
     return xp.where(x == 0, values, x > 0).astype(x.dtype, copy=False)
+
+
+def _heaviside_checked(kernel):
+    def k(xp, x, values):
+        if x.dtype.kind == "c" or values.dtype.kind == "c":
+            raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+        if x.dtype != values.dtype:
+            raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                               "dtypes.")
+        return kernel(xp, x, values)
+    return k
 
 
 def _heaviside_vjp(ctx, g, x, values):
     raise RuntimeError("derivative for aten::heaviside is not implemented")
 
 
-HEAVISIDE = Op("heaviside", binary_kernel(_heaviside_np), _heaviside_vjp, shape=shape_broadcast,
+HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)), _heaviside_vjp, shape=shape_broadcast,
                save_inputs=False, category="binary")
 heaviside = def_binary("heaviside", HEAVISIDE, tensors=2)
 heaviside.__doc__ = "Computes the Heaviside step function for each element in ``input``."
