@@ -14,12 +14,27 @@ def _shape(shape):
     return tuple(shape)
 
 
-def _bounds(low, high, lo_default, hi_default, lo_min, hi_max):
-    for v in (low, high):
-        if v is not None and isinstance(v, float) and math.isnan(v):
-            raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
-    low = lo_default if low is None else max(low, lo_min)
-    high = hi_default if high is None else min(high, hi_max)
+def _bounds(dtype, low, high, lo_default, hi_default, lowest, highest_excl):
+    """torch's checks and clamping of the requested [low, high) interval."""
+    low = lo_default if low is None else low
+    high = hi_default if high is None else high
+    if (isinstance(low, float) and math.isnan(low)) or (isinstance(high, float) and
+                                                        math.isnan(high)):
+        raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
+    floating = dtype.is_floating_point or dtype.is_complex
+    if low == high and floating:
+        warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
+                      "complex types is deprecated since 2.1 and will be removed in 2.3. "
+                      "Use `torch.full(...)` instead.", FutureWarning, stacklevel=3)
+    elif low >= high:
+        raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+    elif high < lowest or low >= highest_excl:
+        raise ValueError(f"The value interval specified by `low` and `high` is [{low}, {high}), "
+                         f"but {dtype} only supports [{lowest}, {highest_excl})")
+    low = min(max(low, lowest), highest_excl)
+    high = min(max(high, lowest), highest_excl)
+    if not floating:
+        return math.ceil(low), math.ceil(high)
     return low, high
 
 
@@ -34,27 +49,23 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
     target = shape[:-1] + (shape[-1] * 2,) if noncontiguous and shape and \
         math.prod(shape) > 1 else shape
     if dtype == _dt.bool:
-        t = randint(0, 2, target, dtype=_dt.int64).to(_dt.bool)
+        low, high = _bounds(dtype, low, high, 0, 2, 0, 2)
+        t = randint(low, high, target, dtype=_dt.int64).to(_dt.bool)
     elif not (dtype.is_floating_point or dtype.is_complex):
         info = _dt.iinfo(dtype)
-        low, high = _bounds(low, high, 0 if info.min == 0 else -9, 10, info.min, info.max)
-        if low >= high:
-            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
-        t = randint(math.ceil(low), math.ceil(high), target, dtype=dtype)
+        # randint cannot draw int64's maximum: its bound stays exclusive there
+        low, high = _bounds(dtype, low, high, -9, 10, info.min,
+                            info.max + (dtype != _dt.int64))
+        t = randint(low, high, target, dtype=dtype)
     else:
-        real = dtype.to_real() if dtype.is_complex else dtype
-        info = _dt.finfo(real)
-        low, high = _bounds(low, high, -9, 9, info.min, info.max)
-        if low > high:
-            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+        info = _dt.finfo(dtype.to_real() if dtype.is_complex else dtype)
+        low, high = _bounds(dtype, low, high, -9, 9, info.min, info.max)
         if low == high:
-            warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
-                          "complex types is deprecated since 2.1 and will be removed in 2.3. "
-                          "Use `torch.full(...)` instead.", FutureWarning, stacklevel=2)
             t = full(target, low, dtype=dtype)
+        elif dtype.is_complex:
+            t = _complex_uniform(target, dtype, low, high)
         else:
-            t = empty(target, dtype=dtype).uniform_(low, high) if not dtype.is_complex else \
-                _complex_uniform(target, dtype, low, high)
+            t = empty(target, dtype=dtype).uniform_(low, high)
     if exclude_zero:
         if dtype.is_floating_point or dtype.is_complex:
             eps = _dt.finfo(dtype.to_real() if dtype.is_complex else dtype).tiny

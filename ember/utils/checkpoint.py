@@ -136,11 +136,16 @@ class CheckpointFunction(Function):
         run = ctx.run
         tensors = ctx.saved_tensors
         n_explicit = sum(isinstance(a, Tensor) for a in run.args)
-        detached = detach_variable(tuple(tensors[:n_explicit]))
+        higher = STATE.grad_enabled  # create_graph: the gradients must link to the originals
+        if higher:
+            detached, captured = tuple(tensors[:n_explicit]), tuple(tensors[n_explicit:])
+            subs = contextlib.nullcontext()
+        else:
+            detached = detach_variable(tuple(tensors[:n_explicit]))
+            captured = detach_variable(tuple(tensors[n_explicit:]))
+            subs = _Substitute({id(t): c for t, c in zip(tensors[n_explicit:], captured)})
         it = iter(detached)
         args = [next(it) if isinstance(a, Tensor) else a for a in run.args]
-        captured = detach_variable(tuple(tensors[n_explicit:]))
-        subs = _Substitute({id(t): c for t, c in zip(tensors[n_explicit:], captured)})
         rng = fork_rng() if run.rng_state is not None else contextlib.nullcontext()
         with rng, enable_grad(), run.recompute_ctx, subs:
             if run.rng_state is not None:
@@ -158,7 +163,7 @@ class CheckpointFunction(Function):
         result = {}
         if pairs and wanted:
             got = _autograd_grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
-                                 allow_unused=True, create_graph=STATE.grad_enabled)
+                                 allow_unused=True, create_graph=higher, retain_graph=higher)
             result = {id(t): g for t, g in zip(wanted, got)}
         return (None,) + tuple(result.get(id(t)) if isinstance(t, Tensor) else None
                                for t in targets)
