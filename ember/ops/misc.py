@@ -52,6 +52,8 @@ def _isin_batch(op, args, bdims, params, batch_size):
     if bt is None:  # elementwise in ``elements``: the batch dim stays where it is
         return op(e, t, **params), be
     # one test set per example: compare each example's elements with its own set
+    if not isinstance(e, Tensor):
+        e = t.new_tensor(e)
     e = e.movedim(be, 0) if be is not None else e.unsqueeze(0).expand(batch_size, *e.shape)
     t = t.movedim(bt, 0).reshape(batch_size, 1, -1)
     flat = e.reshape(batch_size, -1, 1)
@@ -340,7 +342,8 @@ def _histogram_kernel(xp, x, edges, weight, bins=None, range=None, density=False
         (n,) + edges.shape[nbatch:])
     ws = None if weight is None else np.broadcast_to(weight, x.shape).reshape(xs.shape)
     outs = [_histogram_one(xs[i], bins, None if es is None else es[i],
-                           None if ws is None else ws[i], range, density) for i in builtins.range(n)]
+                           None if ws is None else ws[i], range, density)
+            for i in builtins.range(n)]
     h = np.stack([o[0] for o in outs]).reshape(lead + outs[0][0].shape) if n else \
         np.zeros(lead + (bins if edges is None else edges.shape[-1] - 1,), x.dtype)
     e = np.stack([o[1] for o in outs]).reshape(lead + outs[0][1].shape) if n else \

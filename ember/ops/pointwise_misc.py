@@ -6,19 +6,14 @@ the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torc
 """
 import math
 
-import numpy as np
-
 from .._core import meta as _meta
-from ._helpers import (Op, Tensor, _E, apply_inplace, binary_kernel, cj, def_binary, def_unary,
-                       gated, overridable, shape_broadcast, unary_float, write_out)
-from .pointwise import pow, where
+from ._helpers import (Op, Tensor, binary_kernel, cj, def_binary, def_unary, gated, overridable,
+                       shape_broadcast, unary_float, write_out)
+from .pointwise import pow
 
 __all__ = ["square", "square_", "logaddexp", "logaddexp2", "rad2deg", "rad2deg_", "deg2rad",
            "deg2rad_", "heaviside", "gcd", "gcd_", "lcm", "lcm_", "xlogy_", "sinc", "sinc_",
            "i0", "i0_", "igamma", "igammac"]
-
-_LN2 = math.log(2)
-
 
 # ---- square -----------------------------------------------------------------------------
 @overridable
@@ -110,8 +105,8 @@ def _heaviside_vjp(ctx, g, x, values):
     raise RuntimeError("derivative for aten::heaviside is not implemented")
 
 
-HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)), _heaviside_vjp, shape=shape_broadcast,
-               save_inputs=False, category="binary")
+HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)), _heaviside_vjp,
+               shape=shape_broadcast, save_inputs=False, category="binary")
 heaviside = def_binary("heaviside", HEAVISIDE, tensors=2)
 heaviside.__doc__ = "Computes the Heaviside step function for each element in ``input``."
 
@@ -175,6 +170,3 @@ def igamma(input, other, *, out=None):
 def igammac(input, other, *, out=None):
     """Regularized upper incomplete gamma function (see `ember.special.gammaincc`)."""
     return _special("gammaincc")(input, other, out=out)
-
-
-_ = (apply_inplace, _E, where, np, _LN2)

@@ -282,4 +282,3 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
 
 Tensor.stft = stft
 Tensor.istft = istft
-_ = Tensor

@@ -3,7 +3,6 @@ import math
 import warnings
 
 from .._core import dtype as _dt
-from .._core.tensor import Tensor
 from ..ops.creation import empty, full
 from ..ops.random import randint
 
@@ -89,4 +88,3 @@ def _complex_uniform(shape, dtype, low, high):
     return _complex(re, im)
 
 
-_ = Tensor

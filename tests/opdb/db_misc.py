@@ -405,7 +405,8 @@ OPS = [
            errors=_trapz_errors),
     OpInfo("histogram", fn=_histogram_fn(), samples=_histogram, dtypes=FLOATS, grad=False,
            errors=_histogram_errors),
-    OpInfo("Tensor.histogram", fn=_histogram_fn(True), samples=_histogram, dtypes=("float64",), grad=False),
+    OpInfo("Tensor.histogram", fn=_histogram_fn(True), samples=_histogram, dtypes=("float64",),
+           grad=False),
     OpInfo("renorm", samples=_renorm, dtypes=FLOATS, errors=_renorm_errors),
     OpInfo("Tensor.renorm_", fn=_inplace("renorm_"), samples=_renorm, dtypes=FLOATS),
     *[OpInfo(n, grad=False, dtypes=FLOAT_ONLY, **_window(n)) for n in
