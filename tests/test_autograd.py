@@ -416,3 +416,22 @@ def test_gradgradcheck_and_complex_gradcheck():
     z = ember.tensor([0.5 + 1j, -1.0 + 0.3j], dtype=ember.complex128, requires_grad=True)
     assert ember.autograd.gradcheck(lambda t: (t * t).exp(), (z,))          # holomorphic
     assert ember.autograd.gradcheck(lambda t: t.abs() * t.conj(), (z,))     # non-holomorphic
+
+
+def test_grad_wrt_non_leaf_stops_at_it_and_keeps_its_graph():
+    for lib in (ember, torch):
+        x = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        h = x.exp()
+        (gh,) = lib.autograd.grad((h * 3).sum(), [h])
+        np.testing.assert_allclose(gh.numpy(), [3.0, 3.0, 3.0])
+        (h * 4).sum().backward()  # h's own backward node was not consumed
+        np.testing.assert_allclose(x.grad.numpy(), 4 * np.exp(np.ones(3)))
+
+
+def test_backward_inputs_fills_grad_of_non_leaf_inputs():
+    xe, xt = pair((3,))
+    he, ht = xe.exp(), xt.exp()
+    (he * he).sum().backward(inputs=[he])
+    (ht * ht).sum().backward(inputs=[ht])
+    close(he.grad, ht.grad)
+    assert xe.grad is None and xt.grad is None

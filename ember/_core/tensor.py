@@ -216,7 +216,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self.grad_fn is not None and not self._retains_grad:
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
                           "accessed. Its .grad attribute won't be populated during "

@@ -127,7 +127,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                         results[k] = grads[nr]
             run = needed is None or node in needed
             if type(node) is AccumulateGrad:
-                if accumulate and (capture is None or (node, 0) in capture) and run:
+                if accumulate and (capture is None or (node, 0) in capture):
                     _accumulate_leaf(node, grads[0], create_graph)
                 continue
             if not run:
@@ -182,6 +182,11 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                     heappush(ready, (-m.seq, id(m), m))
     finally:
         STATE.grad_enabled = prev_grad
+    if inputs is not None and accumulate:
+        # backward(inputs=[...]) also fills .grad of non-leaf inputs, as torch does
+        for t, g in zip(inputs, results):
+            if t.grad_fn is not None and g is not None:
+                t._grad = g if t._grad is None else t._grad + g
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
@@ -203,7 +208,7 @@ def _release_edges(node, deps, ready, retain_graph):
 
 
 def _nodes_reaching(nodes, targets):
-    """The subset of ``nodes`` from which some node in ``targets`` is reachable."""
+    """The nodes of ``nodes`` that must run: those with a path to a target below them."""
     order = []
     state = {}
     for start in nodes:
@@ -223,7 +228,9 @@ def _nodes_reaching(nodes, targets):
                 order.append(n)
     needed = set()
     for n in order:  # post-order: children first
-        if n in targets or any(e is not None and e[0] in needed for e in n.next_edges):
+        # a node runs only to send gradients towards a target below it; a target itself is
+        # captured, not run (its saved tensors stay for later backward passes, as in torch)
+        if any(e is not None and (e[0] in targets or e[0] in needed) for e in n.next_edges):
             needed.add(n)
     return needed
 
