@@ -608,10 +608,9 @@ def _scatter_reduce_vjp(ctx, g, x, idx, src, dim, reduce, include_self):
         gx = g / cnt if include_self else (g / cnt).masked_fill(scattered, 0)
         gs = apply(GATHER, (g / cnt, idx), {"dim": dim})
     elif reduce == "prod":
-        go = g * out
-        gx = go / x if include_self else (go / x).masked_fill(scattered, 0)
-        s = src[tuple(slice(0, n) for n in idx._data.shape)] if src._data.ndim else src
-        gs = apply(GATHER, (go, idx), {"dim": dim}) / s
+        gx, gs = _prod_grads(g, out, x, idx, src, dim, include_self, need)
+        if not include_self and gx is not None:
+            gx = gx.masked_fill(scattered, 0)
     else:
         s = src[tuple(slice(0, n) for n in idx._data.shape)] if src._data.ndim else src
         out_at = apply(GATHER, (out, idx), {"dim": dim})
@@ -625,6 +624,30 @@ def _scatter_reduce_vjp(ctx, g, x, idx, src, dim, reduce, include_self):
     if gs is not None and need[2]:
         gs = _pad_to(gs, ctx.in_meta[2][0])
     return (gx if need[0] else None), None, (gs if need[2] else None)
+
+
+def _prod_grads(g, out, x, idx, src, dim, include_self, need):
+    """Zero-safe derivatives of a scatter product: each element's gradient is the product
+    of the other members of its group, even where members are zero (torch's formula)."""
+    from .pointwise import where
+    p = {"dim": dim, "reduce": "prod", "include_self": include_self}
+    gx = gs = None
+    if need[0]:
+        # x has one member per group: the product of the rest is the group's product with
+        # x's zero (if any) taken as 1, divided by that masked x
+        mx = x.masked_fill(x == 0, 1)
+        gx = g * apply(SCATTER_REDUCE, (mx, idx, src), p) / mx
+    if need[2]:
+        s = src[tuple(slice(0, n) for n in idx._data.shape)] if src._data.ndim else src
+        zero = s == 0
+        nz = apply(SCATTER_ADD, (_zeros(out._data.shape, g._data.dtype), idx,
+                                 zero.to(g.dtype)), {"dim": dim})
+        single = zero & (apply(GATHER, (nz, idx), {"dim": dim}) == 1)
+        # a lone zero's gradient: the group's product with that zero taken as 1
+        alone = apply(SCATTER_REDUCE, (x, idx, s.masked_fill(single, 1)), p)
+        gs = where(single, apply(GATHER, (g * alone, idx), {"dim": dim}),
+                   apply(GATHER, (g * out, idx), {"dim": dim}) / s.masked_fill(zero, 1))
+    return gx, gs
 
 
 SCATTER_REDUCE = Op("scatter_reduce", _scatter_reduce_kernel, _scatter_reduce_vjp,

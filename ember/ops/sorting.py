@@ -284,9 +284,68 @@ Tensor.mode = mode
 _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+def _qpos_kernel(xp, s, q, interpolation, ignore_nan):
+    """Where the ``q`` quantiles of each sorted row of ``s`` lie: the indices below and above
+    and the interpolation weight.  ``q``'s last dim holds the quantiles; its leading dims
+    broadcast against ``s``'s (a batched ``q`` under vmap)."""
+    if not ((q >= 0) & (q <= 1)).all():
+        raise RuntimeError(f"{'nanquantile' if ignore_nan else 'quantile'}() q values must be "
+                           f"in the range [0, 1]")
+    dt = s.dtype
+    last = s.shape[-1] - 1
+    nan = np.isnan(s)
+    if ignore_nan:
+        scale = (np.sum(~nan, axis=-1, keepdims=True) - 1).astype(dt)
+        ranks = q * scale
+        ranks = np.where(ranks < 0, 0, ranks)
+    else:
+        ranks = np.where(nan.any(-1, keepdims=True), last, q * dt.type(last))
+    full = np.broadcast_shapes(s.shape[:-1], q.shape[:-1]) + q.shape[-1:]
+    ranks = np.broadcast_to(ranks.astype(dt), full)
+    if interpolation in ("lower", "higher", "nearest"):
+        ranks = {"lower": np.floor, "higher": np.ceil, "nearest": np.round}[interpolation](ranks)
+    below = ranks.astype(np.int64)
+    w = np.full(full, 0.5, dt) if interpolation == "midpoint" else (ranks - below).astype(dt)
+    return below, np.ceil(ranks).astype(np.int64), w
+
+
+def _qpos_vjp(ctx, g, s, q, interpolation, ignore_nan):
+    if interpolation != "linear":
+        return None, None
+    # d(weight)/dq is the rank scale, 0 where the rank is pinned (NaN rows)
+    # (a where, not a product: the incoming gradient is NaN on NaN rows)
+    nan = s.isnan()
+    if ignore_nan:
+        scale = (~nan).sum(-1, keepdim=True).to(s.dtype) - 1
+        return None, where(scale < 0, 0, g[2] * scale)
+    return None, where(nan.any(-1, keepdim=True), 0, g[2] * (s.shape[-1] - 1))
+
+
+def _qpos_shape(s, q, **p):
+    full = tuple(_meta.broadcast_shapes(tuple(s.shape[:-1]), tuple(q.shape[:-1]))) + \
+        tuple(q.shape[-1:])
+    return (full, _dt.int64), (full, _dt.int64), (full, s.dtype)
+
+
+def _qpos_batch(op, args, bdims, params, batch_size):
+    s, q = args
+    if bdims[0] is not None:
+        s = s.movedim(bdims[0], 0)
+    if bdims[1] is not None:
+        # the batch leads q's broadcast dims: (B, 1, ..., 1, k) against s's (B, ..., n)
+        q = q.movedim(bdims[1], 0)
+        lead = s.dim() - (bdims[0] is not None) - 1
+        q = q.reshape((batch_size,) + (1,) * lead + tuple(q.shape[1:]))
+    return op(s, q, **params), (0, 0, 0)
+
+
+QUANTILE_POS = Op("_quantile_positions", _qpos_kernel, _qpos_vjp, save_inputs=(0,), n_out=3,
+                  nondiff_outputs=(0, 1), shape=_qpos_shape, batch=_qpos_batch)
+
+
 def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     n = ndim_of(input)
-    x = input._data
+    x = input._data  # metadata only (a stand-in under vmap): values flow through ops
     if x.dtype not in (np.float32, np.float64):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if x.size == 0:
@@ -295,19 +354,15 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
     if isinstance(q, Tensor):
-        qa = q._data
-        if qa.ndim > 1:
+        if q.ndim > 1:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
-        if qa.dtype != x.dtype:
+        if q.dtype != input.dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
-        if not ((qa >= 0) & (qa <= 1)).all():
-            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
-        q_dims = qa.ndim
+        q_dims, qt = q.ndim, q.reshape(-1)
     else:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
-        qa, q_dims = np.asarray(q, dtype=x.dtype), 0
-    qa = qa.reshape(-1).astype(x.dtype)
+        q_dims, qt = 0, wrap(np.asarray([q], dtype=x.dtype))
     if dim is None:
         src, out_shape = input.reshape(-1), reduced_shape(x.shape, tuple(range(n)), keepdim)
     else:
@@ -315,38 +370,15 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         src = input.movedim(d, -1) if n else input.reshape(1)
         out_shape = reduced_shape(x.shape, (d,) if n else (), keepdim)
     srt = sort(src, -1)[0]
-    s = srt._data
-    last = s.shape[-1] - 1
-    nan = np.isnan(s)
-    if ignore_nan:
-        scale = (np.sum(~nan, axis=-1, keepdims=True) - 1).astype(x.dtype)
-        ranks = qa * scale
-        fixed = ranks < 0
-        ranks = np.where(fixed, 0, ranks)
-    else:
-        scale = x.dtype.type(last)
-        fixed = nan.any(-1, keepdims=True)
-        ranks = np.where(fixed, last, qa * scale)
-    ranks = ranks.astype(x.dtype)
-    if interpolation == "lower":
-        ranks = np.floor(ranks)
-    elif interpolation == "higher":
-        ranks = np.ceil(ranks)
-    elif interpolation == "nearest":
-        ranks = np.round(ranks)
-    below = ranks.astype(np.int64)
-    r = gather_along(srt, wrap(below), srt.ndim - 1)
+    below, above, w = apply(QUANTILE_POS, (srt, qt),
+                            {"interpolation": interpolation, "ignore_nan": ignore_nan})
+    last = srt.ndim - 1
+    r = gather_along(srt, below, last)
     if interpolation in ("linear", "midpoint"):
-        w = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
-        w = wrap(w.astype(x.dtype))
-        if interpolation == "linear" and isinstance(q, Tensor) and q.requires_grad:
-            # the weight's value, with d(weight)/dq = the rank scale (0 where the rank is fixed)
-            dq = (q.reshape(-1) - q.detach().reshape(-1)) * wrap(np.asarray(scale))
-            w = w + where(wrap(np.broadcast_to(fixed, ranks.shape)), 0, dq)
-        above = gather_along(srt, wrap(np.ceil(ranks).astype(np.int64)), srt.ndim - 1)
-        r = r + w * (above - r)
+        r = r + w * (gather_along(srt, above, last) - r)
     # r: (..., len(q)) -> q first, then the reduced shape
-    r = r.movedim(-1, 0).reshape((qa.size,) + tuple(out_shape))
+    k = qt.shape[0]
+    r = r.movedim(-1, 0).reshape((k,) + tuple(out_shape))
     return r if q_dims else r.reshape(tuple(out_shape))
 
 

@@ -616,28 +616,62 @@ def _root_array(x):
     return x
 
 
-def _as_strided_kernel(xp, x, size, stride, storage_offset):
+def _extent(size, stride):
+    """Elements spanned by a (size, stride) geometry from its first element (0 if empty)."""
+    if not all(size):
+        return 0
+    return sum((n - 1) * s for n, s in zip(size, stride)) + 1
+
+
+def _as_strided_kernel(xp, x, size, stride, storage_offset, rel, in_stride=None):
+    # ``rel`` places the view relative to x's first element, so the kernel needs no tensor
+    # metadata (under vmap it runs on the physical batch, each example at its own start)
     root = _root_array(x)
-    flat = _strided(root, (root.size,), (root.itemsize,))
     it = x.itemsize
-    return _strided(flat[storage_offset:], size, tuple(s * it for s in stride))
+    start = (x.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // it + rel
+    need = _extent(size, stride)
+    if need and (start < 0 or start + need > root.size):
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {storage_offset}, and itemsize {it} requiring a storage size "
+                           f"of {(storage_offset + need) * it} are out of bounds for storage of "
+                           f"size {root.nbytes}")
+    flat = _strided(root, (root.size,), (it,))
+    return _strided(flat[min(max(start, 0), root.size):], size, tuple(s * it for s in stride))
 
 
-def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel):
-    # positions of the output elements among the input's (contiguous) elements
-    pos = np.full(size, rel, dtype=np.int64)
+def _positions(size, stride, start):
+    pos = np.full(size, start, dtype=np.int64)
     for k, (n, s) in enumerate(zip(size, stride)):
         pos = pos + (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(size) - k - 1))
-    shape, dtype = ctx.in_meta[0]
+    return pos
+
+
+def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel, in_stride=None):
+    # torch's as_strided_backward: scatter-add the gradient into a zero buffer laid out like
+    # the storage both geometries address, then read the input's elements back from it
+    # (split evenly among the input elements that alias one storage element)
     from .._core.tensor import wrap
-    zeros = wrap(np.zeros(int(np.prod(shape)), dtype=g._data.dtype))
-    return zeros.put(wrap(pos), g, accumulate=True).reshape(shape)
+    shape = ctx.in_meta[0][0]
+    if in_stride is None:
+        in_stride = tuple(int(np.prod(shape[k + 1:])) for k in range(len(shape)))
+    in_pos = _positions(shape, in_stride, 0)
+    out_pos = _positions(size, stride, rel)
+    if not in_pos.size:
+        return wrap(np.zeros(shape, dtype=g._data.dtype))
+    lo = min(in_pos.min(), out_pos.min()) if out_pos.size else in_pos.min()
+    hi = max(in_pos.max(), out_pos.max()) if out_pos.size else in_pos.max()
+    buf = wrap(np.zeros(int(hi - lo + 1), dtype=g._data.dtype))
+    if out_pos.size:
+        buf = buf.put(wrap(out_pos - lo), g, accumulate=True)
+    gi = buf.take(wrap(in_pos - lo))
+    count = np.bincount((in_pos - lo).reshape(-1))[in_pos - lo]
+    if (count > 1).any():
+        gi = gi / wrap(count.astype(g._data.dtype))
+    return gi
 
 
-AS_STRIDED = Op("as_strided", lambda xp, x, size, stride, storage_offset, rel:
-                _as_strided_kernel(xp, x, size, stride, storage_offset),
-                _as_strided_vjp, save_inputs=False, view=True,
-                shape=lambda x, size, stride, storage_offset, rel: (tuple(size), x.dtype))
+AS_STRIDED = Op("as_strided", _as_strided_kernel, _as_strided_vjp, save_inputs=False,
+                view=True, shape=lambda x, size, stride, *a, **k: (tuple(size), x.dtype))
 
 
 @overridable
@@ -646,17 +680,17 @@ def as_strided(input, size, stride, storage_offset=None):
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
     own = input.storage_offset()
     off = own if storage_offset is None else int(storage_offset)
-    need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
-    root = _root_array(input._data)
-    if need > root.size:
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
-                           f"offset {off}, and itemsize {input._data.itemsize} requiring a storage "
-                           f"size of {need * input._data.itemsize} are out of bounds for storage "
-                           f"of size {root.nbytes}")
-    return apply(AS_STRIDED, (input,), {"size": size, "stride": stride, "storage_offset": off,
-                                        "rel": off - own})
+    p = {"size": size, "stride": stride, "storage_offset": off, "rel": off - own}
+    # the backward needs the input's layout; a batched input (vmap) is made contiguous by
+    # its batching rule, and None stands for contiguous
+    if getattr(input, "_level", None) is None and not input.is_contiguous():
+        p["in_stride"] = input.stride()
+    return apply(AS_STRIDED, (input,), p)
 
 
 Tensor.as_strided = as_strided

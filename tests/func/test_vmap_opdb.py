@@ -36,12 +36,7 @@ STATIC_INTS = {"tensor_split": "split indices given as a tensor become Python in
                "repeat_interleave": "a repeats tensor decides the output size"}
 
 # bugs outside the batching rules, with the fix each needs
-KNOWN_BROKEN = {
-    "quantile": "sorting.quantile reads q._data for a tensor q: it must compute with ops",
-    "nanquantile": "same as quantile",
-    "Tensor.quantile": "same as quantile",
-    "as_strided": "views.as_strided checks bounds against input._data (the stand-in)",
-}
+KNOWN_BROKEN = {}
 
 # operators that return Python values, not tensors: nothing to stack
 NON_TENSOR = {
