@@ -21,7 +21,7 @@ from .tensor import Tensor, _version_of, wrap
 __all__ = ["apply", "apply_inplace", "DispatchMode", "overridable", "NeedsOverride",
            "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "write_out", "register_override_type",
            "unregister_override_type", "handle_override", "routes_overrides",
-           "route_tensor_methods"]
+           "route_tensor_methods", "mark_multi_output_views"]
 
 SUBCLASS_OVERRIDES = set()
 _ndarray = np.ndarray
@@ -115,11 +115,46 @@ def _mark_view(out, src, op, params):
     out._version = _version_of(root)
     out._view_chain = (src._view_chain or ()) + ((op, params),)
     out._view_base_fn = root.grad_fn
+    if getattr(src, "_multi_view", None) is not None and STATE.grad_enabled:
+        out._multi_view = (None, None)  # a view of such an output is one too (torch)
 
 
 # ---- in-place -------------------------------------------------------------------------
 
-def _check_inplace_allowed(target):
+def mark_multi_output_views(outs, name):
+    """Mark the views ``outs`` returned together by ``name`` (split, unbind, ...): with grad
+    mode on, torch forbids writing into them in place while autograd tracks the write."""
+    if STATE.grad_enabled:
+        for i, o in enumerate(outs):
+            o._multi_view = (name, i)
+    return outs
+
+
+_MULTI_VIEW_MSG = ("This view is the output of a function that returns multiple views. Such "
+                   "functions do not allow the output views to be modified inplace. You should "
+                   "replace the inplace operation by an out-of-place one.")
+
+
+def _check_multi_output_view(target, args):
+    base = target._base
+    if base is None or not STATE.grad_enabled or not (
+            base._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)):
+        return
+    name, nr = target._multi_view
+    fn = target.grad_fn
+    if fn is None:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace "
+                           "with grad mode enabled. " + _MULTI_VIEW_MSG)
+    if name is None:
+        name, nr = type(fn).__name__.rstrip("0123456789").removesuffix("Backward"), \
+            target._output_nr
+    raise RuntimeError(f"Output {nr} of {name} is a view and is being modified inplace. "
+                       + _MULTI_VIEW_MSG)
+
+
+def _check_inplace_allowed(target, args=()):
+    if getattr(target, "_multi_view", None) is not None:
+        _check_multi_output_view(target, args)
     if target._requires_grad and target.grad_fn is None and STATE.grad_enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
@@ -167,7 +202,7 @@ def apply_inplace(op, target, args, params):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}_ expects a Tensor, got {type(target).__name__}")
     full = (target,) + tuple(args)
-    _check_inplace_allowed(target)
+    _check_inplace_allowed(target, args)
     track = STATE.grad_enabled and op.differentiable and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     if not track:

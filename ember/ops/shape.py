@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .._core import meta as _meta
-from .._core.dispatch import overridable
+from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
                        promote_np, write_out, wrap)
@@ -250,7 +250,9 @@ def _pieces(input, d, sizes):
 def split(tensor, split_size_or_sections, dim=0):
     """Splits ``tensor`` into views of ``split_size`` along ``dim`` (or of the given sizes)."""
     d, sizes = _split_sizes(tensor, split_size_or_sections, dim)
-    return _pieces(tensor, d, sizes)
+    by_size = isinstance(split_size_or_sections, (int, np.integer, Tensor))
+    return mark_multi_output_views(_pieces(tensor, d, sizes),
+                                   "Split" if by_size else "SplitWithSizes")
 
 
 @overridable
@@ -326,7 +328,8 @@ def chunk(input, chunks, dim=0):
     n = shp[d]
     size = (n + chunks - 1) // chunks
     if size == 0:
-        return tuple(narrow(input, d, 0, 0) for _ in range(chunks))
+        return mark_multi_output_views(tuple(narrow(input, d, 0, 0) for _ in range(chunks)),
+                                       "Split")
     return split(input, size, d)
 
 
@@ -337,7 +340,7 @@ def unbind(input, dim=0):
     if not shp:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, len(shp))
-    return tuple(select(input, d, i) for i in range(shp[d]))
+    return mark_multi_output_views(tuple(select(input, d, i) for i in range(shp[d])), "Unbind")
 
 
 Tensor.split = split
