@@ -422,11 +422,45 @@ def _det_kernel(xp, a):
     return np.asarray(np.linalg.det(a)).astype(a.dtype, copy=False)
 
 
+def _eps(a):
+    return float(np.finfo(np.abs(np.zeros((), a._data.dtype)).dtype).eps)
+
+
+def _prod_safe_zeros_backward(g, x):
+    """Gradient of ``prod(x, -1)`` without dividing by ``x``: products of the elements
+    before and after each one (exclusive cumulative products from both ends)."""
+    ones = x[..., :1] * 0 + 1
+    before = cat((ones, x[..., :-1]), -1).cumprod(-1)
+    after = cat((ones, x[..., 1:].flip(-1)), -1).cumprod(-1).flip(-1)
+    return g * (before * after).conj()
+
+
 def _det_vjp(ctx, g, a):
-    d = ctx.out
-    ainv = apply(INV, (a,), {})[0]
+    # torch's linalg_det_backward: d det / dA = conj(det) A^{-H}, finite at singular A
     from ..ops._helpers import cj
-    return (g * cj(d)).unsqueeze(-1).unsqueeze(-1) * ainv.mH
+    from ..ops.pointwise import where
+    from .._core.state import STATE
+    n = a.shape[-1]
+    gd = (g * cj(ctx.out)).unsqueeze(-1).unsqueeze(-1)
+    eye = wrap(np.eye(n, dtype=a._data.dtype))
+    if not STATE.grad_enabled:
+        # first order only: solve with the LU, its exact zero pivots nudged to eps (for an
+        # exactly singular A, det is 0 and so is the gradient, as in torch)
+        lu_, piv, _ = lu_factor_ex(a)
+        d = lu_.diagonal(0, -2, -1)
+        lu_ = lu_ + where(d == 0, _eps(a), 0).diag_embed()
+        from .solve import lu_solve
+        return gd * lu_solve(lu_, piv, eye, adjoint=True)
+    # differentiable again: the SVD formula (prod of the other singular values) for
+    # (near-)singular matrices, A^{-H} for the others; each computed on safe stand-ins
+    from .eig import svd
+    sing = (ctx.out.abs() < 100 * _eps(a)).unsqueeze(-1).unsqueeze(-1)
+    regular = gd * apply(INV, (where(sing, eye, a),), {})[0].mH
+    spread = wrap(np.diag(np.arange(1, n + 1)).astype(a._data.dtype))
+    u, s_, vh = svd(where(sing, a, spread))
+    alpha = cj(apply(DET, (u,), {}) * apply(DET, (vh,), {}))
+    dd = _prod_safe_zeros_backward((g * alpha).unsqueeze(-1), s_.to(a.dtype))
+    return where(sing, matmul(u * dd.unsqueeze(-2), vh), regular)
 
 
 DET = Op("linalg_det", _det_kernel, _det_vjp, save_output=True, category="linalg",
