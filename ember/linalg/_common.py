@@ -96,3 +96,49 @@ def potrf_info(a, lower=True):
     f = lapack("potrf", a.dtype)
     r = batched(lambda m: (f(m, lower=lower, clean=True)[1],), a)
     return r[0] if r is not None else np.zeros(a.shape[:-2], np.int32)
+
+
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool"}
+
+
+def _cpp(dt):
+    return _CPP_NAMES.get(np.dtype(dt).name, np.dtype(dt).name)
+
+
+def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=None):
+    """``out=(t0, t1, ...)`` of a linalg function returning ``cls(*results)``: torch's
+    argument and autograd errors, then each element written by `write_out` (resized with
+    torch's warning when its shape differs).  ``check`` says which dtypes an element accepts:
+    'same' (most linalg functions), 'castable' (eig: no lower category, named by ``labels``)
+    or 'cast' (lstsq: `write_out`'s casting rule).  ``op`` names the operator in the
+    autograd error where torch's differs from ``name``."""
+    if out is None:
+        return cls(*results)
+    from .._core.dispatch import write_out
+    from .._core.state import STATE
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != len(results):
+        raise TypeError(f"expected tuple of {len(results)} elements but got {len(out)}")
+    for i, o in enumerate(out):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {argpos}, but got "
+                            f"{type(o).__name__}")
+    if STATE.grad_enabled and any(t._requires_grad for t in tuple(out) + tuple(results)):
+        raise RuntimeError(f"{op or name}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    for i, (o, r) in enumerate(zip(out, results)):
+        have, want = o._data.dtype, r._data.dtype
+        if check == "same" and have != want:
+            raise RuntimeError(f"Expected out tensor to have dtype {_cpp(want)}, but got "
+                               f"{_cpp(have)} instead")
+        if check == "castable" and _dt.FROM_NP[want].category > _dt.FROM_NP[have].category:
+            raise RuntimeError(f"torch.{name.replace('_', '.', 1)}: Expected {labels[i]} to be "
+                               f"safely castable from {type_name(want)} dtype, but got "
+                               f"{labels[i]} with dtype {type_name(have)}")
+    return cls(*(write_out(o, r) for o, r in zip(out, results)))

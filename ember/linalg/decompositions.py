@@ -11,7 +11,7 @@ from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.shape import cat, tril, triu
 from ._common import (batched, check_float, check_matrix, check_same_dtype, check_square,
-                      lapack, potrf_info, raise_info)
+                      lapack, potrf_info, raise_info, write_outs)
 from .solve import CHOL_SOLVE, INV, TRI, _batched_rhs, _out, _with_info
 
 __all__ = ["cholesky", "cholesky_ex", "cholesky_inverse", "qr", "lu_factor", "lu_factor_ex",
@@ -80,7 +80,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     l, info = _cholesky("linalg.cholesky_ex", A, upper)
     if check_errors:
         raise_info("linalg.cholesky_ex", A.shape[:-2], info._data, _NOT_PD)
-    return cholesky_ex_t(l, info)
+    return write_outs("linalg_cholesky_ex", 3, out, (l, info), cholesky_ex_t)
 
 
 @overridable
@@ -177,8 +177,7 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    q, r = apply(QR, (A,), {"mode": mode})
-    return qr_t(q, r)
+    return write_outs("linalg_qr", 2, out, apply(QR, (A,), {"mode": mode}), qr_t)
 
 
 # ---- lu ---------------------------------------------------------------------------------
@@ -286,7 +285,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     lu_, piv, info = _lu_factor("torch.linalg.lu_factor_ex", A, pivot)
     if check_errors:
         raise_info("torch.linalg.lu_factor_ex", A.shape[:-2], info._data, _ZERO_U)
-    return lu_factor_ex_t(lu_, piv, info)
+    return write_outs("linalg_lu_factor_ex", 3, out, (lu_, piv, info), lu_factor_ex_t)
 
 
 @overridable
@@ -294,7 +293,8 @@ def lu_factor(A, *, pivot=True, out=None):
     """Computes a compact representation of the LU factorization with partial pivoting."""
     lu_, piv, info = _lu_factor("torch.linalg.lu_factor", A, pivot)
     raise_info("torch.linalg.lu_factor", A.shape[:-2], info._data, _ZERO_U)
-    return lu_factor_t(lu_, piv)
+    return write_outs("linalg_lu_factor", 2, out, (lu_, piv), lu_factor_t,
+                      op="linalg_lu_factor_ex")
 
 
 @overridable
@@ -306,14 +306,14 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
         l = u = wrap(np.zeros((0,), LU_data._data.dtype))
     p = _perm_matrix(LU_data, LU_pivots) if unpack_pivots else \
         wrap(np.zeros((0,), LU_data._data.dtype))
-    return lu_unpack_t(p, l, u)
+    return write_outs("lu_unpack", 4, out, (p, l, u), lu_unpack_t)
 
 
 @overridable
 def lu(A, *, pivot=True, out=None):
     """Computes the LU decomposition with partial pivoting of a matrix: A = P L U."""
     lu_, piv, _ = _lu_factor("linalg.lu", A, pivot)
-    return lu_t(*lu_unpack(lu_, piv))
+    return write_outs("linalg_lu", 2, out, lu_unpack(lu_, piv), lu_t)
 
 
 # ---- ldl --------------------------------------------------------------------------------
@@ -342,7 +342,8 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
         raise_info("torch.linalg.ldl_factor_ex", A.shape[:-2], info._data,
                    "The factorization could not be completed because the input is singular "
                    "(D[{0},{0}] is zero).")
-    return ldl_factor_ex_t(ld, piv, info)
+    return write_outs("linalg_ldl_factor_ex", 3, out, (ld, piv, info), ldl_factor_ex_t,
+                      op="aten::linalg_ldl_factor_ex")
 
 
 @overridable
@@ -353,7 +354,8 @@ def ldl_factor(A, *, hermitian=False, out=None):
     raise_info("torch.linalg.ldl_factor", A.shape[:-2], info._data,
                "The factorization could not be completed because the input is singular "
                "(D[{0},{0}] is zero).")
-    return ldl_factor_t(ld, piv)
+    return write_outs("linalg_ldl_factor", 2, out, (ld, piv), ldl_factor_t,
+                      op="aten::linalg_ldl_factor_ex")
 
 
 def _ldl_solve_kernel(xp, ld, piv, b, hermitian):
@@ -501,7 +503,8 @@ def slogdet(A, *, out=None):
     """Computes the sign and natural logarithm of the absolute value of the determinant."""
     check_square("linalg.slogdet", A)
     check_float("linalg.slogdet", A)
-    return slogdet_t(*apply(SLOGDET, (A,), {}))
+    return write_outs("linalg_slogdet", 1, out, apply(SLOGDET, (A,), {}), slogdet_t,
+                      op="_linalg_slogdet")
 
 
 @overridable

@@ -10,7 +10,7 @@ from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.views import diag_embed
 from ..ops.pointwise import where
-from ._common import check_float, check_matrix, check_square, lapack
+from ._common import check_float, check_matrix, check_square, lapack, write_outs
 from .solve import SOLVE
 
 __all__ = ["eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals"]
@@ -113,7 +113,9 @@ def eigh(A, UPLO="L", *, out=None):
     """Computes the eigenvalue decomposition of a complex Hermitian or real symmetric matrix."""
     check_square("linalg.eigh", A)
     check_float("linalg.eigh", A)
-    return eigh_t(*apply(EIGH, (A,), {"uplo": _uplo("linalg.eigh", UPLO)}))
+    return write_outs("linalg_eigh", 2, out,
+                      apply(EIGH, (A,), {"uplo": _uplo("linalg.eigh", UPLO)}), eigh_t,
+                      op="_linalg_eigh")
 
 
 @overridable
@@ -158,7 +160,8 @@ def eig(A, *, out=None):
     """Computes the eigenvalue decomposition of a square matrix if it exists."""
     check_square("linalg.eig", A)
     check_float("linalg.eig", A)
-    return eig_t(*apply(EIG, (A,), {}))
+    return write_outs("linalg_eig", 1, out, apply(EIG, (A,), {}), eig_t, "castable",
+                      ("eigenvalues", "eigenvectors"))
 
 
 @overridable
@@ -277,7 +280,8 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     """Computes the singular value decomposition (SVD) of a matrix."""
     check_matrix("linalg.svd", A)
     check_float("linalg.svd", A)
-    return svd_t(*apply(SVD, (A,), {"full_matrices": full_matrices}))
+    return write_outs("linalg_svd", 3, out, apply(SVD, (A,), {"full_matrices": full_matrices}),
+                      svd_t, op="_linalg_svd")
 
 
 @overridable
@@ -303,6 +307,8 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
         m, n = input.shape[-2:]
         dt = input._data.dtype
         bs = tuple(input.shape[:-2])
-        return svd_legacy_t(wrap(np.zeros(bs + (m, m), dt)), s, wrap(np.zeros(bs + (n, n), dt)))
+        return write_outs("svd", 3, out, (wrap(np.zeros(bs + (m, m), dt)), s,
+                                            wrap(np.zeros(bs + (n, n), dt))), svd_legacy_t,
+                          op="_linalg_svd")
     u, s, vh = apply(SVD, (input,), {"full_matrices": not some})
-    return svd_legacy_t(u, s, vh.mH)
+    return write_outs("svd", 3, out, (u, s, vh.mH), svd_legacy_t, op="_linalg_svd")

@@ -5,6 +5,7 @@ from .._core.tensor import Tensor
 from ..ops import _return_types as _rt
 from ..ops.blas import _warn_once
 from . import decompositions as _dec, misc as _misc
+from ._common import write_outs
 from .eig import svd_legacy
 from .solve import cholesky_solve, inv, pinv, solve_triangular
 
@@ -36,8 +37,8 @@ def qr(input, some=True, *, out=None):
                "future PyTorch release.\nThe boolean parameter 'some' has been replaced with a "
                "string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\n"
                "Q, R = torch.linalg.qr(A, 'reduced' if some else 'complete')")
-    q, r = _dec.qr(input, "reduced" if some else "complete")
-    return qr_t(q, r)
+    return write_outs("qr", 2, out, _dec.qr(input, "reduced" if some else "complete"), qr_t,
+                      op="linalg_qr")
 
 
 @overridable
@@ -53,9 +54,10 @@ def cholesky(input, upper=False, *, out=None):
 
 
 @overridable
-def slogdet(input):
+def slogdet(input, *, out=None):
     """Sign and log of the absolute value of the determinant."""
-    return _dec.slogdet_legacy_t(*_dec.slogdet(input))
+    return write_outs("slogdet", 1, out, _dec.slogdet(input), _dec.slogdet_legacy_t,
+                      op="_linalg_slogdet")
 
 
 @overridable
@@ -80,7 +82,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
                "be replaced with\nX = torch.linalg.solve_triangular(A, B).")
     a = A.mT if transpose else A
     x = solve_triangular(a, b, upper=upper != transpose, unitriangular=unitriangular)
-    return triangular_solve_t(x, A.clone())
+    return write_outs("triangular_solve", 5, out, (x, A.clone()), triangular_solve_t)
 
 
 Tensor.det = det

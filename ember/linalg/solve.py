@@ -11,7 +11,7 @@ from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.shape import tril, triu
 from ._common import (LinAlgError, batched, check_float, check_matrix, check_same_dtype,
-                      check_square, getrf_info, lapack, raise_info)
+                      check_square, getrf_info, lapack, raise_info, write_outs)
 
 __all__ = ["inv", "inv_ex", "solve", "solve_ex", "solve_triangular", "cholesky_solve",
            "lu_solve", "lstsq", "pinv", "tensorinv", "tensorsolve", "LinAlgError"]
@@ -74,7 +74,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     x, info = apply(INV, (A,), {})
     if check_errors:
         raise_info("linalg.inv_ex", A.shape[:-2], info._data, _SINGULAR_INV)
-    return inv_ex_t(x, info)
+    return write_outs("linalg_inv_ex", 2, out, (x, info), inv_ex_t)
 
 
 @overridable
@@ -181,7 +181,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     if check_errors:
         raise_info("torch.linalg.solve_ex", A.shape[:-2], info._data,
                    "The solver failed because the input matrix is singular.")
-    return solve_ex_t(x, info)
+    return write_outs("linalg_solve_ex", 4, out, (x, info), solve_ex_t, op="_linalg_solve_ex")
 
 
 @overridable
@@ -469,7 +469,7 @@ LSTSQ = Op("linalg_lstsq", _lstsq_kernel, _lstsq_vjp, n_out=4, nondiff_outputs=(
 
 
 @overridable
-def lstsq(A, B, rcond=None, *, driver=None):
+def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """Computes a solution to the least squares problem of a system of linear equations."""
     name = "torch.linalg.lstsq"
     check_matrix("linalg.lstsq", A)
@@ -491,7 +491,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         resid = (matmul(A, x) - B).abs().pow(2).sum(-2)
     if vec:
         x = x.squeeze(-1)
-    return lstsq_t(x, resid, rank, sv)
+    return write_outs("linalg_lstsq", 4, out, (x, resid, rank, sv), lstsq_t, "cast")
 
 
 # ---- tensor inverse / solve -------------------------------------------------------------
