@@ -6,7 +6,8 @@ from ...ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..functional.conv import ntuple
-from ..parameter import Parameter, UninitializedParameter, is_lazy
+from ..parameter import Parameter
+from .lazy import LazyModuleMixin, uninitialized
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -210,7 +211,7 @@ class ConvTranspose3d(_ConvTransposeNd):
     _n = 3
 
 
-class _LazyConv:
+class _LazyConv(LazyModuleMixin):
     """Conv whose ``in_channels`` is inferred from the first input it sees."""
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
@@ -220,9 +221,9 @@ class _LazyConv:
                          padding_mode, device, dtype)
 
     def _make_params(self, shape, out_channels, bias, dtype):
-        self.weight = _uninit(dtype)
+        self.weight = uninitialized(dtype)
         if bias:
-            self.bias = _uninit(dtype)
+            self.bias = uninitialized(dtype)
         else:
             self.register_parameter("bias", None)
 
@@ -230,10 +231,8 @@ class _LazyConv:
         if not self.has_uninitialized_params() and self.in_channels != 0:
             super().reset_parameters()
 
-    def has_uninitialized_params(self):
-        return any(is_lazy(p) for p in self._parameters.values() if p is not None)
-
-    def initialize_parameters(self, input):
+    def initialize_parameters(self, input, *args, **kwargs):
+        """Infer ``in_channels`` from ``input`` and create the weight (and bias)."""
         if self.has_uninitialized_params():
             with no_grad():
                 batched = input.dim() == self._n + 2
@@ -245,18 +244,8 @@ class _LazyConv:
                 if self.bias is not None:
                     self.bias.materialize((self.out_channels,))
                 self.reset_parameters()
-
-    def forward(self, input):
-        if self.has_uninitialized_params():
-            self.initialize_parameters(input)
-            self.__class__ = self.cls_to_become
-        return self._conv_forward(input, self.weight, self.bias)
-
-
-def _uninit(dtype):
-    p = UninitializedParameter()
-    p._lazy_dtype = dtype
-    return p
+        elif self.in_channels == 0:  # materialized by load_state_dict
+            self.in_channels = self.weight.shape[1] * self.groups
 
 
 class LazyConv1d(_LazyConv, Conv1d):

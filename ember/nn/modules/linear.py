@@ -4,7 +4,8 @@ import math
 from ... import ops as _ops
 from ...autograd import no_grad
 from .. import functional as F
-from ..parameter import Parameter, UninitializedParameter, is_lazy
+from ..parameter import Parameter
+from .lazy import LazyModuleMixin, uninitialized
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
@@ -86,35 +87,24 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
-def _uninit(dtype):
-    # UninitializedParameter(dtype=...) trips on Parameter.__init__'s signature; set it after
-    p = UninitializedParameter()
-    p._lazy_dtype = dtype
-    return p
-
-
-class LazyLinear(Linear):
+class LazyLinear(LazyModuleMixin, Linear):
     """A Linear whose ``in_features`` is inferred from the first input it sees."""
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
-        Module.__init__(self)
-        self.in_features = 0
+        # bias=False here: the bias is replaced by an uninitialized one below
+        super().__init__(0, 0, False, device, dtype)
         self.out_features = out_features
-        self.weight = _uninit(dtype)
+        self.weight = uninitialized(dtype)
         if bias:
-            self.bias = _uninit(dtype)
-        else:
-            self.register_parameter("bias", None)
+            self.bias = uninitialized(dtype)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
-    def has_uninitialized_params(self):
-        return any(is_lazy(p) for p in self._parameters.values() if p is not None)
-
     def initialize_parameters(self, input):
+        """Infer ``in_features`` from ``input`` and create the weight (and bias)."""
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]
@@ -122,22 +112,5 @@ class LazyLinear(Linear):
                 if self.bias is not None:
                     self.bias.materialize((self.out_features,))
                 self.reset_parameters()
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        for name, p in self._parameters.items():
-            key = prefix + name
-            if p is not None and is_lazy(p) and key in state_dict:
-                p.materialize(state_dict[key].shape)
-                if name == "weight":
-                    self.in_features = state_dict[key].shape[-1]
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
-        if not self.has_uninitialized_params():
-            self.__class__ = self.cls_to_become
-
-    def forward(self, input):
-        if self.has_uninitialized_params():
-            self.initialize_parameters(input)
-            self.__class__ = self.cls_to_become
-        return F.linear(input, self.weight, self.bias)
+        elif self.in_features == 0:  # materialized by load_state_dict
+            self.in_features = self.weight.shape[-1]
