@@ -1,0 +1,328 @@
+"""Semantics that the op database does not reach, side by side with torch: vmap of quantile
+with a tensor q and of as_strided, as_strided's backward on any input layout, zero-safe
+scatter/index product gradients, in-place writes into multi-output views, det's gradient
+at singular matrices, out= of tuple-returning linalg functions, and lazy modules."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+RNG = np.random.default_rng(7)
+_TORCH_FALLBACK = pytest.mark.filterwarnings("ignore:There is a performance drop")
+
+
+def _np(t):
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+# ---- vmap of quantile / as_strided --------------------------------------------------------
+
+@_TORCH_FALLBACK
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("interp", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_vmap_quantile_batched_q(fn, interp):
+    x = RNG.standard_normal((3, 4, 5))
+    x[1, 2, 3] = np.nan
+    q = RNG.uniform(0, 1, (3, 2))
+    want = torch.vmap(lambda a, b: getattr(torch, fn)(a, b, dim=-1, interpolation=interp))(
+        torch.tensor(x), torch.tensor(q))
+    got = ember.func.vmap(lambda a, b: getattr(ember, fn)(a, b, dim=-1, interpolation=interp))(
+        ember.tensor(x), ember.tensor(q))
+    np.testing.assert_allclose(_np(got), _np(want), equal_nan=True)
+    # q batched, input not
+    got = ember.func.vmap(lambda b: getattr(ember, fn)(ember.tensor(x[0]), b, 1),
+                          in_dims=1)(ember.tensor(q.T.copy()))
+    want = torch.vmap(lambda b: getattr(torch, fn)(torch.tensor(x[0]), b, 1),
+                      in_dims=1)(torch.tensor(q.T.copy()))
+    np.testing.assert_allclose(_np(got), _np(want), equal_nan=True)
+
+
+@_TORCH_FALLBACK
+def test_vmap_quantile_checks_q_values_and_grad():
+    x, q = ember.randn(3, 5, dtype=ember.float64), ember.tensor([[0.2], [1.5], [0.3]],
+                                                                 dtype=ember.float64)
+    with pytest.raises(RuntimeError, match=r"q values must be in the range \[0, 1\]"):
+        ember.func.vmap(ember.quantile)(x, q)
+    xs, qs = RNG.standard_normal((3, 6)), RNG.uniform(0, 1, (3, 2))
+    gq = ember.func.vmap(ember.func.grad(lambda a, b: ember.quantile(a, b).sum(), argnums=1))(
+        ember.tensor(xs), ember.tensor(qs))
+    want = torch.vmap(torch.func.grad(lambda a, b: torch.quantile(a, b).sum(), argnums=1))(
+        torch.tensor(xs), torch.tensor(qs))
+    np.testing.assert_allclose(_np(gq), _np(want))
+
+
+@_TORCH_FALLBACK
+def test_vmap_as_strided_matches_torch():
+    x = RNG.standard_normal((4, 3, 5))
+    for size, stride, off in [((2, 2), (1, 2), 1), ((3,), (5,), None), ((2, 3), (0, 1), 4)]:
+        want = torch.vmap(lambda a: a.as_strided(size, stride, off))(torch.tensor(x))
+        got = ember.func.vmap(lambda a: a.as_strided(size, stride, off))(ember.tensor(x))
+        np.testing.assert_array_equal(_np(got), _np(want))
+
+
+# ---- as_strided backward --------------------------------------------------------------------
+
+AS_STRIDED_CASES = [
+    (lambda x: x.t(), (3, 3), (1, 2), None),
+    (lambda x: x.t(), (2, 4), (3, 1), 2),
+    (lambda x: x[1:, 1:], (3, 3), (1, 1), 3),  # overlapping output
+    (lambda x: x[:, :1].expand(4, 3), (2, 2), (1, 1), 1),  # overlapping input
+    (lambda x: x[::2, ::2], (3, 2), (2, 3), 1),
+    (lambda x: x.t()[1:], (2, 2), (5, 1), 1),
+    (lambda x: x[2], (2, 2), (1, 1), None),
+    (lambda x: x, (0, 3), (1, 1), 0),
+]
+
+
+@pytest.mark.parametrize("k", range(len(AS_STRIDED_CASES)))
+def test_as_strided_backward_any_layout(k):
+    pre, size, stride, off = AS_STRIDED_CASES[k]
+    base = RNG.standard_normal((4, 5))
+    g = RNG.standard_normal(size)
+    res = []
+    for lib in (torch, ember):
+        b = lib.tensor(base, requires_grad=True)
+        o = pre(b * 1).as_strided(size, stride, off)
+        res.append((_np(o), _np(lib.autograd.grad(o, b, lib.tensor(g))[0])))
+    for got, want in zip(res[1], res[0]):
+        np.testing.assert_allclose(got, want)
+
+
+def test_as_strided_double_backward_and_errors():
+    x = ember.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    f = lambda a: (a.t() * 1).as_strided((3, 3), (1, 2), 1).pow(2)  # noqa: E731
+    assert ember.autograd.gradcheck(f, (x,))
+    assert ember.autograd.gradgradcheck(f, (x,))
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="out of bounds for storage"):
+            lib.zeros(4).as_strided((3,), (2,), 0)
+        with pytest.raises(RuntimeError, match="Negative strides are not supported"):
+            lib.zeros(4).as_strided((2,), (-1,), 2)
+
+
+# ---- scatter_reduce / index_reduce prod with zeros -----------------------------------------
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("kind", ["scatter_reduce", "index_reduce"])
+def test_prod_reduce_grads_with_zeros(kind, include_self):
+    for _ in range(10):
+        x = RNG.integers(-2, 3, (4, 3)).astype(np.float64)
+        src = RNG.integers(-2, 3, (6, 3)).astype(np.float64)
+        idx = RNG.integers(0, 4, (6, 3) if kind == "scatter_reduce" else (6,))
+        res = []
+        for lib in (torch, ember):
+            X, S = lib.tensor(x, requires_grad=True), lib.tensor(src, requires_grad=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                o = getattr(X, kind)(0, lib.tensor(idx), S, "prod", include_self=include_self)
+            g = lib.tensor(np.arange(1.0, o.numel() + 1).reshape(tuple(o.shape)))
+            res.append([_np(o)] + [_np(t) for t in lib.autograd.grad(o, (X, S), g)])
+        for got, want in zip(res[1], res[0]):
+            np.testing.assert_allclose(got, want)
+
+
+def test_prod_reduce_gradgradcheck_with_a_zero():
+    x = ember.tensor([[1.5, 0.0], [2.0, 3.0]], dtype=ember.float64, requires_grad=True)
+    s = ember.tensor([[0.0, 2.0], [1.2, 0.7], [0.3, 1.1]], dtype=ember.float64,
+                     requires_grad=True)
+    i = ember.tensor([[0, 1], [1, 0], [0, 0]])
+    f = lambda a, b: a.scatter_reduce(0, i, b, "prod")  # noqa: E731
+    assert ember.autograd.gradcheck(f, (x, s))
+    assert ember.autograd.gradgradcheck(f, (x, s))
+
+
+# ---- in-place writes into multi-output views ------------------------------------------------
+
+MULTI_VIEW_CASES = {
+    "split": lambda L: (L.ones(4, 6, requires_grad=True) * 1).split(2)[1].add_(1),
+    "split_sizes": lambda L: (L.ones(4, 6, requires_grad=True) * 1).split([1, 3])[1].mul_(2),
+    "chunk": lambda L: (L.ones(4, 6, requires_grad=True) * 1).chunk(3)[1].zero_(),
+    "unbind": lambda L: (L.ones(4, 6, requires_grad=True) * 1).unbind(1)[2].zero_(),
+    "leaf_base": lambda L: L.ones(4, requires_grad=True).split(2)[0].add_(1),
+    "view_of_output": lambda L: (L.ones(4, 6, requires_grad=True) * 1).split(2)[0].view(12)
+    .add_(1),
+    "copy_": lambda L: (L.ones(4, 6, requires_grad=True) * 1).chunk(2)[0].copy_(L.zeros(2, 6)),
+    "base_without_grad_other_with": lambda L: L.ones(4).split(2)[0].add_(
+        L.ones(2, requires_grad=True)),
+    # allowed
+    "base_without_grad": lambda L: L.ones(4).split(2)[0].add_(1),
+    "tensor_split": lambda L: (L.ones(4, 6, requires_grad=True) * 1).tensor_split(2)[0].add_(1),
+    "detached": lambda L: (L.ones(4, 6, requires_grad=True) * 1).split(2)[0].detach().add_(1),
+}
+
+
+def _no_grad_write(L):
+    x = L.ones(4, 6, requires_grad=True) * 1
+    o = x.unbind(0)
+    with L.no_grad():
+        o[0].add_(1)
+    return x
+
+
+MULTI_VIEW_CASES["no_grad_write"] = _no_grad_write
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_VIEW_CASES))
+def test_inplace_on_multi_output_views(name):
+    res = []
+    for lib in (torch, ember):
+        try:
+            MULTI_VIEW_CASES[name](lib)
+            res.append(None)
+        except RuntimeError as e:
+            res.append(str(e))
+    assert res[1] == res[0]
+
+
+# ---- det backward at singular matrices ------------------------------------------------------
+
+SINGULAR = [[[1., 2], [2, 4]], [[0., 0], [0, 0]], [[1., 0, 0], [0, 0, 0], [0, 0, 0]],
+            [[1., 1], [1, 1]], [[[1., 2], [2, 4]], [[1., 2], [3, 4]]],
+            [[1., 2, 3], [2, 4, 6], [0, 1, 1]], [[2., 1, 0], [1, 3, 1], [0, 1, 4]]]
+
+
+@pytest.mark.parametrize("k", range(len(SINGULAR)))
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_det_grad_at_singular_matrices(k, create_graph):
+    a = np.array(SINGULAR[k])
+    res = []
+    for lib in (torch, ember):
+        A = lib.tensor(a, requires_grad=True)
+        g, = lib.autograd.grad(lib.linalg.det(A).sum(), A, create_graph=create_graph)
+        res.append(_np(g))
+        if create_graph and k in (0, 3, 4, 5, 6):  # distinct singular values: finite in torch
+            res.append(_np(lib.autograd.grad((g * g).sum(), A)[0]))
+    for got, want in zip(res[len(res) // 2:], res[:len(res) // 2]):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_det_gradgradcheck_regular():
+    a = ember.tensor(RNG.standard_normal((2, 3, 3)), requires_grad=True)
+    assert ember.autograd.gradgradcheck(ember.linalg.det, (a,))
+
+
+# ---- out= of tuple-returning linalg functions -------------------------------------------------
+
+_A = RNG.standard_normal((3, 3))
+_A = _A @ _A.T + np.eye(3)
+_B = RNG.standard_normal((3, 2))
+
+LINALG_OUT = {
+    "linalg.qr": lambda L, A, B, o: L.linalg.qr(A, out=o),
+    "linalg.eigh": lambda L, A, B, o: L.linalg.eigh(A, out=o),
+    "linalg.eig": lambda L, A, B, o: L.linalg.eig(A, out=o),
+    "linalg.svd": lambda L, A, B, o: L.linalg.svd(A, out=o),
+    "svd": lambda L, A, B, o: L.svd(A, out=o),
+    "qr": lambda L, A, B, o: L.qr(A, out=o),
+    "slogdet": lambda L, A, B, o: L.slogdet(A, out=o),
+    "linalg.slogdet": lambda L, A, B, o: L.linalg.slogdet(A, out=o),
+    "linalg.lu": lambda L, A, B, o: L.linalg.lu(A, out=o),
+    "linalg.lu_factor": lambda L, A, B, o: L.linalg.lu_factor(A, out=o),
+    "linalg.lu_factor_ex": lambda L, A, B, o: L.linalg.lu_factor_ex(A, out=o),
+    "lu_unpack": lambda L, A, B, o: L.lu_unpack(*L.linalg.lu_factor(A), out=o),
+    "linalg.lstsq": lambda L, A, B, o: L.linalg.lstsq(A, B, out=o),
+    "linalg.cholesky_ex": lambda L, A, B, o: L.linalg.cholesky_ex(A, out=o),
+    "linalg.inv_ex": lambda L, A, B, o: L.linalg.inv_ex(A, out=o),
+    "linalg.solve_ex": lambda L, A, B, o: L.linalg.solve_ex(A, B, out=o),
+    "linalg.ldl_factor": lambda L, A, B, o: L.linalg.ldl_factor(A, out=o),
+    "linalg.ldl_factor_ex": lambda L, A, B, o: L.linalg.ldl_factor_ex(A, out=o),
+    "triangular_solve": lambda L, A, B, o: L.triangular_solve(B, A, out=o),
+}
+
+
+def _other_dtype(L, dt):
+    return {L.float64: L.float32, L.int32: L.int64, L.int64: L.int32,
+            L.complex128: L.float64}.get(dt, L.float64)
+
+
+def _make_outs(L, probe, how):
+    if how == "empty":
+        return tuple(L.empty(0, dtype=t.dtype) for t in probe)
+    if how == "resize":
+        return [L.empty(7, dtype=t.dtype) for t in probe]
+    if how.startswith("dtype"):
+        k = int(how[-1])
+        return tuple(L.empty(0, dtype=_other_dtype(L, t.dtype) if i == k else t.dtype)
+                     for i, t in enumerate(probe))
+    if how == "short":
+        return tuple(L.empty(0) for _ in probe[1:])
+    if how == "nones":
+        return (None,) * len(probe)
+    if how == "tensor":
+        return L.empty(0)
+    if how == "grad":  # inputs requiring grad
+        return tuple(L.empty(0, dtype=t.dtype) for t in probe)
+    raise AssertionError(how)
+
+
+def _run_out(L, name, how):
+    A, B = L.tensor(_A, requires_grad=how == "grad"), L.tensor(_B)
+    fn = LINALG_OUT[name]
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with L.no_grad():
+            probe = fn(L, A, B, None)
+        outs = _make_outs(L, probe, how)
+        try:
+            r = fn(L, A, B, outs)
+        except (RuntimeError, TypeError) as e:
+            return type(e).__name__, str(e)
+    resized = sum("was resized" in str(w.message) for w in rec)
+    return ([np.abs(_np(t)) for t in r], all(x is y for x, y in zip(r, outs)), resized)
+
+
+@pytest.mark.parametrize("how", ["empty", "resize", "dtype0", "dtype1", "short", "nones",
+                                 "tensor", "grad"])
+@pytest.mark.parametrize("name", sorted(LINALG_OUT))
+def test_linalg_tuple_out(name, how):
+    want, got = _run_out(torch, name, how), _run_out(ember, name, how)
+    if isinstance(want[0], str):
+        assert got == want
+        return
+    assert isinstance(got[0], list), got
+    assert got[1:] == want[1:]
+    for g, w in zip(got[0], want[0]):  # absolute values: factor signs are not unique
+        np.testing.assert_allclose(g, w, atol=1e-10)
+
+
+# ---- lazy modules -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lib_cls,shape", [("LazyLinear", (2, 5)), ("LazyConv1d", (2, 3, 8)),
+                                           ("LazyConv2d", (3, 6, 6))])
+def test_lazy_module_lifecycle(lib_cls, shape):
+    def life(L):
+        m = getattr(L.nn, lib_cls)(4, *(() if lib_cls == "LazyLinear" else (3,)))
+        before = (type(m).__name__, m.has_uninitialized_params(), repr(m),
+                  sorted(m.state_dict()), isinstance(m, L.nn.modules.lazy.LazyModuleMixin))
+        m(L.zeros(shape))
+        after = (type(m).__name__, tuple(m.weight.shape),
+                 hasattr(m, "_initialize_hook"), len(m._forward_pre_hooks))
+        return before, after
+    assert life(ember) == life(torch)
+
+
+def test_lazy_linear_load_state_dict_then_forward():
+    tm = torch.nn.Linear(4, 3)
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    res = []
+    for lib in (torch, ember):
+        m = lib.nn.LazyLinear(3)
+        m.load_state_dict({k: lib.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+        state = (type(m).__name__, m.in_features, tuple(m.weight.shape))
+        y = m(lib.tensor(x))
+        res.append((state, type(m).__name__, m.in_features, _np(y)))
+    assert res[1][:3] == res[0][:3]
+    np.testing.assert_allclose(res[1][3], res[0][3], rtol=1e-6)
+
+
+def test_lazy_mixin_needs_initialize_parameters():
+    for lib in (torch, ember):
+        class M(lib.nn.modules.lazy.LazyModuleMixin, lib.nn.Module):
+            def forward(self, x):
+                return x
+        with pytest.raises(NotImplementedError):
+            M()(lib.ones(2))
