@@ -7,6 +7,7 @@ d log_softmax = g - exp(y) * sum(g).
 import numpy as np
 
 from .._core.dispatch import overridable
+from .._core import ckernels as _ck
 from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
 from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np
@@ -26,9 +27,11 @@ def _softmax_kernel(xp, x, dim, dtype=None):
     x = _prep(x, dtype)
     half = x.dtype in _HALF
     a = x.astype(_F32) if half else x
-    m = a.max(axis=dim, keepdims=True) if a.size else a
-    e = xp.exp(a - m)
-    e /= e.sum(axis=dim, keepdims=True)
+    e = _ck.softmax(a, dim, False, ("f32",))
+    if e is None:
+        m = a.max(axis=dim, keepdims=True) if a.size else a
+        e = xp.exp(a - m)
+        e /= e.sum(axis=dim, keepdims=True)
     return e.astype(x.dtype) if half else e
 
 
@@ -36,9 +39,11 @@ def _log_softmax_kernel(xp, x, dim, dtype=None):
     x = _prep(x, dtype)
     half = x.dtype in _HALF
     a = x.astype(_F32) if half else x
-    m = a.max(axis=dim, keepdims=True) if a.size else a
-    s = a - m
-    s -= xp.log(xp.exp(s).sum(axis=dim, keepdims=True))
+    s = _ck.softmax(a, dim, True, ("f32",))
+    if s is None:
+        m = a.max(axis=dim, keepdims=True) if a.size else a
+        s = a - m
+        s -= xp.log(xp.exp(s).sum(axis=dim, keepdims=True))
     return s.astype(x.dtype) if half else s
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..._core import ckernels as _ck
 from ..._core.dispatch import overridable
 from ..._core import meta as _meta
 from ..._core.op import Op
@@ -230,12 +231,18 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _gelu_np(xp, x, tanh):
+    r = _ck.activation("gelu", x, tanh, ("f32",) if tanh else ("f32", "f64"))
+    if r is not None:
+        return r
     if tanh:
         return 0.5 * x * (1 + xp.tanh(_K * (x + 0.044715 * x * x * x)))
     return 0.5 * x * (1 + special(xp).erf(x * _INV_SQRT2))
 
 
 def _gelu_vjp(ctx, g, x, tanh):
+    r = _ck.activation_vjp("gelu", g, x, tanh)
+    if r is not None:
+        return r
     if tanh:
         x2 = x * x
         t = ((x + 0.044715 * x2 * x) * _K).tanh()
@@ -258,11 +265,19 @@ def gelu(input, approximate="none"):
 
 
 def _silu_vjp(ctx, g, x):
+    r = _ck.activation_vjp("silu", g, x, dtypes=("f32",))
+    if r is not None:
+        return r
     s = x.sigmoid()
     return g * (s * (1 + x * (1 - s)))
 
 
-SILU = _op("silu", lambda xp, x: x * special(xp).expit(x), _silu_vjp)
+def _silu_np(xp, x):
+    r = _ck.activation("silu", x, dtypes=("f32",))
+    return x * special(xp).expit(x) if r is None else r
+
+
+SILU = _op("silu", _silu_np, _silu_vjp)
 
 
 @overridable

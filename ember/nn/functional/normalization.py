@@ -10,6 +10,7 @@ scale and one shift.
 """
 import numpy as np
 
+from ..._core import ckernels as _ck
 from ..._core import meta as _meta
 from ..._core.dispatch import overridable
 from ..._core.state import STATE
@@ -26,11 +27,15 @@ def _normalize_kernel(xp, x, dims, eps):
     a, back = _compute(x)
     if a.dtype.kind not in "f":
         raise NotImplementedError(f"\"normalize\" not implemented for '{type_name(x.dtype)}'")
-    mean = a.mean(axis=dims, keepdims=True)
-    xc = a - mean
-    var = xp.mean(xc * xc, axis=dims, keepdims=True)
-    rstd = 1.0 / xp.sqrt(var + eps)
-    xc *= rstd
+    fused = _ck.normalize(a, dims, eps)
+    if fused is not None:
+        xc, mean, rstd = fused
+    else:
+        mean = a.mean(axis=dims, keepdims=True)
+        xc = a - mean
+        var = xp.mean(xc * xc, axis=dims, keepdims=True)
+        rstd = 1.0 / xp.sqrt(var + eps)
+        xc *= rstd
     if back is not None:
         return xc.astype(back), mean.astype(back), rstd.astype(back)
     return xc, mean, rstd

@@ -1,0 +1,203 @@
+"""Compiled C kernels for the hottest eager operators, each with its NumPy fallback.
+
+NumPy runs softmax, layer_norm and activations as chains of whole-array passes with
+temporaries, and some of its transcendentals (sigmoid, erf, float64 log/tanh) are
+scalar.  These kernels do one fused pass per element or row.  The library is compiled
+on first use from `source.py` by the system C compiler and cached (see `build.py`).
+
+A kernel runs only for C-contiguous float32/float64 NumPy arrays of at least
+``MIN_SIZE`` elements (below that the ctypes call costs more than it saves), and only
+for the dtypes where it measured faster than NumPy; everything else -- and everything
+when no compiler is available or ``EMBER_CKERNELS=0`` -- takes the NumPy path, silently;
+``status()`` says which is in use and why.  OpenMP threads are used only from
+``PARALLEL_SIZE`` elements, as many as the BLAS pool has (``ember.get_num_threads``), so
+the two pools never oversubscribe the cores; a forked child runs them single-threaded
+(libgomp's pool does not survive fork).
+"""
+import os
+
+import numpy as np
+
+from . import build as _build
+from . import source as _source
+
+__all__ = ["status", "unary", "softmax", "normalize", "activation", "activation_backward",
+           "activation_vjp",
+           "MIN_SIZE", "PARALLEL_SIZE"]
+
+MIN_SIZE = 4096
+PARALLEL_SIZE = 1 << 18
+ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
+
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_ndarray = np.ndarray
+_lib = None
+_tried = False
+_reason = None
+_info = {}
+_fns = {}
+_forked = False
+
+
+def _check(lib):
+    return lib.ck_abi() == _source.ABI_VERSION
+
+
+def _load():
+    global _lib, _tried, _reason, _info
+    _tried = True
+    try:
+        _lib, _info = _build.build("ember_eager", _source.render(), _check)
+    except _build.BuildError as e:
+        _reason = str(e)
+    except Exception as e:  # noqa: BLE001 - any failure here means "use NumPy"
+        _reason = f"{type(e).__name__}: {e}"
+    return _lib
+
+
+def status():
+    """Whether the compiled kernels are in use: a dict with ``available`` (bool),
+    ``reason`` (why not, or None), the library ``path``, ``compiler``, ``flags``,
+    ``openmp`` and the ``cache_dir``.  Builds the library if that was not tried yet."""
+    if not _tried and ENABLED:
+        _load()
+    reason = _reason if ENABLED else "disabled by EMBER_CKERNELS=0"
+    return dict(_info, available=ENABLED and _lib is not None, reason=reason,
+                cache_dir=_build.cache_dir())
+
+
+def _fn(symbol, nargs):
+    f = _fns.get(symbol)
+    if f is None:
+        lib = _lib if _tried else _load()
+        if lib is None:
+            return None
+        f = getattr(lib, symbol)
+        f.restype = None
+        f.argtypes = nargs
+        _fns[symbol] = f
+    return f
+
+
+def _after_fork():
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _threads(n):
+    if n < PARALLEL_SIZE or _forked or not _info.get("openmp"):
+        return 1
+    from .. import blas_threads
+    if not blas_threads._loaded:
+        blas_threads._load()
+    get = blas_threads._get
+    return max(1, int(get())) if get is not None else 1
+
+
+def _fits(x, dtypes):
+    # the hot check for every call: cheap attribute tests first
+    return (ENABLED and type(x) is _ndarray and x.size >= MIN_SIZE and x.flags.c_contiguous
+            and _SUFFIX.get(x.dtype) in dtypes)
+
+
+_P, _N, _I, _D = "c_void_p", "c_ssize_t", "c_int", "c_double"
+
+
+def _types(*names):
+    import ctypes
+    return [getattr(ctypes, n) for n in names]
+
+
+def unary(name, fallback, dtypes=("f32", "f64")):
+    """A kernel ``(xp, x) -> array`` computing ``ck_<name>`` on arrays that fit, else
+    ``fallback(xp, x)``."""
+    argt = _types(_P, _P, _N, _I)
+
+    def kernel(xp, x):
+        if _fits(x, dtypes):
+            f = _fn(f"ck_{name}_{_SUFFIX[x.dtype]}", argt)
+            if f is not None:
+                y = np.empty_like(x)
+                f(x.ctypes.data, y.ctypes.data, x.size, _threads(x.size))
+                return y
+        return fallback(xp, x)
+    kernel.__name__ = kernel.__qualname__ = f"{name}_kernel"
+    return kernel
+
+
+_ACT = {("gelu", False): "gelu", ("gelu", True): "gelu_tanh", ("silu", False): "silu"}
+
+
+def activation(name, x, tanh=False, dtypes=("f32", "f64")):
+    """gelu (exact or tanh) or silu of ``x``, or None when ``x`` does not fit."""
+    if not _fits(x, dtypes):
+        return None
+    f = _fn(f"ck_{_ACT[name, tanh]}_{_SUFFIX[x.dtype]}", _types(_P, _P, _N, _I))
+    if f is None:
+        return None
+    y = np.empty_like(x)
+    f(x.ctypes.data, y.ctypes.data, x.size, _threads(x.size))
+    return y
+
+
+def activation_backward(name, g, x, tanh=False, dtypes=("f32", "f64")):
+    """``g * d act(x)/dx`` for gelu/silu, or None when the arrays do not fit."""
+    if not (_fits(x, dtypes) and type(g) is _ndarray and g.dtype == x.dtype
+            and g.shape == x.shape and g.flags.c_contiguous):
+        return None
+    f = _fn(f"ck_{_ACT[name, tanh]}_backward_{_SUFFIX[x.dtype]}", _types(_P, _P, _P, _N, _I))
+    if f is None:
+        return None
+    y = np.empty_like(x)
+    f(g.ctypes.data, x.ctypes.data, y.ctypes.data, x.size, _threads(x.size))
+    return y
+
+
+def softmax(x, dim, log, dtypes=("f32", "f64")):
+    """softmax (or log_softmax) of ``x`` along its last dimension ``dim``, or None."""
+    if dim != x.ndim - 1 or not _fits(x, dtypes):
+        return None
+    f = _fn(f"ck_softmax_{_SUFFIX[x.dtype]}", _types(_P, _P, _N, _N, _I, _I))
+    if f is None:
+        return None
+    y = np.empty_like(x)
+    n = x.shape[-1]
+    f(x.ctypes.data, y.ctypes.data, x.size // n, n, int(log), _threads(x.size))
+    return y
+
+
+def normalize(x, dims, eps, dtypes=("f32", "f64")):
+    """``((x - mean) * rstd, mean, rstd)`` over trailing ``dims`` (stats keep those dims as
+    1), or None when ``x`` does not fit or ``dims`` are not the trailing ones."""
+    nd = x.ndim
+    if not dims or tuple(dims) != tuple(range(nd - len(dims), nd)) or not _fits(x, dtypes):
+        return None
+    f = _fn(f"ck_normalize_{_SUFFIX[x.dtype]}", _types(_P, _P, _P, _P, _N, _N, _D, _I))
+    if f is None:
+        return None
+    lead = x.shape[:nd - len(dims)]
+    stat_shape = lead + (1,) * len(dims)
+    y = np.empty_like(x)
+    mean = np.empty(stat_shape, x.dtype)
+    rstd = np.empty(stat_shape, x.dtype)
+    rows = mean.size
+    f(x.ctypes.data, y.ctypes.data, mean.ctypes.data, rstd.ctypes.data, rows, x.size // rows,
+      float(eps), _threads(x.size))
+    return y, mean, rstd
+
+
+def activation_vjp(name, g, x, tanh=False, dtypes=("f32", "f64")):
+    """The fused ``g * d act(x)/dx`` as a Tensor when a vjp runs plainly -- no graph being
+    recorded (``create_graph=False``), no mode (tracing, vmap, forward AD) or override
+    active -- else None (the caller then writes the derivative in ember ops)."""
+    from ..state import STATE
+    from ..tensor import Tensor, wrap
+    if (STATE.grad_enabled or STATE.intercept or STATE.forward or STATE.overrides
+            or type(g) is not Tensor or type(x) is not Tensor):
+        return None
+    r = activation_backward(name, g._data, x._data, tanh, dtypes)
+    return None if r is None else wrap(r)

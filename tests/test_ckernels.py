@@ -1,0 +1,261 @@
+"""The compiled eager kernels (ember._core.ckernels): each C kernel against its NumPy
+fallback and a float64 reference, the public ops that use them against torch, and the
+builder (disk cache, rebuild of a corrupted library, no compiler, concurrent builds)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import scipy.special as sps
+import torch
+
+import ember
+from ember._core import ckernels as ck
+from ember.nn.functional import activation as act
+from ember.nn.functional.normalization import _normalize_kernel
+from ember.ops.softmax import _log_softmax_kernel, _softmax_kernel
+
+needs_c = pytest.mark.skipif(not ck.status()["available"],
+                             reason=f"no compiled kernels here: {ck.status()['reason']}")
+BOTH = ("f32", "f64")
+SIZES = (4096, 4096 * 3 + 7)
+
+
+def _ulps(a, ref, dtype):
+    """|a - ref| in units of the last place of ``ref`` rounded to ``dtype`` (NaNs must
+    match, equal values count 0)."""
+    a, ref = np.asarray(a, np.float64), np.asarray(ref, np.float64)
+    assert np.array_equal(np.isnan(a), np.isnan(ref))
+    rounded = ref.astype(dtype)
+    same = (a == ref) | (a == rounded) | np.isnan(a)
+    sp = np.spacing(np.abs(rounded)).astype(np.float64)
+    return np.where(same, 0.0, np.abs(a - ref) / sp)
+
+
+def _inputs(n, dtype, positive=False, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 12
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.7, 88.73, -87.4, -103.5, -110, 1e-40,
+               -1e-40, 709.0, 710.0, -745.0, 1e-310, 3e38, -3e38, 0.5, -0.625, 0.625, 20, -20]
+    x[:len(special)] = special
+    if positive:
+        x = np.abs(x)
+        x[:4] = [1e-45, 1.2e-38, 1e-300, 5e-324]
+    return x.astype(dtype)
+
+
+# ---- each kernel against NumPy ----------------------------------------------------------------
+
+UNARY = {"exp": (np.exp, False), "log": (np.log, True), "tanh": (np.tanh, False),
+         "sigmoid": (sps.expit, False)}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("n", SIZES)
+def test_unary_matches_numpy_and_float64_truth(name, dtype, n):
+    f, positive = UNARY[name]
+    x = _inputs(n, dtype, positive)
+    y = ck.unary(name, None, BOTH)(np, x)
+    assert y.dtype == dtype and y.shape == x.shape
+    # NumPy's own SIMD float32 exp/log are off by up to ~2.5-3.3 ulp; ours by <= 2.5
+    assert _ulps(y, f(x), dtype).max() <= 4
+    if dtype == np.float32:
+        assert _ulps(y, f(x.astype(np.float64)), dtype).max() <= 2.5
+
+
+def test_small_noncontiguous_and_other_dtypes_take_numpy():
+    k = ck.unary("exp", lambda xp, x: "numpy", BOTH)
+    for x in (np.ones(ck.MIN_SIZE - 1, np.float32), np.ones((ck.MIN_SIZE, 2), np.float32)[:, 0],
+              np.ones(ck.MIN_SIZE, np.float16), np.ones(ck.MIN_SIZE, np.complex64)):
+        assert k(np, x) == "numpy"
+    assert ck.softmax(np.ones((64, 128), np.float32), 0, False) is None  # not the last dim
+    assert ck.normalize(np.ones((64, 128), np.float32), (0,), 1e-5) is None  # not trailing
+
+
+def _rows(dtype, shape=(37, 1031)):
+    x = _inputs(int(np.prod(shape)), dtype).reshape(shape)
+    x[3] = -np.inf  # an all -inf row
+    x[5, 7] = np.nan
+    x[6, 9] = np.inf
+    x[8] = np.clip(x[8], -50, 50) * 30  # wide range: only the max survives
+    return x
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_match_numpy(dtype, log, monkeypatch):
+    x = _rows(dtype)
+    y = ck.softmax(x, 1, log, BOTH)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    ref = (_log_softmax_kernel if log else _softmax_kernel)(np, x, 1)
+    eps = np.finfo(dtype).eps
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
+    # the row sums differ by a few eps * log2(n) (SIMD lanes vs pairwise), which log_softmax
+    # carries as an absolute error
+    np.testing.assert_allclose(y, ref, rtol=8 * eps, atol=(32 if log else 8) * eps)
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dims", [((64, 129), (1,)), ((3, 40, 7, 11), (2, 3)),
+                                        ((5000,), (0,))])
+def test_normalize_matches_numpy(dtype, shape, dims, monkeypatch):
+    x = (np.random.default_rng(1).standard_normal(shape) * 4 + 3).astype(dtype)
+    got = ck.normalize(x, dims, 1e-5, BOTH)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    ref = _normalize_kernel(np, x, dims, 1e-5)
+    tol = 16 * np.finfo(dtype).eps
+    for g, r in zip(got, ref):
+        assert g.shape == r.shape and g.dtype == r.dtype
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+
+
+def _float64_gelu(x, tanh):
+    return act._gelu_np(np, x.astype(np.float64), tanh)
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,tanh", [("gelu", False), ("gelu", True), ("silu", False)])
+def test_activations_match_numpy(name, tanh, dtype, monkeypatch):
+    x = _inputs(SIZES[1], dtype)
+    g = np.random.default_rng(2).standard_normal(x.shape).astype(dtype)
+    y = ck.activation(name, x, tanh, BOTH)
+    gx = ck.activation_backward(name, g, x, tanh, BOTH)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    fwd = act._gelu_np(np, x, tanh) if name == "gelu" else act._silu_np(np, x)
+    xe, ge = ember.from_numpy(x), ember.from_numpy(g)
+    vjp = act._gelu_vjp if name == "gelu" else (lambda c, g_, x_, t: act._silu_vjp(c, g_, x_))
+    bwd = vjp(None, ge, xe, tanh).numpy()
+    eps = np.finfo(dtype).eps
+    # the NumPy forms cancel (1 + erf, 1 + tanh) for very negative x: an absolute tolerance
+    # of a few eps covers that, relative 8 eps the rest
+    np.testing.assert_allclose(y, fwd, rtol=8 * eps, atol=4 * eps)
+    # near |x| ~ 5 the tanh form's 1 - t*t is resolved only to an ulp of t ~ +-1, so both
+    # forms carry an absolute error of ~ eps * |g| * K/2 |x| (1 + 0.134 x^2) ~ 35 eps |g|
+    np.testing.assert_allclose(gx, bwd, rtol=64 * eps, atol=(64 if tanh else 8) * eps *
+                               np.abs(g).max())
+    if name == "gelu" and dtype == np.float32:
+        fine = np.isfinite(x)
+        np.testing.assert_allclose(y[fine], _float64_gelu(x, tanh)[fine], rtol=4 * eps,
+                                   atol=2 * eps)
+
+
+# ---- the public operators against torch (large enough to take the C path) -------------------
+
+def _pair(shape, seed=0, scale=3.0):
+    a = (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+    return ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, x: L.softmax(x, dim=-1), lambda L, x: L.log_softmax(x, dim=-1),
+    lambda L, x: L.exp(x), lambda L, x: L.log(x.abs() + 0.1), lambda L, x: L.sigmoid(x),
+    lambda L, x: L.nn.functional.gelu(x), lambda L, x: L.nn.functional.gelu(x, approximate="tanh"),
+    lambda L, x: L.nn.functional.silu(x),
+    lambda L, x: L.nn.functional.layer_norm(x, (512,)),
+    lambda L, x: L.nn.functional.group_norm(x.reshape(16, 8, 64), 4),
+])
+def test_ops_on_large_tensors_match_torch(fn):
+    xe, xt = _pair((16, 512))
+    ye, yt = fn(ember, xe), fn(torch, xt)
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    g = np.random.default_rng(3).standard_normal(tuple(yt.shape)).astype(np.float32)
+    ye.backward(ember.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_double_backward_still_recorded(approximate):
+    xe, xt = _pair((8, 1024), scale=1.0)
+    (ge,) = ember.autograd.grad(ember.nn.functional.gelu(xe, approximate=approximate).sum(), xe,
+                                create_graph=True)
+    (gt,) = torch.autograd.grad(torch.nn.functional.gelu(xt, approximate=approximate).sum(), xt,
+                                create_graph=True)
+    ge.sum().backward()
+    gt.sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+# ---- the builder ----------------------------------------------------------------------------
+
+_PROBE = textwrap.dedent("""
+    import json, sys, warnings
+    warnings.simplefilter("error")
+    import numpy as np
+    import ember
+    from ember._core import ckernels as ck
+    st = ck.status()
+    x = ember.tensor(np.linspace(-3, 3, 8192, dtype=np.float32).reshape(8, 1024))
+    y = ember.softmax(x, dim=-1).numpy()
+    print(json.dumps({"available": st["available"], "reason": st["reason"],
+                      "compiled": st.get("compiled"), "path": st.get("path"),
+                      "sum": float(y.sum()), "first": float(y[0, 0])}))
+""")
+
+
+def _probe(env_extra, cache):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(cache), **env_extra)
+    return subprocess.Popen([sys.executable, "-c", _PROBE], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _result(p):
+    import json
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _lib_files(cache):
+    return sorted(f for f in os.listdir(cache) if not f.endswith(".lock"))
+
+
+@needs_c
+def test_cache_reuses_and_rebuilds_a_corrupted_library(tmp_path):
+    first = _result(_probe({}, tmp_path))
+    assert first["available"] and first["compiled"]
+    assert abs(first["sum"] - 8.0) < 1e-4
+    second = _result(_probe({}, tmp_path))
+    assert second["available"] and not second["compiled"] and second["path"] == first["path"]
+    with open(first["path"], "r+b") as f:  # a truncated, half-written-looking file
+        f.truncate(100)
+    third = _result(_probe({}, tmp_path))
+    assert third["available"] and third["compiled"] and third["first"] == first["first"]
+    assert _lib_files(tmp_path) == [os.path.basename(first["path"])]
+
+
+def test_no_compiler_falls_back_silently(tmp_path):
+    r = _result(_probe({"CC": str(tmp_path / "no-such-cc")}, tmp_path))
+    assert not r["available"] and "no C compiler" in r["reason"]
+    assert abs(r["sum"] - 8.0) < 1e-4
+    r = _result(_probe({"PATH": str(tmp_path), "CC": ""}, tmp_path))
+    assert not r["available"] and "no C compiler" in r["reason"]
+    assert os.listdir(tmp_path) == []
+
+
+def test_failing_compiler_falls_back_silently(tmp_path):
+    fake = tmp_path / "bin" / "cc"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'broken compiler' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    r = _result(_probe({"CC": str(fake)}, tmp_path / "cache"))
+    assert not r["available"] and "broken compiler" in r["reason"]
+    assert abs(r["sum"] - 8.0) < 1e-4
+    assert _lib_files(tmp_path / "cache") == []  # no temporary files left behind
+
+
+@needs_c
+def test_concurrent_builds_are_safe(tmp_path):
+    procs = [_probe({}, tmp_path) for _ in range(3)]
+    results = [_result(p) for p in procs]
+    assert all(r["available"] for r in results)
+    assert len({r["first"] for r in results}) == 1
+    assert sum(bool(r["compiled"]) for r in results) == 1  # the lock: one build, the rest wait
+    assert _lib_files(tmp_path) == [os.path.basename(results[0]["path"])]
