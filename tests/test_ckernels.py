@@ -259,3 +259,16 @@ def test_concurrent_builds_are_safe(tmp_path):
     assert len({r["first"] for r in results}) == 1
     assert sum(bool(r["compiled"]) for r in results) == 1  # the lock: one build, the rest wait
     assert _lib_files(tmp_path) == [os.path.basename(results[0]["path"])]
+
+
+@needs_c
+def test_openmp_threads_give_the_same_results(monkeypatch):
+    x = _rows(np.float32, (300, 1100))
+    flat = x.ravel()
+    one = [ck.softmax(x, 1, False), ck.normalize(x, (1,), 1e-5)[0],
+           ck.unary("exp", None)(np, flat), ck.activation("gelu", flat)]
+    monkeypatch.setattr(ck, "_threads", lambda n: 2)
+    two = [ck.softmax(x, 1, False), ck.normalize(x, (1,), 1e-5)[0],
+           ck.unary("exp", None)(np, flat), ck.activation("gelu", flat)]
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
