@@ -32,6 +32,7 @@ from . import serialization  # noqa: E402
 from . import utils  # noqa: E402
 from . import fx  # noqa: E402
 from . import func  # noqa: E402
+from .func import vmap  # noqa: E402,F401  (torch.vmap)
 from . import linalg  # noqa: E402
 from .linalg.legacy import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, vander,  # noqa: E402,E501
                             logdet, lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet,

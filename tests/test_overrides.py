@@ -38,6 +38,7 @@ EXCLUDED = {
     "ember.save": "file I/O (pickles the object as it is)",
     "ember.promote_types": "dtype utility: takes dtypes",
     "ember.can_cast": "dtype utility: takes dtypes",
+    "ember.vmap": "a function transform: takes a Python function, not an operand (as torch)",
 }
 
 

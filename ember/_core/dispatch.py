@@ -281,9 +281,9 @@ def write_out(out, result):
         raise RuntimeError("vmap: out= is not possible with a batched result and an unbatched "
                            "out tensor: the result has one value per example. Please use the "
                            "out-of-place version of the operator inside vmap.")
-    if out._requires_grad and STATE.grad_enabled and (result._requires_grad or out.grad_fn is None):
-        raise RuntimeError(f"{'functions with out=... arguments'} don't support automatic "
-                           f"differentiation, but one of the arguments requires grad.")
+    if STATE.grad_enabled and (result._requires_grad or out._requires_grad):
+        raise RuntimeError("functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
     if out._data.shape != result._data.shape:
         if out._data.size != 0:
             import warnings

@@ -98,8 +98,11 @@ def _backward_with_shape_rule(op, args, bdims, params, batch_size):
 def _as_strided_rule(op, args, bdims, params, batch_size):
     x = _move_to_front(args[0], bdims[0]).contiguous()
     n = int(np.prod(x.shape[1:]))
-    return op(x, size=(batch_size,) + tuple(params["size"]), stride=(n,) + tuple(params["stride"]),
-              storage_offset=params["storage_offset"], rel=params["rel"]), 0
+    # the batched input is made contiguous, so any input-stride parameter is dropped (None
+    # means contiguous); the other params pass through unchanged
+    rest = {k: v for k, v in params.items() if k not in ("size", "stride", "in_stride")}
+    return op(x, size=(batch_size,) + tuple(params["size"]),
+              stride=(n,) + tuple(params["stride"]), **rest), 0
 
 
 @add_batch_rule("view_as_real", "view_as_complex")
