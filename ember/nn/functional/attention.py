@@ -5,7 +5,9 @@ blocks, keeping a running row maximum, row sum and output accumulator, so the ex
 memory is O(L * block) rather than the L x S score matrix.  It also returns the row
 log-sum-exp, which the derivative uses to recompute each score block on the fly
 (also block by block, in ember ops, so higher derivatives work).  Short sequences
-take one block, which is the plain fused formula.
+take one block, which is the plain fused formula; their first derivative (no
+``create_graph``, no active mode) is one fused NumPy kernel, ``_flash_attention_backward``,
+whose five matmuls replace the recomputation in ember ops.
 """
 import math
 
@@ -15,6 +17,7 @@ from ..._core import dtype as _dt
 from ..._core import meta as _meta
 from ..._core.dispatch import overridable
 from ..._core.op import Op
+from ..._core.state import STATE
 from ...ops import _helpers as H
 from ...ops.blas import cpp_name
 from ...ops import cat, ones, tensor as _tensor, zeros
@@ -107,11 +110,46 @@ def _flash_kernel(xp, q, k, v, mask, scale, causal):
     return out.astype(dt, copy=False), lse
 
 
+def _flash_bwd_kernel(xp, q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
+    """dq, dk, dv and the score gradient (= the float mask's) of the one-block path."""
+    cdt = lse.dtype
+    # contiguous: BLAS skips operands with zero strides (the expanded grad of a .sum())
+    q, k, v, g_out, out = (np.ascontiguousarray(a, dtype=cdt) for a in (q, k, v, g_out, out))
+    L, S = q.shape[-2], k.shape[-2]
+    kT = np.swapaxes(k, -1, -2)
+    s = np.matmul(q * np.asarray(scale, dtype=cdt), kT)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask.astype(cdt)
+    if causal and S > 1:
+        s += _causal_add(0, L, 0, S, cdt)
+    s -= lse[..., None]
+    p = np.exp(s, out=s)
+    delta = (g_out * out).sum(-1) - g_lse
+    dv = np.matmul(np.swapaxes(p, -1, -2), g_out)
+    ds = np.matmul(g_out, np.swapaxes(v, -1, -2))
+    ds -= delta[..., None]
+    ds *= p
+    sc = np.asarray(scale, dtype=cdt)
+    dq = np.matmul(ds, k) * sc
+    dk = np.matmul(np.swapaxes(ds, -1, -2), q) * sc
+    return dq, dk, dv, ds
+
+
+FLASH_ATTENTION_BACKWARD = Op("_flash_attention_backward", _flash_bwd_kernel, None, n_out=4,
+                              differentiable=False)
+
+
 def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
     g_out, g_lse = grads
     out, lse = ctx.out
     need = ctx.needs_input_grad
     L, S = q.shape[-2], k.shape[-2]
+    if not (STATE.grad_enabled or STATE.intercept) and \
+            lse.shape.numel() * S <= SINGLE_BLOCK_SCORES:
+        res = list(FLASH_ATTENTION_BACKWARD(q, k, v, mask, g_out, out, lse, g_lse, scale=scale,
+                                            causal=causal))
+        return tuple(_to_input_dtypes(ctx.in_meta, [r if n else None
+                                                     for r, n in zip(res, need)]))
     cdt = lse.dtype
     if q.dtype != cdt:  # half inputs: the derivative is computed in float32 too
         q, k, v, g_out, out = (t.to(cdt) for t in (q, k, v, g_out, out))
@@ -149,11 +187,14 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
     dv = cat(dvs, -2) if need[2] and dvs else None
     dk = cat(dks, -2) if need[1] and dks else None
     dm = cat(dms, -1) if need[3] and dms else None
-    res = [dq, dk, dv, dm]
+    return tuple(_to_input_dtypes(odt, [dq, dk, dv, dm]))
+
+
+def _to_input_dtypes(in_meta, res):
     for i, r in enumerate(res):
-        if r is not None and odt[i] is not None and r.dtype.np != odt[i][1]:
-            res[i] = r.to(odt[i][1])
-    return tuple(res)
+        if r is not None and in_meta[i] is not None and r.dtype.np != in_meta[i][1]:
+            res[i] = r.to(in_meta[i][1])
+    return res
 
 
 def _flash_shape(q, k, v, mask, scale, causal):
