@@ -50,7 +50,7 @@ def _inputs(n, dtype, positive=False, seed=0):
 # ---- each kernel against NumPy ----------------------------------------------------------------
 
 UNARY = {"exp": (np.exp, False), "log": (np.log, True), "tanh": (np.tanh, False),
-         "sigmoid": (sps.expit, False)}
+         "sigmoid": (sps.expit, False), "erf": (sps.erf, False)}
 
 
 @needs_c
@@ -66,6 +66,59 @@ def test_unary_matches_numpy_and_float64_truth(name, dtype, n):
     assert _ulps(y, f(x), dtype).max() <= 4
     if dtype == np.float32:
         assert _ulps(y, f(x.astype(np.float64)), dtype).max() <= 2.5
+
+
+def _f32_grid(lo, hi, step):
+    """Every ``step``-th float32 in [lo, hi] (both >= 0), by bit pattern, and its negation."""
+    b = np.arange(np.float32(lo).view(np.int32), np.float32(hi).view(np.int32) + 1, step,
+                  dtype=np.int32).view(np.float32)
+    return np.concatenate([b, -b])
+
+
+@needs_c
+def test_float32_erf_within_2_ulp_of_float64_truth():
+    # every float32 where the two fits meet (|x| ~ 1) and where erf reaches 1 (|x| ~ 3.9),
+    # every 97th one from 0 to 6 (denormals included), and the edges
+    edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, 1.17549e-38, 1e-30, 1.0, -1.0, 4.0,
+                      6.0, 1e3, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan, -np.nan], np.float32)
+    x = np.concatenate([_f32_grid(0, 6, 97), _f32_grid(0.99, 1.01, 1),
+                        _f32_grid(3.8, 4.05, 1), edges])
+    y = ck.unary("erf", None, ("f32",))(np, x)
+    truth = sps.erf(x.astype(np.float64))
+    assert _ulps(y, truth, np.float32).max() <= 2
+    assert np.array_equal(y[-len(edges):][:-2], truth[-len(edges):][:-2].astype(np.float32))
+    assert np.signbit(y[x == 0]).tolist() == np.signbit(x[x == 0]).tolist()
+
+
+@needs_c
+def test_erf_op_takes_the_compiled_path_and_matches_torch(monkeypatch):
+    x = np.concatenate([_f32_grid(0, 5, 2999), np.float32([np.nan, np.inf, -np.inf])])
+    calls = []
+    real = ck._fn
+    monkeypatch.setattr(ck, "_fn", lambda sym, t: calls.append(sym) or real(sym, t))
+    y = ember.erf(ember.tensor(x)).numpy()
+    assert calls == ["ck_erf_f32"]
+    assert _ulps(y, torch.erf(torch.tensor(x)).numpy(), np.float32).max() <= 2
+    monkeypatch.setattr(ck, "ENABLED", False)
+    assert _ulps(y, ember.erf(ember.tensor(x)).numpy(), np.float32).max() <= 1  # scipy's
+
+
+@needs_c
+def test_exact_gelu_values_and_grads_match_torch_on_large_tensors():
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(ck.PARALLEL_SIZE + 123) * 4).astype(np.float32)
+    x[:10] = [0.0, -0.0, 1e-40, -1e-40, 0.7071, -3.9, 5.5, -5.5, 30, -30]
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    xe, xt = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ye, yt = ember.nn.functional.gelu(xe), torch.nn.functional.gelu(xt)
+    ye.backward(ember.tensor(g))
+    yt.backward(torch.tensor(g))
+    eps = np.finfo(np.float32).eps
+    a, b = ye.detach().numpy(), yt.detach().numpy()
+    # both cancel in 1 + erf for x << 0, an absolute error of a few eps * |x|
+    assert np.all(np.abs(a - b) <= 4 * eps * (np.abs(b) + np.abs(x)))
+    ga, gb = xe.grad.numpy(), xt.grad.numpy()
+    assert np.all(np.abs(ga - gb) <= 4 * eps * np.abs(g) * (1 + np.abs(x)))
 
 
 def test_small_noncontiguous_and_other_dtypes_take_numpy():

@@ -222,7 +222,7 @@ Tensor.logit_ = lambda self, eps=None: apply_inplace(LOGIT, self, (), {} if eps 
                                                      {"eps": eps})
 
 _SQRT_PI = math.sqrt(math.pi)
-ERF = _unary("erf", lambda xp, x: special(xp).erf(x),
+ERF = _unary("erf", _ck.unary("erf", lambda xp, x: special(xp).erf(x), ("f32",)),
              lambda ctx, g, x: g * (2 / _SQRT_PI) * (-x * x).exp(), reject="c",
              kname="erf_vml_cpu")
 ERFC = _unary("erfc", lambda xp, x: special(xp).erfc(x),
