@@ -264,3 +264,44 @@ def test_packed_sequence_methods():
     assert p.to(ember.float64).data.dtype == ember.float64
     assert p.batch_sizes.tolist() == [2, 2, 1] and p.batch_sizes.dtype == ember.int64
     assert not p.is_cuda
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_fused_layers_gradcheck_and_double_backward(reverse):
+    """The whole-layer ops: BPTT kernel (gradcheck) and the per-step path under create_graph."""
+    from ember.autograd import gradcheck, gradgradcheck
+    from ember.nn.functional.rnn import GRU_LAYER, LSTM_LAYER
+    r = lambda *s: ember.randn(*s, dtype=ember.float64, requires_grad=True)  # noqa: E731
+    xw, h, c, w = r(4, 2, 12), r(2, 3), r(2, 3), r(3, 12)
+    f = lambda *a: LSTM_LAYER(*a, reverse=reverse)[:2]  # noqa: E731
+    assert gradcheck(f, (xw, h, c, w))
+    assert gradgradcheck(f, (xw, h, c, w))
+    gi, w3, b = r(4, 2, 9), r(3, 9), r(9)
+    g = lambda *a: GRU_LAYER(*a, reverse=reverse)[0]  # noqa: E731
+    assert gradcheck(g, (gi, h, w3, b))
+    assert gradgradcheck(g, (gi, h, w3, b))
+    assert gradcheck(lambda a, h, w: GRU_LAYER(a, h, w, None, reverse=reverse)[0], (gi, h, w3))
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_fused_layer_used_and_matches_per_step(name):
+    import ember.nn.functional.rnn as R
+    em = getattr(ember.nn, name)(3, 4, num_layers=2, bidirectional=True).double()
+    x = ember.from_numpy(rng.standard_normal((5, 2, 3))).requires_grad_()
+    orig, used = R._run_fused, []
+    R._run_fused = lambda *a: used.append(orig(*a)) or used[-1]
+    try:
+        out, _ = em(x)
+    finally:
+        R._run_fused = orig
+    assert len(used) == 4 and all(u is not None for u in used)
+    gx = ember.autograd.grad(out.sum(), x)[0]
+    # the same module through the per-step operators
+    R._run_fused = lambda *a: None
+    try:
+        out2, _ = em(x)
+        gx2 = ember.autograd.grad(out2.sum(), x)[0]
+    finally:
+        R._run_fused = orig
+    np.testing.assert_allclose(out.detach().numpy(), out2.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), gx2.numpy(), atol=1e-12)

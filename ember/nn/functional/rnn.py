@@ -6,10 +6,19 @@ cell operator: ``_lstm_cell`` and ``_gru_cell`` compute all gate nonlinearities 
 the state update in one NumPy kernel; their derivatives are written in ember ops.
 Padded and packed inputs share one loop: a padded batch is a packed one whose batch
 size never shrinks.
+
+When every step has the same batch size and no mode is active, an LSTM (without
+projections) or GRU layer direction is instead one operator, ``_lstm_layer`` /
+``_gru_layer``, whose kernel runs all steps and keeps the gate activations; its first
+derivative is one backward-through-time kernel (``_lstm_layer_backward`` /
+``_gru_layer_backward``).  Under ``create_graph`` (or a mode pushed since the forward)
+the derivative is instead taken through the per-step operators, recomputed from the
+saved inputs, so higher derivatives stay exact.
 """
 import numpy as np
 
 from ..._core.op import Op
+from ..._core.state import STATE
 from ...ops import _helpers as H
 from ...ops import addmm, cat, stack
 
@@ -79,6 +88,205 @@ GRU_CELL = Op("_gru_cell", _gru_cell_kernel, _gru_cell_vjp,
               shape=lambda gi, gh, h: (h.shape, h.dtype))
 
 
+# ---- whole-layer operators (uniform batch) ---------------------------------------------------
+
+def _steps(T, reverse):
+    return range(T - 1, -1, -1) if reverse else range(T)
+
+
+def _sig(x):
+    return 0.5 + 0.5 * np.tanh(0.5 * x)
+
+
+def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
+    dt = h0.dtype
+    xw, h, c, whhT = _f32(xw), _f32(h0), _f32(c0), _f32(whhT)
+    T, n = xw.shape[0], h0.shape[-1]
+    hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
+    cs = np.empty_like(hs)
+    acts = np.empty(xw.shape, dtype=h.dtype)
+    for t in _steps(T, reverse):
+        a = acts[t]
+        np.matmul(h, whhT, out=a)
+        a += xw[t]
+        a[:, 2 * n:3 * n] = np.tanh(a[:, 2 * n:3 * n])
+        for sl in (slice(0, 2 * n), slice(3 * n, 4 * n)):
+            a[:, sl] = _sig(a[:, sl])
+        c = a[:, n:2 * n] * c + a[:, :n] * a[:, 2 * n:3 * n]
+        h = a[:, 3 * n:] * np.tanh(c)
+        hs[t], cs[t] = h, c
+    return hs.astype(dt, copy=False), cs.astype(dt, copy=False), acts
+
+
+def _lstm_layer_bwd_kernel(xp, ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
+    T, n = acts.shape[0], h0.shape[-1]
+    f32 = acts.dtype
+    ghs, gcs, hs, cs, h0, c0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, gcs, hs, cs, h0, c0))
+    whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
+    dG = np.empty_like(acts)
+    dh = np.zeros_like(h0)
+    dc = np.zeros_like(c0)
+    order = list(_steps(T, reverse))
+    for k, t in enumerate(reversed(order)):
+        a = acts[t]
+        i, f, g, o = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+        c_prev = c0 if k == T - 1 else cs[order[T - 2 - k]]
+        dh = dh + ghs[t]
+        tc = np.tanh(cs[t])
+        dc = dc + gcs[t] + dh * o * (1 - tc * tc)
+        d = dG[t]
+        d[:, :n] = dc * g * i * (1 - i)
+        d[:, n:2 * n] = dc * c_prev * f * (1 - f)
+        d[:, 2 * n:3 * n] = dc * i * (1 - g * g)
+        d[:, 3 * n:] = dh * tc * o * (1 - o)
+        dh = np.matmul(d, whh)
+        dc = dc * f
+    dwhhT = np.matmul(_prev_states(hs, h0, reverse).reshape(-1, n).T, dG.reshape(-1, 4 * n))
+    return dG, dh, dc, dwhhT
+
+
+def _prev_states(hs, h0, reverse):
+    """The state each step starts from, in time order."""
+    if reverse:
+        return np.concatenate([hs[1:], h0[None]], 0)
+    return np.concatenate([h0[None], hs[:-1]], 0)
+
+
+def _lstm_layer_composite(xw, h0, c0, whhT, reverse):
+    T = xw.shape[0]
+    hs, cs = [None] * T, [None] * T
+    h, c = h0, c0
+    for t in _steps(T, reverse):
+        h, c = LSTM_CELL(addmm(xw[t], h, whhT), c)
+        hs[t], cs[t] = h, c
+    return stack(hs, 0), stack(cs, 0)
+
+
+def _composite_vjp(fn, n_diff, grads, inputs, need, params):
+    """The derivative through the per-step operators, recomputed from the inputs."""
+    from ...autograd import grad as _grad
+    wrt = [i for i, x in enumerate(inputs) if need[i] and x is not None]
+    outs = fn(*inputs, **params)
+    got = _grad(outs, [inputs[i] for i in wrt], grads[:n_diff], create_graph=True,
+                allow_unused=True)
+    res = [None] * len(inputs)
+    for i, g in zip(wrt, got):
+        res[i] = g
+    return tuple(res)
+
+
+def _fused(bwd_op, composite, n_diff):
+    """vjp of a whole-layer op: one BPTT kernel, or the composite under create_graph."""
+    def vjp(ctx, grads, *inputs, reverse):
+        need = ctx.needs_input_grad
+        if STATE.grad_enabled or STATE.intercept:
+            return _composite_vjp(composite, n_diff, grads, inputs, need, {"reverse": reverse})
+        res = bwd_op(*grads[:n_diff], *ctx.out[n_diff:], *ctx.out[:n_diff], *inputs[1:],
+                     reverse=reverse)
+        res = [r if n else None for r, n in zip(res, need)]
+        for k, r in enumerate(res):
+            if r is not None and ctx.in_meta[k] is not None and r.dtype.np != ctx.in_meta[k][1]:
+                res[k] = r.to(ctx.in_meta[k][1])
+        return tuple(res)
+    return vjp
+
+
+def _f32_dtype(dt):
+    from ..._core import dtype as _dt
+    return _dt.float32 if dt.np in H._HALF else dt
+
+
+def _layer_shape(n_gates, n_states):
+    def shape(xw, h0, *rest, reverse):
+        st = (xw.shape[:2] + (h0.shape[-1],), h0.dtype)
+        return (st,) * n_states + ((xw.shape[:2] + (n_gates * h0.shape[-1],), _f32_dtype(h0.dtype)),)
+    return shape
+
+
+LSTM_LAYER_BACKWARD = Op("_lstm_layer_backward", _lstm_layer_bwd_kernel, None, n_out=4,
+                         differentiable=False)
+LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel,
+                _fused(LSTM_LAYER_BACKWARD, _lstm_layer_composite, 2), n_out=3,
+                save_output=True, nondiff_outputs=(2,), shape=_layer_shape(4, 2))
+
+
+def _gru_layer_kernel(xp, xw, h0, whhT, b_hh, reverse):
+    dt = h0.dtype
+    xw, h, whhT = _f32(xw), _f32(h0), _f32(whhT)
+    T, n = xw.shape[0], h0.shape[-1]
+    hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
+    acts = np.empty(xw.shape[:2] + (4 * n,), dtype=h.dtype)  # r, z, n, h @ W_hn + b_hn
+    for t in _steps(T, reverse):
+        a = acts[t]
+        gh = np.matmul(h, whhT)
+        if b_hh is not None:
+            gh += _f32(b_hh)
+        a[:, :2 * n] = _sig(xw[t, :, :2 * n] + gh[:, :2 * n])
+        a[:, 3 * n:] = gh[:, 2 * n:]
+        a[:, 2 * n:3 * n] = np.tanh(xw[t, :, 2 * n:] + a[:, :n] * gh[:, 2 * n:])
+        z, nn_ = a[:, n:2 * n], a[:, 2 * n:3 * n]
+        h = nn_ + z * (h - nn_)
+        hs[t] = h
+    return hs.astype(dt, copy=False), acts
+
+
+def _gru_layer_bwd_kernel(xp, ghs, acts, hs, h0, whhT, b_hh, reverse):
+    T, n = acts.shape[0], h0.shape[-1]
+    f32 = acts.dtype
+    ghs, hs, h0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, hs, h0))
+    whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
+    prev = _prev_states(hs, h0, reverse)
+    dGI = np.empty(acts.shape[:2] + (3 * n,), dtype=f32)
+    dGH = np.empty_like(dGI)
+    dh = np.zeros_like(h0)
+    for t in reversed(list(_steps(T, reverse))):
+        a = acts[t]
+        r, z, nn_, ghn = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+        dh = dh + ghs[t]
+        dn = dh * (1 - z) * (1 - nn_ * nn_)
+        dGI[t, :, :n] = dn * ghn * r * (1 - r)
+        dGI[t, :, n:2 * n] = dh * (prev[t] - nn_) * z * (1 - z)
+        dGI[t, :, 2 * n:] = dn
+        dGH[t, :, :2 * n] = dGI[t, :, :2 * n]
+        dGH[t, :, 2 * n:] = dn * r
+        dh = dh * z + np.matmul(dGH[t], whh)
+    flat = dGH.reshape(-1, 3 * n)
+    dwhhT = np.matmul(prev.reshape(-1, n).T, flat)
+    db = flat.sum(0) if b_hh is not None else np.zeros(0, dtype=f32)
+    return dGI, dh, dwhhT, db
+
+
+def _gru_layer_composite(xw, h0, whhT, b_hh, reverse):
+    T = xw.shape[0]
+    hs = [None] * T
+    w = {"hhT": whhT, "b_hh": b_hh}
+    state = (h0,)
+    for t in _steps(T, reverse):
+        state = _step_gru(xw[t], state, w)
+        hs[t] = state[0]
+    return (stack(hs, 0),)
+
+
+GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel, None, n_out=4,
+                        differentiable=False)
+GRU_LAYER = Op("_gru_layer", _gru_layer_kernel,
+               _fused(GRU_LAYER_BACKWARD, _gru_layer_composite, 1), n_out=2,
+               save_output=True, nondiff_outputs=(1,), shape=_layer_shape(4, 1))
+
+
+def _run_fused(mode, xw, T, B, state0, w, reverse):
+    """One layer direction as one operator; None where the per-step loop must run."""
+    if STATE.intercept or not T or w.get("hrT") is not None or mode not in ("LSTM", "GRU"):
+        return None
+    xw = xw.reshape((T, B, xw.shape[-1]))
+    last = 0 if reverse else T - 1
+    if mode == "LSTM":
+        hs, cs, _ = LSTM_LAYER(xw, state0[0], state0[1], w["hhT"], reverse=reverse)
+        return hs.reshape((T * B, hs.shape[-1])), (hs[last], cs[last])
+    hs, _ = GRU_LAYER(xw, state0[0], w["hhT"], w["b_hh"], reverse=reverse)
+    return hs.reshape((T * B, hs.shape[-1])), (hs[last],)
+
+
 # ---- one step of each cell kind ------------------------------------------------------------
 # A step takes the input projection xw (biases folded in where the math allows), the state
 # tuple and the layer's weights, and returns the new state tuple; state[0] is the output.
@@ -128,12 +336,16 @@ def input_projection(mode, x, w_ih, b_ih, b_hh):
     return x.matmul(w_ih.t()) if b is None else addmm(b, x, w_ih.t())
 
 
-def _run_direction(step, xw, bs, offs, state0, w, reverse):
+def _run_direction(mode, xw, bs, offs, state0, w, reverse):
     """Run one direction over packed rows; returns (output rows, final state tuple)."""
+    step = STEPS[mode]
     T = len(bs)
     outs = [None] * T
     uniform = T and bs[0] == bs[-1]
     if uniform:
+        fused = _run_fused(mode, xw, T, int(bs[0]), state0, w, reverse)
+        if fused is not None:
+            return fused
         xs = xw.reshape((T, int(bs[0]), xw.shape[-1])).unbind(0)
         state = state0
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
@@ -175,7 +387,6 @@ def rnn_layers(mode, data, batch_sizes, hx, layer_weights, num_layers, bidirecti
     layer_weights[layer * D + d]: dict with w_ih, w_hh, b_ih, b_hh, w_hr (or None).
     Returns (output rows (N, D * out_size), tuple of final states stacked like hx).
     """
-    step = STEPS[mode]
     bs = np.asarray(batch_sizes, dtype=np.int64)
     offs = np.concatenate([[0], np.cumsum(bs)[:-1]]).astype(np.int64) if bs.size else bs
     D = 2 if bidirectional else 1
@@ -191,7 +402,7 @@ def rnn_layers(mode, data, batch_sizes, hx, layer_weights, num_layers, bidirecti
                  "hrT": p["w_hr"].t() if p.get("w_hr") is not None else None}
             xw = input_projection(mode, x, p["w_ih"], p["b_ih"], p["b_hh"])
             state0 = tuple(h[layer * D + d] for h in hx)
-            out, fin = _run_direction(step, xw, bs, offs, state0, w, reverse=d == 1)
+            out, fin = _run_direction(mode, xw, bs, offs, state0, w, reverse=d == 1)
             outs.append(out)
             for k, s in enumerate(fin):
                 finals[k].append(s)
