@@ -305,3 +305,22 @@ def test_fused_layer_used_and_matches_per_step(name):
         R._run_fused = orig
     np.testing.assert_allclose(out.detach().numpy(), out2.detach().numpy(), atol=1e-12)
     np.testing.assert_allclose(gx.numpy(), gx2.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_fused_layers_half_grads(dt):
+    """Half inputs run the layer kernels in float32; grads come back in the input dtype."""
+    for name in ("LSTM", "GRU"):
+        m = getattr(ember.nn, name)(3, 4)
+        mh = getattr(ember.nn, name)(3, 4).to(getattr(ember, dt))
+        mh.load_state_dict({k: v.to(getattr(ember, dt)) for k, v in m.state_dict().items()})
+        x = rng.standard_normal((5, 2, 3)).astype(np.float32)
+        xs = [ember.from_numpy(x).requires_grad_(), ember.from_numpy(x).to(getattr(ember, dt))]
+        xs[1].requires_grad_()
+        for mod, xx in zip((m, mh), xs):
+            mod(xx)[0].float().pow(2).sum().backward()
+        assert xs[1].grad.dtype == getattr(ember, dt)
+        tol = 2e-2 if dt == "bfloat16" else 3e-3
+        np.testing.assert_allclose(xs[1].grad.float().numpy(), xs[0].grad.numpy(), atol=tol)
+        np.testing.assert_allclose(mh.weight_hh_l0.grad.float().numpy(),
+                                   m.weight_hh_l0.grad.numpy(), atol=5 * tol)

@@ -193,7 +193,7 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
 def _to_input_dtypes(in_meta, res):
     for i, r in enumerate(res):
         if r is not None and in_meta[i] is not None and r.dtype.np != in_meta[i][1]:
-            res[i] = r.to(in_meta[i][1])
+            res[i] = r.to(_dt.from_np(in_meta[i][1]))
     return res
 
 

@@ -17,6 +17,7 @@ saved inputs, so higher derivatives stay exact.
 """
 import numpy as np
 
+from ..._core import dtype as _dtype
 from ..._core.op import Op
 from ..._core.state import STATE
 from ...ops import _helpers as H
@@ -186,7 +187,7 @@ def _fused(bwd_op, composite, n_diff):
         res = [r if n else None for r, n in zip(res, need)]
         for k, r in enumerate(res):
             if r is not None and ctx.in_meta[k] is not None and r.dtype.np != ctx.in_meta[k][1]:
-                res[k] = r.to(ctx.in_meta[k][1])
+                res[k] = r.to(_dtype.from_np(ctx.in_meta[k][1]))
         return tuple(res)
     return vjp
 
