@@ -135,8 +135,15 @@ def _flash_bwd_kernel(xp, q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
     return dq, dk, dv, ds
 
 
+def _flash_bwd_shape(q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
+    batch, dt = tuple(lse.shape[:-1]), lse.dtype
+    L, S = q.shape[-2], k.shape[-2]
+    return ((batch + (L, q.shape[-1]), dt), (batch + (S, k.shape[-1]), dt),
+            (batch + (S, v.shape[-1]), dt), (batch + (L, S), dt))
+
+
 FLASH_ATTENTION_BACKWARD = Op("_flash_attention_backward", _flash_bwd_kernel, None, n_out=4,
-                              differentiable=False)
+                              differentiable=False, shape=_flash_bwd_shape)
 
 
 def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):

@@ -96,7 +96,7 @@ def _steps(T, reverse):
 
 
 def _sig(x):
-    return 0.5 + 0.5 * np.tanh(0.5 * x)
+    return H.special(np).expit(x)
 
 
 def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
@@ -106,42 +106,51 @@ def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
     hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
     cs = np.empty_like(hs)
     acts = np.empty(xw.shape, dtype=h.dtype)
+    # sigmoid(x) = (tanh(x / 2) + 1) / 2: one tanh call for all four gates
+    half = np.full(4 * n, 0.5, dtype=h.dtype)
+    half[2 * n:3 * n] = 1
+    shift = np.where(half == 1, 0, 0.5).astype(h.dtype)
     for t in _steps(T, reverse):
         a = acts[t]
         np.matmul(h, whhT, out=a)
         a += xw[t]
-        a[:, 2 * n:3 * n] = np.tanh(a[:, 2 * n:3 * n])
-        for sl in (slice(0, 2 * n), slice(3 * n, 4 * n)):
-            a[:, sl] = _sig(a[:, sl])
-        c = a[:, n:2 * n] * c + a[:, :n] * a[:, 2 * n:3 * n]
-        h = a[:, 3 * n:] * np.tanh(c)
+        a *= half
+        np.tanh(a, out=a)
+        a *= half
+        a += shift
+        g = a[:, 2 * n:3 * n]
+        c = a[:, n:2 * n] * c
+        c += a[:, :n] * g
+        h = np.tanh(c)
+        h *= a[:, 3 * n:]
         hs[t], cs[t] = h, c
     return hs.astype(dt, copy=False), cs.astype(dt, copy=False), acts
 
 
 def _lstm_layer_bwd_kernel(xp, ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
-    T, n = acts.shape[0], h0.shape[-1]
+    T, B, n = acts.shape[0], acts.shape[1], h0.shape[-1]
     f32 = acts.dtype
     ghs, gcs, hs, cs, h0, c0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, gcs, hs, cs, h0, c0))
     whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
+    a4 = acts.reshape(T, B, 4, n)
+    i, f, g, o = a4[:, :, 0], a4[:, :, 1], a4[:, :, 2], a4[:, :, 3]
+    tc = np.tanh(cs)
+    dc_dh = o * (1 - tc * tc)
+    do_dh = tc * o * (1 - o)
+    dgates_dc = np.stack([g * i * (1 - i), _prev_states(cs, c0, reverse) * f * (1 - f),
+                          i * (1 - g * g)], 2)
     dG = np.empty_like(acts)
+    dG4 = dG.reshape(T, B, 4, n)
     dh = np.zeros_like(h0)
     dc = np.zeros_like(c0)
-    order = list(_steps(T, reverse))
-    for k, t in enumerate(reversed(order)):
-        a = acts[t]
-        i, f, g, o = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
-        c_prev = c0 if k == T - 1 else cs[order[T - 2 - k]]
-        dh = dh + ghs[t]
-        tc = np.tanh(cs[t])
-        dc = dc + gcs[t] + dh * o * (1 - tc * tc)
-        d = dG[t]
-        d[:, :n] = dc * g * i * (1 - i)
-        d[:, n:2 * n] = dc * c_prev * f * (1 - f)
-        d[:, 2 * n:3 * n] = dc * i * (1 - g * g)
-        d[:, 3 * n:] = dh * tc * o * (1 - o)
-        dh = np.matmul(d, whh)
-        dc = dc * f
+    for t in reversed(list(_steps(T, reverse))):
+        dh += ghs[t]
+        dc += gcs[t]
+        dc += dh * dc_dh[t]
+        np.multiply(dc[:, None], dgates_dc[t], out=dG4[t, :, :3])
+        np.multiply(dh, do_dh[t], out=dG4[t, :, 3])
+        dh = np.matmul(dG[t], whh)
+        dc *= f[t]
     dwhhT = np.matmul(_prev_states(hs, h0, reverse).reshape(-1, n).T, dG.reshape(-1, 4 * n))
     return dG, dh, dc, dwhhT
 
@@ -204,8 +213,24 @@ def _layer_shape(n_gates, n_states):
     return shape
 
 
+def _bwd_shape(n_gates_in):
+    """dgates (input side), d h0, [d c0,] d whhT and, for GRU, d b_hh."""
+    def shape(*args, reverse):
+        acts, h0, whhT, b_hh = (args[2], args[5], args[7], None) if n_gates_in == 4 else \
+            (args[1], args[3], args[4], args[5])
+        dt, n = acts.dtype, h0.shape[-1]
+        res = [(tuple(acts.shape[:2]) + (n_gates_in * n,), dt), (h0.shape, dt)]
+        if n_gates_in == 4:
+            res.append((h0.shape, dt))
+        res.append((whhT.shape, dt))
+        if n_gates_in == 3:
+            res.append(((3 * n if b_hh is not None else 0,), dt))
+        return tuple(res)
+    return shape
+
+
 LSTM_LAYER_BACKWARD = Op("_lstm_layer_backward", _lstm_layer_bwd_kernel, None, n_out=4,
-                         differentiable=False)
+                         differentiable=False, shape=_bwd_shape(4))
 LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel,
                 _fused(LSTM_LAYER_BACKWARD, _lstm_layer_composite, 2), n_out=3,
                 save_output=True, nondiff_outputs=(2,), shape=_layer_shape(4, 2))
@@ -269,7 +294,7 @@ def _gru_layer_composite(xw, h0, whhT, b_hh, reverse):
 
 
 GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel, None, n_out=4,
-                        differentiable=False)
+                        differentiable=False, shape=_bwd_shape(3))
 GRU_LAYER = Op("_gru_layer", _gru_layer_kernel,
                _fused(GRU_LAYER_BACKWARD, _gru_layer_composite, 1), n_out=2,
                save_output=True, nondiff_outputs=(1,), shape=_layer_shape(4, 1))
