@@ -23,6 +23,13 @@ class Op:
     kernel(xp, *arrays, **params) -> array | tuple of arrays
     vjp(ctx, grad, *inputs, **params) -> one gradient (or None) per input; ``ctx.out`` is the
         output (if ``save_output``), ``ctx.needs_input_grad`` says which are wanted.
+    jvp(out, tangents, *inputs, **params) -> the output tangent (a tuple for ``n_out > 1``), or
+        None.  ``out`` is the output (tuple for several), ``tangents[i]`` input i's tangent or
+        None (zero: rules skip its term rather than materialise zeros); written in ember ops so
+        it composes with vmap and reverse mode.  The result may broadcast to the output and
+        have another dtype (forward_ad fits it: expand, cast, real part for real outputs; None
+        becomes zeros); complex follows the vjp's convention (``J t`` for holomorphic ops).
+        Without a rule, forward AD derives the tangent from the vjp (an extra backward pass).
     shape(*inputs, **params) -> (shape, dtype): what the kernel returns, without data.
         Inputs are the op's positional inputs with tensors replaced by metadata objects
         (`ember._core.meta.TensorMeta`: ``.shape``, a tuple of ints or symbolic sizes that

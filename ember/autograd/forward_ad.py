@@ -114,10 +114,32 @@ class _ForwardADMode(DispatchMode):
         return out
 
 
+def _fit(t, o):
+    # rules may leave broadcasting, dtype promotion and zero (None) tangents to this step, so
+    # that they match the derived tangents: output shape and dtype, real part for real outputs
+    if t is None:
+        return wrap(np.zeros(o._data.shape, dtype=o._data.dtype))
+    if t._data.dtype.kind == "c" and o._data.dtype.kind != "c":
+        t = t.real
+    if t._data.dtype != o._data.dtype:
+        t = t.to(o.dtype)
+    if t.shape != o.shape:
+        t = t.expand(o.shape)
+    return t
+
+
+def explicit_jvp(op, args, params, out, tangents):
+    """Output tangent(s) of ``op`` from its ``jvp`` rule, fitted to the outputs."""
+    r = op.jvp(out, tangents, *args, **params)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    rs = list(r) if isinstance(r, (tuple, list)) else [r]
+    return [_fit(t, o) if _is_diff(o) and i not in op.nondiff_outputs else None
+            for i, (t, o) in enumerate(zip(rs, outs))]
+
+
 def _jvp(op, args, params, out, tangents):
     if op.jvp is not None:
-        r = op.jvp(out, tangents, *args, **params)
-        return list(r) if isinstance(r, (tuple, list)) else [r]
+        return explicit_jvp(op, args, params, out, tangents)
     return derived_jvp(op, args, params, out, tangents)
 
 

@@ -378,9 +378,53 @@ def to_tensor_like(x, ref):
     return wrap(np.asarray(x))
 
 
+
+# ---- forward-mode (jvp) rule helpers ----------------------------------------------------
+# A jvp rule is ``jvp(out, tangents, *inputs, **params)``; ``tangents[i]`` is input i's tangent
+# or None (zero).  Rules may return tangents of a smaller (broadcastable) shape or another
+# dtype, or None: forward_ad fits them to the output (see forward_ad.explicit_jvp).
+class _JvpCtx:
+    __slots__ = ("out", "needs_input_grad", "in_meta")
+
+    def __init__(self, out, x):
+        self.out, self.needs_input_grad = out, (True,)
+        self.in_meta = ((x._data.shape, x._data.dtype),)
+
+
+def jvp_sum(*terms):
+    """The sum of the non-None tangent terms (None when all are zero)."""
+    r = None
+    for t in terms:
+        if t is not None:
+            r = t if r is None else r + t
+    return r
+
+
+def jvp_elementwise(vjp):
+    """jvp of a one-input elementwise op from its vjp: the Jacobian is diagonal, so in the
+    conjugate-Wirtinger convention ``J t = conj(vjp(conj(t)))`` (one pass, no double vjp)."""
+    def jvp(out, tangents, x, *rest, **params):
+        t = tangents[0]
+        if t is None:
+            return None
+        c = t._data.dtype.kind == "c" or x._data.dtype.kind == "c"
+        r = vjp(_JvpCtx(out, x), t.conj() if c else t, x, *rest, **params)
+        if isinstance(r, (tuple, list)):
+            r = r[0]
+        return r.conj() if c else r
+    return jvp
+
+
+def jvp_linear(op):
+    """jvp of an op linear in its first input (views, reductions, copies): the op itself."""
+    def jvp(out, tangents, x, *rest, **params):
+        t = tangents[0]
+        return None if t is None else apply(op, (t,) + rest, params)
+    return jvp
+
 __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "special", "method",
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
            "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
            "type_name", "not_implemented", "gated", "dtype_kind", "broadcast_guard",
-           "check_broadcast"]
+           "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear"]

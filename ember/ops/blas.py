@@ -20,7 +20,7 @@ from .._core.dispatch import overridable
 from ._helpers import _own_override
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, cj,
-                       handle_override, promote_np, write_out)
+                       handle_override, promote_np, write_out, jvp_sum)
 from .creation import eye
 from .pointwise import where
 from .views import _expand_shape
@@ -191,7 +191,18 @@ def _matmul_vjp(ctx, g, a, b):
     return matmul_grads(g, a, b, na, nb)
 
 
-MATMUL = Op("matmul", _matmul_kernel, _matmul_vjp, shape=_matmul_shape, category="blas")
+def same_dtype(t, x):
+    """A tangent in its primal's dtype (GEMMs do not promote)."""
+    return t if t is None or t._data.dtype == x._data.dtype else t.to(x.dtype)
+
+
+def _matmul_jvp(out, ts, a, b):
+    ta, tb = same_dtype(ts[0], a), same_dtype(ts[1], b)
+    return jvp_sum(None if ta is None else matmul(ta, b), None if tb is None else matmul(a, tb))
+
+
+MATMUL = Op("matmul", _matmul_kernel, _matmul_vjp, shape=_matmul_shape, category="blas",
+            jvp=_matmul_jvp)
 
 
 @overridable

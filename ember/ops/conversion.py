@@ -13,6 +13,10 @@ from .._core.device import CPU, backend_for_array, device as _device, get_backen
 from .._core.tensor import _version_of
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, cj, shape_same, wrap)
 
+
+def _identity_jvp(out, ts, x, *args, **params):
+    return ts[0]  # forward_ad casts it to the output dtype (real part for complex -> real)
+
 __all__ = ["clone", "conj", "conj_physical", "resolve_conj", "resolve_neg", "real", "imag",
            "is_conj", "is_neg"]
 
@@ -22,7 +26,7 @@ def _clone_kernel(xp, x, memory_format=None):
 
 
 CLONE = Op("clone", _clone_kernel, lambda ctx, g, x, **kw: g, shape=shape_same,
-           save_inputs=False)
+           save_inputs=False, jvp=_identity_jvp)
 
 
 @overridable
@@ -60,7 +64,7 @@ def _cast_vjp(ctx, g, x, dtype):
     return apply(CAST, (g,), {"dtype": src}) if g._data.dtype != src else g
 
 
-CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False,
+CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False, jvp=_identity_jvp,
           shape=lambda x, dtype: (x.shape, _meta.as_dtype(dtype)))
 
 

@@ -16,7 +16,7 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
                        unary_float, unary_same, wrap, write_out)
 from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
-                       type_name)
+                       type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
 from .._core import meta as _meta
 
@@ -37,7 +37,8 @@ def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False,
         kernel = gated(kernel, kname or f"{name}_cpu", reject)
     op = Op(name, kernel, vjp, shape=_meta.unary_float if floating else shape_same,
             save_inputs=save_inputs,
-            save_output=save_output, category="unary")
+            save_output=save_output, category="unary",
+            jvp=jvp_elementwise(vjp) if vjp else None)
     _export(name, def_unary(name, op, inplace=inplace))
     return op
 
@@ -81,7 +82,7 @@ def _abs_kernel(xp, x):
     return unary_same(lambda xp, x: xp.abs(x))(xp, x)
 
 
-ABS = _unary("abs", None, _abs_vjp, floating=False)
+ABS = _unary("abs", None, _abs_vjp, floating=False)  # complex: Re(conj(sgn) t) by the fit
 ABS.kernel = _abs_kernel
 ABS.shape = _meta.unary_real
 _export("absolute", globals()["abs"])
@@ -483,9 +484,15 @@ def _alpha_kernel(fn, check=None):
     return kernel
 
 
+def _scaled(t, alpha):
+    return t if t is None or alpha == 1 else t * alpha
+
+
 ADD = Op("add", _alpha_kernel(_add_np), lambda ctx, g, a, b, alpha=1: (g, g * cj(alpha)),
+         jvp=lambda out, ts, a, b, alpha=1: jvp_sum(ts[0], _scaled(ts[1], alpha)),
          shape=shape_broadcast, save_inputs=False, category="binary")
 SUB = Op("sub", _alpha_kernel(_sub_np, _sub_check), lambda ctx, g, a, b, alpha=1: (g, -g * cj(alpha)),
+         jvp=lambda out, ts, a, b, alpha=1: jvp_sum(ts[0], _scaled(ts[1], -alpha)),
          shape=shape_broadcast, save_inputs=False, category="binary")
 _def_magic(ADD, "add", True)
 _def_magic(SUB, "sub", True)
@@ -546,6 +553,8 @@ def _mul_vjp(ctx, g, a, b):
 
 MUL = _binary("mul", lambda xp, a, b: xp.logical_and(a, b) if _is_bool(a) and _is_bool(b)
               else xp.multiply(a, b), _mul_vjp, magic="mul", reflected=True)
+MUL.jvp = lambda out, ts, a, b: jvp_sum(None if ts[0] is None else ts[0] * b,
+                                        None if ts[1] is None else a * ts[1])
 _export("multiply", globals()["mul"])
 Tensor.multiply, Tensor.multiply_ = Tensor.mul, Tensor.mul_
 
@@ -559,6 +568,14 @@ def _div_vjp(ctx, g, a, b):
 
 TRUE_DIV = _binary("div", lambda xp, a, b: xp.true_divide(a, b), _div_vjp, kind="float",
                    magic="truediv", reflected=True, public=False)
+
+
+def _div_jvp(out, ts, a, b):
+    t = jvp_sum(ts[0], None if ts[1] is None else -ts[1] * out)
+    return None if t is None else t / b
+
+
+TRUE_DIV.jvp = _div_jvp
 
 
 def _nonzero_int_divisor(fn):
@@ -734,6 +751,19 @@ def _pow_vjp(ctx, g, a, b):
 POW = _prechecked(_binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True), _pow_check)
 
 
+def _pow_jvp(out, ts, a, b):
+    if isinstance(b, Tensor) or not isinstance(a, Tensor):  # tensor exponent: from the vjp
+        from ..autograd.forward_ad import derived_jvp
+        return derived_jvp(POW, (a, b), {}, out, ts)[0]
+    t = ts[0]
+    if t is None or b == 0:
+        return None
+    return t * (b * a ** (b - 1)) if b != 1 else t
+
+
+POW.jvp = _pow_jvp
+
+
 @overridable
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in double precision (float64 / complex128)."""
@@ -876,8 +906,14 @@ def _where_shape(cond, a, b):
     return _meta.broadcast_bool(cond, a, b)[0], _meta.promote(a, b)
 
 
+def _where_jvp(out, ts, cond, a, b):
+    if ts[1] is None and ts[2] is None:
+        return None
+    return where(cond, 0 if ts[1] is None else ts[1], 0 if ts[2] is None else ts[2])
+
+
 WHERE = Op("where", broadcast_guard(_where_kernel), _where_vjp, shape=_where_shape,
-           save_inputs=(0,))
+           save_inputs=(0,), jvp=_where_jvp)
 
 
 @overridable
@@ -917,25 +953,34 @@ def _clamp_kernel(xp, x, lo, hi):
     return r
 
 
-def _clamp_vjp(ctx, g, x, lo, hi):
-    need = ctx.needs_input_grad
+def _clamp_masks(need, x, lo, hi):
     inside = None
     if lo is not None:
         inside = x >= lo
     if hi is not None:
         m = x <= hi
         inside = m if inside is None else inside & m
-    gx = where(inside, g, 0) if need[0] else None
-    glo = ghi = None
-    # with both bounds and min > max the result is max: the gradient goes to max only
+    mlo = mhi = None
+    # with both bounds and min > max the result is max: the derivative goes to max only
     if len(need) > 1 and need[1]:
-        glo = where((x < lo) & (lo < hi) if hi is not None else x < lo, g, 0)
+        mlo = (x < lo) & (lo < hi) if hi is not None else x < lo
     if len(need) > 2 and need[2]:
-        ghi = where((x > hi) | (hi < lo) if lo is not None else x > hi, g, 0)
-    return gx, glo, ghi
+        mhi = (x > hi) | (hi < lo) if lo is not None else x > hi
+    return inside if need[0] else None, mlo, mhi
 
 
-CLAMP = Op("clamp", broadcast_guard(_clamp_kernel), _clamp_vjp, shape=shape_broadcast)
+def _clamp_vjp(ctx, g, x, lo, hi):
+    return tuple(None if m is None else where(m, g, 0)
+                 for m in _clamp_masks(ctx.needs_input_grad, x, lo, hi))
+
+
+def _clamp_jvp(out, ts, x, lo, hi):
+    masks = _clamp_masks([t is not None for t in ts], x, lo, hi)
+    return jvp_sum(*(None if m is None else where(m, t, 0) for t, m in zip(ts, masks)))
+
+
+CLAMP = Op("clamp", broadcast_guard(_clamp_kernel), _clamp_vjp, shape=shape_broadcast,
+           jvp=_clamp_jvp)
 
 
 @overridable

@@ -76,6 +76,8 @@ def _sum_vjp(ctx, g, x, dims, keepdim, dtype=None):
 
 
 SUM = Op("sum", _sum_kernel, _sum_vjp, save_inputs=False, shape=_meta.reduction("int64_acc"),
+         jvp=lambda out, ts, x, dims, keepdim, dtype=None: None if ts[0] is None else apply(
+             SUM, (ts[0],), {"dims": dims, "keepdim": keepdim}),
          category="reduction")
 
 
@@ -109,6 +111,8 @@ def _mean_vjp(ctx, g, x, dims, keepdim, dtype=None):
 
 
 MEAN = Op("mean", _mean_kernel, _mean_vjp, save_inputs=False, shape=_meta.reduction(),
+          jvp=lambda out, ts, x, dims, keepdim, dtype=None: None if ts[0] is None else apply(
+              MEAN, (ts[0],), {"dims": dims, "keepdim": keepdim}),
           category="reduction")
 
 

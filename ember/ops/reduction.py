@@ -19,7 +19,7 @@ from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
 from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
 from .pointwise import maximum, minimum, where
-from .reduce_basic import (_F32, _HALF, _numel, check_nonempty_dims,
+from .reduce_basic import (SUM, _F32, _HALF, _numel, check_nonempty_dims,
                            expand_back, int64_acc_kernel, ndim_of, norm_dims, public_fn,
                            reduced_shape, select_back, type_name, write_outs)
 
@@ -371,8 +371,16 @@ def _lse_vjp(ctx, g, x, dims, keepdim):
                                                                    keepdim)).exp()
 
 
+def _lse_jvp(out, ts, x, dims, keepdim):
+    t = ts[0]
+    if t is None:
+        return None
+    w = t * (x - expand_back(out, tuple(x.shape), dims, keepdim)).exp()
+    return apply(SUM, (w,), {"dims": dims, "keepdim": keepdim})
+
+
 LOGSUMEXP = Op("logsumexp", _lse_kernel, _lse_vjp, save_output=True,
-               shape=_meta.reduction("float"), category="reduction")
+               shape=_meta.reduction("float"), category="reduction", jvp=_lse_jvp)
 
 
 @overridable

@@ -15,7 +15,7 @@ from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
-                       promote_np, write_out, wrap)
+                       promote_np, write_out, wrap, jvp_linear)
 from .indexing import INDEX_ADD
 from .views import (_sizes, diag_embed, diagonal, narrow, permute, reshape, select,
                     transpose, unsqueeze)
@@ -81,7 +81,20 @@ def _cat_shape(*xs, dim, sizes):
     return s[:dim] + (total,) + s[dim + 1:], _meta.promote(*xs)
 
 
+def _tangents_or_zeros(ts, xs):
+    # the tangents of several inputs go through one op: zeros stand in for missing ones
+    from .creation import zeros_like
+    return tuple(zeros_like(x) if t is None else t for t, x in zip(ts, xs))
+
+
+def _multi_linear_jvp(op):
+    def jvp(out, ts, *xs, **params):
+        return apply(op, _tangents_or_zeros(ts, xs), params)
+    return jvp
+
+
 CAT = Op("cat", _cat_kernel, _cat_vjp, save_inputs=False, shape=_cat_shape)
+CAT.jvp = _multi_linear_jvp(CAT)
 
 
 def _cat_params(tensors):
@@ -156,6 +169,7 @@ def _stack_shape(*xs, dim):
 
 
 STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False, shape=_stack_shape)
+STACK.jvp = _multi_linear_jvp(STACK)
 
 
 @overridable

@@ -61,10 +61,20 @@ def _softmax_shape(x, dim, dtype=None):
     return x.shape, _meta.as_dtype(dtype) or _meta.float_dtype(x.dtype)
 
 
+def _softmax_jvp(out, ts, x, dim, dtype=None):
+    t = ts[0]
+    return None if t is None else out * (t - (t * out).sum(dim, keepdim=True))
+
+
+def _log_softmax_jvp(out, ts, x, dim, dtype=None):
+    t = ts[0]
+    return None if t is None else t - (t * out.exp()).sum(dim, keepdim=True)
+
+
 SOFTMAX = Op("softmax", _softmax_kernel, _softmax_vjp, save_inputs=False, save_output=True,
-             shape=_softmax_shape)
+             shape=_softmax_shape, jvp=_softmax_jvp)
 LOG_SOFTMAX = Op("log_softmax", _log_softmax_kernel, _log_softmax_vjp, save_inputs=False,
-                 save_output=True, shape=_softmax_shape)
+                 save_output=True, shape=_softmax_shape, jvp=_log_softmax_jvp)
 
 
 def _params(input, dim, dtype):

@@ -9,7 +9,7 @@ import numpy as np
 from .._core.dispatch import overridable
 from .._core import meta as _meta
 from .._core.tensor import Size, _wrap_dim
-from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override
+from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override, jvp_linear
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsqueeze",
            "squeeze", "flatten", "unflatten", "movedim", "moveaxis", "broadcast_to",
@@ -58,11 +58,14 @@ def _view_shape(x, shape):
     return _meta.infer_view_shape(shape, _meta.numel(x.shape)), x.dtype
 
 
+# views: the tangent is the same view of the input's tangent (reshape: the tangent may not be
+# viewable, e.g. an expanded zero)
 VIEW = Op("view", _view_kernel, lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]),
-          save_inputs=False, view=True, shape=_view_shape)
+          save_inputs=False, view=True, shape=_view_shape,
+          jvp=lambda out, ts, x, shape: None if ts[0] is None else ts[0].reshape(shape))
 RESHAPE_COPY = Op("_reshape_copy", lambda xp, x, shape: xp.reshape(x, shape).copy(),
                   lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]), save_inputs=False,
-                  shape=_view_shape)
+                  shape=_view_shape, jvp=VIEW.jvp)
 
 
 def _view(self, *shape):
@@ -150,6 +153,7 @@ def _permute_vjp(ctx, g, x, dims):
 PERMUTE = Op("permute", lambda xp, x, dims: xp.transpose(x, dims), _permute_vjp,
              save_inputs=False, view=True,
              shape=lambda x, dims: (tuple(x.shape[d] for d in dims), x.dtype))
+PERMUTE.jvp = jvp_linear(PERMUTE)
 
 
 @overridable
@@ -332,6 +336,7 @@ def _expand_kernel(xp, x, shape):
 
 EXPAND = Op("expand", _expand_kernel, _expand_vjp,
             save_inputs=False, view=True, shape=lambda x, shape: (shape, x.dtype))
+EXPAND.jvp = jvp_linear(EXPAND)
 
 
 def _expand_shape(x_shape, sizes):
@@ -454,6 +459,8 @@ SLICE = Op("slice", _index_view_kernel, _index_view_vjp, save_inputs=False, view
            shape=_index_view_shape)
 INDEX_VIEW = Op("_index_view", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
                 shape=_index_view_shape)
+for _op in (SELECT, SLICE, INDEX_VIEW):
+    _op.jvp = jvp_linear(_op)
 INDEX_VIEW_BACKWARD = Op("_index_view_backward", _index_view_backward_kernel,
                          lambda ctx, g, x, shape, key: apply(INDEX_VIEW, (g,), {"key": key}),
                          save_inputs=False, shape=lambda g, shape, key: (shape, g.dtype))

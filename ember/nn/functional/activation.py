@@ -15,7 +15,8 @@ from ..._core.dispatch import overridable
 from ..._core import meta as _meta
 from ..._core.op import Op
 from ..._core.tensor import Tensor
-from ...ops._helpers import _F32, _HALF, apply, apply_inplace, not_implemented, shape_same, special
+from ...ops._helpers import (_F32, _HALF, apply, apply_inplace, jvp_elementwise, not_implemented,
+                             shape_same, special)
 from ...ops.pointwise import where
 from ...ops.softmax import log_softmax as _log_softmax
 from ...ops.softmax import softmax as _softmax
@@ -45,8 +46,10 @@ def _float_kernel(name, fn, ints=False):
 
 
 def _op(name, fn, vjp, *, save_output=False, ints=False, kname=None):
+    # real elementwise: the Jacobian is diagonal, so the jvp is the vjp applied to the tangent
     return Op(name, _float_kernel(kname or name, fn, ints), vjp, shape=shape_same,
-              save_inputs=not save_output, save_output=save_output, category="activation")
+              save_inputs=not save_output, save_output=save_output, category="activation",
+              jvp=jvp_elementwise(vjp) if vjp else None)
 
 
 def _run(op, input, inplace, params):

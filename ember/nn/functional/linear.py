@@ -5,8 +5,8 @@ import numpy as np
 from ..._core.blas_threads import matmul as _gemm
 from ..._core.dispatch import overridable
 from ..._core.op import Op
-from ...ops._helpers import _F32, _HALF, apply
-from ...ops.blas import cpp_name, einsum
+from ...ops._helpers import _F32, _HALF, apply, cj, jvp_sum
+from ...ops.blas import cpp_name, einsum, same_dtype
 
 __all__ = ["linear", "bilinear"]
 
@@ -51,16 +51,16 @@ def _linear_vjp(ctx, g, x, w, b=None):
     gx = gw = gb = None
     if w.dim() == 1:  # linear(x, w) with a vector weight is x @ w (torch allows it without bias)
         if need[0]:
-            gx = g.unsqueeze(-1) * w
+            gx = g.unsqueeze(-1) * cj(w)
         if need[1]:
-            gw = (g.unsqueeze(-1) * x).reshape(-1, x.shape[-1]).sum(0)
+            gw = (g.unsqueeze(-1) * cj(x)).reshape(-1, x.shape[-1]).sum(0)
         return gx, gw
     out_f, in_f = w.shape
     g2 = g.reshape(-1, out_f)
     if need[0]:
-        gx = (g2 @ w).reshape(x.shape) if x.dim() != 2 else g @ w
+        gx = (g2 @ cj(w)).reshape(x.shape) if x.dim() != 2 else g @ cj(w)
     if need[1]:
-        gw = g2.mT @ x.reshape(-1, in_f)
+        gw = g2.mT @ cj(x.reshape(-1, in_f))  # complex: conjugate-Wirtinger, like matmul
     if len(need) > 2 and need[2]:
         gb = g2.sum(0)
     return gx, gw, gb
@@ -70,8 +70,15 @@ def _linear_shape(x, w, b=None):
     return tuple(x.shape[:-1]) + tuple(w.shape[:-1]), x.dtype
 
 
+def _linear_jvp(out, ts, x, w, b=None):
+    tx, tw = same_dtype(ts[0], x), same_dtype(ts[1], w)
+    tb = ts[2] if len(ts) > 2 else None
+    return jvp_sum(None if tx is None else apply(LINEAR, (tx, w), {}),
+                   None if tw is None else apply(LINEAR, (x, tw), {}), tb)
+
+
 LINEAR = Op("linear", _linear_kernel, _linear_vjp, shape=_linear_shape, save_inputs=(0, 1),
-            category="nn")
+            category="nn", jvp=_linear_jvp)
 
 
 @overridable
