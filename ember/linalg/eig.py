@@ -25,7 +25,10 @@ _CPLX = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64):
 
 
 def _wants_grad(A):
-    return A.requires_grad and STATE.grad_enabled
+    # the differentiable path is needed for reverse mode, and for forward mode (a tangent on A,
+    # or any active level: A may be a batched or intermediate tensor) and transforms
+    return (A.requires_grad and STATE.grad_enabled) or A._fw_tangent is not None or \
+        STATE.forward > 0
 
 
 def _is_zero(g):
