@@ -6,7 +6,6 @@ operators, so higher-order gradients, tracing and vmap of gradients work), its
 shape/dtype rule and, optionally, a jvp rule, a vmap batching rule and a
 decomposition.  Calling an Op runs it through the dispatcher.
 """
-import numpy as np
 
 __all__ = ["Op", "REGISTRY"]
 
@@ -110,4 +109,3 @@ class InplaceOp:
 
 from .dispatch import apply, apply_inplace  # noqa: E402  (dispatch needs Op defined first)
 
-_ = np

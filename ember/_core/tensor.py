@@ -15,7 +15,6 @@ import numpy as np
 
 from . import dtype as _dt
 from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device
-from .state import STATE
 
 __all__ = ["Tensor", "wrap"]
 
@@ -472,4 +471,3 @@ def xp_of(t):
     return XP_BY_ARRAY_TYPE[type(t._data)]
 
 
-_ = STATE

@@ -5,7 +5,6 @@ The graph is recorded by the dispatcher (one Node per operator application,
 user-facing API (`backward`, `grad`, grad modes, `Function`, `gradcheck`,
 anomaly detection) and attaches ``Tensor.backward`` / ``register_hook``.
 """
-from . import backward as _backward_mod
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .backward import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
@@ -17,8 +16,8 @@ from .._core.node import Node
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
-           "gradgradcheck", "Node", "InplaceFunction", "is_inference_mode_enabled"]
+           "gradgradcheck", "GradcheckError", "Node", "InplaceFunction",
+           "is_inference_mode_enabled"]
 
 
 from . import forward_ad, functional  # noqa: E402,F401
-_ = _backward_mod

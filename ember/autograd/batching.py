@@ -586,6 +586,5 @@ BATCH_RULES.update({
     "addcdiv": _elementwise_rule, "copy": _elementwise_rule, "_view_scatter": _fallback_rule,
 })
 
-_ = STATE
 
 from . import batching_rules_index, batching_rules_linalg  # noqa: E402,F401  (register rules)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._core.tensor import Tensor
 from .batching import (BATCH_RULES, _batched_front, _dims_rule, _front_padded,
-                       _logical_ndim, _move_to_front, _op, _outs_bdims, _shift_dims, add_batch_rule)
+                       _logical_ndim, _move_to_front, _op, _shift_dims, add_batch_rule)
 
 
 def _dynamic_shape_error(op):
@@ -394,7 +394,6 @@ BATCH_RULES.update({
     "min_dim": _dims_rule, "_normalize": _dims_rule,
 })
 
-_ = (_outs_bdims,)
 
 
 @add_batch_rule("_scatter_along")

@@ -5,7 +5,7 @@ becomes one more leading dimension; conv/pool primitives fold it into N.
 """
 from .._core.tensor import Tensor
 from .batching import (BATCH_RULES, _batched_front, _dims_rule, _elementwise_rule,
-                       _front_padded, _logical_ndim, _move_to_front, _op, _outs_bdims,
+                       _front_padded, _logical_ndim, _move_to_front, _outs_bdims,
                        add_batch_rule, current_mode)
 
 
@@ -191,4 +191,3 @@ for _n in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "sign
            "threshold_backward", "_to_device"):
     BATCH_RULES[_n] = _elementwise_rule
 BATCH_RULES["pad"] = _leading_rule
-_ = _op

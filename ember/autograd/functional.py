@@ -7,7 +7,6 @@ computes Jacobian rows with one vmapped vjp instead of a Python loop;
 """
 import numpy as np
 
-from .._core.state import STATE
 from .._core.tensor import Tensor, wrap
 from .backward import grad as _grad
 from .grad_mode import enable_grad
@@ -272,4 +271,3 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     return vhp(func, inputs, v, create_graph, strict)
 
 
-_ = STATE

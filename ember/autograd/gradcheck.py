@@ -79,7 +79,6 @@ def _analytical(func, inputs, wrt, ncomp):
         for part in range(2 if x.dtype.kind == "c" else 1):
             jac[(i, part)] = np.zeros((ncomp, x.size))
     row = 0
-    diff_outs = [o for o in outs if o._requires_grad]
     for o in outs:
         comps = 2 if o._data.dtype.kind == "c" else 1
         for k in range(o._data.size):
@@ -101,7 +100,6 @@ def _analytical(func, inputs, wrt, ncomp):
                     else:
                         jac[(i, 0)][row] = ga.real if ga.dtype.kind == "c" else ga
                 row += 1
-    _ = diff_outs
     return jac
 
 

@@ -5,7 +5,6 @@ dtypes follow torch, not NumPy: float32 stays single precision (complex64
 spectra), integer and bool inputs compute in the default float dtype, and
 float16/bfloat16 are rejected ("Unsupported dtype Half") as torch does on CPU.
 """
-import numpy as np
 
 from .._core import dtype as _dt
 from .._core.dispatch import overridable, write_out
@@ -251,4 +250,3 @@ def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     return _out(_c2r_impl("hfftn", input, s, dim, norm, True), out, "hfftn")
 
 
-_ = np

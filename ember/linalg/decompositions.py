@@ -6,12 +6,12 @@ from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import apply, overridable
 from .._core.op import Op
-from .._core.tensor import Tensor, wrap
+from .._core.tensor import wrap
 from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.shape import cat, tril, triu
 from ._common import (batched, check_float, check_matrix, check_same_dtype, check_square,
-                      lapack, potrf_info, raise_info, write_outs)
+                      lapack, raise_info, write_outs)
 from .solve import CHOL_SOLVE, INV, TRI, _batched_rhs, _out, _with_info
 
 __all__ = ["cholesky", "cholesky_ex", "cholesky_inverse", "qr", "lu_factor", "lu_factor_ex",
@@ -148,7 +148,7 @@ def _qr_vjp(ctx, g, a, mode):
     if m >= n:
         return _qr_square_bw(gq, gr, q, r)
     # wide: A = Q [R1 R2]; Y = Q R2 is a plain product
-    r1, r2 = r[..., :, :m], r[..., :, m:]
+    r1 = r[..., :, :m]
     gr1, gr2 = gr[..., :, :m], gr[..., :, m:]
     gy = matmul(q, gr2)
     gx = _qr_square_bw(gq + matmul(a[..., :, m:], gr2.mH), gr1, q, r1)
@@ -517,4 +517,3 @@ def logdet(A):
     return labs + sign.log()
 
 
-_ = (Tensor, potrf_info)

@@ -6,7 +6,7 @@ from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import apply, overridable
 from .._core.op import Op
-from .._core.tensor import Tensor, wrap
+from .._core.tensor import Tensor
 from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.shape import tril, triu
@@ -529,4 +529,3 @@ def tensorsolve(A, B, dims=None, *, out=None):
     return _out(r, out)
 
 
-_ = (wrap, LinAlgError)

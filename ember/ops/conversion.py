@@ -10,8 +10,7 @@ from .._core.dispatch import overridable
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.device import CPU, backend_for_array, device as _device, get_backend
-from .._core.tensor import _version_of
-from ._helpers import (Op, Tensor, _E, apply, apply_inplace, cj, shape_same, wrap)
+from ._helpers import (Op, Tensor, _E, apply, apply_inplace, shape_same)
 
 
 def _identity_jvp(out, ts, x, *args, **params):
@@ -313,4 +312,3 @@ def _replay_t(t, chain):
 VIEW_SCATTER = Op("_view_scatter", _view_scatter_kernel, _view_scatter_vjp, save_inputs=False,
                   shape=lambda base, src, chain: (base.shape, base.dtype))
 
-_ = (cj, _version_of)

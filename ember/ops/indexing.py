@@ -16,8 +16,8 @@ from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
-                       promote_np, write_out, wrap)
-from .views import _FULL, INDEX_VIEW, INDEX_VIEW_BACKWARD, SELECT, SLICE, key_np
+                       write_out, wrap)
+from .views import _FULL, INDEX_VIEW, INDEX_VIEW_BACKWARD, SELECT, SLICE
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "index_put", "index_put_", "index_reduce", "masked_fill",
@@ -1173,4 +1173,3 @@ Tensor.take = take
 Tensor.put = put
 Tensor.put_ = _put_
 Tensor.take_along_dim = take_along_dim
-_ = promote_np

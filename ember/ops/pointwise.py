@@ -12,9 +12,9 @@ import numpy as np
 
 from ._helpers import _def_magic
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, def_binary,
-                       def_unary, default_float_np, handle_override, method, NeedsOverride,
+                       def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
-                       unary_float, unary_same, wrap, write_out)
+                       unary_float, unary_same, write_out)
 from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
                        type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
@@ -1158,4 +1158,3 @@ Tensor.isclose = isclose
 Tensor.allclose = allclose
 Tensor.equal = equal
 
-_ = (default_float_np, method, shape_same)

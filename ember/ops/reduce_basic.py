@@ -13,7 +13,7 @@ from .._core import dtype as _dt
 from .._core.dispatch import overridable
 from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
-from ._helpers import NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override, \
+from ._helpers import NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override, \
     write_out
 from . import _return_types as _rt
 
@@ -470,4 +470,3 @@ def logcumsumexp(input, dim, *, out=None):
 Tensor.cummax = cummax
 Tensor.cummin = cummin
 Tensor.logcumsumexp = logcumsumexp
-_ = (_E, handle_override)

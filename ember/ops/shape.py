@@ -14,10 +14,10 @@ import numpy as np
 from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
-from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
-                       promote_np, write_out, wrap, jvp_linear)
+from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override,
+                       promote_np, write_out, wrap)
 from .indexing import INDEX_ADD
-from .views import (_sizes, diag_embed, diagonal, narrow, permute, reshape, select,
+from .views import (_sizes, diag_embed, diagonal, narrow, reshape, select,
                     transpose, unsqueeze)
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
@@ -776,7 +776,6 @@ def atleast_3d(*tensors):
     return _atleast(3, tensors)
 
 
-_ = (permute, _E)
 
 
 @overridable

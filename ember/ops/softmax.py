@@ -4,7 +4,6 @@ Computed stably (max subtracted) in one kernel each, in float32 for half inputs;
 their derivatives reuse the output: d softmax = y * (g - sum(g * y)),
 d log_softmax = g - exp(y) * sum(g).
 """
-import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import ckernels as _ck
@@ -103,4 +102,3 @@ def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
 
 Tensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype)
 Tensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype)
-_ = np

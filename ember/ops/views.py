@@ -9,7 +9,7 @@ import numpy as np
 from .._core.dispatch import overridable
 from .._core import meta as _meta
 from .._core.tensor import Size, _wrap_dim
-from ._helpers import NeedsOverride, Op, Tensor, _E, apply, handle_override, jvp_linear
+from ._helpers import Op, Tensor, _E, apply, handle_override, jvp_linear
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsqueeze",
            "squeeze", "flatten", "unflatten", "movedim", "moveaxis", "broadcast_to",
@@ -421,7 +421,6 @@ def view_as_complex(input):
     return apply(VIEW_AS_COMPLEX, (input,), _E)
 
 
-_ = (NeedsOverride,)
 
 
 # ---- basic indexing: select / slice / narrow and the general basic-index view -----------

@@ -14,9 +14,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..._core import meta as _meta
 from ..._core.dispatch import overridable
-from ..._core.tensor import wrap
 from ...ops._helpers import _F32, _HALF, Op, apply, type_name
 from ...ops.blas import matmul
 
@@ -510,4 +508,3 @@ def pad(input, pad, mode="constant", value=None):
     return apply(PAD, (input,), params)
 
 
-_ = wrap

@@ -13,7 +13,6 @@ import numpy as np
 from ..._core import ckernels as _ck
 from ..._core import meta as _meta
 from ..._core.dispatch import overridable
-from ..._core.state import STATE
 from ...autograd.grad_mode import no_grad
 from ...ops._helpers import Op, apply, type_name
 from .conv import _compute, pad
@@ -245,4 +244,3 @@ def local_response_norm(input, size, alpha=0.0001, beta=0.75, k=1.0):
     return input / (div * alpha + k).pow(beta)
 
 
-_ = STATE

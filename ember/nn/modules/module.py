@@ -12,10 +12,9 @@ import warnings
 from collections import OrderedDict, namedtuple
 
 from ..._core import dtype as _dt
-from ..._core.node import RemovableHandle
 from ..._core.state import STATE
 from ..._core.tensor import Tensor
-from ..parameter import Buffer, Parameter, UninitializedParameter, is_lazy
+from ..parameter import Parameter, is_lazy
 
 __all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"]
 
@@ -762,4 +761,3 @@ def _pre_hook_adapter(hook, module, state_dict, prefix, local_metadata, strict, 
     hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
 
 
-_ = (RemovableHandle, UninitializedParameter, Buffer)

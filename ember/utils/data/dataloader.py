@@ -9,9 +9,7 @@ and ``timeout`` bounds the wait for any batch.
 import itertools
 import multiprocessing
 import queue
-import threading
 import time
-import warnings
 
 from . import _worker
 from ._collate import default_collate, default_convert
@@ -308,4 +306,3 @@ class _MultiProcessIter:
             pass
 
 
-_ = (threading, warnings)

@@ -4,7 +4,6 @@ import itertools
 import math
 import warnings
 
-from ..._core.tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -154,4 +153,3 @@ def random_split(dataset, lengths, generator=None):
     return out
 
 
-_ = Tensor
