@@ -18,7 +18,6 @@ import builtins
 import functools
 import inspect
 import math
-import operator
 
 from .._core.tensor import Tensor
 from .graph import Graph
