@@ -77,6 +77,10 @@ def typename(obj):
     return type(obj).__name__ if not isinstance(obj, Tensor) else obj.type()
 
 
+from . import amp  # noqa: E402
+from .amp import autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype  # noqa: E402,E501
+
+
 # ---- __ember_function__ routing (keep this block last: it wraps what is defined above) --
 def _route_overrides():
     from ._core.dispatch import overridable, route_tensor_methods
