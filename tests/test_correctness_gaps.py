@@ -316,7 +316,7 @@ def test_lazy_linear_load_state_dict_then_forward():
         y = m(lib.tensor(x))
         res.append((state, type(m).__name__, m.in_features, _np(y)))
     assert res[1][:3] == res[0][:3]
-    np.testing.assert_allclose(res[1][3], res[0][3], rtol=1e-6)
+    np.testing.assert_allclose(res[1][3], res[0][3], rtol=1e-5, atol=1e-6)  # float32
 
 
 def test_lazy_mixin_needs_initialize_parameters():
