@@ -323,6 +323,12 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 # ---- unfold / fold -----------------------------------------------------------------------
 
+def _block_params(kernel_size, dilation, padding, stride):
+    """unfold/fold's four geometry arguments as 2-tuples (torch's argument checks)."""
+    return (ntuple(kernel_size, 2, "kernel_size"), ntuple(dilation, 2, "dilation"),
+            ntuple(padding, 2, "padding"), ntuple(stride, 2, "stride"))
+
+
 @overridable
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Extract sliding local blocks from a batched input tensor."""
@@ -332,10 +338,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     unbatched = input.dim() == 3
     if unbatched:
         input = input.unsqueeze(0)
-    ks = ntuple(kernel_size, 2, "kernel_size")
-    dil = ntuple(dilation, 2, "dilation")
-    pd = ntuple(padding, 2, "padding")
-    st = ntuple(stride, 2, "stride")
+    ks, dil, pd, st = _block_params(kernel_size, dilation, padding, stride)
     B, C = input.shape[:2]
     cols = im2col(input, ks, dil, tuple((p, p) for p in pd), st)
     out = cols.reshape(C * ks[0] * ks[1], B, -1).transpose(0, 1)
@@ -352,10 +355,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if unbatched:
         input = input.unsqueeze(0)
     osz = ntuple(output_size, 2, "output_size")
-    ks = ntuple(kernel_size, 2, "kernel_size")
-    dil = ntuple(dilation, 2, "dilation")
-    pd = ntuple(padding, 2, "padding")
-    st = ntuple(stride, 2, "stride")
+    ks, dil, pd, st = _block_params(kernel_size, dilation, padding, stride)
     B, CK, L = input.shape
     K = ks[0] * ks[1]
     if CK % K:
