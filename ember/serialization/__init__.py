@@ -390,6 +390,12 @@ class _FullUnpickler(pickle.Unpickler):
         self._storages = storages
 
     def find_class(self, module, name):
+        # protocol-2 files may name Python 2 modules (__builtin__.set); none exist in Python 3
+        from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
+        if (module, name) in NAME_MAPPING:
+            module, name = NAME_MAPPING[(module, name)]
+        elif module in IMPORT_MAPPING:
+            module = IMPORT_MAPPING[module]
         return _globals.resolve_unrestricted(module, name)
 
     def persistent_load(self, pid):
