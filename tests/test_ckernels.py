@@ -271,6 +271,12 @@ def _lib_files(cache):
     return sorted(f for f in os.listdir(cache) if not f.endswith(".lock"))
 
 
+def _entry(path):
+    """The files of one cache entry: the library and its hash record."""
+    name = os.path.basename(path)
+    return [name, name + ".sha256"]
+
+
 @needs_c
 def test_cache_reuses_and_rebuilds_a_corrupted_library(tmp_path):
     first = _result(_probe({}, tmp_path))
@@ -282,7 +288,7 @@ def test_cache_reuses_and_rebuilds_a_corrupted_library(tmp_path):
         f.truncate(100)
     third = _result(_probe({}, tmp_path))
     assert third["available"] and third["compiled"] and third["first"] == first["first"]
-    assert _lib_files(tmp_path) == [os.path.basename(first["path"])]
+    assert _lib_files(tmp_path) == _entry(first["path"])
 
 
 def test_no_compiler_falls_back_silently(tmp_path):
@@ -312,7 +318,7 @@ def test_concurrent_builds_are_safe(tmp_path):
     assert all(r["available"] for r in results)
     assert len({r["first"] for r in results}) == 1
     assert sum(bool(r["compiled"]) for r in results) == 1  # the lock: one build, the rest wait
-    assert _lib_files(tmp_path) == [os.path.basename(results[0]["path"])]
+    assert _lib_files(tmp_path) == _entry(results[0]["path"])
 
 
 @needs_c

@@ -7,9 +7,10 @@ output_nr)`` of the input's producer, or ``None``.  Leaves receive gradients
 through an `AccumulateGrad` node.  Outputs are saved without a reference cycle:
 the node keeps the output's array and rebuilds the tensor on use.
 """
+import threading
 import weakref
 
-from .state import STATE
+from .state import SHARED
 from .tensor import Tensor, _version_of, wrap
 
 __all__ = ["Node", "AccumulateGrad", "record", "grad_accumulator"]
@@ -203,14 +204,23 @@ class AccumulateGrad(Node):
         self.versions = None
         self.saved_out = None
         self.in_meta = ()
-        STATE.seq += 1
-        self.seq = STATE.seq
+        SHARED.seq += 1
+        self.seq = SHARED.seq
+
+
+# A leaf has one AccumulateGrad, whichever thread first needs it: two threads recording
+# ops on a fresh leaf at once must not each make their own (autograd.grad finds its
+# inputs by that node).  Only the creation takes the lock.
+_ACC_LOCK = threading.Lock()
 
 
 def grad_accumulator(t):
     acc = t._accumulator
     if acc is None:
-        acc = t._accumulator = AccumulateGrad(t)
+        with _ACC_LOCK:
+            acc = t._accumulator
+            if acc is None:
+                acc = t._accumulator = AccumulateGrad(t)
     return acc
 
 
@@ -219,7 +229,7 @@ def _edge(a):
     if fn is None:
         acc = a._accumulator
         if acc is None:
-            acc = a._accumulator = AccumulateGrad(a)
+            acc = grad_accumulator(a)
         return (acc, 0)
     if a._base is not None and a._view_base_fn is not a._base.grad_fn:
         from .dispatch import regenerate_view_grad_fn
@@ -267,7 +277,7 @@ def record(op, args, params, outs):
             o._output_nr = i
             o._requires_grad = True
         if saved_out is not None:
-            if type(o) is not Tensor or STATE.forward:
+            if type(o) is not Tensor or SHARED.forward:
                 # tensor-likes (vmap's batched tensors) keep state beyond _data, and under
                 # forward AD the output receives its tangent after recording: save the object
                 saved_out.append((o, None, None, diff))
@@ -277,9 +287,9 @@ def record(op, args, params, outs):
     node.saved_out = saved_out
     if n > 1 or op.n_out != 1:
         node.out_meta = [(o._data.shape, o._data.dtype) for o in outs]
-    STATE.seq += 1
-    node.seq = STATE.seq
-    if STATE.anomaly:
+    SHARED.seq += 1
+    node.seq = SHARED.seq
+    if SHARED.anomaly:
         import traceback
         node.trace = traceback.format_stack()[:-3]
     return node

@@ -1,11 +1,11 @@
 """detect_anomaly / set_detect_anomaly: forward tracebacks on backward errors, NaN checks."""
-from .._core.state import STATE
+from .._core.state import SHARED
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
 
 
 def is_anomaly_enabled():
-    return STATE.anomaly
+    return SHARED.anomaly
 
 
 class detect_anomaly:
@@ -16,22 +16,22 @@ class detect_anomaly:
         self.check_nan = check_nan
 
     def __enter__(self):
-        self.prev = STATE.anomaly
-        STATE.anomaly = True
+        self.prev = SHARED.anomaly
+        SHARED.anomaly = True
 
     def __exit__(self, *exc):
-        STATE.anomaly = self.prev
+        SHARED.anomaly = self.prev
 
 
 class set_detect_anomaly:
     """Sets anomaly detection on or off (immediately, and as a context manager)."""
 
     def __init__(self, mode, check_nan=True):
-        self.prev = STATE.anomaly
-        STATE.anomaly = bool(mode)
+        self.prev = SHARED.anomaly
+        SHARED.anomaly = bool(mode)
 
     def __enter__(self):
         pass
 
     def __exit__(self, *exc):
-        STATE.anomaly = self.prev
+        SHARED.anomaly = self.prev

@@ -17,6 +17,7 @@ Autograd under vmap is recorded on the logical tensors (see
 ``dispatch._apply_mode``), so ``vmap(grad(f))`` runs every backward op through
 vmap too and yields per-example gradients.
 """
+import threading
 import warnings
 
 import numpy as np
@@ -31,7 +32,16 @@ __all__ = ["BatchedTensor", "VmapMode", "BATCH_RULES", "add_batch_rule", "is_bat
 
 BATCH_RULES = {}
 _WARNED = set()
-_LEVELS = []  # active VmapModes, outermost first
+
+
+class _VmapStacks(threading.local):
+    # per thread, like the mode stack the VmapModes sit on (ember._core.state)
+    def __init__(self):
+        self.levels = []   # active VmapModes, outermost first
+        self.running = []  # the VmapModes whose batching rules are running, innermost last
+
+
+_STACKS = _VmapStacks()
 
 
 def _op(name):
@@ -82,15 +92,13 @@ def is_batched(t, level=None):
 
 
 def current_level():
-    return _LEVELS[-1].level if _LEVELS else 0
-
-
-_RUNNING = []  # the VmapModes whose batching rules are running, innermost last
+    levels = _STACKS.levels
+    return levels[-1].level if levels else 0
 
 
 def current_mode():
     """The vmap level whose batching rule is running (rules read its randomness)."""
-    return _RUNNING[-1]
+    return _STACKS.running[-1]
 
 
 def add_batch_rule(*names):
@@ -413,11 +421,11 @@ class VmapMode(DispatchMode):
         self.randomness = randomness
 
     def __enter__(self):
-        _LEVELS.append(self)
+        _STACKS.levels.append(self)
         return super().__enter__()
 
     def __exit__(self, *exc):
-        _LEVELS.remove(self)
+        _STACKS.levels.remove(self)
         return super().__exit__(*exc)
 
     def _unwrap(self, args):
@@ -450,11 +458,11 @@ class VmapMode(DispatchMode):
             return op(*args, **kwargs)
         if isinstance(op, InplaceOp):
             return self._inplace(op, args, phys, bdims, kwargs)
-        _RUNNING.append(self)
+        _STACKS.running.append(self)
         try:
             out, out_bdims = _rule_for(op)(op, phys, bdims, kwargs, self.batch_size)
         finally:
-            _RUNNING.pop()
+            _STACKS.running.pop()
         out = self._wrap(out, out_bdims)
         if op.view and isinstance(out, BatchedTensor) and isinstance(args[0], Tensor):
             _mark_logical_view(out, args[0], op, kwargs)

@@ -7,12 +7,13 @@ graphs need no recursion limit.  Gradients are summed with ember's ``add``, so
 with ``create_graph=True`` the backward pass is itself recorded.
 """
 import heapq
+import threading
 
 import numpy as np
 
 from .._core.node import AccumulateGrad, grad_accumulator
-from .._core.state import STATE
-from .._core.tensor import Tensor, wrap
+from .._core.state import SHARED, STATE
+from .._core.tensor import Tensor, _version_of, wrap
 
 __all__ = ["run_backward"]
 
@@ -128,7 +129,10 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             run = needed is None or node in needed
             if type(node) is AccumulateGrad:
                 if accumulate and (capture is None or (node, 0) in capture):
-                    _accumulate_leaf(node, grads[0], create_graph)
+                    if STATE.intercept:
+                        _observed_apply(node, _accumulate_leaf, node, grads[0], create_graph)
+                    else:
+                        _accumulate_leaf(node, grads[0], create_graph)
                 continue
             if not run:
                 _release_edges(node, deps, ready, retain_graph)
@@ -145,7 +149,8 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 grads_in = (None,) * len(edges)
             else:
                 try:
-                    grads_in = node.apply(grads)
+                    grads_in = node.apply(grads) if not STATE.intercept else \
+                        _observed_apply(node, node.apply, grads)
                 except Exception as exc:
                     if node.trace is not None:
                         exc.add_note("Traceback of forward call that caused the error:\n" +
@@ -156,7 +161,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                         r = h(tuple(grads_in), tuple(grads))
                         if r is not None:
                             grads_in = r
-                if STATE.anomaly:
+                if SHARED.anomaly:
                     _check_nan(node, grads_in)
             if not retain_graph:
                 node.release()
@@ -186,7 +191,8 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
         # backward(inputs=[...]) also fills .grad of non-leaf inputs, as torch does
         for t, g in zip(inputs, results):
             if t.grad_fn is not None and g is not None:
-                t._grad = g if t._grad is None else t._grad + g
+                with _GRAD_LOCK:
+                    t._grad = g if t._grad is None else t._grad + g
     if inputs is not None and not accumulate:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
@@ -249,13 +255,8 @@ def _run_pre_hooks(node, grads):
         for nr, ref in node.retained.items():
             t = ref()
             if t is not None and grads[nr] is not None:
-                g = grads[nr]
-                if t._grad is None:
-                    t._grad = g.detach() if not STATE.grad_enabled else g
-                    if t._grad is g or np.shares_memory(t._grad._data, g._data):
-                        t._grad = wrap(g._data.copy())
-                else:
-                    t._grad = t._grad + g
+                with _GRAD_LOCK:
+                    _retain_into_grad(t, grads[nr])
     if node.pre_hooks:
         for h in node.pre_hooks:
             r = h(tuple(grads))
@@ -271,6 +272,22 @@ def _run_pre_hooks(node, grads):
     return grads
 
 
+# Serialises every write of a ``.grad`` made by the engine: backward passes running in
+# several threads on graphs that share leaves must each add their gradient (torch
+# locks per leaf).  One process-wide lock suffices: the critical section is one add,
+# and an uncontended acquire costs well under a microsecond per leaf and pass.
+_GRAD_LOCK = threading.Lock()
+
+
+def _retain_into_grad(t, g):
+    if t._grad is None:
+        t._grad = g.detach() if not STATE.grad_enabled else g
+        if t._grad is g or np.shares_memory(t._grad._data, g._data):
+            t._grad = wrap(g._data.copy())
+    else:
+        t._grad = t._grad + g
+
+
 def _accumulate_leaf(node, g, create_graph):
     t = node.variable()
     if t is None or g is None:
@@ -281,6 +298,14 @@ def _accumulate_leaf(node, g, create_graph):
         if g._data.dtype.kind == "c" and t._data.dtype.kind != "c":
             g = g.real
         g = wrap(g._data.astype(t._data.dtype)) if not create_graph else g.to(t.dtype)
+    with _GRAD_LOCK:
+        _add_into_grad(t, g, create_graph)
+    if t._post_acc_hooks:  # outside the lock: a hook may itself run backward
+        for h in list(t._post_acc_hooks):
+            h(t)
+
+
+def _add_into_grad(t, g, create_graph):
     if t._grad is None:
         if create_graph:
             t._grad = g
@@ -292,11 +317,7 @@ def _accumulate_leaf(node, g, create_graph):
     else:
         gd = t._grad._data
         np.add(gd, g._data, out=gd, casting="unsafe")
-        from .._core.tensor import _version_of
         _version_of(t._grad)[0] += 1
-    if t._post_acc_hooks:
-        for h in list(t._post_acc_hooks):
-            h(t)
 
 
 def _check_nan(node, grads_in):
@@ -304,3 +325,13 @@ def _check_nan(node, grads_in):
         if isinstance(g, Tensor) and np.isnan(g._data).any():
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             raise RuntimeError(msg)
+
+
+def _observed_apply(node, fn, *args):
+    """``fn(*args)`` (evaluating backward node ``node``), timed by a mode that observes
+    backward nodes: the profiler defines ``__ember_node__``."""
+    for m in reversed(STATE.modes):
+        observe = getattr(m, "__ember_node__", None)
+        if observe is not None:
+            return observe(node, fn, args)
+    return fn(*args)

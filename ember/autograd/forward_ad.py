@@ -9,18 +9,28 @@ backward pass through the (differentiable) vjp.  Every differentiable operator
 therefore has forward-mode AD, checked against finite differences and torch.
 """
 import collections
+import threading
 
 import numpy as np
 
 from .._core.dispatch import DispatchMode
-from .._core.state import STATE
+from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, wrap
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor", "enter_dual_level",
            "exit_dual_level"]
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
-_ACTIVE = []
+
+
+class _Levels(threading.local):
+    # forward AD is a dispatch mode, and dispatch modes are per thread: so is the level
+    # entered with it (torch's levels are process-wide; see ember._core.state)
+    def __init__(self):
+        self.active = []
+
+
+_LEVELS = _Levels()
 
 
 class _JvpCtx:
@@ -144,19 +154,20 @@ def _jvp(op, args, params, out, tangents):
 
 
 def enter_dual_level():
-    if _ACTIVE:
+    active = _LEVELS.active
+    if active:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     mode = _ForwardADMode()
     mode.__enter__()
-    _ACTIVE.append(mode)
-    STATE.forward += 1
+    active.append(mode)
+    SHARED.forward += 1
     return 0
 
 
 def exit_dual_level(*, level=None):
-    mode = _ACTIVE.pop()
+    mode = _LEVELS.active.pop()
     mode.__exit__(None, None, None)
-    STATE.forward -= 1
+    SHARED.forward -= 1
 
 
 class dual_level:
@@ -171,7 +182,7 @@ class dual_level:
 
 def make_dual(tensor, tangent, *, level=None):
     """A view of ``tensor`` that carries ``tangent`` (same shape) for forward AD."""
-    if not _ACTIVE:
+    if not _LEVELS.active:
         raise RuntimeError("To create a dual Tensor, you must be inside a dual_level context "
                            "(use ember.autograd.forward_ad.dual_level()).")
     if tuple(tangent.shape) != tuple(tensor.shape):
@@ -192,7 +203,8 @@ def unpack_dual(tensor, *, level=None):
     t = tensor._fw_tangent
     if t is None:
         return UnpackedDualTensor(tensor, None)
-    prev = _ACTIVE[-1] if _ACTIVE else None
+    active = _LEVELS.active
+    prev = active[-1] if active else None
     if prev is not None:
         prev.__exit__(None, None, None)
     try:

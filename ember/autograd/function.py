@@ -10,7 +10,7 @@ import functools
 import numpy as np
 
 from .._core.node import Node, _edge
-from .._core.state import STATE
+from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
@@ -178,8 +178,8 @@ class Function(metaclass=_FunctionMeta):
                               for a in args]
             ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
                            for a in args]
-            STATE.seq += 1
-            ctx.seq = STATE.seq
+            SHARED.seq += 1
+            ctx.seq = SHARED.seq
             ctx.n_out = len(results)
             ctx.out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor) else
                             ((), np.float32) for o in results]
@@ -255,8 +255,8 @@ class _OnceDiffNode(Node):
         self.versions = None
         self.saved_out = None
         self.in_meta = ()
-        STATE.seq += 1
-        self.seq = STATE.seq
+        SHARED.seq += 1
+        self.seq = SHARED.seq
 
     def apply(self, grads):
         raise RuntimeError("trying to differentiate twice a function that was marked with "

@@ -58,12 +58,15 @@ def _load():
 def status():
     """Whether the compiled kernels are in use: a dict with ``available`` (bool),
     ``reason`` (why not, or None), the library ``path``, ``compiler``, ``flags``,
-    ``openmp`` and the ``cache_dir``.  Builds the library if that was not tried yet."""
+    ``openmp``, the ``cache_dir`` in use and ``cache_refused`` (why the configured cache
+    directory was not trusted and a private one was used instead, or None).  Builds the
+    library if that was not tried yet."""
     if not _tried and ENABLED:
         _load()
     reason = _reason if ENABLED else "disabled by EMBER_CKERNELS=0"
     return dict(_info, available=ENABLED and _lib is not None, reason=reason,
-                cache_dir=_build.cache_dir())
+                cache_dir=_info.get("cache_dir", _build.cache_dir()),
+                cache_refused=_info.get("cache_refused"))
 
 
 def _fn(symbol, nargs):
@@ -194,9 +197,9 @@ def activation_vjp(name, g, x, tanh=False, dtypes=("f32", "f64")):
     """The fused ``g * d act(x)/dx`` as a Tensor when a vjp runs plainly -- no graph being
     recorded (``create_graph=False``), no mode (tracing, vmap, forward AD) or override
     active -- else None (the caller then writes the derivative in ember ops)."""
-    from ..state import STATE
+    from ..state import SHARED, STATE
     from ..tensor import Tensor, wrap
-    if (STATE.grad_enabled or STATE.intercept or STATE.forward or STATE.overrides
+    if (STATE.grad_enabled or STATE.intercept or SHARED.forward or SHARED.overrides
             or type(g) is not Tensor or type(x) is not Tensor):
         return None
     r = activation_backward(name, g._data, x._data, tanh, dtypes)

@@ -1,18 +1,37 @@
 """C source -> shared library, compiled once and cached on disk, loaded with ctypes.
 
 The cache key hashes the source, the compiler and its flags, the CPU (``-march=native``
-code is only valid on the machine that built it) and the Python/NumPy versions.  A
-library is compiled to a temporary file next to its final name and renamed into place,
-so concurrent processes (pytest workers, DataLoader workers) never load a half-written
-file; an advisory lock keeps them from compiling the same library twice.  A cached file
-that fails to load (truncated, corrupted) is rebuilt once.  Every failure is recorded
-as a reason string, never raised or warned: callers fall back to NumPy.
+code is only valid on the machine that built it) and the Python/NumPy versions.
+
+Loading a cached library runs its code, so the cache is trusted only as far as it is
+shown to be ours and intact:
+
+- The cache directory is created 0700.  An existing one is used only if it is a
+  directory owned by this user that no one else can write (not group/world-writable);
+  otherwise it is refused and a fresh private temporary directory is used for this
+  process (removed at exit), with the reason in ``info["cache_refused"]``.
+- Every library is recorded at build time with the SHA-256 of its bytes in
+  ``<library>.sha256``.  A library is loaded only if it is a regular file (no symlink)
+  owned by this user, not writable by others, whose bytes hash to the recorded value.
+  The bytes are hashed from an open descriptor and that same descriptor's file is
+  loaded (``/proc/self/fd``), so the file cannot be swapped between check and load.
+  A truncated or corrupted library (which ``dlopen`` may map and then crash on with
+  SIGBUS) or one planted under the predictable name fails the check and is rebuilt.
+- Library and record are written to temporary files, flushed to disk and renamed into
+  place (record last), so concurrent processes (pytest workers, DataLoader workers)
+  never see a half-written file; an advisory lock keeps them from compiling the same
+  library twice, and a reader that finds a stale record waits for the lock.
+
+Every failure is recorded as a reason string, never raised or warned: callers fall back
+to NumPy.
 """
+import atexit
 import ctypes
 import hashlib
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -82,19 +101,105 @@ def _compile(cc, flags, src_path, out_path):
     return None
 
 
+def _digest_fd(fd):
+    h = hashlib.sha256()
+    os.lseek(fd, 0, os.SEEK_SET)
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return h.hexdigest()
+        h.update(b)
+
+
+def _owned_private(st):
+    """Why ``st`` may not be trusted (owner, others' write bits), or None."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is not None and st.st_uid != uid:
+        return f"owned by uid {st.st_uid}, not by this user (uid {uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def check_dir(d):
+    """Why directory ``d`` may not hold libraries this process loads, or None."""
+    try:
+        st = os.lstat(d)
+    except OSError as e:
+        return f"cannot stat: {e}"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(d)  # a link to a private directory of ours is fine
+        except OSError as e:
+            return f"dangling symlink: {e}"
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory"
+    return _owned_private(st)
+
+
+def _record_path(path):
+    return path + ".sha256"
+
+
+def _read_record(path):
+    """The SHA-256 recorded for library ``path`` at build time, or None."""
+    rec = _record_path(path)
+    try:
+        fd = os.open(rec, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        if _owned_private(os.fstat(fd)) is not None:
+            return None
+        text = os.read(fd, 4096).decode("ascii", "replace").split()
+    finally:
+        os.close(fd)
+    if len(text) >= 2 and text[1] == os.path.basename(path) and len(text[0]) == 64:
+        return text[0]
+    return None
+
+
+def _open_verified(path):
+    """A descriptor open on ``path`` if it is our own regular file whose bytes hash to the
+    recorded value; else None (missing, planted, truncated or corrupted)."""
+    want = _read_record(path)
+    if want is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and _owned_private(st) is None and _digest_fd(fd) == want:
+            fd, keep = -1, fd
+            return keep
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def _load(path, check):
-    """ctypes handle of ``path``, or None when it does not load or ``check`` rejects it."""
+    """ctypes handle of the verified library ``path``, or None when it fails verification,
+    does not load or ``check`` rejects it."""
+    fd = _open_verified(path)
+    if fd is None:
+        return None
+    # load the very file that was hashed: a path could be swapped after the check
+    target = f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else path
     # libgomp reads OMP_WAIT_POLICY when it is first loaded: passive waiting keeps its idle
     # threads from spinning against OpenBLAS's after a parallel kernel
     prior = os.environ.get("OMP_WAIT_POLICY")
     if prior is None:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
-        lib = ctypes.CDLL(path)
+        lib = ctypes.CDLL(target)
         return lib if check(lib) else None
     except (OSError, AttributeError):
         return None
     finally:
+        os.close(fd)
         if prior is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
 
@@ -119,34 +224,64 @@ class _Lock:
             self.f.close()  # closing releases the lock
 
 
+_PRIVATE = []  # the fallback directory of this process, once made
+
+
+def _private_dir():
+    if not _PRIVATE:
+        d = tempfile.mkdtemp(prefix="ember-kernels-")  # 0700, owned by us
+        atexit.register(shutil.rmtree, d, True)
+        _PRIVATE.append(d)
+    return _PRIVATE[0]
+
+
+def _usable_cache_dir():
+    """``(directory, why the configured one was refused or None)``."""
+    d = cache_dir()
+    refused = None
+    try:
+        if not os.path.lexists(d):
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            os.chmod(d, 0o700)  # makedirs' mode is masked by the umask
+    except OSError as e:
+        refused = f"cannot create the kernel cache directory {d}: {e}"
+    if refused is None:
+        why = check_dir(d)
+        if why is None:
+            return d, None
+        refused = f"kernel cache directory {d} refused: {why}"
+    try:
+        return _private_dir(), refused + "; using a private temporary directory"
+    except OSError as e:
+        raise BuildError(f"{refused}; no private temporary directory either: {e}") from None
+
+
 def build(name, source, check):
     """Load the library for ``source`` (compiling and caching it first if needed).
 
     ``check(lib)`` must return True for a usable library.  Returns ``(lib, info)`` with
-    ``info`` a dict (path, compiler, flags, openmp, compiled: whether this call compiled);
-    raises `BuildError` with the reason when no library can be had.
+    ``info`` a dict (path, compiler, flags, openmp, compiled: whether this call compiled,
+    cache_dir: the directory used, cache_refused: why the configured one was not, or
+    None); raises `BuildError` with the reason when no library can be had.
     """
     cc = find_compiler()
     if cc is None:
         raise BuildError("no C compiler found (set $CC or put cc/gcc/clang on PATH)")
-    d = cache_dir()
-    try:
-        os.makedirs(d, exist_ok=True)
-    except OSError as e:
-        raise BuildError(f"cannot create the kernel cache directory {d}: {e}") from None
+    d, refused = _usable_cache_dir()
     errors = []
     for extra in (OPENMP_FLAGS, FALLBACK_FLAGS):
         flags = BASE_FLAGS + extra
         path = os.path.join(d, f"{name}-{_key(source, cc, flags)}.so")
         info = {"path": path, "compiler": " ".join(cc), "flags": " ".join(flags),
-                "openmp": extra is OPENMP_FLAGS, "compiled": False}
-        if os.path.exists(path):
+                "openmp": extra is OPENMP_FLAGS, "compiled": False, "cache_dir": d,
+                "cache_refused": refused}
+        if os.path.lexists(path):
             lib = _load(path, check)
             if lib is not None:
                 return lib, info
         with _Lock(path + ".lock"):
             # another process may have finished it while this one waited for the lock
-            if os.path.exists(path):
+            if os.path.lexists(path):
                 lib = _load(path, check)
                 if lib is not None:
                     return lib, info
@@ -158,23 +293,59 @@ def build(name, source, check):
                 return lib, info
             err = f"{path} was built but does not load"
         errors.append(err)
+    if refused:
+        errors.insert(0, refused)
     raise BuildError("\n".join(errors))
+
+
+def _fsync_file(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        return _digest_fd(fd)
+    finally:
+        os.close(fd)
 
 
 def _build_file(cc, flags, source, path, d):
     fd, tmp_so = tempfile.mkstemp(suffix=".so.tmp", dir=d)
     os.close(fd)
     src = tmp_so[:-len(".so.tmp")] + ".c"
+    tmp_rec = tmp_so[:-len(".so.tmp")] + ".sha256.tmp"
     try:
         with open(src, "w") as f:
             f.write(source)
         err = _compile(cc, flags, src, tmp_so)
         if err is None:
-            os.replace(tmp_so, path)  # atomic: readers see the old file or the whole new one
+            os.chmod(tmp_so, 0o700)  # the linker's mode follows the umask
+            digest = _fsync_file(tmp_so)
+            rfd = os.open(tmp_rec, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(rfd, "w") as f:
+                f.write(f"{digest}  {os.path.basename(path)}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            # atomic renames: readers see the old file or the whole new one; a reader that
+            # meets the new library with the old record fails the check and waits for the lock
+            os.replace(tmp_so, path)
+            os.replace(tmp_rec, _record_path(path))
+            _fsync_dir(d)
         return err
     finally:
-        for p in (src, tmp_so):
+        for p in (src, tmp_so, tmp_rec):
             try:
                 os.unlink(p)
             except OSError:
                 pass
+
+
+def _fsync_dir(d):
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
