@@ -16,12 +16,18 @@ __all__ = ["get_worker_info", "WorkerInfo", "ExceptionWrapper"]
 _worker_info = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkerInfo:
+    """Information about the current DataLoader worker process: ``id`` (0 to
+    ``num_workers - 1``), ``num_workers``, the ``seed`` set for this worker, ``dataset``
+    (this worker's copy of the dataset object), ``rng`` (an optional RNG state container,
+    None) and ``worker_method`` ("multiprocessing")."""
     id: int
     num_workers: int
     seed: int
     dataset: object
+    rng: object = None
+    worker_method: str = "multiprocessing"
 
 
 def get_worker_info():
@@ -42,12 +48,19 @@ class ExceptionWrapper:
     def reraise(self):
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
-            msg = KeyErrorMessage(msg)
+            msg = KeyErrorMessage(msg)  # KeyError would repr() the message
+        elif getattr(self.exc_type, "message", None):
+            raise self.exc_type(message=msg)  # types whose first argument is not the text
         try:
             exc = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - exception types with unusual constructors
             raise RuntimeError(msg) from None
-        raise exc
+        try:
+            raise exc
+        finally:
+            # a local naming the exception would tie it to its own traceback, and that
+            # cycle would keep the DataLoader iterator (and its workers) alive until gc
+            del exc
 
 
 class KeyErrorMessage(str):
@@ -67,53 +80,66 @@ class ResumeIteration:
 
 
 def worker_loop(dataset_kind, dataset, index_queue, data_queue, collate_fn, auto_collation,
-                batch_size, drop_last, seed, init_fn, worker_id, num_workers, parent_pid):
-    global _worker_info
+                batch_size, drop_last, seed, init_fn, worker_id, num_workers, parent_pid,
+                done_event=None):
     from .fetch import create_fetcher
     try:
-        random.seed(seed)
-        from ... import manual_seed
-        manual_seed(seed)
-        _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
-        init_error = None
+        _serve(dataset_kind, dataset, index_queue, data_queue, collate_fn, auto_collation,
+               batch_size, drop_last, seed, init_fn, worker_id, num_workers, parent_pid,
+               done_event, create_fetcher)
+    except KeyboardInterrupt:
+        pass  # the main process gets it too, and shuts the workers down
+    finally:
+        # results nobody reads any more must not keep this process from exiting
+        data_queue.cancel_join_thread()
+        data_queue.close()
+
+
+def _serve(dataset_kind, dataset, index_queue, data_queue, collate_fn, auto_collation,
+           batch_size, drop_last, seed, init_fn, worker_id, num_workers, parent_pid,
+           done_event, create_fetcher):
+    global _worker_info
+    random.seed(seed)
+    from ... import manual_seed
+    manual_seed(seed)
+    _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
+    init_error = None
+    try:
+        if init_fn is not None:
+            init_fn(worker_id)
+        fetcher = create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                 batch_size, drop_last)
+    except Exception:  # noqa: BLE001 - reported for the first batch request
+        init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+    exhausted = False
+    while True:
         try:
-            if init_fn is not None:
-                init_fn(worker_id)
+            r = index_queue.get(timeout=5.0)
+        except queue.Empty:
+            if os.getppid() != parent_pid or (done_event is not None and done_event.is_set()):
+                return  # the main process died or is shutting down: do not linger
+            continue
+        if r is None or (done_event is not None and done_event.is_set()):
+            return
+        if isinstance(r, ResumeIteration):
             fetcher = create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
                                      batch_size, drop_last)
-        except Exception:  # noqa: BLE001 - reported for the first batch request
-            init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-        exhausted = False
-        while True:
-            try:
-                r = index_queue.get(timeout=5.0)
-            except queue.Empty:
-                if os.getppid() != parent_pid:
-                    return  # the main process died: do not linger
-                continue
-            if r is None:
-                return
-            if isinstance(r, ResumeIteration):
-                fetcher = create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
-                                         batch_size, drop_last)
-                exhausted = False
-                continue
-            idx, indices = r
-            if init_error is not None:
-                data_queue.put((idx, init_error))
-                init_error = None
-                continue
-            if exhausted:
-                data_queue.put((idx, IterableStop(worker_id)))
-                continue
-            try:
-                data = fetcher.fetch(indices)
-            except StopIteration:
-                exhausted = True
-                data = IterableStop(worker_id)
-            except Exception:  # noqa: BLE001 - carried to the main process
-                data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-            data_queue.put((idx, data))
-            del data
-    except KeyboardInterrupt:
-        pass
+            exhausted = False
+            continue
+        idx, indices = r
+        if init_error is not None:
+            data_queue.put((idx, init_error))
+            init_error = None
+            continue
+        if exhausted:
+            data_queue.put((idx, IterableStop(worker_id)))
+            continue
+        try:
+            data = fetcher.fetch(indices)
+        except StopIteration:
+            exhausted = True
+            data = IterableStop(worker_id)
+        except Exception:  # noqa: BLE001 - carried to the main process
+            data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+        data_queue.put((idx, data))
+        del data

@@ -1,15 +1,25 @@
 """DataLoader: batches from a dataset, in the main process or in worker processes.
 
 With ``num_workers > 0`` each worker is a real process with its own index queue;
-results come back on one queue and are yielded in sampler order.  A worker's
-exception is re-raised in the main process with the worker's traceback; a
-worker that dies (killed, segfault) raises a RuntimeError instead of hanging,
-and ``timeout`` bounds the wait for any batch.
+results come back on one queue and are yielded in sampler order (or as they arrive
+with ``in_order=False``).  A worker's exception is re-raised in the main process with
+the worker's traceback, as torch does: the failed batch is skipped and the iterator
+stays usable, so a program may catch the error and go on iterating (or start a new
+iterator).  A worker that dies (killed, segfault) raises a RuntimeError instead of
+hanging, and ``timeout`` bounds the wait for any batch.
+
+Workers are shut down on every exit path: exhaustion, ``break`` (the iterator is
+dropped), an exception in the main process, garbage collection of the iterator, and
+interpreter exit (a ``weakref.finalize``, which also runs at exit, stops the workers of
+iterators still alive, and workers do not wait to flush results nobody reads), so an
+uncaught exception never leaves the process hanging at exit.
 """
 import itertools
 import multiprocessing
+import os
 import queue
 import time
+import weakref
 
 from . import _worker
 from ._collate import default_collate, default_convert
@@ -21,6 +31,37 @@ __all__ = ["DataLoader", "get_worker_info"]
 
 get_worker_info = _worker.get_worker_info
 _POLL = 1.0  # seconds between liveness checks while waiting for a batch
+_JOIN_TIMEOUT = 5.0  # seconds a worker gets to exit before it is terminated
+
+
+def _shutdown_workers(owner_pid, workers, index_queues, result_queue, done_event):
+    """Stop ``workers`` and close the queues.  Run by a ``weakref.finalize`` of the
+    iterator: it holds the queues strongly, so when the iterator dies in a reference
+    cycle the queues' own finalizers (which stop their feeder threads) cannot run
+    first and swallow the stop messages; ``finalize`` also runs it at interpreter exit."""
+    if os.getpid() != owner_pid:
+        return  # a forked copy of the registry: the workers belong to the parent
+    try:
+        done_event.set()  # workers skip the indices still queued
+        for iq in index_queues:
+            try:
+                iq.put(None)
+            except (OSError, ValueError, RuntimeError):  # closed, or at interpreter exit
+                pass
+        deadline = time.monotonic() + _JOIN_TIMEOUT
+        for w in workers:
+            w.join(timeout=max(0.0, deadline - time.monotonic()))
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+                w.join(timeout=1.0)
+            if w.is_alive():
+                w.kill()
+                w.join(timeout=1.0)
+    finally:
+        for q in index_queues + [result_queue]:
+            q.cancel_join_thread()
+            q.close()
 
 
 class DataLoader:
@@ -171,25 +212,34 @@ class _MultiProcessIter:
         self.num_workers = loader.num_workers
         self.prefetch = loader.prefetch_factor * loader.num_workers
         self.timeout = loader.timeout
+        self.shutdown = False
         self.result_queue = ctx.Queue()
+        self.done_event = ctx.Event()
         self.index_queues = []
         self.workers = []
+        # filled as workers start: a half-built iterator still stops the ones it started
+        self._finalizer = weakref.finalize(self, _shutdown_workers, os.getpid(), self.workers,
+                                           self.index_queues, self.result_queue,
+                                           self.done_event)
         seed = _base_seed(loader)
-        import os
-        for wid in range(self.num_workers):
-            iq = ctx.Queue()
-            w = ctx.Process(
-                target=_worker.worker_loop,
-                args=(loader._dataset_kind, loader.dataset, iq, self.result_queue,
-                      loader.collate_fn, loader._auto_collation, loader.batch_size,
-                      loader.drop_last, seed + wid, loader.worker_init_fn, wid,
-                      self.num_workers, os.getpid()),
-                daemon=True)
-            w.start()
-            self.index_queues.append(iq)
-            self.workers.append(w)
-        self.shutdown = False
-        self._start_epoch(first=True)
+        try:
+            for wid in range(self.num_workers):
+                iq = ctx.Queue()
+                iq.cancel_join_thread()  # never block exit on indices a dead worker won't read
+                self.index_queues.append(iq)
+                w = ctx.Process(
+                    target=_worker.worker_loop,
+                    args=(loader._dataset_kind, loader.dataset, iq, self.result_queue,
+                          loader.collate_fn, loader._auto_collation, loader.batch_size,
+                          loader.drop_last, seed + wid, loader.worker_init_fn, wid,
+                          self.num_workers, os.getpid(), self.done_event),
+                    daemon=True)
+                w.start()
+                self.workers.append(w)
+            self._start_epoch(first=True)
+        except BaseException:
+            self._shutdown()
+            raise
 
     def _start_epoch(self, first=False):
         self.sampler_iter = iter(self.loader._index_sampler)
@@ -273,36 +323,19 @@ class _MultiProcessIter:
                 self.rcvd_idx += 1
                 self._try_put_index()
                 return self._process(data)
+            if not self.loader.in_order:
+                del self.task_info[idx]  # a hole that the skip loop above steps over
+                self._try_put_index()
+                return self._process(data)
             self.reorder[idx] = data
 
     def _process(self, data):
+        # torch's semantics: the failed batch is consumed (its index was advanced past),
+        # the workers keep running, and the next call goes on with the next batch
         if isinstance(data, _worker.ExceptionWrapper):
-            self._shutdown()
             data.reraise()
         return data
 
     def _shutdown(self):
-        if self.shutdown:
-            return
         self.shutdown = True
-        for iq in self.index_queues:
-            try:
-                iq.put(None)
-            except (OSError, ValueError):
-                pass
-        for w in self.workers:
-            w.join(timeout=2.0)
-            if w.is_alive():
-                w.terminate()
-                w.join(timeout=1.0)
-        for q in self.index_queues + [self.result_queue]:
-            q.cancel_join_thread()
-            q.close()
-
-    def __del__(self):
-        try:
-            self._shutdown()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
-
-
+        self._finalizer()  # runs once, whichever exit path comes first

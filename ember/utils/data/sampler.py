@@ -63,7 +63,11 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         rng = _np_rng(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            # drawn lazily, 32 at a time as torch does: programs ask for num_samples=1e10
+            # and stop early, and the whole draw would not fit in memory
+            for _ in range(self.num_samples // 32):
+                yield from rng.integers(0, n, size=32).tolist()
+            yield from rng.integers(0, n, size=self.num_samples % 32).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
