@@ -332,3 +332,233 @@ def test_lazy_mixin_needs_initialize_parameters():
                 return x
         with pytest.raises(NotImplementedError):
             M()(lib.ones(2))
+
+
+# ---- defects found by the differential fuzzer (issue 15) ---------------------------------
+
+def _same(fn, grad=False):
+    """Run ``fn(lib)`` in both libraries: same values/dtype/shape, or the same error type."""
+    out = {}
+    for lib in (torch, ember):
+        try:
+            out[lib.__name__] = fn(lib)
+        except Exception as e:  # noqa: BLE001 - the exception type is the result
+            out[lib.__name__] = e
+    t, e = out["torch"], out["ember"]
+    if isinstance(t, Exception):
+        kinds = (IndexError, TypeError, ValueError, RuntimeError)
+        tk = next(k for k in kinds if isinstance(t, k))
+        assert isinstance(e, tk) and type(e).__module__ in ("builtins", "ember") or \
+            isinstance(e, tk) and not type(e).__module__.startswith("numpy"), (e, t)
+        return t, e
+    assert not isinstance(e, Exception), f"ember raised {e!r}, torch returned {t}"
+    ts, es = (t if isinstance(t, tuple) else (t,)), (e if isinstance(e, tuple) else (e,))
+    for a, b in zip(ts, es):
+        assert str(b.dtype).split(".")[-1] == str(a.dtype).split(".")[-1]
+        assert tuple(b.shape) == tuple(a.shape)
+        np.testing.assert_allclose(_np(b.float() if b.dtype in (ember.bfloat16, ember.float16)
+                                       else b),
+                                   _np(a.float() if a.dtype in (torch.bfloat16, torch.float16)
+                                       else a), rtol=1e-6, atol=1e-6, equal_nan=True)
+    return t, e
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "float16",
+                                   "float32", "complex64", "bool"])
+@pytest.mark.parametrize("value", [2 ** 40, -300, 1e300, float("nan"), float("inf"), 3 + 4j,
+                                   -1, 70000.0])
+@pytest.mark.parametrize("how", ["setitem", "fill_", "masked_fill", "full", "index_fill"])
+def test_scalar_overflow_raises_like_torch(dtype, value, how):
+    def fn(lib):
+        dt = getattr(lib, dtype)
+        t = lib.zeros(3, dtype=dt)
+        if how == "setitem":
+            t[0] = value
+        elif how == "fill_":
+            t.fill_(value)
+        elif how == "masked_fill":
+            t = t.masked_fill(lib.tensor([True, False, True]), value)
+        elif how == "index_fill":
+            t = t.index_fill(0, lib.tensor([1]), value)
+        else:
+            t = lib.full((2,), value, dtype=dt)
+        return t
+    t, e = _same(fn)
+    if isinstance(t, Exception) and "overflow" in str(t):
+        assert isinstance(e, RuntimeError) and "without overflow" in str(e)
+
+
+def test_int32_setitem_overflow_message():
+    t = ember.zeros(3, dtype=ember.int32)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int without "
+                                           "overflow"):
+        t[0] = 2 ** 40
+    assert t.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("index", [
+    lambda lib: (True, lib.tensor([0, 1])), lambda lib: (lib.tensor([0, 1]), True),
+    lambda lib: (0, True, [1, 2]), lambda lib: (False, [0, 1]), lambda lib: (True,),
+    lambda lib: (None, True, Ellipsis, lib.tensor([1, 0])), lambda lib: [[0, 1]],
+    lambda lib: (lib.tensor(1, dtype=lib.uint8),), lambda lib: lib.tensor([0, 1], dtype=lib.int32),
+    lambda lib: lib.tensor([0, 1], dtype=lib.int16), lambda lib: (lib.tensor([0]), slice(None, None, 0)),
+])
+def test_bool_and_index_forms_match_torch(index):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's uint8-index deprecation
+        _same(lambda lib: lib.arange(24).reshape(2, 3, 4)[index(lib)])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_adaptive_avg_pool_inf_stays_in_its_window(n):
+    x = RNG.standard_normal((2, 3) + (7,) * n)
+    x.reshape(-1)[5] = np.inf
+    x.reshape(-1)[40] = -np.inf
+    for osz in (3, 4, 1, 7):
+        def fn(lib):
+            xt = lib.tensor(x, requires_grad=True)
+            y = getattr(lib.nn.functional, f"adaptive_avg_pool{n}d")(xt, osz)
+            (g,) = lib.autograd.grad((y * lib.ones_like(y)).sum(), xt)
+            return y.detach(), g
+        _same(fn)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nan_in_ignored_row_does_not_poison_loss(smoothing, reduction):
+    x = RNG.standard_normal((4, 5))
+    x[1, 2] = np.nan
+    tgt = np.array([0, -100, 2, 4])
+
+    def ce(lib):
+        xt = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.cross_entropy(xt, lib.tensor(tgt), reduction=reduction,
+                                            label_smoothing=smoothing)
+        (g,) = lib.autograd.grad(y.sum(), xt)
+        return y.detach(), g
+
+    def nll(lib):
+        return lib.nn.functional.nll_loss(lib.tensor(x), lib.tensor(tgt), reduction=reduction)
+    _same(ce)
+    _same(nll)
+    assert not np.isnan(_np(ember.nn.functional.nll_loss(ember.tensor(x), ember.tensor(tgt))))
+
+
+@pytest.mark.parametrize("name,x,w", [
+    ("conv1d", (0, 4, 5), (2, 4, 3)), ("conv2d", (0, 4, 5, 5), (2, 2, 3, 3)),
+    ("conv3d", (0, 4, 5, 5, 5), (2, 4, 3, 3, 3)), ("conv_transpose1d", (0, 4, 5), (4, 3, 3)),
+    ("conv_transpose2d", (0, 4, 5, 5), (4, 3, 3, 3))])
+def test_conv_empty_batch(name, x, w):
+    groups = 2 if name == "conv2d" else 1
+
+    def fn(lib):
+        xt = lib.zeros(x, dtype=lib.float64, requires_grad=True)
+        wt = lib.tensor(RNG.standard_normal(w), requires_grad=True)
+        y = getattr(lib.nn.functional, name)(xt, wt, lib.ones(wt.shape[0] if "transpose" not in
+                                                               name else wt.shape[1] * groups,
+                                                               dtype=lib.float64),
+                                            groups=groups)
+        gx, gw = lib.autograd.grad(y.sum(), (xt, wt))
+        return y.detach(), gx, gw
+    _same(fn)
+
+
+@pytest.mark.parametrize("kw", [{"stride": 0}, {"dilation": 0}, {"padding": -1}])
+def test_conv_bad_geometry_is_runtime_error(kw):
+    _same(lambda lib: lib.nn.functional.conv2d(lib.zeros(1, 3, 5, 5), lib.zeros(2, 3, 3, 3),
+                                               **kw))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_adaptive_max_pool_empty_batch(n):
+    def fn(lib):
+        xt = lib.zeros((0, 3) + (5,) * n, dtype=lib.float64, requires_grad=True)
+        y, i = getattr(lib.nn.functional, f"adaptive_max_pool{n}d")(xt, 2, return_indices=True)
+        (g,) = lib.autograd.grad(y.sum(), xt)
+        return y.detach(), i, g
+    _same(fn)
+
+
+def test_floor_divide_special_values():
+    vals = [0., -0., 1., -1., 2.5, -7., 0.1, np.inf, -np.inf, np.nan, 1e30]
+    a = np.array([x for x in vals for _ in vals])
+    b = np.array([y for _ in vals for y in vals])
+    for dt in ("float32", "float64", "float16"):
+        t, e = _same(lambda lib: lib.floor_divide(lib.tensor(a).to(getattr(lib, dt)),
+                                                  lib.tensor(b).to(getattr(lib, dt))))
+        ea, ta = _np(e.float()), _np(t.float())
+        keep = ~np.isnan(ta)  # the sign of a zero quotient matters, a NaN's does not
+        np.testing.assert_array_equal(np.signbit(ea[keep]), np.signbit(ta[keep]))
+
+
+@pytest.mark.parametrize("fn", ["relu", "relu6", "hardtanh", "elu", "selu", "celu", "threshold",
+                                "softshrink", "hardshrink", "leaky_relu"])
+def test_activation_gradients_at_nan_and_inf(fn):
+    def run(lib):
+        x = lib.tensor([np.nan, np.inf, -np.inf, 0.0, 0.5, -0.5, 6.0], requires_grad=True)
+        args = (0.5, 1.0) if fn == "threshold" else ()
+        y = getattr(lib.nn.functional, fn)(x, *args)
+        (g,) = lib.autograd.grad(y.sum(), x)
+        return y.detach(), g
+    _same(run)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib: lib.softmax(lib.tensor([1, 2, 3]), 0),
+    lambda lib: lib.log_softmax(lib.tensor([[1, 2]], dtype=lib.int32), 0),
+    lambda lib: lib.tensor([True]).softmax(-1),
+    lambda lib: lib.nn.functional.softmax(lib.tensor([1j]), 0),
+    lambda lib: lib.softmax(lib.tensor([1, 2]), 0, dtype=lib.float64),
+    lambda lib: lib.zeros(), lambda lib: lib.ones(), lambda lib: lib.empty(), lambda lib: lib.rand(),
+    lambda lib: lib.zeros(()),
+    lambda lib: lib.nn.functional.binary_cross_entropy(lib.tensor([0.5, 0.2]),
+                                                       lib.tensor([1.5, 0.0])),
+    lambda lib: lib.nn.functional.binary_cross_entropy(lib.tensor([0.5]), lib.tensor([np.nan])),
+    lambda lib: lib.nn.functional.binary_cross_entropy(lib.tensor([0.5]),
+                                                       lib.tensor([1.0], dtype=lib.float64)),
+    lambda lib: lib.nn.functional.cross_entropy(lib.tensor([[1, 2], [3, 4]]), lib.tensor([0, 1])),
+    lambda lib: lib.nn.functional.nll_loss(lib.tensor([[1, 2], [3, 4]]), lib.tensor([0, 1])),
+    lambda lib: lib.nn.functional.mse_loss(lib.tensor([1j]), lib.tensor([1j])),
+] + [
+    (lambda dt: lambda lib: lib.nn.functional.cross_entropy(
+        lib.zeros(2, 3), lib.tensor([0, 1]).to(getattr(lib, dt))))(dt)
+    for dt in ("int8", "int16", "int32", "uint8", "bool")
+] + [
+    (lambda dt, name: lambda lib: getattr(lib.nn.functional, name)(
+        lib.ones(1, 2, 4, 4).to(getattr(lib, dt)), 2))(dt, name)
+    for dt in ("bool", "int32", "int64", "complex64", "float16")
+    for name in ("max_pool2d", "avg_pool2d", "adaptive_max_pool2d", "adaptive_avg_pool2d")
+    if (dt, name) != ("int64", "avg_pool2d")  # torch has an int64 kernel, ember not yet
+])
+def test_accepted_where_torch_raises(case):
+    _same(case)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib: lib.zeros(2 ** 40, 2 ** 20),
+    lambda lib: lib.empty(2 ** 62),
+    lambda lib: lib.randn(2 ** 62, dtype=lib.complex128),
+    lambda lib: lib.zeros(2 ** 70),
+    lambda lib: lib.nn.functional.conv2d(lib.zeros(1, 3, 5, 5), lib.zeros(2, 3, 3, 3), stride=0),
+    lambda lib: lib.full((2,), -1, dtype=lib.uint8),
+    lambda lib: lib.full_like(lib.zeros(2), -173, dtype=lib.uint8),
+])
+def test_no_numpy_exception_reaches_the_user(case):
+    t, e = _same(case)
+    if isinstance(e, Exception):
+        assert not type(e).__module__.startswith("numpy")
+        assert not isinstance(e, (MemoryError, ZeroDivisionError))
+
+
+def test_numpy_error_in_a_kernel_becomes_runtime_error():
+    from ember._core.dispatch import apply
+    from ember._core.op import Op
+
+    def kernel(xp, x):
+        return np.pad(x, ((-1, 0),))  # NumPy: ValueError "index can't contain negative ..."
+    op = Op("_fuzz_probe", kernel, None, differentiable=False)
+    with pytest.raises(RuntimeError, match=r"_fuzz_probe: .*inputs: \[2\] float32"):
+        apply(op, (ember.zeros(2),), {})
+    with pytest.raises(IndexError):  # torch's dim error for NumPy's AxisError
+        apply(Op("_fuzz_axis", lambda xp, x: x.sum(axis=3), None, differentiable=False),
+              (ember.zeros(2),), {})

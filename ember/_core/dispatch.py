@@ -13,9 +13,10 @@ import numbers
 import numpy as np
 
 from . import dtype as _dt
+from .errors import NUMPY_ERRORS, translate
 from .device import XP_BY_ARRAY_TYPE, backend_for_type
 from .node import record
-from .state import STATE
+from .state import SHARED, STATE
 from .tensor import Tensor, _version_of, wrap
 
 __all__ = ["apply", "apply_inplace", "DispatchMode", "overridable", "NeedsOverride",
@@ -82,7 +83,13 @@ def apply(op, args, params):
     if STATE.intercept:
         return _apply_mode(op, args, params)
     arrays, rg, xp = _unwrap(args)
-    r = op.kernel(xp, *arrays, **params)
+    try:
+        r = op.kernel(xp, *arrays, **params)
+    except NUMPY_ERRORS as e:
+        t = translate(op.name, arrays, e)
+        if t is None:
+            raise
+        raise t from None
     if op.n_out == 1:
         if type(r) is not _ndarray:
             r = _as_array(r, xp)
@@ -207,7 +214,13 @@ def apply_inplace(op, target, args, params):
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     if not track:
         arrays, _, xp = _unwrap(full)
-        r = op.kernel(xp, *arrays, **params)
+        try:
+            r = op.kernel(xp, *arrays, **params)
+        except NUMPY_ERRORS as e:
+            t = translate(op.name, arrays, e)
+            if t is None:
+                raise
+            raise t from None
         if type(r) is not _ndarray:
             r = _as_array(r, xp)
         copy_into(target, r)
@@ -360,7 +373,7 @@ def register_override_type(cls):
 
     Tensor subclasses defining ``__ember_function__`` are registered when they are
     created; other tensor-likes register here (fx Proxies instead raise
-    ``STATE.overrides`` while one is alive).  Unregistered types are still honoured
+    ``SHARED.overrides`` while one is alive).  Unregistered types are still honoured
     wherever the dispatcher meets them, but a composite that reads ``.shape`` first
     would fail.  While any override is possible, public functions scan their arguments
     (the only cost; nothing is scanned otherwise)."""
@@ -369,7 +382,7 @@ def register_override_type(cls):
     target = SUBCLASS_OVERRIDES if issubclass(cls, Tensor) else OVERRIDE_TYPES
     if cls not in target:
         target.add(cls)
-        STATE.overrides += 1
+        SHARED.overrides += 1
 
 
 def unregister_override_type(cls):
@@ -377,7 +390,7 @@ def unregister_override_type(cls):
     for target in (SUBCLASS_OVERRIDES, OVERRIDE_TYPES):
         if cls in target:
             target.discard(cls)
-            STATE.overrides -= 1
+            SHARED.overrides -= 1
 
 
 def _collect_overrides(a, found):
@@ -425,7 +438,7 @@ def handle_override(public, args, kwargs):
 def overridable(fn, name=None):
     """Make public function (or Tensor method) ``fn`` honour ``__ember_function__``.
 
-    Arguments are scanned for override types only while ``STATE.overrides`` is raised,
+    Arguments are scanned for override types only while ``SHARED.overrides`` is raised,
     so the eager hot path pays one attribute test; an override the dispatcher meets
     otherwise (`NeedsOverride`) is routed too.  The override receives the returned
     wrapper as ``func``.  Wrapping an overridable function again wraps its
@@ -435,12 +448,17 @@ def overridable(fn, name=None):
 
     @functools.wraps(fn)
     def public(*args, **kwargs):
-        if STATE.overrides and _override_types(args, kwargs):
+        if SHARED.overrides and _override_types(args, kwargs):
             return handle_override(public, args, kwargs)
         try:
             return fn(*args, **kwargs)
         except NeedsOverride:
             return handle_override(public, args, kwargs)
+        except NUMPY_ERRORS as e:  # a NumPy exception from a composite: torch's type
+            t = translate(public.__name__, args, e)
+            if t is None:
+                raise
+            raise t from None
     public.__wrapped_impl__ = fn
     if name is not None:
         public.__name__ = name

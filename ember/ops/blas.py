@@ -787,6 +787,8 @@ Tensor.tensordot = tensordot
 def _cross_kernel(xp, a, b, dim):
     if a.dtype != b.dtype:
         raise RuntimeError(_scalar_type_msg(a.dtype, b.dtype))
+    if a.dtype.kind == "b":
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if a.dtype in _HALF:
         return xp.cross(a.astype(_F32), b.astype(_F32), axis=dim).astype(a.dtype)
     return xp.cross(a, b, axis=dim)

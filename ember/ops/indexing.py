@@ -17,6 +17,7 @@ from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
                        write_out, wrap)
+from ._scalar_check import check_scalar_fits
 from .views import _FULL, INDEX_VIEW, INDEX_VIEW_BACKWARD, SELECT, SLICE
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
@@ -28,6 +29,7 @@ __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
 _SAVE_FROM_1 = tuple(range(1, 72))
 _SAVE_FROM_2 = tuple(range(2, 72))
 _INT_KINDS = "iu"
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
 def _zeros(shape, dt):
@@ -62,7 +64,7 @@ def _as_index_array(obj):
         warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
                       "torch.bool instead.", UserWarning, stacklevel=4)
         a = a.astype(bool)
-    if a.dtype.kind not in "biu":
+    if a.dtype.kind != "b" and a.dtype not in _INDEX_DTYPES:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return a
 
@@ -78,11 +80,24 @@ def _norm_slice(s, n):
     return slice(start, stop, step).indices(n)
 
 
+def _as_tuple(item):
+    """torch's treatSequenceAsTuple: a short list holding a tensor, a sequence, a slice,
+    None or Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``)."""
+    if type(item) is tuple:
+        return item
+    if type(item) is list and len(item) < 32 and any(
+            x is None or x is Ellipsis or isinstance(x, (Tensor, list, tuple, slice))
+            for x in item):
+        return tuple(item)
+    return (item,)
+
+
 def _parse(shape, item):
     """(basic key for a view, advanced indices over that view's dims or None)."""
-    items = item if type(item) is tuple else (item,)
+    items = _as_tuple(item)
     conv = []
     consumed = 0
+    bad_dtype = None  # torch checks index tensor dtypes after the ints and slices
     for it in items:
         if it is None or it is Ellipsis or type(it) is slice:
             conv.append(it)
@@ -101,13 +116,22 @@ def _parse(shape, item):
             conv.append(int(it._data))
             consumed += 1
             continue
-        a = _as_index_array(it)
+        try:
+            a = _as_index_array(it)
+        except IndexError as e:
+            bad_dtype = bad_dtype or e
+            conv.append(slice(None))
+            consumed += 1
+            continue
         if a is None:
             if hasattr(it, "__index__") and not isinstance(it, float):
                 conv.append(operator.index(it))
                 consumed += 1
                 continue
             raise IndexError(_BAD_INDEX.format(type(it).__name__))
+        if a.ndim == 0 and a.dtype == bool:  # a 0-dim (uint8) mask acts as a Python bool
+            conv.append(bool(a))
+            continue
         conv.append(it if isinstance(it, Tensor) and it._data is a else a)
         consumed += a.ndim if a.dtype == bool else 1
     ndim = len(shape)
@@ -120,19 +144,21 @@ def _parse(shape, item):
     has_adv = False
     d = 0
     for c in conv:
-        if c is None or c is True:
+        if c is None:
             basic.append(None)
             adv.append(None)
-        elif c is False:
+        elif c is True or c is False:
+            # torch: a new dim of size 1, indexed by an index tensor [0] (True) or [] (False)
+            # that broadcasts with the other advanced indices
             basic.append(None)
-            adv.append(np.zeros(0, dtype=np.int64))
+            adv.append(np.zeros(int(c), dtype=np.int64))
             has_adv = True
         elif c is Ellipsis:
             k = ndim - consumed
             basic.extend([_FULL] * k)
             adv.extend([None] * k)
             d += k
-            consumed = ndim  # a second Ellipsis expands to nothing (torch allows only one)
+            consumed = ndim  # a second Ellipsis expands to nothing
         elif type(c) is int:
             n = shape[d]
             if not -n <= c < n:
@@ -149,14 +175,17 @@ def _parse(shape, item):
             k = c.ndim if c.dtype == bool else 1
             if c.dtype == bool:
                 for j in range(k):
-                    if c.shape[j] != shape[d + j]:
-                        raise IndexError(f"The shape of the mask {list(c.shape)} at index {j} "
-                                         f"does not match the shape of the indexed tensor "
-                                         f"{list(shape[d:])} at index {j}")
+                    if c.shape[j] != shape[d + j] and bad_dtype is None:
+                        bad_dtype = IndexError(
+                            f"The shape of the mask {list(c.shape)} at index {j} does not "
+                            f"match the shape of the indexed tensor {list(shape[d:])} at index "
+                            f"{j}")
             basic.extend([_FULL] * k)
             adv.append(orig)
             d += k
             has_adv = True
+    if bad_dtype is not None:
+        raise bad_dtype
     while basic and basic[-1] == _FULL:
         basic.pop()
     if not has_adv:
@@ -305,6 +334,8 @@ def _fit_value(value, shape):
 
 
 def _setitem(self, item, value):
+    if isinstance(value, numbers.Number) and not isinstance(value, Tensor):
+        _check_setitem_scalar(value, self._data.dtype)  # torch converts the value first
     key, adv = _parse(self._data.shape, item)
     target = _basic_view(self, key)
     if isinstance(value, Tensor) and value.device != self.device:
@@ -318,6 +349,8 @@ def _setitem(self, item, value):
         target.copy_(value)
         return
     idx = _wrap_indices(adv)
+    if type(item) is bool and isinstance(value, Tensor):
+        value = value.to(self.dtype)  # t[True] = v is a copy for torch (it casts)
     if isinstance(value, Tensor):
         if value._data.ndim:
             probe = np.broadcast_to(np.empty((), bool), target._data.shape)[
@@ -332,6 +365,15 @@ def _setitem(self, item, value):
             else:
                 _index_put_args(target, adv, value)
     apply_inplace(INDEX_PUT, target, (value,) + idx, {"accumulate": False})
+
+
+def _check_setitem_scalar(value, dt):
+    # torch parses the scalar as int64 or double first ("Overflow when unpacking long long"),
+    # and writes half types through double, so they saturate instead of raising
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and \
+            not -(1 << 63) <= int(value) < (1 << 63):
+        raise ValueError("Overflow when unpacking long long")
+    check_scalar_fits(value, dt, check_float_range=dt.itemsize > 2)
 
 
 Tensor.__getitem__ = _getitem
@@ -836,10 +878,19 @@ def _index_copy_(self, dim, index, source):
     return apply_inplace(INDEX_COPY, self, (index, source), {"dim": d})
 
 
-def _fill_value(name, value):
+def _fill_value(name, value, input=None):
     if isinstance(value, Tensor) and value._data.ndim:
         raise RuntimeError(f"{name} only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value._data.ndim} dimension(s).")
+    if input is not None and isinstance(input, Tensor):
+        dt = input._data.dtype
+        if name == "index_fill_" and isinstance(value, complex) and dt.kind not in "cV":
+            raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is "
+                               "not supported")
+        check_scalar_fits(value, dt)
+        if type(value) is int and dt.kind in "iu":
+            # C's wrap-around that torch applies (-1 in uint8 is 255); NumPy refuses it
+            value = np.array(value, dtype=np.int64).astype(dt)[()]
     return value
 
 
@@ -847,12 +898,13 @@ def _fill_value(name, value):
 def index_fill(input, dim, index, value):
     """Fills the entries of ``input`` at ``index`` along ``dim`` with ``value``."""
     d = _vec_index("index_fill", input, dim, index)
-    return apply(INDEX_FILL, (input, index, _fill_value("index_fill_", value)), {"dim": d})
+    return apply(INDEX_FILL, (input, index, _fill_value("index_fill_", value, input)),
+                 {"dim": d})
 
 
 def _index_fill_(self, dim, index, value):
     d = _vec_index("index_fill_", self, dim, index)
-    return apply_inplace(INDEX_FILL, self, (index, _fill_value("index_fill_", value)),
+    return apply_inplace(INDEX_FILL, self, (index, _fill_value("index_fill_", value, self)),
                          {"dim": d})
 
 
@@ -910,7 +962,7 @@ def _check_mask(name, mask):
 
 def _masked_fill_kernel(xp, x, mask, value):
     v = value
-    if x.dtype.kind not in "cV" and np.iscomplexobj(v):
+    if x.dtype.kind not in "cVb" and np.iscomplexobj(v):
         raise RuntimeError(f"value cannot be converted to type {x.dtype} without overflow")
     return np.where(mask, np.asarray(v).astype(x.dtype), x)
 
@@ -936,14 +988,16 @@ def masked_fill(input, mask, value):
     """``input`` with the elements where ``mask`` is True replaced by ``value``."""
     _check_mask("masked_fill_", mask)
     try:
-        return apply(MASKED_FILL, (input, mask, _fill_value("masked_fill_", value)), _E)
+        return apply(MASKED_FILL, (input, mask, _fill_value("masked_fill_", value, input)),
+                     _E)
     except NeedsOverride:
         return handle_override(masked_fill, (input, mask, value), {})
 
 
 def _masked_fill_(self, mask, value):
     _check_mask("masked_fill_", mask)
-    return apply_inplace(MASKED_FILL, self, (mask, _fill_value("masked_fill_", value)), _E)
+    return apply_inplace(MASKED_FILL, self, (mask, _fill_value("masked_fill_", value, self)),
+                         _E)
 
 
 def _masked_scatter_kernel(xp, x, mask, src):

@@ -591,7 +591,15 @@ def _floor_div_np(xp, a, b):
     if getattr(a, "dtype", np.dtype(float)).kind in "biu" and getattr(
             b, "dtype", np.dtype(type(b))).kind in "biu":
         return xp.floor_divide(a, b)
-    return xp.floor(xp.true_divide(a, b))
+    # torch's div_floor for floats: through fmod, so inf // x is NaN, -1 // inf is -1 and
+    # 1 // 0.1 is 9 (floor(a / b) gives 10, NumPy's floor_divide gives -0 for -1 // inf)
+    mod = xp.fmod(a, b)
+    div = (a - mod) / b
+    div = div - ((mod != 0) & ((b < 0) != (mod < 0)))
+    fl = xp.floor(div)
+    fl = fl + (div - fl > 0.5)
+    q = xp.true_divide(a, b)
+    return xp.where(b == 0, q, xp.where(div != 0, fl, xp.copysign(0 * q, q)))
 
 
 def _trunc_div_np(xp, a, b):
@@ -842,10 +850,21 @@ COPYSIGN = _binary("copysign", lambda xp, a, b: xp.copysign(a, b),
                    lambda ctx, g, a, b: (g * (ctx.out / a).nan_to_num(0.0) if True else None,
                                          g * 0), kind="float", save_output=True, reject="c",
                    tensors=1)
-XLOGY = _binary("xlogy", lambda xp, a, b: special(xp).xlogy(a, b),
-                lambda ctx, g, a, b: (g * where(a == 0, 0, b.log() if isinstance(b, Tensor)
-                                                else math.log(b)),
-                                      g * where(a == 0, 0, a / b)), kind="float", reject="c")
+def _xlogy_vjp(ctx, g, a, b):
+    # torch's rule: d/da is log(b) (also where a == 0), masked to 0 only where a == 0 and
+    # b <= 0; d/db is a / b (nan at a == b == 0)
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        logb = b.log() if isinstance(b, Tensor) else (
+            math.log(b) if b > 0 else -math.inf if b == 0 else math.nan)
+        ga = where((a == 0) & (b <= 0), 0, g * logb)
+    if ctx.needs_input_grad[1]:
+        gb = g * a / b
+    return ga, gb
+
+
+XLOGY = _binary("xlogy", lambda xp, a, b: special(xp).xlogy(a, b), _xlogy_vjp, kind="float",
+                reject="c")
 
 
 # ---- bitwise / logical / comparison -----------------------------------------------------

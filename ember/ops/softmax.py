@@ -9,7 +9,7 @@ from .._core.dispatch import overridable
 from .._core import ckernels as _ck
 from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
-from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np
+from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np, not_implemented
 
 __all__ = ["softmax", "log_softmax"]
 
@@ -76,15 +76,20 @@ LOG_SOFTMAX = Op("log_softmax", _log_softmax_kernel, _log_softmax_vjp, save_inpu
                  save_output=True, shape=_softmax_shape, jvp=_log_softmax_jvp)
 
 
-def _params(input, dim, dtype):
+def _params(input, dim, dtype, name="softmax"):
     if dim is None:
         import warnings
         warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call "
                       "to include dim=X as an argument.", UserWarning, stacklevel=3)
         dim = 0 if input.dim() in (0, 1, 3) else 1
-    p = {"dim": _wrap_dim(dim, input._data.ndim)}
+    nd = input._data.ndim
+    p = {"dim": _wrap_dim(dim, nd)}
     if dtype is not None:
         p["dtype"] = dtype.np
+    elif input._data.dtype.kind in "biuc" and input._data.size:
+        # torch has no integer, bool or complex kernel; only an explicit dtype= casts first
+        last = "lastdim_" if nd == 0 or p["dim"] == nd - 1 else ""
+        not_implemented(f"{name}_{last}kernel_impl", input._data.dtype)
     return p
 
 
@@ -97,7 +102,7 @@ def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
 @overridable
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     """Logarithm of softmax along ``dim``, computed stably."""
-    return apply(LOG_SOFTMAX, (input,), _params(input, dim, dtype))
+    return apply(LOG_SOFTMAX, (input,), _params(input, dim, dtype, "log_softmax"))
 
 
 Tensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype)

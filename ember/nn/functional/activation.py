@@ -78,7 +78,8 @@ def _mask_grad(g, mask):
 
 # ---- relu family ------------------------------------------------------------------------
 RELU = _op("relu", lambda xp, x: xp.maximum(x, 0),
-           lambda ctx, g, x: _mask_grad(g, ctx.out > 0), save_output=True, ints=True,
+           # torch passes the gradient where not (out <= 0): at NaN too; out is >= 0 or NaN
+           lambda ctx, g, x: _mask_grad(g, ctx.out != 0), save_output=True, ints=True,
            kname="clamp_min_cpu")
 
 
@@ -94,7 +95,8 @@ def relu_(input):
 
 
 HARDTANH = _op("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),
-               lambda ctx, g, x, lo, hi: _mask_grad(g, (x > lo) & (x < hi)), ints=True,
+               lambda ctx, g, x, lo, hi: _mask_grad(g, ((x <= lo) | (x >= hi)).logical_not()),
+               ints=True,
                kname="hardtanh_cpu")
 
 
@@ -103,6 +105,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Applies the HardTanh function element-wise."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input._data.dtype == np.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _run(HARDTANH, input, inplace, {"lo": min_val, "hi": max_val})
 
 
@@ -133,12 +137,13 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def _elu_np(xp, x, alpha, scale, iscale, iscale_grad=None):
-    return xp.where(x > 0, x * scale, xp.expm1(x * iscale) * (alpha * scale))
+    # torch's branches test x <= 0, so NaN takes the linear branch (value and gradient)
+    return xp.where(x <= 0, xp.expm1(x * iscale) * (alpha * scale), x * scale)
 
 
 def _elu_vjp(ctx, g, x, alpha, scale, iscale, iscale_grad=None):
     iscale = iscale if iscale_grad is None else iscale_grad
-    return where(x > 0, g * scale, g * ((x * iscale).exp() * (alpha * scale * iscale)))
+    return where(x <= 0, g * ((x * iscale).exp() * (alpha * scale * iscale)), g * scale)
 
 
 ELU = _op("elu", _elu_np, _elu_vjp)
@@ -361,8 +366,9 @@ def hardswish(input, inplace=False):
     return _run(HARDSWISH, input, inplace, {})
 
 
-THRESHOLD = _op("threshold", lambda xp, x, th, value: xp.where(x > th, x, value),
-                lambda ctx, g, x, th, value: _mask_grad(g, x > th), ints=True)
+# torch tests x <= threshold: NaN passes through, with its gradient
+THRESHOLD = _op("threshold", lambda xp, x, th, value: xp.where(x <= th, value, x),
+                lambda ctx, g, x, th, value: _mask_grad(g, (x <= th).logical_not()), ints=True)
 
 
 @overridable
@@ -377,11 +383,11 @@ def threshold_(input, threshold, value):
 
 
 SOFTSHRINK = _op("softshrink",
-                 lambda xp, x, lambd: xp.where(x > lambd, x - lambd,
-                                               xp.where(x < -lambd, x + lambd, 0)),
-                 lambda ctx, g, x, lambd: _mask_grad(g, (x < -lambd) | (x > lambd)))
+                 lambda xp, x, lambd: xp.where(xp.abs(x) <= lambd, 0, x - xp.sign(x) * lambd),
+                 lambda ctx, g, x, lambd: _mask_grad(g, (x.abs() <= lambd).logical_not()))
+# NaN is outside [-lambd, lambd] for torch: it passes through with its gradient
 HARDSHRINK = _op("hardshrink", lambda xp, x, lambd: xp.where((x >= -lambd) & (x <= lambd), 0, x),
-                 lambda ctx, g, x, lambd: _mask_grad(g, (x < -lambd) | (x > lambd)))
+                 lambda ctx, g, x, lambd: _mask_grad(g, (x.abs() <= lambd).logical_not()))
 
 
 @overridable

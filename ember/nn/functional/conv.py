@@ -120,9 +120,9 @@ def col2im(cols, in_spatial, ks, dilation, pad, stride):
 
 def _from_cbl_kernel(xp, y, bias, shape):
     B, C = shape[:2]
-    a = y.reshape(C, B, -1)
+    a = y.reshape(C, B, _prod(shape[2:]))  # explicit: -1 is ambiguous for an empty batch
     out = xp.empty(shape, dtype=y.dtype)
-    o3 = out.reshape(B, C, -1)
+    o3 = out.reshape(B, C, a.shape[2])
     if bias is None:
         o3[...] = a.transpose(1, 0, 2)
     else:
@@ -134,7 +134,7 @@ def _from_cbl_vjp(ctx, g, y, bias, shape):
     ny, nb = ctx.needs_input_grad
     gy = gb = None
     if ny:
-        gy = g.reshape(shape[0], shape[1], -1).transpose(0, 1).reshape(ctx.in_meta[0][0])
+        gy = g.reshape(shape[0], shape[1], _prod(shape[2:])).transpose(0, 1).reshape(ctx.in_meta[0][0])
     if nb:
         gb = g.sum((0,) + tuple(range(2, len(shape))))
     return gy, gb
@@ -176,6 +176,16 @@ def _same_pad(ks, dilation):
     return tuple(out)
 
 
+def _check_geometry(stride, dilation, padding):
+    if any(v <= 0 for v in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if not isinstance(padding, str) and any(
+            v < 0 for v in (padding if isinstance(padding, (tuple, list)) else (padding,))):
+        raise RuntimeError("negative padding is not supported")
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, n, name):
     unbatched = _check_input(input, n, name)
     if unbatched:
@@ -183,6 +193,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, name):
     _check_dtypes(input, weight, bias)
     stride = ntuple(stride, n, "stride")
     dilation = ntuple(dilation, n, "dilation")
+    _check_geometry(stride, dilation, padding)
     ks = tuple(weight.shape[2:])
     if weight.dim() != n + 2:
         raise RuntimeError(f"Expected {n + 2}-dimensional input for {n + 2}-dimensional weight "
@@ -203,6 +214,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, name):
         raise RuntimeError("non-positive groups is not supported")
     B, C = input.shape[:2]
     O = weight.shape[0]
+    if O == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     if O % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
                            f"at dimension 0, but got weight of size {list(weight.shape)} instead")
@@ -222,11 +236,12 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, name):
                            f"actual input size")
     lo = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, stride))
     cols = im2col(input, ks, dilation, pad, stride)          # (C, *ks, B, *lo)
+    # sizes spelled out: a -1 cannot be inferred when the batch or a channel count is 0
+    K, N = (C // groups) * _prod(ks), B * _prod(lo)
     if groups == 1:
-        y = matmul(weight.reshape(O, -1), cols.reshape(cols.shape[0] * _prod(ks), -1))
+        y = matmul(weight.reshape(O, K), cols.reshape(K, N))
     else:
-        y = matmul(weight.reshape(groups, O // groups, -1),
-                   cols.reshape(groups, (C // groups) * _prod(ks), -1))
+        y = matmul(weight.reshape(groups, O // groups, K), cols.reshape(groups, K, N))
     out = apply(FROM_CBL, (y, bias), {"shape": (B, O) + lo})
     return out.squeeze(0) if unbatched else out
 
@@ -266,6 +281,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     dilation = ntuple(dilation, n, "dilation")
     padding = ntuple(padding, n, "padding")
     output_padding = ntuple(output_padding, n, "output_padding")
+    _check_geometry(stride, dilation, padding)
+    if any(v < 0 for v in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
     B, Cin = input.shape[:2]
     if weight.shape[0] != Cin:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "

@@ -5,8 +5,8 @@ flat indices into each input plane (PyTorch's index convention); its gradient is
 the primitive ``max_pool_backward`` (a scatter-add by index, done with one
 bincount), whose own gradient is a gather, so double backward works.  Average
 pooling sums windows in one kernel; its gradient spreads ``g / divisor`` back
-with ``col2im``.  Adaptive average pooling is separable: one small averaging
-matrix per dimension, applied with matmul.
+with ``col2im``.  Adaptive average pooling is separable: window sums along one
+dimension at a time (never a 0/1 matrix product, which turns one inf into NaNs).
 """
 import numpy as np
 
@@ -16,6 +16,8 @@ from ..._core.state import STATE
 from ..._core.tensor import wrap
 from ...ops._helpers import Op, apply, type_name
 from ...ops.blas import matmul
+from ...ops.indexing import index_select
+from ...ops.pointwise import where
 from .conv import _compute, _windows, col2im
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
@@ -125,7 +127,8 @@ def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
     a, back = _compute(g)
     lead = int(np.prod(in_shape[:-n], dtype=np.int64))
     plane = int(np.prod(in_shape[-n:], dtype=np.int64))
-    base = (np.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, -1)
+    per = int(np.prod(idx.shape[idx.ndim - n:], dtype=np.int64))  # no -1: lead may be 0
+    base = (np.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, per)
     r = xp.bincount(base.ravel(), weights=a.ravel(), minlength=lead * plane)
     r = r.astype(back or a.dtype, copy=False).reshape(in_shape)
     return r
@@ -133,9 +136,10 @@ def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
 
 def _max_pool_backward_vjp(ctx, gg, g, idx, in_shape, n):
     lead = in_shape[:-n]
-    flat = gg.reshape(lead + (-1,))
+    flat = gg.reshape(lead + (int(np.prod(in_shape[-n:], dtype=np.int64)),))
     out_shape = ctx.in_meta[0][0]
-    return flat.gather(-1, idx.reshape(lead + (-1,))).reshape(out_shape), None
+    per = int(np.prod(out_shape[len(out_shape) - n:], dtype=np.int64))
+    return flat.gather(-1, idx.reshape(lead + (per,))).reshape(out_shape), None
 
 
 MAX_POOL_BACKWARD = Op("max_pool_backward", _max_pool_backward_kernel, _max_pool_backward_vjp,
@@ -189,11 +193,24 @@ def _pool_args(n, name, input, kernel_size, stride, padding, dilation, ceil_mode
     return ks, st, pd, dl
 
 
+def _gate(input, kernel, reject, allowed=None, check_empty=True):
+    """torch's dtype coverage of its pooling kernels."""
+    d = input._data
+    if not d.size and not check_empty:
+        return
+    k = d.dtype.kind
+    if k in "Vf" and allowed is None:
+        return
+    if allowed is not None and d.dtype.name in allowed:
+        return
+    if allowed is not None or (k if k != "u" else "i") in reject or k in reject:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(d.dtype)}'")
+
+
 def _max_pool(n, name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     ks, st, pd, dl = _pool_args(n, name, input, kernel_size, stride, padding, dilation,
                                 ceil_mode)
-    if input._data.dtype.kind == "b":
-        raise RuntimeError(f"\"{name}\" not implemented for 'Bool'")
+    _gate(input, "max_pool1d_impl" if n == 1 else name, "biuc" if n == 1 else "bc")
     need = bool(return_indices) or _needs_grad(input)
     out, idx = apply(MAX_POOL, (input,), {"ks": ks, "stride": st, "pad": pd, "dil": dl,
                                          "ceil": bool(ceil_mode), "need_idx": need})
@@ -306,6 +323,15 @@ AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, ca
 def _avg_pool(n, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     ks, st, pd, _ = _pool_args(n, name, input, kernel_size, stride, padding, 1, ceil_mode)
+    if n == 3:
+        _gate(input, "avg_pool3d_out_frame", "bc", allowed=("float32", "float64", "int64"))
+        L = tuple(input.shape[-3:])
+        if any(l < k for l, k in zip(L, ks)):
+            raise RuntimeError(f"input image (T: {L[0]} H: {L[1]} W: {L[2]}) smaller than "
+                               f"kernel size (kT: {ks[0]} kH: {ks[1]} kW: {ks[2]})")
+    else:
+        _gate(input, "avg_pool2d", "bc", allowed=("float16", "bfloat16", "float32", "float64",
+                                                  "int64"))
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     return apply(AVG_POOL, (input,), {"ks": ks, "stride": st, "pad": pd, "ceil": bool(ceil_mode),
@@ -366,14 +392,6 @@ def _adaptive_sizes(input, output_size, n, name):
     return L, osz
 
 
-def _avg_matrix(L, o, dt):
-    s, e = _bounds(L, o)
-    m = np.zeros((o, L), dtype=dt)
-    for i in range(o):
-        m[i, s[i]:e[i]] = 1.0 / (e[i] - s[i])
-    return wrap(m)
-
-
 def apply_separable(x, mats):
     """Apply matrix ``mats[i]`` (out_i, in_i) along spatial dim i of ``x`` (None: leave it)."""
     n = len(mats)
@@ -389,11 +407,41 @@ def apply_separable(x, mats):
     return x
 
 
+def _window_mean(x, dim, L, o):
+    """Means of the adaptive windows of ``x`` along ``dim`` (size ``L``) into ``o`` outputs.
+
+    Windows are summed, never multiplied by a 0/1 matrix: one inf in the input must not
+    make 0 * inf = NaN in the windows that do not contain it (torch's result)."""
+    if o == 1:
+        return x.mean(dim, keepdim=True)
+    shape = tuple(x.shape)
+    if L % o == 0:  # equal, disjoint windows
+        return x.reshape(shape[:dim] + (o, L // o) + shape[dim + 1:]).mean(dim + 1)
+    s, e = _bounds(L, o)
+    km = int((e - s).max())
+    raw = s[:, None] + np.arange(km)
+    valid = raw < e[:, None]
+    idx = np.where(valid, raw, (e - 1)[:, None]).reshape(-1)
+    sel = index_select(x, dim, wrap(idx.astype(np.int64)))
+    sel = sel.reshape(shape[:dim] + (o, km) + shape[dim + 1:])
+    mask = wrap(valid.reshape((o, km) + (1,) * (len(shape) - dim - 1)))
+    total = where(mask, sel, 0).sum(dim + 1)
+    counts = (e - s).astype(np.float64).reshape((o,) + (1,) * (len(shape) - dim - 1))
+    return total / wrap(counts.astype(x._data.dtype))
+
+
 def _adaptive_avg(input, output_size, n, name):
     L, osz = _adaptive_sizes(input, output_size, n, name)
-    dt = input._data.dtype
-    mats = [None if l == o else _avg_matrix(l, o, dt) for l, o in zip(L, osz)]
-    x = apply_separable(input, mats)
+    _gate(input, "adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d",
+          "bi" if all(o == 1 for o in osz) else "bic", check_empty=False)
+    if not input._data.size and input._data.dtype.kind not in "fcV":
+        # torch returns an empty result of the input's dtype without looking at it
+        return wrap(np.zeros(tuple(input.shape[:input.dim() - n]) + tuple(osz),
+                             dtype=input._data.dtype))
+    x = input
+    for i, (l, o) in enumerate(zip(L, osz)):
+        if l != o:
+            x = _window_mean(x, input.dim() - n + i, l, o)
     return input.clone() if x is input else x
 
 
@@ -431,10 +479,11 @@ def _adaptive_max_kernel(xp, x, osz):
         shape[i], shape[n + i] = ix.shape
         grids.append(ix.reshape(shape))
     sel = a[(Ellipsis,) + tuple(grids)]                 # (..., *osz, *kmax)
-    flat = sel.reshape(sel.shape[:a.ndim - n + n] + (-1,))
+    kmax = tuple(ix.shape[1] for ix in idxs)
+    flat = sel.reshape(sel.shape[:a.ndim] + (int(np.prod(kmax)),))  # no -1: batch may be 0
     k = flat.argmax(axis=-1)
     r = xp.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
-    kidx = np.unravel_index(k, tuple(ix.shape[1] for ix in idxs))
+    kidx = np.unravel_index(k, kmax)
     pos = []
     for i, ix in enumerate(idxs):
         o = np.arange(osz[i]).reshape((-1,) + (1,) * (n - 1 - i))
@@ -459,6 +508,7 @@ ADAPTIVE_MAX = Op("adaptive_max_pool", _adaptive_max_kernel, _adaptive_max_vjp, 
 
 def _adaptive_max(input, output_size, return_indices, n, name):
     _, osz = _adaptive_sizes(input, output_size, n, name)
+    _gate(input, "adaptive_max_pool3d_cpu" if n == 3 else "adaptive_max_pool2d", "biuc")
     out, idx = apply(ADAPTIVE_MAX, (input,), {"osz": osz})
     return (out, idx) if return_indices else out
 

@@ -1,0 +1,125 @@
+"""Where ember differs from torch on the fuzzer's inputs: one table, a reason for each.
+
+``DEVIATIONS`` are deliberate: ember behaves differently on purpose, for the reason given.
+``KNOWN_GAPS`` are open defects the fuzzer found and nobody has fixed yet; they are listed
+so CI stays green while they are visible (the run's summary counts them per entry).
+Remove an entry once it is fixed: an entry that never matches costs nothing, but an
+undocumented mismatch fails its test.
+
+An entry is (family, op regex, class, detail regex, reason): ``family`` is one fuzz family
+(or None for any), the op regex must match the op name fully, the class is one of
+fuzz_core.CLASSES, and the detail regex (or None) is searched in "detail | case".
+``numpy_exc`` is never documented: no NumPy exception may reach the user.
+"""
+import re
+
+_EMPTY_BATCH = r"'x': '<\w+\[0,"
+_NONFINITE = r"(NaN positions|infinities) differ"
+_SPECIALS = r"'specials': 0\.[1-9]"
+
+DEVIATIONS = [
+    ("nn", r"conv(_transpose)?[123]d", "rejected", _EMPTY_BATCH,
+     "torch skips its dtype and geometry checks (integer/complex inputs, dilation 0) when "
+     "the batch is empty and returns an empty result; ember validates the arguments of "
+     "every call, whatever the batch size"),
+    (None, r"getitem|setitem", "accepted|exc_type|rejected", r"'ellipsis'.*'ellipsis'",
+     "a second Ellipsis: torch accepts some and raises an out-of-range IndexError for others "
+     "(it expands both); ember expands the second to no dimensions, consistently"),
+    (None, r"getitem|setitem", "rejected", r"out of bounds",
+     "ember bounds-checks index tensors even when the indexed region is empty; torch skips "
+     "the check when no element is written"),
+    ("factories", r"eye", "accepted|exc_type", r"NoneType",
+     "ember accepts eye(n, None) as a square matrix (None is the documented default of m); "
+     "torch's overloads refuse an explicit None"),
+    ("ops", r"(linalg\..*|fft\..*|stft.*|istft|cov|corrcoef|matrix_power|matmul|mm|bmm|"
+            r"trapezoid|trapz|cumulative_trapezoid|std_mean|var_mean|std|var|"
+            r"cholesky.*|lu.*|qr.*|svd.*|pinv.*|det|logdet|slogdet|einsum|tensordot|kron|"
+            r"complex\..*|inner|outer|addmm|addbmm|baddbmm|addmv|mv|dot|vdot|chain_matmul)",
+     "value", f"{_NONFINITE}|{_SPECIALS}",
+     "non-finite or extreme inputs to BLAS/LAPACK/FFT: NumPy's libraries propagate NaN and "
+     "inf through other elements than torch's MKL/pocketfft paths, and huge/tiny entries make "
+     "matrices so ill-conditioned that both results are rounding noise (results on ordinary "
+     "finite inputs agree within tolerance)"),
+]
+
+KNOWN_GAPS = [
+    ("setitem", r"setitem", "accepted", r"without overflow.*'tensor'",
+     "writing a complex tensor with a non-zero imaginary part into an integer tensor through "
+     "a mask: torch raises its overflow error, ember drops the imaginary part"),
+    ("factories", r"arange", "value", None,
+     "arange with a fractional step into a small integer dtype: torch computes the values in "
+     "the integer dtype (wrapping), ember in double before the cast"),
+    ("factories", r"full", "rejected", r"without overflow",
+     "full(): torch's overflow check of the fill value depends on how the dtype was given; "
+     "ember always checks it"),
+    ("nn", r"avg_pool[12]d", "rejected", r"Long",
+     "avg_pool1d/2d on int64: torch has a kernel, ember's accepts floating dtypes only"),
+    ("nn", r"conv_transpose[123]d", "rejected", r"dilation",
+     "conv_transpose with dilation 0: torch computes a (degenerate) result, ember rejects it"),
+    ("nn", r"silu|gelu|mish|elu|selu|celu|softplus|hardswish|hardsigmoid", "rejected",
+     r"Complex", "complex input to activations torch implements for complex (silu, ...)"),
+    ("nn", r"cross_entropy|nll_loss", "value", r"-100",
+     "every target ignored: torch's mean reduction and its gradient give NaN in other "
+     "places than ember's"),
+    ("factories", r"arange", "accepted", r"Bool",
+     "arange with dtype=bool: torch has no bool arange kernel"),
+    ("ops", r"linalg\.cholesky.*|fft\..*|linalg\.slogdet", "value", None,
+     "near-singular matrices (bool/int casts) and integer FFT inputs with extreme values: "
+     "LAPACK/pocketfft rounding differs from torch's"),
+    ("nn", r"conv(_transpose)?[123]d", "rejected", r"not implemented for",
+     "integer and complex convolutions: torch computes them on CPU, ember has float kernels "
+     "only"),
+    ("factories", r"randn", "rejected", r"not implemented",
+     "randn with an integer/bool dtype and an empty size: torch returns the empty tensor "
+     "without looking at the dtype"),
+    ("nn", r"adaptive_avg_pool[123]d", "accepted|dtype", _EMPTY_BATCH,
+     "empty integer/bool input: torch's checks depend on dim and output size (mean() or "
+     "kernel dtype errors, or an empty result of the input dtype); ember returns an empty "
+     "result of the input dtype"),
+    ("nn", r"(log_)?softmax", "dtype", None,
+     "empty integer input: torch returns an empty tensor of the integer dtype, ember of the "
+     "default float dtype"),
+    ("nn", r"max_pool[123]d", "rejected", r"negative elements",
+     "max_pool backward with ceil_mode/padding and all-NaN/-inf windows: the argmax points "
+     "into the padding and the scatter rejects the negative index"),
+    ("factories", r"linspace", "value|accepted", None,
+     "linspace: torch fills integer dtypes by rounding from both ends and rejects bool; "
+     "float results can differ by an ulp (torch steps from both ends)"),
+    ("factories", r"arange", "accepted", r"Complex",
+     "arange with a complex dtype: torch has no complex arange kernel"),
+    ("factories", r"tensor", "exc_type", r"Overflow",
+     "tensor() of a Python int beyond int64: OverflowError where torch raises ValueError"),
+    ("factories", r"full", "exc_type", r"unpack",
+     "full() checks the fill value before the size; torch rejects an oversized size first"),
+    ("setitem", r"setitem", "value", r"1j",
+     "writing a complex scalar into a bool tensor drops the imaginary part before the cast"),
+    ("setitem", r"setitem", "accepted", r"uint8",
+     "a uint8 index next to None on an empty tensor: torch routes it to masked_fill_ and "
+     "rejects the uint8 mask"),
+    ("ops", r"lerp|cov|corrcoef|kron|unique_consecutive|histogram|linalg\.vecdot|trapz|"
+            r"trapezoid|cholesky_solve|linalg\.matrix_norm|bucketize|searchsorted",
+     "accepted", None,
+     "dtype or mixed-dtype checks torch performs that ember's composite does not yet (bool "
+     "inputs, mismatched dtypes, non-finite matrices for LAPACK)"),
+    ("ops", r"float_power|reciprocal_method|pow|complex\..*", "value|dtype", None,
+     "complex edge values (0 or inf to a complex power, reciprocal of complex inf/NaN) and "
+     "the result dtype of abs() of a half sum differ from torch's"),
+    ("ops", r"index_put_?|einsum|matrix_exp|linalg\.solve_triangular", "rejected", None,
+     "mixed-dtype arguments torch accepts (a 0-dim value of another dtype for index_put, "
+     "mixed int/complex einsum, half matrix_exp, mixed-dtype solve_triangular)"),
+]
+
+
+def find_deviation(family, op, cls, detail, desc):
+    """The documented reason for this mismatch (prefixed by its kind), or None."""
+    text = f"{detail} | {desc}"
+    for kind, table in (("deviation", DEVIATIONS), ("known gap", KNOWN_GAPS)):
+        for fam, op_re, c, det_re, reason in table:
+            if not re.fullmatch(c, cls) or (fam is not None and fam != family):
+                continue
+            if not re.fullmatch(op_re, op):
+                continue
+            if det_re is not None and not re.search(det_re, text):
+                continue
+            return f"{kind}: {reason}"
+    return None
