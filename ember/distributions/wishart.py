@@ -1,0 +1,220 @@
+"""The Wishart distribution (torch.distributions.Wishart)."""
+import math
+import warnings
+from numbers import Number
+
+import ember
+from ember._core.tensor import Size
+
+from . import constraints
+from .chi2 import Chi2
+from .exp_family import ExponentialFamily
+from .lkj_cholesky import _mvlgamma
+from .multivariate_normal import _precision_to_scale_tril
+from .utils import lazy_property
+
+__all__ = ["Wishart"]
+
+_log_2 = math.log(2)
+
+
+def _mvdigamma(x, p):
+    if not bool(x.gt((p - 1) / 2).all()):
+        raise ValueError("Wrong domain for multivariate digamma function.")
+    return ember.digamma(x.unsqueeze(-1) - ember.arange(p, dtype=x.dtype) / 2).sum(-1)
+
+
+def _clamp_above_eps(x):
+    return x.clamp(min=ember.finfo(x.dtype).eps)
+
+
+class Wishart(ExponentialFamily):
+    """Creates a Wishart distribution parameterized by a symmetric positive definite matrix
+    Sigma, or its Cholesky decomposition Sigma = L L^T.
+
+    Args:
+        df (float or Tensor): real-valued parameter larger than the (dimension of Square
+            matrix) - 1
+        covariance_matrix (Tensor): positive-definite covariance matrix
+        precision_matrix (Tensor): positive-definite precision matrix
+        scale_tril (Tensor): lower-triangular factor of covariance, with positive-valued
+            diagonal
+    """
+    support = constraints.positive_definite
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    @property
+    def arg_constraints(self):
+        return {"covariance_matrix": constraints.positive_definite,
+                "precision_matrix": constraints.positive_definite,
+                "scale_tril": constraints.lower_cholesky,
+                "df": constraints.greater_than(self._event_shape[-1] - 1)}
+
+    def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
+                 validate_args=None):
+        if (covariance_matrix is not None) + (scale_tril is not None) + \
+                (precision_matrix is not None) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
+                             "scale_tril may be specified.")
+        param = next(p for p in (covariance_matrix, precision_matrix, scale_tril)
+                     if p is not None)
+        if param.dim() < 2:
+            raise ValueError("scale_tril must be at least two-dimensional, with optional "
+                             "leading batch dimensions")
+        if isinstance(df, Number):
+            batch_shape = Size(param.shape[:-2])
+            self.df = ember.tensor(df, dtype=param.dtype)
+        else:
+            batch_shape = Size(ember.broadcast_shapes(tuple(param.shape[:-2]),
+                                                      tuple(df.shape)))
+            self.df = df.expand(batch_shape)
+        event_shape = param.shape[-2:]
+        if bool(self.df.le(event_shape[-1] - 1).any()):
+            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = "
+                             f"{event_shape[-1] - 1}.")
+        if scale_tril is not None:
+            self.scale_tril = param.expand(tuple(batch_shape) + (-1, -1))
+        elif covariance_matrix is not None:
+            self.covariance_matrix = param.expand(tuple(batch_shape) + (-1, -1))
+        else:
+            self.precision_matrix = param.expand(tuple(batch_shape) + (-1, -1))
+        if bool(self.df.lt(event_shape[-1]).any()):
+            warnings.warn("Low df values detected. Singular samples are highly likely to "
+                          "occur for ndim - 1 < df < ndim.", stacklevel=2)
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._dist_chi2 = self._chi2(self.df, batch_shape)
+
+    def _chi2(self, df, batch_shape):
+        p = self._event_shape[-1]
+        offsets = ember.arange(p, dtype=self._unbroadcasted_scale_tril.dtype)
+        return Chi2(df=df.unsqueeze(-1) - offsets.expand(tuple(batch_shape) + (-1,)))
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Wishart, _instance)
+        batch_shape = Size(batch_shape)
+        cov_shape = batch_shape + self.event_shape
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
+        new.df = self.df.expand(batch_shape)
+        new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
+        if "covariance_matrix" in self.__dict__:
+            new.covariance_matrix = self.covariance_matrix.expand(cov_shape)
+        if "scale_tril" in self.__dict__:
+            new.scale_tril = self.scale_tril.expand(cov_shape)
+        if "precision_matrix" in self.__dict__:
+            new.precision_matrix = self.precision_matrix.expand(cov_shape)
+        super(Wishart, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._dist_chi2 = new._chi2(new.df, batch_shape)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(self._batch_shape + self._event_shape)
+
+    @lazy_property
+    def covariance_matrix(self):
+        return (self._unbroadcasted_scale_tril @ self._unbroadcasted_scale_tril.mT).expand(
+            self._batch_shape + self._event_shape)
+
+    @lazy_property
+    def precision_matrix(self):
+        identity = ember.eye(self._event_shape[-1], dtype=self._unbroadcasted_scale_tril.dtype)
+        return ember.cholesky_solve(identity, self._unbroadcasted_scale_tril).expand(
+            self._batch_shape + self._event_shape)
+
+    @property
+    def mean(self):
+        return self.df.view(tuple(self._batch_shape) + (1, 1)) * self.covariance_matrix
+
+    @property
+    def mode(self):
+        factor = self.df - self.covariance_matrix.shape[-1] - 1
+        factor = factor.masked_fill(factor <= 0, math.nan)
+        return factor.view(tuple(self._batch_shape) + (1, 1)) * self.covariance_matrix
+
+    @property
+    def variance(self):
+        V = self.covariance_matrix
+        diag_V = V.diagonal(dim1=-2, dim2=-1)
+        return self.df.view(tuple(self._batch_shape) + (1, 1)) * (
+            V.pow(2) + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
+
+    def _bartlett_sampling(self, sample_shape=Size()):
+        # Bartlett decomposition: A lower triangular with sqrt(chi2) on the diagonal and
+        # standard normals below it; L A A^T L^T is Wishart
+        p = self._event_shape[-1]
+        diag = _clamp_above_eps(self._dist_chi2.rsample(sample_shape).sqrt())
+        n_off = p * (p - 1) // 2
+        normals = ember.randn(tuple(sample_shape) + tuple(self._batch_shape) + (n_off,),
+                              dtype=diag.dtype)
+        i, j = ember.tril_indices(p, p, offset=-1)
+        flat = (i * p + j).expand(tuple(normals.shape[:-1]) + (n_off,))
+        off = ember.zeros(tuple(normals.shape[:-1]) + (p * p,), dtype=diag.dtype)
+        off = off.scatter(-1, flat, normals).reshape(tuple(normals.shape[:-1]) + (p, p))
+        noise = diag.diag_embed(dim1=-2, dim2=-1) + off
+        chol = self._unbroadcasted_scale_tril @ noise
+        return chol @ chol.mT
+
+    def rsample(self, sample_shape=Size(), max_try_correction=None):
+        """Bartlett-decomposition samples; singular samples are redrawn up to
+        ``max_try_correction`` times (10 by default), with a warning."""
+        if max_try_correction is None:
+            max_try_correction = 10
+        sample_shape = Size(sample_shape)
+        sample = self._bartlett_sampling(sample_shape)
+        is_singular = ~self.support.check(sample)
+        if self._batch_shape:
+            is_singular = is_singular.amax(self._batch_dims)
+        if bool(is_singular.any()):
+            warnings.warn("Singular sample detected.", stacklevel=2)
+            for _ in range(max_try_correction):
+                sample_new = self._bartlett_sampling(sample_shape)
+                mask = is_singular.reshape(tuple(is_singular.shape)
+                                           + (1,) * (sample.dim() - is_singular.dim()))
+                sample = ember.where(mask, sample_new, sample)
+                is_singular = ~self.support.check(sample)
+                if self._batch_shape:
+                    is_singular = is_singular.amax(self._batch_dims)
+                if not bool(is_singular.any()):
+                    break
+        return sample
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        nu = self.df
+        p = self._event_shape[-1]
+        return (-nu * (p * _log_2 / 2 + self._unbroadcasted_scale_tril.diagonal(
+                    dim1=-2, dim2=-1).log().sum(-1))
+                - _mvlgamma(nu / 2, p)
+                + (nu - p - 1) / 2 * ember.linalg.slogdet(value).logabsdet
+                - ember.cholesky_solve(value, self._unbroadcasted_scale_tril).diagonal(
+                    dim1=-2, dim2=-1).sum(dim=-1) / 2)
+
+    def entropy(self):
+        nu = self.df
+        p = self._event_shape[-1]
+        return ((p + 1) * (p * _log_2 / 2 + self._unbroadcasted_scale_tril.diagonal(
+                    dim1=-2, dim2=-1).log().sum(-1))
+                + _mvlgamma(nu / 2, p)
+                - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p)
+                + nu * p / 2)
+
+    @property
+    def _natural_params(self):
+        nu = self.df
+        p = self._event_shape[-1]
+        return -self.precision_matrix / 2, (nu - p - 1) / 2
+
+    def _log_normalizer(self, x, y):
+        p = self._event_shape[-1]
+        return ((y + (p + 1) / 2) * (-ember.linalg.slogdet(-2 * x).logabsdet + _log_2 * p)
+                + _mvlgamma(y + (p + 1) / 2, p))
