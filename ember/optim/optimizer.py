@@ -8,6 +8,8 @@ ufunc calls per parameter rather than many dispatched ember operations.
 """
 import functools
 import warnings
+from collections.abc import Callable
+from typing import Any, Optional
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
@@ -15,6 +17,7 @@ from itertools import chain
 
 from .._core.state import STATE
 from .._core.tensor import Tensor
+from ..autograd import profiler as _profiler
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -79,26 +82,34 @@ def _typename(obj):
 
 
 def _hook_step(func):
-    """Wrap a class's ``step`` so that the step pre/post hooks run around it."""
+    """Wrap a class's ``step`` so that the step pre/post hooks run around it (inside an
+    ``Optimizer.step#<class>.step`` range while a profiler runs, as torch names it)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        self = args[0]
-        for pre in chain(_global_optimizer_pre_hooks.values(),
-                         self._optimizer_step_pre_hooks.values()):
-            result = pre(self, args, kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    args, kwargs = result
-                else:
-                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, "
-                                       f"new_kwargs), but got {result}.")
-        out = func(*args, **kwargs)
-        for post in chain(self._optimizer_step_post_hooks.values(),
-                          _global_optimizer_post_hooks.values()):
-            post(self, args, kwargs)
-        return out
+        if _profiler._ACTIVE is not None:
+            with _profiler.record_function(f"Optimizer.step#{type(args[0]).__name__}.step"):
+                return _run_hooked(func, args, kwargs)
+        return _run_hooked(func, args, kwargs)
     wrapper.hooked = True
     return wrapper
+
+
+def _run_hooked(func, args, kwargs):
+    self = args[0]
+    for pre in chain(_global_optimizer_pre_hooks.values(),
+                     self._optimizer_step_pre_hooks.values()):
+        result = pre(self, args, kwargs)
+        if result is not None:
+            if isinstance(result, tuple) and len(result) == 2:
+                args, kwargs = result
+            else:
+                raise RuntimeError(f"{func} must return None or a tuple of (new_args, "
+                                   f"new_kwargs), but got {result}.")
+    out = func(*args, **kwargs)
+    for post in chain(self._optimizer_step_post_hooks.values(),
+                      _global_optimizer_post_hooks.values()):
+        post(self, args, kwargs)
+    return out
 
 
 class Optimizer:
@@ -110,6 +121,17 @@ class Optimizer:
         defaults (dict): a dict containing default values of optimization options
             (used when a parameter group doesn't specify them).
     """
+
+    # hook signatures: ``hook(optimizer, args, kwargs) -> None or (args, kwargs)``, and
+    # ``hook(optimizer, args, kwargs) -> None``
+    OptimizerPreHook = Callable[[Any, tuple, dict], Optional[tuple]]
+    OptimizerPostHook = Callable[[Any, tuple, dict], None]
+
+    @staticmethod
+    def profile_hook_step(func):
+        """Wrap ``step`` so the step hooks run around it, inside an
+        ``Optimizer.step#<class>.step`` profiler range."""
+        return _hook_step(func)
 
     def __init__(self, params, defaults):
         self.defaults = defaults

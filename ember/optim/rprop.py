@@ -1,0 +1,55 @@
+"""Rprop (``torch.optim.Rprop``): resilient backpropagation."""
+import numpy as np
+
+from ._functional import (ArrayOptimizer, check_lr, incr, param_and_grad, scalar, state_arr,
+                          step_tensor, zeros_like)
+
+__all__ = ["Rprop"]
+
+
+class Rprop(ArrayOptimizer):
+    """Implements the resilient backpropagation algorithm.
+
+    Each element keeps its own step size: multiplied by ``etaplus`` while the gradient
+    keeps its sign, by ``etaminus`` when it flips (and that step is skipped), clamped to
+    ``step_sizes``; the parameter moves by the step size against the gradient's sign.
+    """
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        check_lr(lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group):
+        lr = scalar(group["lr"])
+
+        def init(p, st):
+            st["step"] = step_tensor()
+            st["prev"] = zeros_like(p)
+            # a complex element is two real ones: both parts start at lr
+            st["step_size"] = zeros_like(p, fill=complex(lr, lr) if p.is_complex() else lr)
+
+        etaminus, etaplus = group["etas"]
+        lo, hi = group["step_sizes"]
+        for p, st in self._live(group, init):
+            incr(st["step"])
+            x, g = param_and_grad(p, group["maximize"], 0)
+            prev, size = state_arr(st, "prev"), state_arr(st, "step_size")
+            prod = np.multiply(g, prev)
+            flipped = prod < 0
+            factor = np.ones_like(size)
+            factor[prod > 0] = etaplus
+            factor[flipped] = etaminus
+            size *= factor
+            np.clip(size, lo, hi, out=size)
+            g = g.copy()
+            g[flipped] = 0  # no step where the sign flipped; the next step starts afresh
+            t = np.sign(g)
+            t *= size
+            x -= t
+            prev[...] = g
+            self._bump_all(p, st)
