@@ -26,10 +26,12 @@ NAMESPACES = {"ember": ember, "ember.nn.functional": F, "ember.linalg": ember.li
 # utilities.  (Functions without parameters are left out by rule: see `_takes_args`.)
 EXCLUDED = {
     "ember.is_tensor": "answers about the object's type (False for a tensor-like, as torch)",
+    "ember.is_storage": "answers about the object's type",
     "ember.typename": "names the object's type",
     "ember.set_default_dtype": "global setting (takes a dtype)",
     "ember.set_printoptions": "global setting",
     "ember.set_num_threads": "global setting",
+    "ember.set_default_device": "global setting (takes a device)",
     "ember.use_deterministic_algorithms": "global setting",
     "ember.set_float32_matmul_precision": "global setting",
     "ember.manual_seed": "global RNG state (takes an int)",

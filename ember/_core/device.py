@@ -8,7 +8,13 @@ here with `register_backend`.
 """
 import numpy as np
 
-__all__ = ["device", "register_backend", "backend_for_array", "backend_for_type", "get_backend"]
+__all__ = ["device", "register_backend", "backend_for_array", "backend_for_type", "get_backend",
+           "set_default_device", "get_default_device", "DEFAULT_DEVICE"]
+
+# the device factory functions use when given none: set_default_device, or the innermost
+# ``with device(...)`` block (None: the CPU, with no per-call cost)
+DEFAULT_DEVICE = [None]
+_DEVICE_STACK = []
 
 
 class Backend:
@@ -107,6 +113,33 @@ class device:
 
     def __reduce__(self):
         return (device, (self.type, self.index))
+
+    def __enter__(self):
+        """``with ember.device('cuda'):`` makes factory functions create tensors on this
+        device inside the block (torch's device context manager)."""
+        _DEVICE_STACK.append(DEFAULT_DEVICE[0])
+        DEFAULT_DEVICE[0] = None if self.type == "cpu" and self.index in (None, 0) else self
+        return self
+
+    def __exit__(self, *exc):
+        DEFAULT_DEVICE[0] = _DEVICE_STACK.pop()
+        return False
+
+
+def set_default_device(device):
+    """Sets the device that factory functions (``zeros``, ``tensor``, ``randn``, ...) create
+    tensors on when no ``device`` is given; None restores the CPU."""
+    if device is None:
+        DEFAULT_DEVICE[0] = None
+        return
+    d = device if isinstance(device, globals()["device"]) else globals()["device"](device)
+    DEFAULT_DEVICE[0] = None if d.type == "cpu" and d.index in (None, 0) else d
+
+
+def get_default_device():
+    """The device new tensors are created on by default."""
+    d = DEFAULT_DEVICE[0]
+    return CPU if d is None else d
 
 
 CPU = device("cpu")

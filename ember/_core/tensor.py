@@ -14,6 +14,8 @@ define them, and ``backward`` by autograd: the lower layer never imports them.
 import numpy as np
 
 from . import dtype as _dt
+from . import layout as _layout
+from . import storage as _storage
 from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device
 
 __all__ = ["Tensor", "wrap"]
@@ -134,10 +136,15 @@ class Tensor:
         return self
 
     def share_memory_(self):
-        return self
+        """Moves the storage to shared memory (a no-op if it already is there); processes that
+        receive this tensor through ember.multiprocessing then share its memory."""
+        from .shared_storage import share
+        return share(self)
 
     def is_shared(self):
-        return False
+        """True if the tensor's storage is in shared memory."""
+        from .shared_storage import is_shared
+        return is_shared(self._data)
 
     def is_inference(self):
         return getattr(self, "_inference", False)
@@ -169,7 +176,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return _layout.strided
 
     @property
     def is_sparse(self):
@@ -182,6 +189,35 @@ class Tensor:
     @property
     def is_meta(self):
         return False
+
+    # device flags of torch's other backends: no ember tensor lives on them
+    is_xpu = is_mps = is_ipu = is_mtia = is_maia = is_vulkan = is_xla = is_mkldnn = \
+        is_nested = is_sparse_csr = property(lambda self: False)
+
+    def untyped_storage(self):
+        """The bytes of the memory this tensor (and every view of it) lives in."""
+        return _storage.untyped_storage(self)
+
+    def storage(self):
+        """This tensor's memory as a TypedStorage of its dtype (deprecated, as in torch)."""
+        return _storage.storage(self)
+
+    def const_data_ptr(self):
+        return self.data_ptr()
+
+    def dim_order(self, *, ambiguity_check=False):
+        """The dimensions ordered from outermost to innermost in memory (by stride)."""
+        st = self.stride()
+        return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+    def as_subclass(self, cls):
+        """This tensor's data and autograd history viewed as an instance of ``cls`` (a Tensor
+        subclass); no copy is made."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass: cls must be a subclass of Tensor, got {cls!r}")
+        t = object.__new__(cls)
+        t.__dict__.update(self.__dict__)
+        return t
 
     @property
     def _version_value(self):

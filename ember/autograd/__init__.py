@@ -12,12 +12,14 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 from .._core.node import Node
+from .variable import Variable
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
            "gradgradcheck", "GradcheckError", "Node", "InplaceFunction",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "Variable"]
 
 
 from . import forward_ad, functional  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401

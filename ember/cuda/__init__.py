@@ -42,3 +42,6 @@ def empty_cache():
 
 def is_bf16_supported(including_emulation=True):
     return is_available()
+
+
+from . import amp  # noqa: E402,F401  (torch.cuda.amp)

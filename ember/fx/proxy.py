@@ -15,7 +15,14 @@ import os
 from .._core.state import STATE
 from .node import map_aggregate
 
-__all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError"]
+__all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "GraphAppendingTracer"]
+
+
+def __getattr__(name):
+    if name == "GraphAppendingTracer":  # defined with the Tracer it extends (which imports us)
+        from .tracer import GraphAppendingTracer
+        return GraphAppendingTracer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _FX_DIR = os.path.dirname(os.path.abspath(__file__))
 _EMBER_DIR = os.path.dirname(_FX_DIR)
@@ -197,7 +204,41 @@ class Proxy:
             if item is not None:  # tensor[proxy], tensor[i] = proxy: as Python spells them
                 return tracer.create_proxy("call_function", item, args, kwargs)
             return tracer.create_proxy("call_method", name, args, kwargs)
-        return tracer.create_proxy("call_function", func, args, kwargs)
+        return tracer.create_proxy("call_function", func, args, _user_kwargs(func, kwargs))
+
+
+_DEFAULTS = {}
+
+
+def _user_kwargs(func, kwargs):
+    """``kwargs`` without the keyword arguments that equal the function's defaults: some
+    public functions hand their overrides every keyword (``alpha=1, out=None``), while a
+    traced call should record what the user wrote (torch's graphs do; ``replace_pattern``
+    matches on it)."""
+    if not kwargs:
+        return kwargs
+    try:
+        defaults = _DEFAULTS[func]
+    except (KeyError, TypeError):
+        try:
+            sig = inspect.signature(func)
+            defaults = {k: p.default for k, p in sig.parameters.items()
+                        if p.default is not inspect.Parameter.empty}
+        except (TypeError, ValueError):
+            defaults = {}
+        try:
+            _DEFAULTS[func] = defaults
+        except TypeError:
+            pass
+    out = {}
+    for k, v in kwargs.items():
+        if k in defaults:
+            d = defaults[k]
+            if v is d or (type(v) is type(d) and isinstance(v, (bool, int, float, str)) and
+                          v == d):
+                continue
+        out[k] = v
+    return out
 
 
 class Attribute(Proxy):

@@ -390,3 +390,13 @@ def symbolic_trace(root, concrete_args=None):
     graph = tracer.trace(root, concrete_args)
     name = type(root).__name__ if isinstance(root, Module) else root.__name__
     return GraphModule(tracer.root, graph, name)
+
+
+class GraphAppendingTracer(Tracer):
+    """A tracer that appends the operations done on its Proxies to an existing ``graph``
+    (``Proxy(graph.placeholder('x'), GraphAppendingTracer(graph))``), as in torch's
+    graph-building recipes."""
+
+    def __init__(self, graph):
+        super().__init__()
+        self.graph = graph

@@ -149,6 +149,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
         return f"torch.{self.dtype.name}"
     if isinstance(dtype, str):
         dtype = _TYPE_NAMES[dtype.replace("ember.", "torch.")]
+    elif isinstance(dtype, type):  # a legacy typed tensor class (ember.DoubleTensor)
+        dtype = dtype.dtype
     return _to_dtype(self, dtype)
 
 

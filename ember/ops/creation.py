@@ -11,8 +11,9 @@ import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import dtype as _dt
-from .._core.device import device as _device, get_backend
+from .._core.device import DEFAULT_DEVICE, device as _device, get_backend
 from .._core.tensor import Tensor, wrap
+from ._scalar_check import check_scalar_fits
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "range", "linspace",
@@ -64,6 +65,8 @@ def _to_nested(data):
 
 
 def _finish(arr, device, requires_grad):
+    if device is None:
+        device = DEFAULT_DEVICE[0]  # set_default_device / ``with ember.device(...)``
     if device is not None:
         d = _device(device)
         if d.type != "cpu":
@@ -140,13 +143,22 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def _size(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    for s in size:
+    for i, s in enumerate(size):
         if not isinstance(s, (int, np.integer)) and not (isinstance(s, Tensor) and s.numel() == 1):
             raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
+        if not -(1 << 63) <= int(s) < (1 << 63):
+            raise TypeError(f"argument 'size' failed to unpack the object at pos {i} with error "
+                            f"\"Overflow when unpacking long long\"")
+    for s in size:
         if int(s) < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {int(s)}: "
                                f"{[int(x) for x in size]}")
-    return tuple(int(s) for s in size)
+    shape = tuple(int(s) for s in size)
+    # numel * itemsize (up to 16 bytes) past int64 is torch's overflow error; NumPy would
+    # raise ValueError("array is too big")
+    if 0 not in shape and math.prod(shape) >= (1 << 59):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    return shape
 
 
 def _size_kw(size, kw, name):
@@ -156,6 +168,8 @@ def _size_kw(size, kw, name):
             raise TypeError(f"{name}() received an invalid combination of arguments: "
                             f"{sorted(kw)}")
         return (tuple(kw["size"]),)
+    if not size:  # torch needs a size, even for a 0-dim result (pass ())
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
     return size
 
 
@@ -206,8 +220,18 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
     if dtype is None:
         dtype = _infer_dtype(fill_value)
+    check_scalar_fits(fill_value, dtype.np)
     shape = _size((size,))
-    return _finish(np.full(shape, fill_value, dtype=dtype.np), device, requires_grad)
+    return _finish(np.full(shape, _c_cast(fill_value, dtype.np), dtype=dtype.np), device,
+                   requires_grad)
+
+
+def _c_cast(value, dt):
+    """``value`` converted to ``dt`` the C way torch does (-1 in uint8 is 255), where NumPy
+    refuses out-of-range Python ints."""
+    if isinstance(value, int) and not isinstance(value, bool) and dt.kind in "iu":
+        return np.array(value, dtype=np.int64 if value < (1 << 63) else np.uint64).astype(dt)
+    return value
 
 
 @overridable
@@ -243,8 +267,9 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 @overridable
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(lambda shape, dtype: np.full(shape, fill_value, dtype=dtype), input, dtype,
-                 device, requires_grad)
+    check_scalar_fits(fill_value, dtype.np if dtype is not None else input._data.dtype)
+    return _like(lambda shape, dtype: np.full(shape, _c_cast(fill_value, dtype), dtype=dtype),
+                 input, dtype, device, requires_grad)
 
 
 def _num(x):
@@ -337,6 +362,7 @@ def _fill_(self, value):
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
+    check_scalar_fits(value, self._data.dtype)
     return apply_inplace(COPY, self, (value,), {})
 
 

@@ -19,6 +19,7 @@ from .._core.random import (Generator, default_generator, fork_rng, get_rng_stat
 from .._core.tensor import Tensor
 from ._helpers import NeedsOverride, Op, apply, apply_inplace, handle_override, write_out
 from .blas import cpp_name, short_name
+from .._core.device import DEFAULT_DEVICE
 from .creation import _finish, _size, _size_kw
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -324,7 +325,7 @@ def _create(op, size, params, generator, out, dtype, device, requires_grad, defa
     r = apply(op, (), params)
     if out is not None:
         return write_out(out, r)
-    if device is not None or requires_grad:
+    if device is not None or requires_grad or DEFAULT_DEVICE[0] is not None:
         return _finish(r._data, device, requires_grad)
     return r
 
@@ -378,7 +379,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     r = apply(RANDPERM, (), {"n": int(n), "dtype": dt.np, "generator": _gen_param(generator)})
     if out is not None:
         return write_out(out, r)
-    return _finish(r._data, device, requires_grad) if device or requires_grad else r
+    return _finish(r._data, device, requires_grad) \
+        if device or requires_grad or DEFAULT_DEVICE[0] is not None else r
 
 
 RANDPERM = Op("randperm", lambda xp, n, dtype, generator: _gen(generator).permutation(n).astype(

@@ -14,6 +14,9 @@ from ._ops import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, entr, er
                    scaled_modified_bessel_k0, scaled_modified_bessel_k1, sinc,
                    spherical_bessel_j0, xlog1py, zeta)
 
+from ._polynomials import *  # noqa: E402,F401,F403
+from ._polynomials import __all__ as _POLYNOMIALS
+
 erf = _pw.erf
 erfc = _pw.erfc
 erfinv = _pw.erfinv
@@ -77,4 +80,12 @@ __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digam
            "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
            "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax",
-           "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
+           "spherical_bessel_j0", "xlog1py", "xlogy", "zeta", "logsumexp"] + _POLYNOMIALS
+
+
+@_overridable
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """Alias for ``ember.logsumexp()``."""
+    from ..ops import logsumexp as _lse
+    r = _lse(input, dim, keepdim)
+    return r if out is None else out.copy_(r)

@@ -17,7 +17,7 @@ from ..._core.state import STATE
 from ..._core.tensor import Tensor, wrap
 from ...autograd import no_grad
 from ...ops import arange, where, xlogy
-from ...ops._helpers import _F32, _HALF, apply, type_name
+from ...ops._helpers import _F32, _HALF, apply, not_implemented, type_name
 from ...ops.softmax import log_softmax, softmax
 from .activation import logsigmoid, softplus
 from .distance import pairwise_distance
@@ -98,6 +98,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _size_warning(input, target)
     reduction = _red(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if input.is_complex() or target.is_complex():
+        not_implemented("mse_cpu", (input if input.is_complex() else target)._data.dtype)
     d = input - target
     loss = d * d
     if weight is not None:
@@ -150,7 +152,8 @@ def _nll_np(xp, logp, target, weight, cdim, ignore_index, reduction, smoothing):
         raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
     picked = xp.take_along_axis(logp, xp.expand_dims(t, cdim), axis=cdim).squeeze(cdim)
     w_t = (weight[t] if weight is not None else xp.ones(t.shape, logp.dtype)) * valid
-    nll = -picked * w_t
+    # ignored rows are 0 even where their input is NaN (masked, never multiplied by 0)
+    nll = xp.where(valid, -picked * w_t, 0)
     if reduction == "sum":
         out = nll.sum()
     elif reduction == "mean":
@@ -159,7 +162,7 @@ def _nll_np(xp, logp, target, weight, cdim, ignore_index, reduction, smoothing):
         out = nll
     if smoothing:
         lw = logp if weight is None else logp * _bshape(weight, logp.ndim, cdim)
-        smooth = -lw.sum(axis=cdim) * valid
+        smooth = xp.where(valid, -lw.sum(axis=cdim), 0)
         if reduction == "sum":
             smooth = smooth.sum()
         elif reduction == "mean":
@@ -261,13 +264,23 @@ CROSS_ENTROPY = Op("cross_entropy_loss", _ce_kernel, _ce_vjp, shape=_loss_shape,
 NLL_LOSS = Op("nll_loss", _nll_kernel, _nll_vjp, shape=_loss_shape, category="nn")
 
 
+_CLASS_TARGET_DTYPES = (np.dtype(np.int64), np.dtype(np.uint8))
+
+
+def _check_float_input(input, kernel):
+    """torch's loss kernels exist for floating inputs only."""
+    dt = input._data.dtype
+    if dt.kind in "biuc":
+        not_implemented(kernel, dt)
+
+
 def _check_nll_shapes(input, target, name):
     if input.dim() < 1:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions" if name
                          else "input tensor should be 1D or more")
-    if target.dtype.is_floating_point or target.dtype.is_complex or \
-            str(target.dtype) == "ember.bool":
-        raise RuntimeError(f"expected scalar type Long but found {type_name(target._data.dtype)}")
+    if target._data.dtype not in _CLASS_TARGET_DTYPES:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{type_name(target._data.dtype)}")
     if input.dim() == 1:
         if target.dim() != 0:
             raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported"
@@ -301,6 +314,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _red(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_nll_shapes(input, target, "nll_loss")
+    _check_float_input(input, "nll_loss_out_frame" if input.dim() <= 2 else
+                       "nll_loss2d_forward_out_frame")
     _check_weight(weight, input)
     args = (input, target) if weight is None else (input, target, weight)
     return apply(NLL_LOSS, args, {"ignore_index": ignore_index, "reduction": reduction})
@@ -314,6 +329,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    # torch runs log_softmax over dim 1 (dim 0 unbatched) first: its dtype error comes first
+    _check_float_input(input, "log_softmax_lastdim_kernel_impl" if input.dim() <= 2 else
+                       "log_softmax_kernel_impl")
     if input.dim() >= 1 and input.shape == target.shape:
         if not target.is_floating_point():
             raise RuntimeError(f"Expected floating point type for target with class "
@@ -353,12 +371,16 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
                          f"size ({input.size()}) is deprecated. Please ensure they have the same "
                          f"size.")
-    d = input._data
-    if d.size and ((d < 0) | (d > 1)).any():
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    log_p = input.log().clamp_min(-100)
-    log_q = (1 - input).log().clamp_min(-100)
-    loss = -(target * log_p + (1 - target) * log_q)
+    if target._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Found dtype {type_name(target._data.dtype)} but expected "
+                           f"{type_name(input._data.dtype)}")
+    # torch's test is !(0 <= x <= 1): NaN fails it too
+    for what, t in (("input", input), ("target", target)):
+        d = t._data
+        if d.size and not ((d >= 0) & (d <= 1)).all():
+            raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+    from ...ops.loss_kernels import BINARY_CROSS_ENTROPY  # torch's finite derivative at 0 and 1
+    loss = BINARY_CROSS_ENTROPY(input, target)
     if weight is not None:
         loss = loss * weight
     return _apply_reduction(loss, reduction)

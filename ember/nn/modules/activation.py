@@ -323,3 +323,6 @@ class Softmax2d(Module):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
                              f"instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+from .transformer import MultiheadAttention  # noqa: E402,F401  (torch.nn.modules.activation path)

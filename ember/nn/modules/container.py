@@ -333,3 +333,19 @@ class ParameterDict(Module):
     def extra_repr(self):
         return "\n".join(f"({k}): Parameter containing: [{p.type()} of size "
                          f"{'x'.join(str(s) for s in p.shape)}]" for k, p in self.items())
+
+
+class Container(Module):
+    """Deprecated: a Module built from keyword children (``Container(a=Linear(...))``)."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        import warnings
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
+__all__.append("Container")

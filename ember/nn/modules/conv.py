@@ -261,3 +261,54 @@ class LazyConv2d(_LazyConv, Conv2d):
 class LazyConv3d(_LazyConv, Conv3d):
     """A Conv3d whose in_channels is inferred from the first input."""
     cls_to_become = Conv3d
+
+
+class _LazyConvTranspose(LazyModuleMixin):
+    """ConvTranspose whose ``in_channels`` is inferred from the first input it sees."""
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        self._lazy_dtype = dtype
+        super().__init__(0, out_channels, kernel_size, stride, padding, output_padding, groups,
+                         bias, dilation, padding_mode, device, dtype)
+
+    _make_params = _LazyConv._make_params
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """Infer ``in_channels`` from ``input`` and create the weight (and bias)."""
+        if self.has_uninitialized_params():
+            with no_grad():
+                batched = input.dim() == self._n + 2
+                self.in_channels = input.shape[1 if batched else 0]
+                if self.in_channels % self.groups != 0:
+                    raise ValueError("in_channels must be divisible by groups")
+                self.weight.materialize((self.in_channels, self.out_channels // self.groups) +
+                                        self.kernel_size)
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+        elif self.in_channels == 0:  # materialized by load_state_dict
+            self.in_channels = self.weight.shape[0]
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """A ConvTranspose1d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """A ConvTranspose2d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """A ConvTranspose3d whose in_channels is inferred from the first input."""
+    cls_to_become = ConvTranspose3d
+
+
+__all__ += ["LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]

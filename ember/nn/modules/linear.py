@@ -114,3 +114,8 @@ class LazyLinear(LazyModuleMixin, Linear):
                 self.reset_parameters()
         elif self.in_features == 0:  # materialized by load_state_dict
             self.in_features = self.weight.shape[-1]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear layer that dynamic quantization leaves alone (torch uses it for the output
+    projection of MultiheadAttention); otherwise exactly `Linear`."""

@@ -10,6 +10,7 @@ import functools
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
+from typing import Any, Dict, TypeVar
 
 from ..._core import dtype as _dt
 from ..._core.state import STATE
@@ -18,6 +19,8 @@ from ..parameter import Parameter, is_lazy
 
 __all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"]
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+T_destination = TypeVar("T_destination", bound=Dict[str, Any])
 _global_forward_hooks = OrderedDict()
 _global_forward_pre_hooks = OrderedDict()
 _hook_ids = itertools.count()
@@ -80,6 +83,8 @@ class Module:
     Subclasses define ``forward`` and assign submodules, Parameters and buffers
     as attributes in ``__init__`` (after calling ``super().__init__()``)."""
 
+    dump_patches = False
+    T_destination = T_destination
     training: bool
     _version = 1
     call_super_init = False
@@ -174,7 +179,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_from(name, d, params)
+            self._remove_from(name, d, params, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -187,7 +192,7 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_from(name, d, params)
+            self._remove_from(name, d, params, keep="_modules")
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -211,9 +216,13 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def _remove_from(self, name, d, params):
+    def _remove_from(self, name, d, params, keep=None):
+        # the dict ``keep`` is about to be assigned again: the name keeps its place in it
+        # (torch: re-assigning ``m.conv1`` leaves it where it was in ``children()``)
         d.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
+            if key == keep:
+                continue
             dd = d.get(key)
             if dd is not None:
                 dd.pop(name, None)
@@ -299,9 +308,22 @@ class Module:
             sub = prefix + ("." if prefix else "") + name
             yield from m.named_modules(memo, sub, remove_duplicate)
 
-    def modules(self):
-        for _, m in self.named_modules():
+    def modules(self, remove_duplicate=True):
+        """Iterator over all modules in the network (each once unless
+        ``remove_duplicate=False``)."""
+        for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
+
+    def get_extra_state(self):
+        """The extra state to include in ``state_dict`` (override it, with
+        `set_extra_state`, to save state that is not a parameter or buffer)."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called.")
+
+    def set_extra_state(self, state):
+        """Restores the extra state returned by `get_extra_state` (override both)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called.")
 
     def get_submodule(self, target):
         """The submodule given by the dotted path ``target``."""
@@ -351,6 +373,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """A dictionary with references to the whole state of the module."""
@@ -423,11 +447,20 @@ class Module:
                                   f'in the model are {param.shape} and whose dimensions in the '
                                   f'checkpoint are {value.shape}, an exception occurred : '
                                   f'{ex.args}.')
+        extra = prefix + _EXTRA_STATE_KEY_SUFFIX
+        has_extra = type(self).set_extra_state is not Module.set_extra_state
+        if has_extra:
+            if extra in state_dict:
+                self.set_extra_state(state_dict[extra])
+            elif strict:
+                missing_keys.append(extra)
         if strict:
             for key in state_dict:
                 if key.startswith(prefix):
                     rest = key[len(prefix):]
                     name = rest.split(".", 1)[0]
+                    if has_extra and key == extra:
+                        continue
                     if name not in self._modules and name not in local and "." not in rest:
                         unexpected_keys.append(key)
                     elif "." in rest and name not in self._modules:
@@ -610,6 +643,9 @@ class Module:
         return self._apply(lambda t: t.cuda(device))
 
     def share_memory(self):
+        """Moves the parameters and buffers to shared memory (see ``Tensor.share_memory_``)."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
         return self
 
     def to_empty(self, *, device=None, recurse=True):

@@ -1,0 +1,253 @@
+"""Top-level forms torch exposes beside the Tensor methods: in-place variants
+(``torch.abs_(x)``), the ``*_copy`` forms of the view operators (a view's values in
+fresh memory, differentiable like the view), constants, and small predicates.
+
+Each is written in ember operators, so autograd, vmap and overrides behave as for
+the operators they call.
+"""
+import math
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.op import Op
+from .._core.tensor import Tensor
+from ._helpers import type_name, binary_kernel, def_binary, overridable, shape_broadcast
+from .views import view_as_complex, view_as_real
+
+_INPLACE = ("abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ "
+            "atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ erf_ erfc_ exp2_ "
+            "exp_ expm1_ fill_ fix_ floor_ frac_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ "
+            "reciprocal_ round_ rsqrt_ sigmoid_ sin_ sinh_ sqrt_ tan_ tanh_ trunc_ zero_ "
+            "detach_ addmv_ conj_physical_").split()
+
+_VIEWS = ("as_strided detach diagonal expand narrow permute select squeeze t transpose unbind "
+          "unfold unsqueeze split view").split()
+
+__all__ = _INPLACE + [v + "_copy" for v in _VIEWS] + [
+    "alias_copy", "view_as_real_copy", "view_as_complex_copy", "split_with_sizes",
+    "split_with_sizes_copy", "negative_", "pi", "e", "inf", "nan", "newaxis", "is_nonzero",
+    "is_same_size", "is_signed", "is_inference", "get_device", "detach", "fill", "rsub",
+    "nextafter", "ldexp", "frexp", "mvlgamma"]
+
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+
+def _inplace_form(name):
+    def fn(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"In-place version of ``{name[:-1]}``: ``{name}(input, ...)`` is " \
+                 f"``input.{name}(...)``."
+    return overridable(fn)
+
+
+for _n in _INPLACE:
+    globals()[_n] = _inplace_form(_n)
+negative_ = _inplace_form("neg_")
+negative_.__name__ = "negative_"
+
+
+def _copy_form(view_name):
+    def fn(input, *args, out=None, **kwargs):
+        r = getattr(input, view_name)(*args, **kwargs)
+        r = type(r)(x.clone() for x in r) if isinstance(r, (tuple, list)) else r.clone()
+        if out is not None:
+            out.copy_(r) if isinstance(r, Tensor) else [o.copy_(x) for o, x in zip(out, r)]
+            return out
+        return r
+    fn.__name__ = fn.__qualname__ = view_name + "_copy"
+    fn.__doc__ = f"Performs the same operation as ``{view_name}``, but the result is a copy, " \
+                 f"not a view."
+    return overridable(fn)
+
+
+for _n in _VIEWS:
+    globals()[_n + "_copy"] = _copy_form(_n)
+del _n
+
+
+@overridable
+def alias_copy(input, *, out=None):
+    """A copy of ``input`` (torch: the copy form of ``alias``)."""
+    r = input.clone()
+    return r if out is None else out.copy_(r)
+
+
+@overridable
+def view_as_real_copy(input, *, out=None):
+    r = view_as_real(input).clone()
+    return r if out is None else out.copy_(r)
+
+
+@overridable
+def view_as_complex_copy(input, *, out=None):
+    r = view_as_complex(input).clone()
+    return r if out is None else out.copy_(r)
+
+
+@overridable
+def split_with_sizes(input, split_sizes, dim=0):
+    """Splits ``input`` into pieces of the given sizes along ``dim``."""
+    total = input.shape[dim] if input.dim() else 0
+    if sum(split_sizes) != total:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {total} "
+                           f"(input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={list(split_sizes)}")
+    return input.split(list(split_sizes), dim)
+
+
+@overridable
+def split_with_sizes_copy(input, split_sizes, dim=0, *, out=None):
+    r = [x.clone() for x in split_with_sizes(input, split_sizes, dim)]
+    if out is not None:
+        for o, x in zip(out, r):
+            o.copy_(x)
+        return None
+    return r
+
+
+@overridable
+def is_nonzero(input):
+    """True if the single element of ``input`` is nonzero."""
+    if input.numel() != 1:
+        if input.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item() != 0)
+
+
+@overridable
+def is_same_size(input, other):
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@overridable
+def is_signed(input):
+    return input.is_signed()
+
+
+@overridable
+def is_inference(input):
+    return input.is_inference()
+
+
+@overridable
+def get_device(input):
+    return input.get_device()
+
+
+@overridable
+def detach(input):
+    return input.detach()
+
+
+@overridable
+def fill(input, value):
+    """A new tensor of ``input``'s shape and dtype filled with ``value``."""
+    return input.clone().fill_(value)
+
+
+@overridable
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    return (input * alpha).neg().add(other) if alpha != 1 else (-input).add(other)
+
+
+# ---- nextafter, ldexp, frexp, mvlgamma ----------------------------------------------------
+def _nextafter_np(xp, a, b):
+    return xp.nextafter(a, b)
+
+
+def _float_only(kernel):
+    def k(xp, a, b):
+        kinds = [getattr(x, "dtype", np.dtype(type(x))).kind for x in (a, b)]
+        if any(kd not in "f" for kd in kinds) and not any(
+                getattr(x, "dtype", None) in (_dt.bfloat16.np, np.dtype(np.float16))
+                for x in (a, b)):
+            raise NotImplementedError(f"\"nextafter_cpu\" not implemented for "
+                                      f"'{type_name(np.result_type(a, b))}'")
+        return kernel(xp, a, b)
+    return k
+
+
+NEXTAFTER = Op("nextafter", _float_only(binary_kernel(_nextafter_np)), None,
+               shape=shape_broadcast,
+               category="binary", differentiable=False)
+nextafter = def_binary("nextafter", NEXTAFTER, inplace=True, tensors=2)
+nextafter.__doc__ = "The next floating-point value after ``input`` towards ``other``."
+
+
+@overridable
+def ldexp(input, other, *, out=None):
+    """``input * 2 ** other``."""
+    r = input * (2.0 ** other if not isinstance(other, Tensor) else other.exp2())
+    return r if out is None else out.copy_(r)
+
+
+def _ldexp_(self, other):
+    return self.mul_(2.0 ** other if not isinstance(other, Tensor) else other.exp2())
+
+
+Tensor.ldexp = ldexp
+Tensor.ldexp_ = _ldexp_
+
+
+@overridable
+def frexp(input, *, out=None):
+    """Decomposes ``input`` into mantissa and exponent: ``input = mantissa * 2 ** exponent``."""
+    from ._return_types import structseq
+    _frexp_type = structseq("frexp", ("mantissa", "exponent"))
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    a = input._data
+    m, ex = np.frexp(a)
+    from .._core.tensor import wrap
+    mant, expo = wrap(m.astype(a.dtype, copy=False)), wrap(ex.astype(np.int32))
+    if out is not None:
+        out[0].copy_(mant)
+        out[1].copy_(expo)
+        return _frexp_type(out[0], out[1])
+    return _frexp_type(mant, expo)
+
+
+Tensor.frexp = frexp
+
+
+@overridable
+def mvlgamma(input, p, *, out=None):
+    """The multivariate log-gamma function of dimension ``p``, elementwise."""
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if not input.is_floating_point():
+        raise RuntimeError("mvlgamma is not implemented for integer inputs")
+    from .creation import arange
+    j = arange(p, dtype=input.dtype)
+    r = (input.unsqueeze(-1) - j / 2).lgamma().sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    return r if out is None else out.copy_(r)
+
+
+Tensor.mvlgamma = mvlgamma
+Tensor.mvlgamma_ = lambda self, p: self.copy_(mvlgamma(self, p))
+
+
+# ---- Tensor methods of the forms above -----------------------------------------------------
+def _unsafe_split(self, split_size, dim=0):
+    return self.split(split_size, dim)
+
+
+Tensor.is_nonzero = is_nonzero
+Tensor.is_same_size = is_same_size
+Tensor.split_with_sizes = split_with_sizes
+Tensor.narrow_copy = globals()["narrow_copy"]
+Tensor.negative_ = lambda self: self.neg_()
+Tensor.swapaxes_ = lambda self, axis0, axis1: self.transpose_(axis0, axis1)
+Tensor.swapdims_ = lambda self, dim0, dim1: self.transpose_(dim0, dim1)
+Tensor.unsafe_chunk = lambda self, chunks, dim=0: self.chunk(chunks, dim)
+Tensor.unsafe_split = _unsafe_split
+Tensor.unsafe_split_with_sizes = lambda self, split_sizes, dim=0: split_with_sizes(
+    self, split_sizes, dim)

@@ -1,0 +1,392 @@
+"""Sparse COO tensors (``layout=torch.sparse_coo``): indices, values and a size.
+
+A `SparseCOOTensor` is a Tensor whose ``_data`` is a zero-strided array of its shape
+and dtype (so shape/dtype/device metadata answer as for any tensor, with no memory)
+and whose content is ``_sp_indices`` (int64, ``(sparse_dim, nnz)``) and ``_sp_values``
+(``(nnz, *dense_shape)``), both ember tensors.  Its ``__ember_function__`` takes every
+public function and Tensor method it meets: the operations sparse tensors support are
+computed from indices and values with ember operators (so ``sparse @ dense`` is
+differentiable in the dense operand and in the values), and every other one raises
+NotImplementedError as torch does.  The override type is registered when the first
+sparse tensor is made, so dense-only programs pay nothing for it.
+"""
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core import layout as _layout
+from .._core.dispatch import overridable, register_override_type
+from .._core.tensor import Tensor, wrap
+
+__all__ = ["SparseCOOTensor", "sparse_coo_tensor", "to_sparse", "is_sparse_tensor"]
+
+
+class SparseCOOTensor(Tensor):
+    """A tensor in the sparse COO layout."""
+
+    @property
+    def layout(self):
+        return _layout.sparse_coo
+
+    @property
+    def is_sparse(self):
+        return True
+
+    @property
+    def requires_grad(self):
+        return self._sp_values.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self._sp_values.requires_grad_(value)
+
+    @property
+    def grad_fn(self):
+        return self._sp_values.grad_fn
+
+    def requires_grad_(self, requires_grad=True):
+        self._sp_values.requires_grad_(requires_grad)
+        return self
+
+    def sparse_dim(self):
+        return self._sp_indices.shape[0]
+
+    def dense_dim(self):
+        return self._sp_values.dim() - 1
+
+    def _nnz(self):
+        return self._sp_indices.shape[1]
+
+    def is_coalesced(self):
+        return self._coalesced
+
+    def _indices(self):
+        return self._sp_indices
+
+    def _values(self):
+        return self._sp_values
+
+    def indices(self):
+        if not self._coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._sp_indices.detach()
+
+    def values(self):
+        if not self._coalesced:
+            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._sp_values
+
+    def coalesce(self):
+        """Sums the values of duplicate indices and sorts the indices (row-major order)."""
+        if self._coalesced:
+            return self
+        idx = self._sp_indices._data
+        sizes = self._data.shape[:idx.shape[0]]
+        if idx.shape[1] == 0:
+            return _make(self._sp_indices, self._sp_values, self._data.shape, True)
+        flat = np.ravel_multi_index(tuple(idx), sizes) if sizes else np.zeros(idx.shape[1], int)
+        uniq, inverse = np.unique(flat, return_inverse=True)
+        new_idx = np.stack(np.unravel_index(uniq, sizes)) if sizes else np.zeros((0, len(uniq)))
+        vals = self._sp_values
+        zeros = vals.new_zeros((len(uniq),) + tuple(vals.shape[1:]))
+        summed = zeros.index_add(0, wrap(inverse.reshape(-1).astype(np.int64)), vals)
+        return _make(wrap(new_idx.astype(np.int64)), summed, self._data.shape, True)
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """The dense tensor with this tensor's values at its indices (duplicates summed)."""
+        shape = self._data.shape
+        sd = self.sparse_dim()
+        vals = self._sp_values
+        out = vals.new_zeros(shape)
+        if self._nnz():
+            flat_idx = np.ravel_multi_index(tuple(self._sp_indices._data), shape[:sd]) \
+                if sd else np.zeros(self._nnz(), np.int64)
+            out = out.reshape((-1,) + tuple(shape[sd:])).index_add(
+                0, wrap(flat_idx.astype(np.int64)), vals).reshape(shape)
+        return out if dtype is None else out.to(dtype)
+
+    def to_sparse(self, *args, **kwargs):
+        return self
+
+    def detach(self):
+        return _make(self._sp_indices, self._sp_values.detach(), self._data.shape,
+                     self._coalesced)
+
+    def clone(self, *, memory_format=None):
+        return _make(self._sp_indices.clone(), self._sp_values.clone(), self._data.shape,
+                     self._coalesced)
+
+    def numpy(self, *, force=False):
+        raise TypeError("can't convert sparse tensor to numpy; use Tensor.to_dense() first")
+
+    def tolist(self):
+        raise NotImplementedError("tolist() is not supported for sparse tensors; use "
+                                  "Tensor.to_dense() first")
+
+    def item(self):
+        return self.to_dense().item()
+
+    def is_contiguous(self, memory_format=None):
+        raise RuntimeError("is_contiguous is not supported for sparse tensors")
+
+    def data_ptr(self):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+    def __repr__(self, *, tensor_contents=None):
+        ind = repr(self._sp_indices).replace("\n", "\n" + " " * 15)
+        val = repr(self._sp_values).replace("\n", "\n" + " " * 14)
+        pre = _dt.REPR_PREFIX[0]
+        extra = "" if self.dtype is _dt.get_default_dtype() or \
+            self.dtype in (_dt.int64, _dt.bool) else f", dtype={self.dtype}"
+        return (f"tensor(indices={ind},\n       values={val},\n       size="
+                f"{tuple(self._data.shape)}, nnz={self._nnz()}{extra}, "
+                f"layout={pre}sparse_coo)")
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self._sp_indices, self._sp_values, tuple(self._data.shape),
+                           self._coalesced))
+
+
+def _rebuild(indices, values, size, coalesced):
+    return _make(indices, values, size, coalesced)
+
+
+_REGISTERED = [False]
+
+
+def _make(indices, values, size, coalesced):
+    if not _REGISTERED[0]:
+        SparseCOOTensor.__ember_function__ = classmethod(_dispatch_sparse)
+        register_override_type(SparseCOOTensor)
+        _REGISTERED[0] = True
+    t = object.__new__(SparseCOOTensor)
+    t._data = np.broadcast_to(np.zeros((), dtype=values._data.dtype), tuple(size))
+    t._sp_indices = indices
+    t._sp_values = values
+    t._coalesced = bool(coalesced)
+    return t
+
+
+def is_sparse_tensor(x):
+    return type(x) is SparseCOOTensor
+
+
+@overridable
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None, is_coalesced=None):
+    """Constructs a sparse tensor in COO format with the given values at the given indices."""
+    from .. import ops
+    if not isinstance(indices, Tensor):
+        indices = ops.tensor(indices, dtype=_dt.int64)
+    if not isinstance(values, Tensor):
+        values = ops.tensor(values, dtype=dtype)
+    if indices.dtype is not _dt.int64:
+        if indices.dtype.is_floating_point or indices.dtype.is_complex:
+            raise RuntimeError(f"indices must be an int64 tensor, got {indices.dtype}")
+        indices = indices.to(_dt.int64)
+    if indices.dim() != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
+    if values.dim() < 1:
+        raise RuntimeError("values must have at least one dimension (nnz), got a 0-dim tensor")
+    if indices.shape[1] != values.shape[0]:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
+                           f"{indices.shape[1]}, nnz from values: {values.shape[0]}")
+    if dtype is not None and values.dtype is not dtype:
+        values = values.to(dtype)
+    sd = indices.shape[0]
+    idx = indices._data
+    if size is None:
+        size = tuple(int(m) + 1 for m in idx.max(axis=1)) if idx.shape[1] else (0,) * sd
+        size = size + tuple(values.shape[1:])
+    size = tuple(int(s) for s in size)
+    if len(size) != sd + values.dim() - 1:
+        raise RuntimeError(f"number of dimensions must be sparse_dim ({sd}) + dense_dim "
+                           f"({values.dim() - 1}), but got {len(size)}")
+    if tuple(values.shape[1:]) != size[sd:]:
+        raise RuntimeError(f"values has incorrect size, expected {[values.shape[0], *size[sd:]]},"
+                           f" got {list(values.shape)}")
+    if idx.shape[1]:
+        if (idx < 0).any():
+            raise RuntimeError(f"found negative index {int(idx.min())} for dim "
+                               f"{int(np.argmin(idx.min(axis=1)))}")
+        hi = idx.max(axis=1)
+        for d in range(sd):
+            if hi[d] >= size[d]:
+                raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is "
+                                   f"{size[d]} but found index {int(hi[d])}")
+    if requires_grad:
+        values = values.detach().requires_grad_(True)
+    return _make(indices, values, size, bool(is_coalesced) if is_coalesced is not None else
+                 idx.shape[1] <= 1)
+
+
+def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+    """The sparse COO form of a dense tensor: its nonzero entries (coalesced)."""
+    if layout is not None and layout is not _layout.sparse_coo:
+        raise NotImplementedError(f"to_sparse: only the sparse_coo layout is supported, got "
+                                  f"{layout}")
+    nd = self.dim()
+    sd = nd if sparse_dim is None else sparse_dim
+    if not 0 <= sd <= nd:
+        raise RuntimeError(f"sparse_dim must be in [0, {nd}], got {sd}")
+    a = self._data
+    mask = a != 0
+    if sd < nd:
+        mask = mask.reshape(a.shape[:sd] + (-1,)).any(axis=-1)
+    idx = np.stack(np.nonzero(mask)) if sd else np.zeros((0, 1 if mask else 0), np.int64)
+    idx = idx.astype(np.int64).reshape(sd, -1)
+    values = self[tuple(wrap(i) for i in idx)] if sd else self.unsqueeze(0)[:idx.shape[1]]
+    return _make(wrap(idx), values, a.shape, True)
+
+
+# ---- the operations sparse tensors support -----------------------------------------------
+
+def _is_sp(x):
+    return type(x) is SparseCOOTensor
+
+
+def _mm(a, b):
+    """sparse @ dense (2-D) -> dense; dense @ sparse -> dense; sparse @ sparse -> sparse."""
+    if _is_sp(a) and _is_sp(b):
+        return _mm(a, b.to_dense()).to_sparse()
+    if not _is_sp(a):  # dense @ sparse = (sparse^T @ dense^T)^T
+        return _mm(_transpose(b, 0, 1), a.t()).t()
+    if a.dim() != 2 or b.dim() not in (1, 2) or a.dense_dim():
+        raise RuntimeError(f"sparse matmul: expected a 2-D sparse matrix and a 1-D or 2-D dense "
+                           f"operand, got sizes {list(a.shape)} and {list(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]}"
+                           f" and {'x'.join(str(s) for s in b.shape)})")
+    rows, cols = wrap(a._sp_indices._data[0]), wrap(a._sp_indices._data[1])
+    vals = a._sp_values
+    if vals.dtype is not b.dtype:
+        from .._core.dtype import promote_types
+        dt = promote_types(vals.dtype, b.dtype)
+        vals, b = vals.to(dt), b.to(dt)
+    picked = b.index_select(0, cols)
+    prod = picked * (vals.reshape((-1,) + (1,) * (b.dim() - 1)))
+    out = b.new_zeros((a.shape[0],) + tuple(b.shape[1:]))
+    return out.index_add(0, rows, prod)
+
+
+def _transpose(s, d0, d1):
+    nd = s.dim()
+    d0, d1 = d0 % nd, d1 % nd
+    if max(d0, d1) >= s.sparse_dim():
+        raise NotImplementedError("transpose of a sparse tensor's dense dimensions")
+    perm = list(range(s.sparse_dim()))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    size = list(s.shape)
+    size[d0], size[d1] = size[d1], size[d0]
+    return _make(wrap(s._sp_indices._data[perm]), s._sp_values, size, False)
+
+
+def _add(a, b, *, alpha=1, out=None):
+    if out is not None:
+        raise NotImplementedError("add(out=) with sparse operands")
+    if _is_sp(a) and _is_sp(b):
+        if tuple(a.shape) != tuple(b.shape):
+            raise RuntimeError(f"add: expected sizes to match, got {list(a.shape)} and "
+                               f"{list(b.shape)}")
+        from .. import ops
+        bv = b._sp_values * alpha if alpha != 1 else b._sp_values
+        return _make(ops.cat([a._sp_indices, b._sp_indices], 1),
+                     ops.cat([a._sp_values, bv.to(a._sp_values.dtype) if bv.dtype is not
+                              a._sp_values.dtype else bv]), a.shape, False).coalesce()
+    if _is_sp(b):  # dense + sparse -> dense
+        return a + (b.to_dense() * alpha if alpha != 1 else b.to_dense())
+    if isinstance(b, Tensor):  # sparse + dense -> dense
+        return a.to_dense() + b * alpha
+    raise RuntimeError("add(sparse, scalar) is not supported: adding a scalar to a sparse "
+                       "tensor would make it dense; use to_dense() first")
+
+
+def _scale(s, other, op):
+    if isinstance(other, Tensor) and (_is_sp(other) or other.dim() > 0):
+        if _is_sp(other):
+            return (op(s.to_dense(), other.to_dense())).to_sparse()
+        raise NotImplementedError("elementwise product of a sparse and a dense tensor")
+    return _make(s._sp_indices, op(s._sp_values, other), s.shape, s._coalesced)
+
+
+def _sum(s, dim=None, keepdim=False, *, dtype=None):
+    d = s.to_dense()
+    if dim is None:
+        return d.sum(dtype=dtype)
+    r = d.sum(dim, keepdim=keepdim, dtype=dtype)
+    return r.to_sparse() if r.dim() else r
+
+
+def _to(s, *args, **kwargs):
+    from .._core.dtype import dtype as _dtype_cls
+    dt = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, _dtype_cls):
+            dt = a
+        elif isinstance(a, Tensor):
+            dt = a.dtype
+    dev = kwargs.get("device")
+    for a in args:
+        if not isinstance(a, (_dtype_cls, Tensor)):
+            dev = a
+    if dev is not None and str(dev).split(":")[0] != "cpu":
+        raise RuntimeError(f"sparse tensors live on the CPU in ember; cannot move to {dev}")
+    if dt is None or dt is s.dtype:
+        return s
+    return _make(s._sp_indices, s._sp_values.to(dt), s.shape, s._coalesced)
+
+
+def _size_of(s, *a, **k):
+    return Tensor.size(s, *a, **k)
+
+
+import operator  # noqa: E402
+
+_HANDLERS = {
+    "mm": _mm, "matmul": _mm, "__matmul__": _mm, "spmm": _mm,
+    "smm": lambda a, b: _mm(a, b).to_sparse(),
+    "__rmatmul__": lambda a, b: _mm(b, a), "_matmul_magic": _mm,
+    "_rmatmul_magic": lambda a, b: _mm(b, a),
+    "add": _add, "__add__": _add, "__radd__": lambda a, b: _add(b, a),
+    "mul": lambda a, b: _scale(a, b, operator.mul) if _is_sp(a) else _scale(b, a, operator.mul),
+    "__mul__": lambda a, b: _scale(a, b, operator.mul),
+    "__rmul__": lambda a, b: _scale(a, b, operator.mul),
+    "div": lambda a, b: _scale(a, b, operator.truediv),
+    "__truediv__": lambda a, b: _scale(a, b, operator.truediv),
+    "neg": lambda a: _make(a._sp_indices, -a._sp_values, a.shape, a._coalesced),
+    "__neg__": lambda a: _make(a._sp_indices, -a._sp_values, a.shape, a._coalesced),
+    "sum": _sum, "to": _to,
+    "cpu": lambda s, memory_format=None: s,
+    "t": lambda s: _transpose(s, 0, 1) if s.dim() == 2 else s,
+    "transpose": lambda s, dim0, dim1: _transpose(s, dim0, dim1),
+    "float": lambda s, memory_format=None: _to(s, _dt.float32),
+    "double": lambda s, memory_format=None: _to(s, _dt.float64),
+    "long": lambda s, memory_format=None: _to(s, _dt.int64),
+    "relu": lambda s: _make(s._sp_indices, s._sp_values.relu(), s.shape, s._coalesced),
+    "is_floating_point": lambda s: s.dtype.is_floating_point,
+    "size": _size_of,
+}
+
+
+def _dispatch_sparse(cls, func, types, args=(), kwargs=None):
+    kwargs = kwargs or {}
+    name = getattr(func, "__name__", "")
+    h = _HANDLERS.get(name)
+    if h is None:
+        raise NotImplementedError(f"Could not run '{name}' with arguments from the sparse COO "
+                                  f"layout: ember's sparse tensors support "
+                                  f"{', '.join(sorted(n for n in _HANDLERS if n[0] != '_'))}; "
+                                  f"use Tensor.to_dense() first")
+    return h(*args, **kwargs)
+
+
+def _dense_to_dense(self, dtype=None, *, masked_grad=None):
+    return self if dtype is None else self.to(dtype)
+
+
+Tensor.to_sparse = to_sparse
+Tensor.to_sparse_coo = lambda self: to_sparse(self)
+Tensor.to_dense = _dense_to_dense
+Tensor.sparse_dim = lambda self: 0
+Tensor.dense_dim = lambda self: self.dim()

@@ -1,0 +1,97 @@
+# ruff: noqa: E501  (the category patterns are long regular expressions)
+"""Regenerate ``api_exclusions.txt`` from what the API-surface test finds missing now.
+
+    .venv/bin/python tests/compat/regen_api_exclusions.py
+
+Runs ``test_api_surface.py`` with an empty exclusions file, then writes one entry per
+name still missing or incompatible: an entry's existing reason is kept, a new name gets
+the reason of the first pattern below that matches it (or "not yet implemented").  Stale
+entries (names ember now has) disappear.  Review the diff before committing it.
+"""
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PATH = os.path.join(HERE, "api_exclusions.txt")
+HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line, "PATTERN: REASON".
+# PATTERN is a torch dotted name or an fnmatch pattern ("torch.cudnn_*"); "sig PATTERN"
+# excuses only the signature check of a name that exists.  Entries naming a later issue
+# are removed when that issue lands (tests/compat/regen_api_exclusions.py rewrites this file).
+"""
+
+RULES = [
+ (r"^torch\.(cudnn_|miopen_|mkldnn_|fbgemm_|_?nnpack)|^torch\.backends\.(miopen|nnpack|kleidiai|cusparselt|mha|python_native)$|^torch\.Tensor\.(is_mkldnn|to_mkldnn)$|cudnn_is_acceptable", "vendor kernel library ember does not use (cuDNN/MIOpen/oneDNN/FBGEMM/NNPACK/KleidiAI/cuSPARSELt)"),
+ (r"^torch\.(Script|Code$|CompilationUnit|ConcreteModuleType|FileCheck|Graph$|GraphExecutorState|Block$|Node$|Value$|Use$|Type$|TensorType|.*Type$|ArgumentSpec|CompleteArgumentSpec|AliasDb|import_ir_module|parse_ir|parse_schema|parse_type_comment|merge_type_from_type_comment|unify_type_list|ErrorReport|FunctionSchema|Argument$|InferredType|LiteScriptModule|ExecutionPlan|Gradient$|IODescriptor|TracingState|CallStack|JITException|StaticModule|BenchmarkConfig|BenchmarkExecutionStats|ThroughputBenchmark|LockingLogger|NoopLogger|AggregationType|PyTorchFileReader|PyTorchFileWriter|ScriptModuleSerializer|DeserializationStorageContext|SerializationStorageContext|DeepCopyMemoTable|OperatorInfo|Tag$|DispatchKey|ExcludeDispatchKeyGuard|Capsule|cpp$|fork$|wait$|Future$|AVG$|SUM$|Event$|Stream$|import_)|^torch\.testing\.FileCheck$|^torch\.utils\.(ThroughputBenchmark|throughput_benchmark|cpp_backtrace|get_cpp_backtrace)$", "TorchScript / C++ runtime internal (torch._C): no Python-level meaning in ember"),
+ (r"quantiz|^torch\.(q_|qint|quint|qscheme|int_repr|dequantize|fake_quantize|choose_qparams|fused_moving_avg)|^torch\.Tensor\.(q_|qscheme|int_repr|dequantize)|^torch\.nn\.(qat|quantizable|quantized|intrinsic)$|^torch\.backends\.quantized$", "quantization: the later quantization issue (ember.ao.quantization)"),
+ (r"^torch\.(sym_|Sym|compile$|export$|cond$)|^torch\.nn\.Module\.compile$|^torch\.fx\.GraphModule\.compile$|^torch\.fx\.Graph\.(create_size_node|create_storage_offset_node|create_stride_node|materialize_symint)", "compile/export/dynamic shapes: the later compile and export issues"),
+ (r"sparse_(csr|csc|bsr|bsc|compressed)|crow_indices|ccol_indices|col_indices|row_indices|to_sparse_(csr|csc|bsr|bsc)|is_sparse_csr|^torch\.(hspmm|sspaddmm|dsmm|hsmm|saddmm)$|^torch\.Tensor\.(sspaddmm|sparse_mask|sparse_resize_|sparse_resize_and_clear_|resize_as_sparse_)$|^torch\.resize_as_sparse_$|^torch\.sparse\.|values_copy|indices_copy", "sparse beyond COO (CSR/CSC/BSR, semi-structured, sparse masks): the later sparsity issue"),
+ (r"^torch\.distributed|^torch\.is_distributed$|^torch\.Tensor\.is_distributed$|RRefType", "issue 13: distributed (in progress)"),
+ (r"^torch\.distributions", "issue 16: distributions (distributions helper, in progress)"),
+ (r"^torch\.(autograd\.)?profiler", "issue 16: profiler (profiler helper, in progress)"),
+ (r"^torch\.hub", "issue 16: hub (profiler helper, in progress)"),
+ (r"^torch\.optim\.(swa_utils|ASGD|Rprop|SparseAdam|Adafactor)|^torch\.optim\.swa_utils", "issue 16: optimizers/swa_utils (profiler helper, in progress)"),
+ (r"^torch\.utils\.data", "issue 16: utils.data (runtime helper, in progress)"),
+ (r"^torch\.serialization", "issue 16: serialization (the lead, in progress)"),
+ (r"^torch\.multiprocessing|^torch\.nn\.parallel", "issue 13/16: multiprocessing and nn.parallel (distributed helpers, in progress)"),
+ (r"^torch\.cuda\.", "CUDA runtime API: ember has no CUDA build (a CuPy backend registers at run time); torch.cuda names programs call on CPU machines exist"),
+ (r"^torch\.backends\.cuda\.|^torch\.backends\.mps\.get_", "CUDA/MPS backend introspection: no such device in ember"),
+ (r"^torch\.(Tensor\.)?(ipu|xpu|mtia|is_ipu|is_xpu|is_mtia|is_maia|is_vulkan|is_xla|record_stream)$|^torch\.(nn\.Module|fx\.GraphModule)\.(ipu|xpu|mtia)$|is_vulkan_available|get_device_module", "issue 16: other accelerators' device flags/moves (not yet added)"),
+ (r"^torch\.(bits|int[1-7]$|uint[1-7]$|float4|float8_e4m3fnuz|float8_e5m2fnuz|float8_e8m0fnu|complex32)", "sub-byte / exotic dtype ember does not store (no NumPy/ml_dtypes array type for it)"),
+ (r"^torch\.Tensor\.(eig|lstsq|symeig|solve|reinforce|volatile)$", "removed from torch (raises a removal error in torch too)"),
+ (r"^torch\.(get_autocast_|set_autocast_|is_autocast_|autocast_|clear_autocast_cache)", "issue 16: legacy per-device autocast setters (not yet added; ember.autocast/amp cover the API)"),
+ (r"^torch\.(batch_norm_|native_|gru|lstm|rnn_|conv_tbc|convolution|constant_pad_nd|grid_sampler|affine_grid_generator|norm_except_dim|frobenius_norm|nuclear_norm|embedding_renorm_|max_pool1d_with_indices)|^torch\.nn\.functional\.(conv_tbc|grouped_mm|scaled_grouped_mm|scaled_mm)", "issue 16: ATen-level kernel entry point (not yet added; the nn.functional form exists)"),
+ (r"^torch\.nn\.functional\.(BroadcastingList|ScalingType|SwizzleType|Tensor$|assert_int_or_pair|boolean_dispatch|handle_torch_function|has_torch_function)", "issue 16: typing helper / __torch_function__ plumbing of torch.nn.functional's module namespace (not yet added)"),
+ (r"^torch\.nn\.(attention|common_types|grad)$|^torch\.utils\.(backcompat|backend_registration|collect_env|deterministic|dlpack|hooks|torch|weak)$", "issue 16: submodule not yet added"),
+]
+DEFAULT = "issue 16: not yet implemented"
+
+
+def _existing():
+    reasons = {}
+    if os.path.exists(PATH):
+        for line in open(PATH):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(": ")
+                reasons[name] = reason
+    return reasons
+
+
+def main():
+    old = _existing()
+    with open(PATH, "w") as f:
+        f.write(HEADER)
+    r = subprocess.run([sys.executable, "-m", "pytest", os.path.join(HERE, "test_api_surface.py"),
+                        "-q", "-p", "no:cacheprovider", "-k", "namespace or class_members"],
+                       capture_output=True, text=True)
+    probs = set()
+    for line in r.stdout.splitlines():
+        line = re.sub(r"^E\s+(Failed: )?", "", line)
+        if line.startswith("torch") and re.search(r": (missing|signature|no importable)", line):
+            probs.add(line)
+    names, sigs = {}, {}
+    for line in sorted(probs):
+        name, kind, rest = (line.split(": ", 2) + [""])[:3]
+        if kind.startswith("signature"):
+            sigs[name] = old.get("sig " + name) or \
+                "issue 16: signature differs from torch's (to align): " + rest.split(" (torch")[0]
+        else:
+            names[name] = old.get(name) or next((why for pat, why in RULES if re.search(pat, name)),
+                                                DEFAULT)
+    groups = defaultdict(list)
+    for n, why in names.items():
+        groups[why].append(n)
+    lines = [HEADER.rstrip("\n")]
+    for why, ns in sorted(groups.items(), key=lambda kv: (kv[0].startswith(DEFAULT), kv[0])):
+        lines += ["", "# ---- " + why] + [f"{n}: {why}" for n in sorted(ns)]
+    lines += ["", "# ---- signatures"] + [f"sig {n}: {why}" for n, why in sorted(sigs.items())]
+    with open(PATH, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{len(names)} names and {len(sigs)} signatures excluded; wrote {PATH}")
+
+
+if __name__ == "__main__":
+    main()
