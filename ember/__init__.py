@@ -23,6 +23,11 @@ from ._core.printing import set_printoptions  # noqa: E402
 from ._core.dispatch import DispatchMode  # noqa: E402
 from . import ops  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403
+from .ops.legacy_tensors import *  # noqa: E402,F401,F403  (FloatTensor, LongTensor, ...)
+from .ops.surface_extras import *  # noqa: E402,F401,F403  (abs_, *_copy, pi, ...)
+from .ops.scatter_variants import *  # noqa: E402,F401,F403  (select_scatter, ...)
+from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402
+from . import storage  # noqa: E402,F401
 from . import autograd  # noqa: E402
 from .ops import _return_types as return_types  # noqa: E402
 from . import nn  # noqa: E402
@@ -38,6 +43,10 @@ from .linalg.legacy import (cholesky, cholesky_inverse, cholesky_solve, det, inv
                             logdet, lu_unpack, matrix_exp, matrix_power, pinverse, qr, slogdet,
                             svd, triangular_solve)
 from . import fft, special  # noqa: E402
+from . import sparse  # noqa: E402
+from .sparse import sparse_coo_tensor  # noqa: E402
+from .sparse import smm, spmm  # noqa: E402
+from ._core.layout import *  # noqa: E402,F401,F403  (strided, sparse_coo, channels_last, ...)
 from . import testing  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -61,7 +70,13 @@ for _name in _TOP_LEVEL_NN:
         globals()[_name] = getattr(nn.functional, _name)
 del _name
 
-__version__ = "0.1.0"
+from . import version  # noqa: E402
+__version__ = version.__version__  # torch-compatible, with the local tag "+ember"
+
+
+def is_storage(obj):
+    """True if ``obj`` is a storage (``TypedStorage`` or ``UntypedStorage``)."""
+    return isinstance(obj, (TypedStorage, UntypedStorage))
 
 
 def is_tensor(obj):
@@ -88,7 +103,7 @@ def _route_overrides():
     # functions defined here (and dtype helpers taking tensors) honour overrides like the
     # ops modules' public functions; is_tensor/typename answer about the object itself
     for name, v in list(g.items()):
-        if name[0] != "_" and name not in ("is_tensor", "typename") and \
+        if name[0] != "_" and name not in ("is_tensor", "is_storage", "typename") and \
                 getattr(v, "__module__", None) == __name__ and callable(v) and \
                 not isinstance(v, type) and not hasattr(v, "__wrapped_impl__"):
             g[name] = overridable(v)
@@ -101,6 +116,11 @@ _route_overrides()
 
 
 from . import backends, cuda  # noqa: E402
+from . import futures  # noqa: E402,F401  (torch.futures)
+from . import profiler  # noqa: E402
+from . import hub  # noqa: E402
+from . import accelerator  # noqa: E402
+from . import distributions  # noqa: E402
 from .autograd.anomaly_mode import is_anomaly_enabled  # noqa: E402
 
 _DETERMINISTIC = {"mode": False, "warn_only": False}
@@ -132,6 +152,4 @@ def get_float32_matmul_precision():
     return _MATMUL_PRECISION[0]
 
 
-def get_default_device():
-    """The device new tensors are created on: ember creates them on the CPU."""
-    return device("cpu")
+from ._core.device import get_default_device, set_default_device  # noqa: E402,F401
