@@ -5,3 +5,5 @@ from .modules import Module  # noqa: F401
 from . import functional, init, utils  # noqa: F401
 from .modules.module import (register_module_forward_hook,  # noqa: F401
                              register_module_forward_pre_hook)
+from . import parallel  # noqa: E402,F401
+from .parallel import DataParallel  # noqa: E402,F401
