@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from benchmarks.workloads_nn import tiny_gpt
+
 
 def _models(lib):
     """name -> (model, loss_fn(model)): the shapes of workloads_nn's MLP and tiny GPT."""
@@ -41,38 +43,12 @@ def _models(lib):
 
     d, heads, seq, batch, vocab = 128, 4, 64, 16, 96
 
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            b, t, c = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
-            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-            self.blocks = nn.Sequential(*[Block() for _ in range(4)])
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
-
-        def forward(self, idx):
-            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
-            return self.head(self.ln(self.blocks(x)))
-
     # communication-heavy: 17 MB of gradients for little compute, where overlap matters
     wide = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(1024, 1024), nn.ReLU())],
                          nn.Linear(1024, 10))
     xw, yw = data((32, 1024)), data((32,), ints=10)
 
-    gpt = GPT()
+    gpt = tiny_gpt(lib, d=d, heads=heads, seq=seq, vocab=vocab)
     xg, yg = data((batch, seq), ints=vocab), data((batch, seq), ints=vocab)
     return {
         "ddp_mlp_train_step": (mlp, lambda m: F.cross_entropy(m(xm), ym)),

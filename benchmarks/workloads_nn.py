@@ -41,11 +41,10 @@ def lenet_train_step(lib):
     return _step(lib, model, opt, lambda m: nn.functional.cross_entropy(m(x), y))
 
 
-@workload("tiny_gpt_train_step", "nn")
-def tiny_gpt_train_step(lib):
+def tiny_gpt(lib, d=128, heads=4, seq=64, vocab=96, layers=4):
+    """The benchmark GPT: pre-norm causal self-attention blocks (also used by benchmarks.ddp)."""
     nn = lib.nn
     F = nn.functional
-    d, heads, seq, batch, vocab = 128, 4, 64, 16, 96
 
     class Block(nn.Module):
         def __init__(self):
@@ -66,18 +65,24 @@ def tiny_gpt_train_step(lib):
         def __init__(self):
             super().__init__()
             self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-            self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
             self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
 
         def forward(self, idx):
             x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
             return self.head(self.ln(self.blocks(x)))
 
-    model = GPT()
+    return GPT()
+
+
+@workload("tiny_gpt_train_step", "nn")
+def tiny_gpt_train_step(lib):
+    seq, batch, vocab = 64, 16, 96
+    model = tiny_gpt(lib, seq=seq, vocab=vocab)
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = _data(lib, (batch, seq), ints=vocab), _data(lib, (batch, seq), 1, ints=vocab)
     return _step(lib, model, opt,
-                 lambda m: F.cross_entropy(m(x).flatten(0, 1), y.flatten()))
+                 lambda m: lib.nn.functional.cross_entropy(m(x).flatten(0, 1), y.flatten()))
 
 
 @workload("sdpa_causal_4096", "nn")
