@@ -207,6 +207,17 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
                 lambda w: (b.finish() if (b.cast or b.avg) else _bump(tensor)) if me else None)
 
 
+def _check_world_sized(name, n, big, small):
+    """``big`` must hold world_size (``n``) times ``small``'s elements, of the same dtype."""
+    (big_name, b), (small_name, t) = big, small
+    if b.numel() != t.numel() * n:
+        raise ValueError(f"{name}: {big_name} has {b.numel()} elements, expected world_size "
+                         f"({n}) x {small_name}'s {t.numel()}")
+    if b.dtype != t.dtype:
+        raise TypeError(f"{name}: {big_name} dtype {b.dtype} differs from {small_name} dtype "
+                        f"{t.dtype}")
+
+
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces ``input`` (``world_size`` times ``output``'s size, concatenated along dim 0 or
     stacked) and scatters the blocks: rank i gets block i in ``output``."""
@@ -216,12 +227,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if pg is None:
         return None
     n = pg.size()
-    if input.numel() != output.numel() * n:
-        raise ValueError(f"reduce_scatter_tensor: input has {input.numel()} elements, expected "
-                         f"world_size ({n}) x output's {output.numel()}")
-    if input.dtype != output.dtype:
-        raise TypeError(f"reduce_scatter_tensor: input dtype {input.dtype} differs from output "
-                        f"dtype {output.dtype}")
+    _check_world_sized("reduce_scatter_tensor", n, ("input", input), ("output", output))
     bi = _RedBuf(input, op, n, "reduce_scatter_tensor")
     res = np.empty(output.numel(), bi.arr.dtype)
     return _run(pg, "reduce_scatter_tensor", bi.arr.size,
@@ -285,12 +291,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     if pg is None:
         return None
     n = pg.size()
-    if output_tensor.numel() != input_tensor.numel() * n:
-        raise ValueError(f"all_gather_into_tensor: output has {output_tensor.numel()} elements, "
-                         f"expected world_size ({n}) x input's {input_tensor.numel()}")
-    if output_tensor.dtype != input_tensor.dtype:
-        raise TypeError(f"all_gather_into_tensor: output dtype {output_tensor.dtype} differs "
-                        f"from input dtype {input_tensor.dtype}")
+    _check_world_sized("all_gather_into_tensor", n, ("output", output_tensor),
+                       ("input", input_tensor))
     src = np.ascontiguousarray(input_tensor._data)
     out, back = _contig(output_tensor)
     MPI = mpi()
