@@ -1,14 +1,14 @@
 """``vmap``: vectorizing map over a batch dimension (``torch.func.vmap``).
 
-The mechanics live in ``ember.autograd.batching`` (batched tensors, batching
-rules, the dispatch mode); this module handles ``in_dims``/``out_dims`` pytrees,
+The mechanics live in ``ember.func._vmap_mode`` (batched tensors, the dispatch
+mode) and ``ember.ops._batching`` (the rules); this module handles ``in_dims``/``out_dims`` pytrees,
 batch-size checks, ``chunk_size`` and ``randomness``.
 """
 import functools
 import itertools
 
 from .._core.tensor import Tensor
-from ..autograd.batching import BatchedTensor, VmapMode, make_batched
+from ._vmap_mode import BatchedTensor, VmapMode, make_batched
 from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]

@@ -23,3 +23,4 @@ from .softmax import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .._core.op import REGISTRY  # noqa: F401
+from . import _batching  # noqa: E402,F401  (batching rules; after the ops they name)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.autograd import batching
+from ember.ops import _batching as batching
 from opdb.all import OPS
 from opdb.core import to_lib
 

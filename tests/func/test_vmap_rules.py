@@ -9,7 +9,7 @@ import torch
 import ember
 from ember import func as ef
 from ember._core.op import Op
-from ember.autograd import batching
+from ember.ops import _batching as batching
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 

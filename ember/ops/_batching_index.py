@@ -7,7 +7,7 @@ compose.  Index-based writes become gathers/scatters along a leading batch dim.
 import numpy as np
 
 from .._core.tensor import Tensor
-from .batching import (BATCH_RULES, _batched_front, _dims_rule, _front_padded,
+from ._batching import (BATCH_RULES, _batched_front, _dims_rule, _front_padded,
                        _logical_ndim, _move_to_front, _op, _shift_dims, add_batch_rule)
 
 
@@ -319,7 +319,7 @@ def _batched_key(x, indices, bidx, batch_size, op):
     indices, bidx = _bool_to_int(list(indices), list(bidx), op)
     pos, rshape, in_place = _adv_layout(x.dim() - 1, indices, bidx)
     r = len(rshape)
-    from ..ops.creation import arange
+    from .creation import arange
     ar = arange(batch_size).reshape((batch_size,) + (1,) * r)
     key = [ar]
     for t, b in zip(indices, bidx):
@@ -409,7 +409,7 @@ def _scatter_along_rule(op, args, bdims, params, batch_size):
 def _view_scatter_rule(op, args, bdims, params, batch_size):
     """``base`` with the region its view chain selects replaced by ``src``: replay the chain
     through the views' batching rules on a batched copy and write ``src`` into it."""
-    from .batching import _rule_for
+    from ._batching import rule_for as _rule_for
     out = _batched_front(args[0], bdims[0], batch_size).clone()
     view = out
     for vop, vparams in params["chain"]:

@@ -4,7 +4,7 @@ Most of these kernels already batch over leading dimensions, so the vmap batch
 becomes one more leading dimension; conv/pool primitives fold it into N.
 """
 from .._core.tensor import Tensor
-from .batching import (BATCH_RULES, _batched_front, _dims_rule, _elementwise_rule,
+from ._batching import (BATCH_RULES, _batched_front, _dims_rule, _elementwise_rule,
                        _front_padded, _logical_ndim, _move_to_front, _outs_bdims,
                        add_batch_rule, current_mode)
 
@@ -76,7 +76,7 @@ def _addmm_rule(op, args, bdims, params, batch_size):
     b = _batched_front(m2, bdims[2], batch_size)
     if kind == "r":
         p = a.unsqueeze(-1) * b.unsqueeze(-2)
-        from ..ops._helpers import promote_np
+        from ._helpers import promote_np
         from .._core.dtype import FROM_NP
         dt = FROM_NP[promote_np(inp._data, m1._data, m2._data)] if isinstance(inp, Tensor) \
             else p.dtype

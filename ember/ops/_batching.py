@@ -1,104 +1,41 @@
-"""vmap's engine: batched tensors and the batching rules of operators.
+"""Batching (vmap) rules: how an operator runs on tensors carrying a batch dimension.
 
-A `BatchedTensor` is what a function under ``vmap`` sees: a tensor with the
-*logical* (per-example) shape that wraps a *physical* tensor carrying the batch
-in dimension ``bdim``.  While a vmap level is active its `VmapMode` sits on the
-dispatcher's mode stack; every operator call reaches it, is unwrapped, run by a
-batching rule on the physical tensors (so nested levels compose: the rule's own
-operator calls reach the outer levels), and rewrapped.
-
-Rules come from categories -- elementwise ops align batch dims in front and
-broadcast; dimension-taking ops move the batch to the front and shift their
-``dim`` parameters; views prepend the batch to their shape parameters -- plus a
-few specific ones (matmul).  Operators without a rule run in a loop over the
-batch and warn once, naming the operator.
-
-Autograd under vmap is recorded on the logical tensors (see
-``dispatch._apply_mode``), so ``vmap(grad(f))`` runs every backward op through
-vmap too and yields per-example gradients.
+A rule has the signature ``rule(op, args, bdims, params, batch_size) -> (out, out_bdims)``.
+It runs on *physical* tensors (``args[i]`` carries its batch in dim ``bdims[i]``, or none)
+and may only call ember operators, so nested vmap levels and autograd compose.  An op's
+rule is its ``batch`` field; category rules cover the routine cases -- elementwise ops
+align batch dims in front and broadcast, dimension-taking ops move the batch to the front
+and shift their ``dim`` parameters -- and ops without a rule run in a loop over the batch,
+warning once.  The vmap mode itself (batched tensors, levels) lives in ``ember.func``.
 """
 import threading
 import warnings
 
-import numpy as np
-
-from .._core.dispatch import DispatchMode
-from .._core.op import REGISTRY, InplaceOp
-from .._core.state import STATE
+from .._core.op import REGISTRY
 from .._core.tensor import Tensor
 
-__all__ = ["BatchedTensor", "VmapMode", "BATCH_RULES", "add_batch_rule", "is_batched",
-           "current_level"]
+__all__ = ["BATCH_RULES", "add_batch_rule", "rule_for", "current_mode", "running"]
 
 BATCH_RULES = {}
 _WARNED = set()
 
 
-class _VmapStacks(threading.local):
-    # per thread, like the mode stack the VmapModes sit on (ember._core.state)
+class _RunningLevels(threading.local):
+    # per thread, like the mode stack: the vmap levels whose batching rules are running
     def __init__(self):
-        self.levels = []   # active VmapModes, outermost first
-        self.running = []  # the VmapModes whose batching rules are running, innermost last
+        self.stack = []
 
 
-_STACKS = _VmapStacks()
-
-
-def _op(name):
-    return REGISTRY[name]
-
-
-class BatchedTensor(Tensor):
-    """A per-example view of a batched physical tensor inside ``vmap``."""
-
-    def __repr__(self):
-        return f"BatchedTensor(lvl={self._level}, bdim={self._bdim}, value=\n" \
-               f"{self._value!r}\n)"
-
-    # Tensor methods that read storage directly must act on the physical value
-    def detach(self):
-        return make_batched(self._value.detach(), self._bdim, self._level)
-
-    @property
-    def data(self):
-        return make_batched(self._value.data, self._bdim, self._level)
-
-    def tolist(self):
-        raise RuntimeError("vmap: It looks like you're calling .tolist() on a Tensor. We don't "
-                           "support vmap over calling .tolist() on a Tensor.")
-
-    def numpy(self, *, force=False):
-        raise RuntimeError("vmap: It looks like you're calling .numpy() on a Tensor. We don't "
-                           "support vmap over calling .numpy() on a Tensor.")
-
-    def data_ptr(self):
-        raise RuntimeError("vmap: data_ptr is not supported on BatchedTensors")
-
-
-def make_batched(value, bdim, level):
-    t = object.__new__(BatchedTensor)
-    t._value = value
-    t._bdim = bdim
-    t._level = level
-    shape = value._data.shape[:bdim] + value._data.shape[bdim + 1:]
-    # a zero-stride stand-in with the logical shape and dtype: Tensor's metadata
-    # properties (shape, dtype, dim, numel, ...) then describe the logical tensor
-    t._data = np.broadcast_to(np.zeros((), dtype=value._data.dtype), shape)
-    return t
-
-
-def is_batched(t, level=None):
-    return isinstance(t, BatchedTensor) and (level is None or t._level == level)
-
-
-def current_level():
-    levels = _STACKS.levels
-    return levels[-1].level if levels else 0
+running = _RunningLevels()
 
 
 def current_mode():
     """The vmap level whose batching rule is running (rules read its randomness)."""
-    return _STACKS.running[-1]
+    return running.stack[-1]
+
+
+def _op(name):
+    return REGISTRY[name]
 
 
 def add_batch_rule(*names):
@@ -396,180 +333,18 @@ def _stack_list(items, stack):
     return stack(*items, dim=0)
 
 
-def _rule_for(op):
+def rule_for(op):
+    if op.batch is not None:
+        return op.batch
     rule = BATCH_RULES.get(op.name)
     if rule is not None:
         return rule
-    if op.batch is not None:
-        return op.batch
     # the category, not the shape rule's identity, says an op is elementwise
     if op.category in ("unary", "binary", "activation"):
         return _elementwise_rule
     if op.category in ("reduction", "sorting"):
         return _dims_rule
     return _fallback_rule
-
-
-# ---- the mode -----------------------------------------------------------------------------
-
-class VmapMode(DispatchMode):
-    """One vmap level on the dispatcher's mode stack."""
-
-    def __init__(self, level, batch_size, randomness="error"):
-        self.level = level
-        self.batch_size = batch_size
-        self.randomness = randomness
-
-    def __enter__(self):
-        _STACKS.levels.append(self)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        _STACKS.levels.remove(self)
-        return super().__exit__(*exc)
-
-    def _unwrap(self, args):
-        phys, bdims, any_b = [], [], False
-        for a in args:
-            if isinstance(a, BatchedTensor) and a._level == self.level:
-                phys.append(a._value)
-                bdims.append(a._bdim)
-                any_b = True
-            else:
-                phys.append(a)
-                bdims.append(None)
-        return phys, bdims, any_b
-
-    def _wrap(self, out, out_bdims):
-        if isinstance(out, (tuple, list)):
-            r = [make_batched(o, b, self.level) if isinstance(o, Tensor) and b is not None
-                 else o for o, b in zip(out, out_bdims)]
-            return tuple(r) if isinstance(out, tuple) else r
-        if isinstance(out, Tensor) and out_bdims is not None:
-            return make_batched(out, out_bdims, self.level)
-        return out
-
-    def __ember_dispatch__(self, op, args, kwargs):
-        base = op.base if isinstance(op, InplaceOp) else op
-        if base.category == "random":
-            return self._random(op, base, args, kwargs)
-        phys, bdims, any_b = self._unwrap(args)
-        if not any_b:
-            return op(*args, **kwargs)
-        if isinstance(op, InplaceOp):
-            return self._inplace(op, args, phys, bdims, kwargs)
-        _STACKS.running.append(self)
-        try:
-            out, out_bdims = _rule_for(op)(op, phys, bdims, kwargs, self.batch_size)
-        finally:
-            _STACKS.running.pop()
-        out = self._wrap(out, out_bdims)
-        if op.view and isinstance(out, BatchedTensor) and isinstance(args[0], Tensor):
-            _mark_logical_view(out, args[0], op, kwargs)
-        return out
-
-    def _inplace(self, op, args, phys, bdims, kwargs):
-        if STATE.grad_enabled and op.base.differentiable and any(
-                isinstance(a, Tensor) and a._requires_grad for a in args):
-            return self._inplace_tracked(op, args, bdims, kwargs)
-        if bdims[0] is None:
-            names = [i for i, b in enumerate(bdims) if b is not None]
-            raise RuntimeError(f"vmap: {op.name}(self, *extra_args) is not possible because "
-                               f"there exists a Tensor `other` in extra_args (argument "
-                               f"{names[0]}) that has more elements than `self`. This happened "
-                               f"due to `other` being vmapped over but `self` not being vmapped "
-                               f"over in a vmap. Please try to use out-of-place operators instead "
-                               f"of {op.name}.")
-        target = _move_to_front(phys[0], bdims[0])  # a view: writes reach the batched storage
-        rule = _rule_for(op.base)
-        if rule is _elementwise_rule:
-            rest = _front_padded(phys[1:], bdims[1:], pad_to=target.dim() - 1) \
-                if len(phys) > 1 else []
-            op(target, *rest, **kwargs)
-            return args[0]
-        # other ops: the out-of-place rule, then a copy into the batched storage
-        out, ob = rule(op.base, phys, bdims, kwargs, self.batch_size)
-        target.copy_(_move_to_front(out[0] if isinstance(out, (tuple, list)) else out,
-                                    ob[0] if isinstance(ob, list) else ob))
-        return args[0]
-
-    def _inplace_tracked(self, op, args, bdims, kwargs):
-        """In-place under autograd: the out-of-place result is recorded on the logical
-        tensors, written into the batched storage, and the target's history rebased onto it
-        (what ``apply_inplace`` does outside modes)."""
-        from .._core import dispatch
-        target = args[0]
-        dispatch._check_inplace_allowed(target)
-        src = target
-        si = op.base.save_inputs
-        if si is True or (si and 0 in si):
-            src = self.__ember_dispatch__(_op("clone"), (target,), {})
-            dispatch._record_logical(_op("clone"), (target,), {}, src)
-        full = (src,) + tuple(args[1:])
-        out = self.__ember_dispatch__(op.base, full, kwargs)
-        dispatch._record_logical(op.base, full, kwargs, out)
-        with _NoGrad():
-            self.__ember_dispatch__(_op("copy").inplace, (target, out), {})
-        dispatch._rebase_history(target, out)
-        return target
-
-    def _random(self, op, base, args, kwargs):
-        if self.randomness == "error":
-            raise RuntimeError("vmap: called random operation while in randomness error mode. "
-                               "Please either use the 'same' or 'different' randomness flags on "
-                               "vmap or perform the randomness operation out of vmap")
-        phys, bdims, any_b = self._unwrap(args)
-        if self.randomness == "same":
-            if any_b and not isinstance(op, InplaceOp):
-                raise RuntimeError("vmap: Vmap does not currently support same randomness "
-                                   "with a batched tensor input. Please file an issue")
-            if isinstance(op, InplaceOp) and any_b:
-                t = phys[0]
-                one = t.select(bdims[0], 0)
-                op(one, *phys[1:], **kwargs)
-                t.copy_(one.unsqueeze(bdims[0]).expand_as(t))
-                return args[0]
-            return op(*args, **kwargs)
-        # 'different': draw one sample per batch element
-        if isinstance(op, InplaceOp):
-            if bdims[0] is None:
-                raise RuntimeError("vmap: Cannot ask for different inplace randomness on an "
-                                   "unbatched tensor. This will appear like same randomness. ")
-            op(phys[0], *phys[1:], **kwargs)
-            return args[0]
-        if "shape" in kwargs and not any_b:
-            out = op(*args, **dict(kwargs, shape=(self.batch_size,) + tuple(kwargs["shape"])))
-            return make_batched(out, 0, self.level)
-        if not any_b:
-            phys = [a.unsqueeze(0).expand(self.batch_size, *a.shape) if isinstance(a, Tensor)
-                    else a for a in phys]
-            bdims = [0 if isinstance(a, Tensor) else None for a in phys]
-        phys = _front_padded(phys, bdims)
-        tensors = [a for a in phys if isinstance(a, Tensor)]
-        if len(tensors) > 1:
-            shp = np.broadcast_shapes(*[tuple(t.shape) for t in tensors])
-            phys = [a.expand(*shp) if isinstance(a, Tensor) else a for a in phys]
-        return make_batched(op(*phys, **kwargs), 0, self.level)
-
-
-def _mark_logical_view(out, src, op, params):
-    """Views of logical tensors are views for autograd too (in-place writes into them
-    rebase their base's history), although their stand-in arrays share no memory."""
-    from .._core.tensor import _version_of
-    root = src._base if src._base is not None else src
-    out._base = root
-    out._version = _version_of(root)
-    out._view_chain = (src._view_chain or ()) + ((op, params),)
-    out._view_base_fn = root.grad_fn
-
-
-class _NoGrad:
-    def __enter__(self):
-        self.prev = STATE.grad_enabled
-        STATE.grad_enabled = False
-
-    def __exit__(self, *exc):
-        STATE.grad_enabled = self.prev
 
 
 # ---- rules for specific operators ---------------------------------------------------------
@@ -595,4 +370,5 @@ BATCH_RULES.update({
 })
 
 
-from . import batching_rules_index, batching_rules_linalg  # noqa: E402,F401  (register rules)
+
+from . import _batching_index, _batching_linalg  # noqa: E402,F401  (register rules)
