@@ -36,6 +36,7 @@ from ._collectives import (
     reduce, reduce_scatter, reduce_scatter_tensor, scatter, send)
 from ._objects import all_gather_object, broadcast_object_list, gather_object, \
     scatter_object_list
+from .device_mesh import DeviceMesh, init_device_mesh
 
 # DDP's first gradient bucket (torch's constant, read by ember.nn.parallel)
 _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
@@ -54,7 +55,7 @@ __all__ = [
     "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "gather", "irecv",
     "isend", "monitored_barrier", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
     "scatter", "send", "all_gather_object", "broadcast_object_list", "gather_object",
-    "scatter_object_list",
+    "scatter_object_list", "DeviceMesh", "init_device_mesh",
 ]
 
 
