@@ -6,10 +6,35 @@ operators, so higher-order gradients, tracing and vmap of gradients work), its
 shape/dtype rule and, optionally, a jvp rule, a vmap batching rule and a
 decomposition.  Calling an Op runs it through the dispatcher.
 """
+import enum
 
-__all__ = ["Op", "REGISTRY"]
+__all__ = ["Op", "REGISTRY", "Category", "RULES", "JVP_FROM_VJP"]
 
 REGISTRY = {}
+
+
+class Category(enum.StrEnum):
+    """The closed set of operator categories.  Category helpers (``ember.ops._helpers``)
+    derive the routine rules from it (elementwise shape and batching rules, ...), and vmap
+    draws random ops per its ``randomness`` flag.  A member compares equal to its value, so
+    ``Op(..., category="unary")`` is accepted; compare with ``is`` where it is hot."""
+    UNARY = "unary"
+    BINARY = "binary"
+    ACTIVATION = "activation"
+    REDUCTION = "reduction"
+    SORTING = "sorting"
+    BLAS = "blas"
+    LINALG = "linalg"
+    NN = "nn"
+    RANDOM = "random"
+    DISTRIBUTIONS = "distributions"
+
+
+# the rules an op carries besides its kernel; each is present or marked in ``unsupported``
+RULES = ("vjp", "jvp", "shape", "batch", "decomp", "lowering")
+
+# the reason that marks a jvp rule as not written: forward AD derives it from the vjp
+JVP_FROM_VJP = "derived from vjp"
 
 
 def _camel(name):
@@ -45,16 +70,28 @@ class Op:
     n_out: number of outputs (1), or None for a list of outputs of data-dependent length.
     nondiff_outputs: indices of outputs that never carry gradients (e.g. argmax indices).
     view: the output is a view of input 0 (shares memory and version counter).
+    batch(op, args, bdims, params, batch_size) -> (out, out_bdims): the vmap batching rule
+        (``ember.ops._batching``); category helpers fill it for elementwise and dim-taking
+        ops, ops without one run in a loop over the batch.
+    category: a `Category` (or its string value), or None; anything else raises.
+    unsupported: ``{rule: reason}`` for rules of `RULES` the op deliberately lacks, e.g.
+        ``{"batch": "loop fallback, reason: the kernel is a sequential recurrence"}`` or
+        ``{"jvp": JVP_FROM_VJP}``.  The registry self-test (tests/ops/test_registry.py)
+        requires every rule to be present or marked here; a non-differentiable op
+        (``differentiable=False``) needs neither vjp nor jvp.  A mark on a rule the op
+        has raises.
     """
     __slots__ = ("name", "kernel", "vjp", "jvp", "shape", "batch", "decomp", "save_inputs",
                  "save_output", "n_out", "nondiff_outputs", "view", "differentiable",
-                 "node_cls", "_inplace", "__weakref__", "category", "doc")
+                 "node_cls", "_inplace", "__weakref__", "category", "doc", "unsupported")
 
     def __init__(self, name, kernel, vjp=None, *, jvp=None, shape=None, batch=None, decomp=None,
                  save_inputs=True, save_output=False, n_out=1, nondiff_outputs=(), view=False,
-                 differentiable=True, category=None, doc=None):
+                 differentiable=True, category=None, doc=None, unsupported=None):
         if name in REGISTRY:
             raise RuntimeError(f"operator {name!r} is defined twice")
+        if category is not None and category.__class__ is not Category:
+            category = _as_category(name, category)
         self.name = name
         self.kernel = kernel
         self.vjp = vjp
@@ -70,6 +107,7 @@ class Op:
         self.differentiable = differentiable
         self.category = category
         self.doc = doc
+        self.unsupported = _check_unsupported(self, unsupported) if unsupported else {}
         self._inplace = None
         from .node import Node
         self.node_cls = type(_camel(name) + "Backward0", (Node,), {"__slots__": ()})
@@ -90,6 +128,28 @@ class Op:
         if self._inplace is None:
             self._inplace = InplaceOp(self)
         return self._inplace
+
+
+def _as_category(name, category):
+    try:
+        return Category(category)
+    except ValueError:
+        raise ValueError(f"operator {name!r}: unknown category {category!r}; the categories are "
+                         f"{[c.value for c in Category]} (ember._core.op.Category)") from None
+
+
+def _check_unsupported(op, marks):
+    marks = dict(marks)
+    for rule, reason in marks.items():
+        if rule not in RULES:
+            raise ValueError(f"operator {op.name!r}: unsupported={{{rule!r}: ...}} names no rule; "
+                             f"the rules are {list(RULES)}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"operator {op.name!r}: the mark of rule {rule!r} needs a reason "
+                             f"string")
+        if getattr(op, rule, None) is not None:
+            raise ValueError(f"operator {op.name!r} has a {rule} rule and marks it unsupported")
+    return marks
 
 
 class InplaceOp:

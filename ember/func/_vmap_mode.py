@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from .._core.dispatch import DispatchMode
-from .._core.op import REGISTRY, InplaceOp
+from .._core.op import REGISTRY, Category, InplaceOp
 from .._core.state import STATE
 from .._core.tensor import Tensor
 from ..ops._batching import (_elementwise_rule, _front_padded, _move_to_front, rule_for,
@@ -122,7 +122,7 @@ class VmapMode(DispatchMode):
 
     def __ember_dispatch__(self, op, args, kwargs):
         base = op.base if isinstance(op, InplaceOp) else op
-        if base.category == "random":
+        if base.category is Category.RANDOM:
             return self._random(op, base, args, kwargs)
         phys, bdims, any_b = self._unwrap(args)
         if not any_b:
