@@ -1,6 +1,5 @@
-"""Shared pieces of ember.linalg: the error type, argument checks in torch's words,
-batch loops over LAPACK routines that NumPy does not batch, and small ember-op helpers
-used by the derivatives."""
+"""Shared pieces of ember.linalg: the error type, argument checks and errors in torch's
+words, and ``out=`` tuples (the kernels' LAPACK helpers are in ember.ops.linalg._lapack)."""
 import numpy as np
 
 from .._core import dtype as _dt
@@ -12,10 +11,6 @@ _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
 
 class LinAlgError(RuntimeError):
     """Raised for singular or non-positive-definite input (like ``torch.linalg.LinAlgError``)."""
-
-
-def arr(t):
-    return t._data if isinstance(t, Tensor) else np.asarray(t)
 
 
 def check_float(name, A, arg="A"):
@@ -59,43 +54,6 @@ def raise_info(name, batch_shape, info, fmt):
     if bad.size:
         i = int(bad[0])
         raise LinAlgError(f"{name}: {batch_prefix(batch_shape, i)}{fmt.format(int(flat[i]))}")
-
-
-def lapack(prefix, dt):
-    """The scipy LAPACK routine ``prefix`` for dtype ``dt`` (s/d/c/z)."""
-    from scipy.linalg import lapack as lp
-    c = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(dt).name]
-    return getattr(lp, c + prefix)
-
-
-def batched(fn, a, *others):
-    """Apply ``fn`` (matrix -> tuple of arrays) to every matrix of the batch of ``a``
-    (and the matching matrices of ``others``, broadcast already); stack the results."""
-    bs = a.shape[:-2]
-    n = int(np.prod(bs)) if bs else 1
-    af = a.reshape((n,) + a.shape[-2:])
-    of = [o.reshape((n,) + o.shape[len(bs):]) for o in others]
-    res = [fn(af[i], *[o[i] for o in of]) for i in range(n)]
-    if not res:
-        return None
-    outs = []
-    for k in range(len(res[0])):
-        s = np.stack([np.asarray(r[k]) for r in res])
-        outs.append(s.reshape(bs + s.shape[1:]))
-    return outs
-
-
-def getrf_info(a):
-    """LAPACK getrf info per matrix of the batch ``a`` (0 when U has no zero pivot)."""
-    f = lapack("getrf", a.dtype)
-    r = batched(lambda m: (f(m)[2],), a)
-    return r[0] if r is not None else np.zeros(a.shape[:-2], np.int32)
-
-
-def potrf_info(a, lower=True):
-    f = lapack("potrf", a.dtype)
-    r = batched(lambda m: (f(m, lower=lower, clean=True)[1],), a)
-    return r[0] if r is not None else np.zeros(a.shape[:-2], np.int32)
 
 
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",

@@ -3,10 +3,10 @@ vander, diagonal, matmul."""
 import numpy as np
 
 from .._core.dispatch import apply, overridable
-from .._core.op import Op
 from .._core.tensor import wrap
 from ..ops import blas as _blas
 from ..ops.blas import matmul as _matmul
+from ..ops.linalg.misc import EXPM
 from ..ops.shape import cat
 from ..ops.views import diagonal as _diagonal
 from ._common import check_float, check_square
@@ -35,27 +35,6 @@ def matrix_power(A, n, *, out=None):
         if n:
             base = _matmul(base, base)
     return _out(result, out)
-
-
-def _expm_kernel(xp, a):
-    import scipy.linalg as sl
-    if a.size == 0:
-        return a.copy()
-    return sl.expm(a).astype(a.dtype, copy=False)
-
-
-def _expm_vjp(ctx, g, a):
-    # d exp(A)^H g is the upper-right block of exp([[A^H, g], [0, A^H]])
-    n = a.shape[-1]
-    ah = a.mH
-    top = cat([ah, g], -1)
-    bottom = cat([g * 0, ah], -1)
-    big = apply(EXPM, (cat([top, bottom], -2),), {})
-    return big[..., :n, n:]
-
-
-EXPM = Op("linalg_matrix_exp", _expm_kernel, _expm_vjp, category="linalg",
-          shape=lambda a: (a.shape, a.dtype))
 
 
 @overridable

@@ -3,15 +3,15 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.dispatch import apply, overridable
-from .._core.op import Op
 from .._core.tensor import Tensor
 from ..ops._helpers import type_name
 from ..ops.pointwise import where
+from ..ops.linalg.norms import RANK
 from ..ops.reduce_basic import norm_dims
 from ..ops.reduction import NORM
 from ._common import check_float, check_matrix, check_square
 from .eig import eigvalsh, svdvals
-from .solve import _out, _tols, inv_ex
+from .solve import _out, inv_ex
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cond", "matrix_rank"]
 
@@ -130,17 +130,6 @@ def cond(A, p=None, *, out=None):
     r = matrix_norm(A, p) * matrix_norm(ainv, p)
     r = where(info > 0, _INF, r)
     return _out(r, out)
-
-
-def _rank_kernel(xp, s, smax, atol, rtol, m, n):
-    # ``s``: singular values (or |eigenvalues|); the tolerance follows pinv's rules
-    fake = np.zeros(s.shape[:-1] + (m, n), s.dtype)
-    tol = _tols(fake, smax, atol, rtol)
-    return np.asarray((s > np.asarray(tol)[..., None]).sum(-1), dtype=np.int64)
-
-
-RANK = Op("linalg_matrix_rank", _rank_kernel, None, differentiable=False, category="linalg",
-          shape=lambda s, smax, atol, rtol, m, n: (s.shape[:-1], _dt.int64))
 
 
 @overridable

@@ -24,3 +24,13 @@ from .sorting import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .._core.op import REGISTRY  # noqa: F401
 from . import _batching  # noqa: E402,F401  (batching rules; after the ops they name)
+# the operators of the libraries above (ember.linalg, ember.special, ember.fft,
+# ember.distributions); their public functions live in those packages.  The names are
+# dropped here so that ``from ember.ops import *`` in ember/__init__.py cannot shadow the
+# public packages of the same name (the modules stay importable by their full names).
+from . import linalg, special, fft, distributions  # noqa: E402
+del linalg, special, fft, distributions
+# the nn operators (ember.ops.nn; their public functions live in ember.nn.functional)
+from . import nn  # noqa: E402
+del nn
+from . import decompositions  # noqa: E402,F401  (decompositions by op name; after every op)

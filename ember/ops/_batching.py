@@ -88,6 +88,22 @@ def _outs_bdims(out, bdim=0):
     return out, bdim
 
 
+def _unbatched_empties(out, batch_size):
+    """Placeholder outputs (shape (0,) whatever the batch, e.g. qr's Q in mode 'r') are the
+    same for every example: unbatched."""
+    if not isinstance(out, (tuple, list)):
+        return out, 0
+    return out, [0 if isinstance(o, Tensor) and o.dim() and o.shape[0] == batch_size and
+                 not (o.dim() == 1 and o.numel() == 0) else None for o in out]
+
+
+def _leading_rule(op, args, bdims, params, batch_size):
+    """Kernels batched over leading dims: the vmap batch in front of every tensor."""
+    phys = [_batched_front(a, b, batch_size) if isinstance(a, Tensor) else a
+            for a, b in zip(args, bdims)]
+    return _unbatched_empties(op(*phys, **params), batch_size)
+
+
 # ---- category rules -----------------------------------------------------------------------
 
 def _elementwise_rule(op, args, bdims, params, batch_size):

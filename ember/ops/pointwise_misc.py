@@ -4,11 +4,12 @@ the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torc
 
 (Kept apart from ``pointwise.py`` only to keep files small; the conventions are the same.)
 """
-import math
 
 from .._core import meta as _meta
-from ._helpers import (Op, Tensor, binary_kernel, cj, def_binary, def_unary, gated, overridable,
-                       shape_broadcast, unary_float, write_out)
+from ._batching import _elementwise_rule
+from ._helpers import (Op, Tensor, binary_kernel, def_binary, def_unary, gated, overridable,
+                       shape_broadcast, table_vjp, unary_float, write_out)
+from .._core import scalar_functions as _sf
 from .pointwise import pow
 
 __all__ = ["square", "square_", "logaddexp", "logaddexp2", "rad2deg", "rad2deg_", "deg2rad",
@@ -34,36 +35,28 @@ Tensor.square_ = lambda self: self.pow_(2)
 
 
 # ---- logaddexp, logaddexp2 --------------------------------------------------------------
+_LOGADDEXP = _sf.get("logaddexp").numpy
+
+
 def _logaddexp_np(xp, a, b):
     if a.dtype.kind != "c":
-        return xp.logaddexp(a, b)
+        return _LOGADDEXP(xp, a, b)
     # complex: factor out the operand with the larger real part so exp cannot overflow
     m = xp.where(a.real >= b.real, a, b)
     return m + xp.log1p(xp.exp(a + b - m - m))
 
 
-def _logaddexp_vjp(ctx, g, a, b):
-    out = ctx.out
-    need = ctx.needs_input_grad
-    return (g * cj((a - out).exp()) if need[0] else None,
-            g * cj((b - out).exp()) if need[1] else None)
-
-
-def _logaddexp2_vjp(ctx, g, a, b):
-    out = ctx.out
-    need = ctx.needs_input_grad
-    return ((a - out).exp2() * g if need[0] else None,
-            (b - out).exp2() * g if need[1] else None)
-
-
-def _logaddexp2_np(xp, a, b):
-    return xp.logaddexp2(a, b)
+_logaddexp_vjp = table_vjp(_sf.get("logaddexp"))
+_logaddexp2_vjp = table_vjp(_sf.get("logaddexp2"))
+_logaddexp2_np = _sf.get("logaddexp2").numpy
 
 
 LOGADDEXP = Op("logaddexp", gated(binary_kernel(_logaddexp_np), "logaddexp_cpu", "bi", n=2),
-               _logaddexp_vjp, shape=shape_broadcast, save_output=True, category="binary")
+               _logaddexp_vjp, shape=shape_broadcast, save_output=True, category="binary",
+               batch=_elementwise_rule)
 LOGADDEXP2 = Op("logaddexp2", gated(binary_kernel(_logaddexp2_np), "logaddexp2_cpu", "bic", n=2),
-                _logaddexp2_vjp, shape=shape_broadcast, save_output=True, category="binary")
+                _logaddexp2_vjp, shape=shape_broadcast, save_output=True, category="binary",
+                batch=_elementwise_rule)
 logaddexp = def_binary("logaddexp", LOGADDEXP, inplace=False, tensors=2)
 logaddexp2 = def_binary("logaddexp2", LOGADDEXP2, inplace=False, tensors=2)
 logaddexp.__doc__ = "Logarithm of the sum of exponentiations of the inputs."
@@ -71,23 +64,22 @@ logaddexp2.__doc__ = "Logarithm of the sum of exponentiations of the inputs in b
 
 
 # ---- rad2deg, deg2rad -------------------------------------------------------------------
-def _angle_op(name, factor):
+def _angle_op(name):
     def no_complex(dt):
         raise RuntimeError(f"{name} is not supported for complex tensors.")
-    kernel = gated(unary_float(lambda xp, x: x * factor), no_complex, "c")
-    op = Op(name, kernel, lambda ctx, g, x: g * factor, shape=_meta.unary_float,
-            save_inputs=False, category="unary")
+    sf = _sf.get(name)
+    kernel = gated(unary_float(sf.numpy), no_complex, "c")
+    op = Op(name, kernel, table_vjp(sf), shape=_meta.unary_float,
+            save_inputs=False, category="unary", batch=_elementwise_rule)
     return op, def_unary(name, op)
 
 
-RAD2DEG, rad2deg = _angle_op("rad2deg", 180.0 / math.pi)
-DEG2RAD, deg2rad = _angle_op("deg2rad", math.pi / 180.0)
+RAD2DEG, rad2deg = _angle_op("rad2deg")
+DEG2RAD, deg2rad = _angle_op("deg2rad")
 
 
 # ---- heaviside --------------------------------------------------------------------------
-def _heaviside_np(xp, x, values):
-    # torch: x == 0 -> values, else (x > 0); NaN therefore gives 0
-    return xp.where(x == 0, values, x > 0).astype(x.dtype, copy=False)
+_heaviside_np = _sf.get("heaviside").numpy
 
 
 def _heaviside_checked(kernel):
@@ -106,16 +98,18 @@ def _heaviside_vjp(ctx, g, x, values):
 
 
 HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)), _heaviside_vjp,
-               shape=shape_broadcast, save_inputs=False, category="binary")
+               shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
 heaviside = def_binary("heaviside", HEAVISIDE, tensors=2)
 heaviside.__doc__ = "Computes the Heaviside step function for each element in ``input``."
 
 
 # ---- gcd, lcm ---------------------------------------------------------------------------
-GCD = Op("gcd", gated(binary_kernel(lambda xp, a, b: xp.gcd(a, b)), "gcd_cpu", "bfc", n=2), None,
-         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
-LCM = Op("lcm", gated(binary_kernel(lambda xp, a, b: xp.lcm(a, b)), "lcm_cpu", "bfc", n=2), None,
-         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
+GCD = Op("gcd", gated(binary_kernel(_sf.get("gcd").numpy), "gcd_cpu", "bfc", n=2), None,
+         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary",
+         batch=_elementwise_rule)
+LCM = Op("lcm", gated(binary_kernel(_sf.get("lcm").numpy), "lcm_cpu", "bfc", n=2), None,
+         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary",
+         batch=_elementwise_rule)
 gcd = def_binary("gcd", GCD, tensors=2)
 lcm = def_binary("lcm", LCM, tensors=2)
 gcd.__doc__ = "Computes the element-wise greatest common divisor (GCD) of input and other."
@@ -141,32 +135,42 @@ i0_ = _inplace_function("i0_", "In-place version of `i0`.")
 
 
 # ---- special functions torch also has at top level --------------------------------------
-# They are defined in ember.special, which is built on this package; the lookup is at call
-# time so that ops never imports the library above it.
-def _special(name):
-    from .. import special
-    return getattr(special, name)
+# Their operators are declared in ember.ops.special, which is loaded after this module (it
+# is built on it), hence the imports at call time; ember.special exposes the same operators.
+def _out(r, out):
+    return r if out is None else write_out(out, r)
 
 
 @overridable
 def sinc(input, *, out=None):
     """Computes the normalized sinc of ``input`` (see `ember.special.sinc`)."""
-    return _special("sinc")(input, out=out)
+    from .special.unary import SINC
+    return _out(SINC(input), out)
 
 
 @overridable
 def i0(input, *, out=None):
     """Zeroth-order modified Bessel function of the first kind (see `ember.special.i0`)."""
-    return _special("i0")(input, out=out)
+    from .special.unary import I0
+    return _out(I0(input), out)
+
+
+def _incomplete_gamma(name, op, input, other, out):
+    from .special.binary import check_tensor
+    check_tensor(f"special_{name}", "input", 1, input)
+    check_tensor(f"special_{name}", "other", 2, other)
+    return _out(op(input, other), out)
 
 
 @overridable
 def igamma(input, other, *, out=None):
     """Regularized lower incomplete gamma function (see `ember.special.gammainc`)."""
-    return _special("gammainc")(input, other, out=out)
+    from .special.binary import GAMMAINC
+    return _incomplete_gamma("gammainc", GAMMAINC, input, other, out)
 
 
 @overridable
 def igammac(input, other, *, out=None):
     """Regularized upper incomplete gamma function (see `ember.special.gammaincc`)."""
-    return _special("gammaincc")(input, other, out=out)
+    from .special.binary import GAMMAINCC
+    return _incomplete_gamma("gammaincc", GAMMAINCC, input, other, out)

@@ -130,7 +130,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     """Short-time Fourier transform: the DFT of windowed, overlapping frames of ``input``.
 
     Returns ``(*, n_fft // 2 + 1, n_frames)`` (onesided) or ``(*, n_fft, n_frames)``."""
-    from .. import fft as _fft
+    from .fft.transforms import fftn_impl, r2c_impl  # loaded after this module
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
     if window is None:
@@ -183,8 +183,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if window is not None or win_length < n_fft:
         frames = frames * w
     norm = "ortho" if normalized else "backward"
-    spec = _fft.rfft(frames, dim=-1, norm=norm) if onesided else \
-        _fft.fft(frames, dim=-1, norm=norm)
+    spec = r2c_impl("rfft", frames, None, (-1,), norm, False) if onesided else \
+        fftn_impl("fft", frames, None, (-1,), norm, True)
     spec = spec.transpose(-1, -2)
     if not return_complex:
         warnings.warn("stft with return_complex=False is deprecated. In a future pytorch "
@@ -202,7 +202,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
           normalized=False, onesided=None, length=None, return_complex=False):
     """Inverse short-time Fourier transform: overlap-adds the inverse DFTs of the frames,
     dividing by the summed squared window (``window`` must be the one ``stft`` used)."""
-    from .. import fft as _fft
+    from .fft.transforms import c2r_impl, fftn_impl  # loaded after this module
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
@@ -239,13 +239,13 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if return_complex:
         if onesided:
             raise RuntimeError("Cannot have onesided output if window or input is complex")
-        frames = _fft.ifft(frames, n_fft, dim=-1, norm=norm)
+        frames = fftn_impl("ifft", frames, (n_fft,), (-1,), norm, False)
     else:
         if window is not None and window.is_complex():
             raise RuntimeError("Complex windows are incompatible with return_complex=False")
         if not onesided:
             frames = frames[..., :n_fft // 2 + 1]
-        frames = _fft.irfft(frames, n_fft, dim=-1, norm=norm)
+        frames = c2r_impl("irfft", frames, (n_fft,), (-1,), norm, False)
     w = _full_window(window, win_length, n_fft, _real_dtype(frames))
     frames = frames * w
     total = n_fft + hop_length * (n_frames - 1)

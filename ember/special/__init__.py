@@ -1,7 +1,8 @@
 """ember.special: special functions with torch.special's names, dtypes and gradients.
 
 Functions that ember.ops already defines (erf, digamma, sigmoid, ...) are the same
-operators here; the rest are in ``_ops`` (scipy.special kernels).
+operators here; the public functions of the rest are in ``_ops`` and ``_polynomials``, over
+the operators of ember.ops.special (scipy.special kernels).
 """
 import math as _math
 

@@ -21,8 +21,9 @@ import os
 import numpy as np
 import scipy.fft as _sfft
 
-from .._core.op import Op
-from .._core.tensor import wrap
+from ..._core.op import Op
+from ..._core.tensor import wrap
+from .._batching import _dims_rule
 
 __all__ = ["C2C", "R2C", "C2R", "RESIZE", "c2c", "r2c", "c2r", "resize"]
 
@@ -117,10 +118,16 @@ def _resize_shape(x, dims, sizes):
     return tuple(s), x.dtype
 
 
-C2C = Op("_fft_c2c", _c2c_kernel, _c2c_vjp, shape=_c2c_shape, save_inputs=False)
-R2C = Op("_fft_r2c", _r2c_kernel, _r2c_vjp, shape=_r2c_shape, save_inputs=False)
-C2R = Op("_fft_c2r", _c2r_kernel, _c2r_vjp, shape=_c2r_shape, save_inputs=False)
-RESIZE = Op("_fft_resize", _resize_kernel, _resize_vjp, shape=_resize_shape, save_inputs=False)
+# batching: the transforms take explicit dims, so the vmap batch goes in front and the dims
+# shift by one
+C2C = Op("_fft_c2c", _c2c_kernel, _c2c_vjp, shape=_c2c_shape, save_inputs=False,
+         batch=_dims_rule)
+R2C = Op("_fft_r2c", _r2c_kernel, _r2c_vjp, shape=_r2c_shape, save_inputs=False,
+         batch=_dims_rule)
+C2R = Op("_fft_c2r", _c2r_kernel, _c2r_vjp, shape=_c2r_shape, save_inputs=False,
+         batch=_dims_rule)
+RESIZE = Op("_fft_resize", _resize_kernel, _resize_vjp, shape=_resize_shape, save_inputs=False,
+            batch=_dims_rule)
 
 
 def c2c(x, dims, scale, forward):

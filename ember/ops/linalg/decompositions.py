@@ -1,0 +1,347 @@
+"""Factorization operators: Cholesky, QR, LU (with the pivots-to-permutation helper), LDL
+and the determinants (``linalg_cholesky_ex``, ``linalg_qr``, ``linalg_lu_factor_ex``,
+``_lu_pivots_to_perm``, ``linalg_ldl_factor_ex``, ``linalg_ldl_solve``, ``linalg_det``,
+``linalg_slogdet``), each with its kernel, derivative in ember ops, shape rule and batching
+rule; also the LU solve that several derivatives and ``linalg.lu_solve`` share.  The public
+functions are in ember.linalg.decompositions."""
+import numpy as np
+
+from ..._core import dtype as _dt
+from ..._core import meta as _meta
+from ..._core.dispatch import apply
+from ..._core.op import Op
+from ..._core.state import STATE
+from ..._core.tensor import wrap
+from .._helpers import cj
+from ..blas import matmul
+from ..pointwise import where
+from ..shape import cat, tril, triu
+from ..views import diag_embed
+from ._batching import _linalg_rule, _vector_args_rule
+from ._lapack import batched, lapack
+from .eig import SVD
+from .solve import INV, TRI, _batched_rhs, _with_info
+
+__all__ = ["CHOL", "QR", "LU", "PERM", "LDL", "LDL_SOLVE", "DET", "SLOGDET", "lu_backward",
+           "lu_solve_core", "perm_matrix", "unpack_lu"]
+
+
+def _tri_solve(a, b, upper, left=True):
+    if left:
+        return apply(TRI, (a, b), {"upper": upper, "unit": False})
+    return apply(TRI, (a.mT, b.mT), {"upper": not upper, "unit": False}).mT
+
+# ---- cholesky ---------------------------------------------------------------------------
+
+def _chol_kernel(xp, a, upper):
+    # upper: factor A^H (read A's upper triangle); the lower factor is returned either way
+    if upper:
+        a = np.conj(np.swapaxes(a, -1, -2))
+    info = np.zeros(a.shape[:-2], np.int32)
+    try:
+        return np.linalg.cholesky(a).astype(a.dtype, copy=False), info
+    except np.linalg.LinAlgError:
+        f = lapack("potrf", a.dtype)
+        l, info = batched(lambda m: f(m, lower=1, clean=1)[:2], a)
+        return np.tril(l), info.astype(np.int32)
+
+
+def _chol_vjp(ctx, g, a, upper):
+    l = ctx.out[0]
+    p = tril(matmul(l.mH, g[0]))
+    phi = 0.5 * (p + tril(p, -1).mH)
+    ga = _tri_solve(l.mH, phi, True)
+    return _tri_solve(l, ga, False, left=False)
+
+
+CHOL = Op("linalg_cholesky_ex", _chol_kernel, _chol_vjp, save_inputs=False, save_output=True,
+          n_out=2, nondiff_outputs=(1,), category="linalg", batch=_linalg_rule,
+          shape=lambda a, upper: _with_info(a, a.shape, a.dtype))
+
+# ---- qr ---------------------------------------------------------------------------------
+
+def _qr_kernel(xp, a, mode):
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        k = m if mode == "complete" else min(m, n)
+        q = np.zeros(a.shape[:-2] + ((m, k) if mode != "r" else (0,)), a.dtype)
+        if mode != "r" and k:
+            q[...] = np.eye(m, k, dtype=a.dtype)
+        return q, np.zeros(a.shape[:-2] + (k if mode != "r" else min(m, n), n), a.dtype)
+    if mode == "r":
+        return np.zeros((0,), a.dtype), np.linalg.qr(a, mode="r").astype(a.dtype, copy=False)
+    q, r = np.linalg.qr(a, mode=mode)
+    return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+
+
+def _copyutl(m):
+    # triu(M) with a real diagonal, mirrored to the strictly lower part as M^H
+    d = m.diagonal(0, -2, -1)
+    d = d.real if d.is_complex() else d
+    up = triu(m, 1)
+    r = up + up.mH + diag_embed(d)
+    return r
+
+
+def _qr_square_bw(gq, gr, q, r):
+    # A = QR with m >= n (reduced): gA = [gQ + Q copyutl(gR R^H - Q^H gQ)] R^{-H}
+    m = matmul(gr, r.mH) - matmul(q.mH, gq)
+    b = gq + matmul(q, _copyutl(m))
+    return _tri_solve(r.mH, b, False, left=False)
+
+
+def _qr_vjp(ctx, g, a, mode):
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                           "differentiate through linalg.qr.")
+    q, r = ctx.out
+    gq, gr = g
+    m, n = q.shape[-2], r.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    if m >= n:
+        return _qr_square_bw(gq, gr, q, r)
+    # wide: A = Q [R1 R2]; Y = Q R2 is a plain product
+    r1 = r[..., :, :m]
+    gr1, gr2 = gr[..., :, :m], gr[..., :, m:]
+    gy = matmul(q, gr2)
+    gx = _qr_square_bw(gq + matmul(a[..., :, m:], gr2.mH), gr1, q, r1)
+    return cat([gx, gy], -1)
+
+
+def _qr_shape(a, mode):
+    bs, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = min(m, n)
+    if mode == "r":
+        return ((0,), a.dtype), (bs + (k, n), a.dtype)
+    if mode == "complete":
+        return (bs + (m, m), a.dtype), (bs + (m, n), a.dtype)
+    return (bs + (m, k), a.dtype), (bs + (k, n), a.dtype)
+
+
+QR = Op("linalg_qr", _qr_kernel, _qr_vjp, save_inputs=True, save_output=True, n_out=2,
+        category="linalg", shape=_qr_shape, batch=_linalg_rule)
+
+
+# ---- lu ---------------------------------------------------------------------------------
+
+def _lu_kernel(xp, a):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if a.size == 0:
+        return (a.copy(), np.broadcast_to(np.arange(1, k + 1, dtype=np.int32),
+                                          a.shape[:-2] + (k,)).copy(),
+                np.zeros(a.shape[:-2], np.int32))
+    f = lapack("getrf", a.dtype)
+    lu_, piv, info = batched(lambda x: f(x), a)
+    return lu_.astype(a.dtype, copy=False), (piv + 1).astype(np.int32), info.astype(np.int32)
+
+
+def unpack_lu(lu_):
+    m, n = lu_.shape[-2:]
+    k = min(m, n)
+    eye = wrap(np.eye(m, k, dtype=lu_._data.dtype))
+    return tril(lu_[..., :, :k], -1) + eye, triu(lu_[..., :k, :])
+
+
+def _lu_square_bw(gl, gu, l, u):
+    # gA = L^{-H} [tril(L^H gL, -1) + triu(gU U^H)] U^{-H}   (before the permutation)
+    phi = tril(matmul(l.mH, gl), -1) + triu(matmul(gu, u.mH))
+    x = apply(TRI, (l.mH, phi), {"upper": True, "unit": True})
+    return _tri_solve(u.mH, x, False, left=False)
+
+
+def lu_backward(gl, gu, p, l, u):
+    """Gradient of A = P L U for gradients of L and U (any shape), in ember ops."""
+    m, n = l.shape[-2], u.shape[-1]
+    if m == n:
+        ga = _lu_square_bw(gl, gu, l, u)
+    elif m < n:
+        u1, u2 = u[..., :, :m], u[..., :, m:]
+        gu2 = gu[..., :, m:]
+        ga2 = apply(TRI, (l.mH, gu2), {"upper": True, "unit": True})
+        gl1 = gl - matmul(ga2, u2.mH)
+        ga = cat([_lu_square_bw(gl1, gu[..., :, :m], l, u1), ga2], -1)
+    else:
+        l1, l2 = l[..., :n, :], l[..., n:, :]
+        gl2 = gl[..., n:, :]
+        ga2 = _tri_solve(u.mH, gl2, False, left=False)
+        gu1 = gu - matmul(l2.mH, ga2)
+        ga = cat([_lu_square_bw(gl[..., :n, :], gu1, l1, u), ga2], -2)
+    return matmul(p, ga)
+
+
+def _lu_vjp(ctx, g, a):
+    lu_, piv, _ = ctx.out
+    glu = g[0]
+    l, u = unpack_lu(lu_)
+    p = perm_matrix(lu_, piv)
+    k = min(lu_.shape[-2:])
+    return lu_backward(tril(glu[..., :, :k], -1), triu(glu[..., :k, :]), p, l, u)
+
+
+def _lu_shape(a):
+    k = min(a.shape[-2], a.shape[-1])
+    return (a.shape, a.dtype), (a.shape[:-2] + (k,), _dt.int32), (a.shape[:-2], _dt.int32)
+
+
+LU = Op("linalg_lu_factor_ex", _lu_kernel, _lu_vjp, save_inputs=False, save_output=True, n_out=3,
+        nondiff_outputs=(1, 2), category="linalg", shape=_lu_shape, batch=_linalg_rule)
+
+
+def _perm_kernel(xp, piv, m, dtype):
+    bs = piv.shape[:-1]
+    pf = piv.reshape(-1, piv.shape[-1]) - 1
+    out = np.zeros((pf.shape[0], m, m), dtype)
+    for b in range(pf.shape[0]):
+        perm = np.arange(m)
+        for i, j in enumerate(pf[b]):
+            perm[i], perm[j] = perm[j], perm[i]
+        out[b, perm, np.arange(m)] = 1
+    return out.reshape(bs + (m, m))
+
+
+PERM = Op("_lu_pivots_to_perm", _perm_kernel, None, differentiable=False, category="linalg",
+           batch=_vector_args_rule(0),
+          shape=lambda piv, m, dtype: (piv.shape[:-1] + (m, m), _meta.as_dtype(dtype)))
+
+
+def perm_matrix(lu_, pivots):
+    return apply(PERM, (pivots,), {"m": lu_.shape[-2], "dtype": lu_._data.dtype})
+
+
+def lu_solve_core(LU, pivots, B, left, adjoint):
+    """Solve ``A X = B`` (``X A = B`` unless ``left``; with ``A^H`` if ``adjoint``) given the
+    packed LU factor and pivots of ``A``, in ember ops (so it is differentiable)."""
+    P = perm_matrix(LU, pivots)
+
+    def lsolve(M, X, upper, unit, herm):
+        # M^{-1} X (left) using the packed factor M, conjugate-transposed if herm
+        if herm:
+            return apply(TRI, (M.mH, X), {"upper": not upper, "unit": unit})
+        return apply(TRI, (M, X), {"upper": upper, "unit": unit})
+    if left and not adjoint:      # X = U^-1 L^-1 P^T B
+        y = matmul(P.mT, B)
+        y = lsolve(LU, y, False, True, False)
+        return lsolve(LU, y, True, False, False)
+    if left:                      # A^H X = B: X = P L^-H U^-H B
+        y = lsolve(LU, B, True, False, True)
+        y = lsolve(LU, y, False, True, True)
+        return matmul(P, y)
+    if not adjoint:               # X A = B: X^T = A^-T B^T, A^T = U^T L^T P^T
+        # X P L U = B  ->  X = B U^-1 L^-1 P^T, solved transposed: L^-T U^-T B^T
+        yt = lsolve(LU.mT, B.mT, False, False, False)
+        yt = lsolve(LU.mT, yt, True, True, False)      # L^-T
+        return matmul(yt.mT, P.mT)
+    # X A^H = B, A^H = U^H L^H P^T: X = B P L^-H U^-H
+    z = lsolve(LU, matmul(B, P).mH, False, True, False)
+    return lsolve(LU, z, True, False, False).mH
+
+
+# ---- ldl --------------------------------------------------------------------------------
+
+def _ldl_kernel(xp, a, hermitian):
+    n = a.shape[-1]
+    if a.size == 0:
+        return a.copy(), np.zeros(a.shape[:-1], np.int32), np.zeros(a.shape[:-2], np.int32)
+    f = lapack("hetrf" if hermitian and a.dtype.kind == "c" else "sytrf", a.dtype)
+    ld, piv, info = batched(lambda x: f(x, lower=1, lwork=max(64 * n, 1)), a)
+    return np.tril(ld).astype(a.dtype, copy=False), piv.astype(np.int32), info.astype(np.int32)
+
+
+LDL = Op("linalg_ldl_factor_ex", _ldl_kernel, None, n_out=3, differentiable=False,
+         category="linalg", batch=_linalg_rule, shape=lambda a, hermitian: (
+             (a.shape, a.dtype), (a.shape[:-1], _dt.int32), (a.shape[:-2], _dt.int32)))
+
+
+def _ldl_solve_kernel(xp, ld, piv, b, hermitian):
+    f = lapack("hetrs" if hermitian and ld.dtype.kind == "c" else "sytrs", ld.dtype)
+    bs = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    if b.size == 0 or ld.shape[-1] == 0:
+        return np.zeros(bs + b.shape[-2:], b.dtype)
+    ldb = np.broadcast_to(ld, bs + ld.shape[-2:])
+    pb = np.broadcast_to(piv, bs + piv.shape[-1:])
+    bb = np.broadcast_to(b, bs + b.shape[-2:])
+    out = np.empty(bs + b.shape[-2:], b.dtype).reshape((-1,) + b.shape[-2:])
+    lf = ldb.reshape((-1,) + ld.shape[-2:])
+    pf = pb.reshape((-1, piv.shape[-1]))
+    bf = bb.reshape((-1,) + b.shape[-2:])
+    for i in range(out.shape[0]):
+        out[i] = f(lf[i], pf[i], bf[i], lower=1)[0]
+    return out.reshape(bs + b.shape[-2:])
+
+
+LDL_SOLVE = Op("linalg_ldl_solve", _ldl_solve_kernel, None, differentiable=False,
+               category="linalg", batch=_vector_args_rule(1),
+               shape=lambda ld, piv, b, hermitian: (_batched_rhs(ld, b), b.dtype))
+
+
+# ---- determinants -----------------------------------------------------------------------
+
+def _det_kernel(xp, a):
+    return np.asarray(np.linalg.det(a)).astype(a.dtype, copy=False)
+
+
+def _eps(a):
+    return float(np.finfo(np.abs(np.zeros((), a._data.dtype)).dtype).eps)
+
+
+def _prod_safe_zeros_backward(g, x):
+    """Gradient of ``prod(x, -1)`` without dividing by ``x``: products of the elements
+    before and after each one (exclusive cumulative products from both ends)."""
+    ones = x[..., :1] * 0 + 1
+    before = cat((ones, x[..., :-1]), -1).cumprod(-1)
+    after = cat((ones, x[..., 1:].flip(-1)), -1).cumprod(-1).flip(-1)
+    return g * (before * after).conj()
+
+
+def _det_vjp(ctx, g, a):
+    # torch's linalg_det_backward: d det / dA = conj(det) A^{-H}, finite at singular A
+    n = a.shape[-1]
+    gd = (g * cj(ctx.out)).unsqueeze(-1).unsqueeze(-1)
+    eye = wrap(np.eye(n, dtype=a._data.dtype))
+    if not STATE.grad_enabled:
+        # first order only: solve with the LU, its exact zero pivots nudged to eps (for an
+        # exactly singular A, det is 0 and so is the gradient, as in torch)
+        lu_, piv, _ = apply(LU, (a,), {})
+        d = lu_.diagonal(0, -2, -1)
+        lu_ = lu_ + where(d == 0, _eps(a), 0).diag_embed()
+        return gd * lu_solve_core(lu_, piv, eye, True, True)
+    # differentiable again: the SVD formula (prod of the other singular values) for
+    # (near-)singular matrices, A^{-H} for the others; each computed on safe stand-ins
+    sing = (ctx.out.abs() < 100 * _eps(a)).unsqueeze(-1).unsqueeze(-1)
+    regular = gd * apply(INV, (where(sing, eye, a),), {})[0].mH
+    spread = wrap(np.diag(np.arange(1, n + 1)).astype(a._data.dtype))
+    u, s_, vh = apply(SVD, (where(sing, a, spread),), {"full_matrices": False})
+    alpha = cj(apply(DET, (u,), {}) * apply(DET, (vh,), {}))
+    dd = _prod_safe_zeros_backward((g * alpha).unsqueeze(-1), s_.to(a.dtype))
+    return where(sing, matmul(u * dd.unsqueeze(-2), vh), regular)
+
+
+DET = Op("linalg_det", _det_kernel, _det_vjp, save_output=True, category="linalg",
+         batch=_linalg_rule,
+         shape=lambda a: (a.shape[:-2], a.dtype))
+
+
+def _slogdet_kernel(xp, a):
+    s, l_ = np.linalg.slogdet(a)
+    return np.asarray(s).astype(a.dtype, copy=False), \
+        np.asarray(l_).astype(np.abs(a[..., :0, :0]).dtype, copy=False)
+
+
+def _slogdet_vjp(ctx, g, a):
+    sign, _ = ctx.out
+    gs, gl = g
+    c = gl
+    if a.is_complex():
+        c = gl + (gs * sign.conj()).imag * 1j
+    ainv = apply(INV, (a,), {})[0]
+    return c.unsqueeze(-1).unsqueeze(-1) * ainv.mH
+
+
+SLOGDET = Op("linalg_slogdet", _slogdet_kernel, _slogdet_vjp, save_output=True, n_out=2,
+             category="linalg", batch=_linalg_rule, shape=lambda a: (
+                 (a.shape[:-2], a.dtype), (a.shape[:-2], a.dtype.to_real())))
+

@@ -1,0 +1,218 @@
+"""Spectral-decomposition operators: ``linalg_eigh``, ``linalg_eigvalsh``, ``linalg_eig``,
+``linalg_eigvals``, ``linalg_svd``, ``linalg_svdvals``, with torch's gauge-aware derivatives
+(errors when a loss depends on the phase of complex vectors), shape and batching rules.
+The public functions are in ember.linalg.eig."""
+import numpy as np
+
+from ..._core.dispatch import apply
+from ..._core.op import Op
+from ..._core.tensor import wrap
+from ..blas import matmul
+from ..pointwise import where
+from ..views import diag_embed
+from ._batching import _linalg_rule
+from ._lapack import lapack
+from .solve import SOLVE
+
+__all__ = ["EIGH", "EIGVALSH", "EIG", "EIGVALS", "SVD", "SVDVALS", "svd_backward"]
+
+_CPLX = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64):
+         np.dtype(np.complex128)}
+
+
+def _is_zero(g):
+    return not np.any(g._data)
+
+
+def _eye_mask(n):
+    return wrap(np.eye(n, dtype=bool))
+
+
+def _check_phase(name, imdiag, what):
+    a = np.abs(imdiag._data)
+    if a.size and not np.all(a <= 1e-2):
+        raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
+                           f"multiplication by e^{{i phi}}. The specified loss function depends "
+                           f"on this quantity, so it is ill-defined.")
+
+
+def _eig_backward(gl, gv, l, v, hermitian):
+    name = "linalg_eigh_backward" if hermitian else "linalg_eig_backward"
+    n = v.shape[-1]
+    if gv is None or _is_zero(gv):
+        if hermitian:
+            return matmul(v * gl.unsqueeze(-2), v.mH)
+        return apply(SOLVE, (v.mH, matmul(diag_embed(gl), v.mH)), {})[0]
+    vhgv = matmul(v.mH, gv)
+    dg = vhgv.diagonal(0, -2, -1)
+    if v.is_complex():
+        _check_phase(name, dg.imag, "eigenvectors")
+    if hermitian:
+        vhgv = 0.5 * (vhgv - vhgv.mH)
+    else:
+        vhgv = vhgv - matmul(v.mH, v * dg.real.unsqueeze(-2))
+    lc = l.conj() if l.is_complex() else l
+    e = lc.unsqueeze(-2) - lc.unsqueeze(-1)
+    eye = _eye_mask(n)
+    ret = vhgv / where(eye, 1, e)
+    ret = where(eye, diag_embed(gl) if gl is not None else 0, ret)
+    if hermitian:
+        return matmul(v, matmul(ret, v.mH))
+    return apply(SOLVE, (v.mH, matmul(ret, v.mH)), {})[0]
+
+
+# ---- eigh -------------------------------------------------------------------------------
+
+def _eigh_kernel(xp, a, uplo):
+    n = a.shape[-1]
+    if a.size == 0:
+        return (np.zeros(a.shape[:-1], np.abs(a[..., :0, :0]).dtype),
+                np.zeros(a.shape, a.dtype) + np.eye(n, dtype=a.dtype))
+    if a.ndim == 2:
+        # one matrix: LAPACK's divide-and-conquer syevd/heevd directly (faster than NumPy's)
+        w, v, info = lapack("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)(
+            a, compute_v=1, lower=1 if uplo == "L" else 0)
+        if info == 0:
+            return w.astype(np.abs(a[:0, :0]).dtype, copy=False), v
+    w, v = np.linalg.eigh(a, UPLO=uplo)
+    return w.astype(np.abs(a[..., :0, :0]).dtype, copy=False), v.astype(a.dtype, copy=False)
+
+
+def _eigh_vjp(ctx, g, a, uplo):
+    l, v = ctx.out
+    return _eig_backward(g[0], g[1], l, v, True)
+
+
+def _eigvals_shape(a, *args, **params):
+    return a.shape[:-1], a.dtype.to_real()
+
+
+EIGH = Op("linalg_eigh", _eigh_kernel, _eigh_vjp, save_inputs=False, save_output=True, n_out=2,
+          category="linalg", batch=_linalg_rule,
+          shape=lambda a, uplo: (_eigvals_shape(a), (a.shape, a.dtype)))
+EIGVALSH = Op("linalg_eigvalsh", lambda xp, a, uplo: np.linalg.eigvalsh(a, UPLO=uplo).astype(
+    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+    batch=_linalg_rule, shape=_eigvals_shape)
+
+
+# ---- eig --------------------------------------------------------------------------------
+
+def _eig_kernel(xp, a):
+    cdt = _CPLX.get(a.dtype, a.dtype)
+    if a.size == 0:
+        return np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt)
+    w, v = np.linalg.eig(a)
+    return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
+
+
+def _eig_vjp(ctx, g, a):
+    l, v = ctx.out
+    return _eig_backward(g[0], g[1], l, v, False)
+
+
+EIG = Op("linalg_eig", _eig_kernel, _eig_vjp, save_inputs=False, save_output=True, n_out=2,
+         category="linalg", batch=_linalg_rule, shape=lambda a: (
+             (a.shape[:-1], a.dtype.to_complex()), (a.shape, a.dtype.to_complex())))
+EIGVALS = Op("linalg_eigvals", lambda xp, a: np.linalg.eigvals(a).astype(
+    _CPLX.get(a.dtype, a.dtype), copy=False), None, differentiable=False, category="linalg",
+    batch=_linalg_rule, shape=lambda a: (a.shape[:-1], a.dtype.to_complex()))
+
+
+# ---- svd --------------------------------------------------------------------------------
+
+def _svd_kernel(xp, a, full_matrices):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    rdt = np.abs(a[..., :0, :0]).dtype
+    if a.size == 0:
+        um, vn = (m, n) if full_matrices else (k, k)
+        return (np.zeros(a.shape[:-2] + (m, um), a.dtype) + np.eye(m, um, dtype=a.dtype),
+                np.zeros(a.shape[:-2] + (k,), rdt),
+                np.zeros(a.shape[:-2] + (vn, n), a.dtype) + np.eye(vn, n, dtype=a.dtype))
+    if a.ndim == 2:
+        import scipy.linalg as sl
+        try:
+            u, s, vh = sl.svd(a, full_matrices=full_matrices, check_finite=False,
+                              lapack_driver="gesdd")
+            return u, s.astype(rdt, copy=False), vh
+        except (np.linalg.LinAlgError, ValueError):
+            pass
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return u.astype(a.dtype, copy=False), s.astype(rdt, copy=False), vh.astype(a.dtype,
+                                                                               copy=False)
+
+
+def svd_backward(gu, gs, gvh, u, s, vh):
+    """Gradient of A = U diag(S) Vh (reduced) in ember ops, following torch's conventions."""
+    m, n = u.shape[-2], vh.shape[-1]
+    no_u = gu is None or _is_zero(gu)
+    no_v = gvh is None or _is_zero(gvh)
+    if no_u and no_v:
+        return matmul(u * gs.unsqueeze(-2), vh)
+    k = s.shape[-1]
+    uhgu = matmul(u.mH, gu) if not no_u else None
+    vhgv = matmul(vh, gvh.mH) if not no_v else None
+    if not no_u:
+        uhgu = uhgu - uhgu.mH
+    if not no_v:
+        vhgv = vhgv - vhgv.mH
+    cplx = u.is_complex()
+    if cplx:
+        iu = uhgu.diagonal(0, -2, -1).imag if not no_u else None
+        iv = vhgv.diagonal(0, -2, -1).imag if not no_v else None
+        a = iu._data if iu is not None else 0
+        b = -iv._data if iv is not None else 0
+        if not np.all(np.abs(np.asarray(a - b)) <= 1e-2 + 1e-2 * np.abs(b)):
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified loss "
+                               "function depends on this phase term, making it ill-defined.")
+    s2 = s * s
+    e = s2.unsqueeze(-2) - s2.unsqueeze(-1)
+    eye = _eye_mask(k)
+    e = where(eye, 1, e)
+    if not no_u and not no_v:
+        ret = (uhgu * s.unsqueeze(-2) + s.unsqueeze(-1) * vhgv) / e
+    elif not no_u:
+        ret = (uhgu / e) * s.unsqueeze(-2)
+    else:
+        ret = s.unsqueeze(-1) * (vhgv / e)
+    ret = where(eye, 0, ret) + diag_embed(gs)
+    if cplx and not no_u:
+        ret = ret + diag_embed(uhgu.diagonal(0, -2, -1) / (2 * s))
+    if m > k and not no_u:
+        ga = matmul(u, ret)
+        gus = gu / s.unsqueeze(-2)
+        ga = ga + gus - matmul(u, matmul(u.mH, gus))
+        return matmul(ga, vh)
+    if n > k and not no_v:
+        ga = matmul(ret, vh)
+        sgv = gvh / s.unsqueeze(-1)
+        ga = ga + sgv - matmul(matmul(sgv, vh.mH), vh)
+        return matmul(u, ga)
+    return matmul(u, matmul(ret, vh))
+
+
+def _svd_vjp(ctx, g, a, full_matrices):
+    u, s, vh = ctx.out
+    gu, gs, gvh = g
+    if full_matrices:
+        k = s.shape[-1]
+        u, vh, gu, gvh = u[..., :, :k], vh[..., :k, :], gu[..., :, :k], gvh[..., :k, :]
+    return svd_backward(gu, gs, gvh, u, s, vh)
+
+
+def _svd_shape(a, full_matrices):
+    bs, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = min(m, n)
+    um, vn = (m, n) if full_matrices else (k, k)
+    return ((bs + (m, um), a.dtype), (bs + (k,), a.dtype.to_real()),
+            (bs + (vn, n), a.dtype))
+
+
+SVD = Op("linalg_svd", _svd_kernel, _svd_vjp, save_inputs=False, save_output=True, n_out=3,
+         category="linalg", shape=_svd_shape, batch=_linalg_rule)
+SVDVALS = Op("linalg_svdvals", lambda xp, a: np.linalg.svd(a, compute_uv=False).astype(
+    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+    batch=_linalg_rule,
+    shape=lambda a: (a.shape[:-2] + (min(a.shape[-2], a.shape[-1]),), a.dtype.to_real()))
+
