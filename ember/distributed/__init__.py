@@ -19,7 +19,7 @@ mpi4py is imported (and MPI initialised) only when a process group is made, so e
 without it.
 """
 from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError
-from ._reduce_op import Backend, ReduceOp
+from ._reduce_op import Backend, ReduceOp, _make_nccl_premul_sum
 from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
 from ._process_group import ProcessGroup, Work
 from .distributed_c10d import (

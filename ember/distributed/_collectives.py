@@ -13,7 +13,7 @@ import numpy as np
 from .._core.tensor import Tensor
 from ._mpi import mpi, reduce_type
 from ._process_group import Work
-from ._reduce_op import ReduceOp, _RedOpType, as_red_op
+from ._reduce_op import ReduceOp, _RedOpType, as_red_op, premul_factor
 from .distributed_c10d import _resolve
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
@@ -53,7 +53,10 @@ def _mpi_op(op, dtype, name):
     op = as_red_op(op)
     kind = np.dtype(dtype).kind
     if op == _RedOpType.PREMUL_SUM:
-        raise ValueError(f"{name}: ReduceOp.PREMUL_SUM is not supported by ember's CPU backend")
+        if kind not in "fcV":
+            raise TypeError(f"{name}: ReduceOp.PREMUL_SUM needs a floating or complex tensor, "
+                            f"got dtype {dtype}")
+        return MPI.SUM
     if kind == "b":
         if op == _RedOpType.AVG:
             raise TypeError(f"{name}: ReduceOp.AVG is not defined for bool tensors")
@@ -80,7 +83,13 @@ class _RedBuf:
         self.mpitype, cdt = reduce_type(src.dtype)
         self.op = _mpi_op(op, src.dtype, name)
         self.avg = as_red_op(op) == _RedOpType.AVG and n_avg
-        if cdt != src.dtype:
+        if as_red_op(op) == _RedOpType.PREMUL_SUM:
+            # scaled in a copy: reduce's non-root ranks and reduce_scatter's input keep
+            # their values, as with the other ops
+            self.arr = np.array(src, dtype=cdt, order="C", copy=True)
+            self.arr *= np.asarray(premul_factor(op, name)).astype(cdt)
+            self.cast = True
+        elif cdt != src.dtype:
             self.arr = np.ascontiguousarray(src, dtype=cdt)
             self.cast = True
         elif copy or not src.flags.c_contiguous:
@@ -117,9 +126,10 @@ def _divide(a, n):
 
 
 def _run(pg, name, count, start, outputs=(), async_op=False, finish=None):
-    seq = pg._next(name, count)
+    seq, fp = pg._next(name, count)
     reqs = start()
-    work = Work(pg, name, seq, reqs if isinstance(reqs, list) else [reqs], finish, outputs)
+    work = Work(pg, name, seq, reqs if isinstance(reqs, list) else [reqs], finish, outputs,
+                fp=fp)
     if async_op:
         return work
     work.wait()

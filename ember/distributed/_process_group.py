@@ -1,10 +1,14 @@
 """`ProcessGroup` and `Work`: the MPI engine under ember.distributed's collectives.
 
 Every operation is a nonblocking MPI request polled against a deadline (the group's timeout),
-so nothing waits forever.  Before each collective the ranks exchange a small fingerprint
-(sequence number, collective, element count) in the same nonblocking way: ranks that called
-different collectives (one skipped a call, or called another) are told so at once, instead of
-silently mixing buffers.  When a deadline passes, every waiting rank raises
+so nothing waits forever.  With each collective the ranks exchange a small fingerprint
+(sequence number, collective, element count) on a duplicate of the group's communicator, so
+it never mixes with the data traffic.  The fingerprint travels beside the collective, not
+before it: a launch never waits for the peers (DDP's buckets overlap with backward), and
+the check happens when the operation is waited on or tested.  Ranks that called different
+collectives (one skipped a call, or called another) get a clear error then, before any
+result is written back, instead of silently mixed buffers.  When a deadline passes, every
+waiting rank raises
 `DistBackendError` naming the collective, its sequence number and the ranks that did not
 arrive; the ranks learn who is missing from a status key each slow waiter leaves in the
 store.  After such an error the group is unusable (its MPI requests can not be cancelled),
@@ -50,11 +54,13 @@ class Work:
     whose value is the list of output tensors.
     """
 
-    def __init__(self, pg, name, seq, reqs, finish=None, outputs=(), peer=None):
+    def __init__(self, pg, name, seq, reqs, finish=None, outputs=(), peer=None, fp=None):
         self._pg = pg
         self._name = name
         self._seq = seq
         self._reqs = list(reqs)
+        self._fp = fp                  # the fingerprint exchange still to check, or None
+        self._data_done = False
         self._finish = finish
         self._outputs = list(outputs)
         self._done = not self._reqs
@@ -86,6 +92,12 @@ class Work:
         if self._done:
             return True
         MPI = mpi()
+        if self._fp is not None:
+            try:
+                self._pg._test(self)
+            except DistBackendError as e:
+                self._fail(e)
+            return self._done
         if self._name in ("recv", "irecv"):
             st = MPI.Status()
             if self._reqs[0].Test(st):
@@ -173,7 +185,9 @@ class ProcessGroup:
         self._broken = None
         self._rank = comm.Get_rank()
         self._size = comm.Get_size()
-        self._fp_send = np.zeros(3, np.int64)
+        # fingerprints travel on their own communicator: mismatched data collectives
+        # can then never swallow them (creating it is collective, like the group itself)
+        self._fp_comm = comm.Dup() if self._size > 1 else None
         self.bound_device_id = None
 
     # ---- torch's ProcessGroup surface -------------------------------------------------
@@ -203,33 +217,61 @@ class ProcessGroup:
 
     # ---- engine -----------------------------------------------------------------------
     def _next(self, name, count):
-        """Starts collective ``name``: returns its sequence number, after the fingerprint
-        exchange (when enabled) has shown every rank is in the same collective."""
+        """Starts collective ``name``: returns its sequence number and its fingerprint
+        exchange (None when the check is off), which is launched here without waiting;
+        `_test` checks it before the collective's results are used."""
         if self._broken is not None:
             raise DistBackendError(f"ember.distributed: process group {self._name!r} is unusable "
                                    f"after an earlier failure: {self._broken}")
         self._seq += 1
         seq = self._seq
-        if self._size > 1 and _check_enabled():
+        if self._size > 1 and self._fp_comm is not None and _check_enabled():
             MPI = mpi()
             mine = np.array([seq, _opcode(name), count], np.int64)
             allfp = np.empty((self._size, 3), np.int64)
-            req = self._comm.Iallgather([mine, MPI.INT64_T], [allfp, MPI.INT64_T])
-            w = Work(self, name, seq, [req])
-            w.wait()
-            if not (allfp == mine).all():
-                names = {v: k for k, v in _OPCODES.items()}
-                diff = [f"rank {self._ranks[r]}: {names.get(int(o), '?')} #{int(s)} "
-                        f"({int(c)} elements)" for r, (s, o, c) in enumerate(allfp)
-                        if (s, o, c) != tuple(mine)]
-                err = DistBackendError(
-                    f"ember.distributed: collective mismatch at {name} (sequence number {seq}, "
-                    f"{count} elements) on rank {self._ranks[self._rank]}; other ranks called: "
-                    + "; ".join(diff) + ". Every rank of a group must call the same "
-                    "collectives in the same order.")
+            req = self._fp_comm.Iallgather([mine, MPI.INT64_T], [allfp, MPI.INT64_T])
+            return seq, (req, mine, allfp)
+        return seq, None
+
+    def _check_fingerprints(self, work):
+        _, mine, allfp = work._fp
+        work._fp = None
+        if (allfp == mine).all():
+            return
+        names = {v: k for k, v in _OPCODES.items()}
+        _, _, count = (int(v) for v in mine)
+        diff = [f"rank {self._ranks[r]}: {names.get(int(o), '?')} #{int(s)} "
+                f"({int(c)} elements)" for r, (s, o, c) in enumerate(allfp)
+                if (s, o, c) != tuple(mine)]
+        err = DistBackendError(
+            f"ember.distributed: collective mismatch at {work._name} (sequence number "
+            f"{work._seq}, {count} elements) on rank {self._ranks[self._rank]}; other ranks "
+            "called: " + "; ".join(diff) + ". Every rank of a group must call the same "
+            "collectives in the same order.")
+        self._broken = str(err)
+        raise err
+
+    def _test(self, work):
+        """One nonblocking look at a collective with a fingerprint: checks the fingerprints
+        once they arrived (raising on a mismatch), and completes ``work`` when its data has
+        arrived too.  Results are written back only after the check passed."""
+        MPI = mpi()
+        if not work._data_done:
+            try:
+                work._data_done = MPI.Request.Testall(work._reqs)
+            except MPI.Exception as e:
+                # mismatched collectives can fail inside MPI (truncation): the fingerprints
+                # say why, so wait for them before reporting the MPI error itself
+                work._data_done = e
+        if work._fp is not None and work._fp[0].Test():
+            self._check_fingerprints(work)
+        if work._fp is None and work._data_done:
+            if isinstance(work._data_done, Exception):
+                err = DistBackendError(f"ember.distributed: {work._name} (sequence number "
+                                       f"{work._seq}) failed in MPI: {work._data_done}")
                 self._broken = str(err)
                 raise err
-        return seq
+            work._complete()
 
     def _status_key(self, r):
         return f"status/{self._name}/{r}"
@@ -243,7 +285,12 @@ class ProcessGroup:
         reported = False
         slow_at = work._start + min(1.0, self._timeout_s / 4)
         while True:
-            if need_status:
+            if work._fp is not None or work._data_done:
+                self._test(work)
+                done = False
+                if work._done:
+                    return
+            elif need_status:
                 done = reqs[0].Test(st)
             else:
                 done = MPI.Request.Testall(reqs)

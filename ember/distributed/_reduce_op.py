@@ -39,9 +39,11 @@ class ReduceOp:
     BAND = _RedOpType.BAND
     BOR = _RedOpType.BOR
     BXOR = _RedOpType.BXOR
+    PREMUL_SUM = _RedOpType.PREMUL_SUM
 
     def __init__(self, op):
         self.op = _RedOpType(op)
+        self._factor = None
 
     def __eq__(self, other):
         return int(self) == int(other)
@@ -56,6 +58,33 @@ class ReduceOp:
         return f"ReduceOp({self.op.name})"
 
 
+def _make_nccl_premul_sum(factor):
+    """``ReduceOp.PREMUL_SUM`` with ``factor``: each rank multiplies its input by ``factor``
+    (a Python number or a one-element tensor, which may differ between ranks) before the
+    sum.  For all_reduce, reduce and reduce_scatter on floating and complex tensors."""
+    from .._core.tensor import Tensor
+    if isinstance(factor, Tensor):
+        if factor.numel() != 1:
+            raise ValueError(f"_make_nccl_premul_sum: a tensor factor must hold one element, "
+                             f"got shape {tuple(factor.shape)}")
+    elif not isinstance(factor, (int, float, complex)) or isinstance(factor, bool):
+        raise TypeError(f"_make_nccl_premul_sum: factor must be a number or a one-element "
+                        f"tensor, got {type(factor).__name__}")
+    op = ReduceOp(_RedOpType.PREMUL_SUM)
+    op._factor = factor
+    return op
+
+
+def premul_factor(op, name):
+    """The factor of a PREMUL_SUM ``op`` as a NumPy scalar (a bare enum has none)."""
+    f = getattr(op, "_factor", None)
+    if f is None:
+        raise ValueError(f"{name}: ReduceOp.PREMUL_SUM needs a factor: pass "
+                         f"dist._make_nccl_premul_sum(factor)")
+    data = getattr(f, "_data", None)
+    return data.reshape(-1)[0] if data is not None else f
+
+
 def as_red_op(op):
     if isinstance(op, ReduceOp):
         return op.op
@@ -63,7 +92,8 @@ def as_red_op(op):
         return _RedOpType(op)
     except ValueError:
         raise ValueError(f"invalid reduce op {op!r}; use one of ReduceOp.SUM, AVG, PRODUCT, "
-                         f"MIN, MAX, BAND, BOR, BXOR") from None
+                         f"MIN, MAX, BAND, BOR, BXOR, or dist._make_nccl_premul_sum(factor)"
+                         ) from None
 
 
 class Backend(str):

@@ -280,12 +280,14 @@ def destroy_process_group(group=None):
 
 def _free(pg):
     comm, pg._comm = pg._comm, None
+    fp_comm, pg._fp_comm = pg._fp_comm, None
     pg._broken = "the process group was destroyed"
-    try:
-        if comm is not None and comm != _mpi.mpi().COMM_NULL:
-            comm.Free()
-    except Exception:  # noqa: BLE001 - a communicator with pending requests after a timeout
-        pass
+    for c in (comm, fp_comm):
+        try:
+            if c is not None and c != _mpi.mpi().COMM_NULL:
+                c.Free()
+        except Exception:  # noqa: BLE001 - a communicator with pending requests after a timeout
+            pass
 
 
 def get_rank(group=None):
