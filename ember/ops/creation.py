@@ -3,15 +3,26 @@ arange, linspace, logspace, eye.
 
 Creation functions take ``dtype``, ``device`` and ``requires_grad`` as PyTorch's do;
 Python data infers torch's dtypes (floats -> the default dtype, ints -> int64).
+
+Every factory that computes values is an operator without tensor inputs (``full``,
+``empty``, ``empty_strided``, ``arange``, ``range``, ``linspace``, ``logspace``, ``eye``,
+``tensor``): its params say everything -- the shape (whose shape rule uses plain size
+arithmetic, so it may hold symbolic sizes), the values, the dtype (a NumPy dtype, as the
+random samplers take it) and the device -- so dispatch modes see every creation and a
+trace can replay it.  ``zeros``/``ones``/``scalar_tensor`` and the ``*_like`` forms are
+``full`` calls.  Functions that only wrap existing memory (``from_numpy``, ``as_tensor``
+of an ndarray, ``frombuffer``) compute nothing and stay outside the dispatcher.
 """
 import builtins
 import math
 
 import numpy as np
 
-from .._core.dispatch import overridable
+from .._core.dispatch import apply, overridable
 from .._core import dtype as _dt
+from .._core import meta as _meta
 from .._core.device import DEFAULT_DEVICE, device as _device, get_backend
+from .._core.op import Op
 from .._core.tensor import Tensor, wrap
 from ._scalar_check import check_scalar_fits
 
@@ -64,6 +75,153 @@ def _to_nested(data):
     return data
 
 
+# ---- the factory operators ---------------------------------------------------------------
+
+def _on(arr, device):
+    """``arr``, built on the host, on ``device``'s backend (None or 'cpu' keeps it)."""
+    if device is None or device.type == "cpu":
+        return arr
+    return get_backend(device.type).from_host(arr)
+
+
+def _full_kernel(xp, *, shape, fill_value, dtype, device=None):
+    if fill_value == 0:
+        arr = xp.zeros(shape, dtype=dtype)  # calloc'd: large zero tensors cost no writes
+    else:
+        arr = xp.full(shape, _c_cast(fill_value, np.dtype(dtype)), dtype=dtype)
+    return arr if device is None else _on(arr, device)
+
+
+def _empty_kernel(xp, *, shape, dtype, device=None):
+    return _on(xp.empty(shape, dtype=dtype), device)
+
+
+def _empty_strided_kernel(xp, *, size, stride, dtype, device=None):
+    dt = np.dtype(dtype)
+    n = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    buf = xp.empty(builtins.max(n, 0), dtype=dt)
+    return _on(np.lib.stride_tricks.as_strided(buf, tuple(size),
+                                               tuple(st * dt.itemsize for st in stride)), device)
+
+
+def _is_float(v):
+    return type(v) is float or isinstance(v, np.floating)
+
+
+def _arange_len(start, end, step):
+    """Number of values of ``arange``: exact integer arithmetic for integer bounds (which
+    symbolic sizes support too), ``ceil`` of the float quotient otherwise."""
+    if _is_float(start) or _is_float(end) or _is_float(step):
+        return builtins.max(0, math.ceil((end - start) / step))
+    n = (end - start + step - 1) // step if step > 0 else (start - end - step - 1) // -step
+    return builtins.max(0, n) if isinstance(n, (int, np.integer)) else n
+
+
+def _arange_kernel(xp, *, start, end, step, dtype, device=None):
+    n = int(_arange_len(start, end, step))
+    dt = np.dtype(dtype)
+    if dt.kind not in "iub":  # floating, complex, and the ml_dtypes floats (kind 'V')
+        arr = (start + xp.arange(n, dtype=np.float64) * step).astype(dt)
+    else:
+        arr = xp.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt)
+    return _on(arr, device)
+
+
+def _range_len(start, end, step):
+    if _is_float(start) or _is_float(end) or _is_float(step):
+        return int(math.floor((end - start) / step)) + 1
+    return (end - start) // step + 1
+
+
+def _range_kernel(xp, *, start, end, step, dtype, device=None):
+    n = _range_len(start, end, step)
+    return _on((start + xp.arange(n, dtype=np.float64) * step).astype(dtype), device)
+
+
+def _linspace_kernel(xp, *, start, end, steps, dtype, device=None):
+    dt = np.dtype(dtype)
+    arr = xp.linspace(start, end, steps, dtype=np.float64 if dt.kind != "c" else np.complex128)
+    if dt.kind in "iu":
+        arr = xp.trunc(arr)
+    return _on(arr.astype(dt), device)
+
+
+def _logspace_kernel(xp, *, start, end, steps, base, dtype, device=None):
+    arr = xp.power(base, xp.linspace(start, end, steps, dtype=np.float64))
+    return _on(arr.astype(dtype), device)
+
+
+def _eye_kernel(xp, *, n, m, dtype, device=None):
+    return _on(xp.eye(n, m, dtype=dtype), device)
+
+
+def _tensor_kernel(xp, *, data, dtype, device=None):
+    try:
+        arr = np.array(data, dtype=dtype)
+    except ValueError as e:
+        if "out of bounds" in str(e) or "overflow" in str(e):
+            raise
+        raise ValueError(f"expected sequence of equal-length lists: {e}") from None
+    return _on(arr, device)
+
+
+def _shaped(*, shape, dtype, **params):
+    return tuple(shape), _meta.as_dtype(dtype)
+
+
+def _data_shape(data):
+    """Shape of nested Python data (lists/tuples whose leaves are scalars or arrays)."""
+    if isinstance(data, (list, tuple)):
+        return (len(data),) + (_data_shape(data[0]) if data else ())
+    return tuple(getattr(data, "shape", ()))
+
+
+_NO_INPUTS = {"vjp": "a factory has no tensor inputs", "jvp": "a factory has no tensor inputs",
+              "batch": "a factory has no tensor inputs, so vmap never batches it"}
+
+
+def _factory(name, kernel, rule):
+    return Op(name, kernel, None, differentiable=False, save_inputs=False, shape=rule,
+              unsupported=_NO_INPUTS, doc=kernel.__doc__)
+
+
+FULL = _factory("full", _full_kernel, _shaped)
+EMPTY = _factory("empty", _empty_kernel, _shaped)
+EMPTY_STRIDED = _factory("empty_strided", _empty_strided_kernel,
+                         lambda *, size, stride, dtype, **p: (tuple(size), _meta.as_dtype(dtype)))
+ARANGE = _factory("arange", _arange_kernel, lambda *, start, end, step, dtype, **p: (
+    (_arange_len(start, end, step),), _meta.as_dtype(dtype)))
+RANGE = _factory("range", _range_kernel, lambda *, start, end, step, dtype, **p: (
+    (_range_len(start, end, step),), _meta.as_dtype(dtype)))
+LINSPACE = _factory("linspace", _linspace_kernel,
+                    lambda *, steps, dtype, **p: ((steps,), _meta.as_dtype(dtype)))
+LOGSPACE = _factory("logspace", _logspace_kernel,
+                    lambda *, steps, dtype, **p: ((steps,), _meta.as_dtype(dtype)))
+EYE = _factory("eye", _eye_kernel, lambda *, n, m, dtype, **p: (
+    (n, n if m is None else m), _meta.as_dtype(dtype)))
+TENSOR = _factory("tensor", _tensor_kernel,
+                  lambda *, data, dtype, **p: (_data_shape(data), _meta.as_dtype(dtype)))
+
+
+def _device_param(device):
+    """The ``device`` param of a factory: the given device, else the default one (None: the
+    CPU, with no per-call cost)."""
+    if device is None:
+        device = DEFAULT_DEVICE[0]
+        if device is None:
+            return None
+    return device if type(device) is _device else _device(device)
+
+
+def _make(op, params, device, requires_grad):
+    params["device"] = None if device is None and DEFAULT_DEVICE[0] is None else \
+        _device_param(device)
+    t = apply(op, (), params)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _finish(arr, device, requires_grad):
     if device is None:
         device = DEFAULT_DEVICE[0]  # set_default_device / ``with ember.device(...)``
@@ -88,11 +246,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                       UserWarning, stacklevel=2)
     if dtype is None:
         dtype = _infer_dtype(data)
-    try:
-        arr = np.array(_to_nested(data), dtype=dtype.np)
-    except ValueError as e:
-        raise ValueError(f"expected sequence of equal-length lists: {e}") from None
-    return _finish(arr, device, requires_grad)
+    return _make(TENSOR, {"data": _to_nested(data), "dtype": dtype.np}, device, requires_grad)
 
 
 @overridable
@@ -143,6 +297,15 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def _size(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    for s in size:
+        if type(s) is not int or s < 0 or s >= 1 << 31:
+            break
+    else:  # the common case: small non-negative ints, whose product cannot overflow int64
+        return size if len(size) < 2 or math.prod(size) < 1 << 59 else _size_checked(size)
+    return _size_checked(size)
+
+
+def _size_checked(size):
     for i, s in enumerate(size):
         if not isinstance(s, (int, np.integer)) and not (isinstance(s, Tensor) and s.numel() == 1):
             raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
@@ -180,38 +343,41 @@ def _dtype_or_default(dtype):
 @overridable
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
     """A tensor filled with 0 of shape ``size``."""
-    return _filled(np.zeros, _size_kw(size, kw, "zeros"), out, dtype, device, requires_grad)
+    return _filled(0, _size_kw(size, kw, "zeros"), out, dtype, device, requires_grad)
 
 
 @overridable
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
     """A tensor filled with 1 of shape ``size``."""
-    return _filled(np.ones, _size_kw(size, kw, "ones"), out, dtype, device, requires_grad)
+    return _filled(1, _size_kw(size, kw, "ones"), out, dtype, device, requires_grad)
 
 
 @overridable
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None, **kw):
     """An uninitialised tensor of shape ``size``."""
-    return _filled(np.empty, _size_kw(size, kw, "empty"), out, dtype, device, requires_grad)
+    return _filled(None, _size_kw(size, kw, "empty"), out, dtype, device, requires_grad)
 
 
-def _filled(fn, size, out, dtype, device, requires_grad):
+def _filled(value, size, out, dtype, device, requires_grad):
+    """``full`` (``empty`` for value None) of shape ``size``, or written into ``out``."""
     shape = _size(size)
+    params = {"shape": shape, "fill_value": value} if value is not None else {"shape": shape}
+    op = FULL if value is not None else EMPTY
     if out is not None:
         from .._core.dispatch import write_out
-        return write_out(out, wrap(fn(shape, dtype=out._data.dtype)))
-    return _finish(fn(shape, dtype=_dtype_or_default(dtype)), device, requires_grad)
+        params["dtype"] = out._data.dtype
+        params["device"] = None
+        return write_out(out, apply(op, (), params))
+    params["dtype"] = (dtype or _dt.get_default_dtype()).np
+    return _make(op, params, device, requires_grad)
 
 
 @overridable
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the given strides (elements, not bytes)."""
-    dt = _dtype_or_default(dtype)
-    n = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
-    buf = np.empty(max(n, 0), dtype=dt)
-    arr = np.lib.stride_tricks.as_strided(buf, tuple(size), tuple(st * dt.itemsize for st in stride))
-    return _finish(arr, device, requires_grad)
+    return _make(EMPTY_STRIDED, {"size": tuple(size), "stride": tuple(stride),
+                                 "dtype": _dtype_or_default(dtype)}, device, requires_grad)
 
 
 @overridable
@@ -220,10 +386,15 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
     if dtype is None:
         dtype = _infer_dtype(fill_value)
+    fill_value = _num(fill_value)
     check_scalar_fits(fill_value, dtype.np)
     shape = _size((size,))
-    return _finish(np.full(shape, _c_cast(fill_value, dtype.np), dtype=dtype.np), device,
-                   requires_grad)
+    if out is not None:
+        from .._core.dispatch import write_out
+        return write_out(out, apply(FULL, (), {"shape": shape, "fill_value": fill_value,
+                                               "dtype": dtype.np, "device": None}))
+    return _make(FULL, {"shape": shape, "fill_value": fill_value, "dtype": dtype.np}, device,
+                 requires_grad)
 
 
 def _c_cast(value, dt):
@@ -236,40 +407,54 @@ def _c_cast(value, dt):
 
 @overridable
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
-    return _finish(np.asarray(s, dtype=_dtype_or_default(dtype)), device, requires_grad)
+    s = _num(s)
+    return _make(FULL, {"shape": (), "fill_value": s, "dtype": _dtype_or_default(dtype)}, device,
+                 requires_grad)
 
 
-def _like(fn, input, dtype, device, requires_grad, *args):
-    dt = (dtype.np if dtype is not None else input._data.dtype)
-    arr = fn(input._data.shape, *args, dtype=dt) if args else fn(input._data.shape, dtype=dt)
-    return _finish(arr, device if device is not None else (
-        None if input.device.type == "cpu" else input.device), requires_grad)
+def _like(value, input, dtype, device, requires_grad):
+    """``full`` (``empty`` for value None) with ``input``'s shape, dtype and device unless
+    given; the shape comes from ``input.shape``, so symbolic sizes pass into the params."""
+    dt = dtype.np if dtype is not None else input.dtype.np
+    if device is None:
+        device = input.device
+        if device.type == "cpu" and DEFAULT_DEVICE[0] is None:
+            device = None
+    else:
+        device = _device_param(device)
+    if value is None:
+        t = apply(EMPTY, (), {"shape": input.shape, "dtype": dt, "device": device})
+    else:
+        t = apply(FULL, (), {"shape": input.shape, "fill_value": value, "dtype": dt,
+                             "device": device})
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 @overridable
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(np.zeros, input, dtype, device, requires_grad)
+    return _like(0, input, dtype, device, requires_grad)
 
 
 @overridable
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(np.ones, input, dtype, device, requires_grad)
+    return _like(1, input, dtype, device, requires_grad)
 
 
 @overridable
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(np.empty, input, dtype, device, requires_grad)
+    return _like(None, input, dtype, device, requires_grad)
 
 
 @overridable
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     check_scalar_fits(fill_value, dtype.np if dtype is not None else input._data.dtype)
-    return _like(lambda shape, dtype: np.full(shape, _c_cast(fill_value, dtype), dtype=dtype),
-                 input, dtype, device, requires_grad)
+    return _like(_num(fill_value), input, dtype, device, requires_grad)
 
 
 def _num(x):
@@ -290,12 +475,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if dtype is None:
         dtype = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) \
             else _dt.get_default_dtype()
-    n = builtins.max(0, math.ceil((end - start) / step))
-    if dtype.is_floating_point or dtype.is_complex:
-        arr = (start + np.arange(n, dtype=np.float64) * step).astype(dtype.np)
-    else:
-        arr = np.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dtype.np)
-    r = _finish(arr, device, requires_grad)
+    r = _make(ARANGE, {"start": start, "end": end, "step": step, "dtype": dtype.np}, device,
+              requires_grad)
     if out is not None:
         from .._core.dispatch import write_out
         return write_out(out, r)
@@ -307,9 +488,8 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
     """Deprecated inclusive range (``torch.range``): values in [start, end]."""
     if end is None:
         start, end = 0, start
-    n = int(math.floor((end - start) / step)) + 1
-    arr = (start + np.arange(n, dtype=np.float64) * step).astype(_dtype_or_default(dtype))
-    return _finish(arr, device, requires_grad)
+    return _make(RANGE, {"start": start, "end": end, "step": step,
+                         "dtype": _dtype_or_default(dtype)}, device, requires_grad)
 
 
 @overridable
@@ -321,18 +501,17 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype_or_default(dtype) if dtype or not any(isinstance(v, complex) for v in (start, end)) \
         else _dt.default_complex_dtype().np
-    arr = np.linspace(start, end, steps, dtype=np.float64 if dt.kind != "c" else np.complex128)
-    if dt.kind in "iu":
-        arr = np.trunc(arr)
-    return _finish(arr.astype(dt), device, requires_grad)
+    return _make(LINSPACE, {"start": start, "end": end, "steps": int(steps), "dtype": dt}, device,
+                 requires_grad)
 
 
 @overridable
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log scale."""
-    arr = np.power(base, np.linspace(_num(start), _num(end), steps, dtype=np.float64))
-    return _finish(arr.astype(_dtype_or_default(dtype)), device, requires_grad)
+    return _make(LOGSPACE, {"start": _num(start), "end": _num(end), "steps": int(steps),
+                            "base": base, "dtype": _dtype_or_default(dtype)}, device,
+                 requires_grad)
 
 
 @overridable
@@ -340,7 +519,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     """A 2-D tensor with ones on the diagonal and zeros elsewhere."""
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
-    return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype)), device, requires_grad)
+    return _make(EYE, {"n": n, "m": m, "dtype": _dtype_or_default(dtype)}, device, requires_grad)
 
 
 Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: tensor(
