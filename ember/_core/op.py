@@ -53,7 +53,8 @@ class Op:
         it composes with vmap and reverse mode.  The result may broadcast to the output and
         have another dtype (forward_ad fits it: expand, cast, real part for real outputs; None
         becomes zeros); complex follows the vjp's convention (``J t`` for holomorphic ops).
-        Without a rule, forward AD derives the tangent from the vjp (an extra backward pass).
+        Without a rule, forward AD derives the tangent from the vjp (an extra backward pass);
+        a rule returns NotImplemented for the inputs it leaves to that derivation.
     shape(*inputs, **params) -> (shape, dtype): what the kernel returns, without data.
         Inputs are the op's positional inputs with tensors replaced by metadata objects
         (`ember._core.meta.TensorMeta`: ``.shape``, a tuple of ints or symbolic sizes that

@@ -45,7 +45,7 @@ class GradScaler:
         self._per_optimizer_states = defaultdict(_refresh_state)
 
     def _lazy_init(self):
-        from .. import full
+        from ..ops.creation import full
         from .._core import dtype as dt
         self._scale = full((), self._init_scale, dtype=dt.float32)
         self._growth_tracker = full((), self._init_growth_tracker, dtype=dt.int32)
@@ -76,7 +76,7 @@ class GradScaler:
         return go(outputs)
 
     def _unscale_grads(self, optimizer, inv_scale, allow_fp16):
-        from .. import no_grad
+        from ..autograd.grad_mode import no_grad
         from .._core import dtype as dt
         found = False
         with no_grad():

@@ -139,8 +139,11 @@ def _fit(t, o):
 
 
 def explicit_jvp(op, args, params, out, tangents):
-    """Output tangent(s) of ``op`` from its ``jvp`` rule, fitted to the outputs."""
+    """Output tangent(s) of ``op`` from its ``jvp`` rule, fitted to the outputs (derived from
+    the vjp where the rule returns NotImplemented for these inputs)."""
     r = op.jvp(out, tangents, *args, **params)
+    if r is NotImplemented:
+        return derived_jvp(op, args, params, out, tangents)
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     rs = list(r) if isinstance(r, (tuple, list)) else [r]
     return [_fit(t, o) if _is_diff(o) and i not in op.nondiff_outputs else None

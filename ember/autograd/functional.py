@@ -11,6 +11,10 @@ from .._core.tensor import Tensor, wrap
 from .backward import grad as _grad
 from .grad_mode import enable_grad
 
+# ``vmap`` and ``jacfwd`` for the vectorized and forward-mode jacobians: ember.func, which is
+# built on autograd, registers them here when it loads (autograd cannot import it)
+FUNC_TRANSFORMS = {}
+
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
 
 
@@ -189,8 +193,8 @@ def _jacobian_loop(outputs, inputs, create_graph, strict):
 
 
 def _jacobian_vectorized(outputs, inputs, create_graph, strict):
-    from ..func import vmap
     from ..ops.creation import eye
+    vmap = FUNC_TRANSFORMS["vmap"]
     jac = []
     for o in outputs:
         n = o.numel()
@@ -212,7 +216,7 @@ def _jacobian_vectorized(outputs, inputs, create_graph, strict):
 
 
 def _jacobian_forward(func, inputs, outputs):
-    from ..func import jacfwd
+    jacfwd = FUNC_TRANSFORMS["jacfwd"]
     n = len(inputs)
     detached = tuple(x.detach() for x in inputs)
     j = jacfwd(lambda *xs: func(*xs), argnums=tuple(range(n)))(*detached)

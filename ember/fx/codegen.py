@@ -11,6 +11,7 @@ import math
 import operator
 import sys
 
+from ._namespace import ember_namespace
 from .graph import PythonCode, _Namespace
 from .node import Node
 
@@ -66,7 +67,7 @@ class _Globals:
         return expr
 
     def _public_name(self, obj):
-        import ember
+        ember = ember_namespace()
         short = getattr(obj, "__name__", None)
         if isinstance(short, str):
             if getattr(builtins, short, None) is obj:

@@ -12,6 +12,7 @@ import os
 
 from .._core.tensor import Tensor
 from ..nn import Module, Parameter
+from ._namespace import ember_namespace
 from .graph import Graph, _fetch_attr
 
 __all__ = ["GraphModule"]
@@ -261,7 +262,7 @@ class GraphModule(Module):
 
 def _module_expr(name, mod, folder):
     """Constructor text for an ember.nn module whose repr is a valid call, else a load."""
-    import ember
+    ember = ember_namespace()
     cls = type(mod)
     r = repr(mod)
     if getattr(ember.nn, cls.__name__, None) is cls and "\n" not in r:

@@ -4,6 +4,8 @@ nested argument structures nodes take."""
 import builtins
 import operator
 
+from ._namespace import ember_namespace
+
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]
 
 _OPS = ("placeholder", "call_method", "call_module", "call_function", "get_attr", "output", "root")
@@ -50,7 +52,7 @@ def _qualified_name(fn):
     mod = getattr(fn, "__module__", None)
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
     if mod and mod.startswith("ember"):
-        import ember
+        ember = ember_namespace()
         short = getattr(fn, "__name__", "")
         # functions defined in nn.functional print as such even where ember re-exports them
         # at top level (ember.relu is ember.nn.functional.relu)

@@ -13,6 +13,7 @@ import operator
 import os
 
 from .._core.state import STATE
+from ._namespace import ember_namespace
 from .node import map_aggregate
 
 __all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "GraphAppendingTracer"]
@@ -85,7 +86,7 @@ def _tensor_method_name(func):
 
 
 def _is_public(func):
-    import ember
+    ember = ember_namespace()
     n = getattr(func, "__name__", "")
     return getattr(ember, n, None) is func or getattr(ember.nn.functional, n, None) is func
 

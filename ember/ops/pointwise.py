@@ -760,9 +760,8 @@ POW = _prechecked(_binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True)
 
 
 def _pow_jvp(out, ts, a, b):
-    if isinstance(b, Tensor) or not isinstance(a, Tensor):  # tensor exponent: from the vjp
-        from ..autograd.forward_ad import derived_jvp
-        return derived_jvp(POW, (a, b), {}, out, ts)[0]
+    if isinstance(b, Tensor) or not isinstance(a, Tensor):
+        return NotImplemented  # tensor exponent: forward AD derives it from the vjp
     t = ts[0]
     if t is None or b == 0:
         return None

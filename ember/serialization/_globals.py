@@ -74,9 +74,9 @@ def _bounded_encode(obj, encoding="utf-8", errors="strict"):
 
 
 def _get_layout(name):
-    import ember
+    from .._core import layout as _layout
     short = str(name).rpartition(".")[2]
-    layout = getattr(ember, short, None)
+    layout = getattr(_layout, short, None)
     return layout if layout is not None else name
 
 

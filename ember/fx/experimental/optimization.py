@@ -17,7 +17,8 @@ _PATTERNS = [(Conv1d, BatchNorm1d), (Conv2d, BatchNorm2d), (Conv3d, BatchNorm3d)
 
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
     """Conv weight and bias with an eval BatchNorm folded in, as Parameters."""
-    from ... import ones_like, rsqrt, zeros_like
+    from ...ops.creation import ones_like, zeros_like
+    from ...ops.pointwise import rsqrt
     with no_grad():
         if conv_b is None:
             conv_b = zeros_like(bn_rm)

@@ -2,6 +2,7 @@
 import collections
 import contextlib
 import dataclasses
+import sys
 import textwrap
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -222,21 +223,24 @@ def ordered_unique(elements: Iterable[Any]) -> List[Any]:
     return list(dict.fromkeys(elements))
 
 
+def ember_namespace():
+    """The ``ember`` package, which timed statements see as ``ember`` and ``torch``.  Looked
+    up rather than imported: this package is a layer below ``ember/__init__.py``, which has
+    always finished loading by the time a Timer is made."""
+    return sys.modules[__name__.split(".", 1)[0]]
+
+
 @contextlib.contextmanager
 def set_torch_threads(n: int):
     """Limit NumPy/BLAS/OpenMP (and ember's own, when it has one) thread pools to
     ``n`` inside the block, restoring the previous sizes afterwards."""
     from threadpoolctl import threadpool_limits
-    import ember
-    get_n = getattr(ember, "get_num_threads", None)
-    set_n = getattr(ember, "set_num_threads", None)
-    prior = get_n() if get_n is not None and set_n is not None else None
+    from ..._core.threads import get_num_threads, set_num_threads
+    prior = get_num_threads()
     limits = threadpool_limits(limits=n)
     try:
-        if prior is not None:
-            set_n(n)
+        set_num_threads(n)
         yield
     finally:
-        if prior is not None:
-            set_n(prior)
+        set_num_threads(prior)
         limits.restore_original_limits()

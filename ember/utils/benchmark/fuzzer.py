@@ -5,6 +5,8 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
+from ..._core import dtype as _dt
+
 __all__ = ["Fuzzer", "FuzzedParameter", "ParameterAlias", "FuzzedTensor"]
 
 _DISTRIBUTIONS = ("loguniform", "uniform")
@@ -79,12 +81,11 @@ class ParameterAlias:
 
 
 def dtype_size(dtype) -> int:
-    import ember
-    if dtype == ember.bool:
+    if dtype == _dt.bool:
         return 1
     if dtype.is_floating_point or dtype.is_complex:
-        return ember.finfo(dtype).bits // 8
-    return ember.iinfo(dtype).bits // 8
+        return _dt.finfo(dtype).bits // 8
+    return _dt.iinfo(dtype).bits // 8
 
 
 def prod(values, base=1) -> int:
@@ -93,8 +94,7 @@ def prod(values, base=1) -> int:
 
 
 def _default_dtype():
-    import ember
-    return ember.float32
+    return _dt.float32
 
 
 class FuzzedTensor:
@@ -135,10 +135,10 @@ class FuzzedTensor:
 
     @staticmethod
     def default_tensor_constructor(size, dtype, **kwargs):
-        import ember
+        from ...ops.random import rand, randint
         if dtype.is_floating_point or dtype.is_complex:
-            return ember.rand(tuple(size), dtype=dtype, device="cpu")
-        return ember.randint(1, 127, size=size, dtype=dtype, device="cpu")
+            return rand(tuple(size), dtype=dtype, device="cpu")
+        return randint(1, 127, size=size, dtype=dtype, device="cpu")
 
     def _make_tensor(self, params, state):
         size, steps, allocation = self._get_size_and_steps(params)
@@ -227,9 +227,9 @@ class Fuzzer:
 
     def take(self, n: int):
         """Yield ``n`` triples ``(tensors, tensor_properties, params)``."""
-        import ember
+        from ..._core.random import manual_seed
         state = np.random.RandomState(self._seed)
-        ember.manual_seed(int(state.randint(low=0, high=2 ** 63, dtype=np.int64)))
+        manual_seed(int(state.randint(low=0, high=2 ** 63, dtype=np.int64)))
         for _ in range(n):
             params = self._generate(state)
             tensors, properties = {}, {}

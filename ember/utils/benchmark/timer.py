@@ -73,7 +73,7 @@ class Timer:
             raise ValueError(f"global_setup is C++ only, got `{global_setup}`. Most "
                              "likely this code can simply be moved to `setup`.")
         from .valgrind import CopyIfCallgrind
-        import ember
+        ember = common.ember_namespace()
         # a copy: exec adds __builtins__, and the caller's dict must not change
         self._globals = dict(globals or {})
         # like torch's Timer, the framework is importable in stmt without globals;

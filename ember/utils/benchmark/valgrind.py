@@ -178,9 +178,9 @@ class Serialization(enum.Enum):
 
 
 def _allowed_types():
-    import ember
+    from ...nn.modules.module import Module
     return {Serialization.PICKLE: (str, bytes, bool, int, float, complex),
-            Serialization.EMBER: (ember.nn.Module,)}
+            Serialization.EMBER: (Module,)}
 
 
 class CopyIfCallgrind:
@@ -216,7 +216,8 @@ class CopyIfCallgrind:
 
 def _globals_loader(globals: Dict[str, Any], data_dir: str) -> str:
     """Write the wrapped globals to ``data_dir``; return the code that loads them."""
-    import ember
+    from ...serialization import save
+    ember = common.ember_namespace()
     lines = []
     for name, value in globals.items():
         if name in ("ember", "torch") :
@@ -236,7 +237,7 @@ def _globals_loader(globals: Dict[str, Any], data_dir: str) -> str:
                 pickle.dump(value.value, f)
             lines.append(f"with open({path!r}, 'rb') as _f:\n    {name} = pickle.load(_f)")
         else:
-            ember.save(value.value, path)
+            save(value.value, path)
             lines.append(f"{name} = ember.load({path!r}, weights_only=False)")
     return "\n".join(lines)
 

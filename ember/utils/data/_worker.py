@@ -100,7 +100,7 @@ def _serve(dataset_kind, dataset, index_queue, data_queue, collate_fn, auto_coll
            done_event, create_fetcher):
     global _worker_info
     random.seed(seed)
-    from ... import manual_seed
+    from ..._core.random import manual_seed
     manual_seed(seed)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     init_error = None

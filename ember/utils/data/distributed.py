@@ -1,5 +1,6 @@
 """DistributedSampler: each of ``num_replicas`` ranks sees a disjoint shard of the data."""
 import math
+import sys
 
 import numpy as np
 
@@ -16,9 +17,11 @@ class DistributedSampler(Sampler):
                  drop_last=False):
         if num_replicas is None or rank is None:
             try:
-                from ...distributed import get_rank, get_world_size
-                num_replicas = get_world_size() if num_replicas is None else num_replicas
-                rank = get_rank() if rank is None else rank
+                # ember.distributed sits above the data utilities: it is looked up, not
+                # imported (it is loaded whenever a process group can exist)
+                dist = sys.modules[__name__.split(".", 1)[0] + ".distributed"]
+                num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+                rank = dist.get_rank() if rank is None else rank
             except Exception:
                 raise RuntimeError("Requires distributed package to be available, or pass "
                                    "num_replicas and rank explicitly") from None
