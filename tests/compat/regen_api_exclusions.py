@@ -20,11 +20,6 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # PATTERN is a torch dotted name or an fnmatch pattern ("torch.cudnn_*"); "sig PATTERN"
 # excuses only the signature check of a name that exists.  Entries naming a later issue
 # are removed when that issue lands (tests/compat/regen_api_exclusions.py rewrites this file).
-#
-# Argument values that raise NotImplementedError although their name exists and works
-# otherwise (issue 13, not built yet):
-#   torch.distributed.optim.ZeroRedundancyOptimizer(overlap_with_ddp=True): needs the ZeRO DDP hook
-#   torch.nn.parallel.DistributedDataParallel(mixed_precision=..., device_mesh=...): FSDP-era options
 """
 
 RULES = [

@@ -9,8 +9,15 @@ parameters are then broadcast from their owners.  Per-rank state memory is about
 The consolidated `state_dict` is in the plain optimizer format (state keyed by the
 global parameter index), so it loads into a ZeroRedundancyOptimizer at any world size,
 or into the unsharded optimizer itself.
+
+With ``overlap_with_ddp=True`` the partition follows DDP's gradient buckets instead (bucket
+i belongs to rank ``i % world_size``), and the step runs inside DDP's backward: the ZeRO
+communication hooks (``ddp_zero_hook``) step each bucket's parameters on their owner once
+the bucket's all-reduce is done and broadcast them from there.  As in torch, the first two
+iterations (three with ``static_graph``) only learn DDP's buckets and update nothing.
 """
 import copy
+import logging
 
 import numpy as np
 
@@ -36,7 +43,11 @@ class ZeroRedundancyOptimizer(Optimizer):
         parameters_as_bucket_view: keep each rank's parameters of one dtype in one
             contiguous buffer (the parameters are views into it), so the post-step broadcast
             needs no packing copies.
-        overlap_with_ddp: not supported by ember (the step runs after backward).
+        overlap_with_ddp: run the step inside DDP's backward, bucket by bucket, through a
+            communication hook made by ``ddp_zero_hook.hook_with_zero_step`` (or
+            ``hook_with_zero_step_interleaved``); `step` is then a no-op, and the first two
+            iterations (three with DDP's ``static_graph``) update nothing while the DDP
+            buckets are learnt.  ``parameters_as_bucket_view`` is ignored.
         **defaults: the keyword arguments of ``optimizer_class`` (``lr``, ...).
 
     Example::
@@ -49,9 +60,6 @@ class ZeroRedundancyOptimizer(Optimizer):
 
     def __init__(self, params, optimizer_class, process_group=None,
                  parameters_as_bucket_view=False, overlap_with_ddp=False, **defaults):
-        if overlap_with_ddp:
-            raise NotImplementedError("ZeroRedundancyOptimizer(overlap_with_ddp=True) is not "
-                                      "supported by ember; step the optimizer after backward")
         self._zero_ready = False
         super().__init__(params, defaults)
         dist = _dist()
@@ -61,10 +69,19 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.global_rank = dist.get_rank()
         self._optim_constructor = optimizer_class
         self._optim_defaults = defaults
-        self.parameters_as_bucket_view = parameters_as_bucket_view
-        self.overlap_with_ddp = overlap_with_ddp
+        self.parameters_as_bucket_view = parameters_as_bucket_view and not overlap_with_ddp
+        self.overlap_with_ddp = self._overlap_with_ddp = overlap_with_ddp
         self._all_state_dicts = None
         self._partition_parameters_cache = []
+        if overlap_with_ddp:
+            if len(self.param_groups) != 1:
+                raise ValueError("ZeroRedundancyOptimizer(overlap_with_ddp=True) supports a "
+                                 "single parameter group")
+            # the local optimizer waits for DDP's buckets (`_init_zero_for_overlap`)
+            self._overlap_info = _OverlapInfo()
+            self.optim = None
+            self._zero_ready = True
+            return
         self._build_buckets()
         self.optim = optimizer_class(self._partition_parameters()[self.rank], **defaults)
         self._sync_param_groups(self.optim.param_groups, self.param_groups)
@@ -161,10 +178,59 @@ class ZeroRedundancyOptimizer(Optimizer):
                 if k not in ("params", "param_names"):
                     dst[k] = v
 
+    # ---- overlap with DDP ----------------------------------------------------------------
+    def _init_zero_for_overlap(self):
+        """Partitions by the DDP buckets seen (bucket i to rank i % world_size) and builds
+        the local optimizer over this rank's buckets."""
+        info = self._overlap_info
+        info.owner = [b % self.world_size for b in range(len(info.params_per_bucket))]
+        group = self.param_groups[0]
+        known = {id(p) for p in group["params"]}
+        per_rank = []
+        for r in range(self.world_size):
+            g = {k: v for k, v in group.items() if k not in ("params", "param_names")}
+            g["params"] = [p for b, ps in enumerate(info.params_per_bucket)
+                           if info.owner[b] == r for p in ps if id(p) in known]
+            per_rank.append([g])
+        self._partition_parameters_cache = per_rank
+        mine = per_rank[self.rank][0]["params"]
+        self.optim = (self._optim_constructor(mine, **self._optim_defaults) if mine
+                      else _NoParams(per_rank[self.rank]))
+        self._sync_param_groups(self.optim.param_groups, self.param_groups)
+        info.status = _INITIALIZED
+
+    def _check_overlap_initialized(self):
+        if self._overlap_with_ddp and self._overlap_info.status != _INITIALIZED:
+            raise RuntimeError("This method should not be called until this "
+                               "ZeroRedundancyOptimizer instance has been fully initialized "
+                               "(with overlap_with_ddp=True: after DDP's warm-up iterations)")
+
+    def _local_step_on(self, params, grads):
+        """Steps the local optimizer on ``params`` alone, with ``grads`` (the reduced
+        gradients of one DDP bucket); the other local parameters are left alone."""
+        self._sync_param_groups(self.param_groups, self.optim.param_groups)
+        local = [p for g in self.optim.param_groups for p in g["params"]]
+        saved = [p._grad for p in local]
+        for p in local:
+            p._grad = None
+        for p, g in zip(params, grads):
+            p._grad = g
+        try:
+            self.optim.step()
+        finally:
+            for p, g in zip(local, saved):
+                p._grad = g
+        self._sync_param_groups(self.optim.param_groups, self.param_groups)
+
     # ---- optimizer API ------------------------------------------------------------------
     def step(self, closure=None, **kwargs):
         """Performs a single optimizer step on this rank's partition and syncs all
-        parameters; returns the closure's loss, if any."""
+        parameters; returns the closure's loss, if any.  With ``overlap_with_ddp`` the
+        step runs in DDP's communication hook: this returns None and changes nothing."""
+        if self._overlap_with_ddp:
+            _LOG.warning("`step()` should not be included in the training loop when "
+                         "`overlap_with_ddp=True`")
+            return None
         self._sync_param_groups(self.param_groups, self.optim.param_groups)
         if closure is not None:
             loss = self.optim.step(closure=closure, **kwargs)
@@ -177,6 +243,9 @@ class ZeroRedundancyOptimizer(Optimizer):
     def add_param_group(self, param_group):
         """Adds a parameter group; its parameters are partitioned among the ranks like the
         others (earlier groups keep their partition)."""
+        if getattr(self, "_overlap_with_ddp", False) and getattr(self, "_zero_ready", False):
+            raise RuntimeError("ZeroRedundancyOptimizer with `overlap_with_ddp=True` only "
+                               "supports a single parameter group")
         super().add_param_group(param_group)
         if getattr(self, "_zero_ready", False):
             self._build_buckets()
@@ -193,6 +262,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     def consolidate_state_dict(self, to=0):
         """Gathers every rank's optimizer state onto rank ``to`` (a rank of the group), so
         that `state_dict` can be called there.  Must be called on all ranks."""
+        self._check_overlap_initialized()
         dist = _dist()
         local = self._local_state_by_global_index()
         if self.world_size == 1:
@@ -224,6 +294,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     def load_state_dict(self, state_dict):
         """Loads a state dict from `state_dict` (saved at any world size) or from the plain
         optimizer; each rank keeps the state of its own partition only."""
+        self._check_overlap_initialized()
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -251,3 +322,34 @@ class ZeroRedundancyOptimizer(Optimizer):
     def __repr__(self):
         return (f"ZeroRedundancyOptimizer(rank={self.rank}, world_size={self.world_size}, "
                 f"optimizer={self.optim!r})")
+
+
+_LOG = logging.getLogger(__name__)
+_UNINITIALIZED, _COLLECTING, _INITIALIZED = 0, 1, 2
+
+
+class _OverlapInfo:
+    """What the ZeRO DDP hooks learn and keep: the parameters of each DDP bucket, its owner
+    rank, and per iteration the buckets seen, their futures and pending broadcasts."""
+
+    def __init__(self):
+        self.status = _UNINITIALIZED
+        self.iterations = 0          # backward passes seen by the hook (bucket 0 launches)
+        self.params_per_bucket = []
+        self.owner = []
+        self.pending = []            # (bucket, future) launched, not yet stepped
+        self.broadcasts = []         # (work, flat, params) of this iteration
+
+
+class _NoParams:
+    """The local optimizer of a rank that owns no bucket (more ranks than buckets)."""
+
+    def __init__(self, param_groups):
+        self.param_groups = param_groups
+        self.state = {}
+
+    def step(self, closure=None):
+        return None
+
+    def __repr__(self):
+        return "NoParams()"

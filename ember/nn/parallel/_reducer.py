@@ -163,8 +163,12 @@ class Reducer:
 
     def __init__(self, params, names, process_group, bucket_bytes_cap, find_unused_parameters,
                  gradient_as_bucket_view, static_graph,
-                 first_bucket_bytes_cap=DEFAULT_FIRST_BUCKET_BYTES):
+                 first_bucket_bytes_cap=DEFAULT_FIRST_BUCKET_BYTES, bucket_dtype=None,
+                 mixed_precision=None):
         self.params = params
+        # DDP mixed precision: buckets in the reduce dtype, parameters swapped back to full
+        # precision (with full-precision gradients) once reduced
+        self.mp = mixed_precision
         self.names = names
         self.process_group = process_group
         self.find_unused_parameters = find_unused_parameters
@@ -175,7 +179,8 @@ class Reducer:
         self._static_unused = None
         self._static_used = None
         assignment = compute_bucket_assignment(params, bucket_bytes_cap, first_bucket_bytes_cap)
-        self.buckets = [_Bucket(b, [params[i] for i in idx], params[idx[0]]._data.dtype)
+        self.buckets = [_Bucket(b, [params[i] for i in idx],
+                                bucket_dtype or params[idx[0]]._data.dtype)
                         for b, idx in enumerate(assignment)]
         self.pindex = {id(p): i for i, p in enumerate(params)}
         self.locate = {}
@@ -271,10 +276,15 @@ class Reducer:
             gb = GradBucket(b.index, b.buffer, b.offsets, b.shapes, b.params,
                             b.index == len(self.buckets) - 1)
             if self.comm_hook is None:
-                from ...distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+                from ...distributed.algorithms.ddp_comm_hooks.default_hooks import (
+                    _sum_then_average, allreduce_hook)
                 if self.grad_scale is not None:  # join: average over the ranks still training
                     b.buffer._data *= self.grad_scale
-                b.future = allreduce_hook(self.process_group, gb)
+                if self.mp is not None:
+                    # torch's mixed-precision hook: sum in the reduce dtype, then divide
+                    b.future = _sum_then_average(self.process_group, b.buffer)
+                else:
+                    b.future = allreduce_hook(self.process_group, gb)
             else:
                 b.future = self.comm_hook(self.comm_state, gb)
                 if not hasattr(b.future, "wait"):
@@ -312,13 +322,20 @@ class Reducer:
                 if globally_used is not None and not globally_used[self.pindex[id(p)]]:
                     continue  # unused on every rank: its grad stays as it was, as in torch
                 view = b.views[j]
-                if self.gradient_as_bucket_view:
+                if self.mp is not None:
+                    # reduced values pass through the compute dtype, as in torch's bucket
+                    g = view._data.astype(p._data.dtype)
+                    full = self.mp.to_full(p)
+                    p._grad = wrap(g if full is None else g.astype(full))
+                elif self.gradient_as_bucket_view:
                     if p._grad is not view:
                         p.grad = view
                 elif p._grad is None:
                     p.grad = wrap(view._data.copy())
                 else:
                     np.copyto(p._grad._data, view._data)
+        if self.mp is not None:
+            self.mp.finish()
         # communication left exposed at the end of backward (not overlapped with compute)
         self.last_wait_s = time.perf_counter() - t0
         self._reset()

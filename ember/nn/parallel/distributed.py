@@ -1,13 +1,92 @@
 """DistributedDataParallel: data parallelism across processes of an ember.distributed group."""
 import contextlib
+import dataclasses
 
 import numpy as np
 
-from ..._core.tensor import wrap
+from ..._core.tensor import Tensor, wrap
 from ..modules.module import Module
 from ._reducer import DEFAULT_FIRST_BUCKET_BYTES, Reducer
 
 __all__ = ["DistributedDataParallel"]
+
+
+@dataclasses.dataclass
+class _MixedPrecision:
+    """DDP-native mixed precision (torch's experimental ``_MixedPrecision``).
+
+    Attributes:
+        param_dtype: the dtype of the parameters (and floating inputs) during forward and
+            backward, hence of the computation and of the local gradients.  Outside forward
+            and backward the parameters are in full precision: the optimizer updates the
+            full-precision values with full-precision gradients.
+        reduce_dtype: the dtype the gradients are all-reduced in (default ``param_dtype``,
+            or the parameters' own dtype).
+        buffer_dtype: the dtype floating buffers are cast to, once, at construction.
+    """
+
+    param_dtype: object = None
+    reduce_dtype: object = None
+    buffer_dtype: object = None
+
+
+def _np_dtype(dtype):
+    return None if dtype is None else dtype.np
+
+
+def _cast_inputs(obj, dtype):
+    """``obj`` with its floating tensors (in lists, tuples, dicts) cast to ``dtype``."""
+    if isinstance(obj, Tensor):
+        return obj.to(dtype) if obj.is_floating_point() else obj
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_cast_inputs(o, dtype) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _cast_inputs(v, dtype) for k, v in obj.items()}
+    return obj
+
+
+class _MixedPrecisionParams:
+    """Swaps the parameters between their full-precision arrays and low-precision copies.
+
+    `to_low` (before forward) keeps each parameter's full-precision array and computes
+    with a ``param_dtype`` copy; `to_full` (when the gradients are reduced, or after a
+    forward without grad) puts the full-precision arrays back.  The swap replaces the
+    parameter's array, not the parameter, so optimizers and the autograd graph keep
+    referring to the same tensors."""
+
+    def __init__(self, params, param_dtype):
+        self.params = params
+        self.low = _np_dtype(param_dtype)
+        self.full = {}          # id(param) -> its full-precision array while low
+        self.active = False
+
+    def to_low(self):
+        if self.active or self.low is None:
+            return
+        for p in self.params:
+            if p._data.dtype.kind not in "fV" or p._data.dtype == self.low:
+                continue
+            self.full[id(p)] = p._data
+            p._data = p._data.astype(self.low)
+            if p._grad is not None:
+                # accumulated (full-precision) gradients join the low-precision backward
+                p._grad = wrap(p._grad._data.astype(self.low))
+        self.active = True
+
+    def to_full(self, p):
+        """Restores ``p``'s full-precision array; returns its dtype (None if not swapped)."""
+        full = self.full.pop(id(p), None)
+        if full is None:
+            return None
+        p._data = full
+        return full.dtype
+
+    def finish(self):
+        for p in self.params:
+            dt = self.to_full(p)
+            if dt is not None and p._grad is not None and p._grad._data.dtype != dt:
+                p._grad = wrap(p._grad._data.astype(dt))
+        self.active = False
 
 _DEFAULT_BUCKET_CAP_MB = 25
 
@@ -18,9 +97,10 @@ def _dist():
     return dist
 
 
-def _broadcast_coalesced(tensors, process_group, src=0):
-    """Broadcasts ``tensors`` from ``src`` in one collective per dtype and writes the
-    received values into them in place."""
+def _broadcast_coalesced(tensors, process_group, src=None):
+    """Broadcasts ``tensors`` from global rank ``src`` (default: the group's first rank,
+    as torch's DDP) in one collective per dtype and writes the received values into them in
+    place."""
     dist = _dist()
     by_dtype = {}
     for t in tensors:
@@ -29,7 +109,10 @@ def _broadcast_coalesced(tensors, process_group, src=0):
         group = by_dtype[dtype]
         flat = wrap(np.concatenate([t._data.ravel() for t in group]) if group
                     else np.zeros(0, dtype))
-        dist.broadcast(flat, src=src, group=process_group)
+        if src is None:
+            dist.broadcast(flat, group=process_group, group_src=0)
+        else:
+            dist.broadcast(flat, src=src, group=process_group)
         off = 0
         for t in group:
             n = t._data.size
@@ -89,9 +172,16 @@ class DistributedDataParallel(Module):
                     "with single-device/multiple-device GPU modules or CPU modules, but got "
                     f"device_ids {device_ids}, output_device {output_device}, and module "
                     f"parameters {sorted(devices)}.")
-        if mixed_precision is not None or device_mesh is not None:
-            raise NotImplementedError("DistributedDataParallel: mixed_precision and device_mesh "
-                                      "are not supported by ember")
+        if process_group is not None and device_mesh is not None:
+            raise RuntimeError("Cannot specify both process_group and device_mesh arguments.")
+        self.device_mesh = device_mesh
+        if device_mesh is not None:
+            if device_mesh.ndim != 1:
+                raise RuntimeError(f"Only 1D device mesh is supported, but got {device_mesh}.")
+            process_group = device_mesh.get_group(mesh_dim=0)
+        if mixed_precision is not None and not isinstance(mixed_precision, _MixedPrecision):
+            raise TypeError(f"mixed_precision must be a _MixedPrecision, got "
+                            f"{type(mixed_precision).__name__}")
         ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
         named = []
         seen = set()
@@ -118,6 +208,18 @@ class DistributedDataParallel(Module):
         self.parameters_to_ignore = ignore
         self.modules_buffers = [b for n, b in module.named_buffers()
                                 if b is not None and n not in self.parameters_to_ignore]
+        self.mixed_precision = mixed_precision
+        self._mp = None
+        bucket_dtype = None
+        if mixed_precision is not None:
+            if mixed_precision.buffer_dtype is not None:
+                low = _np_dtype(mixed_precision.buffer_dtype)
+                for b in self.modules_buffers:
+                    if b._data.dtype.kind in "fV":
+                        b._data = b._data.astype(low)
+            mp_params = [p for n, p in module.named_parameters() if n not in ignore]
+            self._mp = _MixedPrecisionParams(mp_params, mixed_precision.param_dtype)
+            bucket_dtype = _np_dtype(mixed_precision.reduce_dtype or mixed_precision.param_dtype)
         if init_sync and dist.get_world_size(self.process_group) > 1:
             _broadcast_coalesced([p for _, p in named] + self.modules_buffers,
                                  self.process_group)
@@ -130,7 +232,8 @@ class DistributedDataParallel(Module):
         self._join_nonjoined = self._join_world
         self.reducer = Reducer([p for _, p in named], [n for n, _ in named], self.process_group,
                                self.bucket_bytes_cap, find_unused_parameters,
-                               gradient_as_bucket_view, static_graph, first_cap)
+                               gradient_as_bucket_view and self._mp is None, static_graph,
+                               first_cap, bucket_dtype=bucket_dtype, mixed_precision=self._mp)
 
     # ---- training loop entry points -----------------------------------------------------
     def will_sync_module_buffers(self):
@@ -155,7 +258,14 @@ class DistributedDataParallel(Module):
             self.reducer.check_finalized()
         if self.will_sync_module_buffers():
             self._sync_buffers()
+        mp = self._mp
+        if mp is not None and mp.low is not None:
+            mp.to_low()
+            inputs = _cast_inputs(inputs, self.mixed_precision.param_dtype)
+            kwargs = _cast_inputs(kwargs, self.mixed_precision.param_dtype)
         output = self.module(*inputs, **kwargs)
+        if mp is not None and not is_grad_enabled():
+            mp.finish()  # no backward will come to restore the full-precision parameters
         if sync:
             self.require_forward_param_sync = True
             self.reducer.prepare_for_backward(

@@ -36,6 +36,17 @@ def _allreduce_fut(process_group, tensor):
     return _async_allreduce(tensor, group)
 
 
+def _sum_then_average(process_group, tensor):
+    """Sums ``tensor`` across the group, then divides by its size (DDP mixed precision's
+    order: in a low-precision dtype, dividing first would lose the small values)."""
+    group = _group(process_group)
+    n = _dist().get_world_size(group)
+    fut = _async_allreduce(tensor, group)
+    out = fut.then(lambda f: _first(f.value()).div_(n))
+    out._progress = fut._progress
+    return out
+
+
 def allreduce_hook(process_group, bucket):
     """Call ``all_reduce`` on the bucket's flat gradient tensor and average it.
 
