@@ -4,7 +4,7 @@ matrices) and the ones that combine transforms along a dimension; part of
 import functools
 import math
 
-import ember
+from . import _ember as ember
 import ember.nn.functional as F
 from ember._core.tensor import Size
 

@@ -1,7 +1,7 @@
 """The Beta distribution (torch.distributions.Beta)."""
 from numbers import Number, Real
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

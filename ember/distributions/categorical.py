@@ -1,7 +1,7 @@
 """The Categorical distribution (torch.distributions.Categorical)."""
 import math
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

@@ -2,7 +2,7 @@
 import math
 from numbers import Number
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

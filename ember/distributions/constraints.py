@@ -5,7 +5,7 @@ A constraint's ``check(value)`` returns a boolean tensor saying, per event, whet
 and ``is_discrete`` whether the region is discrete.  Optimisation over a constrained
 region goes through `ember.distributions.transform_to` / `biject_to`.
 """
-import ember
+from . import _ember as ember
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",

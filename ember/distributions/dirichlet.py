@@ -1,5 +1,5 @@
 """The Dirichlet distribution (torch.distributions.Dirichlet)."""
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

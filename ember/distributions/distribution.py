@@ -1,7 +1,7 @@
 """The abstract base class of probability distributions (torch.distributions.Distribution)."""
 import warnings
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size, Tensor
 
 from . import constraints

@@ -1,5 +1,5 @@
 """Exponential families (torch.distributions.ExponentialFamily)."""
-import ember
+from . import _ember as ember
 
 from .distribution import Distribution
 

@@ -1,7 +1,7 @@
 """The Geometric distribution (torch.distributions.Geometric)."""
 from numbers import Number
 
-import ember
+from . import _ember as ember
 import ember.nn.functional as F
 from ember._core.tensor import Size
 

@@ -1,7 +1,7 @@
 """The HalfCauchy distribution (torch.distributions.HalfCauchy)."""
 import math
 
-import ember
+from . import _ember as ember
 
 from . import constraints
 from .cauchy import Cauchy

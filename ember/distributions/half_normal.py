@@ -1,7 +1,7 @@
 """The HalfNormal distribution (torch.distributions.HalfNormal)."""
 import math
 
-import ember
+from . import _ember as ember
 
 from . import constraints
 from .normal import Normal

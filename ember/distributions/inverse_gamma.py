@@ -1,7 +1,7 @@
 """The InverseGamma distribution (torch.distributions.InverseGamma)."""
 import math
 
-import ember
+from . import _ember as ember
 
 from . import constraints
 from .gamma import Gamma

@@ -8,7 +8,7 @@ import math
 import warnings
 from functools import total_ordering
 
-import ember
+from . import _ember as ember
 import ember.nn.functional as F
 
 from .bernoulli import Bernoulli

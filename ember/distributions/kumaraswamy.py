@@ -1,5 +1,5 @@
 """The Kumaraswamy distribution (torch.distributions.Kumaraswamy)."""
-import ember
+from . import _ember as ember
 
 from . import constraints
 from .transformed_distribution import TransformedDistribution

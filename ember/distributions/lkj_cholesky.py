@@ -2,7 +2,7 @@
 (torch.distributions.LKJCholesky)."""
 import math
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

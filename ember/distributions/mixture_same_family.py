@@ -1,5 +1,5 @@
 """Mixtures of one family of components (torch.distributions.MixtureSameFamily)."""
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

@@ -1,5 +1,5 @@
 """The Multinomial distribution (torch.distributions.Multinomial)."""
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

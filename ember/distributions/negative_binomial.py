@@ -1,5 +1,5 @@
 """The NegativeBinomial distribution (torch.distributions.NegativeBinomial)."""
-import ember
+from . import _ember as ember
 import ember.nn.functional as F
 from ember._core.tensor import Size
 

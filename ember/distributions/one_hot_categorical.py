@@ -1,5 +1,5 @@
 """The OneHotCategorical distribution (torch.distributions.OneHotCategorical)."""
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

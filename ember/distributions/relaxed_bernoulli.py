@@ -1,7 +1,7 @@
 """The RelaxedBernoulli distribution (torch.distributions.RelaxedBernoulli)."""
 from numbers import Number
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

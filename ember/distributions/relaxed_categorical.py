@@ -1,6 +1,6 @@
 """The RelaxedOneHotCategorical distribution
 (torch.distributions.RelaxedOneHotCategorical)."""
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

@@ -1,7 +1,7 @@
 """The Student's t distribution (torch.distributions.StudentT)."""
 import math
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

@@ -1,5 +1,5 @@
 """Distributions of transformed variables (torch.distributions.TransformedDistribution)."""
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

@@ -5,7 +5,7 @@ import math
 import operator
 import weakref
 
-import ember
+from . import _ember as ember
 import ember.nn.functional as F
 from ember._core.tensor import Size, Tensor
 

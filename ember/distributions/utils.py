@@ -2,7 +2,7 @@
 from functools import update_wrapper
 from numbers import Number
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "euler_constant", "lazy_property", "logits_to_probs",

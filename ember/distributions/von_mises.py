@@ -1,7 +1,7 @@
 """The von Mises distribution (torch.distributions.VonMises)."""
 import math
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints

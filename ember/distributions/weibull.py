@@ -1,5 +1,5 @@
 """The Weibull distribution (torch.distributions.Weibull)."""
-import ember
+from . import _ember as ember
 
 from . import constraints
 from .exponential import Exponential

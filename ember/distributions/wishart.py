@@ -3,7 +3,7 @@ import math
 import warnings
 from numbers import Number
 
-import ember
+from . import _ember as ember
 from ember._core.tensor import Size
 
 from . import constraints
