@@ -1,0 +1,75 @@
+"""Decompositions: every operator that is not a primitive, written in primitives.
+
+``@decomposes("softmax")`` registers ``decomp(*inputs, **params)``: it takes the op's
+positional inputs and its params exactly as the op's kernel does, returns what the op
+returns (a tensor, or a tuple for several outputs), and calls only primitive operators
+(`ember.ops.primitives`), through the `prim` namespace of `._util` (``prim.add(a, b)`` is
+``REGISTRY["add"](a, b)``).  Constants built from shapes alone (iota, masks, index
+tables) are graph constants, not operator calls.
+
+Ops declared outside ``ember/ops`` register later than this package is imported, so
+registration is by name: `install()` sets ``op.decomp`` on every registered op that has
+one (it runs when ``ember.ops`` finishes importing, and again, idempotently, from
+`decomposition_of` and the tests after ``import ember``).
+
+Ops that cannot sensibly decompose are listed in `NO_DECOMP` with the reason (the
+rejection samplers, whose number of draws depends on values; the fused RNN and CTC
+kernels whose recurrences are loops over time handled by the ops that call them).
+"""
+from ..._core.op import REGISTRY
+
+__all__ = ["DECOMPOSITIONS", "NO_DECOMP", "decomposes", "install", "decomposition_of"]
+
+DECOMPOSITIONS = {}
+NO_DECOMP = {}
+
+
+def decomposes(*names):
+    """Register the decorated function as the decomposition of the ops ``names``."""
+    def deco(fn):
+        for n in names:
+            if n in DECOMPOSITIONS:
+                raise RuntimeError(f"decomposition of {n!r} registered twice")
+            DECOMPOSITIONS[n] = fn
+        return fn
+    return deco
+
+
+def no_decomposition(name, reason):
+    NO_DECOMP[name] = reason
+
+
+_PRIMITIVE_MARK = "primitive: lowered directly, never decomposed (ember.ops.primitives)"
+
+
+def install():
+    """Set ``op.decomp`` for every registered op with a registered decomposition, and mark
+    the ``decomp`` rule of primitives and of `NO_DECOMP` ops in ``op.unsupported``."""
+    from ..primitives import PRIMITIVES
+    for name, op in REGISTRY.items():
+        if op.decomp is not None:
+            continue
+        fn = DECOMPOSITIONS.get(name)
+        if fn is not None:
+            op.decomp = fn
+            continue
+        reason = _PRIMITIVE_MARK if name in PRIMITIVES else (
+            "no decomposition, reason: " + NO_DECOMP[name] if name in NO_DECOMP else None)
+        marks = getattr(op, "unsupported", None)
+        if reason is not None and isinstance(marks, dict):
+            marks.setdefault("decomp", reason)
+
+
+def decomposition_of(op):
+    """The decomposition of ``op`` (an Op or a name), or None."""
+    name = op if isinstance(op, str) else op.name
+    fn = DECOMPOSITIONS.get(name)
+    if fn is not None and name in REGISTRY and REGISTRY[name].decomp is None:
+        install()
+    return fn
+
+
+from . import (pointwise, reduction, shape, indexing, random, nn,  # noqa: E402,F401
+               nn_windows, rnn, linalg, creation)
+
+install()
