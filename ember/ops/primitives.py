@@ -56,6 +56,7 @@ import numpy as np
 
 from .._core import meta as _meta
 from .._core.op import Op
+from ._batching import _elementwise_rule
 
 __all__ = ["PRIMITIVES", "EXTERN", "ELEMENTWISE", "CAST", "REDUCTION", "MOVEMENT", "INDEXING",
            "MATMUL", "RNG", "CREATION", "AUTODIFF", "is_primitive", "rng_key"]
@@ -155,14 +156,14 @@ def _rng_uniform_kernel(xp, seed, offset, shape, dtype):
 
 
 RNG_UNIFORM = Op("_rng_uniform", _rng_uniform_kernel, None, differentiable=False,
-                 save_inputs=False, shape=lambda seed, offset, shape, dtype: (
+                 save_inputs=False, category="random", shape=lambda seed, offset, shape, dtype: (
                      tuple(shape), _meta.as_dtype(dtype)),
                  doc="Uniform [0, 1) numbers of ``shape``: element i hashes counter offset + i "
                      "with seed (0-d int64 tensors).")
 
 
 STOP_GRADIENT = Op("_stop_gradient", lambda xp, x: x[...], None, differentiable=False,
-                   save_inputs=False, view=True, shape=_meta.same,
+                   save_inputs=False, view=True, shape=_meta.same, batch=_elementwise_rule,
                    doc="The identity, with a zero derivative (JAX's stop_gradient).")
 
 

@@ -343,3 +343,25 @@ def _isin(elements, test, assume_unique=False, invert=False):
     if not elements.ndim:
         hit = reshape(hit, ())
     return prim.logical_not(hit) if invert else hit
+
+
+@decomposes("_prod_others")
+def _prod_others(x, dim):
+    # the product of every other element along dim: exclusive products from the left times
+    # those from the right, exact with zeros
+    n = x.shape[dim]
+    if n < 2:
+        return full(x.shape, 1, x.dtype)
+    shape = list(x.shape)
+    shape[dim] = 1
+    one = full(shape, 1, x.dtype)
+    left = cast(prim.cumprod(_slice_dim(x, dim, 0, n - 1), dim=dim), x.dtype)
+    right = cast(prim.cumprod(_slice_dim(x, dim, 1, n), dim=dim, reverse=True), x.dtype)
+    e = prim.cat(one, left, dim=dim, sizes=(1, n - 1))
+    f = prim.cat(right, one, dim=dim, sizes=(n - 1, 1))
+    return prim.mul(e, f)
+
+
+def _slice_dim(x, dim, start, stop):
+    key = tuple((None, None, None) for _ in range(dim)) + ((start, stop, 1),)
+    return prim.slice(x, key=key)
