@@ -11,8 +11,11 @@ Beyond torch, which unpickles whatever a peer sends: a worker only resolves the 
 own functions and classes, ember's, and plain data types (see ``_wire``); a request naming
 ``os.system`` or ``eval`` is refused and the caller gets `pickle.UnpicklingError`.
 
-Not yet: reference counting of RRefs across workers (owners keep values until shutdown),
-RemoteModule and RPC profiling.
+RRefs are reference counted across workers: an owner drops a value once no worker holds
+an RRef to it.  Inside ``ember.profiler.profile()`` / ``ember.autograd.profiler.profile()``
+each call shows up as an event (``rpc_sync#fn(worker0 -> worker1)``) whose children are the
+operator events the callee recorded while running it, with their timings and
+``node_id``/``is_remote`` set.
 """
 import datetime
 import enum
@@ -218,12 +221,13 @@ def get_worker_info(worker_name=None):
     return agent.worker(worker_name)
 
 
-def _call(to, func, args, kwargs, timeout, kind="call", extra=None):
+def _call(to, func, args, kwargs, timeout, kind="call", extra=None, label=None):
     if not callable(func):
         raise TypeError(f"rpc: func must be callable, got {type(func).__name__}")
     agent = _state.agent()
     dst = agent.worker(to).id
-    return agent.call(dst, kind, func, args or (), kwargs or {}, timeout, extra=extra)
+    return agent.call(dst, kind, func, args or (), kwargs or {}, timeout, extra=extra,
+                      label=label)
 
 
 def rpc_sync(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
@@ -238,13 +242,13 @@ def rpc_sync(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
         timeout (float): timeout in seconds; 0 means no timeout, the default the
             backend's ``rpc_timeout``.
     """
-    return _call(to, func, args, kwargs, timeout).wait()
+    return _call(to, func, args, kwargs, timeout, label="rpc_sync").wait()
 
 
 def rpc_async(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
     """Makes a non-blocking RPC call to run ``func`` on worker ``to``; returns a Future
     of its result (arguments as `rpc_sync`)."""
-    return _call(to, func, args, kwargs, timeout)
+    return _call(to, func, args, kwargs, timeout, label="rpc_async")
 
 
 def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
@@ -253,6 +257,7 @@ def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
     agent = _state.agent()
     owner = agent.worker(to).id
     rref_id = agent.new_id()
-    fut = _call(owner, func, args, kwargs, timeout, kind="remote", extra=rref_id)
-    return RRef._make(owner, rref_id, created=fut)
+    fut = _call(owner, func, args, kwargs, timeout, kind="remote", extra=rref_id,
+                label="rpc_remote")
+    return RRef._make(owner, rref_id, created=fut, token=rref_id)
 

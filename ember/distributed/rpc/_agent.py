@@ -51,11 +51,57 @@ class WorkerInfo:
 
 
 class _Pending:
-    __slots__ = ("future", "deadline", "timeout", "on_reply")
+    __slots__ = ("future", "deadline", "timeout", "on_reply", "prof")
 
-    def __init__(self, future, deadline, timeout, on_reply):
+    def __init__(self, future, deadline, timeout, on_reply, prof=None):
         self.future, self.deadline, self.timeout = future, deadline, timeout
         self.on_reply = on_reply
+        self.prof = prof      # (recorder, open range, peer) while the caller profiles
+
+
+def _profiled_call(agent, dst, fn, label):
+    """Opens the caller's range for a call made while a profiler runs: named as torch
+    names it (``rpc_sync#fn(worker0 -> worker1)``), not a parent of later local ops."""
+    from ...autograd import profiler as _prof
+    rec = _prof._active_recorder()
+    if rec is None or not rec.recording:
+        return None
+    name = (f"{label}#{getattr(fn, '__qualname__', type(fn).__name__)}"
+            f"({agent.infos[agent.rank].name} -> {agent.infos[dst].name})")
+    o = rec.begin(name)
+    rec.end(o)
+    o.end = o.start
+    return rec, o, dst
+
+
+def _close_profiled(prof, records):
+    from ...autograd import profiler as _prof
+    rec, o, dst = prof
+    if not rec.recording:
+        return
+    o.end = _prof._now_us() - rec.t0
+    if records:
+        renamed = []
+        for d in records:
+            d = dict(d)
+            d["name"] = f"{o.name}#remote_op: {d['name']}"
+            renamed.append(d)
+        rec.add_remote_events(renamed, dst, parent=o)
+
+
+def _run_profiled(fn, args, kwargs):
+    """Runs a call with its own recorder on this serving thread (the mode stack is
+    thread-local, so the worker's other threads and its own profiler are unaffected)."""
+    from ...autograd import profiler as _prof
+    rec = _prof._Recorder(False, False, False, False)
+    mode = _prof._ProfilerMode(rec)
+    mode.__enter__()
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        mode.__exit__(None, None, None)
+        events = rec.finish()
+    return out, [e.to_dict() for e in events]
 
 
 class Agent:
@@ -78,7 +124,11 @@ class Agent:
         self.reducers = reducers
         self.ids = itertools.count(1)
         self.owned = {}
-        self.owned_lock = threading.Lock()
+        self.owned_lock = threading.RLock()   # RRef.__del__ may run inside a locked region
+        self.forks = {}          # rref id -> tokens of the RRef objects that hold it
+        self.tombstones = {}     # rref id -> tokens released before their holder was known
+        self.release_when_done = set()
+        self.released = set()
         self.pending = {}
         self.lock = threading.Lock()
         self.outq = collections.deque()
@@ -101,8 +151,68 @@ class Agent:
         with self.owned_lock:
             fut = self.owned.get(rref_id)
             if fut is None:
+                if rref_id in self.released:
+                    raise RuntimeError(f"RRef {rref_id} was deleted on its owner: no worker "
+                                       "holds a reference to it any more")
                 fut = self.owned[rref_id] = Future()
             return fut
+
+    # ---- reference counting (on the owner) ----------------------------------------------
+    # Every RRef object anywhere holds one token, registered here by whoever made it: the
+    # owner itself, the caller of `remote` (the request carries it), or the sender of a
+    # message carrying the RRef (before the message leaves, so the sender's own release,
+    # sent later on the same channel, cannot arrive first).  A release may overtake its
+    # registration when they come from different workers: it waits as a tombstone.  The
+    # value goes when no token is left.
+    def rref_add(self, rref_id, token):
+        with self.owned_lock:
+            tomb = self.tombstones.get(rref_id)
+            if tomb is not None and token in tomb:
+                tomb.discard(token)
+                if not tomb:
+                    del self.tombstones[rref_id]
+                self._maybe_release(rref_id)
+                return
+            self.forks.setdefault(rref_id, set()).add(token)
+
+    def rref_del(self, rref_id, token):
+        with self.owned_lock:
+            live = self.forks.get(rref_id)
+            if live is not None and token in live:
+                live.discard(token)
+                self._maybe_release(rref_id)
+            else:
+                self.tombstones.setdefault(rref_id, set()).add(token)
+
+    def _maybe_release(self, rref_id):
+        if self.forks.get(rref_id) or self.tombstones.get(rref_id):
+            return
+        self.forks.pop(rref_id, None)
+        fut = self.owned.get(rref_id)
+        if fut is None:
+            return
+        if fut.done():
+            del self.owned[rref_id]
+            self.released.add(rref_id)
+        else:
+            self.release_when_done.add(rref_id)
+
+    def _created(self, rref_id):
+        with self.owned_lock:
+            if rref_id in self.release_when_done:
+                self.release_when_done.discard(rref_id)
+                self.owned.pop(rref_id, None)
+                self.released.add(rref_id)
+
+    def post_refcount(self, kind, owner, rref_id, token):
+        """Registers (``"radd"``) or releases (``"rdel"``) a token with ``owner``."""
+        if owner == self.rank:
+            (self.rref_add if kind == "radd" else self.rref_del)(rref_id, token)
+            return
+        if not self.running:
+            return
+        frame, _ = _wire.dumps((kind, None, (tuple(rref_id), tuple(token)), None))
+        self._post(owner, frame)
 
     def worker(self, to):
         if isinstance(to, WorkerInfo):
@@ -128,7 +238,7 @@ class Agent:
             self.outq.append((dst, frame))
         self.wake.set()
 
-    def call(self, dst, kind, fn, args, kwargs, timeout, extra=None, track=True):
+    def call(self, dst, kind, fn, args, kwargs, timeout, extra=None, track=True, label=None):
         """Send a request; return a Future of the decoded result."""
         if not self.running:
             raise RuntimeError("RPC has not been initialized or has been shut down; call "
@@ -147,9 +257,11 @@ class Agent:
         if timeout is None or timeout < 0:
             timeout = self.options.rpc_timeout
         deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
+        prof = _profiled_call(self, dst, fn, label) if label else None
         with self.lock:
-            self.pending[msg_id] = _Pending(fut, deadline, timeout, ctx)
-        meta = (self.rank, ctx.id if ctx is not None else None, send_id, extra)
+            self.pending[msg_id] = _Pending(fut, deadline, timeout, ctx, prof)
+        meta = (self.rank, ctx.id if ctx is not None else None, send_id, extra,
+                prof is not None)
         frame, _ = _wire.dumps((kind, msg_id, meta, pickle.PickleBuffer(inner)))
         self._post(dst, frame)
         return fut
@@ -206,12 +318,18 @@ class Agent:
                     now > p.deadline]
             gone = [self.pending.pop(k) for k in late]
         for p in gone:
+            if p.prof is not None:
+                _close_profiled(p.prof, None)
             p.future.set_exception(RuntimeError(
                 f"RPC ran for more than set timeout ({int(p.timeout * 1000)} ms) and will now "
                 f"be marked with an error"))
 
     def _incoming(self, frame):
         (kind, msg_id, meta, inner), _ = _wire.loads(frame)
+        if kind in ("radd", "rdel"):
+            rref_id, token = meta
+            (self.rref_add if kind == "radd" else self.rref_del)(tuple(rref_id), tuple(token))
+            return
         if kind == "rep":
             with self.lock:
                 p = self.pending.pop(msg_id, None)
@@ -219,11 +337,15 @@ class Agent:
                 self.pool.submit(self._resolve, p, meta, inner)
             return
         if kind == "remote":
+            # the caller's RRef object holds the token named after the value
             self.owned_future(meta[3])
+            self.rref_add(meta[3], meta[3])
         self.pool.submit(self._serve, kind, msg_id, meta, inner)
 
     def _resolve(self, p, meta, inner):
-        ok, send_id, dst = meta
+        ok, send_id, dst, records = meta
+        if p.prof is not None:
+            _close_profiled(p.prof, records)
         try:
             value, received = _wire.loads(inner)
         except BaseException as e:  # noqa: BLE001
@@ -240,9 +362,10 @@ class Agent:
 
     # ---- serving -------------------------------------------------------------------------
     def _serve(self, kind, msg_id, meta, inner):
-        src, ctx_id, send_id, extra = meta
+        src, ctx_id, send_id, extra, profiled = meta
         ctx = _ctx.get_or_create(ctx_id) if ctx_id is not None else None
         prev = _ctx.set_current(ctx)
+        records = None
         try:
             fn, args, kwargs = None, (), {}
             (fn, args, kwargs), received = _wire.loads(inner)
@@ -252,28 +375,33 @@ class Agent:
                     with ctx.lock:
                         ctx.recvs[(src, send_id)] = [t for _, t in sorted(received,
                                                                           key=lambda x: x[0])]
-            out = fn(*args, **kwargs)
+            if profiled:
+                out, records = _run_profiled(fn, args, kwargs)
+            else:
+                out = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - the caller gets it
             self._fail(kind, msg_id, src, extra, e)
             return
         finally:
             _ctx.set_current(prev)
         if getattr(fn, "_ember_async_execution", False) and isinstance(out, Future):
-            out.add_done_callback(lambda f: self._finish(kind, msg_id, src, extra, ctx, f))
+            out.add_done_callback(lambda f: self._finish(kind, msg_id, src, extra, ctx, f,
+                                                         records))
             return
-        self._reply(kind, msg_id, src, extra, ctx, out)
+        self._reply(kind, msg_id, src, extra, ctx, out, records)
 
-    def _finish(self, kind, msg_id, src, extra, ctx, fut):
+    def _finish(self, kind, msg_id, src, extra, ctx, fut, records=None):
         try:
             out = fut.value()
         except BaseException as e:  # noqa: BLE001
             self._fail(kind, msg_id, src, extra, e)
             return
-        self._reply(kind, msg_id, src, extra, ctx, out)
+        self._reply(kind, msg_id, src, extra, ctx, out, records)
 
-    def _reply(self, kind, msg_id, src, extra, ctx, out):
+    def _reply(self, kind, msg_id, src, extra, ctx, out, records=None):
         if kind == "remote":
             self.owned_future(extra).set_result(out)
+            self._created(extra)
             out = None
         send_id = self.new_id()
         try:
@@ -284,7 +412,7 @@ class Agent:
         if tracked:
             with ctx.lock:
                 ctx.sends[send_id] = tracked
-        frame, _ = _wire.dumps(("rep", msg_id, (True, send_id, self.rank),
+        frame, _ = _wire.dumps(("rep", msg_id, (True, send_id, self.rank, records),
                                 pickle.PickleBuffer(inner)))
         self._post(src, frame)
 
@@ -293,6 +421,7 @@ class Agent:
             fut = self.owned_future(extra)
             if not fut.done():
                 fut.set_exception(exc)
+            self._created(extra)
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         msg = (f"{exc}\n\nOn WorkerInfo(id={self.rank}, name={self.infos[self.rank].name}):\n"
                f"{text}")
@@ -302,7 +431,7 @@ class Agent:
             _wire.check_global(cls.__module__, cls.__qualname__)
         except BaseException:  # noqa: BLE001 - an unsendable type travels as RuntimeError
             inner, _ = _wire.dumps((RuntimeError, msg))
-        frame, _ = _wire.dumps(("rep", msg_id, (False, None, self.rank),
+        frame, _ = _wire.dumps(("rep", msg_id, (False, None, self.rank, None),
                                 pickle.PickleBuffer(inner)))
         self._post(src, frame)
 

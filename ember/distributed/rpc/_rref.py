@@ -1,8 +1,11 @@
 """`RRef`: a reference to a value that lives on one worker (its owner).
 
 An RRef travels by (owner, id); arriving at its owner it becomes the owner's RRef again,
-so ``local_value`` works there.  The owner keeps the value until RPC shuts down (ember
-does not count references across workers yet).
+so ``local_value`` works there.
+
+Reference counting: every RRef object, on any worker, holds a token that the owner counts
+(see ``Agent.rref_add``); the object's finalizer releases it, and the owner drops the value
+once no token is left, i.e. when no worker (the owner included) holds an RRef to it.
 """
 from ...futures import Future
 from . import _state
@@ -21,20 +24,37 @@ class RRef:
         agent = _state.agent()
         self._owner = agent.rank
         self._id = agent.new_id()
+        self._token = None
         self._created = Future()
         self._created.set_result(None)
         agent.owned_future(self._id).set_result(value)
         self._type = type_hint
+        agent.rref_add(self._id, self._id)
+        self._token = self._id
 
     @classmethod
-    def _make(cls, owner, rref_id, created=None):
+    def _make(cls, owner, rref_id, created=None, token=None):
+        """An RRef object for ``rref_id``; ``token`` is its registration with the owner
+        (already made by whoever created the object's reference)."""
         r = cls.__new__(cls)
-        r._owner, r._id, r._type = owner, rref_id, None
+        r._owner, r._id, r._type, r._token = owner, rref_id, None, token
         if created is None:
             created = Future()
             created.set_result(None)
         r._created = created
         return r
+
+    def __del__(self):
+        token = getattr(self, "_token", None)
+        if token is None:
+            return
+        self._token = None
+        try:
+            agent = _state._AGENT[0]
+            if agent is not None:
+                agent.post_refcount("rdel", self._owner, self._id, token)
+        except Exception:  # noqa: BLE001 - a finalizer must not raise (interpreter exit)
+            pass
 
     def is_owner(self):
         """Returns whether or not the current node is the owner of this RRef."""
@@ -98,11 +118,15 @@ class RRef:
 
 
 def _reduce_rref(r):
-    return _from_wire, (r._owner, r._id)
+    # the receiver's object gets a token of its own, registered before the message leaves
+    agent = _state.agent()
+    token = agent.new_id()
+    agent.post_refcount("radd", r._owner, r._id, token)
+    return _from_wire, (r._owner, r._id, token)
 
 
-def _from_wire(owner, rref_id):
-    return RRef._make(owner, tuple(rref_id))
+def _from_wire(owner, rref_id, token=None):
+    return RRef._make(owner, tuple(rref_id), token=tuple(token) if token is not None else None)
 
 
 def _fetch(rref):
