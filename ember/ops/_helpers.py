@@ -253,6 +253,25 @@ def nary_kernel(fn, n_promote):
     return broadcast_guard(kernel)
 
 
+def table_vjp(sf):
+    """The vjp of scalar function ``sf`` (an `ember._core.scalar_functions` entry) from its
+    per-input derivatives; only the wanted gradients are computed."""
+    ds = sf.derivative
+    with_out = sf.save_output
+    if len(ds) == 1:
+        d = ds[0]
+        if with_out:
+            return lambda ctx, g, x: d(g, x, ctx.out)
+        return lambda ctx, g, x: d(g, x, None)
+
+    def vjp(ctx, g, *xs):
+        need = ctx.needs_input_grad
+        out = ctx.out if with_out else None
+        return tuple(None if d is None or not need[i] else d(g, *xs, out)
+                     for i, d in enumerate(ds))
+    return vjp
+
+
 # ---- public API boilerplate -------------------------------------------------------------
 
 def def_unary(name, op, *, inplace=True, method_name=None):
@@ -427,4 +446,4 @@ __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "speci
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
            "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
            "type_name", "not_implemented", "gated", "dtype_kind", "broadcast_guard",
-           "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear"]
+           "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear", "table_vjp"]

@@ -4,7 +4,6 @@ Each block declares one Op (kernel + derivative in ember ops + shape rule) and
 its public forms.  Derivatives follow PyTorch's conjugate-Wirtinger convention
 (``cj`` conjugates complex operands and is a no-op for real ones).
 """
-import cmath
 import math
 
 import ml_dtypes
@@ -19,6 +18,8 @@ from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_impl
                        type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
 from .._core import meta as _meta
+from .._core import scalar_functions as _sf
+from ._helpers import table_vjp
 
 __all__ = []
 _HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -30,8 +31,24 @@ def _export(name, fn):
     return fn
 
 
-def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False, inplace=True,
-           reject="", kname=None):
+def _table(name, fn):
+    """The NumPy form of table function ``name`` (or ``fn``, an op's wrapper of it that adds
+    torch's special cases), behind its compiled kernel where `ckernels.EAGER` has one."""
+    fn = fn or _sf.get(name).numpy
+    dtypes = _ck.EAGER.get(name)
+    return _ck.unary(name, fn, dtypes) if dtypes else fn
+
+
+def _unary(name, fn=None, vjp=None, *, floating=None, save_inputs=None, save_output=None,
+           inplace=True, reject="", kname=None):
+    """An elementwise op from its scalar-function table entry (kernel, dtype rule, vjp and
+    what it saves); ``fn``/``vjp`` and the flags override the entry's for special cases."""
+    sf = _sf.get(name)
+    fn = _table(name, fn)
+    vjp = vjp or table_vjp(sf)
+    floating = sf.rule == "float" if floating is None else floating
+    save_inputs = sf.save_inputs if save_inputs is None else save_inputs
+    save_output = sf.save_output if save_output is None else save_output
     kernel = unary_float(fn) if floating else unary_same(fn)
     if reject:
         kernel = gated(kernel, kname or f"{name}_cpu", reject)
@@ -44,8 +61,8 @@ def _unary(name, fn, vjp, *, floating=True, save_inputs=True, save_output=False,
 
 
 # ---- unary math -------------------------------------------------------------------------
-NEG = _unary("neg", lambda xp, x: xp.negative(x) if x.dtype.kind != "b" else _bool_neg(x),
-             lambda ctx, g, x: -g, floating=False, save_inputs=False)
+_NEG = _sf.get("neg").numpy
+NEG = _unary("neg", lambda xp, x: _NEG(xp, x) if x.dtype.kind != "b" else _bool_neg(x))
 
 
 def _bool_neg(x):
@@ -70,8 +87,7 @@ _export("positive", positive)
 Tensor.positive = Tensor.__pos__ = positive
 
 
-def _abs_vjp(ctx, g, x):
-    return g * x.sgn()
+_abs_real = unary_same(_sf.get("abs").numpy)
 
 
 def _abs_kernel(xp, x):
@@ -79,10 +95,10 @@ def _abs_kernel(xp, x):
         return xp.abs(x)
     if x.dtype.kind == "b":
         not_implemented("abs_cpu", x.dtype)
-    return unary_same(lambda xp, x: xp.abs(x))(xp, x)
+    return _abs_real(xp, x)
 
 
-ABS = _unary("abs", None, _abs_vjp, floating=False)  # complex: Re(conj(sgn) t) by the fit
+ABS = _unary("abs")  # complex: Re(conj(sgn) t) by the fit
 ABS.kernel = _abs_kernel
 ABS.shape = _meta.unary_real
 _export("absolute", globals()["abs"])
@@ -100,8 +116,7 @@ Tensor.__abs__ = lambda self: apply(ABS, (self,), _E)
 Tensor.absolute = Tensor.abs
 
 
-def _zero_vjp(ctx, g, x):
-    return g * 0
+_SIGN = _sf.get("sign").numpy
 
 
 def _sign_np(xp, x):
@@ -110,13 +125,10 @@ def _sign_np(xp, x):
     if x.dtype.kind == "c":
         raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
                                   "numbers. Please use torch.sgn instead.")
-    r = xp.sign(x)
-    if x.dtype.kind == "f":
-        r = xp.where(r != r, 0, r).astype(x.dtype, copy=False)  # torch: sign(nan) == 0
-    return r
+    return _SIGN(xp, x)
 
 
-SIGN = _unary("sign", _sign_np, _zero_vjp, floating=False, save_inputs=False)
+SIGN = _unary("sign", _sign_np)
 
 
 def _sgn_kernel(xp, x):
@@ -139,41 +151,29 @@ def _sgn_vjp(ctx, g, x):
 SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True, category="unary")
 _export("sgn", def_unary("sgn", SGN))
 
-RECIPROCAL = _unary("reciprocal", lambda xp, x: xp.reciprocal(x),
-                    lambda ctx, g, x: -g * cj(ctx.out * ctx.out), save_inputs=False,
-                    save_output=True)
-SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g, x: g / (2 * cj(ctx.out)),
-              save_inputs=False, save_output=True)
-RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x),
-               lambda ctx, g, x: -0.5 * g * cj(ctx.out ** 3), save_inputs=False, save_output=True)
-# float32 only: the C kernels measured slower than NumPy's SIMD loops for float64 (and for tanh)
-EXP = _unary("exp", _ck.unary("exp", lambda xp, x: xp.exp(x), ("f32",)),
-             lambda ctx, g, x: g * cj(ctx.out), save_inputs=False, save_output=True)
-EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x),
-              lambda ctx, g, x: g * cj(ctx.out) * math.log(2), save_inputs=False, save_output=True)
-EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g, x: g * (cj(ctx.out) + 1),
-               save_inputs=False, save_output=True)
-LOG = _unary("log", _ck.unary("log", lambda xp, x: xp.log(x), ("f32",)),
-             lambda ctx, g, x: g / cj(x))
-LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g, x: g / (cj(x) * math.log(2)))
-LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g, x: g / (cj(x) * math.log(10)))
-LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g, x: g / (cj(x) + 1))
-SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g, x: g * cj(x.cos()))
-COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g, x: -g * cj(x.sin()))
-TAN = _unary("tan", lambda xp, x: xp.tan(x),
-             lambda ctx, g, x: g * cj(1 + ctx.out * ctx.out), save_inputs=False, save_output=True)
-ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g, x: g * cj((1 - x * x).rsqrt()))
-ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g, x: -g * cj((1 - x * x).rsqrt()))
-ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g, x: g / cj(1 + x * x))
-SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g, x: g * cj(x.cosh()))
-COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g, x: g * cj(x.sinh()))
-TANH = _unary("tanh", lambda xp, x: xp.tanh(x),
-              lambda ctx, g, x: g * cj(1 - ctx.out * ctx.out), save_inputs=False, save_output=True)
-ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x),
-               lambda ctx, g, x: g * cj((x * x + 1).rsqrt()))
-ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
-               lambda ctx, g, x: g * cj((x * x - 1).rsqrt()))
-ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g, x: g / cj(1 - x * x))
+# kernel, dtype rule, derivative and saved values all come from the scalar-function table
+RECIPROCAL = _unary("reciprocal")
+SQRT = _unary("sqrt")
+RSQRT = _unary("rsqrt")
+EXP = _unary("exp")
+EXP2 = _unary("exp2")
+EXPM1 = _unary("expm1")
+LOG = _unary("log")
+LOG2 = _unary("log2")
+LOG10 = _unary("log10")
+LOG1P = _unary("log1p")
+SIN = _unary("sin")
+COS = _unary("cos")
+TAN = _unary("tan")
+ASIN = _unary("asin")
+ACOS = _unary("acos")
+ATAN = _unary("atan")
+SINH = _unary("sinh")
+COSH = _unary("cosh")
+TANH = _unary("tanh")
+ASINH = _unary("asinh")
+ACOSH = _unary("acosh")
+ATANH = _unary("atanh")
 for _a, _b in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"),
                ("arccosh", "acosh"), ("arctanh", "atanh")):
     _export(_a, globals()[_b])
@@ -181,15 +181,16 @@ for _a, _b in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arc
     setattr(Tensor, _a + "_", getattr(Tensor, _b + "_"))
 
 
+_SIGMOID = _sf.get("sigmoid").numpy
+
+
 def _sigmoid_np(xp, x):
-    if x.dtype.kind == "c":
+    if x.dtype.kind == "c":  # scipy's expit has no complex loop
         return 1 / (1 + xp.exp(-x))
-    return special(xp).expit(x)
+    return _SIGMOID(xp, x)
 
 
-SIGMOID = _unary("sigmoid", _ck.unary("sigmoid", _sigmoid_np, ("f32",)),
-                 lambda ctx, g, x: g * cj(ctx.out * (1 - ctx.out)), save_inputs=False,
-                 save_output=True)
+SIGMOID = _unary("sigmoid", _sigmoid_np)
 
 
 def _logit_kernel(xp, x, eps=None):
@@ -222,18 +223,10 @@ Tensor.logit = lambda self, eps=None: logit(self, eps)
 Tensor.logit_ = lambda self, eps=None: apply_inplace(LOGIT, self, (), {} if eps is None else
                                                      {"eps": eps})
 
-_SQRT_PI = math.sqrt(math.pi)
-ERF = _unary("erf", _ck.unary("erf", lambda xp, x: special(xp).erf(x), ("f32",)),
-             lambda ctx, g, x: g * (2 / _SQRT_PI) * (-x * x).exp(), reject="c",
-             kname="erf_vml_cpu")
-ERFC = _unary("erfc", lambda xp, x: special(xp).erfc(x),
-              lambda ctx, g, x: g * (-2 / _SQRT_PI) * (-x * x).exp(), reject="c",
-              kname="erfc_vml_cpu")
-ERFINV = _unary("erfinv", lambda xp, x: special(xp).erfinv(x),
-                lambda ctx, g, x: g * (_SQRT_PI / 2) * (ctx.out * ctx.out).exp(),
-                save_inputs=False, save_output=True, reject="c", kname="erfinv_vml_cpu")
-LGAMMA = _unary("lgamma", lambda xp, x: special(xp).gammaln(x),
-                lambda ctx, g, x: g * x.digamma(), reject="c", kname="lgamma_vml_cpu")
+ERF = _unary("erf", reject="c", kname="erf_vml_cpu")
+ERFC = _unary("erfc", reject="c", kname="erfc_vml_cpu")
+ERFINV = _unary("erfinv", reject="c", kname="erfinv_vml_cpu")
+LGAMMA = _unary("lgamma", reject="c", kname="lgamma_vml_cpu")
 
 
 def _polygamma_kernel(xp, x, n):
@@ -256,8 +249,7 @@ def polygamma(n, input, *, out=None):
 _export("polygamma", polygamma)
 Tensor.polygamma = lambda self, n: polygamma(n, self)
 Tensor.polygamma_ = lambda self, n: apply_inplace(POLYGAMMA, self, (), {"n": n})
-DIGAMMA = _unary("digamma", lambda xp, x: special(xp).psi(x),
-                 lambda ctx, g, x: g * polygamma(1, x), reject="c", kname="digamma")
+DIGAMMA = _unary("digamma", reject="c", kname="digamma")
 _export("psi", globals()["digamma"])
 
 # rounding: zero gradient almost everywhere
@@ -269,19 +261,18 @@ def _no_complex(name):
     return check
 
 
-FLOOR = _unary("floor", lambda xp, x: xp.floor(x) if x.dtype.kind not in "biu" else x,
-               _zero_vjp, floating=False, save_inputs=False, reject="bc",
-               kname=_no_complex("floor"))
-CEIL = _unary("ceil", lambda xp, x: xp.ceil(x) if x.dtype.kind not in "biu" else x,
-              _zero_vjp, floating=False, save_inputs=False, reject="bc",
-              kname=_no_complex("ceil"))
-TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x) if x.dtype.kind not in "biu" else x,
-               _zero_vjp, floating=False, save_inputs=False, reject="bc",
-               kname=_no_complex("trunc"))
+def _ints_kept(name):
+    """Table function ``name``, with integer inputs returned as they are."""
+    f = _sf.get(name).numpy
+    return lambda xp, x: f(xp, x) if x.dtype.kind not in "biu" else x
+
+
+FLOOR = _unary("floor", _ints_kept("floor"), reject="bc", kname=_no_complex("floor"))
+CEIL = _unary("ceil", _ints_kept("ceil"), reject="bc", kname=_no_complex("ceil"))
+TRUNC = _unary("trunc", _ints_kept("trunc"), reject="bc", kname=_no_complex("trunc"))
 _export("fix", globals()["trunc"])
 Tensor.fix, Tensor.fix_ = Tensor.trunc, Tensor.trunc_
-FRAC = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda ctx, g, x: g, floating=False,
-              save_inputs=False, reject="bic")
+FRAC = _unary("frac", reject="bic")
 
 
 def _round_kernel(xp, x, decimals=0):
@@ -290,7 +281,12 @@ def _round_kernel(xp, x, decimals=0):
         not_implemented("round_decimals_cpu" if decimals else "round_vml_cpu", x.dtype)
     if k == "i":
         return x
+    if not decimals:
+        return _round_same(xp, x)
     return unary_same(lambda xp, x: xp.round(x, decimals))(xp, x)
+
+
+_round_same = unary_same(_sf.get("round").numpy)
 
 
 ROUND = Op("round", _round_kernel, lambda ctx, g, x, decimals=0: g * 0, shape=shape_same,
@@ -412,8 +408,18 @@ Tensor.__invert__ = _invert
 
 
 # ---- binary arithmetic ------------------------------------------------------------------
-def _binary(name, fn, vjp, *, kind="promote", magic=None, reflected=False, save_inputs=True,
-            save_output=False, inplace=True, public=True, reject="", kname=None, tensors=0):
+def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=False,
+            save_inputs=None, save_output=None, inplace=True, public=True, reject="", kname=None,
+            tensors=0):
+    """A binary elementwise op from its scalar-function table entry (NumPy form, vjp, what it
+    saves); ``fn``/``vjp`` and the flags override the entry's for special cases, ``vjp=False``
+    marks an op without derivative."""
+    sf = _sf.get(name)
+    fn = fn or sf.numpy
+    if vjp is None and sf.derivative is not None:
+        vjp = table_vjp(sf)
+    save_inputs = sf.save_inputs if save_inputs is None else save_inputs
+    save_output = sf.save_output if save_output is None else save_output
     kernel = binary_kernel(fn, kind=kind)
     if reject:
         kernel = gated(kernel, kname or f"{name}_cpu", reject, n=2)
@@ -435,12 +441,9 @@ def _is_bool(x):
     return type(x) is bool or (type(x) is np.ndarray and x.dtype.kind == "b")
 
 
-def _add_np(xp, a, b):
-    return xp.logical_or(a, b) if _is_bool(a) and _is_bool(b) else xp.add(a, b)
-
-
-def _sub_np(xp, a, b):
-    return xp.subtract(a, b)
+# NumPy's add/multiply of two bools are logical or/and, as torch's are
+_add_np = _sf.get("add").numpy
+_sub_np = _sf.get("sub").numpy
 
 
 def _sub_check(a, b):
@@ -544,30 +547,14 @@ Tensor.sub_ = Tensor.subtract_ = lambda self, other, *, alpha=1: apply_inplace(
     SUB, self, (other,), _alpha(alpha))
 
 
-def _mul_vjp(ctx, g, a, b):
-    need = ctx.needs_input_grad
-    ga = g * cj(b) if need[0] else None
-    gb = g * cj(a) if need[1] else None
-    return ga, gb
-
-
-MUL = _binary("mul", lambda xp, a, b: xp.logical_and(a, b) if _is_bool(a) and _is_bool(b)
-              else xp.multiply(a, b), _mul_vjp, magic="mul", reflected=True)
+MUL = _binary("mul", magic="mul", reflected=True)
 MUL.jvp = lambda out, ts, a, b: jvp_sum(None if ts[0] is None else ts[0] * b,
                                         None if ts[1] is None else a * ts[1])
 _export("multiply", globals()["mul"])
 Tensor.multiply, Tensor.multiply_ = Tensor.mul, Tensor.mul_
 
 
-def _div_vjp(ctx, g, a, b):
-    need = ctx.needs_input_grad
-    ga = g / cj(b) if need[0] else None
-    gb = -g * cj(a / (b * b)) if need[1] else None
-    return ga, gb
-
-
-TRUE_DIV = _binary("div", lambda xp, a, b: xp.true_divide(a, b), _div_vjp, kind="float",
-                   magic="truediv", reflected=True, public=False)
+TRUE_DIV = _binary("div", kind="float", magic="truediv", reflected=True, public=False)
 
 
 def _div_jvp(out, ts, a, b):
@@ -587,37 +574,11 @@ def _nonzero_int_divisor(fn):
     return f
 
 
-def _floor_div_np(xp, a, b):
-    if getattr(a, "dtype", np.dtype(float)).kind in "biu" and getattr(
-            b, "dtype", np.dtype(type(b))).kind in "biu":
-        return xp.floor_divide(a, b)
-    # torch's div_floor for floats: through fmod, so inf // x is NaN, -1 // inf is -1 and
-    # 1 // 0.1 is 9 (floor(a / b) gives 10, NumPy's floor_divide gives -0 for -1 // inf)
-    mod = xp.fmod(a, b)
-    div = (a - mod) / b
-    div = div - ((mod != 0) & ((b < 0) != (mod < 0)))
-    fl = xp.floor(div)
-    fl = fl + (div - fl > 0.5)
-    q = xp.true_divide(a, b)
-    return xp.where(b == 0, q, xp.where(div != 0, fl, xp.copysign(0 * q, q)))
-
-
-def _trunc_div_np(xp, a, b):
-    q = xp.true_divide(a, b)
-    if getattr(a, "dtype", np.dtype(float)).kind in "biu" and getattr(
-            b, "dtype", np.dtype(type(b))).kind in "biu":
-        # C-style truncation of integer quotients
-        fq = xp.floor_divide(a, b)
-        return xp.where((q < 0) & (fq * b != a), fq + 1, fq)
-    return xp.trunc(q)
-
-
-FLOOR_DIV = _binary("floor_divide", _nonzero_int_divisor(_floor_div_np),
-                    lambda ctx, g, a, b: (g * 0, g * 0), magic="floordiv", reflected=True,
-                    save_inputs=False, public=False, reject="bc", kname="div_floor_cpu")
-TRUNC_DIV = _binary("trunc_divide", _nonzero_int_divisor(_trunc_div_np),
-                    lambda ctx, g, a, b: (g * 0, g * 0), save_inputs=False, public=False,
-                    reject="bc", kname="div_trunc_cpu")
+FLOOR_DIV = _binary("floor_divide", _nonzero_int_divisor(_sf.get("floor_divide").numpy),
+                    magic="floordiv", reflected=True, public=False, reject="bc",
+                    kname="div_floor_cpu")
+TRUNC_DIV = _binary("trunc_divide", _nonzero_int_divisor(_sf.get("trunc_divide").numpy),
+                    public=False, reject="bc", kname="div_trunc_cpu")
 _trunc_div_base = TRUNC_DIV.kernel
 
 
@@ -686,18 +647,9 @@ Tensor.floor_divide = lambda self, other: floor_divide(self, other)
 Tensor.floor_divide_ = lambda self, other: _div_(self, other, rounding_mode="floor")
 
 
-def _remainder_np(xp, a, b):
-    return xp.remainder(a, b)
-
-
-def _remainder_vjp(ctx, g, a, b):
-    return g, -g * (a / b).floor()
-
-
-REMAINDER = _binary("remainder", _nonzero_int_divisor(_remainder_np), _remainder_vjp,
+REMAINDER = _binary("remainder", _nonzero_int_divisor(_sf.get("remainder").numpy),
                     magic="mod", reflected=True, reject="bc")
-FMOD = _binary("fmod", _nonzero_int_divisor(lambda xp, a, b: xp.fmod(a, b)),
-               lambda ctx, g, a, b: (g, -g * (a / b).trunc()), reject="bc", tensors=1)
+FMOD = _binary("fmod", _nonzero_int_divisor(_sf.get("fmod").numpy), reject="bc", tensors=1)
 
 
 def _pow_np(xp, a, b):
@@ -709,7 +661,10 @@ def _pow_np(xp, a, b):
         minus_one = xp.where(b % 2 == 1, -1, 1)
         return xp.where(neg, xp.where(a == 1, 1, xp.where(a == -1, minus_one, 0)), r).astype(
             r.dtype, copy=False)
-    return xp.power(a, b)
+    return _POW(xp, a, b)
+
+
+_POW = _sf.get("pow").numpy
 
 
 def _pow_check(a, b):
@@ -730,33 +685,7 @@ def _prechecked(op, check):
     return op
 
 
-def _pow_vjp(ctx, g, a, b):
-    need = ctx.needs_input_grad
-    ga = gb = None
-    if need[0]:
-        if isinstance(b, Tensor):
-            ga = g * cj(b * a ** (b - 1))
-            ga = where((b == 0), 0, ga) if b._data.dtype.kind != "c" else ga
-        elif b == 0:
-            ga = g * 0
-        else:
-            ga = g * cj(b * a ** (b - 1))
-    if need[1]:
-        out = a ** b
-        if isinstance(a, Tensor):
-            gb = g * cj(out * a.log())
-            if a._data.dtype.kind != "c":
-                gb = where((a == 0) & (b >= 0), 0, gb)
-        else:
-            la = cmath.log(a) if isinstance(a, complex) or a < 0 and b._data.dtype.kind == "c" \
-                else math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
-            gb = g * cj(out * la)
-            if a == 0:
-                gb = where(b >= 0, 0, gb)
-    return ga, gb
-
-
-POW = _prechecked(_binary("pow", _pow_np, _pow_vjp, magic="pow", reflected=True), _pow_check)
+POW = _prechecked(_binary("pow", _pow_np, magic="pow", reflected=True), _pow_check)
 
 
 def _pow_jvp(out, ts, a, b):
@@ -810,86 +739,41 @@ def _float_power_(self, exponent):
 Tensor.float_power_ = _float_power_
 
 
-def _minmax_vjp(pick_a):
-    def vjp(ctx, g, a, b):
-        # ties split the gradient evenly, as torch does
-        ma = pick_a(a, b)
-        eq = (a == b)
-        half = g / 2
-        ga = where(eq, half, where(ma, g, 0))
-        gb = where(eq, half, where(ma, 0, g))
-        return ga, gb
-    return vjp
-
-
 def _no_complex_minmax(name):
     def check(dt):
         raise RuntimeError(f"{name} not implemented for complex tensors.")
     return dict(reject="c", kname=check, tensors=2, inplace=False)
 
 
-MAXIMUM = _binary("maximum", lambda xp, a, b: xp.maximum(a, b),
-                  _minmax_vjp(lambda a, b: a > b), **_no_complex_minmax("maximum"))
-MINIMUM = _binary("minimum", lambda xp, a, b: xp.minimum(a, b),
-                  _minmax_vjp(lambda a, b: a < b), **_no_complex_minmax("minimum"))
+MAXIMUM = _binary("maximum", **_no_complex_minmax("maximum"))
+MINIMUM = _binary("minimum", **_no_complex_minmax("minimum"))
 _export("max_elementwise", globals()["maximum"])
-FMAX = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _minmax_vjp(
-    lambda a, b: (a > b) | b.isnan()), **_no_complex_minmax("fmax"))
-FMIN = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _minmax_vjp(
-    lambda a, b: (a < b) | b.isnan()), **_no_complex_minmax("fmin"))
-HYPOT = _binary("hypot", lambda xp, a, b: xp.hypot(a, b),
-                lambda ctx, g, a, b: (g * a / ctx.out, g * b / ctx.out), kind="float",
-                save_output=True, reject="bic", tensors=2)
-ATAN2 = _binary("atan2", lambda xp, a, b: xp.arctan2(a, b),
-                lambda ctx, g, a, b: (g * b / (a * a + b * b), -g * a / (a * a + b * b)),
-                kind="float", reject="c", tensors=2)
+FMAX = _binary("fmax", **_no_complex_minmax("fmax"))
+FMIN = _binary("fmin", **_no_complex_minmax("fmin"))
+HYPOT = _binary("hypot", kind="float", reject="bic", tensors=2)
+ATAN2 = _binary("atan2", kind="float", reject="c", tensors=2)
 _export("arctan2", globals()["atan2"])
 Tensor.arctan2, Tensor.arctan2_ = Tensor.atan2, Tensor.atan2_
-COPYSIGN = _binary("copysign", lambda xp, a, b: xp.copysign(a, b),
-                   lambda ctx, g, a, b: (g * (ctx.out / a).nan_to_num(0.0) if True else None,
-                                         g * 0), kind="float", save_output=True, reject="c",
-                   tensors=1)
-def _xlogy_vjp(ctx, g, a, b):
-    # torch's rule: d/da is log(b) (also where a == 0), masked to 0 only where a == 0 and
-    # b <= 0; d/db is a / b (nan at a == b == 0)
-    ga = gb = None
-    if ctx.needs_input_grad[0]:
-        logb = b.log() if isinstance(b, Tensor) else (
-            math.log(b) if b > 0 else -math.inf if b == 0 else math.nan)
-        ga = where((a == 0) & (b <= 0), 0, g * logb)
-    if ctx.needs_input_grad[1]:
-        gb = g * a / b
-    return ga, gb
-
-
-XLOGY = _binary("xlogy", lambda xp, a, b: special(xp).xlogy(a, b), _xlogy_vjp, kind="float",
-                reject="c")
+COPYSIGN = _binary("copysign", kind="float", reject="c", tensors=1)
+XLOGY = _binary("xlogy", kind="float", reject="c")
 
 
 # ---- bitwise / logical / comparison -----------------------------------------------------
-for _name, _fn, _magic, _k in (
-        ("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "and", "bitwise_and_cpu"),
-        ("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "or", "bitwise_or_cpu"),
-        ("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "xor", "bitwise_xor_cpu"),
-        ("bitwise_left_shift", lambda xp, a, b: xp.left_shift(a, b), "lshift", "lshift_cpu"),
-        ("bitwise_right_shift", lambda xp, a, b: xp.right_shift(a, b), "rshift", "rshift_cpu")):
-    _binary(_name, _fn, False, magic=_magic, reflected=True, save_inputs=False,
+for _name, _magic, _k in (("bitwise_and", "and", "bitwise_and_cpu"),
+                          ("bitwise_or", "or", "bitwise_or_cpu"),
+                          ("bitwise_xor", "xor", "bitwise_xor_cpu"),
+                          ("bitwise_left_shift", "lshift", "lshift_cpu"),
+                          ("bitwise_right_shift", "rshift", "rshift_cpu")):
+    _binary(_name, None, False, magic=_magic, reflected=True, save_inputs=False,
             reject="fc" if "shift" not in _name else "bfc", kname=_k)
 
-for _name, _fn in (("logical_and", lambda xp, a, b: xp.logical_and(a, b)),
-                   ("logical_or", lambda xp, a, b: xp.logical_or(a, b)),
-                   ("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))):
-    _binary(_name, _fn, None, kind="bool", save_inputs=False, tensors=2)
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    _binary(_name, kind="bool", save_inputs=False, tensors=2)
 
-for _name, _fn, _magic, _alias in (("eq", lambda xp, a, b: xp.equal(a, b), "eq", None),
-                                   ("ne", lambda xp, a, b: xp.not_equal(a, b), "ne", "not_equal"),
-                                   ("lt", lambda xp, a, b: xp.less(a, b), "lt", "less"),
-                                   ("le", lambda xp, a, b: xp.less_equal(a, b), "le",
-                                    "less_equal"),
-                                   ("gt", lambda xp, a, b: xp.greater(a, b), "gt", "greater"),
-                                   ("ge", lambda xp, a, b: xp.greater_equal(a, b), "ge",
-                                    "greater_equal")):
-    _binary(_name, _fn, None, kind="bool", magic=_magic, save_inputs=False, tensors=1,
+for _name, _magic, _alias in (("eq", "eq", None), ("ne", "ne", "not_equal"),
+                              ("lt", "lt", "less"), ("le", "le", "less_equal"),
+                              ("gt", "gt", "greater"), ("ge", "ge", "greater_equal")):
+    _binary(_name, kind="bool", magic=_magic, save_inputs=False, tensors=1,
             reject="" if _name in ("eq", "ne") else "c")
     if _alias:
         _export(_alias, globals()[_name])
@@ -911,7 +795,10 @@ def _where_kernel(xp, cond, a, b):
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
                                f"tensor with dtype {_torch_type_name(cond.dtype)}")
     dt = promote_np(a, b)
-    return xp.where(cond, a, b).astype(dt, copy=False)
+    return _WHERE(xp, cond, a, b).astype(dt, copy=False)
+
+
+_WHERE = _sf.get("where").numpy
 
 
 def _where_vjp(ctx, g, cond, a, b):
@@ -1047,15 +934,10 @@ Tensor.clamp_min_ = lambda self, min: _clamp_(self, min, None)
 Tensor.clamp_max_ = lambda self, max: _clamp_(self, None, max)
 
 
-def _lerp_vjp(ctx, g, a, b, w):
-    need = ctx.needs_input_grad
-    ga = g * cj(1 - w) if need[0] else None
-    gb = g * cj(w) if need[1] else None
-    gw = g * cj(b - a) if len(need) > 2 and need[2] else None
-    return ga, gb, gw
+_lerp_vjp = table_vjp(_sf.get("lerp"))
 
 
-LERP = Op("lerp", gated(nary_kernel(lambda xp, a, b, w: a + w * (b - a), 3),
+LERP = Op("lerp", gated(nary_kernel(_sf.get("lerp").numpy, 3),
                        "lerp_kernel_tensor", "bi", n=2), _lerp_vjp, shape=shape_broadcast)
 
 

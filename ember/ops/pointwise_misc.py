@@ -4,11 +4,11 @@ the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torc
 
 (Kept apart from ``pointwise.py`` only to keep files small; the conventions are the same.)
 """
-import math
 
 from .._core import meta as _meta
-from ._helpers import (Op, Tensor, binary_kernel, cj, def_binary, def_unary, gated, overridable,
-                       shape_broadcast, unary_float, write_out)
+from ._helpers import (Op, Tensor, binary_kernel, def_binary, def_unary, gated, overridable,
+                       shape_broadcast, table_vjp, unary_float, write_out)
+from .._core import scalar_functions as _sf
 from .pointwise import pow
 
 __all__ = ["square", "square_", "logaddexp", "logaddexp2", "rad2deg", "rad2deg_", "deg2rad",
@@ -34,30 +34,20 @@ Tensor.square_ = lambda self: self.pow_(2)
 
 
 # ---- logaddexp, logaddexp2 --------------------------------------------------------------
+_LOGADDEXP = _sf.get("logaddexp").numpy
+
+
 def _logaddexp_np(xp, a, b):
     if a.dtype.kind != "c":
-        return xp.logaddexp(a, b)
+        return _LOGADDEXP(xp, a, b)
     # complex: factor out the operand with the larger real part so exp cannot overflow
     m = xp.where(a.real >= b.real, a, b)
     return m + xp.log1p(xp.exp(a + b - m - m))
 
 
-def _logaddexp_vjp(ctx, g, a, b):
-    out = ctx.out
-    need = ctx.needs_input_grad
-    return (g * cj((a - out).exp()) if need[0] else None,
-            g * cj((b - out).exp()) if need[1] else None)
-
-
-def _logaddexp2_vjp(ctx, g, a, b):
-    out = ctx.out
-    need = ctx.needs_input_grad
-    return ((a - out).exp2() * g if need[0] else None,
-            (b - out).exp2() * g if need[1] else None)
-
-
-def _logaddexp2_np(xp, a, b):
-    return xp.logaddexp2(a, b)
+_logaddexp_vjp = table_vjp(_sf.get("logaddexp"))
+_logaddexp2_vjp = table_vjp(_sf.get("logaddexp2"))
+_logaddexp2_np = _sf.get("logaddexp2").numpy
 
 
 LOGADDEXP = Op("logaddexp", gated(binary_kernel(_logaddexp_np), "logaddexp_cpu", "bi", n=2),
@@ -71,23 +61,22 @@ logaddexp2.__doc__ = "Logarithm of the sum of exponentiations of the inputs in b
 
 
 # ---- rad2deg, deg2rad -------------------------------------------------------------------
-def _angle_op(name, factor):
+def _angle_op(name):
     def no_complex(dt):
         raise RuntimeError(f"{name} is not supported for complex tensors.")
-    kernel = gated(unary_float(lambda xp, x: x * factor), no_complex, "c")
-    op = Op(name, kernel, lambda ctx, g, x: g * factor, shape=_meta.unary_float,
+    sf = _sf.get(name)
+    kernel = gated(unary_float(sf.numpy), no_complex, "c")
+    op = Op(name, kernel, table_vjp(sf), shape=_meta.unary_float,
             save_inputs=False, category="unary")
     return op, def_unary(name, op)
 
 
-RAD2DEG, rad2deg = _angle_op("rad2deg", 180.0 / math.pi)
-DEG2RAD, deg2rad = _angle_op("deg2rad", math.pi / 180.0)
+RAD2DEG, rad2deg = _angle_op("rad2deg")
+DEG2RAD, deg2rad = _angle_op("deg2rad")
 
 
 # ---- heaviside --------------------------------------------------------------------------
-def _heaviside_np(xp, x, values):
-    # torch: x == 0 -> values, else (x > 0); NaN therefore gives 0
-    return xp.where(x == 0, values, x > 0).astype(x.dtype, copy=False)
+_heaviside_np = _sf.get("heaviside").numpy
 
 
 def _heaviside_checked(kernel):
@@ -112,9 +101,9 @@ heaviside.__doc__ = "Computes the Heaviside step function for each element in ``
 
 
 # ---- gcd, lcm ---------------------------------------------------------------------------
-GCD = Op("gcd", gated(binary_kernel(lambda xp, a, b: xp.gcd(a, b)), "gcd_cpu", "bfc", n=2), None,
+GCD = Op("gcd", gated(binary_kernel(_sf.get("gcd").numpy), "gcd_cpu", "bfc", n=2), None,
          shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
-LCM = Op("lcm", gated(binary_kernel(lambda xp, a, b: xp.lcm(a, b)), "lcm_cpu", "bfc", n=2), None,
+LCM = Op("lcm", gated(binary_kernel(_sf.get("lcm").numpy), "lcm_cpu", "bfc", n=2), None,
          shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
 gcd = def_binary("gcd", GCD, tensors=2)
 lcm = def_binary("lcm", LCM, tensors=2)

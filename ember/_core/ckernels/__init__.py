@@ -2,8 +2,11 @@
 
 NumPy runs softmax, layer_norm and activations as chains of whole-array passes with
 temporaries, and some of its transcendentals (sigmoid, erf, float64 log/tanh) are
-scalar.  These kernels do one fused pass per element or row.  The library is compiled
-on first use from `source.py` by the system C compiler and cached (see `build.py`).
+scalar.  These kernels do one fused pass per element or row.  The library is rendered by
+`source.py` (its elementwise kernels from the scalar-function table,
+`ember._core.scalar_functions`), compiled on first use by the system C compiler and cached
+(see `build.py`).  `EAGER` maps each elementwise function with a kernel to the dtypes it is
+used for.
 
 A kernel runs only for C-contiguous float32/float64 NumPy arrays of at least
 ``MIN_SIZE`` elements (below that the ctypes call costs more than it saves), and only
@@ -20,8 +23,9 @@ import numpy as np
 
 from . import build as _build
 from . import source as _source
+from .source import EAGER
 
-__all__ = ["status", "unary", "softmax", "normalize", "activation", "activation_backward",
+__all__ = ["status", "unary", "EAGER", "softmax", "normalize", "activation", "activation_backward",
            "activation_vjp",
            "MIN_SIZE", "PARALLEL_SIZE"]
 
