@@ -12,9 +12,10 @@ registration is by name: `install()` sets ``op.decomp`` on every registered op t
 one (it runs when ``ember.ops`` finishes importing, and again, idempotently, from
 `decomposition_of` and the tests after ``import ember``).
 
-Ops that cannot sensibly decompose are listed in `NO_DECOMP` with the reason (the
-rejection samplers, whose number of draws depends on values; the fused RNN and CTC
-kernels whose recurrences are loops over time handled by the ops that call them).
+Ops that cannot sensibly decompose are listed in `NO_DECOMP` with the reason: the
+rejection samplers (Poisson, Gamma, Binomial), whose number of draws depends on the values
+drawn.  Recurrences over time (RNN layers, CTC) are unrolled: a traced sequence length is
+static.
 """
 from ..._core.op import REGISTRY
 
@@ -70,6 +71,6 @@ def decomposition_of(op):
 
 
 from . import (pointwise, reduction, shape, indexing, random, nn,  # noqa: E402,F401
-               nn_windows, rnn, linalg, creation)
+               nn_windows, rnn, ctc, linalg, creation)
 
 install()

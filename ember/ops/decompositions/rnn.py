@@ -5,7 +5,7 @@ backward layers are the same recursion run in reverse.  Gate order and the saved
 activations (``acts``) follow the fused kernels exactly, so each output matches.
 """
 from ..._core import dtype as _dt
-from . import decomposes, no_decomposition
+from . import decomposes
 from ._util import cast, full, prim, reshape, slice_dim
 
 _HALVES = ("float16", "bfloat16")
@@ -180,9 +180,3 @@ def _gru_layer_backward(ghs, acts, hs, h0, whhT, b_hh, reverse):
         db = full((0,), 0, f32)
     return dGIs, dh, dw, db
 
-
-for _name in ("_ctc_loss", "_ctc_loss_backward"):
-    no_decomposition(_name, "a log-space dynamic program over each sample's label lattice "
-                            "(2 * target length + 1 states, different per sample) for every "
-                            "time step: unrolled it is T x batch chains of tiny ops, so it "
-                            "stays one fused call")
