@@ -8,7 +8,7 @@ decomposition.  Calling an Op runs it through the dispatcher.
 """
 import enum
 
-__all__ = ["Op", "REGISTRY", "Category", "RULES", "JVP_FROM_VJP"]
+__all__ = ["Op", "REGISTRY", "Category", "RULES", "JVP_FROM_VJP", "mark_unsupported"]
 
 REGISTRY = {}
 
@@ -151,6 +151,17 @@ def _check_unsupported(op, marks):
         if getattr(op, rule, None) is not None:
             raise ValueError(f"operator {op.name!r} has a {rule} rule and marks it unsupported")
     return marks
+
+
+def mark_unsupported(rule, reason, *ops):
+    """Mark ``rule`` of each of ``ops`` (Ops or registered names) as deliberately absent with
+    ``reason``, after declaration: for groups of ops made by helpers, e.g.
+    ``mark_unsupported("jvp", JVP_FROM_VJP, "sort", "topk")``.  An op that has the rule (a
+    jvp written later, say) keeps it and gets no mark."""
+    for op in ops:
+        op = REGISTRY[op] if isinstance(op, str) else op
+        if getattr(op, rule, None) is None:
+            op.unsupported.update(_check_unsupported(op, {rule: reason}))
 
 
 class InplaceOp:

@@ -3,15 +3,17 @@
 A rule has the signature ``rule(op, args, bdims, params, batch_size) -> (out, out_bdims)``.
 It runs on *physical* tensors (``args[i]`` carries its batch in dim ``bdims[i]``, or none)
 and may only call ember operators, so nested vmap levels and autograd compose.  An op's
-rule is its ``batch`` field; category rules cover the routine cases -- elementwise ops
-align batch dims in front and broadcast, dimension-taking ops move the batch to the front
-and shift their ``dim`` parameters -- and ops without a rule run in a loop over the batch,
-warning once.  The vmap mode itself (batched tensors, levels) lives in ``ember.func``.
+rule is its ``batch`` field, set where the op is declared: the category helpers fill it
+with the category rules here -- elementwise ops align batch dims in front and broadcast,
+dimension-taking ops move the batch to the front and shift their ``dim`` parameters --
+and rules shared by several ops live here too.  Ops without a rule run in a loop over the
+batch, warning once (an op marks that with ``unsupported={"batch": reason}``).  The vmap
+mode itself (batched tensors, levels) lives in ``ember.func``.
 """
 import threading
 import warnings
 
-from .._core.op import REGISTRY
+from .._core.op import REGISTRY, Category
 from .._core.tensor import Tensor
 
 __all__ = ["BATCH_RULES", "add_batch_rule", "rule_for", "current_mode", "running"]
@@ -104,10 +106,18 @@ def _leading_rule(op, args, bdims, params, batch_size):
     return _unbatched_empties(op(*phys, **params), batch_size)
 
 
+def _leading_padded_rule(op, args, bdims, params, batch_size):
+    """Like `_leading_rule`, with lower-rank operands padded so leading dims broadcast."""
+    phys = [_batched_front(a, b, batch_size) if isinstance(a, Tensor) else a
+            for a, b in zip(args, bdims)]
+    return _outs_bdims(op(*_front_padded(phys, [0 if isinstance(a, Tensor) else None
+                                                for a in phys]), **params))
+
+
 # ---- category rules -----------------------------------------------------------------------
 
 def _elementwise_rule(op, args, bdims, params, batch_size):
-    if op.category == "binary" and len(args) >= 2:
+    if op.category is Category.BINARY and len(args) >= 2:
         args = _weak_zero_dim_cast(args, bdims)
     return op(*_front_padded(args, bdims), **params), 0
 
@@ -187,32 +197,12 @@ def _view_shape_rule(op, args, bdims, params, batch_size):
     return op(x, **dict(params, shape=shape)), 0
 
 
-def _permute_rule(op, args, bdims, params, batch_size):
-    x = _move_to_front(args[0], bdims[0])
-    return op(x, dims=(0,) + tuple(d + 1 for d in params["dims"])), 0
-
-
-def _expand_rule(op, args, bdims, params, batch_size):
-    x = _move_to_front(args[0], bdims[0])
-    target = tuple(params["shape"])
-    lnd = x.dim() - 1
-    if lnd < len(target):
-        x = x.reshape((x.shape[0],) + (1,) * (len(target) - lnd) + tuple(x.shape[1:]))
-    return op(x, shape=(x.shape[0],) + target), 0
-
-
 _FULL_SLICE = (None, None, None)  # slice(None, None, None) in an index-view key
 
 
 def _index_view_rule(op, args, bdims, params, batch_size):
     x = _move_to_front(args[0], bdims[0])
     return op(x, **dict(params, key=(_FULL_SLICE,) + tuple(params["key"]))), 0
-
-
-def _index_view_backward_rule(op, args, bdims, params, batch_size):
-    g = _move_to_front(args[0], bdims[0])
-    return op(g, shape=(g.shape[0],) + tuple(params["shape"]),
-              key=(_FULL_SLICE,) + tuple(params["key"])), 0
 
 
 def _linear_rule(op, args, bdims, params, batch_size):
@@ -288,51 +278,15 @@ def _nll_grad_rule(op, args, bdims, params, batch_size):
     return r.reshape(tuple(x.shape)), 0
 
 
-def _matmul_rule(op, args, bdims, params, batch_size):
-    a, b = args
-    ba, bb = bdims
-    la, lb = _logical_ndim(a, ba), _logical_ndim(b, bb)
-    a = _move_to_front(a, ba)
-    b = _move_to_front(b, bb)
-    if la == 1 and lb == 1:
-        if ba is not None and bb is not None:
-            return (a * b).sum(-1), 0
-        return (op(a, b) if ba is not None else op(b, a)), 0
-    if lb == 1 and bb is not None:
-        # a batch of vectors on the right: make them matrices, multiply, drop the column
-        if ba is None:
-            r = op(a, b.unsqueeze(-1).unsqueeze(1) if la > 2 else b.unsqueeze(-1))
-            return r.squeeze(-1), 0 if la <= 2 else 0
-        a = a if la >= 2 else a.unsqueeze(1)
-        pad = (1,) * (la - 2) if la > 2 else ()
-        bm = b.reshape((b.shape[0],) + pad + (b.shape[1], 1))
-        return op(a, bm).squeeze(-1), 0
-    if la == 1 and ba is not None:
-        am = a.unsqueeze(1) if lb <= 2 else a.reshape((a.shape[0],) + (1,) * (lb - 2) +
-                                                        (1, a.shape[1]))
-        return op(am, b).squeeze(-2), 0
-    if ba is not None and bb is not None:
-        top = max(la, lb)
-        a = a.reshape((a.shape[0],) + (1,) * (top - la) + tuple(a.shape[1:]))
-        b = b.reshape((b.shape[0],) + (1,) * (top - lb) + tuple(b.shape[1:]))
-        return op(a, b), 0
-    if ba is not None:
-        if lb > la:
-            a = a.reshape((a.shape[0],) + (1,) * (lb - la) + tuple(a.shape[1:]))
-        return op(a, b), 0
-    # only b batched, a a matrix (or higher)
-    if la > lb:
-        b = b.reshape((b.shape[0],) + (1,) * (la - lb) + tuple(b.shape[1:]))
-    return op(a, b), 0
-
-
 def _fallback_rule(op, args, bdims, params, batch_size):
     key = op.name
     if key not in _WARNED:
         _WARNED.add(key)
+        reason = getattr(op, "unsupported", {}).get("batch")
+        why = f" ({reason})" if reason else ""
         warnings.warn(f"There is a performance drop because we have not yet implemented the "
-                      f"batching rule for ember.ops.{key}. vmap runs it in a Python loop over "
-                      f"the batch.", UserWarning, stacklevel=4)
+                      f"batching rule for ember.ops.{key}{why}. vmap runs it in a Python loop "
+                      f"over the batch.", UserWarning, stacklevel=4)
     results = []
     for i in range(batch_size):
         sl = [a.select(b, i) if isinstance(a, Tensor) and b is not None else a
@@ -352,39 +306,20 @@ def _stack_list(items, stack):
 def rule_for(op):
     if op.batch is not None:
         return op.batch
-    rule = BATCH_RULES.get(op.name)
-    if rule is not None:
-        return rule
-    # the category, not the shape rule's identity, says an op is elementwise
-    if op.category in ("unary", "binary", "activation"):
-        return _elementwise_rule
-    if op.category in ("reduction", "sorting"):
-        return _dims_rule
-    return _fallback_rule
+    return BATCH_RULES.get(op.name, _fallback_rule)
 
-
-# ---- rules for specific operators ---------------------------------------------------------
 
 BATCH_RULES.update({
-    "view": _view_shape_rule, "_reshape_copy": _view_shape_rule, "permute": _permute_rule,
-    "expand": _expand_rule, "matmul": _matmul_rule, "linear": _linear_rule,
-    "cross_entropy_loss": _nll_like_rule, "nll_loss": _nll_like_rule,
+    "linear": _linear_rule, "cross_entropy_loss": _nll_like_rule, "nll_loss": _nll_like_rule,
     "_cross_entropy_backward": _nll_grad_rule,
-    "select": _index_view_rule,
-    "slice": _index_view_rule, "_index_view": _index_view_rule,
-    "_index_view_backward": _index_view_backward_rule,
-    "softmax": _dims_rule, "log_softmax": _dims_rule, "cat": _dims_rule, "stack": _dims_rule,
-    "gather": _dims_rule, "scatter": _dims_rule, "scatter_add": _dims_rule,
-    "scatter_reduce": _dims_rule, "take_along_dim": _dims_rule, "flip": _dims_rule,
-    "cumsum": _dims_rule, "cumprod": _dims_rule, "logcumsumexp": _dims_rule,
-    "cummax": _dims_rule, "cummin": _dims_rule, "sum": _dims_rule, "mean": _dims_rule,
-    "_gather_along": _dims_rule, "_scatter_along": _dims_rule,
-    "clone": _elementwise_rule, "_to_copy": _elementwise_rule, "conj": _elementwise_rule,
-    "real": _elementwise_rule, "imag": _elementwise_rule, "where": _elementwise_rule,
-    "clamp": _elementwise_rule, "lerp": _elementwise_rule, "addcmul": _elementwise_rule,
-    "addcdiv": _elementwise_rule, "copy": _elementwise_rule, "_view_scatter": _fallback_rule,
 })
 
+
+# nn activations declared in ember/nn (their rule came from their category): by name until
+# they move under ember/ops with a batch field
+for _n in ("relu", "hardtanh", "leaky_relu", "elu", "gelu", "silu", "softplus", "mish",
+           "log_sigmoid", "hardsigmoid", "hardswish", "threshold", "softshrink", "hardshrink"):
+    BATCH_RULES[_n] = _elementwise_rule
 
 
 from . import _batching_index, _batching_linalg  # noqa: E402,F401  (register rules)

@@ -1,4 +1,5 @@
-"""Batching rules for shape, scan, sorting and indexing operators.
+"""Batching rules of the shape and indexing operators (ember/ops/shape.py, indexing.py),
+and those shared by several op files, which set them as their ops' ``batch`` fields.
 
 Rules run on physical tensors (batch dim ``bdims[i]``) and may only call ember
 operators, so nested vmap levels and autograd (recorded at the logical level)
@@ -8,7 +9,7 @@ import numpy as np
 
 from .._core.tensor import Tensor
 from ._batching import (BATCH_RULES, _batched_front, _dims_rule, _front_padded,
-                       _logical_ndim, _move_to_front, _op, _shift_dims, add_batch_rule)
+                       _logical_ndim, _move_to_front, _op, _shift_dims)
 
 
 def _dynamic_shape_error(op):
@@ -17,7 +18,6 @@ def _dynamic_shape_error(op):
                        f"outputs have data-dependent sizes.")
 
 
-@add_batch_rule("nonzero", "masked_select", "unique", "unique_consecutive", "bincount")
 def _dynamic_rule(op, args, bdims, params, batch_size):
     _dynamic_shape_error(op)
 
@@ -33,7 +33,6 @@ def _vec_idx(idx, n):
 
 # ---- reductions over everything / scans -------------------------------------------------------
 
-@add_batch_rule("argmax", "argmin")
 def _arg_rule(op, args, bdims, params, batch_size):
     x = _move_to_front(args[0], bdims[0])
     if params.get("dim") is not None:
@@ -44,15 +43,6 @@ def _arg_rule(op, args, bdims, params, batch_size):
     return r, 0
 
 
-@add_batch_rule("median")
-def _median_rule(op, args, bdims, params, batch_size):
-    x = _move_to_front(args[0], bdims[0]).reshape(batch_size, -1)
-    if x.shape[1] == 0:
-        return op(x[:, :0].reshape(batch_size, 0)[0], **params).expand(batch_size), 0
-    return _op("median_dim")(x, dim=1, keepdim=False, **params)[0], 0
-
-
-@add_batch_rule("roll")
 def _roll_rule(op, args, bdims, params, batch_size):
     x = _move_to_front(args[0], bdims[0])
     if not params["dims"]:  # the flattened tensor
@@ -61,7 +51,6 @@ def _roll_rule(op, args, bdims, params, batch_size):
     return op(x, shifts=params["shifts"], dims=tuple(d + 1 for d in params["dims"])), 0
 
 
-@add_batch_rule("repeat")
 def _repeat_rule(op, args, bdims, params, batch_size):
     x = _move_to_front(args[0], bdims[0])
     sizes = tuple(params["sizes"])
@@ -70,7 +59,6 @@ def _repeat_rule(op, args, bdims, params, batch_size):
     return op(x, sizes=(1,) + sizes), 0
 
 
-@add_batch_rule("repeat_interleave")
 def _repeat_interleave_rule(op, args, bdims, params, batch_size):
     if len(bdims) > 1 and bdims[1] is not None:
         _dynamic_shape_error(op)
@@ -80,12 +68,10 @@ def _repeat_interleave_rule(op, args, bdims, params, batch_size):
     return op(x, *args[1:], **dict(params, dim=params["dim"] + 1)), 0
 
 
-@add_batch_rule("tril", "triu")
 def _tri_rule(op, args, bdims, params, batch_size):
     return op(_move_to_front(args[0], bdims[0]), *args[1:], **params), 0
 
 
-@add_batch_rule("_diagonal_backward", "_unfold_backward", "pad_backward")
 def _backward_with_shape_rule(op, args, bdims, params, batch_size):
     g = _move_to_front(args[0], bdims[0])
     key = "in_shape" if "in_shape" in params else "shape"
@@ -94,33 +80,12 @@ def _backward_with_shape_rule(op, args, bdims, params, batch_size):
     return op(g, *args[1:], **new), 0
 
 
-@add_batch_rule("as_strided")
-def _as_strided_rule(op, args, bdims, params, batch_size):
-    x = _move_to_front(args[0], bdims[0]).contiguous()
-    n = int(np.prod(x.shape[1:]))
-    # the batched input is made contiguous, so any input-stride parameter is dropped (None
-    # means contiguous); the other params pass through unchanged
-    rest = {k: v for k, v in params.items() if k not in ("size", "stride", "in_stride")}
-    return op(x, size=(batch_size,) + tuple(params["size"]),
-              stride=(n,) + tuple(params["stride"]), **rest), 0
-
-
-@add_batch_rule("view_as_real", "view_as_complex")
-def _view_complex_rule(op, args, bdims, params, batch_size):
-    x = _move_to_front(args[0], bdims[0])
-    if op.name == "view_as_complex" and x.dim() > 1 and x.stride(-1) != 1:
-        x = x.contiguous()
-    return op(x, **params), 0
-
-
-@add_batch_rule("stack")
 def _stack_rule(op, args, bdims, params, batch_size):
     phys = [_batched_front(a, b, batch_size) for a, b in zip(args, bdims)]
     d = params["dim"]
     return op(*phys, dim=d + 1 if d >= 0 else d), 0
 
 
-@add_batch_rule("cat")
 def _cat_rule(op, args, bdims, params, batch_size):
     keep = [i for i, a in enumerate(args) if tuple(a.shape[:bdims[i]] if bdims[i] is not None
                                                     else a.shape) + tuple(
@@ -133,61 +98,6 @@ def _cat_rule(op, args, bdims, params, batch_size):
     return op(*phys, dim=d + 1 if d >= 0 else d, sizes=sizes), 0
 
 
-@add_batch_rule("histc")
-def _histc_rule(op, args, bdims, params, batch_size):
-    x = _move_to_front(args[0], bdims[0])
-    if not x.is_floating_point() or x.numel() == 0:
-        return _loop_free_empty_histc(op, x, params, batch_size)
-    bins, lo, hi = params["bins"], params["min"], params["max"]
-    w = x.reshape(batch_size, -1)
-    if w.dtype.itemsize < 4:
-        w = w.float()
-    if lo == hi:
-        fin = w.isfinite()
-        inf = float("inf")
-        lo_t = w.masked_fill(~fin, inf).amin(1, keepdim=True)
-        hi_t = w.masked_fill(~fin, -inf).amax(1, keepdim=True)
-        same = lo_t == hi_t
-        lo_t, hi_t = lo_t - same.to(w.dtype), hi_t + same.to(w.dtype)
-    else:
-        lo_t = w.new_full((batch_size, 1), lo)
-        hi_t = w.new_full((batch_size, 1), hi)
-    keep = (w >= lo_t) & (w <= hi_t)
-    pos = ((w - lo_t) / (hi_t - lo_t) * bins).nan_to_num(0.0).clamp(0, bins - 1).long()
-    counts = w.new_zeros((batch_size, bins)).scatter_add(1, pos, keep.to(w.dtype))
-    return counts.to(x.dtype), 0
-
-
-def _loop_free_empty_histc(op, x, params, batch_size):
-    one = op(x.reshape(batch_size, -1)[0], **params)  # raises the kernel's own dtype errors
-    return one.unsqueeze(0).expand(batch_size, *one.shape).contiguous(), 0
-
-
-@add_batch_rule("searchsorted")
-def _searchsorted_rule(op, args, bdims, params, batch_size):
-    seq, values = args[0], args[1]
-    sorter = args[2] if len(args) > 2 else None
-    bs, bv = bdims[0], bdims[1]
-    bo = bdims[2] if len(bdims) > 2 else None
-    if bs is None and bo is None and _logical_ndim(seq, bs) == 1:
-        return op(seq, _move_to_front(values, bv), *args[2:], **params), 0
-    seq = _batched_front(seq, bs, batch_size)
-    if sorter is not None:
-        sorter = _batched_front(sorter, bo, batch_size)
-    scalar = not isinstance(values, Tensor)
-    if scalar:
-        values = seq.new_full((batch_size, 1), values)
-    else:
-        values = _batched_front(values, bv, batch_size)
-    vshape = tuple(values.shape)
-    if seq.dim() == 2:  # one sorted row per example: values flattened to (B, n)
-        values = values.reshape(batch_size, -1)
-    r = op(seq, values, sorter, *args[3:], **params)
-    if scalar:
-        return r.reshape(batch_size), 0
-    return r.reshape(vshape), 0
-
-
 # ---- gather / scatter family -----------------------------------------------------------------
 
 def _along(idx, d, shape):
@@ -198,7 +108,6 @@ def _along(idx, d, shape):
     return idx.expand(*((idx.shape[0],) + tuple(shape[:d]) + (k,) + tuple(shape[d + 1:])))
 
 
-@add_batch_rule("index_select")
 def _index_select_rule(op, args, bdims, params, batch_size):
     x, idx = args
     bx, bi = bdims
@@ -213,7 +122,6 @@ def _index_select_rule(op, args, bdims, params, batch_size):
     return _op("gather")(xb, _along(i, d, tuple(xb.shape[1:])), dim=d + 1), 0
 
 
-@add_batch_rule("index_add", "index_copy", "index_fill")
 def _index_write_rule(op, args, bdims, params, batch_size):
     x, idx, src = args[0], args[1], args[2]
     bx, bi, bs = bdims[0], bdims[1], bdims[2]
@@ -244,7 +152,6 @@ def _index_write_rule(op, args, bdims, params, batch_size):
     return (r.squeeze(1) if n == 0 else r), 0
 
 
-@add_batch_rule("masked_fill")
 def _masked_fill_rule(op, args, bdims, params, batch_size):
     x, rest = _batched_front(args[0], bdims[0], batch_size), args[1:]
     n = x.dim() - 1
@@ -252,7 +159,6 @@ def _masked_fill_rule(op, args, bdims, params, batch_size):
     return op(*padded, **params), 0
 
 
-@add_batch_rule("masked_scatter")
 def _masked_scatter_rule(op, args, bdims, params, batch_size):
     x = _batched_front(args[0], bdims[0], batch_size)
     n = x.dim() - 1
@@ -268,7 +174,6 @@ def _masked_scatter_rule(op, args, bdims, params, batch_size):
     return _op("where")(mf, picked, x.reshape(batch_size, -1)).reshape(tuple(x.shape)), 0
 
 
-@add_batch_rule("take")
 def _take_rule(op, args, bdims, params, batch_size):
     x = _batched_front(args[0], bdims[0], batch_size).reshape(batch_size, -1)
     idx = _batched_front(args[1], bdims[1], batch_size)
@@ -279,7 +184,6 @@ def _take_rule(op, args, bdims, params, batch_size):
     return x.gather(1, i).reshape(shape), 0
 
 
-@add_batch_rule("put")
 def _put_rule(op, args, bdims, params, batch_size):
     x = _batched_front(args[0], bdims[0], batch_size)
     xf = x.reshape(batch_size, -1)
@@ -332,7 +236,6 @@ def _batched_key(x, indices, bidx, batch_size, op):
     return key, rshape, pos, moved
 
 
-@add_batch_rule("index")
 def _index_rule(op, args, bdims, params, batch_size):
     x = _batched_front(args[0], bdims[0], batch_size)
     key, rshape, pos, moved = _batched_key(x, args[1:], bdims[1:], batch_size, op)
@@ -358,7 +261,6 @@ def _masked_put(op, x, values, bv, mask, bm, params, batch_size):
     return _op("where")(m, v, x), 0
 
 
-@add_batch_rule("index_put")
 def _index_put_rule(op, args, bdims, params, batch_size):
     x = _batched_front(args[0], bdims[0], batch_size)
     values, bv = args[1], bdims[1]
@@ -388,33 +290,5 @@ def _index_put_rule(op, args, bdims, params, batch_size):
     return op(x, values, *key, **params), 0
 
 
-BATCH_RULES.update({
-    "diagonal": _dims_rule, "unfold": _dims_rule, "kthvalue": _dims_rule, "topk": _dims_rule,
-    "sort": _dims_rule, "mode": _dims_rule, "median_dim": _dims_rule, "max_dim": _dims_rule,
-    "min_dim": _dims_rule, "_normalize": _dims_rule,
-})
-
-
-
-@add_batch_rule("_scatter_along")
-def _scatter_along_rule(op, args, bdims, params, batch_size):
-    src = _batched_front(args[0], bdims[0], batch_size)
-    idx = _batched_front(args[1], bdims[1], batch_size)
-    d = params["dim"]
-    return op(src, idx, **dict(params, dim=d + 1 if d >= 0 else d,
-                               shape=(batch_size,) + tuple(params["shape"]))), 0
-
-
-@add_batch_rule("_view_scatter")
-def _view_scatter_rule(op, args, bdims, params, batch_size):
-    """``base`` with the region its view chain selects replaced by ``src``: replay the chain
-    through the views' batching rules on a batched copy and write ``src`` into it."""
-    from ._batching import rule_for as _rule_for
-    out = _batched_front(args[0], bdims[0], batch_size).clone()
-    view = out
-    for vop, vparams in params["chain"]:
-        view, vb = _rule_for(vop)(vop, [view], [0], vparams, batch_size)
-        view = _move_to_front(view, vb)
-    src = _front_padded([view, args[1]], [0, bdims[1]], pad_to=view.dim() - 1)[1]
-    view.copy_(src)
-    return out, 0
+# nn ops declared in ember/nn: by name until they move under ember/ops with a batch field
+BATCH_RULES.update({"pad_backward": _backward_with_shape_rule, "_normalize": _dims_rule})

@@ -21,6 +21,8 @@ from ._helpers import _own_override
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, cj,
                        handle_override, promote_np, write_out, jvp_sum)
+from ._batching import _leading_padded_rule
+from ._batching_blas import _addmm_rule, _cross_rule, _einsum_rule, _matmul_rule
 from .creation import eye
 from .pointwise import where
 from .views import _expand_shape
@@ -202,7 +204,7 @@ def _matmul_jvp(out, ts, a, b):
 
 
 MATMUL = Op("matmul", _matmul_kernel, _matmul_vjp, shape=_matmul_shape, category="blas",
-            jvp=_matmul_jvp)
+            jvp=_matmul_jvp, batch=_matmul_rule)
 
 
 @overridable
@@ -466,7 +468,7 @@ def _addmm_shape(inp, m1, m2, kind, beta=1, alpha=1):
 
 
 ADDMM = Op("addmm", _addmm_kernel, _addmm_vjp, save_inputs=(1, 2), category="blas",
-           shape=_addmm_shape)
+           shape=_addmm_shape, batch=_addmm_rule)
 _ADD_NAMES = {"addmm": "mm", "addmv": "mv", "addr": "r", "baddbmm": "bmm", "addbmm": "addbmm"}
 
 
@@ -687,7 +689,8 @@ def _einsum_shape(*ops, equation):
     return tuple(sizes[c] for c in out), _dt.int64 if private and dt.category < 2 else dt
 
 
-EINSUM = Op("einsum", _einsum_kernel, _einsum_vjp, category="blas", shape=_einsum_shape)
+EINSUM = Op("einsum", _einsum_kernel, _einsum_vjp, category="blas", shape=_einsum_shape,
+            batch=_einsum_rule)
 
 
 def _sublist(sub):
@@ -797,7 +800,7 @@ def _cross_kernel(xp, a, b, dim):
 CROSS = Op("cross", _cross_kernel,
            lambda ctx, g, a, b, dim: (cross(cj(b), g, dim=dim), cross(g, cj(a), dim=dim)),
            category="blas", shape=lambda a, b, dim: (_meta.broadcast_shapes(a.shape, b.shape),
-                                                     a.dtype))
+                                                     a.dtype), batch=_cross_rule)
 
 
 @overridable
@@ -882,7 +885,7 @@ def _cdist_shape(x1, x2, p, mm):
 
 
 CDIST = Op("cdist", _cdist_kernel, _cdist_vjp, save_output=True, category="blas",
-           shape=_cdist_shape)
+           shape=_cdist_shape, batch=_leading_padded_rule)
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
@@ -910,3 +913,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     mm = p == 2 and (mode == _CDIST_MODES[1] or (
         mode == _CDIST_MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
     return apply(CDIST, (x1, x2), {"p": float(p), "mm": bool(mm)})
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "addmm", "einsum", "cross", "cdist")

@@ -8,6 +8,7 @@ import numpy as np
 from .._core.dispatch import overridable
 from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np, type_name,
                        write_out)
+from ._batching import _elementwise_rule
 from .pointwise import where
 from .._core import meta as _meta
 
@@ -42,7 +43,7 @@ def _complex_shape(re, im):
 
 
 COMPLEX = Op("complex", broadcast_guard(_complex_kernel), _complex_vjp, shape=_complex_shape,
-             save_inputs=False, category="binary")
+             save_inputs=False, category="binary", batch=_elementwise_rule)
 
 
 def _tensors(name, **args):
@@ -94,7 +95,8 @@ def _angle_shape(x):
     return x.shape, _meta.float_dtype(x.dtype.to_real())
 
 
-ANGLE = Op("angle", _angle_kernel, _angle_vjp, shape=_angle_shape, category="unary")
+ANGLE = Op("angle", _angle_kernel, _angle_vjp, shape=_angle_shape, category="unary",
+           batch=_elementwise_rule)
 
 
 @overridable
@@ -105,3 +107,9 @@ def angle(input, *, out=None):
 
 
 Tensor.angle = lambda self: apply(ANGLE, (self,), _E)
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "complex", "angle")

@@ -10,6 +10,7 @@ from .._core.dispatch import overridable
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.device import CPU, backend_for_array, device as _device, get_backend
+from ._batching import _batched_front, _elementwise_rule, _front_padded, _move_to_front, rule_for
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, shape_same)
 
 
@@ -25,7 +26,7 @@ def _clone_kernel(xp, x, memory_format=None):
 
 
 CLONE = Op("clone", _clone_kernel, lambda ctx, g, x, **kw: g, shape=shape_same,
-           save_inputs=False, jvp=_identity_jvp)
+           save_inputs=False, jvp=_identity_jvp, batch=_elementwise_rule)
 
 
 @overridable
@@ -64,7 +65,7 @@ def _cast_vjp(ctx, g, x, dtype):
 
 
 CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False, jvp=_identity_jvp,
-          shape=lambda x, dtype: (x.shape, _meta.as_dtype(dtype)))
+          shape=lambda x, dtype: (x.shape, _meta.as_dtype(dtype)), batch=_elementwise_rule)
 
 
 def _to_dtype(t, dtype, copy=False):
@@ -112,7 +113,7 @@ def _to_device_kernel(xp, x, backend):
 
 
 TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False,
-               shape=_meta.same)
+               shape=_meta.same, batch=_elementwise_rule)
 
 
 def _to_device(t, d):
@@ -174,7 +175,7 @@ def _copy_vjp(ctx, g, dst, src, non_blocking=False):
 
 
 COPY = Op("copy", _copy_kernel, _copy_vjp, save_inputs=False, shape=lambda d, s, **k:
-          (d.shape, d.dtype))
+          (d.shape, d.dtype), batch=_elementwise_rule)
 
 
 def _copy_(self, src, non_blocking=False):
@@ -198,7 +199,8 @@ def _conj_kernel(xp, x):
     return xp.conj(x) if x.dtype.kind == "c" else x
 
 
-CONJ = Op("conj", _conj_kernel, lambda ctx, g, x: g.conj(), save_inputs=False, shape=shape_same)
+CONJ = Op("conj", _conj_kernel, lambda ctx, g, x: g.conj(), save_inputs=False, shape=shape_same,
+          batch=_elementwise_rule)
 
 
 @overridable
@@ -259,8 +261,10 @@ def _imag_vjp(ctx, g, x):
     return g * 1j
 
 
-REAL = Op("real", _real_kernel, _real_vjp, save_inputs=False, view=True, shape=_meta.unary_real)
-IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True, shape=_meta.unary_real)
+REAL = Op("real", _real_kernel, _real_vjp, save_inputs=False, view=True, shape=_meta.unary_real,
+          batch=_elementwise_rule)
+IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True, shape=_meta.unary_real,
+          batch=_elementwise_rule)
 
 
 @overridable
@@ -311,6 +315,25 @@ def _replay_t(t, chain):
     return t
 
 
-VIEW_SCATTER = Op("_view_scatter", _view_scatter_kernel, _view_scatter_vjp, save_inputs=False,
-                  shape=lambda base, src, chain: (base.shape, base.dtype))
+def _view_scatter_rule(op, args, bdims, params, batch_size):
+    """``base`` with the region its view chain selects replaced by ``src``: replay the chain
+    through the views' batching rules on a batched copy and write ``src`` into it."""
+    out = _batched_front(args[0], bdims[0], batch_size).clone()
+    view = out
+    for vop, vparams in params["chain"]:
+        view, vb = rule_for(vop)(vop, [view], [0], vparams, batch_size)
+        view = _move_to_front(view, vb)
+    src = _front_padded([view, args[1]], [0, bdims[1]], pad_to=view.dim() - 1)[1]
+    view.copy_(src)
+    return out, 0
 
+
+VIEW_SCATTER = Op("_view_scatter", _view_scatter_kernel, _view_scatter_vjp, save_inputs=False,
+                  shape=lambda base, src, chain: (base.shape, base.dtype), batch=_view_scatter_rule)
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "_to_device", "copy", "conj", "real", "imag",
+                 "_view_scatter")

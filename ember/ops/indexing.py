@@ -17,6 +17,10 @@ from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
                        write_out, wrap)
+from ._batching import _dims_rule
+from ._batching_index import (_dynamic_rule, _index_put_rule, _index_rule, _index_select_rule,
+                              _index_write_rule, _masked_fill_rule, _masked_scatter_rule,
+                              _put_rule, _take_rule)
 from ._scalar_check import check_scalar_fits
 from .views import _FULL, INDEX_VIEW, INDEX_VIEW_BACKWARD, SELECT, SLICE
 
@@ -255,7 +259,8 @@ def _index_shape(x, *indices):
     return b + tuple(s for i, s in enumerate(x.shape) if i not in pos), x.dtype
 
 
-INDEX = Op("index", _index_kernel, _index_vjp, save_inputs=_SAVE_FROM_1, shape=_index_shape)
+INDEX = Op("index", _index_kernel, _index_vjp, save_inputs=_SAVE_FROM_1, shape=_index_shape,
+           batch=_index_rule)
 
 
 def _index_put_kernel(xp, x, values, *indices, accumulate):
@@ -287,7 +292,8 @@ def _index_put_vjp(ctx, g, x, values, *indices, accumulate):
 
 
 INDEX_PUT = Op("index_put", _index_put_kernel, _index_put_vjp, save_inputs=_SAVE_FROM_2,
-               shape=lambda x, values, *indices, accumulate: (x.shape, x.dtype))
+               shape=lambda x, values, *indices, accumulate: (x.shape, x.dtype),
+               batch=_index_put_rule)
 
 
 def _arr(a):
@@ -447,7 +453,7 @@ def _gather_vjp(ctx, g, x, idx, dim):
 
 
 GATHER = Op("gather", _gather_kernel, _gather_vjp, save_inputs=(1,),
-            shape=lambda x, idx, dim: (idx.shape, x.dtype))
+            shape=lambda x, idx, dim: (idx.shape, x.dtype), batch=_dims_rule)
 
 
 def _check_index(name, x, idx, dim, src=None, src_name="self"):
@@ -543,11 +549,11 @@ def _scatter_vjp(ctx, g, x, idx, src, dim, reduce=None):
 
 
 SCATTER = Op("scatter", _scatter_kernel, _scatter_vjp, save_inputs=(1,),
-             shape=lambda x, *a, **k: (x.shape, x.dtype))
+             shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_dims_rule)
 SCATTER_ADD = Op("scatter_add", lambda xp, x, idx, src, dim: _scatter_kernel(xp, x, idx, src, dim,
                                                                              "add"),
                  lambda ctx, g, x, idx, src, dim: (g, None, _src_grad(ctx, g, idx, dim)),
-                 save_inputs=(1,), shape=lambda x, *a, **k: (x.shape, x.dtype))
+                 save_inputs=(1,), shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_dims_rule)
 
 
 def _scatter_args(name, input, dim, index, src, value, reduce=None):
@@ -694,7 +700,7 @@ def _prod_grads(g, out, x, idx, src, dim, include_self, need):
 
 SCATTER_REDUCE = Op("scatter_reduce", _scatter_reduce_kernel, _scatter_reduce_vjp,
                     save_inputs=True, save_output=True,
-                    shape=lambda x, *a, **k: (x.shape, x.dtype))
+                    shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_dims_rule)
 
 
 def _scatter_reduce_args(input, dim, index, src, reduce):
@@ -764,7 +770,7 @@ def _index_select_shape(x, idx, dim):
 
 
 INDEX_SELECT = Op("index_select", _index_select_kernel, _index_select_vjp, save_inputs=(1,),
-                  shape=_index_select_shape)
+                  shape=_index_select_shape, batch=_index_select_rule)
 
 
 @overridable
@@ -824,11 +830,11 @@ def _index_fill_vjp(ctx, g, x, idx, value, dim):
 
 
 INDEX_ADD = Op("index_add", _index_write_kernel("add"), _index_add_vjp, save_inputs=(1,),
-               shape=lambda x, *a, **k: (x.shape, x.dtype))
+               shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_index_write_rule)
 INDEX_COPY = Op("index_copy", _index_write_kernel("copy"), _index_copy_vjp, save_inputs=(1,),
-                shape=lambda x, *a, **k: (x.shape, x.dtype))
+                shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_index_write_rule)
 INDEX_FILL = Op("index_fill", _index_write_kernel("fill"), _index_fill_vjp, save_inputs=(1,),
-                shape=lambda x, *a, **k: (x.shape, x.dtype))
+                shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_index_write_rule)
 
 
 def _index_src_check(name, x, d, index, src):
@@ -980,7 +986,7 @@ def _masked_shape(x, mask, value):
 
 
 MASKED_FILL = Op("masked_fill", _masked_fill_kernel, _masked_fill_vjp, save_inputs=(1,),
-                 shape=_masked_shape)
+                 shape=_masked_shape, batch=_masked_fill_rule)
 
 
 @overridable
@@ -1026,7 +1032,8 @@ def _masked_scatter_vjp(ctx, g, x, mask, src):
 
 MASKED_SCATTER = Op("masked_scatter", _masked_scatter_kernel, _masked_scatter_vjp,
                     save_inputs=(1,), shape=lambda x, mask, src: (
-                        _meta.broadcast_shapes(x.shape, mask.shape), x.dtype))
+                        _meta.broadcast_shapes(x.shape, mask.shape), x.dtype),
+                    batch=_masked_scatter_rule)
 
 
 @overridable
@@ -1064,7 +1071,7 @@ def _data_dependent(*args, **params):
 
 
 MASKED_SELECT = Op("masked_select", _masked_select_kernel, _masked_select_vjp, save_inputs=(1,),
-                   shape=_data_dependent)
+                   shape=_data_dependent, batch=_dynamic_rule)
 
 
 @overridable
@@ -1085,7 +1092,7 @@ Tensor.masked_select = masked_select
 
 # ---- nonzero / argwhere -----------------------------------------------------------------------
 NONZERO = Op("nonzero", lambda xp, x: np.argwhere(x).astype(np.int64, copy=False), None,
-             differentiable=False, shape=_data_dependent)
+             differentiable=False, shape=_data_dependent, batch=_dynamic_rule)
 
 
 @overridable
@@ -1131,7 +1138,7 @@ def _take_vjp(ctx, g, x, idx):
 
 
 TAKE = Op("take", _take_kernel, _take_vjp, save_inputs=(1,),
-          shape=lambda x, idx: (idx.shape, x.dtype))
+          shape=lambda x, idx: (idx.shape, x.dtype), batch=_take_rule)
 
 
 def _put_kernel(xp, x, idx, src, accumulate=False):
@@ -1159,7 +1166,7 @@ def _put_vjp(ctx, g, x, idx, src, accumulate=False):
 
 
 PUT = Op("put", _put_kernel, _put_vjp, save_inputs=(1,),
-         shape=lambda x, *a, **k: (x.shape, x.dtype))
+         shape=lambda x, *a, **k: (x.shape, x.dtype), batch=_put_rule)
 
 
 @overridable
@@ -1227,3 +1234,11 @@ Tensor.take = take
 Tensor.put = put
 Tensor.put_ = _put_
 Tensor.take_along_dim = take_along_dim
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "index", "index_put", "gather", "scatter", "scatter_add",
+                 "scatter_reduce", "index_select", "index_add", "index_copy", "index_fill",
+                 "masked_fill", "masked_scatter", "masked_select", "take", "put")

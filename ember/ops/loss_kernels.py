@@ -5,6 +5,7 @@ closed form ``(x - y) / max(x (1 - x), 1e-12)``: finite (about +-1e12) where the
 is exactly 0 or 1, where differentiating the clamped composite would give 0 * inf = nan.
 """
 from .._core.op import Op
+from ._batching import _elementwise_rule
 from ._helpers import shape_broadcast
 
 __all__ = []
@@ -27,4 +28,4 @@ def _bce_vjp(ctx, g, x, y):
 
 
 BINARY_CROSS_ENTROPY = Op("binary_cross_entropy", _bce_kernel, _bce_vjp, shape=shape_broadcast,
-                          category="binary")
+                          category="binary", batch=_elementwise_rule)

@@ -18,6 +18,7 @@ from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_impl
                        type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
 from .._core import meta as _meta
+from ._batching import _elementwise_rule
 from .._core import scalar_functions as _sf
 from ._helpers import table_vjp
 
@@ -55,7 +56,7 @@ def _unary(name, fn=None, vjp=None, *, floating=None, save_inputs=None, save_out
     op = Op(name, kernel, vjp, shape=_meta.unary_float if floating else shape_same,
             save_inputs=save_inputs,
             save_output=save_output, category="unary",
-            jvp=jvp_elementwise(vjp) if vjp else None)
+            jvp=jvp_elementwise(vjp) if vjp else None, batch=_elementwise_rule)
     _export(name, def_unary(name, op, inplace=inplace))
     return op
 
@@ -148,7 +149,8 @@ def _sgn_vjp(ctx, g, x):
     return where(a == 0, 0, r)
 
 
-SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True, category="unary")
+SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True, category="unary",
+         batch=_elementwise_rule)
 _export("sgn", def_unary("sgn", SGN))
 
 # kernel, dtype rule, derivative and saved values all come from the scalar-function table
@@ -209,7 +211,7 @@ def _logit_vjp(ctx, g, x, eps=None):
 
 
 LOGIT = Op("logit", gated(_logit_kernel, "logit_cpu", "c"), _logit_vjp, shape=_meta.unary_float,
-           category="unary")
+           category="unary", batch=_elementwise_rule)
 
 
 @overridable
@@ -237,7 +239,8 @@ def _polygamma_kernel(xp, x, n):
 
 POLYGAMMA = Op("polygamma", gated(lambda xp, x, n: unary_float(
     lambda xp, x: _polygamma_kernel(xp, x, n))(xp, x), "polygamma", "c"),
-    lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=_meta.unary_float, category="unary")
+    lambda ctx, g, x, n: g * polygamma(n + 1, x), shape=_meta.unary_float, category="unary",
+               batch=_elementwise_rule)
 
 
 @overridable
@@ -290,7 +293,7 @@ _round_same = unary_same(_sf.get("round").numpy)
 
 
 ROUND = Op("round", _round_kernel, lambda ctx, g, x, decimals=0: g * 0, shape=shape_same,
-           save_inputs=False, category="unary")
+           save_inputs=False, category="unary", batch=_elementwise_rule)
 
 
 @overridable
@@ -318,7 +321,8 @@ def _nan_to_num_kernel(xp, x, nan=0.0, posinf=None, neginf=None):
 
 
 NAN_TO_NUM = Op("nan_to_num", _nan_to_num_kernel,
-                lambda ctx, g, x, **kw: g * x.isfinite(), shape=shape_same, category="unary")
+                lambda ctx, g, x, **kw: g * x.isfinite(), shape=shape_same, category="unary",
+                batch=_elementwise_rule)
 
 
 @overridable
@@ -337,7 +341,7 @@ Tensor.nan_to_num_ = lambda self, nan=0.0, posinf=None, neginf=None: apply_inpla
 # ---- predicates (bool results, no gradient) ---------------------------------------------
 def _pred(name, fn):
     op = Op(name, fn, None, shape=_meta.predicate, differentiable=False,
-            save_inputs=False)
+            save_inputs=False, batch=_elementwise_rule)
     _export(name, def_unary(name, op, inplace=False))
     return op
 
@@ -379,7 +383,8 @@ for _n in ("isposinf", "isneginf", "signbit"):
     __all__.remove(_n)
     _bool_out(_n)
 LOGICAL_NOT = Op("logical_not", lambda xp, x: xp.logical_not(x), None, shape=_meta.predicate,
-                 differentiable=False, save_inputs=False, category="unary")
+                 differentiable=False, save_inputs=False, category="unary",
+                 batch=_elementwise_rule)
 _export("logical_not", def_unary("logical_not", LOGICAL_NOT))
 
 
@@ -393,7 +398,8 @@ _torch_type_name = type_name
 
 
 BITWISE_NOT = Op("bitwise_not", _bitwise_not_kernel, None, shape=shape_same,
-                 differentiable=False, save_inputs=False, category="unary")
+                 differentiable=False, save_inputs=False, category="unary",
+                 batch=_elementwise_rule)
 _export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT))
 
 
@@ -426,7 +432,7 @@ def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=Fa
     op = Op(name, kernel, vjp, shape={"promote": shape_broadcast, "float": _meta.broadcast_float,
                                       "bool": _meta.broadcast_bool}[kind],
             save_inputs=save_inputs, save_output=save_output, category="binary",
-            differentiable=kind != "bool" and vjp is not False)
+            differentiable=kind != "bool" and vjp is not False, batch=_elementwise_rule)
     if vjp is False:
         op.vjp = None
     if public:
@@ -493,10 +499,10 @@ def _scaled(t, alpha):
 
 ADD = Op("add", _alpha_kernel(_add_np), lambda ctx, g, a, b, alpha=1: (g, g * cj(alpha)),
          jvp=lambda out, ts, a, b, alpha=1: jvp_sum(ts[0], _scaled(ts[1], alpha)),
-         shape=shape_broadcast, save_inputs=False, category="binary")
+         shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
 SUB = Op("sub", _alpha_kernel(_sub_np, _sub_check), lambda ctx, g, a, b, alpha=1: (g, -g * cj(alpha)),
          jvp=lambda out, ts, a, b, alpha=1: jvp_sum(ts[0], _scaled(ts[1], -alpha)),
-         shape=shape_broadcast, save_inputs=False, category="binary")
+         shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
 _def_magic(ADD, "add", True)
 _def_magic(SUB, "sub", True)
 
@@ -818,7 +824,7 @@ def _where_jvp(out, ts, cond, a, b):
 
 
 WHERE = Op("where", broadcast_guard(_where_kernel), _where_vjp, shape=_where_shape,
-           save_inputs=(0,), jvp=_where_jvp)
+           save_inputs=(0,), jvp=_where_jvp, batch=_elementwise_rule)
 
 
 @overridable
@@ -885,7 +891,7 @@ def _clamp_jvp(out, ts, x, lo, hi):
 
 
 CLAMP = Op("clamp", broadcast_guard(_clamp_kernel), _clamp_vjp, shape=shape_broadcast,
-           jvp=_clamp_jvp)
+           jvp=_clamp_jvp, batch=_elementwise_rule)
 
 
 @overridable
@@ -938,7 +944,8 @@ _lerp_vjp = table_vjp(_sf.get("lerp"))
 
 
 LERP = Op("lerp", gated(nary_kernel(_sf.get("lerp").numpy, 3),
-                       "lerp_kernel_tensor", "bi", n=2), _lerp_vjp, shape=shape_broadcast)
+                       "lerp_kernel_tensor", "bi", n=2), _lerp_vjp, shape=shape_broadcast,
+          batch=_elementwise_rule)
 
 
 @overridable
@@ -982,8 +989,9 @@ def _addcdiv_vjp(ctx, g, x, t1, t2, value=1):
 
 
 ADDCMUL = Op("addcmul", gated(nary_kernel(_addcmul_kernel, 3), "addcmul_cpu_out", "b", n=3),
-             _addcmul_vjp, shape=shape_broadcast)
-ADDCDIV = Op("addcdiv", nary_kernel(_addcdiv_kernel, 3), _addcdiv_vjp, shape=shape_broadcast)
+             _addcmul_vjp, shape=shape_broadcast, batch=_elementwise_rule)
+ADDCDIV = Op("addcdiv", nary_kernel(_addcdiv_kernel, 3), _addcdiv_vjp, shape=shape_broadcast,
+             batch=_elementwise_rule)
 
 
 @overridable
@@ -1022,7 +1030,7 @@ def _isclose_kernel(xp, a, b, rtol, atol, equal_nan):
 
 ISCLOSE = Op("isclose", _isclose_kernel, None, differentiable=False, save_inputs=False,
              category="binary",
-             shape=_meta.broadcast_bool)
+             shape=_meta.broadcast_bool, batch=_elementwise_rule)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -1058,3 +1066,10 @@ Tensor.isclose = isclose
 Tensor.allclose = allclose
 Tensor.equal = equal
 
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "sgn", "logit", "polygamma", "round", "nan_to_num",
+                 "floor_divide", "trunc_divide", "remainder", "fmod", "maximum", "minimum", "fmax",
+                 "fmin", "hypot", "atan2", "copysign", "xlogy", "lerp", "addcmul", "addcdiv")

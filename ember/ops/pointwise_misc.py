@@ -6,6 +6,7 @@ the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torc
 """
 
 from .._core import meta as _meta
+from ._batching import _elementwise_rule
 from ._helpers import (Op, Tensor, binary_kernel, def_binary, def_unary, gated, overridable,
                        shape_broadcast, table_vjp, unary_float, write_out)
 from .._core import scalar_functions as _sf
@@ -51,9 +52,11 @@ _logaddexp2_np = _sf.get("logaddexp2").numpy
 
 
 LOGADDEXP = Op("logaddexp", gated(binary_kernel(_logaddexp_np), "logaddexp_cpu", "bi", n=2),
-               _logaddexp_vjp, shape=shape_broadcast, save_output=True, category="binary")
+               _logaddexp_vjp, shape=shape_broadcast, save_output=True, category="binary",
+               batch=_elementwise_rule)
 LOGADDEXP2 = Op("logaddexp2", gated(binary_kernel(_logaddexp2_np), "logaddexp2_cpu", "bic", n=2),
-                _logaddexp2_vjp, shape=shape_broadcast, save_output=True, category="binary")
+                _logaddexp2_vjp, shape=shape_broadcast, save_output=True, category="binary",
+                batch=_elementwise_rule)
 logaddexp = def_binary("logaddexp", LOGADDEXP, inplace=False, tensors=2)
 logaddexp2 = def_binary("logaddexp2", LOGADDEXP2, inplace=False, tensors=2)
 logaddexp.__doc__ = "Logarithm of the sum of exponentiations of the inputs."
@@ -67,7 +70,7 @@ def _angle_op(name):
     sf = _sf.get(name)
     kernel = gated(unary_float(sf.numpy), no_complex, "c")
     op = Op(name, kernel, table_vjp(sf), shape=_meta.unary_float,
-            save_inputs=False, category="unary")
+            save_inputs=False, category="unary", batch=_elementwise_rule)
     return op, def_unary(name, op)
 
 
@@ -95,16 +98,18 @@ def _heaviside_vjp(ctx, g, x, values):
 
 
 HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)), _heaviside_vjp,
-               shape=shape_broadcast, save_inputs=False, category="binary")
+               shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
 heaviside = def_binary("heaviside", HEAVISIDE, tensors=2)
 heaviside.__doc__ = "Computes the Heaviside step function for each element in ``input``."
 
 
 # ---- gcd, lcm ---------------------------------------------------------------------------
 GCD = Op("gcd", gated(binary_kernel(_sf.get("gcd").numpy), "gcd_cpu", "bfc", n=2), None,
-         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
+         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary",
+         batch=_elementwise_rule)
 LCM = Op("lcm", gated(binary_kernel(_sf.get("lcm").numpy), "lcm_cpu", "bfc", n=2), None,
-         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary")
+         shape=shape_broadcast, differentiable=False, save_inputs=False, category="binary",
+         batch=_elementwise_rule)
 gcd = def_binary("gcd", GCD, tensors=2)
 lcm = def_binary("lcm", LCM, tensors=2)
 gcd.__doc__ = "Computes the element-wise greatest common divisor (GCD) of input and other."
@@ -169,3 +174,9 @@ def igammac(input, other, *, out=None):
     """Regularized upper incomplete gamma function (see `ember.special.gammaincc`)."""
     from .special.binary import GAMMAINCC
     return _incomplete_gamma("gammaincc", GAMMAINCC, input, other, out)
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "logaddexp", "logaddexp2", "rad2deg", "deg2rad", "heaviside")

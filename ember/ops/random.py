@@ -507,3 +507,11 @@ Tensor.bernoulli_ = _bernoulli_
 Tensor.bernoulli = _bernoulli_method
 Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: multinomial(
     self, num_samples, replacement, generator=generator)
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "uniform", "normal", "random", "exponential", "geometric",
+                 "log_normal", "cauchy", "bernoulli_scalar", "normal_tensor", "bernoulli",
+                 "poisson")

@@ -16,6 +16,7 @@ from .._core.tensor import _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override, \
     write_out
 from . import _return_types as _rt
+from ._batching import _batched_front, _dims_rule
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin",
            "logcumsumexp"]
@@ -78,7 +79,7 @@ def _sum_vjp(ctx, g, x, dims, keepdim, dtype=None):
 SUM = Op("sum", _sum_kernel, _sum_vjp, save_inputs=False, shape=_meta.reduction("int64_acc"),
          jvp=lambda out, ts, x, dims, keepdim, dtype=None: None if ts[0] is None else apply(
              SUM, (ts[0],), {"dims": dims, "keepdim": keepdim}),
-         category="reduction")
+         category="reduction", batch=_dims_rule)
 
 
 def _mean_kernel(xp, x, dims, keepdim, dtype=None):
@@ -113,7 +114,7 @@ def _mean_vjp(ctx, g, x, dims, keepdim, dtype=None):
 MEAN = Op("mean", _mean_kernel, _mean_vjp, save_inputs=False, shape=_meta.reduction(),
           jvp=lambda out, ts, x, dims, keepdim, dtype=None: None if ts[0] is None else apply(
               MEAN, (ts[0],), {"dims": dims, "keepdim": keepdim}),
-          category="reduction")
+          category="reduction", batch=_dims_rule)
 
 
 def _np_dtype(dtype):
@@ -242,10 +243,20 @@ def _scatter_vjp(ctx, g, src, idx, dim, shape, accumulate=False):
 
 
 # take_along_axis / its adjoint (zeros with values put, or added, at indices along dim)
+def _scatter_along_rule(op, args, bdims, params, batch_size):
+    src = _batched_front(args[0], bdims[0], batch_size)
+    idx = _batched_front(args[1], bdims[1], batch_size)
+    d = params["dim"]
+    return op(src, idx, **dict(params, dim=d + 1 if d >= 0 else d,
+                               shape=(batch_size,) + tuple(params["shape"]))), 0
+
+
+
 GATHER_ALONG = Op("_gather_along", _gather_kernel, _gather_vjp, save_inputs=(1,),
-                  shape=lambda x, idx, **kw: (tuple(idx.shape), x.dtype))
+                  shape=lambda x, idx, **kw: (tuple(idx.shape), x.dtype), batch=_dims_rule)
 SCATTER_ALONG = Op("_scatter_along", _scatter_kernel, _scatter_vjp, save_inputs=(1,),
-                   shape=lambda src, idx, dim, shape, **kw: (shape, src.dtype))
+                   shape=lambda src, idx, dim, shape, **kw: (shape, src.dtype),
+                   batch=_scatter_along_rule)
 
 
 def gather_along(x, idx, dim, unique=False):
@@ -354,9 +365,9 @@ def _cum_shape(x, dim, reverse=False, dtype=None):
 
 
 CUMSUM = Op("cumsum", _cum_kernel(np.add), _cumsum_vjp, save_inputs=False, shape=_cum_shape,
-            category="reduction")
+            category="reduction", batch=_dims_rule)
 CUMPROD = Op("cumprod", _cum_kernel(np.multiply), _cumprod_vjp, save_output=True,
-             shape=_cum_shape, category="reduction")
+             shape=_cum_shape, category="reduction", batch=_dims_rule)
 
 
 def _cum_params(dim, dtype):
@@ -410,10 +421,10 @@ def _cumext_shape(x, dim):
 
 CUMMAX = Op("cummax", _cumext_kernel(np.maximum), _cumext_vjp, save_inputs=False,
             save_output=True, n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
-            category="reduction")
+            category="reduction", batch=_dims_rule)
 CUMMIN = Op("cummin", _cumext_kernel(np.minimum), _cumext_vjp, save_inputs=False,
             save_output=True, n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
-            category="reduction")
+            category="reduction", batch=_dims_rule)
 
 
 @overridable
@@ -457,7 +468,7 @@ def _lcse_vjp(ctx, g, x, dim, reverse=False):
 
 LOGCUMSUMEXP = Op("logcumsumexp", _lcse_kernel, _lcse_vjp, save_output=True,
                   shape=_meta.same,
-                  category="reduction")
+                  category="reduction", batch=_dims_rule)
 
 
 @overridable
@@ -470,3 +481,10 @@ def logcumsumexp(input, dim, *, out=None):
 Tensor.cummax = cummax
 Tensor.cummin = cummin
 Tensor.logcumsumexp = logcumsumexp
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "_gather_along", "_scatter_along", "cumsum", "cumprod",
+                 "cummax", "cummin", "logcumsumexp")

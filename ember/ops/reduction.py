@@ -17,6 +17,8 @@ from .._core.dispatch import overridable
 from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
+from ._batching import _dims_rule
+from ._batching_index import _arg_rule
 from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
 from .pointwise import maximum, minimum, where
 from .reduce_basic import (SUM, _F32, _HALF, _numel, check_nonempty_dims,
@@ -58,7 +60,8 @@ def _prod_others(x, dim, out):
 
 
 PROD = Op("prod", int64_acc_kernel(lambda xp, x, **kw: xp.prod(x, **kw)), _prod_vjp,
-          save_output=True, shape=_meta.reduction("int64_acc"), category="reduction")
+          shape=_meta.reduction("int64_acc"), category="reduction",
+          batch=_dims_rule)
 
 
 @overridable
@@ -104,13 +107,13 @@ def _evenly_vjp(ctx, g, x):
 
 
 AMAX = Op("amax", _extreme_kernel(np.max, "amax"), _amax_vjp, save_output=True,
-          shape=_meta.reduction(), category="reduction")
+          shape=_meta.reduction(), category="reduction", batch=_dims_rule)
 AMIN = Op("amin", _extreme_kernel(np.min, "amin"), _amax_vjp, save_output=True,
-          shape=_meta.reduction(), category="reduction")
+          shape=_meta.reduction(), category="reduction", batch=_dims_rule)
 MAX = Op("max", _extreme_kernel(np.max, "max"), _evenly_vjp, save_output=True,
-         shape=_meta.reduction(), category="reduction")
+         shape=_meta.reduction(), category="reduction", batch=_dims_rule)
 MIN = Op("min", _extreme_kernel(np.min, "min"), _evenly_vjp, save_output=True,
-         shape=_meta.reduction(), category="reduction")
+         shape=_meta.reduction(), category="reduction", batch=_dims_rule)
 
 
 def _extreme_dim_kernel(argfn, name):
@@ -137,10 +140,10 @@ def _extreme_dim_shape(x, dim, keepdim):
 
 MAX_DIM = Op("max_dim", _extreme_dim_kernel(np.argmax, "max"), _extreme_dim_vjp,
              save_inputs=False, save_output=True, n_out=2, nondiff_outputs=(1,),
-             shape=_extreme_dim_shape, category="reduction")
+             shape=_extreme_dim_shape, category="reduction", batch=_dims_rule)
 MIN_DIM = Op("min_dim", _extreme_dim_kernel(np.argmin, "min"), _extreme_dim_vjp,
              save_inputs=False, save_output=True, n_out=2, nondiff_outputs=(1,),
-             shape=_extreme_dim_shape, category="reduction")
+             shape=_extreme_dim_shape, category="reduction", batch=_dims_rule)
 
 
 def _check_reducible(name, input, dims, all_dims):
@@ -231,9 +234,11 @@ def _arg_kernel(fn, name):
 
 
 ARGMAX = Op("argmax", _arg_kernel(np.argmax, "argmax"), None, differentiable=False,
-            save_inputs=False, category="reduction", shape=_meta.reduction("int64"))
+            save_inputs=False, category="reduction", batch=_arg_rule,
+            shape=_meta.reduction("int64"))
 ARGMIN = Op("argmin", _arg_kernel(np.argmin, "argmin"), None, differentiable=False,
-            save_inputs=False, category="reduction", shape=_meta.reduction("int64"))
+            save_inputs=False, category="reduction", batch=_arg_rule,
+            shape=_meta.reduction("int64"))
 
 
 def _def_arg(name, op):
@@ -303,8 +308,9 @@ def _std_vjp(ctx, g, x, dims, correction, keepdim):
 _var_shape = _meta.reduction("real")
 
 
-VAR = Op("var", _var_kernel, _var_vjp, shape=_var_shape, category="reduction")
-STD = Op("std", _std_kernel, _std_vjp, save_output=True, shape=_var_shape, category="reduction")
+VAR = Op("var", _var_kernel, _var_vjp, shape=_var_shape, category="reduction", batch=_dims_rule)
+STD = Op("std", _std_kernel, _std_vjp, save_output=True, shape=_var_shape, category="reduction",
+         batch=_dims_rule)
 
 
 def _var_params(name, input, dim, unbiased, keepdim, correction):
@@ -380,7 +386,7 @@ def _lse_jvp(out, ts, x, dims, keepdim):
 
 
 LOGSUMEXP = Op("logsumexp", _lse_kernel, _lse_vjp, save_output=True,
-               shape=_meta.reduction("float"), category="reduction", jvp=_lse_jvp)
+               shape=_meta.reduction("float"), category="reduction", batch=_dims_rule, jvp=_lse_jvp)
 
 
 @overridable
@@ -443,7 +449,7 @@ _norm_shape = _meta.reduction("real")
 
 
 NORM = Op("norm", _norm_kernel, _norm_vjp, save_output=True, shape=_norm_shape,
-          category="reduction")
+          category="reduction", batch=_dims_rule)
 
 
 def _nuc_np(x, dims):
@@ -469,11 +475,12 @@ def _nuc_basis_kernel(xp, x, dims):
 
 
 # d||X||_* / dX = U V^H (the basis is treated as a constant: first derivatives only)
-NUC_BASIS = Op("_nuc_basis", _nuc_basis_kernel, None, differentiable=False, shape=_meta.same)
+NUC_BASIS = Op("_nuc_basis", _nuc_basis_kernel, None, differentiable=False, shape=_meta.same,
+               batch=_dims_rule)
 NUC = Op("nuclear_norm", _nuc_kernel,
          lambda ctx, g, x, dims, keepdim: expand_back(g, ctx.in_meta[0][0], dims, keepdim) *
          apply(NUC_BASIS, (x.detach(),), {"dims": dims}), shape=_norm_shape,
-         category="reduction")
+         category="reduction", batch=_dims_rule)
 
 
 def _norm_ord(p):
@@ -535,9 +542,9 @@ def _logical_shape(x, dims, keepdim):
 
 
 ANY = Op("any", _logical_kernel(np.any), None, differentiable=False, save_inputs=False,
-         category="reduction", shape=_logical_shape)
+         category="reduction", batch=_dims_rule, shape=_logical_shape)
 ALL = Op("all", _logical_kernel(np.all), None, differentiable=False, save_inputs=False,
-         category="reduction", shape=_logical_shape)
+         category="reduction", batch=_dims_rule, shape=_logical_shape)
 
 
 def _def_logical(name, op):
@@ -553,7 +560,7 @@ any = _def_logical("any", ANY)
 all = _def_logical("all", ALL)
 COUNT_NONZERO = Op("count_nonzero", lambda xp, x, dims: np.asarray(
     xp.count_nonzero(x, axis=dims)).astype(np.int64), None, differentiable=False,
-    save_inputs=False, category="reduction", shape=_meta.reduction("int64"))
+    save_inputs=False, category="reduction", batch=_dims_rule, shape=_meta.reduction("int64"))
 
 
 @overridable
@@ -565,3 +572,10 @@ def count_nonzero(input, dim=None):
 Tensor.any = any
 Tensor.all = all
 Tensor.count_nonzero = count_nonzero
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "prod", "amax", "amin", "max", "min", "max_dim", "min_dim",
+                 "var", "std", "norm", "nuclear_norm")

@@ -16,6 +16,9 @@ from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override,
                        promote_np, write_out, wrap)
+from ._batching import _dims_rule
+from ._batching_index import (_cat_rule, _repeat_interleave_rule, _repeat_rule, _roll_rule,
+                              _stack_rule, _tri_rule)
 from .indexing import INDEX_ADD
 from .views import (_sizes, diag_embed, diagonal, narrow, reshape, select,
                     transpose, unsqueeze)
@@ -93,7 +96,7 @@ def _multi_linear_jvp(op):
     return jvp
 
 
-CAT = Op("cat", _cat_kernel, _cat_vjp, save_inputs=False, shape=_cat_shape)
+CAT = Op("cat", _cat_kernel, _cat_vjp, save_inputs=False, shape=_cat_shape, batch=_cat_rule)
 CAT.jvp = _multi_linear_jvp(CAT)
 
 
@@ -168,7 +171,8 @@ def _stack_shape(*xs, dim):
     return s[:dim] + (len(xs),) + s[dim:], _meta.promote(*xs)
 
 
-STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False, shape=_stack_shape)
+STACK = Op("stack", _stack_kernel, _stack_vjp, save_inputs=False, shape=_stack_shape,
+           batch=_stack_rule)
 STACK.jvp = _multi_linear_jvp(STACK)
 
 
@@ -378,7 +382,7 @@ def _dims_list(dims, ndim):
 
 FLIP = Op("flip", lambda xp, x, dims: xp.flip(x, dims).copy() if dims else x.copy(),
           lambda ctx, g, x, dims: apply(FLIP, (g,), {"dims": dims}), save_inputs=False,
-          shape=lambda x, dims: (x.shape, x.dtype))
+          shape=lambda x, dims: (x.shape, x.dtype), batch=_dims_rule)
 
 
 @overridable
@@ -416,7 +420,7 @@ def _roll_kernel(xp, x, shifts, dims):
 ROLL = Op("roll", _roll_kernel,
           lambda ctx, g, x, shifts, dims: apply(ROLL, (g,), {"shifts": tuple(-s for s in shifts),
                                                              "dims": dims}),
-          save_inputs=False, shape=lambda x, **p: (x.shape, x.dtype))
+          save_inputs=False, shape=lambda x, **p: (x.shape, x.dtype), batch=_roll_rule)
 
 
 @overridable
@@ -488,7 +492,8 @@ def _repeat_shape(x, sizes):
     return tuple(s * r for s, r in zip(padded, sizes)), x.dtype
 
 
-REPEAT = Op("repeat", _repeat_kernel, _repeat_vjp, save_inputs=False, shape=_repeat_shape)
+REPEAT = Op("repeat", _repeat_kernel, _repeat_vjp, save_inputs=False, shape=_repeat_shape,
+            batch=_repeat_rule)
 
 
 def _repeat(self, *sizes):
@@ -529,7 +534,7 @@ def _ri_shape(x, repeats, dim, flat):
 REPEAT_INTERLEAVE = Op("repeat_interleave",
                        lambda xp, x, repeats, dim, flat: xp.repeat(
                            x.reshape(-1) if flat else x, repeats, axis=dim),
-                       _ri_vjp, save_inputs=False, shape=_ri_shape)
+                       _ri_vjp, save_inputs=False, shape=_ri_shape, batch=_repeat_interleave_rule)
 
 
 @overridable
@@ -579,7 +584,7 @@ Tensor.repeat_interleave = repeat_interleave
 def _tri(name, fn):
     op = Op(name, lambda xp, x, diagonal: fn(x, diagonal),
             lambda ctx, g, x, diagonal: apply(op, (g,), {"diagonal": diagonal}),
-            save_inputs=False, shape=lambda x, diagonal: (x.shape, x.dtype))
+            save_inputs=False, shape=lambda x, diagonal: (x.shape, x.dtype), batch=_tri_rule)
 
     def check(input):
         if input._data.ndim < 2:
@@ -798,3 +803,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 Tensor.diff = lambda self, n=1, dim=-1, prepend=None, append=None: diff(self, n, dim, prepend,
                                                                        append)
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "flip", "roll", "repeat", "repeat_interleave", "tril",
+                 "triu")

@@ -9,6 +9,7 @@ from .._core.dispatch import overridable
 from .._core import ckernels as _ck
 from .._core import meta as _meta
 from .._core.tensor import _wrap_dim
+from ._batching import _dims_rule
 from ._helpers import Op, Tensor, _F32, _HALF, apply, default_float_np, not_implemented
 
 __all__ = ["softmax", "log_softmax"]
@@ -71,9 +72,9 @@ def _log_softmax_jvp(out, ts, x, dim, dtype=None):
 
 
 SOFTMAX = Op("softmax", _softmax_kernel, _softmax_vjp, save_inputs=False, save_output=True,
-             shape=_softmax_shape, jvp=_softmax_jvp)
+             shape=_softmax_shape, jvp=_softmax_jvp, batch=_dims_rule)
 LOG_SOFTMAX = Op("log_softmax", _log_softmax_kernel, _log_softmax_vjp, save_inputs=False,
-                 save_output=True, shape=_softmax_shape, jvp=_log_softmax_jvp)
+                 save_output=True, shape=_softmax_shape, jvp=_log_softmax_jvp, batch=_dims_rule)
 
 
 def _params(input, dim, dtype, name="softmax"):

@@ -14,6 +14,8 @@ from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim, wrap
 from . import _return_types as _rt
+from ._batching import _batched_front, _dims_rule, _logical_ndim, _move_to_front
+from ._batching_index import _dynamic_rule
 from ._helpers import Op, Tensor, apply, write_out
 from .pointwise import where
 from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of, public_fn,
@@ -57,7 +59,7 @@ def _same_shape2(x, dim, **kw):
 
 
 SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
-          nondiff_outputs=(1,), shape=_same_shape2, category="sorting")
+          nondiff_outputs=(1,), shape=_same_shape2, category="sorting", batch=_dims_rule)
 
 
 @overridable
@@ -115,7 +117,7 @@ def _topk_shape(x, k, dim, largest=True):
 
 TOPK = Op("topk", _topk_kernel, lambda ctx, g, x, k, dim, largest=True: select_back(
     g[0], ctx.out[1], dim, ctx.in_meta[0][0]), save_inputs=False, save_output=True, n_out=2,
-    nondiff_outputs=(1,), shape=_topk_shape, category="sorting")
+    nondiff_outputs=(1,), shape=_topk_shape, category="sorting", batch=_dims_rule)
 
 
 @overridable
@@ -153,7 +155,8 @@ def _reduce_shape2(x, *args, dim=0, keepdim=False, **kw):
 
 
 KTHVALUE = Op("kthvalue", _kth_kernel, _select_vjp, save_inputs=False, save_output=True,
-              n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting")
+              n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting",
+              batch=_dims_rule)
 
 
 @overridable
@@ -205,11 +208,19 @@ def _evenly_vjp(ctx, g, x, ignore_nan=False):
     return where(mask, g / mask.sum(), 0)
 
 
+def _median_rule(op, args, bdims, params, batch_size):
+    x = _move_to_front(args[0], bdims[0]).reshape(batch_size, -1)
+    if x.shape[1] == 0:
+        return op(x[:, :0].reshape(batch_size, 0)[0], **params).expand(batch_size), 0
+    return MEDIAN_DIM(x, dim=1, keepdim=False, **params)[0], 0
+
+
+
 MEDIAN = Op("median", _median_kernel, _evenly_vjp, save_output=True,
-            shape=lambda x, **kw: ((), x.dtype), category="sorting")
+            shape=lambda x, **kw: ((), x.dtype), category="sorting", batch=_median_rule)
 MEDIAN_DIM = Op("median_dim", _median_dim_kernel, _select_vjp, save_inputs=False,
                 save_output=True, n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2,
-                category="sorting")
+                category="sorting", batch=_dims_rule)
 
 
 def _def_median(name, ignore_nan, rt):
@@ -262,7 +273,7 @@ def _mode_kernel(xp, x, dim, keepdim):
 
 
 MODE = Op("mode", _mode_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
-          nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting")
+          nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting", batch=_dims_rule)
 
 
 @overridable
@@ -436,10 +447,10 @@ def _data_dependent(*args, **params):
 
 
 UNIQUE = Op("unique", _unique_kernel, None, differentiable=False, save_inputs=False, n_out=3,
-            category="sorting", shape=_data_dependent)
+            category="sorting", shape=_data_dependent, batch=_dynamic_rule)
 UNIQUE_CONSECUTIVE = Op("unique_consecutive", _unique_consecutive_kernel, None,
                         differentiable=False, save_inputs=False, n_out=3, category="sorting",
-                        shape=_data_dependent)
+                        shape=_data_dependent, batch=_dynamic_rule)
 
 
 def _unique_result(r, return_inverse, return_counts):
@@ -486,7 +497,8 @@ def _bincount_kernel(xp, x, weights, minlength=0):
 
 
 BINCOUNT = Op("bincount", _bincount_kernel, None, differentiable=False, save_inputs=False,
-              category="sorting", shape=_data_dependent)  # max(input) + 1 bins
+              category="sorting", shape=_data_dependent,  # max(input) + 1 bins
+              batch=_dynamic_rule)
 
 
 @overridable
@@ -516,8 +528,39 @@ def _histc_kernel(xp, x, bins, min, max):
     return np.bincount(pos, minlength=bins).astype(x.dtype)
 
 
+def _histc_rule(op, args, bdims, params, batch_size):
+    x = _move_to_front(args[0], bdims[0])
+    if not x.is_floating_point() or x.numel() == 0:
+        return _loop_free_empty_histc(op, x, params, batch_size)
+    bins, lo, hi = params["bins"], params["min"], params["max"]
+    w = x.reshape(batch_size, -1)
+    if w.dtype.itemsize < 4:
+        w = w.float()
+    if lo == hi:
+        fin = w.isfinite()
+        inf = float("inf")
+        lo_t = w.masked_fill(~fin, inf).amin(1, keepdim=True)
+        hi_t = w.masked_fill(~fin, -inf).amax(1, keepdim=True)
+        same = lo_t == hi_t
+        lo_t, hi_t = lo_t - same.to(w.dtype), hi_t + same.to(w.dtype)
+    else:
+        lo_t = w.new_full((batch_size, 1), lo)
+        hi_t = w.new_full((batch_size, 1), hi)
+    keep = (w >= lo_t) & (w <= hi_t)
+    pos = ((w - lo_t) / (hi_t - lo_t) * bins).nan_to_num(0.0).clamp(0, bins - 1).long()
+    counts = w.new_zeros((batch_size, bins)).scatter_add(1, pos, keep.to(w.dtype))
+    return counts.to(x.dtype), 0
+
+
+def _loop_free_empty_histc(op, x, params, batch_size):
+    one = op(x.reshape(batch_size, -1)[0], **params)  # raises the kernel's own dtype errors
+    return one.unsqueeze(0).expand(batch_size, *one.shape).contiguous(), 0
+
+
+
 HISTC = Op("histc", _histc_kernel, None, differentiable=False, save_inputs=False,
-           category="sorting", shape=lambda x, bins, min, max: ((bins,), x.dtype))
+           category="sorting", shape=lambda x, bins, min, max: ((bins,), x.dtype),
+           batch=_histc_rule)
 
 
 @overridable
@@ -558,8 +601,33 @@ def _search_shape(seq, values, sorter, side="left", out_int32=False):
     return shape, _dt.int32 if out_int32 else _dt.int64
 
 
+def _searchsorted_rule(op, args, bdims, params, batch_size):
+    seq, values = args[0], args[1]
+    sorter = args[2] if len(args) > 2 else None
+    bs, bv = bdims[0], bdims[1]
+    bo = bdims[2] if len(bdims) > 2 else None
+    if bs is None and bo is None and _logical_ndim(seq, bs) == 1:
+        return op(seq, _move_to_front(values, bv), *args[2:], **params), 0
+    seq = _batched_front(seq, bs, batch_size)
+    if sorter is not None:
+        sorter = _batched_front(sorter, bo, batch_size)
+    scalar = not isinstance(values, Tensor)
+    if scalar:
+        values = seq.new_full((batch_size, 1), values)
+    else:
+        values = _batched_front(values, bv, batch_size)
+    vshape = tuple(values.shape)
+    if seq.dim() == 2:  # one sorted row per example: values flattened to (B, n)
+        values = values.reshape(batch_size, -1)
+    r = op(seq, values, sorter, *args[3:], **params)
+    if scalar:
+        return r.reshape(batch_size), 0
+    return r.reshape(vshape), 0
+
+
+
 SEARCHSORTED = Op("searchsorted", _search_kernel, None, differentiable=False, save_inputs=False,
-                  category="sorting", shape=_search_shape)
+                  category="sorting", shape=_search_shape, batch=_searchsorted_rule)
 
 
 @overridable
@@ -589,3 +657,10 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     r = apply(SEARCHSORTED, (boundaries, input, None),
               {"side": "right" if right else "left", "out_int32": out_int32})
     return r if out is None else write_out(out, r)
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "sort", "topk", "kthvalue", "median", "median_dim", "mode",
+                 "_quantile_positions")

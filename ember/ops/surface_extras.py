@@ -12,6 +12,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core.op import Op
 from .._core.tensor import Tensor
+from ._batching import _elementwise_rule
 from ._helpers import type_name, binary_kernel, def_binary, overridable, shape_broadcast
 from .views import view_as_complex, view_as_real
 
@@ -177,7 +178,7 @@ def _float_only(kernel):
 
 NEXTAFTER = Op("nextafter", _float_only(binary_kernel(_nextafter_np)), None,
                shape=shape_broadcast,
-               category="binary", differentiable=False)
+               category="binary", batch=_elementwise_rule, differentiable=False)
 nextafter = def_binary("nextafter", NEXTAFTER, inplace=True, tensors=2)
 nextafter.__doc__ = "The next floating-point value after ``input`` towards ``other``."
 

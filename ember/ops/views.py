@@ -9,6 +9,8 @@ import numpy as np
 from .._core.dispatch import overridable
 from .._core import meta as _meta
 from .._core.tensor import Size, _wrap_dim
+from ._batching import _FULL_SLICE, _dims_rule, _index_view_rule, _move_to_front, _view_shape_rule
+from ._batching_index import _backward_with_shape_rule
 from ._helpers import Op, Tensor, _E, apply, handle_override, jvp_linear
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsqueeze",
@@ -61,11 +63,11 @@ def _view_shape(x, shape):
 # views: the tangent is the same view of the input's tangent (reshape: the tangent may not be
 # viewable, e.g. an expanded zero)
 VIEW = Op("view", _view_kernel, lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]),
-          save_inputs=False, view=True, shape=_view_shape,
+          save_inputs=False, view=True, shape=_view_shape, batch=_view_shape_rule,
           jvp=lambda out, ts, x, shape: None if ts[0] is None else ts[0].reshape(shape))
 RESHAPE_COPY = Op("_reshape_copy", lambda xp, x, shape: xp.reshape(x, shape).copy(),
                   lambda ctx, g, x, shape: g.reshape(ctx.in_meta[0][0]), save_inputs=False,
-                  shape=_view_shape, jvp=VIEW.jvp)
+                  shape=_view_shape, jvp=VIEW.jvp, batch=_view_shape_rule)
 
 
 def _view(self, *shape):
@@ -102,7 +104,9 @@ def _view_dtype_shape(x, dtype):
 def _view_dtype_op():
     if not _VD:
         _VD.append(Op("view_dtype", lambda xp, x, dtype: x.view(dtype), None, view=True,
-                      differentiable=False, shape=_view_dtype_shape))
+                      differentiable=False, shape=_view_dtype_shape, unsupported={
+                          "batch": "loop fallback, reason: reinterpreting the bytes needs the "
+                                   "last dim contiguous, which moving the batch dim can break"}))
     return _VD[0]
 
 
@@ -150,8 +154,13 @@ def _permute_vjp(ctx, g, x, dims):
     return apply(PERMUTE, (g,), {"dims": tuple(inv)})
 
 
+def _permute_rule(op, args, bdims, params, batch_size):
+    x = _move_to_front(args[0], bdims[0])
+    return op(x, dims=(0,) + tuple(d + 1 for d in params["dims"])), 0
+
+
 PERMUTE = Op("permute", lambda xp, x, dims: xp.transpose(x, dims), _permute_vjp,
-             save_inputs=False, view=True,
+             save_inputs=False, view=True, batch=_permute_rule,
              shape=lambda x, dims: (tuple(x.shape[d] for d in dims), x.dtype))
 PERMUTE.jvp = jvp_linear(PERMUTE)
 
@@ -334,7 +343,16 @@ def _expand_kernel(xp, x, shape):
     return np.lib.stride_tricks.as_strided(x, shape, st, writeable=True)
 
 
-EXPAND = Op("expand", _expand_kernel, _expand_vjp,
+def _expand_rule(op, args, bdims, params, batch_size):
+    x = _move_to_front(args[0], bdims[0])
+    target = tuple(params["shape"])
+    lnd = x.dim() - 1
+    if lnd < len(target):
+        x = x.reshape((x.shape[0],) + (1,) * (len(target) - lnd) + tuple(x.shape[1:]))
+    return op(x, shape=(x.shape[0],) + target), 0
+
+
+EXPAND = Op("expand", _expand_kernel, _expand_vjp, batch=_expand_rule,
             save_inputs=False, view=True, shape=lambda x, shape: (shape, x.dtype))
 EXPAND.jvp = jvp_linear(EXPAND)
 
@@ -401,11 +419,18 @@ def _vac_kernel(xp, x):
     return x.view(cdt)[..., 0]
 
 
+def _view_complex_rule(op, args, bdims, params, batch_size):
+    x = _move_to_front(args[0], bdims[0])
+    if op.name == "view_as_complex" and x.dim() > 1 and x.stride(-1) != 1:
+        x = x.contiguous()
+    return op(x, **params), 0
+
+
 VIEW_AS_REAL = Op("view_as_real", _var_kernel, lambda ctx, g, x: view_as_complex(g.contiguous()),
-                  save_inputs=False, view=True,
+                  save_inputs=False, view=True, batch=_view_complex_rule,
                   shape=lambda x: (x.shape + (2,), x.dtype.to_real()))
 VIEW_AS_COMPLEX = Op("view_as_complex", _vac_kernel, lambda ctx, g, x: view_as_real(g),
-                     save_inputs=False, view=True,
+                     save_inputs=False, view=True, batch=_view_complex_rule,
                      shape=lambda x: (x.shape[:-1], x.dtype.to_complex()))
 
 
@@ -453,16 +478,23 @@ def _index_view_shape(x, key):
 
 
 SELECT = Op("select", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
-            shape=_index_view_shape)
+            shape=_index_view_shape, batch=_index_view_rule)
 SLICE = Op("slice", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
-           shape=_index_view_shape)
+           shape=_index_view_shape, batch=_index_view_rule)
 INDEX_VIEW = Op("_index_view", _index_view_kernel, _index_view_vjp, save_inputs=False, view=True,
-                shape=_index_view_shape)
+                shape=_index_view_shape, batch=_index_view_rule)
 for _op in (SELECT, SLICE, INDEX_VIEW):
     _op.jvp = jvp_linear(_op)
+def _index_view_backward_rule(op, args, bdims, params, batch_size):
+    g = _move_to_front(args[0], bdims[0])
+    return op(g, shape=(g.shape[0],) + tuple(params["shape"]),
+              key=(_FULL_SLICE,) + tuple(params["key"])), 0
+
+
 INDEX_VIEW_BACKWARD = Op("_index_view_backward", _index_view_backward_kernel,
                          lambda ctx, g, x, shape, key: apply(INDEX_VIEW, (g,), {"key": key}),
-                         save_inputs=False, shape=lambda g, shape, key: (shape, g.dtype))
+                         save_inputs=False, shape=lambda g, shape, key: (shape, g.dtype),
+                         batch=_index_view_backward_rule)
 
 
 @overridable
@@ -532,10 +564,11 @@ def _diagonal_shape(x, offset, dim1, dim2):
 DIAGONAL = Op("diagonal", _diagonal_kernel,
               lambda ctx, g, x, **p: apply(DIAGONAL_BACKWARD, (g,),
                                            dict(p, shape=ctx.in_meta[0][0])),
-              save_inputs=False, view=True, shape=_diagonal_shape)
+              save_inputs=False, view=True, shape=_diagonal_shape, batch=_dims_rule)
 DIAGONAL_BACKWARD = Op("_diagonal_backward", _diagonal_backward_kernel,
                        lambda ctx, g, x, shape, **p: apply(DIAGONAL, (g,), p),
-                       save_inputs=False, shape=lambda g, shape, **p: (shape, g.dtype))
+                       save_inputs=False, shape=lambda g, shape, **p: (shape, g.dtype),
+                       batch=_backward_with_shape_rule)
 
 
 @overridable
@@ -593,10 +626,10 @@ def _unfold_shape(x, dim, size, step):
 
 UNFOLD = Op("unfold", _unfold_kernel,
             lambda ctx, g, x, **p: apply(UNFOLD_BACKWARD, (g,), dict(p, shape=ctx.in_meta[0][0])),
-            save_inputs=False, view=True, shape=_unfold_shape)
+            save_inputs=False, view=True, shape=_unfold_shape, batch=_dims_rule)
 UNFOLD_BACKWARD = Op("_unfold_backward", _unfold_backward_kernel,
                      lambda ctx, g, x, shape, **p: apply(UNFOLD, (g,), p), save_inputs=False,
-                     shape=lambda g, shape, **p: (shape, g.dtype))
+                     shape=lambda g, shape, **p: (shape, g.dtype), batch=_backward_with_shape_rule)
 
 
 def _unfold(self, dimension, size, step):
@@ -676,8 +709,19 @@ def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel, in_stride=None
     return gi
 
 
+def _as_strided_rule(op, args, bdims, params, batch_size):
+    x = _move_to_front(args[0], bdims[0]).contiguous()
+    n = int(np.prod(x.shape[1:]))
+    # the batched input is made contiguous, so any input-stride parameter is dropped (None
+    # means contiguous); the other params pass through unchanged
+    rest = {k: v for k, v in params.items() if k not in ("size", "stride", "in_stride")}
+    return op(x, size=(batch_size,) + tuple(params["size"]),
+              stride=(n,) + tuple(params["stride"]), **rest), 0
+
+
 AS_STRIDED = Op("as_strided", _as_strided_kernel, _as_strided_vjp, save_inputs=False,
-                view=True, shape=lambda x, size, stride, *a, **k: (tuple(size), x.dtype))
+                view=True, shape=lambda x, size, stride, *a, **k: (tuple(size), x.dtype),
+                batch=_as_strided_rule)
 
 
 @overridable
@@ -703,3 +747,10 @@ Tensor.as_strided = as_strided
 Tensor.diagonal = diagonal
 Tensor.diag_embed = diag_embed
 __all__ += ["select", "narrow", "diagonal", "diag_embed", "as_strided"]
+
+
+# no jvp rules written: forward AD derives these tangents from the vjps
+from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "view_as_real", "view_as_complex", "_index_view_backward",
+                 "diagonal", "_diagonal_backward", "unfold", "_unfold_backward", "as_strided")

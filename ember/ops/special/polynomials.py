@@ -8,6 +8,7 @@ torch's, these have no derivative (their results do not require grad).
 import numpy as np
 
 from ..._core import meta as _meta
+from .._batching import _elementwise_rule
 from .._helpers import Op
 
 __all__ = ["POLYNOMIALS"]
@@ -61,7 +62,7 @@ def _make(name):
     shifted = name.startswith("shifted_")
     return Op("special_" + name,
               lambda xp, x, n, dtype: _evaluate(xp, x, n, dtype, first, step, shifted), None,
-              shape=_shape, category="binary", differentiable=False)
+              shape=_shape, category="binary", differentiable=False, batch=_elementwise_rule)
 
 
 POLYNOMIALS = {name: _make(name) for name in _NAMES}

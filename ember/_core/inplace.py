@@ -1,0 +1,207 @@
+"""In-place writes and version tracking: ``op_`` variants, ``out=`` and ``copy_``.
+
+A write bumps the target's version counter (shared by views), checks torch's
+rules for tensors autograd tracks (leaves, views of leaves, multi-output views,
+inference tensors), and, when the write is differentiable, rebases the target's
+history (and its base's, for a view) onto the new value.
+"""
+import numpy as np
+
+from . import dtype as _dt
+from .errors import NUMPY_ERRORS, translate
+from .node import record
+from .state import STATE
+from .tensor import Tensor, _version_of, wrap
+
+__all__ = ["apply_inplace", "copy_into", "write_out", "mark_multi_output_views",
+           "regenerate_view_grad_fn"]
+
+_ndarray = np.ndarray
+_np = np
+
+
+def mark_multi_output_views(outs, name):
+    """Mark the views ``outs`` returned together by ``name`` (split, unbind, ...): with grad
+    mode on, torch forbids writing into them in place while autograd tracks the write."""
+    if STATE.grad_enabled:
+        for i, o in enumerate(outs):
+            o._multi_view = (name, i)
+    return outs
+
+
+_MULTI_VIEW_MSG = ("This view is the output of a function that returns multiple views. Such "
+                   "functions do not allow the output views to be modified inplace. You should "
+                   "replace the inplace operation by an out-of-place one.")
+
+
+def _check_multi_output_view(target, args):
+    base = target._base
+    if base is None or not STATE.grad_enabled or not (
+            base._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)):
+        return
+    name, nr = target._multi_view
+    fn = target.grad_fn
+    if fn is None:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace "
+                           "with grad mode enabled. " + _MULTI_VIEW_MSG)
+    if name is None:
+        name, nr = type(fn).__name__.rstrip("0123456789").removesuffix("Backward"), \
+            target._output_nr
+    raise RuntimeError(f"Output {nr} of {name} is a view and is being modified inplace. "
+                       + _MULTI_VIEW_MSG)
+
+
+def _check_inplace_allowed(target, args=()):
+    if getattr(target, "_multi_view", None) is not None:
+        _check_multi_output_view(target, args)
+    if target._requires_grad and target.grad_fn is None and STATE.grad_enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = target._base
+    if base is not None and base._requires_grad and base.grad_fn is None and STATE.grad_enabled:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if STATE.inference is False and getattr(target, "_inference", False) and STATE.grad_enabled:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.")
+
+
+def copy_into(target, r):
+    """Write array ``r`` into ``target``'s storage with torch's shape and casting checks."""
+    td = target._data
+    if r.shape != td.shape:
+        try:
+            b = _np.broadcast_shapes(r.shape, td.shape)
+        except ValueError:
+            b = None
+        if b != td.shape:
+            raise RuntimeError(f"output with shape {list(td.shape)} doesn't match the broadcast "
+                               f"shape {list(_np.broadcast_shapes(r.shape, td.shape)) if b else list(r.shape)}")
+    if r.dtype != td.dtype:
+        src, dst = _dt.FROM_NP[r.dtype], _dt.FROM_NP[td.dtype]
+        if src.category > dst.category:
+            raise RuntimeError(f"result type {_cat_name(src)} can't be cast to the desired output "
+                               f"type {_cat_name(dst)}")
+    _np.copyto(td, r, casting="unsafe") if type(td) is _ndarray else td.__setitem__(..., r)
+    v = _version_of(target)
+    v[0] += 1
+
+
+def _cat_name(d):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+            "bfloat16": "BFloat16"}.get(d.name, d.name)
+
+
+def apply_inplace(op, target, args, params):
+    """``target.op_(*args)``: compute ``op(target, *args)`` and write it into ``target``."""
+    if STATE.intercept:
+        return _apply_mode(op.inplace, (target,) + tuple(args), params)
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op.name}_ expects a Tensor, got {type(target).__name__}")
+    full = (target,) + tuple(args)
+    _check_inplace_allowed(target, args)
+    track = STATE.grad_enabled and op.differentiable and (
+        target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    if not track:
+        arrays, _, xp = _unwrap(full)
+        try:
+            r = op.kernel(xp, *arrays, **params)
+        except NUMPY_ERRORS as e:
+            t = translate(op.name, arrays, e)
+            if t is None:
+                raise
+            raise t from None
+        if type(r) is not _ndarray:
+            r = _as_array(r, xp)
+        copy_into(target, r)
+        return target
+    src = target
+    si = op.save_inputs
+    if si is True or (si and 0 in si):
+        # the op's backward reads the old value of target, which is about to be overwritten
+        src = _clone_op()(target)
+    out = apply(op, (src,) + tuple(args), params)
+    copy_into(target, out._data)
+    _rebase_history(target, out)
+    return target
+
+
+def _clone_op():
+    from .op import REGISTRY
+    return REGISTRY["clone"]
+
+
+def _rebase_history(target, out):
+    """Make ``target`` (just overwritten with ``out``'s value) carry ``out``'s history."""
+    if out.grad_fn is None:
+        return
+    base = target._base
+    if base is None:
+        target.grad_fn = out.grad_fn
+        target._output_nr = out._output_nr
+        target._requires_grad = True
+        return
+    from .op import REGISTRY
+    scatter = REGISTRY["_view_scatter"]
+    chain = target._view_chain
+    # base_new = base with the view region replaced by out: a node only, the data is written.
+    base_edge_holder = base
+    node_out = wrap(base._data)
+    record(scatter, (base_edge_holder, out), {"chain": chain}, (node_out,))
+    base.grad_fn = node_out.grad_fn
+    base._output_nr = 0
+    base._requires_grad = True
+    regenerate_view_grad_fn(target)
+
+
+def regenerate_view_grad_fn(view):
+    """Give ``view`` a grad_fn that replays its view chain on its base's current history."""
+    base = view._base
+    t = base
+    with _GradOn():
+        for op, params in view._view_chain:
+            t = apply(op, (t,), params)
+    view.grad_fn = t.grad_fn
+    view._output_nr = t._output_nr
+    view._requires_grad = t._requires_grad
+    view._view_base_fn = base.grad_fn
+
+
+class _GradOn:
+    def __enter__(self):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = True
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+
+
+def write_out(out, result):
+    """Implement ``out=``: resize ``out`` if it is empty, then copy ``result`` into it."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if getattr(result, "_level", None) is not None and getattr(out, "_level", None) is None:
+        raise RuntimeError("vmap: out= is not possible with a batched result and an unbatched "
+                           "out tensor: the result has one value per example. Please use the "
+                           "out-of-place version of the operator inside vmap.")
+    if STATE.grad_enabled and (result._requires_grad or out._requires_grad):
+        raise RuntimeError("functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if out._data.shape != result._data.shape:
+        if out._data.size != 0:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output "
+                          f"shape {list(result._data.shape)}. This behavior is deprecated.",
+                          UserWarning, stacklevel=3)
+        out._data = _np.empty(result._data.shape, dtype=out._data.dtype)
+        out._base = None
+    copy_into(out, result._data)
+    return out
+
+
+
+# dispatch re-exports this module's names: import it last, so either module may load first
+from .dispatch import _apply_mode, _as_array, _unwrap, apply  # noqa: E402

@@ -1,0 +1,164 @@
+"""The override protocol: ``__ember_function__`` on tensor-likes and Tensor subclasses.
+
+Arguments that define ``__ember_function__`` (fx Proxies, tensor subclasses, other
+tensor-likes) divert a *public* function call (`overridable`) to their override,
+as torch's ``__torch_function__`` does.  Nothing is scanned on the eager hot path
+unless an override type is alive (``SHARED.overrides``); the dispatcher raises
+`NeedsOverride` when it meets one anyway.
+"""
+import functools
+
+from .errors import NUMPY_ERRORS, translate
+from .state import SHARED
+from .tensor import Tensor
+
+__all__ = ["NeedsOverride", "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "register_override_type",
+           "unregister_override_type", "handle_override", "overridable", "routes_overrides",
+           "route_tensor_methods"]
+
+SUBCLASS_OVERRIDES = set()  # Tensor subclasses defining __ember_function__
+
+
+class NeedsOverride(Exception):
+    """Raised inside the dispatcher when an argument defines ``__ember_function__``."""
+
+
+
+OVERRIDE_TYPES = set()  # non-Tensor types registered with `register_override_type`
+
+
+def register_override_type(cls):
+    """Make every public function honour ``cls.__ember_function__`` wherever an instance
+    of ``cls`` appears in its arguments (nested lists/tuples and keywords included).
+
+    Tensor subclasses defining ``__ember_function__`` are registered when they are
+    created; other tensor-likes register here (fx Proxies instead raise
+    ``SHARED.overrides`` while one is alive).  Unregistered types are still honoured
+    wherever the dispatcher meets them, but a composite that reads ``.shape`` first
+    would fail.  While any override is possible, public functions scan their arguments
+    (the only cost; nothing is scanned otherwise)."""
+    if getattr(cls, "__ember_function__", None) is None:
+        raise TypeError(f"{cls.__name__} does not define __ember_function__")
+    target = SUBCLASS_OVERRIDES if issubclass(cls, Tensor) else OVERRIDE_TYPES
+    if cls not in target:
+        target.add(cls)
+        SHARED.overrides += 1
+
+
+def unregister_override_type(cls):
+    """Undo `register_override_type` (tests that define throwaway override types)."""
+    for target in (SUBCLASS_OVERRIDES, OVERRIDE_TYPES):
+        if cls in target:
+            target.discard(cls)
+            SHARED.overrides -= 1
+
+
+def _collect_overrides(a, found):
+    if isinstance(a, (list, tuple)):
+        for x in a:
+            _collect_overrides(x, found)
+        return
+    if isinstance(a, (dict, slice)):  # t[:, :n] with a traced n; dicts of tensors
+        for x in (a.values() if isinstance(a, dict) else (a.start, a.stop, a.step)):
+            _collect_overrides(x, found)
+        return
+    t = type(a)
+    if getattr(t, "__ember_function__", None) is not None and t not in found and \
+            (not isinstance(a, Tensor) or t in SUBCLASS_OVERRIDES):
+        # torch's order: a subclass is asked before its parents
+        for i, f in enumerate(found):
+            if issubclass(t, f):
+                found.insert(i, t)
+                return
+        found.append(t)
+
+
+def _override_types(args, kwargs):
+    found = []
+    for a in args:
+        _collect_overrides(a, found)
+    if kwargs:
+        for a in kwargs.values():
+            _collect_overrides(a, found)
+    return found
+
+
+def handle_override(public, args, kwargs):
+    """Call the ``__ember_function__`` of the override types among ``args``/``kwargs``
+    with ``public`` as ``func`` (the first that does not return NotImplemented wins)."""
+    types = _override_types(args, kwargs)
+    for t in types:
+        r = t.__ember_function__(public, tuple(types), args, kwargs)
+        if r is not NotImplemented:
+            return r
+    raise TypeError(f"no implementation found for '{getattr(public, '__qualname__', public)}' on "
+                    f"types that implement __ember_function__: {types}")
+
+
+def overridable(fn, name=None):
+    """Make public function (or Tensor method) ``fn`` honour ``__ember_function__``.
+
+    Arguments are scanned for override types only while ``SHARED.overrides`` is raised,
+    so the eager hot path pays one attribute test; an override the dispatcher meets
+    otherwise (`NeedsOverride`) is routed too.  The override receives the returned
+    wrapper as ``func``.  Wrapping an overridable function again wraps its
+    implementation: a Tensor method then has its own identity, distinct from the public
+    function (``Tensor.matmul`` vs ``ember.matmul``), like torch's."""
+    fn = getattr(fn, "__wrapped_impl__", fn)
+
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        if SHARED.overrides and _override_types(args, kwargs):
+            return handle_override(public, args, kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except NeedsOverride:
+            return handle_override(public, args, kwargs)
+        except NUMPY_ERRORS as e:  # a NumPy exception from a composite: torch's type
+            t = translate(public.__name__, args, e)
+            if t is None:
+                raise
+            raise t from None
+    public.__wrapped_impl__ = fn
+    if name is not None:
+        public.__name__ = name
+        public.__qualname__ = f"Tensor.{name}"
+    return public
+
+
+def routes_overrides(fn):
+    """Mark ``fn`` as routing overrides itself (fast paths that catch `NeedsOverride`)."""
+    fn.__ember_routes__ = True
+    return fn
+
+
+# Tensor members that stay unrouted: metadata of the tensor's own storage, answered
+# concretely (they sit on the hottest internal paths, and an override commonly calls
+# them), conversions to Python/NumPy data, and Python protocol hooks.
+_UNROUTED_METHODS = frozenset({
+    "size", "dim", "numel", "nelement", "ndimension", "element_size", "stride",
+    "storage_offset", "is_contiguous", "data_ptr", "is_floating_point", "is_complex",
+    "is_signed", "item", "tolist", "numpy", "retain_grad", "requires_grad_",
+    "get_device", "untyped_storage", "storage", "is_inference", "is_set_to",
+    "is_pinned", "is_shared", "share_memory_", "register_hook",
+    "register_post_accumulate_grad_hook"})
+_ROUTED_DUNDERS = frozenset({"__getitem__", "__setitem__"})
+
+
+def route_tensor_methods(cls):
+    """Wrap the public methods of ``cls`` (Tensor) with `overridable`, so
+    ``tensor.method(proxy)`` and ``subclass_instance.method()`` reach the override with
+    the Tensor method as ``func``.  Run once after every module attached its methods."""
+    for name, v in list(vars(cls).items()):
+        if (name[0] == "_" and name not in _ROUTED_DUNDERS) or name in _UNROUTED_METHODS:
+            continue
+        if not callable(v) or isinstance(v, (type, staticmethod, classmethod, property)) or \
+                getattr(v, "__ember_method__", False):
+            continue
+        if getattr(v, "__ember_routes__", False) and getattr(v, "__name__", None) == name:
+            continue  # routes itself; an alias (Tensor.greater = Tensor.gt) gets its own name
+
+        m = overridable(v, name)
+        m.__module__ = cls.__module__  # pickles and prints as Tensor.<name>
+        m.__ember_method__ = True
+        setattr(cls, name, m)
