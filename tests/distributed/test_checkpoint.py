@@ -351,3 +351,38 @@ def test_async_save_snapshots_values(tmp_path):
     out = {}
     dcp.load(out, checkpoint_id=tmp_path)
     assert ember.equal(out["w"], ember.arange(5.)) and out["k"] == {"n": 2}
+
+
+@pytest.mark.parametrize("module,name", [
+    ("distributed.checkpoint", "save"), ("distributed.checkpoint", "load"),
+    ("distributed.checkpoint", "async_save"), ("distributed.checkpoint", "save_state_dict"),
+    ("distributed.checkpoint", "load_state_dict"), ("distributed.checkpoint", "FileSystemWriter"),
+    ("distributed.checkpoint", "FileSystemReader"),
+    ("distributed.checkpoint", "DefaultSavePlanner"),
+    ("distributed.checkpoint", "DefaultLoadPlanner"),
+    ("distributed.checkpoint", "CheckpointException"),
+    ("distributed.checkpoint.state_dict", "get_state_dict"),
+    ("distributed.checkpoint.state_dict", "set_state_dict"),
+    ("distributed.checkpoint.state_dict", "get_model_state_dict"),
+    ("distributed.checkpoint.state_dict", "get_optimizer_state_dict"),
+    ("distributed.checkpoint.state_dict", "set_model_state_dict"),
+    ("distributed.checkpoint.state_dict", "set_optimizer_state_dict"),
+    ("distributed.checkpoint.state_dict", "StateDictOptions"),
+    ("distributed.checkpoint.format_utils", "dcp_to_torch_save"),
+    ("distributed.checkpoint.format_utils", "torch_save_to_dcp"),
+    ("distributed.tensor", "distribute_tensor"), ("distributed.tensor", "DTensor.from_local"),
+    ("distributed.tensor", "DTensor.redistribute"), ("distributed.tensor", "DTensor.to_local"),
+    ("distributed.tensor", "DTensor.full_tensor"),
+    ("distributed.device_mesh", "init_device_mesh"),
+])
+def test_signatures_match_torch(module, name):
+    import importlib
+    import inspect
+
+    def get(root):
+        obj = importlib.import_module(f"{root}.{module}")
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    want = list(inspect.signature(get("torch")).parameters)
+    assert list(inspect.signature(get("ember")).parameters) == want

@@ -250,5 +250,22 @@ def test_schedule_orders_never_deadlock(kind):
         simulate([[("B", 0, 0), ("F", 0, 0)], [("F", 1, 0), ("B", 1, 0)]], 2)
 
 
+@pytest.mark.parametrize("name", ["pipeline", "pipe_split", "PipelineStage", "ScheduleGPipe",
+                                  "Schedule1F1B", "ScheduleInterleaved1F1B",
+                                  "Pipe.build_stage"])
+def test_signatures_match_torch(name):
+    import inspect
+    import torch.distributed.pipelining as tp
+    import ember.distributed.pipelining as ep
+
+    def get(root):
+        obj = root
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    assert list(inspect.signature(get(ep)).parameters) == \
+        list(inspect.signature(get(tp)).parameters)
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]]()

@@ -26,8 +26,17 @@ def _stateful_to_state_dict(state_dict):
             for k, v in state_dict.items()}
 
 
+def _check_collectives(use_collectives, process_group, no_dist):
+    if not use_collectives and use_dist(process_group, no_dist):
+        from ... import distributed as dist
+        if dist.get_world_size(process_group) > 1:
+            raise NotImplementedError("save(use_collectives=False) is not supported by ember "
+                                      "on more than one rank: the index is written once "
+                                      "every rank has reported, which needs collectives")
+
+
 def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
-         process_group=None, no_dist=False):
+         process_group=None, no_dist=False, use_collectives=True):
     r"""Saves ``state_dict`` as a distributed checkpoint, every rank in parallel.
 
     Call it on every rank of ``process_group`` (default: the world, if a process group
@@ -43,6 +52,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
         planner: a `SavePlanner` (default `DefaultSavePlanner`).
         process_group: the ranks taking part.
         no_dist: save from this process alone, without collectives.
+        use_collectives: must stay True on more than one rank.
 
     Returns:
         The checkpoint's `Metadata`.  Failures raise `CheckpointException` on every rank.
@@ -50,6 +60,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
     Example::
         >>> ember.distributed.checkpoint.save({"model": model}, checkpoint_id="ckpt/step100")
     """
+    _check_collectives(use_collectives, process_group, no_dist)
     writer = storage_setup(storage_writer, checkpoint_id, reader=False)
     planner = planner if planner is not None else DefaultSavePlanner()
     dw = DistWrapper(process_group, use_dist(process_group, no_dist))
@@ -111,7 +122,7 @@ def _stage(state_dict):
 
 def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
                process_group=None, async_checkpointer_type=None, async_stager=None,
-               no_dist=False):
+               no_dist=False, use_collectives=True):
     r"""Like `save`, but returns once the tensors are copied; the writing goes on in a
     background thread.  Returns a ``concurrent.futures.Future`` whose ``result()`` is the
     `Metadata` (or raises the save's `CheckpointException`).
@@ -121,6 +132,7 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
     and the save never share one.
     """
     from ... import distributed as dist
+    _check_collectives(use_collectives, process_group, no_dist)
     staged = _stage(_stateful_to_state_dict(state_dict))
     distributed = use_dist(process_group, no_dist)
     group = None

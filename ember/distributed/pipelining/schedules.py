@@ -200,3 +200,9 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
     """1F1B over several stages per rank (virtual stages), microbatches taken in rounds of
     the pipeline's size."""
     _kind = "interleaved"
+
+    def __init__(self, stages, n_microbatches, loss_fn=None, args_chunk_spec=None,
+                 kwargs_chunk_spec=None, output_merge_spec=None, scale_grads=True,
+                 backward_requires_autograd=True, defer_pp_recv=False):
+        super().__init__(stages, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec,
+                         output_merge_spec, scale_grads)

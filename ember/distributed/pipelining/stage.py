@@ -36,14 +36,15 @@ class PipelineStage:
         submodule: the stage's module (from `Pipe.build_stage`, or written by hand).
         stage_index, num_stages: this stage's position.
         device: the device of the stage ("cpu").
-        input_args, output_args: accepted for torch's signature; shapes travel with the
-            data, so they are not needed.
+        input_args, output_args, output_grads, input_grads: accepted for torch's
+            signature; shapes travel with the data, so they are not needed.
         group: the process group of the pipeline (default: the world); stage ``s`` runs
             on its rank ``s % size``.
     """
 
     def __init__(self, submodule, stage_index, num_stages, device=None, input_args=None,
-                 output_args=None, group=None, dw_builder=None):
+                 output_args=None, output_grads=None, input_grads=None, group=None,
+                 dw_builder=None, get_mesh=None):
         if not 0 <= stage_index < num_stages:
             raise ValueError(f"Stage index {stage_index} is out of range of {num_stages}")
         dist = _dist()

@@ -186,7 +186,7 @@ class DTensor:
 
     @staticmethod
     def from_local(local_tensor, device_mesh=None, placements=None, *, run_check=False,
-                   shape=None, stride=None):
+                   shape=None, stride=None, grad_placements=None):
         """A DTensor whose piece on this rank is ``local_tensor``.  The global shape is
         ``shape`` when given, else inferred by assuming even shards (a collective check of
         the pieces' shapes runs with ``run_check``)."""
