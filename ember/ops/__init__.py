@@ -30,4 +30,7 @@ from . import _batching  # noqa: E402,F401  (batching rules; after the ops they 
 # public packages of the same name (the modules stay importable by their full names).
 from . import linalg, special, fft, distributions  # noqa: E402
 del linalg, special, fft, distributions
+# the nn operators (ember.ops.nn; their public functions live in ember.nn.functional)
+from . import nn  # noqa: E402
+del nn
 from . import decompositions  # noqa: E402,F401  (decompositions by op name; after every op)

@@ -205,79 +205,6 @@ def _index_view_rule(op, args, bdims, params, batch_size):
     return op(x, **dict(params, key=(_FULL_SLICE,) + tuple(params["key"]))), 0
 
 
-def _linear_rule(op, args, bdims, params, batch_size):
-    x, w = args[0], args[1]
-    b = args[2] if len(args) > 2 else None
-    bx, bw = bdims[0], bdims[1]
-    bb = bdims[2] if len(bdims) > 2 else None
-    if bw is None and bb is None:
-        return op(_move_to_front(x, bx), *args[1:], **params), 0
-    # per-example weights: a batched matmul
-    xb = _batched_front(x, bx, batch_size)
-    lead = tuple(xb.shape[1:-1])
-    out = xb.reshape(batch_size, -1, xb.shape[-1]).matmul(
-        _batched_front(w, bw, batch_size).transpose(-1, -2))
-    if b is not None:
-        out = out + _batched_front(b, bb, batch_size).unsqueeze(1)
-    return out.reshape((batch_size,) + lead + (out.shape[-1],)), 0
-
-
-def _nll_like_rule(op, args, bdims, params, batch_size):
-    """cross_entropy / nll_loss per example: fold the vmap batch into the loss's own batch
-    dimension, compute unreduced losses, then reduce each example separately."""
-    if len(args) > 2 and bdims[2] is not None:
-        return _fallback_rule(op, args, bdims, params, batch_size)
-    x = _batched_front(args[0], bdims[0], batch_size)
-    t = _batched_front(args[1], bdims[1], batch_size)
-    lnd = x.dim() - 1
-    if lnd == 1:  # one example of shape (C,): the vmap batch is the loss batch
-        xf, tf = x, t
-    else:
-        xf = x.reshape((-1,) + tuple(x.shape[2:]))
-        tf = t.reshape((-1,) + tuple(t.shape[2:]))
-    red = params["reduction"]
-    per = op(xf, tf, *args[2:], **dict(params, reduction="none"))
-    per = per.reshape((batch_size,) + tuple(t.shape[1:]))
-    if red == "none":
-        return per, 0
-    dims = tuple(range(1, per.dim()))
-    total = per.sum(dims) if dims else per
-    if red == "sum":
-        return total, 0
-    valid = (t != params["ignore_index"])
-    if len(args) > 2 and args[2] is not None:
-        w = args[2][t.clamp(min=0)] * valid
-    else:
-        w = valid.to(per.dtype)
-    denom = w.sum(dims) if dims else w
-    return total / denom, 0
-
-
-def _nll_grad_rule(op, args, bdims, params, batch_size):
-    """The fused cross-entropy backward per example (see `_nll_like_rule`)."""
-    if len(args) > 3 and bdims[3] is not None:
-        return _fallback_rule(op, args, bdims, params, batch_size)
-    g = _batched_front(args[0], bdims[0], batch_size)
-    x = _batched_front(args[1], bdims[1], batch_size)
-    t = _batched_front(args[2], bdims[2], batch_size)
-    red = params["reduction"]
-    elem_shape = tuple(t.shape)  # (B, N, d...) or (B,) for single examples
-    if red != "none":
-        if red == "mean":
-            valid = (t != params["ignore_index"])
-            w = args[3][t.clamp(min=0)] * valid if len(args) > 3 and args[3] is not None \
-                else valid.to(x.dtype)
-            dims = tuple(range(1, w.dim()))
-            g = g / (w.sum(dims) if dims else w)
-        g = g.reshape((batch_size,) + (1,) * (len(elem_shape) - 1)).expand(*elem_shape)
-    single = x.dim() == 2 and t.dim() == 1
-    xf = x if single else x.reshape((-1,) + tuple(x.shape[2:]))
-    tf = t if single else t.reshape((-1,) + tuple(t.shape[2:]))
-    gf = g if single else g.reshape((-1,) + tuple(g.shape[2:]))
-    r = op(gf, xf, tf, *args[3:], **dict(params, reduction="none"))
-    return r.reshape(tuple(x.shape)), 0
-
-
 def _fallback_rule(op, args, bdims, params, batch_size):
     key = op.name
     if key not in _WARNED:
@@ -309,17 +236,4 @@ def rule_for(op):
     return BATCH_RULES.get(op.name, _fallback_rule)
 
 
-BATCH_RULES.update({
-    "linear": _linear_rule, "cross_entropy_loss": _nll_like_rule, "nll_loss": _nll_like_rule,
-    "_cross_entropy_backward": _nll_grad_rule,
-})
-
-
-# nn activations declared in ember/nn (their rule came from their category): by name until
-# they move under ember/ops with a batch field
-for _n in ("relu", "hardtanh", "leaky_relu", "elu", "gelu", "silu", "softplus", "mish",
-           "log_sigmoid", "hardsigmoid", "hardswish", "threshold", "softshrink", "hardshrink"):
-    BATCH_RULES[_n] = _elementwise_rule
-
-
-from . import _batching_index, _batching_linalg  # noqa: E402,F401  (register rules)
+from . import _batching_index  # noqa: E402,F401  (register rules)

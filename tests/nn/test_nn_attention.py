@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ember
-import ember.nn.functional.attention as A
+import ember.ops.nn.attention as A
 from nnutil import assert_close, check_fn, make_pair, np_of, run, same_error
 
 rng = np.random.default_rng(0)

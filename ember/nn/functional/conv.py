@@ -1,22 +1,11 @@
-"""Convolutions, padding and unfold/fold.
-
-Convolution is im2col + one BLAS matmul per call (groups batched).  Three
-primitives carry it: ``im2col`` (sliding windows copied into a (C, *k, B, *L)
-column buffer), its adjoint ``col2im`` (windows summed back), and ``_from_cbl``
-(matmul result (C, B*L) back to (B, C, *L) plus bias, contiguous).  Each vjp is
-the adjoint primitive, so conv gradients are themselves convolutions in ember
-ops (transposed conv for the input, correlation for the weight) and double
-backward works.  ``pad`` is a primitive too; its vjp folds the padded border back
-(``_pad_backward``), whose vjp is ``pad`` again.
+"""Convolutions, padding and unfold/fold: argument checks and the composites over the
+primitives of ``ember.ops.nn.conv`` (im2col + one BLAS matmul per call, groups batched;
+the adjoint col2im for transposed convolution and fold; ``pad``).
 """
-import itertools
-
-import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
-
 from ..._core.dispatch import overridable
-from ...ops._helpers import _F32, _HALF, Op, apply, type_name
+from ...ops._helpers import apply, type_name
 from ...ops.blas import matmul
+from ...ops.nn.conv import PAD, _prod, col2im, from_cbl, im2col
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "pad", "unfold", "fold"]
@@ -32,116 +21,6 @@ def ntuple(v, n, name="argument"):
                                f"{name}={list(v)}")
         return tuple(int(x) for x in v)
     return (int(v),) * n
-
-
-def _compute(x):
-    """(array in its compute dtype, dtype to cast the result to or None)."""
-    if x.dtype in _HALF:
-        return x.astype(_F32), x.dtype
-    return x, None
-
-
-# ---- im2col / col2im -------------------------------------------------------------------
-
-def _windows(xp, x, ks, dilation, pad, stride):
-    """Sliding windows over the last len(ks) dims of ``x`` as a view (..., *Lo, *k)."""
-    n = len(ks)
-    lead = x.ndim - n
-    if any(p for pr in pad for p in pr):
-        x = xp.pad(x, ((0, 0),) * lead + tuple(pad))
-    eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dilation))
-    win = sliding_window_view(x, eff, axis=tuple(range(lead, lead + n)))
-    return win[(slice(None),) * lead + tuple(slice(None, None, s) for s in stride) +
-               tuple(slice(None, None, d) for d in dilation)]
-
-
-def _im2col_kernel(xp, x, ks, dilation, pad, stride):
-    n = len(ks)
-    win = _windows(xp, x, ks, dilation, pad, stride)
-    perm = (1,) + tuple(range(2 + n, 2 + 2 * n)) + (0,) + tuple(range(2, 2 + n))
-    return xp.ascontiguousarray(win.transpose(perm))
-
-
-def _col2im_kernel(xp, cols, in_spatial, ks, dilation, pad, stride):
-    n = len(ks)
-    a, back = _compute(cols)
-    C, B, lo = a.shape[0], a.shape[1 + n], a.shape[2 + n:]
-    full = tuple(L + p0 + p1 for L, (p0, p1) in zip(in_spatial, pad))
-    out = xp.zeros((B, C) + full, dtype=a.dtype)
-    for idx in itertools.product(*[range(k) for k in ks]):
-        sl = tuple(slice(i * d, i * d + s * (m - 1) + 1, s)
-                   for i, d, s, m in zip(idx, dilation, stride, lo))
-        out[(slice(None), slice(None)) + sl] += a[(slice(None),) + idx].swapaxes(0, 1)
-    if any(p for pr in pad for p in pr):
-        out = xp.ascontiguousarray(out[(slice(None), slice(None)) + tuple(
-            slice(p0, p0 + L) for L, (p0, _) in zip(in_spatial, pad))])
-    return out if back is None else out.astype(back)
-
-
-def _im2col_vjp(ctx, g, x, ks, dilation, pad, stride):
-    return col2im(g, ctx.in_meta[0][0][2:], ks, dilation, pad, stride)
-
-
-def _col2im_vjp(ctx, g, cols, in_spatial, ks, dilation, pad, stride):
-    return im2col(g, ks, dilation, pad, stride)
-
-
-def _im2col_shape(x, ks, dilation, pad, stride):
-    n = len(ks)
-    lead, spatial = x.shape[:-n], x.shape[-n:]
-    lo = tuple((L + p0 + p1 - d * (k - 1) - 1) // s + 1
-               for L, (p0, p1), k, d, s in zip(spatial, pad, ks, dilation, stride))
-    return lead[1:] + tuple(ks) + lead[:1] + lo, x.dtype
-
-
-def _col2im_shape(cols, in_spatial, ks, dilation, pad, stride):
-    n = len(ks)
-    return (cols.shape[1 + n], cols.shape[0]) + tuple(in_spatial), cols.dtype
-
-
-IM2COL = Op("im2col", _im2col_kernel, _im2col_vjp, save_inputs=False, category="nn",
-            shape=_im2col_shape)
-COL2IM = Op("col2im", _col2im_kernel, _col2im_vjp, save_inputs=False, category="nn",
-            shape=_col2im_shape)
-
-
-def im2col(x, ks, dilation, pad, stride):
-    """Windows of ``x`` (B, C, *L) as columns (C, *ks, B, *Lo); ``pad`` is ((lo, hi), ...)."""
-    return apply(IM2COL, (x,), {"ks": ks, "dilation": dilation, "pad": pad, "stride": stride})
-
-
-def col2im(cols, in_spatial, ks, dilation, pad, stride):
-    """Adjoint of `im2col`: columns (C, *ks, B, *Lo) summed back into (B, C, *in_spatial)."""
-    return apply(COL2IM, (cols,), {"in_spatial": tuple(in_spatial), "ks": ks,
-                                   "dilation": dilation, "pad": pad, "stride": stride})
-
-
-# ---- (C, B*L) <-> (B, C, *L) with bias ---------------------------------------------------
-
-def _from_cbl_kernel(xp, y, bias, shape):
-    B, C = shape[:2]
-    a = y.reshape(C, B, _prod(shape[2:]))  # explicit: -1 is ambiguous for an empty batch
-    out = xp.empty(shape, dtype=y.dtype)
-    o3 = out.reshape(B, C, a.shape[2])
-    if bias is None:
-        o3[...] = a.transpose(1, 0, 2)
-    else:
-        xp.add(a.transpose(1, 0, 2), bias.astype(y.dtype, copy=False)[:, None], out=o3)
-    return out
-
-
-def _from_cbl_vjp(ctx, g, y, bias, shape):
-    ny, nb = ctx.needs_input_grad
-    gy = gb = None
-    if ny:
-        gy = g.reshape(shape[0], shape[1], _prod(shape[2:])).transpose(0, 1).reshape(ctx.in_meta[0][0])
-    if nb:
-        gb = g.sum((0,) + tuple(range(2, len(shape))))
-    return gy, gb
-
-
-FROM_CBL = Op("_from_cbl", _from_cbl_kernel, _from_cbl_vjp, save_inputs=False, category="nn",
-              shape=lambda y, b, shape: (shape, y.dtype))
 
 
 # ---- convolution -------------------------------------------------------------------------
@@ -242,15 +121,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, name):
         y = matmul(weight.reshape(O, K), cols.reshape(K, N))
     else:
         y = matmul(weight.reshape(groups, O // groups, K), cols.reshape(groups, K, N))
-    out = apply(FROM_CBL, (y, bias), {"shape": (B, O) + lo})
+    out = from_cbl(y, bias, (B, O) + lo)
     return out.squeeze(0) if unbatched else out
-
-
-def _prod(s):
-    r = 1
-    for v in s:
-        r *= v
-    return r
 
 
 @overridable
@@ -393,92 +265,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 # ---- pad ---------------------------------------------------------------------------------
-
-def _source_index(n, lo, hi, mode):
-    """For each output position along a dim of size n padded by (lo, hi): its source index
-    (-1 where a constant fills it)."""
-    j = np.arange(n + lo + hi) - lo
-    if mode == "reflect":
-        period = 2 * (n - 1)
-        if period == 0:
-            return np.zeros_like(j)
-        j = np.abs(j) % period
-        return np.where(j >= n, period - j, j)
-    if mode == "replicate":
-        return np.clip(j, 0, n - 1)
-    if mode == "circular":
-        return j % n
-    return np.where((j >= 0) & (j < n), j, -1)
-
-
-_NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
-            "circular": "wrap"}
-
-
-def _pad_kernel(xp, x, pads, mode, value=0.0):
-    """``pads``: ((dim, lo, hi), ...) for the padded dims."""
-    if all(lo >= 0 and hi >= 0 for _, lo, hi in pads):
-        width = [(0, 0)] * x.ndim
-        for d, lo, hi in pads:
-            width[d] = (lo, hi)
-        if mode == "constant":
-            return xp.pad(x, width, mode="constant", constant_values=value)
-        return xp.pad(x, width, mode=_NP_MODE[mode])
-    out = x
-    for d, lo, hi in pads:
-        src = _source_index(out.shape[d], lo, hi, mode)
-        taken = xp.take(out, np.maximum(src, 0), axis=d)
-        if mode == "constant" and (src < 0).any():
-            shape = [1] * out.ndim
-            shape[d] = len(src)
-            taken = xp.where((src < 0).reshape(shape), xp.asarray(value, dtype=out.dtype), taken)
-        out = taken
-    return out
-
-
-def _pad_backward_kernel(xp, g, in_shape, pads, mode):
-    out = g
-    for d, lo, hi in reversed(pads):
-        n = in_shape[d]
-        src = _source_index(n, lo, hi, mode)
-        shape = list(out.shape)
-        shape[d] = n
-        acc = xp.zeros(shape, dtype=out.dtype)
-        moved_acc = xp.moveaxis(acc, d, -1)
-        moved_g = xp.moveaxis(out, d, -1)
-        # interior positions map one to one; the few border positions are added one by one
-        inner = np.nonzero((src == np.arange(len(src)) - lo) & (src >= 0))[0]
-        if len(inner):
-            a, b = inner[0], inner[-1] + 1
-            moved_acc[..., a - lo:b - lo] += moved_g[..., a:b]
-        else:
-            a = b = 0
-        for j in itertools.chain(range(0, a), range(b, len(src))):
-            if src[j] >= 0:
-                moved_acc[..., src[j]] += moved_g[..., j]
-        out = acc
-    return out
-
-
-def _pad_vjp(ctx, g, x, pads, mode, value=0.0):
-    return apply(PAD_BACKWARD, (g,), {"in_shape": ctx.in_meta[0][0], "pads": pads, "mode": mode})
-
-
-def _pad_backward_vjp(ctx, g, gy, in_shape, pads, mode):
-    return apply(PAD, (g,), {"pads": pads, "mode": mode})
-
-
-def _pad_shape(x, pads, mode, value=0.0):
-    s = list(x.shape)
-    for d, lo, hi in pads:
-        s[d] = s[d] + lo + hi
-    return tuple(s), x.dtype
-
-
-PAD = Op("pad", _pad_kernel, _pad_vjp, save_inputs=False, category="nn", shape=_pad_shape)
-PAD_BACKWARD = Op("pad_backward", _pad_backward_kernel, _pad_backward_vjp, save_inputs=False,
-                  category="nn", shape=lambda g, in_shape, pads, mode: (tuple(in_shape), g.dtype))
-
 
 @overridable
 def pad(input, pad, mode="constant", value=None):

@@ -1,51 +1,14 @@
-"""Embeddings: ``embedding`` (a primitive: a row gather whose derivative is an index_add
-into the weight's shape, with padding_idx and scale_grad_by_freq), ``embedding_bag``
-(a composite reducing gathered rows per bag) and ``one_hot``."""
+"""Embeddings: ``embedding`` and ``one_hot`` (primitives of ``ember.ops.nn.embedding``)
+and ``embedding_bag`` (a composite reducing gathered rows per bag)."""
 import numpy as np
 
 from ..._core.dispatch import overridable
-from ..._core import dtype as _dt
-from ..._core import meta as _meta
-from ..._core.op import Op
 from ..._core.tensor import _version_of, wrap
 from ...autograd import no_grad
-from ...ops import bincount, where
-from ...ops._helpers import apply, type_name
+from ...ops._helpers import apply
+from ...ops.nn.embedding import EMBEDDING, ONE_HOT, _check_indices
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
-
-
-def _check_indices(idx, what="embedding"):
-    if idx.dtype.kind not in "iu":
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got ember."
-                           f"{type_name(idx.dtype)}Tensor instead (while checking arguments "
-                           f"for {what})")
-
-
-def _embedding_kernel(xp, w, idx, *, padding_idx, scale_freq):
-    _check_indices(idx)
-    n = w.shape[0]
-    if idx.size and (idx.min() < -n or idx.max() >= n or idx.min() < 0):
-        raise IndexError("index out of range in self")
-    return w[idx]
-
-
-def _embedding_vjp(ctx, g, w, idx, *, padding_idx, scale_freq):
-    shape = ctx.in_meta[0][0]
-    flat = idx.reshape(-1)
-    g2 = g.reshape(-1, shape[1])
-    if padding_idx >= 0:
-        g2 = where((flat == padding_idx).unsqueeze(1), 0, g2)
-    if scale_freq:
-        counts = bincount(flat, minlength=shape[0])
-        g2 = g2 / counts[flat].unsqueeze(1).to(g2.dtype)
-    return g.new_zeros(tuple(shape)).index_add(0, flat, g2), None
-
-
-EMBEDDING = Op("embedding", _embedding_kernel, _embedding_vjp, save_inputs=(1,),
-               shape=lambda w, idx, **p: (tuple(idx.shape) + tuple(w.shape[1:]), w.dtype),
-               category="nn")
 
 
 def _norm_padding_idx(padding_idx, n):
@@ -165,30 +128,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         counts = np.bincount(bag[keep], minlength=B).astype(out._data.dtype)
         out = out / wrap(np.maximum(counts, 1)).unsqueeze(1)
     return out
-
-
-def _one_hot_kernel(xp, x, num_classes):
-    if x.dtype != np.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
-        if x.size == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        num_classes = int(x.max()) + 1
-    if x.size and x.min() < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if x.size and x.max() >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    return (x[..., None] == np.arange(num_classes)).astype(np.int64)
-
-
-def _one_hot_shape(x, num_classes):
-    if num_classes == -1:
-        raise _meta.DataDependentShape("one_hot infers the number of classes from the values")
-    return x.shape + (num_classes,), _dt.int64
-
-
-ONE_HOT = Op("one_hot", _one_hot_kernel, None, differentiable=False, category="nn",
-             shape=_one_hot_shape)
 
 
 @overridable

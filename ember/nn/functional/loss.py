@@ -1,10 +1,8 @@
 """Loss functions (``torch.nn.functional`` losses).
 
-cross_entropy with class indices and nll_loss are fused primitives (one kernel for
-log_softmax + gather + weighting + reduction, and a hand-written derivative in ember
-ops); ctc_loss is a primitive with the alpha-beta recursion in log space.  The rest
-are compositions of ember ops, following torch's formulas (so gradients match
-torch's, boundaries included).
+cross_entropy with class indices, nll_loss and ctc_loss are fused primitives
+(``ember.ops.nn.loss``).  The rest are compositions of ember ops, following torch's
+formulas (so gradients match torch's, boundaries included).
 """
 import math
 import warnings
@@ -12,13 +10,12 @@ import warnings
 import numpy as np
 
 from ..._core.dispatch import overridable
-from ..._core.op import Op
-from ..._core.state import STATE
 from ..._core.tensor import Tensor, wrap
 from ...autograd import no_grad
 from ...ops import arange, where, xlogy
-from ...ops._helpers import _F32, _HALF, apply, not_implemented, type_name
-from ...ops.softmax import log_softmax, softmax
+from ...ops._helpers import apply, not_implemented, type_name
+from ...ops.nn.loss import CROSS_ENTROPY, CTC_LOSS, NLL_LOSS
+from ...ops.softmax import log_softmax
 from .activation import logsigmoid, softplus
 from .distance import pairwise_distance
 
@@ -135,135 +132,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 # ---- nll / cross entropy (fused) ---------------------------------------------------------
-def _log_softmax_np(xp, x, axis):
-    m = x.max(axis=axis, keepdims=True) if x.size else x
-    s = x - m
-    s -= xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
-    return s
-
-
-def _nll_np(xp, logp, target, weight, cdim, ignore_index, reduction, smoothing):
-    """Forward of nll (and the smoothing term of cross_entropy) on log-probabilities."""
-    C = logp.shape[cdim]
-    valid = target != ignore_index
-    t = xp.where(valid, target, 0)
-    bad = (t < 0) | (t >= C)
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
-    picked = xp.take_along_axis(logp, xp.expand_dims(t, cdim), axis=cdim).squeeze(cdim)
-    w_t = (weight[t] if weight is not None else xp.ones(t.shape, logp.dtype)) * valid
-    # ignored rows are 0 even where their input is NaN (masked, never multiplied by 0)
-    nll = xp.where(valid, -picked * w_t, 0)
-    if reduction == "sum":
-        out = nll.sum()
-    elif reduction == "mean":
-        out = nll.sum() / w_t.sum()
-    else:
-        out = nll
-    if smoothing:
-        lw = logp if weight is None else logp * _bshape(weight, logp.ndim, cdim)
-        smooth = xp.where(valid, -lw.sum(axis=cdim), 0)
-        if reduction == "sum":
-            smooth = smooth.sum()
-        elif reduction == "mean":
-            smooth = smooth.sum() / w_t.sum()
-        out = (1 - smoothing) * out + smooth * (smoothing / C)
-    return xp.asarray(out, dtype=logp.dtype)
-
-
-def _bshape(w, ndim, cdim):
-    return w.reshape((-1,) + (1,) * (ndim - cdim - 1))
-
-
-def _ce_kernel(xp, x, target, weight=None, *, ignore_index, reduction, smoothing):
-    dt = x.dtype
-    a = x.astype(_F32) if dt in _HALF else x
-    w = weight.astype(a.dtype) if weight is not None and weight.dtype != a.dtype else weight
-    cdim = 1 if x.ndim > 1 else 0
-    r = _nll_np(xp, _log_softmax_np(xp, a, cdim), target, w, cdim, ignore_index, reduction,
-                smoothing)
-    return r.astype(dt) if dt in _HALF else r
-
-
-def _nll_kernel(xp, x, target, weight=None, *, ignore_index, reduction):
-    cdim = 1 if x.ndim > 1 else 0
-    return _nll_np(xp, x, target, weight, cdim, ignore_index, reduction, 0.0)
-
-
-def _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing):
-    """d loss / d log-probabilities, in ember ops (so double backward works)."""
-    cdim = 1 if x.dim() > 1 else 0
-    C = x.shape[cdim]
-    valid = target != ignore_index
-    t = where(valid, target, 0)
-    vf = valid.to(x.dtype)
-    w_t = weight[t] * vf if weight is not None else vf
-    if reduction == "mean":
-        den = w_t.sum()
-        gl = g / den
-    else:
-        gl = g
-    classes = arange(C).reshape((C,) + (1,) * (x.dim() - cdim - 1))
-    onehot = (t.unsqueeze(cdim) == classes).to(x.dtype)
-    a = (gl * w_t).unsqueeze(cdim) * onehot * -(1 - smoothing)
-    if smoothing:
-        s = (gl * vf).unsqueeze(cdim) * (-smoothing / C)
-        a = a + (s * weight.reshape(classes.shape) if weight is not None else s)
-    return a
-
-
-def _ce_grad_kernel(xp, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
-    """First-order cross_entropy gradient in one kernel (the training hot path)."""
-    dt = x.dtype
-    a = x.astype(_F32) if dt in _HALF else x
-    cdim = 1 if a.ndim > 1 else 0
-    C = a.shape[cdim]
-    valid = target != ignore_index
-    t = xp.where(valid, target, 0)
-    w_t = (weight[t].astype(a.dtype) if weight is not None else xp.ones(t.shape, a.dtype)) * valid
-    gl = g / w_t.sum() if reduction == "mean" else g
-    gl = xp.asarray(gl, dtype=a.dtype)
-    p = xp.exp(_log_softmax_np(xp, a, cdim))
-    coef = -(1 - smoothing) * gl * w_t
-    r = p * xp.expand_dims(-coef, cdim)
-    idx = xp.expand_dims(t, cdim)
-    xp.put_along_axis(r, idx, xp.take_along_axis(r, idx, cdim) + xp.expand_dims(coef, cdim), cdim)
-    if smoothing:
-        s = xp.expand_dims(gl * valid, cdim) * (-smoothing / C)
-        if weight is not None:
-            s = s * _bshape(weight.astype(a.dtype), a.ndim, cdim)
-            r += s - p * s.sum(axis=cdim, keepdims=True)
-        else:
-            r += s - p * (s * C)
-    return r.astype(dt) if dt in _HALF else r
-
-
-CE_GRAD = Op("_cross_entropy_backward", _ce_grad_kernel, None, differentiable=False,
-             category="nn", shape=lambda g, x, target, weight=None, **p: (x.shape, x.dtype))
-
-
-def _ce_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
-    if not STATE.grad_enabled:
-        args = (g, x, target) if weight is None else (g, x, target, weight)
-        return apply(CE_GRAD, args, {"ignore_index": ignore_index, "reduction": reduction,
-                                     "smoothing": smoothing}), None, None
-    a = _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing)
-    cdim = 1 if x.dim() > 1 else 0
-    return a - softmax(x, cdim) * a.sum(cdim, keepdim=True), None, None
-
-
-def _nll_vjp(ctx, g, x, target, weight=None, *, ignore_index, reduction):
-    return _nll_coeff(g, x, target, weight, ignore_index, reduction, 0.0), None, None
-
-
-def _loss_shape(x, target, weight=None, *, reduction, **p):
-    return (target.shape if reduction == "none" else ()), x.dtype
-
-
-CROSS_ENTROPY = Op("cross_entropy_loss", _ce_kernel, _ce_vjp, shape=_loss_shape, category="nn")
-NLL_LOSS = Op("nll_loss", _nll_kernel, _nll_vjp, shape=_loss_shape, category="nn")
-
-
 _CLASS_TARGET_DTYPES = (np.dtype(np.int64), np.dtype(np.uint8))
 
 
@@ -634,133 +502,6 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 
 # ---- CTC ---------------------------------------------------------------------------------
-def _lse(*xs):
-    m = xs[0]
-    for x in xs[1:]:
-        m = np.maximum(m, x)
-    ms = np.where(np.isfinite(m), m, 0)
-    s = sum(np.exp(x - ms) for x in xs)
-    return np.log(s) + ms
-
-
-def _ctc_setup(lp, targets, in_lens, tgt_lens, blank):
-    """Extended labels l' (blank-interleaved, padded with blank) and their validity masks."""
-    T, N, C = lp.shape
-    L = max(tgt_lens) if tgt_lens else 0
-    S = 2 * L + 1
-    ext = np.full((N, S), blank, dtype=np.int64)
-    off = 0
-    for n, tl in enumerate(tgt_lens):
-        tg = targets[n, :tl] if targets.ndim == 2 else targets[off:off + tl]
-        off += tl
-        ext[n, 1:2 * tl:2] = tg
-    s_idx = np.arange(S)
-    valid = s_idx[None, :] < (2 * np.asarray(tgt_lens)[:, None] + 1)
-    # the s-2 transition is allowed into a label that differs from the label two back
-    skip = np.zeros((N, S), dtype=bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    lpe = np.take_along_axis(lp, np.broadcast_to(ext[None], (T, N, S)), axis=2)
-    return ext, valid, skip, lpe
-
-
-def _ctc_alpha(lpe, valid, skip, in_lens):
-    T, N, S = lpe.shape
-    ninf = -np.inf
-    alpha = np.full((T, N, S), ninf, dtype=lpe.dtype)
-    a = np.full((N, S), ninf, dtype=lpe.dtype)
-    a[:, 0] = lpe[0, :, 0]
-    if S > 1:
-        a[:, 1] = lpe[0, :, 1]
-    a = np.where(valid, a, ninf)
-    in_lens = np.asarray(in_lens)
-    a = np.where((in_lens > 0)[:, None], a, ninf)
-    alpha[0] = a
-    for t in range(1, T):
-        prev1 = np.concatenate([np.full((N, 1), ninf, a.dtype), a[:, :-1]], 1)
-        prev2 = np.concatenate([np.full((N, 2), ninf, a.dtype), a[:, :-2]], 1)[:, :S]
-        prev2 = np.where(skip, prev2, ninf)
-        new = np.where(valid, lpe[t] + _lse(a, prev1, prev2), ninf)
-        a = np.where((t < in_lens)[:, None], new, a)
-        alpha[t] = new
-    return alpha, a
-
-
-def _ctc_nll(final_alpha, tgt_lens):
-    N = final_alpha.shape[0]
-    last = 2 * np.asarray(tgt_lens, dtype=np.int64)
-    a1 = final_alpha[np.arange(N), last]
-    a2 = np.where(last > 0, final_alpha[np.arange(N), np.maximum(last - 1, 0)], -np.inf)
-    return -_lse(a1, a2)
-
-
-def _ctc_prepare(lp, targets, in_lens, tgt_lens, blank):
-    dt = lp.dtype
-    a = lp.astype(_F32) if dt in _HALF else lp
-    return a, _ctc_setup(a, targets, in_lens, tgt_lens, blank)
-
-
-def _ctc_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
-    a, (ext, valid, skip, lpe) = _ctc_prepare(lp, targets, in_lens, tgt_lens, blank)
-    _, final = _ctc_alpha(lpe, valid, skip, in_lens)
-    nll = _ctc_nll(final, tgt_lens)
-    if zero_inf:
-        nll = np.where(np.isinf(nll), 0, nll)
-    return nll.astype(lp.dtype)
-
-
-def _ctc_grad_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
-    """torch's CTC gradient w.r.t. log_probs for a unit upstream gradient:
-    exp(lp) - posterior occupancy (zero past each input length)."""
-    a, (ext, valid, skip, lpe) = _ctc_prepare(lp, targets, in_lens, tgt_lens, blank)
-    T, N, S = lpe.shape
-    alpha, final = _ctc_alpha(lpe, valid, skip, in_lens)
-    nll = _ctc_nll(final, tgt_lens)
-    ninf = -np.inf
-    beta = np.full((T, N, S), ninf, dtype=a.dtype)
-    b = np.full((N, S), ninf, dtype=a.dtype)
-    in_arr = np.asarray(in_lens)
-    last = 2 * np.asarray(tgt_lens, dtype=np.int64)
-    ar = np.arange(N)
-    skip_next = np.zeros((N, S), dtype=bool)
-    skip_next[:, :-2] = skip[:, 2:]
-    for t in range(T - 1, -1, -1):
-        nxt1 = np.concatenate([b[:, 1:], np.full((N, 1), ninf, b.dtype)], 1)
-        nxt2 = np.concatenate([b[:, 2:], np.full((N, 2), ninf, b.dtype)], 1)[:, :S]
-        nxt2 = np.where(skip_next, nxt2, ninf)
-        rec = np.where(valid, lpe[t] + _lse(b, nxt1, nxt2), ninf)
-        init = np.full((N, S), ninf, dtype=a.dtype)
-        init[ar, last] = lpe[t, ar, last]
-        has2 = last > 0
-        init[ar[has2], last[has2] - 1] = lpe[t, ar[has2], last[has2] - 1]
-        b = np.where((t == in_arr - 1)[:, None], init, np.where((t < in_arr - 1)[:, None], rec,
-                                                                 ninf))
-        beta[t] = b
-    occ = np.exp(alpha + beta + nll[None, :, None] - lpe)
-    occ = np.where(np.isfinite(occ), occ, 0)
-    onehot = (ext[:, :, None] == np.arange(a.shape[2])[None, None, :]).astype(a.dtype)
-    gamma = np.einsum("tns,nsc->tnc", occ, onehot)
-    grad = np.exp(a) - gamma
-    # an impossible alignment (infinite loss) has an undefined gradient: nan, like torch
-    grad = np.where(np.isinf(nll)[None, :, None], np.nan, grad)
-    tmask = np.arange(T)[:, None] < in_arr[None, :]
-    grad = np.where(tmask[:, :, None], grad, 0)
-    if zero_inf:
-        grad = np.where(np.isinf(nll)[None, :, None], 0, grad)
-    return grad.astype(lp.dtype)
-
-
-CTC_GRAD = Op("_ctc_loss_backward", _ctc_grad_kernel, None, differentiable=False,
-              category="nn", shape=lambda lp, targets, **p: (lp.shape, lp.dtype))
-
-
-def _ctc_vjp(ctx, g, lp, targets, **p):
-    return apply(CTC_GRAD, (lp, targets), p) * g.unsqueeze(-1), None
-
-
-CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn",
-              shape=lambda lp, targets, **p: ((lp.shape[1],), lp.dtype))  # lp: (T, N, C)
-
-
 def _lengths(x, name):
     if isinstance(x, Tensor):
         return tuple(int(v) for v in np.asarray(x._data).reshape(-1))

@@ -1,77 +1,22 @@
 """Normalization: batch_norm, layer_norm, group_norm, instance_norm, rms_norm,
 local_response_norm.
 
-The statistics-based norms share one fused primitive, ``_normalize(x, dims)``,
-returning (xhat, mean, rstd) in one pass; its vjp is the closed-form normalization
-gradient written in ember ops (reading xhat and rstd from the saved outputs, so
-double backward flows back through this same node).  The affine part is one
-``addcmul``.  Evaluation-mode batch norm folds the running statistics into one
-scale and one shift.
+The statistics-based norms share one fused primitive, ``_normalize(x, dims)``
+(``ember.ops.nn.normalization``), returning (xhat, mean, rstd) in one pass.  The
+affine part is one ``addcmul``.  Evaluation-mode batch norm folds the running
+statistics into one scale and one shift.
 """
 import numpy as np
 
-from ..._core import ckernels as _ck
-from ..._core import meta as _meta
 from ..._core.dispatch import overridable
 from ...autograd.grad_mode import no_grad
-from ...ops._helpers import Op, apply, type_name
-from .conv import _compute, pad
+# _normalize_kernel stays importable here for the C-kernel tests
+from ...ops.nn.normalization import _normalize_kernel, normalize_stats  # noqa: F401
+from .conv import pad
 from .pooling import avg_pool2d
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm"]
-
-
-def _normalize_kernel(xp, x, dims, eps):
-    a, back = _compute(x)
-    if a.dtype.kind not in "f":
-        raise NotImplementedError(f"\"normalize\" not implemented for '{type_name(x.dtype)}'")
-    fused = _ck.normalize(a, dims, eps)
-    if fused is not None:
-        xc, mean, rstd = fused
-    else:
-        mean = a.mean(axis=dims, keepdims=True)
-        xc = a - mean
-        var = xp.mean(xc * xc, axis=dims, keepdims=True)
-        rstd = 1.0 / xp.sqrt(var + eps)
-        xc *= rstd
-    if back is not None:
-        return xc.astype(back), mean.astype(back), rstd.astype(back)
-    return xc, mean, rstd
-
-
-def _live(g):
-    return g is not None and (g._requires_grad or g._data.any())
-
-
-def _normalize_vjp(ctx, grads, x, dims, eps):
-    gxh, gm, gr = grads
-    xhat, _, rstd = ctx.out
-    shape = ctx.in_meta[0][0]
-    n = 1
-    for d in dims:
-        n *= shape[d]
-    gx = (gxh - gxh.mean(dims, keepdim=True) -
-          xhat * (gxh * xhat).mean(dims, keepdim=True)) * rstd
-    if _live(gm):
-        gx = gx + gm / n
-    if _live(gr):
-        gx = gx - xhat * (gr * rstd * rstd / n)
-    return gx
-
-
-def _normalize_shape(x, dims, eps):
-    stat = (_meta.reduce_shape(x.shape, dims, True), x.dtype)
-    return (x.shape, x.dtype), stat, stat
-
-
-NORMALIZE = Op("_normalize", _normalize_kernel, _normalize_vjp, save_inputs=False,
-               save_output=True, n_out=3, category="nn", shape=_normalize_shape)
-
-
-def normalize_stats(x, dims, eps):
-    """(xhat, mean, rstd) of ``x`` over ``dims`` (a sorted tuple), stats kept as dims of 1."""
-    return apply(NORMALIZE, (x,), {"dims": tuple(dims), "eps": float(eps)})
 
 
 def _affine(y, weight, bias, shape):

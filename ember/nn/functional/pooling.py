@@ -1,24 +1,20 @@
 """Pooling: max/avg (1-3d), adaptive avg/max, LP pooling, max_unpool.
 
-Max pooling (fixed and adaptive windows) is one primitive producing values and
-flat indices into each input plane (PyTorch's index convention); its gradient is
-the primitive ``max_pool_backward`` (a scatter-add by index, done with one
-bincount), whose own gradient is a gather, so double backward works.  Average
-pooling sums windows in one kernel; its gradient spreads ``g / divisor`` back
-with ``col2im``.  Adaptive average pooling is separable: window sums along one
-dimension at a time (never a 0/1 matrix product, which turns one inf into NaNs).
+Argument checks and composites over the primitives of ``ember.ops.nn.pooling`` (max
+pooling with its indices, average pooling, adaptive max pooling).  Adaptive average
+pooling is separable: window sums along one dimension at a time (never a 0/1 matrix
+product, which turns one inf into NaNs).
 """
 import numpy as np
 
-from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.state import STATE
 from ..._core.tensor import wrap
-from ...ops._helpers import Op, apply, type_name
+from ...ops._helpers import apply, type_name
 from ...ops.blas import matmul
 from ...ops.indexing import index_select
+from ...ops.nn.pooling import ADAPTIVE_MAX, AVG_POOL, MAX_POOL, MAX_UNPOOL, _bounds, _out_size
 from ...ops.pointwise import where
-from .conv import _compute, _windows, col2im
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -37,118 +33,6 @@ def _tup(v, n, name):
             raise RuntimeError(f"{name} must either be a single int, or a tuple of {n} ints")
         return tuple(int(x) for x in v)
     return (int(v),) * n
-
-
-def _out_size(L, k, s, p, d, ceil):
-    num = L + 2 * p - d * (k - 1) - 1
-    o = (num + (s - 1 if ceil else 0)) // s + 1
-    if ceil and (o - 1) * s >= L + p:
-        o -= 1
-    return o
-
-
-def _geometry(x_shape, ks, stride, pad, dil, ceil):
-    """Output sizes and the (lo, hi) padding whose windows produce exactly those outputs."""
-    n = len(ks)
-    L = x_shape[-n:]
-    outs = tuple(_out_size(*a, ceil) for a in zip(L, ks, stride, pad, dil))
-    pads = tuple((p, max(0, (o - 1) * s + d * (k - 1) + 1 - l - p))
-                 for l, k, s, p, d, o in zip(L, ks, stride, pad, dil, outs))
-    return outs, pads
-
-
-def _crop(win, outs, n):
-    return win[(Ellipsis,) + tuple(slice(0, o) for o in outs) + (slice(None),) * n]
-
-
-# ---- max pooling -------------------------------------------------------------------------
-
-def _fill_low(dt):
-    return -np.inf if dt.kind in "fV" else np.iinfo(dt).min
-
-
-def _max_pool_kernel(xp, x, ks, stride, pad, dil, ceil, need_idx):
-    n = len(ks)
-    a, back = _compute(x)
-    outs, pads = _geometry(a.shape, ks, stride, pad, dil, ceil)
-    lead = a.ndim - n
-    if any(p for pr in pads for p in pr):
-        a = xp.pad(a, ((0, 0),) * lead + pads, constant_values=_fill_low(a.dtype))
-    win = _crop(_windows(xp, a, ks, dil, ((0, 0),) * n, stride), outs, n)
-    if not need_idx:
-        r = win.max(axis=tuple(range(-n, 0)))
-        return (r if back is None else r.astype(back)), xp.zeros((0,), dtype=np.int64)
-    offsets = list(np.ndindex(*ks))
-    views = [win[(Ellipsis,) + off] for off in offsets]
-    r = views[0].copy()
-    for v in views[1:]:
-        xp.maximum(r, v, out=r)
-    kt = np.int8 if len(views) < 128 else np.int64
-    if a.dtype.kind == "f" and xp.isnan(r).any():
-        # PyTorch takes the last NaN of a window; the equality test below cannot see NaNs
-        r = views[0].copy()
-        k = xp.zeros(r.shape, dtype=kt)
-        for j, v in enumerate(views[1:], 1):
-            upd = (v > r) | (v != v)
-            xp.copyto(r, v, where=upd)
-            xp.copyto(k, j, where=upd)
-    else:
-        # the first offset holding the maximum, as PyTorch's strict '>' scan picks
-        k = xp.full(r.shape, len(views) - 1, dtype=kt)
-        for j in range(len(views) - 2, -1, -1):
-            xp.copyto(k, j, where=views[j] == r)
-    L = x.shape[-n:]
-    strides = [int(np.prod(L[i + 1:], dtype=np.int64)) for i in range(n)]
-    base = 0
-    for i in range(n):
-        o = np.arange(outs[i]).reshape((-1,) + (1,) * (n - 1 - i))
-        base = base + (o * stride[i] - pad[i]) * strides[i]
-    table = np.array([sum(o[i] * dil[i] * strides[i] for i in range(n)) for o in offsets],
-                     dtype=np.int64)
-    idx = table[k]
-    idx += base
-    return (r if back is None else r.astype(back)), idx
-
-
-def _max_pool_vjp(ctx, g, x, ks, stride, pad, dil, ceil, need_idx):
-    return max_pool_backward(g[0], ctx.out[1], ctx.in_meta[0][0], len(ks))
-
-
-def _max_pool_shape(x, ks, stride, pad, dil, ceil, need_idx):
-    s = x.shape[:-len(ks)] + _geometry(x.shape, ks, stride, pad, dil, ceil)[0]
-    return (s, x.dtype), (s if need_idx else (0,), _dt.int64)
-
-
-MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, save_output=True,
-              n_out=2, nondiff_outputs=(1,), category="nn", shape=_max_pool_shape)
-
-
-def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
-    a, back = _compute(g)
-    lead = int(np.prod(in_shape[:-n], dtype=np.int64))
-    plane = int(np.prod(in_shape[-n:], dtype=np.int64))
-    per = int(np.prod(idx.shape[idx.ndim - n:], dtype=np.int64))  # no -1: lead may be 0
-    base = (np.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, per)
-    r = xp.bincount(base.ravel(), weights=a.ravel(), minlength=lead * plane)
-    r = r.astype(back or a.dtype, copy=False).reshape(in_shape)
-    return r
-
-
-def _max_pool_backward_vjp(ctx, gg, g, idx, in_shape, n):
-    lead = in_shape[:-n]
-    flat = gg.reshape(lead + (int(np.prod(in_shape[-n:], dtype=np.int64)),))
-    out_shape = ctx.in_meta[0][0]
-    per = int(np.prod(out_shape[len(out_shape) - n:], dtype=np.int64))
-    return flat.gather(-1, idx.reshape(lead + (per,))).reshape(out_shape), None
-
-
-MAX_POOL_BACKWARD = Op("max_pool_backward", _max_pool_backward_kernel, _max_pool_backward_vjp,
-                       save_inputs=(1,), category="nn",
-                       shape=lambda g, idx, in_shape, n: (tuple(in_shape), g.dtype))
-
-
-def max_pool_backward(g, idx, in_shape, n):
-    return apply(MAX_POOL_BACKWARD, (g, idx), {"in_shape": tuple(in_shape), "n": n})
 
 
 def _needs_grad(t):
@@ -267,59 +151,6 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 # ---- average pooling ---------------------------------------------------------------------
 
-def _divisor(L, ks, stride, pad, outs, include_pad, override):
-    if override:
-        return None
-    parts = []
-    for l, k, s, p, o in zip(L, ks, stride, pad, outs):
-        start = np.arange(o) * s - p
-        end = np.minimum(start + k, l + p)
-        if include_pad:
-            parts.append(end - start)
-        else:
-            parts.append(np.minimum(end, l) - np.maximum(start, 0))
-    d = parts[0]
-    for q in parts[1:]:
-        d = d[..., None] * q
-    return d
-
-
-def _avg_pool_kernel(xp, x, ks, stride, pad, ceil, include_pad, override):
-    n = len(ks)
-    if x.dtype.kind not in "fV":
-        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{type_name(x.dtype)}'")
-    a, back = _compute(x)
-    outs, pads = _geometry(a.shape, ks, stride, pad, (1,) * n, ceil)
-    win = _crop(_windows(xp, a, ks, (1,) * n, pads, stride), outs, n)
-    s = win.sum(axis=tuple(range(-n, 0)))
-    div = _divisor(a.shape[-n:], ks, stride, pad, outs, include_pad, override)
-    s = s / (override if div is None else div.astype(s.dtype))
-    return s if back is None else s.astype(back)
-
-
-def _avg_pool_vjp(ctx, g, x, ks, stride, pad, ceil, include_pad, override):
-    n = len(ks)
-    shape = ctx.in_meta[0][0]
-    outs, pads = _geometry(shape, ks, stride, pad, (1,) * n, ceil)
-    div = _divisor(shape[-n:], ks, stride, pad, outs, include_pad, override)
-    g = g / (override if div is None else wrap(div.astype(g._data.dtype)))
-    lead = shape[:-n]
-    g4 = g.reshape((-1, 1) + outs) if len(lead) != 2 else g
-    cols = g4.transpose(0, 1).reshape((g4.shape[1],) + (1,) * n + (g4.shape[0],) + outs)
-    cols = cols.expand((g4.shape[1],) + ks + (g4.shape[0],) + outs)
-    r = col2im(cols, shape[-n:], ks, (1,) * n, pads, stride)
-    return r.reshape(shape)
-
-
-def _avg_pool_shape(x, ks, stride, pad, ceil, include_pad, override):
-    n = len(ks)
-    return x.shape[:-n] + _geometry(x.shape, ks, stride, pad, (1,) * n, ceil)[0], x.dtype
-
-
-AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, category="nn",
-              shape=_avg_pool_shape)
-
-
 def _avg_pool(n, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     ks, st, pd, _ = _pool_args(n, name, input, kernel_size, stride, padding, 1, ceil_mode)
@@ -364,11 +195,6 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 
 # ---- adaptive pooling --------------------------------------------------------------------
-
-def _bounds(L, o):
-    i = np.arange(o)
-    return (i * L) // o, -((-(i + 1) * L) // o)
-
 
 def _adaptive_sizes(input, output_size, n, name):
     if input.dim() < n + 1:
@@ -463,49 +289,6 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
 
 
-def _adaptive_max_kernel(xp, x, osz):
-    n = len(osz)
-    a, back = _compute(x)
-    L = a.shape[-n:]
-    idxs = []
-    for i, (l, o) in enumerate(zip(L, osz)):
-        s, e = _bounds(l, o)
-        km = int((e - s).max())
-        # windows padded to a common length by repeating their last element
-        idxs.append(np.minimum(s[:, None] + np.arange(km), (e - 1)[:, None]))
-    grids = []
-    for i, ix in enumerate(idxs):
-        shape = [1] * (2 * n)
-        shape[i], shape[n + i] = ix.shape
-        grids.append(ix.reshape(shape))
-    sel = a[(Ellipsis,) + tuple(grids)]                 # (..., *osz, *kmax)
-    kmax = tuple(ix.shape[1] for ix in idxs)
-    flat = sel.reshape(sel.shape[:a.ndim] + (int(np.prod(kmax)),))  # no -1: batch may be 0
-    k = flat.argmax(axis=-1)
-    r = xp.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
-    kidx = np.unravel_index(k, kmax)
-    pos = []
-    for i, ix in enumerate(idxs):
-        o = np.arange(osz[i]).reshape((-1,) + (1,) * (n - 1 - i))
-        pos.append(ix[o, kidx[i]])
-    idx = np.ravel_multi_index(tuple(pos), L) if n > 1 else pos[0]
-    return (r if back is None else r.astype(back)), idx.astype(np.int64)
-
-
-def _adaptive_max_vjp(ctx, g, x, osz):
-    return max_pool_backward(g[0], ctx.out[1], ctx.in_meta[0][0], len(osz))
-
-
-def _adaptive_max_shape(x, osz):
-    s = x.shape[:-len(osz)] + tuple(osz)
-    return (s, x.dtype), (s, _dt.int64)
-
-
-ADAPTIVE_MAX = Op("adaptive_max_pool", _adaptive_max_kernel, _adaptive_max_vjp, n_out=2,
-                  save_inputs=False, save_output=True, nondiff_outputs=(1,), category="nn",
-                  shape=_adaptive_max_shape)
-
-
 def _adaptive_max(input, output_size, return_indices, n, name):
     _, osz = _adaptive_sizes(input, output_size, n, name)
     _gate(input, "adaptive_max_pool3d_cpu" if n == 3 else "adaptive_max_pool2d", "biuc")
@@ -569,15 +352,7 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: "
                            f"{list(indices.shape)}")
-    lead = tuple(input.shape[:-n])
-    plane = int(np.prod(osz))
-    idx = indices.reshape(lead + (-1,))
-    if idx.numel() and (int(idx.max()) >= plane or int(idx.min()) < 0):
-        raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes are of "
-                           f"size {'x'.join(map(str, osz))}")
-    from ...ops.creation import zeros
-    out = zeros(lead + (plane,), dtype=input.dtype)
-    return out.scatter(-1, idx, input.reshape(lead + (-1,))).reshape(lead + osz)
+    return MAX_UNPOOL(input, indices, osz=tuple(int(o) for o in osz))
 
 
 @overridable

@@ -1,0 +1,268 @@
+"""The activation operators (behind ``torch.nn.functional``'s activations).
+
+Each is a primitive with a NumPy kernel and a derivative in ember ops (so double
+backward works); the hot ones (relu, gelu, silu) save only what their derivative
+needs.  Masks follow torch's backward formulas exactly at the boundaries (e.g.
+hardtanh's gradient is zero at ``min_val`` and ``max_val``; relu's is zero at 0).
+
+gelu's and silu's first derivatives are operators of their own (``gelu_backward``,
+``silu_backward``) whose kernels use the compiled C kernels when those fit and NumPy
+otherwise: eager, traced and vmapped backward passes all run the same kernel, and
+the derivative of these backward operators is written in ember ops.
+"""
+import math
+
+import numpy as np
+
+from ..._core import ckernels as _ck
+from ..._core import meta as _meta
+from ..._core.op import Op
+from .._batching import _elementwise_rule
+from .._helpers import _F32, _HALF, apply, jvp_elementwise, not_implemented, shape_same, special
+from ..pointwise import where
+from ._rules import random_rule
+
+__all__ = []
+
+
+def _float_kernel(name, fn, ints=False):
+    """Kernel for a floating activation: halves computed in float32; ints rejected like torch
+    (unless ``ints``: relu-like functions keep integer dtypes)."""
+    def kernel(xp, x, **p):
+        dt = x.dtype
+        if dt in _HALF:
+            return fn(xp, x.astype(_F32), **p).astype(dt)
+        if dt.kind in "biuc" and not (ints and dt.kind in "iu"):
+            not_implemented(name, dt)
+        r = fn(xp, x, **p)
+        return r if r.dtype == dt else r.astype(dt)
+    return kernel
+
+
+def _op(name, fn, vjp, *, save_output=False, ints=False, kname=None):
+    # real elementwise: the Jacobian is diagonal, so the jvp is the vjp applied to the tangent
+    return Op(name, _float_kernel(kname or name, fn, ints), vjp, shape=shape_same,
+              save_inputs=not save_output, save_output=save_output, category="activation",
+              jvp=jvp_elementwise(vjp) if vjp else None, batch=_elementwise_rule)
+
+
+def _masked_kernel(xp, g, mask):
+    # torch's threshold-style backward selects the gradient (nan/inf-safe); a multiply by the
+    # mask is ~20x faster than xp.where, so select only where g has non-finite values
+    r = g * mask
+    if g.dtype.kind in "fc" and not xp.isfinite(g).all():
+        r[~mask] = 0
+    return r
+
+
+MASKED_GRAD = Op("threshold_backward", _masked_kernel,
+                 lambda ctx, gg, g, mask: (apply(MASKED_GRAD, (gg, mask), {}), None),
+                 save_inputs=(1,), shape=lambda g, m: (g.shape, g.dtype), category="activation",
+                 batch=_elementwise_rule)
+
+
+def _mask_grad(g, mask):
+    return apply(MASKED_GRAD, (g, mask), {})
+
+
+# ---- relu family ------------------------------------------------------------------------
+RELU = _op("relu", lambda xp, x: xp.maximum(x, 0),
+           # torch passes the gradient where not (out <= 0): at NaN too; out is >= 0 or NaN
+           lambda ctx, g, x: _mask_grad(g, ctx.out != 0), save_output=True, ints=True,
+           kname="clamp_min_cpu")
+
+
+HARDTANH = _op("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),
+               lambda ctx, g, x, lo, hi: _mask_grad(g, ((x <= lo) | (x >= hi)).logical_not()),
+               ints=True,
+               kname="hardtanh_cpu")
+
+
+LEAKY_RELU = _op("leaky_relu", lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                 lambda ctx, g, x, slope: where(x > 0, g, g * slope))
+
+
+def _elu_np(xp, x, alpha, scale, iscale, iscale_grad=None):
+    # torch's branches test x <= 0, so NaN takes the linear branch (value and gradient)
+    return xp.where(x <= 0, xp.expm1(x * iscale) * (alpha * scale), x * scale)
+
+
+def _elu_vjp(ctx, g, x, alpha, scale, iscale, iscale_grad=None):
+    iscale = iscale if iscale_grad is None else iscale_grad
+    return where(x <= 0, g * ((x * iscale).exp() * (alpha * scale * iscale)), g * scale)
+
+
+ELU = _op("elu", _elu_np, _elu_vjp)
+
+
+def _rrelu_kernel(xp, x, lower, upper, generator=None):
+    from ..._core import random as _rnd
+    gen = (generator or _rnd.default_generator)._gen
+    a = gen.uniform(lower, upper, size=x.shape).astype(x.dtype)
+    a = xp.where(x >= 0, xp.ones((), x.dtype), a)
+    return x * a, a
+
+
+RRELU = Op("rrelu_with_noise", lambda xp, x, **p: _rrelu_kernel(xp, x, **p),
+           lambda ctx, g, x, **p: (g[0] * ctx.out[1], ), save_inputs=False, save_output=True,
+           n_out=2, nondiff_outputs=(1,), shape=lambda x, **p: (_meta.same(x), _meta.same(x)),
+           batch=random_rule)
+
+
+_K = math.sqrt(2.0 / math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_np(xp, x, tanh):
+    r = _ck.activation("gelu", x, tanh, ("f32",) if tanh else ("f32", "f64"))
+    if r is not None:
+        return r
+    if tanh:
+        return 0.5 * x * (1 + xp.tanh(_K * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1 + special(xp).erf(x * _INV_SQRT2))
+
+
+def _gelu_backward_np(xp, g, x, tanh):
+    if tanh:
+        x2 = x * x
+        t = xp.tanh(_K * (x + 0.044715 * x2 * x))
+        return g * (0.5 * (1 + t) + (0.5 * _K) * x * (1 - t * t) * (1 + 0.134145 * x2))
+    cdf = 0.5 * (1 + special(xp).erf(x * _INV_SQRT2))
+    pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+def _silu_backward_np(xp, g, x):
+    s = special(xp).expit(x)
+    return g * (s * (1 + x * (1 - s)))
+
+
+def _backward_kernel(name, numpy_form, c_dtypes):
+    """``g * d act(x)/dx``: the C kernel where the arrays fit it, else the NumPy form
+    (halves computed in float32)."""
+    def kernel(xp, g, x, **p):
+        r = _ck.activation_backward(name, g, x, p.get("tanh", False), c_dtypes)
+        if r is not None:
+            return r
+        dt = x.dtype
+        if dt in _HALF:
+            return numpy_form(xp, g.astype(_F32), x.astype(_F32), **p).astype(dt)
+        r = numpy_form(xp, g, x, **p)
+        return r if r.dtype == dt else r.astype(dt)
+    return kernel
+
+
+def _gelu_dd(x, tanh):
+    """d^2 gelu / dx^2 in ember ops."""
+    if tanh:
+        x2 = x * x
+        t = ((x + 0.044715 * x2 * x) * _K).tanh()
+        du = (1 + 0.134145 * x2) * _K
+        return (1 - t * t) * (du - x * t * du * du + (3 * 0.044715 * _K) * x2)
+    return (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x)
+
+
+def _silu_dd(x):
+    s = x.sigmoid()
+    return s * (1 - s) * (2 + x * (1 - 2 * s))
+
+
+def _gelu_backward_vjp(ctx, gg, g, x, tanh):
+    need = ctx.needs_input_grad
+    return (GELU_BACKWARD(gg, x, tanh=tanh) if need[0] else None,
+            gg * g * _gelu_dd(x, tanh) if need[1] else None)
+
+
+def _silu_backward_vjp(ctx, gg, g, x):
+    need = ctx.needs_input_grad
+    return (SILU_BACKWARD(gg, x) if need[0] else None,
+            gg * g * _silu_dd(x) if need[1] else None)
+
+
+def _backward_shape(g, x, **p):
+    return _meta.broadcast_shapes(g.shape, x.shape), x.dtype
+
+
+GELU_BACKWARD = Op("gelu_backward", _backward_kernel("gelu", _gelu_backward_np, ("f32", "f64")),
+                   _gelu_backward_vjp, shape=_backward_shape,
+                   category="activation", batch=_elementwise_rule)
+SILU_BACKWARD = Op("silu_backward", _backward_kernel("silu", _silu_backward_np, ("f32",)),
+                   _silu_backward_vjp, shape=_backward_shape,
+                   category="activation", batch=_elementwise_rule)
+
+
+def _gelu_vjp(ctx, g, x, tanh):
+    return GELU_BACKWARD(g, x, tanh=tanh)
+
+
+def _silu_vjp(ctx, g, x):
+    return SILU_BACKWARD(g, x)
+
+
+GELU = _op("gelu", _gelu_np, _gelu_vjp, kname="GeluKernelImpl")
+
+
+def _silu_np(xp, x):
+    r = _ck.activation("silu", x, dtypes=("f32",))
+    return x * special(xp).expit(x) if r is None else r
+
+
+SILU = _op("silu", _silu_np, _silu_vjp)
+
+
+def _softplus_np(xp, x, beta, threshold):
+    z = x * beta
+    return xp.where(z > threshold, x, xp.logaddexp(0, z) / beta)
+
+
+def _softplus_vjp(ctx, g, x, beta, threshold):
+    z = x * beta
+    return where(z > threshold, g, g * z.sigmoid())
+
+
+SOFTPLUS = _op("softplus", _softplus_np, _softplus_vjp)
+
+
+def _mish_np(xp, x):
+    return x * xp.tanh(xp.logaddexp(0, x))
+
+
+def _mish_vjp(ctx, g, x):
+    t = apply(SOFTPLUS, (x,), {"beta": 1.0, "threshold": 20.0}).tanh()
+    return g * (t + x * (1 - t * t) * x.sigmoid())
+
+
+MISH = _op("mish", _mish_np, _mish_vjp)
+
+
+LOGSIGMOID = _op("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x),
+                 lambda ctx, g, x: g * (-x).sigmoid())
+
+
+# torch's backward uses float32 constants even for float64 (matched for bitwise parity)
+_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
+HARDSIGMOID = _op("hardsigmoid", lambda xp, x: xp.clip(x / 6 + 0.5, 0, 1),
+                  lambda ctx, g, x: _mask_grad(g * _SIXTH_F32, (x > -3) & (x < 3)))
+
+
+def _hardswish_vjp(ctx, g, x):
+    return where(x <= -3, 0, where(x < 3, g * (x / 3 + 0.5), g))
+
+
+HARDSWISH = _op("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6, _hardswish_vjp)
+
+
+# torch tests x <= threshold: NaN passes through, with its gradient
+THRESHOLD = _op("threshold", lambda xp, x, th, value: xp.where(x <= th, value, x),
+                lambda ctx, g, x, th, value: _mask_grad(g, (x <= th).logical_not()), ints=True)
+
+
+SOFTSHRINK = _op("softshrink",
+                 lambda xp, x, lambd: xp.where(xp.abs(x) <= lambd, 0, x - xp.sign(x) * lambd),
+                 lambda ctx, g, x, lambd: _mask_grad(g, (x.abs() <= lambd).logical_not()))
+# NaN is outside [-lambd, lambd] for torch: it passes through with its gradient
+HARDSHRINK = _op("hardshrink", lambda xp, x, lambd: xp.where((x >= -lambd) & (x <= lambd), 0, x),
+                 lambda ctx, g, x, lambd: _mask_grad(g, (x.abs() <= lambd).logical_not()))
+
+

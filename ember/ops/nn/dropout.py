@@ -1,0 +1,49 @@
+"""The dropout primitives.
+
+Plain dropout is one fused primitive (draws the mask and scales in one kernel; the
+mask, already scaled by 1 / (1 - p), is a non-differentiable second output reused by
+the derivative); ``_dropout_mask`` draws a mask of any shape for the feature and alpha
+variants.  Masks come from ember's default generator; under vmap each example draws
+its own (randomness='different').
+"""
+import numpy as np
+
+from ..._core import meta as _meta
+from ..._core import random as _rnd
+from ..._core.op import Op
+from .._helpers import _F32
+from ._rules import random_rule
+
+__all__ = []
+
+
+def _keep(shape, p, dt):
+    g = _rnd.default_generator._gen
+    draw = dt if dt in (np.dtype(np.float32), np.dtype(np.float64)) else _F32
+    return g.random(shape, dtype=draw) >= p
+
+
+def _dropout_kernel(xp, x, p):
+    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    mask = _keep(x.shape, p, x.dtype).astype(x.dtype)
+    mask *= x.dtype.type(scale)
+    return x * mask, mask
+
+
+def _dropout_vjp(ctx, g, x, p):
+    return g[0] * ctx.out[1]
+
+
+DROPOUT = Op("native_dropout", _dropout_kernel, _dropout_vjp, save_inputs=False,
+             save_output=True, n_out=2, nondiff_outputs=(1,), category="nn",
+             shape=lambda x, p: (_meta.same(x), _meta.same(x)), batch=random_rule)
+
+
+def _mask_kernel(xp, x, p, shape):
+    return _keep(shape, p, x.dtype).astype(x.dtype)
+
+
+DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, category="nn",
+                  shape=lambda x, p, shape: (tuple(shape), x.dtype), batch=random_rule)
+
+

@@ -1,0 +1,290 @@
+"""The pooling primitives: max pooling (fixed and adaptive windows), its gradient, and
+average pooling.
+
+Max pooling is one primitive producing values and flat indices into each input plane
+(PyTorch's index convention); its gradient is the primitive ``max_pool_backward`` (a
+scatter-add by index, done with one bincount), whose own gradient is a gather, so double
+backward works.  Average pooling sums windows in one kernel; its gradient spreads
+``g / divisor`` back with ``col2im``.  Every kernel treats the dimensions before the
+pooled ones as batch, so the vmap batch is one more leading dimension (indices are
+per plane, hence unchanged).
+"""
+import numpy as np
+
+from ..._core import dtype as _dt
+from ..._core.op import Op
+from ..._core.tensor import wrap
+from .._batching import _batched_front, _move_to_front
+from .._helpers import apply, type_name
+from ._rules import leading_rule
+from .conv import _compute, _windows, col2im
+
+__all__ = []
+
+
+def _out_size(L, k, s, p, d, ceil):
+    num = L + 2 * p - d * (k - 1) - 1
+    o = (num + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (o - 1) * s >= L + p:
+        o -= 1
+    return o
+
+
+def _geometry(x_shape, ks, stride, pad, dil, ceil):
+    """Output sizes and the (lo, hi) padding whose windows produce exactly those outputs."""
+    n = len(ks)
+    L = x_shape[-n:]
+    outs = tuple(_out_size(*a, ceil) for a in zip(L, ks, stride, pad, dil))
+    pads = tuple((p, max(0, (o - 1) * s + d * (k - 1) + 1 - l - p))
+                 for l, k, s, p, d, o in zip(L, ks, stride, pad, dil, outs))
+    return outs, pads
+
+
+def _crop(win, outs, n):
+    return win[(Ellipsis,) + tuple(slice(0, o) for o in outs) + (slice(None),) * n]
+
+
+# ---- max pooling -------------------------------------------------------------------------
+
+def _fill_low(dt):
+    return -np.inf if dt.kind in "fV" else np.iinfo(dt).min
+
+
+def _max_pool_kernel(xp, x, ks, stride, pad, dil, ceil, need_idx):
+    n = len(ks)
+    a, back = _compute(x)
+    outs, pads = _geometry(a.shape, ks, stride, pad, dil, ceil)
+    lead = a.ndim - n
+    if any(p for pr in pads for p in pr):
+        a = xp.pad(a, ((0, 0),) * lead + pads, constant_values=_fill_low(a.dtype))
+    win = _crop(_windows(xp, a, ks, dil, ((0, 0),) * n, stride), outs, n)
+    if not need_idx:
+        r = win.max(axis=tuple(range(-n, 0)))
+        return (r if back is None else r.astype(back)), xp.zeros((0,), dtype=np.int64)
+    offsets = list(np.ndindex(*ks))
+    views = [win[(Ellipsis,) + off] for off in offsets]
+    r = views[0].copy()
+    for v in views[1:]:
+        xp.maximum(r, v, out=r)
+    kt = np.int8 if len(views) < 128 else np.int64
+    if a.dtype.kind == "f" and xp.isnan(r).any():
+        # PyTorch takes the last NaN of a window; the equality test below cannot see NaNs
+        r = views[0].copy()
+        k = xp.zeros(r.shape, dtype=kt)
+        for j, v in enumerate(views[1:], 1):
+            upd = (v > r) | (v != v)
+            xp.copyto(r, v, where=upd)
+            xp.copyto(k, j, where=upd)
+    else:
+        # the first offset holding the maximum, as PyTorch's strict '>' scan picks
+        k = xp.full(r.shape, len(views) - 1, dtype=kt)
+        for j in range(len(views) - 2, -1, -1):
+            xp.copyto(k, j, where=views[j] == r)
+    L = x.shape[-n:]
+    strides = [int(np.prod(L[i + 1:], dtype=np.int64)) for i in range(n)]
+    base = 0
+    for i in range(n):
+        o = np.arange(outs[i]).reshape((-1,) + (1,) * (n - 1 - i))
+        base = base + (o * stride[i] - pad[i]) * strides[i]
+    table = np.array([sum(o[i] * dil[i] * strides[i] for i in range(n)) for o in offsets],
+                     dtype=np.int64)
+    idx = table[k]
+    idx += base
+    return (r if back is None else r.astype(back)), idx
+
+
+def _max_pool_vjp(ctx, g, x, ks, stride, pad, dil, ceil, need_idx):
+    return max_pool_backward(g[0], ctx.out[1], ctx.in_meta[0][0], len(ks))
+
+
+def _max_pool_shape(x, ks, stride, pad, dil, ceil, need_idx):
+    s = x.shape[:-len(ks)] + _geometry(x.shape, ks, stride, pad, dil, ceil)[0]
+    return (s, x.dtype), (s if need_idx else (0,), _dt.int64)
+
+
+def _max_pool_batch(op, args, bdims, params, batch_size):
+    out, idx = op(_move_to_front(args[0], bdims[0]), **params)
+    # without need_idx the indices are an empty placeholder, the same for every example
+    return (out, idx), [0, 0 if params["need_idx"] else None]
+
+
+MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, save_output=True,
+              n_out=2, nondiff_outputs=(1,), category="nn", shape=_max_pool_shape,
+              batch=_max_pool_batch)
+
+
+def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
+    a, back = _compute(g)
+    lead = int(np.prod(in_shape[:-n], dtype=np.int64))
+    plane = int(np.prod(in_shape[-n:], dtype=np.int64))
+    per = int(np.prod(idx.shape[idx.ndim - n:], dtype=np.int64))  # no -1: lead may be 0
+    base = (np.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, per)
+    r = xp.bincount(base.ravel(), weights=a.ravel(), minlength=lead * plane)
+    r = r.astype(back or a.dtype, copy=False).reshape(in_shape)
+    return r
+
+
+def _max_pool_backward_vjp(ctx, gg, g, idx, in_shape, n):
+    lead = in_shape[:-n]
+    flat = gg.reshape(lead + (int(np.prod(in_shape[-n:], dtype=np.int64)),))
+    out_shape = ctx.in_meta[0][0]
+    per = int(np.prod(out_shape[len(out_shape) - n:], dtype=np.int64))
+    return flat.gather(-1, idx.reshape(lead + (per,))).reshape(out_shape), None
+
+
+def _max_pool_backward_batch(op, args, bdims, params, batch_size):
+    g = _batched_front(args[0], bdims[0], batch_size)
+    idx = _batched_front(args[1], bdims[1], batch_size)
+    return op(g, idx, in_shape=(batch_size,) + tuple(params["in_shape"]), n=params["n"]), 0
+
+
+MAX_POOL_BACKWARD = Op("max_pool_backward", _max_pool_backward_kernel, _max_pool_backward_vjp,
+                       save_inputs=(1,), category="nn",
+                       shape=lambda g, idx, in_shape, n: (tuple(in_shape), g.dtype),
+                       batch=_max_pool_backward_batch)
+
+
+def max_pool_backward(g, idx, in_shape, n):
+    return apply(MAX_POOL_BACKWARD, (g, idx), {"in_shape": tuple(in_shape), "n": n})
+
+
+# ---- average pooling ---------------------------------------------------------------------
+
+def _divisor(L, ks, stride, pad, outs, include_pad, override):
+    if override:
+        return None
+    parts = []
+    for l, k, s, p, o in zip(L, ks, stride, pad, outs):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, l + p)
+        if include_pad:
+            parts.append(end - start)
+        else:
+            parts.append(np.minimum(end, l) - np.maximum(start, 0))
+    d = parts[0]
+    for q in parts[1:]:
+        d = d[..., None] * q
+    return d
+
+
+def _avg_pool_kernel(xp, x, ks, stride, pad, ceil, include_pad, override):
+    n = len(ks)
+    if x.dtype.kind not in "fV":
+        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{type_name(x.dtype)}'")
+    a, back = _compute(x)
+    outs, pads = _geometry(a.shape, ks, stride, pad, (1,) * n, ceil)
+    win = _crop(_windows(xp, a, ks, (1,) * n, pads, stride), outs, n)
+    s = win.sum(axis=tuple(range(-n, 0)))
+    div = _divisor(a.shape[-n:], ks, stride, pad, outs, include_pad, override)
+    s = s / (override if div is None else div.astype(s.dtype))
+    return s if back is None else s.astype(back)
+
+
+def _avg_pool_vjp(ctx, g, x, ks, stride, pad, ceil, include_pad, override):
+    n = len(ks)
+    shape = ctx.in_meta[0][0]
+    outs, pads = _geometry(shape, ks, stride, pad, (1,) * n, ceil)
+    div = _divisor(shape[-n:], ks, stride, pad, outs, include_pad, override)
+    g = g / (override if div is None else wrap(div.astype(g._data.dtype)))
+    lead = shape[:-n]
+    g4 = g.reshape((-1, 1) + outs) if len(lead) != 2 else g
+    cols = g4.transpose(0, 1).reshape((g4.shape[1],) + (1,) * n + (g4.shape[0],) + outs)
+    cols = cols.expand((g4.shape[1],) + ks + (g4.shape[0],) + outs)
+    r = col2im(cols, shape[-n:], ks, (1,) * n, pads, stride)
+    return r.reshape(shape)
+
+
+def _avg_pool_shape(x, ks, stride, pad, ceil, include_pad, override):
+    n = len(ks)
+    return x.shape[:-n] + _geometry(x.shape, ks, stride, pad, (1,) * n, ceil)[0], x.dtype
+
+
+AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, category="nn",
+              shape=_avg_pool_shape, batch=leading_rule)
+
+
+# ---- adaptive max pooling ----------------------------------------------------------------
+
+def _bounds(L, o):
+    i = np.arange(o)
+    return (i * L) // o, -((-(i + 1) * L) // o)
+
+
+def _adaptive_max_kernel(xp, x, osz):
+    n = len(osz)
+    a, back = _compute(x)
+    L = a.shape[-n:]
+    idxs = []
+    for i, (l, o) in enumerate(zip(L, osz)):
+        s, e = _bounds(l, o)
+        km = int((e - s).max())
+        # windows padded to a common length by repeating their last element
+        idxs.append(np.minimum(s[:, None] + np.arange(km), (e - 1)[:, None]))
+    grids = []
+    for i, ix in enumerate(idxs):
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = ix.shape
+        grids.append(ix.reshape(shape))
+    sel = a[(Ellipsis,) + tuple(grids)]                 # (..., *osz, *kmax)
+    kmax = tuple(ix.shape[1] for ix in idxs)
+    flat = sel.reshape(sel.shape[:a.ndim] + (int(np.prod(kmax)),))  # no -1: batch may be 0
+    k = flat.argmax(axis=-1)
+    r = xp.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
+    kidx = np.unravel_index(k, kmax)
+    pos = []
+    for i, ix in enumerate(idxs):
+        o = np.arange(osz[i]).reshape((-1,) + (1,) * (n - 1 - i))
+        pos.append(ix[o, kidx[i]])
+    idx = np.ravel_multi_index(tuple(pos), L) if n > 1 else pos[0]
+    return (r if back is None else r.astype(back)), idx.astype(np.int64)
+
+
+def _adaptive_max_vjp(ctx, g, x, osz):
+    return max_pool_backward(g[0], ctx.out[1], ctx.in_meta[0][0], len(osz))
+
+
+def _adaptive_max_shape(x, osz):
+    s = x.shape[:-len(osz)] + tuple(osz)
+    return (s, x.dtype), (s, _dt.int64)
+
+
+ADAPTIVE_MAX = Op("adaptive_max_pool", _adaptive_max_kernel, _adaptive_max_vjp, n_out=2,
+                  save_inputs=False, save_output=True, nondiff_outputs=(1,), category="nn",
+                  shape=_adaptive_max_shape, batch=leading_rule)
+
+
+
+
+# ---- max_unpool -----------------------------------------------------------------------------
+
+def _max_unpool_kernel(xp, x, idx, osz):
+    n = len(osz)
+    lead = x.shape[:x.ndim - n]
+    plane = int(np.prod(osz, dtype=np.int64))
+    flat = idx.reshape(lead + (-1,))
+    if flat.size and (flat.max() >= plane or flat.min() < 0):
+        raise RuntimeError(f"Found an invalid max index: {int(flat.max())} (output volumes are "
+                           f"of size {'x'.join(map(str, osz))}")
+    out = xp.zeros(lead + (plane,), dtype=x.dtype)
+    xp.put_along_axis(out, flat, x.reshape(lead + (-1,)), axis=-1)
+    return out.reshape(lead + tuple(osz))
+
+
+def _max_unpool_vjp(ctx, g, x, idx, osz):
+    # each input value went to one output position: its gradient is read back from there
+    shape = tuple(ctx.in_meta[0][0])
+    lead = shape[:len(shape) - len(osz)]
+    flat = g.reshape(lead + (int(np.prod(osz, dtype=np.int64)),))
+    return flat.gather(-1, idx.reshape(lead + (-1,))).reshape(shape), None
+
+
+def _max_unpool_jvp(out, tangents, x, idx, osz):
+    return None if tangents[0] is None else MAX_UNPOOL(tangents[0], idx, osz=osz)
+
+
+def _max_unpool_shape(x, idx, osz):
+    return tuple(x.shape[:x.ndim - len(osz)]) + tuple(osz), x.dtype
+
+
+MAX_UNPOOL = Op("max_unpool", _max_unpool_kernel, _max_unpool_vjp, save_inputs=(1,),
+                category="nn", shape=_max_unpool_shape, jvp=_max_unpool_jvp, batch=leading_rule)

@@ -1,0 +1,328 @@
+"""The recurrent layers' operators: fused cells and whole-layer loops.
+
+``_lstm_cell`` and ``_gru_cell`` compute all gate nonlinearities and the state update
+of one step in one NumPy kernel; their derivatives are written in ember ops.  When
+every step has the same batch size and no mode is active, ``nn.functional`` runs an
+LSTM (without projections) or GRU layer direction as one operator, ``_lstm_layer`` /
+``_gru_layer``, whose kernel runs all steps and keeps the gate activations; its first
+derivative is one backward-through-time kernel (``_lstm_layer_backward`` /
+``_gru_layer_backward``).  Under ``create_graph`` (or a mode pushed since the forward)
+the derivative is instead backpropagation through time in ember ops, step by step
+through the cells' vjps, so higher derivatives stay exact.
+"""
+import numpy as np
+
+from ..._core import dtype as _dtype
+from ..._core.op import Op
+from ..._core.state import STATE
+from .. import _helpers as H
+from ..blas import addmm
+from ..shape import cat, stack
+from ._rules import leading_rule
+
+__all__ = []
+
+
+def _f32(x):
+    return x.astype(np.float32) if x.dtype in H._HALF else x
+
+
+def _lstm_cell_kernel(xp, gates, c):
+    dt = c.dtype
+    g32, c32 = _f32(gates), _f32(c)
+    n = c.shape[-1]
+    sig = H.special(xp).expit
+    i = sig(g32[..., :n])
+    f = sig(g32[..., n:2 * n])
+    g = xp.tanh(g32[..., 2 * n:3 * n])
+    o = sig(g32[..., 3 * n:])
+    c2 = f * c32 + i * g
+    h = o * xp.tanh(c2)
+    return h.astype(dt, copy=False), c2.astype(dt, copy=False)
+
+
+def _lstm_cell_vjp(ctx, grads, gates, c):
+    gh, gc = grads
+    _, c2 = ctx.out
+    n = c.shape[-1]
+    xi, xf, xg, xo = gates.split(n, -1)
+    i, f, g, o = xi.sigmoid(), xf.sigmoid(), xg.tanh(), xo.sigmoid()
+    tc = c2.tanh()
+    dc2 = gc + gh * o * (1 - tc * tc)
+    dgates = cat([dc2 * g * i * (1 - i), dc2 * c * f * (1 - f), dc2 * i * (1 - g * g),
+                  gh * tc * o * (1 - o)], -1)
+    return dgates, dc2 * f
+
+
+LSTM_CELL = Op("_lstm_cell", _lstm_cell_kernel, _lstm_cell_vjp, n_out=2, save_output=True,
+               shape=lambda g, c: ((c.shape, c.dtype), (c.shape, c.dtype)), batch=leading_rule)
+
+
+def _gru_cell_kernel(xp, gi, gh, h):
+    dt = h.dtype
+    gi, gh, h32 = _f32(gi), _f32(gh), _f32(h)
+    n = h.shape[-1]
+    rz = H.special(xp).expit(gi[..., :2 * n] + gh[..., :2 * n])
+    r, z = rz[..., :n], rz[..., n:]
+    nn_ = xp.tanh(gi[..., 2 * n:] + r * gh[..., 2 * n:])
+    return ((1 - z) * nn_ + z * h32).astype(dt, copy=False)
+
+
+def _gru_cell_vjp(ctx, g, gi, gh, h):
+    n = h.shape[-1]
+    rz = (gi[..., :2 * n] + gh[..., :2 * n]).sigmoid()
+    r, z = rz.split(n, -1)
+    ghn = gh[..., 2 * n:]
+    nn_ = (gi[..., 2 * n:] + r * ghn).tanh()
+    dn = g * (1 - z) * (1 - nn_ * nn_)
+    dr = dn * ghn * r * (1 - r)
+    dz = g * (h - nn_) * z * (1 - z)
+    dgi = cat([dr, dz, dn], -1) if ctx.needs_input_grad[0] else None
+    dgh = cat([dr, dz, dn * r], -1) if ctx.needs_input_grad[1] else None
+    return dgi, dgh, g * z
+
+
+GRU_CELL = Op("_gru_cell", _gru_cell_kernel, _gru_cell_vjp,
+              shape=lambda gi, gh, h: (h.shape, h.dtype), batch=leading_rule)
+
+
+# ---- whole-layer operators (uniform batch) ---------------------------------------------------
+
+def _steps(T, reverse):
+    return range(T - 1, -1, -1) if reverse else range(T)
+
+
+def _sig(x):
+    return H.special(np).expit(x)
+
+
+def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
+    dt = h0.dtype
+    xw, h, c, whhT = _f32(xw), _f32(h0), _f32(c0), _f32(whhT)
+    T, n = xw.shape[0], h0.shape[-1]
+    hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
+    cs = np.empty_like(hs)
+    acts = np.empty(xw.shape, dtype=h.dtype)
+    # sigmoid(x) = (tanh(x / 2) + 1) / 2: one tanh call for all four gates
+    half = np.full(4 * n, 0.5, dtype=h.dtype)
+    half[2 * n:3 * n] = 1
+    shift = np.where(half == 1, 0, 0.5).astype(h.dtype)
+    for t in _steps(T, reverse):
+        a = acts[t]
+        np.matmul(h, whhT, out=a)
+        a += xw[t]
+        a *= half
+        np.tanh(a, out=a)
+        a *= half
+        a += shift
+        g = a[:, 2 * n:3 * n]
+        c = a[:, n:2 * n] * c
+        c += a[:, :n] * g
+        h = np.tanh(c)
+        h *= a[:, 3 * n:]
+        hs[t], cs[t] = h, c
+    return hs.astype(dt, copy=False), cs.astype(dt, copy=False), acts
+
+
+def _lstm_layer_bwd_kernel(xp, ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
+    T, B, n = acts.shape[0], acts.shape[1], h0.shape[-1]
+    f32 = acts.dtype
+    ghs, gcs, hs, cs, h0, c0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, gcs, hs, cs, h0, c0))
+    whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
+    a4 = acts.reshape(T, B, 4, n)
+    i, f, g, o = a4[:, :, 0], a4[:, :, 1], a4[:, :, 2], a4[:, :, 3]
+    tc = np.tanh(cs)
+    dc_dh = o * (1 - tc * tc)
+    do_dh = tc * o * (1 - o)
+    dgates_dc = np.stack([g * i * (1 - i), _prev_states(cs, c0, reverse) * f * (1 - f),
+                          i * (1 - g * g)], 2)
+    dG = np.empty_like(acts)
+    dG4 = dG.reshape(T, B, 4, n)
+    dh = np.zeros_like(h0)
+    dc = np.zeros_like(c0)
+    for t in reversed(list(_steps(T, reverse))):
+        dh += ghs[t]
+        dc += gcs[t]
+        dc += dh * dc_dh[t]
+        np.multiply(dc[:, None], dgates_dc[t], out=dG4[t, :, :3])
+        np.multiply(dh, do_dh[t], out=dG4[t, :, 3])
+        dh = np.matmul(dG[t], whh)
+        dc *= f[t]
+    dwhhT = np.matmul(_prev_states(hs, h0, reverse).reshape(-1, n).T, dG.reshape(-1, 4 * n))
+    return dG, dh, dc, dwhhT
+
+
+def _prev_states(hs, h0, reverse):
+    """The state each step starts from, in time order."""
+    if reverse:
+        return np.concatenate([hs[1:], h0[None]], 0)
+    return np.concatenate([h0[None], hs[:-1]], 0)
+
+
+class _Saved:
+    """The ``ctx`` a cell's vjp reads, for calling it step by step."""
+    __slots__ = ("out", "needs_input_grad")
+
+    def __init__(self, out, need):
+        self.out = out
+        self.needs_input_grad = need
+
+
+def _before(seq, first, t, reverse):
+    """The state step ``t`` starts from."""
+    p = t + 1 if reverse else t - 1
+    return first if p < 0 or p >= seq.shape[0] else seq[p]
+
+
+def _lstm_layer_bptt(grads, inputs, outs, reverse):
+    """Backpropagation through time in ember ops, step by step through the cell's own vjp:
+    differentiable again, and every op has a batching rule."""
+    ghs, gcs = grads
+    xw, h0, c0, whhT = inputs
+    hs, cs = outs[0], outs[1]
+    whh = whhT.transpose(0, 1)
+    dxw = [None] * xw.shape[0]
+    dh = dc = dw = None
+    for t in reversed(list(_steps(xw.shape[0], reverse))):
+        hp, cp = _before(hs, h0, t, reverse), _before(cs, c0, t, reverse)
+        gh = ghs[t] if dh is None else ghs[t] + dh
+        gc = gcs[t] if dc is None else gcs[t] + dc
+        dg, dc = _lstm_cell_vjp(_Saved((hs[t], cs[t]), (True, True)), (gh, gc),
+                                addmm(xw[t], hp, whhT), cp)
+        dxw[t] = dg
+        dh = dg.matmul(whh)
+        w = hp.transpose(0, 1).matmul(dg)
+        dw = w if dw is None else dw + w
+    return stack(dxw, 0), dh, dc, dw
+
+
+def _gru_layer_bptt(grads, inputs, outs, reverse):
+    """`_lstm_layer_bptt` for the GRU layer."""
+    (ghs,) = grads
+    xw, h0, whhT, b_hh = inputs
+    hs = outs[0]
+    whh = whhT.transpose(0, 1)
+    dxw = [None] * xw.shape[0]
+    dh = dw = db = None
+    for t in reversed(list(_steps(xw.shape[0], reverse))):
+        hp = _before(hs, h0, t, reverse)
+        gh = hp.matmul(whhT) if b_hh is None else addmm(b_hh, hp, whhT)
+        g = ghs[t] if dh is None else ghs[t] + dh
+        dgi, dgh, dh = _gru_cell_vjp(_Saved(None, (True, True, True)), g, xw[t], gh, hp)
+        dxw[t] = dgi
+        dh = dh + dgh.matmul(whh)
+        w = hp.transpose(0, 1).matmul(dgh)
+        dw = w if dw is None else dw + w
+        if b_hh is not None:
+            s = dgh.sum(0)
+            db = s if db is None else db + s
+    return stack(dxw, 0), dh, dw, db
+
+
+def _fused(bwd_op, bptt, n_diff):
+    """vjp of a whole-layer op: one BPTT kernel, or the BPTT in ember ops under
+    create_graph (or a mode pushed since the forward)."""
+    def vjp(ctx, grads, *inputs, reverse):
+        need = ctx.needs_input_grad
+        if STATE.grad_enabled or STATE.intercept:
+            res = bptt(grads[:n_diff], inputs, ctx.out, reverse)
+            return tuple(r if n else None for r, n in zip(res, need))
+        res = bwd_op(*grads[:n_diff], *ctx.out[n_diff:], *ctx.out[:n_diff], *inputs[1:],
+                     reverse=reverse)
+        res = [r if n else None for r, n in zip(res, need)]
+        for k, r in enumerate(res):
+            if r is not None and ctx.in_meta[k] is not None and r.dtype.np != ctx.in_meta[k][1]:
+                res[k] = r.to(_dtype.from_np(ctx.in_meta[k][1]))
+        return tuple(res)
+    return vjp
+
+
+def _f32_dtype(dt):
+    from ..._core import dtype as _dt
+    return _dt.float32 if dt.np in H._HALF else dt
+
+
+def _layer_shape(n_gates, n_states):
+    def shape(xw, h0, *rest, reverse):
+        st = (xw.shape[:2] + (h0.shape[-1],), h0.dtype)
+        acts = (xw.shape[:2] + (n_gates * h0.shape[-1],), _f32_dtype(h0.dtype))
+        return (st,) * n_states + (acts,)
+    return shape
+
+
+def _bwd_shape(n_gates_in):
+    """dgates (input side), d h0, [d c0,] d whhT and, for GRU, d b_hh."""
+    def shape(*args, reverse):
+        acts, h0, whhT, b_hh = (args[2], args[5], args[7], None) if n_gates_in == 4 else \
+            (args[1], args[3], args[4], args[5])
+        dt, n = acts.dtype, h0.shape[-1]
+        res = [(tuple(acts.shape[:2]) + (n_gates_in * n,), dt), (h0.shape, dt)]
+        if n_gates_in == 4:
+            res.append((h0.shape, dt))
+        res.append((whhT.shape, dt))
+        if n_gates_in == 3:
+            res.append(((3 * n if b_hh is not None else 0,), dt))
+        return tuple(res)
+    return shape
+
+
+LSTM_LAYER_BACKWARD = Op("_lstm_layer_backward", _lstm_layer_bwd_kernel, None, n_out=4,
+                         differentiable=False, shape=_bwd_shape(4))
+LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel,
+                _fused(LSTM_LAYER_BACKWARD, _lstm_layer_bptt, 2), n_out=3,
+                save_output=True, nondiff_outputs=(2,), shape=_layer_shape(4, 2))
+
+
+def _gru_layer_kernel(xp, xw, h0, whhT, b_hh, reverse):
+    dt = h0.dtype
+    xw, h, whhT = _f32(xw), _f32(h0), _f32(whhT)
+    T, n = xw.shape[0], h0.shape[-1]
+    hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
+    acts = np.empty(xw.shape[:2] + (4 * n,), dtype=h.dtype)  # r, z, n, h @ W_hn + b_hn
+    for t in _steps(T, reverse):
+        a = acts[t]
+        gh = np.matmul(h, whhT)
+        if b_hh is not None:
+            gh += _f32(b_hh)
+        a[:, :2 * n] = _sig(xw[t, :, :2 * n] + gh[:, :2 * n])
+        a[:, 3 * n:] = gh[:, 2 * n:]
+        a[:, 2 * n:3 * n] = np.tanh(xw[t, :, 2 * n:] + a[:, :n] * gh[:, 2 * n:])
+        z, nn_ = a[:, n:2 * n], a[:, 2 * n:3 * n]
+        h = nn_ + z * (h - nn_)
+        hs[t] = h
+    return hs.astype(dt, copy=False), acts
+
+
+def _gru_layer_bwd_kernel(xp, ghs, acts, hs, h0, whhT, b_hh, reverse):
+    T, n = acts.shape[0], h0.shape[-1]
+    f32 = acts.dtype
+    ghs, hs, h0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, hs, h0))
+    whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
+    prev = _prev_states(hs, h0, reverse)
+    dGI = np.empty(acts.shape[:2] + (3 * n,), dtype=f32)
+    dGH = np.empty_like(dGI)
+    dh = np.zeros_like(h0)
+    for t in reversed(list(_steps(T, reverse))):
+        a = acts[t]
+        r, z, nn_, ghn = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+        dh = dh + ghs[t]
+        dn = dh * (1 - z) * (1 - nn_ * nn_)
+        dGI[t, :, :n] = dn * ghn * r * (1 - r)
+        dGI[t, :, n:2 * n] = dh * (prev[t] - nn_) * z * (1 - z)
+        dGI[t, :, 2 * n:] = dn
+        dGH[t, :, :2 * n] = dGI[t, :, :2 * n]
+        dGH[t, :, 2 * n:] = dn * r
+        dh = dh * z + np.matmul(dGH[t], whh)
+    flat = dGH.reshape(-1, 3 * n)
+    dwhhT = np.matmul(prev.reshape(-1, n).T, flat)
+    db = flat.sum(0) if b_hh is not None else np.zeros(0, dtype=f32)
+    return dGI, dh, dwhhT, db
+
+
+GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel, None, n_out=4,
+                        differentiable=False, shape=_bwd_shape(3))
+GRU_LAYER = Op("_gru_layer", _gru_layer_kernel,
+               _fused(GRU_LAYER_BACKWARD, _gru_layer_bptt, 1), n_out=2,
+               save_output=True, nondiff_outputs=(1,), shape=_layer_shape(4, 1))
+
+
