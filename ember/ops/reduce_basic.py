@@ -335,29 +335,68 @@ def _rcumsum(t, dim):
 def _cumprod_vjp(ctx, g, x, dim, reverse=False, dtype=None):
     if not ctx.in_meta[0][0]:
         return g
-    return _cumprod_grad(x, g, ctx.out, dim)
+    from .._core.state import STATE
+    if STATE.grad_enabled:
+        # a graph for higher orders: the composite, with the terms beyond the first zero
+        return _cumprod_grad(x, g, ctx.out, dim, reverse, 1)
+    # no graph: the same values from one operator with a fused kernel
+    return apply(CUMPROD_BACKWARD, (x, g, ctx.out), {"dim": dim, "reverse": reverse})
 
 
-def _cumprod_grad(x, g, out, dim):
-    """sum_{j>=k} g_j d(out_j)/dx_k, exact to all orders where x has zeros.
+def _cumprod_backward_kernel(xp, x, g, out, dim, reverse=False):
+    """`_cumprod_grad`'s values (depth 0) in one pass over arrays; the quotient alone where
+    the input has no zero (a branch on values is fine inside a kernel: a trace records the
+    operator, whose value does not depend on the path taken)."""
+    dt = np.result_type(x, out)
+    work = _F32 if dt in _HALF else dt
+    x, g, out = x.astype(work, copy=False), g.astype(work, copy=False), \
+        out.astype(work, copy=False)
+    if work.kind == "c":
+        x, out = xp.conj(x), xp.conj(out)
+    acc = lambda a: _along(lambda v: xp.cumsum(v, axis=dim), a, dim, not reverse)  # noqa: E731
+    zero = x == 0
+    if not zero.any():
+        return (acc(g * out) / x).astype(dt, copy=False)
+    seen = _along(lambda v: xp.cumsum(v, axis=dim), zero, dim, reverse)
+    before = seen == 0
+    first = zero & (seen == 1)
+    a = acc(g * out) / xp.where(before, x, 1)
+    c = _along(lambda v: xp.cumprod(v, axis=dim), xp.where(first, 1, x), dim, reverse)
+    b = acc(g * c)
+    return xp.where(before, a, xp.where(first, b, 0)).astype(dt, copy=False)
+
+
+CUMPROD_BACKWARD = Op("_cumprod_backward", _cumprod_backward_kernel, None, differentiable=False,
+                      shape=lambda x, g, out, dim, reverse=False: (x.shape,
+                                                                    _meta.promote(x, out)),
+                      category="reduction", batch=_dims_rule)
+
+
+def _cumprod_grad(x, g, out, dim, reverse=False, depth=1):
+    """sum_{j>=k} g_j d(out_j)/dx_k (j<=k for ``reverse``), without testing values: the same
+    ops run whether or not x has zeros, so a traced backward computes what eager does.
 
     Before the first zero of a slice: rcumsum(g out) / x.  At it (z): sum_{j>=z} g_j C_j with
-    C = cumprod(y), y = x with x_z set to 1.  After it: x_z times this same gradient for y
-    (which has one zero fewer, so the recursion ends)."""
+    C = cumprod(y), y = x with x_z set to 1.  After it the value is 0, written as x_z times the
+    same gradient for y (one zero fewer), so derivatives through x_z stay right; that nesting
+    stops after ``depth`` levels (0 beyond: exact values, and exact derivatives of order
+    ``depth + 1``)."""
     from .pointwise import where
     from ._helpers import cj
     zero = x == 0
-    if not zero._data.any():
-        return _rcumsum(g * cj(out), dim) / cj(x)
-    seen = zero.cumsum(dim)
+    seen = apply(CUMSUM, (zero,), {"dim": dim, "reverse": reverse})
     before = seen == 0
     first = zero & (seen == 1)
-    a = _rcumsum(g * cj(out), dim) / cj(where(before, x, 1))
+    a = apply(CUMSUM, (g * cj(out),), {"dim": dim, "reverse": not reverse}) / \
+        cj(where(before, x, 1))
     y = where(first, 1, x)
-    c = apply(CUMPROD, (y,), {"dim": dim})
-    b = _rcumsum(g * cj(c), dim)
+    c = apply(CUMPROD, (y,), {"dim": dim, "reverse": reverse})
+    b = apply(CUMSUM, (g * cj(c),), {"dim": dim, "reverse": not reverse})
+    if depth <= 0:
+        return where(before, a, where(first, b, 0))
     x_z = (x * first).sum(dim, keepdim=True)
-    return where(before, a, where(first, b, cj(x_z) * _cumprod_grad(y, g, c, dim)))
+    rest = cj(x_z) * _cumprod_grad(y, g, c, dim, reverse, depth - 1)
+    return where(before, a, where(first, b, rest))
 
 
 def _cum_shape(x, dim, reverse=False, dtype=None):

@@ -38,25 +38,73 @@ def _prod_vjp(ctx, g, x, dims, keepdim, dtype=None):
     if not shape:
         return g
     g = expand_back(g, shape, dims, keepdim)
+    if 0 in shape:
+        return g  # no elements: an empty gradient
     if len(dims) == 1:
-        return g * cj(_prod_others(x, dims[0], expand_back(ctx.out, shape, dims, keepdim)))
-    return g * cj(_prod_others(x.reshape(-1), 0, ctx.out.reshape(1)).reshape(shape))
+        return g * cj(_prod_others(x, dims[0]))
+    return g * cj(_prod_others(x.reshape(-1), 0).reshape(shape))
 
 
-def _prod_others(x, dim, out):
-    """The product of the other elements of each slice along ``dim``, exact to all orders:
-    out / x without zeros; with a first zero z, the product of y (x with x_z set to 1) at z
-    and x_z times the same for y elsewhere (y has one zero fewer, so the recursion ends)."""
-    zero = x == 0
-    if not zero._data.any():
-        return out / x
-    has_zero = zero.any(dim, keepdim=True)
-    first = zero & (zero.cumsum(dim) == 1)
-    y = where(first, 1, x)
-    p = apply(PROD, (y,), {"dims": (dim,), "keepdim": True})
-    x_z = (x * first).sum(dim, keepdim=True)
-    with_zero = where(first, p, x_z * _prod_others(y, dim, p))
-    return where(has_zero, with_zero, out / where(has_zero, 1, x))
+from .._core.op import JVP_FROM_VJP  # noqa: E402
+
+
+def _prod_others_kernel(xp, x, dim):
+    # without zeros the quotient is exact and cheap (one reduction; torch uses it too); the
+    # exclusive products are two scans.  A branch on values is fine inside a kernel: a trace
+    # records the operator, whose value does not depend on the path taken.
+    dt = x.dtype
+    if dt in _HALF:
+        x = x.astype(_F32)
+    if not (x == 0).any():
+        return (xp.prod(x, axis=dim, keepdims=True) / x).astype(dt, copy=False)
+    n = x.shape[dim]
+    r = xp.ones_like(x)
+    if n > 1:
+        head = [slice(None)] * x.ndim
+        tail = list(head)
+        head[dim], tail[dim] = slice(0, n - 1), slice(1, n)
+        head, tail = tuple(head), tuple(tail)
+        xp.cumprod(x[head], axis=dim, out=r[tail])
+        rev = [slice(None)] * x.ndim
+        rev[dim] = slice(None, None, -1)
+        rev = tuple(rev)
+        r[head] *= xp.cumprod(x[tail][rev], axis=dim)[rev]
+    return r.astype(dt, copy=False)
+
+
+def _prod_others_vjp(ctx, h, x, dim):
+    """Through the exclusive products E (from the left) and F (from the right), P = E F:
+    cumprod's rule for each, so higher orders stay exact at zeros too."""
+    from .creation import ones_like, zeros_like
+    from .reduce_basic import CUMPROD, _cumprod_grad
+    from .shape import cat
+    from .._core.state import STATE
+    n = x.shape[dim]
+    if n < 2:
+        return zeros_like(x)
+    depth = 1 if STATE.grad_enabled else 0
+    head, tail = x.narrow(dim, 0, n - 1), x.narrow(dim, 1, n - 1)
+    c = apply(CUMPROD, (head,), {"dim": dim})
+    r = apply(CUMPROD, (tail,), {"dim": dim, "reverse": True})
+    one = ones_like(x.narrow(dim, 0, 1))
+    zero = zeros_like(one)
+    e = cat([one, c], dim)
+    f = cat([r, one], dim)
+    g_head = _cumprod_grad(head, (h * cj(f)).narrow(dim, 1, n - 1), c, dim, False, depth)
+    g_tail = _cumprod_grad(tail, (h * cj(e)).narrow(dim, 0, n - 1), r, dim, True, depth)
+    return cat([g_head, zero], dim) + cat([zero, g_tail], dim)
+
+
+# the product of the other elements of each slice along ``dim``: the exclusive cumulative
+# product from the left times the one from the right, exact with any number of zeros without
+# testing values (a traced backward computes what eager does)
+PROD_OTHERS = Op("_prod_others", _prod_others_kernel, _prod_others_vjp,
+                 shape=lambda x, dim: (x.shape, x.dtype), category="reduction",
+                 batch=_dims_rule, unsupported={"jvp": JVP_FROM_VJP})
+
+
+def _prod_others(x, dim):
+    return apply(PROD_OTHERS, (x,), {"dim": dim})
 
 
 PROD = Op("prod", int64_acc_kernel(lambda xp, x, **kw: xp.prod(x, **kw)), _prod_vjp,
