@@ -361,17 +361,19 @@ class FileSystemReader(StorageReader):
                              f"an item spans bytes {info.offset}..{info.offset + info.length}")
         buf = np.empty(info.length, np.uint8)
         for s, n in _to_blocks(ranges, info.block, info.length):
-            data = os.pread(fd, n, info.offset + s)
-            if len(data) != n:
-                raise ValueError(f"corrupt checkpoint: short read in {info.relative_path}")
+            mv = memoryview(buf[s:s + n])
+            got = 0
+            while got < n:   # straight into the buffer: no intermediate bytes object
+                k = os.preadv(fd, [mv[got:]], info.offset + s + got)
+                if k <= 0:
+                    raise ValueError(f"corrupt checkpoint: short read in {info.relative_path}")
+                got += k
             self.read_ranges.append((info.relative_path, info.offset + s, n))
-            mv = memoryview(data)
             for k in range(0, n, info.block):
                 b = (s + k) // info.block
                 if zlib.crc32(mv[k:k + info.block]) != info.crcs[b]:
                     raise ValueError(f"corrupt checkpoint: checksum mismatch in "
                                      f"{info.relative_path} at byte {info.offset + s + k}")
-            buf[s:s + n] = np.frombuffer(data, np.uint8)
         return buf
 
     def read_data(self, plan, planner):
@@ -398,7 +400,8 @@ class FileSystemReader(StorageReader):
                 box = chunk[tuple(slice(o, o + n) for o, n in
                                   zip(item.storage_offsets, item.lengths))]
                 target = planner.resolve_tensor(item)
-                target.copy_(from_numpy(np.array(box, order="C")))
+                # np.require keeps 0-d boxes 0-d and copies only a strided box
+                target.copy_(from_numpy(np.require(np.asarray(box), requirements="C")))
                 planner.commit_tensor(item, target)
         finally:
             for fd, _ in files.values():
