@@ -332,3 +332,13 @@ def test_openmp_threads_give_the_same_results(monkeypatch):
            ck.unary("exp", None)(np, flat), ck.activation("gelu", flat)]
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
+
+
+@needs_c
+def test_two_libraries_in_one_process_each_run_their_own_code(tmp_path, monkeypatch):
+    # the loader names a library by /proc/self/fd/N: a reused N would hand back the first one
+    from ember._core.ckernels import build as ckbuild
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    libs = [ckbuild.build(f"ember_two_{k}", f"int ck_abi(void) {{ return {k}; }}\n",
+                          lambda lib, k=k: lib.ck_abi() == k)[0] for k in (41, 42, 43)]
+    assert [lib.ck_abi() for lib in libs] == [41, 42, 43]

@@ -195,13 +195,24 @@ def _load(path, check):
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
         lib = ctypes.CDLL(target)
-        return lib if check(lib) else None
-    except (OSError, AttributeError):
+    except OSError:
+        os.close(fd)
         return None
     finally:
-        os.close(fd)
         if prior is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
+    # the dynamic loader now knows this library by the name /proc/self/fd/N and would hand
+    # it back for any later dlopen of that name: the descriptor stays open, so that N is
+    # never reused for another library (two libraries in one process, e.g. the eager one and
+    # a compiled graph, would otherwise get the first one's code)
+    _HELD_FDS.append(fd)
+    try:
+        return lib if check(lib) else None
+    except AttributeError:
+        return None
+
+
+_HELD_FDS = []
 
 
 class _Lock:
