@@ -142,6 +142,12 @@ def _backward_kernel(name, numpy_form, c_dtypes):
     """``g * d act(x)/dx``: the C kernel where the arrays fit it, else the NumPy form
     (halves computed in float32)."""
     def kernel(xp, g, x, **p):
+        if g.shape != x.shape or g.dtype != x.dtype or not g.flags.c_contiguous:
+            # e.g. the zero-stride gradient of a sum: one copy lets the C kernel run
+            shape = np.broadcast_shapes(g.shape, x.shape)
+            g = xp.ascontiguousarray(xp.broadcast_to(g, shape), dtype=x.dtype)
+            if x.shape != shape:
+                x = xp.ascontiguousarray(xp.broadcast_to(x, shape))
         r = _ck.activation_backward(name, g, x, p.get("tanh", False), c_dtypes)
         if r is not None:
             return r
