@@ -32,8 +32,8 @@ PER_DTYPE = 3
 # operators whose values are unspecified (random draws, uninitialised memory): their
 # decompositions are checked for shape, dtype and reproducibility only
 RANDOM = {"empty", "empty_strided", "bernoulli", "bernoulli_scalar", "cauchy", "exponential",
-          "geometric", "log_normal", "multinomial", "normal", "normal_tensor", "random", "randperm", "uniform",
-          "_dropout_mask", "native_dropout", "rrelu_with_noise", "poisson", "standard_gamma",
+          "geometric", "log_normal", "multinomial", "normal", "normal_tensor", "random",
+          "randperm", "uniform", "_dropout_mask", "native_dropout", "rrelu_with_noise", "poisson", "standard_gamma",
           "distributions_binomial"}
 
 
@@ -179,6 +179,33 @@ def _direct_drivers(rng):
                    else None, ember.empty_strided((2, 3), (1, 2)), ember.empty(2, 3))
 
 
+def _optim_drivers(rng):
+    """One step of each fused optimizer update, on real and complex parameters."""
+    def params():
+        return [ember.from_numpy(rng.uniform(-1, 1, s)).requires_grad_(True)
+                for s in ((3, 2), (4,))] + [
+            ember.from_numpy((rng.uniform(-1, 1, 3) + 1j * rng.uniform(-1, 1, 3)).astype(
+                np.complex64)).requires_grad_(True)]
+
+    def step(opt_cls, **kw):
+        ps = params()
+        opt = opt_cls(ps, **kw)
+        for _ in range(2):  # the second step finds momentum buffers and steps in place
+            opt.zero_grad()
+            sum(((p * p).sum().real if p.is_complex() else (p * p).sum()) for p in ps).backward()
+            opt.step()
+    O = ember.optim
+    yield lambda: (step(O.SGD, lr=0.1), step(O.SGD, lr=0.1, momentum=0.9, nesterov=True,
+                                                weight_decay=0.01),
+                   step(O.SGD, lr=0.1, momentum=0.5, dampening=0.2, maximize=True))
+    yield lambda: (step(O.Adam, lr=0.01), step(O.Adam, lr=0.01, amsgrad=True, weight_decay=0.1),
+                   step(O.AdamW, lr=0.01, weight_decay=0.1, maximize=True))
+    yield lambda: (step(O.RMSprop, lr=0.01), step(O.RMSprop, lr=0.01, momentum=0.9,
+                                                    centered=True, weight_decay=0.1))
+    yield lambda: (step(O.Adagrad, lr=0.1), step(O.Adagrad, lr=0.1, lr_decay=0.01,
+                                                   weight_decay=0.1))
+
+
 def _random_drivers(rng):
     """The random operators (their values are not compared: see the tests below)."""
     p = ember.from_numpy(rng.uniform(0.1, 0.9, (3, 4)))
@@ -229,7 +256,7 @@ def _collect():
                             op.call(ember, to_lib(ember, s.args), to_lib(ember, s.kwargs))
                     except Exception:
                         pass  # error samples: ember raises as torch does (test_opdb)
-        for drivers in (_nn_drivers, _direct_drivers, _random_drivers):
+        for drivers in (_nn_drivers, _direct_drivers, _optim_drivers, _random_drivers):
             for drive in drivers(np.random.default_rng(4321)):
                 with Capture(calls):
                     loss = _loss(drive())
@@ -253,7 +280,7 @@ def _collect():
 
 CALLS = _collect()
 DECOMPOSED = sorted(n for n in CALLS if n in REGISTRY and not is_primitive(n) and
-                    n not in RANDOM)
+                    n not in RANDOM and n not in D.FUNCTIONALIZED)
 
 
 class PrimitiveOnly(DispatchMode):
@@ -419,6 +446,26 @@ def test_decomposition_gradient_equals_kernel(name):
                                            equal_nan=True, err_msg=f"{where}: grad {j}")
 
 
+# ---- in-place updates: functional decompositions -----------------------------------------------
+@pytest.mark.parametrize("name", sorted(n for n in CALLS if n in D.FUNCTIONALIZED))
+def test_functional_decomposition_equals_the_inplace_update(name):
+    op = REGISTRY[name]
+    for k, (_, args, params) in enumerate(CALLS[name]):
+        where = _where(name, k, args, params)
+        written = _copy(args)
+        op(*written, **params)
+        got = _run_decomp(name, args, params)
+        assert len(got) == len(args), f"{where}: {len(got)} entries for {len(args)} inputs"
+        n_new = 0
+        for i, (new, old) in enumerate(zip(got, written)):
+            if new is None:  # read only: the kernel must not have written it
+                np.testing.assert_array_equal(old._data, args[i]._data, err_msg=where)
+                continue
+            n_new += 1
+            _compare(name, new, old, f"{where}: input {i}")
+        assert n_new > 0, where
+
+
 # ---- random operators: the counter RNG -------------------------------------------------------
 def _random_calls():
     return sorted(n for n in CALLS if n in RANDOM and D.decomposition_of(n) is not None)
@@ -492,7 +539,8 @@ def test_every_op_is_primitive_or_decomposed_or_has_a_reason():
     n_prim = sum(1 for n in REGISTRY if is_primitive(n))
     n_dec = sum(1 for n in REGISTRY if n in D.DECOMPOSITIONS)
     n_no = sum(1 for n in REGISTRY if n in D.NO_DECOMP)
-    tested = len(DECOMPOSED) + len(_random_calls())
+    tested = len(DECOMPOSED) + len(_random_calls()) + sum(1 for n in CALLS
+                                                          if n in D.FUNCTIONALIZED)
     print(f"\n{len(REGISTRY)} registered ops: {n_prim} primitive "
           f"({sum(1 for n in REGISTRY if n in EXTERN)} extern), {n_dec} decomposed, "
           f"{n_no} without decomposition (reason given); {tested} decompositions checked "

@@ -17,12 +17,17 @@ rejection samplers (Poisson, Gamma, Binomial), whose number of draws depends on 
 drawn.  Recurrences over time (RNN layers, CTC) are unrolled: a traced sequence length is
 static.
 """
-from ..._core.op import REGISTRY
+from ..._core.op import REGISTRY, mark_unsupported
 
-__all__ = ["DECOMPOSITIONS", "NO_DECOMP", "decomposes", "install", "decomposition_of"]
+__all__ = ["DECOMPOSITIONS", "NO_DECOMP", "FUNCTIONALIZED", "decomposes", "install",
+           "decomposition_of"]
 
 DECOMPOSITIONS = {}
 NO_DECOMP = {}
+# ops that write their inputs in place and return nothing (the fused optimizer updates):
+# their decompositions are functional, returning one entry per input, its new value or
+# None for an input only read
+FUNCTIONALIZED = set()
 
 
 def decomposes(*names):
@@ -56,9 +61,8 @@ def install():
             continue
         reason = _PRIMITIVE_MARK if name in PRIMITIVES else (
             "no decomposition, reason: " + NO_DECOMP[name] if name in NO_DECOMP else None)
-        marks = getattr(op, "unsupported", None)
-        if reason is not None and isinstance(marks, dict):
-            marks.setdefault("decomp", reason)
+        if reason is not None and "decomp" not in op.unsupported:
+            mark_unsupported("decomp", reason, op)
 
 
 def decomposition_of(op):
@@ -71,6 +75,6 @@ def decomposition_of(op):
 
 
 from . import (pointwise, reduction, shape, indexing, random, nn,  # noqa: E402,F401
-               nn_windows, rnn, ctc, linalg, creation)
+               nn_windows, rnn, ctc, linalg, creation, optim)
 
 install()

@@ -67,7 +67,7 @@ def _shift(a, k):
 
 
 def _alpha(lpe, valid, skip, in_lens, S):
-    T, N = lpe.shape[0], lpe.shape[1]
+    T = lpe.shape[0]
     first = prim.select(lpe, key=(0,))
     a = prim.where(const(np.arange(S)[None, :] < 2), first, NINF)
     a = prim.where(valid, a, NINF)

@@ -1,0 +1,171 @@
+"""Fused optimizer updates in functional form.
+
+The eager ops write params and state in place and return nothing; a compiled graph has no
+in-place writes, so each decomposition returns the new value of every input instead (one
+entry per input, None for the inputs only read: the gradients).  The arithmetic follows
+the kernels step by step (lerp's two branches, addcmul/addcdiv with a scalar ``value``).
+The step counter is a tensor: bias corrections are computed from it in float64, as the
+kernels compute them from its Python value.
+"""
+from ..._core import dtype as _dt
+from . import FUNCTIONALIZED, decomposes
+from ._util import cast, prim
+
+
+def _split(arrays, n, k):
+    return [list(arrays[i * n:(i + 1) * n]) for i in range(k)]
+
+
+def _real(t):
+    return prim.view_as_real(t) if t.dtype.is_complex else t
+
+
+def _back(new, old):
+    """``new`` (computed on the real view) in ``old``'s shape and dtype."""
+    if old.dtype.is_complex:
+        new = prim.view_as_complex(cast(new, old.dtype.to_real()))
+    return cast(new, old.dtype)
+
+
+def _grad(x, g, maximize, weight_decay):
+    g = _real(g)
+    if maximize:
+        g = prim.neg(g)
+    if weight_decay != 0:
+        g = prim.add(prim.mul(x, weight_decay), g)
+    return g
+
+
+def _lerp(a, b, w):
+    d = prim.sub(b, a)
+    if abs(w) < 0.5:
+        return prim.add(a, prim.mul(d, w))
+    return prim.sub(b, prim.mul(d, 1 - w))
+
+
+def _addcmul(a, b, c, value):
+    return prim.add(a, prim.mul(prim.mul(b, value), c))
+
+
+def _addcdiv(a, b, c, value):
+    return prim.add(a, prim.mul(prim.div(b, c), value))
+
+
+def _incr(step):
+    return prim.add(step, 1)
+
+
+def _f64(t):
+    return cast(t, _dt.float64)
+
+
+def _out(n, *lists):
+    """One entry per input: the new lists in input order, None for the gradients."""
+    params, rest = lists[0], lists[1:]
+    out = list(params) + [None] * n
+    for lst in rest:
+        out += lst
+    return tuple(out)
+
+
+@decomposes("_sgd_step")
+def _sgd_step(*arrays, n, lr, momentum, dampening, weight_decay, nesterov, maximize,
+              fresh=()):
+    lists = _split(arrays, n, 3 if momentum != 0 else 2)
+    params, grads = lists[0], lists[1]
+    new_p, new_b = [], []
+    for i in range(n):
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, weight_decay)
+        if momentum != 0:
+            old = lists[2][i]
+            b = _real(old)
+            if fresh and fresh[i]:
+                b = cast(g, b.dtype)
+            else:
+                b = prim.add(prim.mul(b, momentum), prim.mul(g, 1 - dampening))
+            new_b.append(_back(b, old))
+            g = prim.add(g, prim.mul(b, momentum)) if nesterov else b
+        new_p.append(_back(prim.add(x, prim.mul(g, -lr)), params[i]))
+    return _out(n, new_p, *([new_b] if momentum != 0 else []))
+
+
+@decomposes("_adam_step")
+def _adam_step(*arrays, n, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
+               decoupled):
+    lists = _split(arrays, n, 6 if amsgrad else 5)
+    params, grads, steps, avgs, sqs = lists[:5]
+    new = [[], [], [], [], []]
+    for i in range(n):
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, 0 if decoupled else weight_decay)
+        step = _incr(steps[i])
+        s64 = _f64(step)
+        if weight_decay != 0 and decoupled:
+            x = prim.mul(x, 1 - lr * weight_decay)
+        m = _lerp(_real(avgs[i]), g, 1 - beta1)
+        v = _addcmul(prim.mul(_real(sqs[i]), beta2), g, g, 1 - beta2)
+        new[2].append(_back(m, avgs[i]))
+        new[3].append(_back(v, sqs[i]))
+        if amsgrad:
+            mx = prim.maximum(_real(lists[5][i]), v)
+            new[4].append(_back(mx, lists[5][i]))
+            v = mx
+        bias2 = prim.sqrt(prim.sub(1, prim.pow(beta2, s64)))
+        denom = prim.add(prim.div(prim.sqrt(v), bias2), eps)
+        value = prim.div(-lr, prim.sub(1, prim.pow(beta1, s64)))
+        new[0].append(_back(_addcdiv(x, m, denom, value), params[i]))
+        new[1].append(cast(step, steps[i].dtype))
+    return _out(n, new[0], new[1], new[2], new[3], *([new[4]] if amsgrad else []))
+
+
+@decomposes("_rmsprop_step")
+def _rmsprop_step(*arrays, n, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+    k = 4 + (momentum > 0) + bool(centered)
+    lists = _split(arrays, n, k)
+    params, grads, steps, sqs = lists[:4]
+    bufs = lists[4] if momentum > 0 else None
+    gavgs = lists[k - 1] if centered else None
+    new_p, new_s, new_sq, new_b, new_ga = [], [], [], [], []
+    for i in range(n):
+        new_s.append(cast(_incr(steps[i]), steps[i].dtype))
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, weight_decay)
+        sq = _addcmul(prim.mul(_real(sqs[i]), alpha), g, g, 1 - alpha)
+        new_sq.append(_back(sq, sqs[i]))
+        if centered:
+            ga = _lerp(_real(gavgs[i]), g, 1 - alpha)
+            new_ga.append(_back(ga, gavgs[i]))
+            avg = prim.sqrt(_addcmul(sq, ga, ga, -1))
+        else:
+            avg = prim.sqrt(sq)
+        avg = prim.add(avg, eps)
+        if momentum > 0:
+            buf = _addcdiv(prim.mul(_real(bufs[i]), momentum), g, avg, 1)
+            new_b.append(_back(buf, bufs[i]))
+            x = prim.add(x, prim.mul(buf, -lr))
+        else:
+            x = _addcdiv(x, g, avg, -lr)
+        new_p.append(_back(x, params[i]))
+    extra = ([new_b] if momentum > 0 else []) + ([new_ga] if centered else [])
+    return _out(n, new_p, new_s, new_sq, *extra)
+
+
+@decomposes("_adagrad_step")
+def _adagrad_step(*arrays, n, lr, lr_decay, eps, weight_decay, maximize):
+    params, grads, steps, sums = _split(arrays, n, 4)
+    new_p, new_s, new_sum = [], [], []
+    for i in range(n):
+        step = _incr(steps[i])
+        new_s.append(cast(step, steps[i].dtype))
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, weight_decay)
+        s = _addcmul(_real(sums[i]), g, g, 1)
+        new_sum.append(_back(s, sums[i]))
+        std = prim.add(prim.sqrt(s), eps)
+        clr = prim.div(-lr, prim.add(prim.mul(prim.sub(_f64(step), 1), lr_decay), 1))
+        new_p.append(_back(_addcdiv(x, g, std, clr), params[i]))
+    return _out(n, new_p, new_s, new_sum)
+
+
+FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step"})
