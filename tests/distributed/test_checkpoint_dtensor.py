@@ -82,6 +82,29 @@ def main(ckdir):
     else:
         raise AssertionError("a wrong local shape was accepted")
 
+    # factories: the same global tensor on every rank, each keeping its piece
+    import ember.distributed.tensor as dt
+    o = dt.ones(7, 5, device_mesh=mesh2, placements=[Shard(0), Shard(1)])
+    np.testing.assert_array_equal(o.full_tensor().numpy(), np.ones((7, 5), np.float32))
+    f = dt.full((4, 2), 2.5, device_mesh=mesh, placements=[Shard(0)])
+    np.testing.assert_array_equal(f.to_local().numpy(), np.full((1, 2), 2.5))
+    ember.manual_seed(rank)                      # different generators on every rank
+    rn = dt.randn(8, 3, device_mesh=mesh, placements=[Shard(0)])
+    got = rn.full_tensor()
+    same = [None] * 4
+    dist.all_gather_object(same, got)
+    assert all(np.array_equal(g.numpy(), got.numpy()) for g in same)
+    assert got.numpy().std() > 0.1
+    z = dt.zeros((3, 4), device_mesh=mesh, placements=[Replicate()], requires_grad=True)
+    assert z.requires_grad and z.to_local().abs().sum().item() == 0
+    # a Partial DTensor must be reduced before it is saved
+    try:
+        dcp.save({"p": part}, checkpoint_id=ckdir + "_partial")
+    except dcp.CheckpointException as e:
+        assert "Partial" in str(e) and "'p'" in str(e)
+    else:
+        raise AssertionError("a Partial DTensor was saved")
+
     # async_save: the main thread keeps running collectives while the save writes
     sd = {"w": d2, "step": 3}
     fut = dcp.async_save(sd, checkpoint_id=ckdir)

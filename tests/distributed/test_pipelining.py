@@ -71,7 +71,8 @@ def case_schedules():
     import ember as torch
     import ember.distributed as dist
     from ember.distributed.pipelining import (Schedule1F1B, ScheduleGPipe,
-                                              ScheduleInterleaved1F1B, pipeline)
+                                              ScheduleInterleaved1F1B, ScheduleLoopedBFS,
+                                              pipeline)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     x, y = data(torch)
@@ -82,6 +83,7 @@ def case_schedules():
     runs = [(ScheduleGPipe, 1), (Schedule1F1B, 1)]
     if world == 2:
         runs.append((ScheduleInterleaved1F1B, 3))   # 6 stages, 3 per rank
+        runs.append((ScheduleLoopedBFS, 3))
     for cls, per_rank in runs:
         for n_mb in (world, 4):
             model = copy.deepcopy(base)
@@ -216,16 +218,18 @@ def test_single_process_interleaved_matches_unsplit():
     base = make_model(ember)
     x, y = data(ember)
     ref_out, ref_grads = reference(ember, copy.deepcopy(base), x, y)
+    from ember.distributed.pipelining import build_stage
     pipe = pipeline(base, mb_args=(x,), split_spec=split_spec(3))
-    sched = ScheduleInterleaved1F1B([pipe.build_stage(i) for i in range(3)], 3,
-                                    loss_fn=ember.nn.functional.mse_loss)
+    stages = [build_stage(pipe.get_stage_module(i), i, pipe.pipe_info, "cpu")
+              for i in range(3)]
+    sched = ScheduleInterleaved1F1B(stages, 3, loss_fn=ember.nn.functional.mse_loss)
     out = sched.step(x, target=y)
     np.testing.assert_allclose(out.detach().numpy(), ref_out.numpy(), atol=1e-6)
     for n, p in base.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), ref_grads[n].numpy(), atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["gpipe", "1f1b", "interleaved"])
+@pytest.mark.parametrize("kind", ["gpipe", "1f1b", "interleaved", "looped_bfs"])
 def test_schedule_orders_never_deadlock(kind):
     from ember.distributed.pipelining.schedules import order_for, simulate
     for world, per in [(2, 1), (3, 1), (4, 1), (2, 2), (2, 3), (3, 2), (4, 2)]:
@@ -252,7 +256,7 @@ def test_schedule_orders_never_deadlock(kind):
 
 @pytest.mark.parametrize("name", ["pipeline", "pipe_split", "PipelineStage", "ScheduleGPipe",
                                   "Schedule1F1B", "ScheduleInterleaved1F1B",
-                                  "Pipe.build_stage"])
+                                  "ScheduleLoopedBFS", "Pipe.build_stage", "build_stage"])
 def test_signatures_match_torch(name):
     import inspect
     import torch.distributed.pipelining as tp

@@ -45,6 +45,10 @@ def _dump_bytes(obj):
 def create_default_local_save_plan(state_dict, is_coordinator=False):
     items = []
     for fqn, obj in state_dict.items():
+        if isinstance(obj, DTensor) and any(p.is_partial() for p in obj.placements):
+            raise ValueError(f"{fqn!r} is a DTensor with Partial placements "
+                             f"{obj.placements}: redistribute it to Shard/Replicate before "
+                             "saving")
         if isinstance(obj, DTensor) or _is_tensor(obj):
             size, offsets, sizes, local = _box_of(obj)
             if _numel(sizes) == 0 and _numel(size) != 0:

@@ -7,6 +7,7 @@ Each stage keeps the original parameter names (``layers.3.weight``) and shares t
 original parameter objects.  A stage may only use the previous stage's outputs (for the
 first stage: the model's inputs); a value that skips a stage is reported, not routed.
 """
+import dataclasses
 import enum
 import threading
 
@@ -14,7 +15,7 @@ from ...fx import GraphModule, Tracer
 from ...fx.passes.split_module import split_module
 from ...nn import Module
 
-__all__ = ["pipe_split", "SplitPoint", "Pipe", "pipeline"]
+__all__ = ["pipe_split", "SplitPoint", "Pipe", "PipeInfo", "pipeline"]
 
 
 _TRACING = threading.local()
@@ -81,6 +82,14 @@ class _Stage(Module):
         return self.gm.state_dict(*args, **kwargs)
 
 
+@dataclasses.dataclass
+class PipeInfo:
+    """What `build_stage` needs to know of a pipe."""
+    graph: object
+    num_stages: int
+    has_loss_and_backward: bool
+
+
 class Pipe(Module):
     """A model cut into ``num_stages`` stages (``split_gm.submod_<i>``).  Calling it runs
     the stages in order, as the original model; `build_stage` makes the `PipelineStage` of
@@ -92,6 +101,7 @@ class Pipe(Module):
         self.num_stages = num_stages
         self.has_loss_and_backward = False
         self._stage_modules = stage_modules
+        self.pipe_info = PipeInfo(split_gm.graph, num_stages, False)
 
     def forward(self, *args, **kwargs):
         return self.split_gm(*args, **kwargs)

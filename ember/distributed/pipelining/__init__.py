@@ -15,9 +15,10 @@ Example::
 from ._IR import Pipe, SplitPoint, pipe_split, pipeline
 from .microbatch import TensorChunkSpec
 from .schedules import (PipelineScheduleMulti, PipelineScheduleSingle, Schedule1F1B,
-                        ScheduleGPipe, ScheduleInterleaved1F1B)
-from .stage import PipelineStage
+                        ScheduleGPipe, ScheduleInterleaved1F1B, ScheduleLoopedBFS)
+from .stage import PipelineStage, build_stage
 
 __all__ = ["Pipe", "SplitPoint", "pipe_split", "pipeline", "TensorChunkSpec",
            "PipelineScheduleMulti", "PipelineScheduleSingle", "Schedule1F1B",
-           "ScheduleGPipe", "ScheduleInterleaved1F1B", "PipelineStage"]
+           "ScheduleGPipe", "ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "PipelineStage",
+           "build_stage"]

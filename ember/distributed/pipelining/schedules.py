@@ -10,12 +10,19 @@ grouping of microbatches in rounds of the pipeline's size).
 from .microbatch import merge_chunks, split_args_kwargs_into_chunks
 
 __all__ = ["PipelineScheduleSingle", "PipelineScheduleMulti", "ScheduleGPipe",
-           "Schedule1F1B", "ScheduleInterleaved1F1B", "order_for", "simulate"]
+           "Schedule1F1B", "ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "order_for",
+           "simulate"]
 
 
 def _gpipe(stages, n, rank, world):
     fwd = [("F", s, m) for m in range(n) for s in stages]
     bwd = [("B", s, m) for m in range(n) for s in reversed(stages)]
+    return fwd + bwd
+
+
+def _looped_bfs(stages, n, rank, world):
+    fwd = [("F", s, m) for s in stages for m in range(n)]
+    bwd = [("B", s, m) for s in reversed(stages) for m in range(n)]
     return fwd + bwd
 
 
@@ -62,6 +69,8 @@ def order_for(kind, rank, world, num_stages, n):
         return _one_f_one_b(stages[0], num_stages, n)
     if kind == "interleaved":
         return _interleaved(stages, n, rank, world)
+    if kind == "looped_bfs":
+        return _looped_bfs(stages, n, rank, world)
     raise ValueError(kind)
 
 
@@ -206,3 +215,14 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
                  backward_requires_autograd=True, defer_pp_recv=False):
         super().__init__(stages, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec,
                          output_merge_spec, scale_grads)
+
+
+class ScheduleLoopedBFS(PipelineScheduleMulti):
+    """Several stages per rank, breadth first: every microbatch through a rank's first
+    stage, then its next stage, ...; backward in the reverse order."""
+    _kind = "looped_bfs"
+
+    def __init__(self, stages, n_microbatches, loss_fn=None, output_merge_spec=None,
+                 scale_grads=True, backward_requires_autograd=True, defer_pp_recv=False):
+        super().__init__(stages, n_microbatches, loss_fn,
+                         output_merge_spec=output_merge_spec, scale_grads=scale_grads)

@@ -12,7 +12,7 @@ import collections
 
 import numpy as np
 
-__all__ = ["PipelineStage"]
+__all__ = ["PipelineStage", "build_stage"]
 
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
            "uint8", "bool", "complex64", "complex128")
@@ -182,3 +182,9 @@ class PipelineStage:
 def _int64():
     import ember
     return ember.int64
+
+
+def build_stage(stage_module, stage_index, pipe_info, device, group=None):
+    """The `PipelineStage` of ``stage_module`` (stage ``stage_index`` of the pipe described
+    by ``pipe_info``: a `Pipe`, or anything with ``num_stages``)."""
+    return PipelineStage(stage_module, stage_index, pipe_info.num_stages, device, group=group)

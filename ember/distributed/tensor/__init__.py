@@ -7,7 +7,9 @@ reshard it); it does not run operators itself.
 """
 from ..device_mesh import DeviceMesh, init_device_mesh
 from ._api import DTensor, distribute_tensor
+from ._factories import empty, full, ones, rand, randn, zeros
 from .placement_types import Partial, Placement, Replicate, Shard
 
 __all__ = ["DTensor", "DeviceMesh", "distribute_tensor", "init_device_mesh", "Shard",
-           "Replicate", "Partial", "Placement"]
+           "Replicate", "Partial", "Placement", "empty", "full", "ones", "rand", "randn",
+           "zeros"]
