@@ -1,15 +1,18 @@
 """Every decomposition equals its operator's kernel, in value and gradient, using only
 primitives (ember.ops.primitives, ember.ops.decompositions).
 
-The operator calls come from the op database: each record's samples run under a capture
-mode that keeps the first few calls of every operator (inputs and params as the kernel
-sees them); the nn operators, which have no database records yet, are driven by a short
-list of nn.functional calls below.  For each captured call of a non-primitive op, the
-decomposition runs under a mode that fails on any non-primitive operator, and its outputs
-must equal the kernel's (dtype-appropriate tolerance); in float64, backward through the
-decomposition must equal backward through the op.  The random operators cannot equal a
-Generator draw: their decompositions are checked for shape, dtype, support and
-reproducibility of the (seed, offset) counter RNG instead.
+The operator calls come from the op database: each record's samples (and, in float64,
+their backward passes) run under a capture mode that keeps the first few calls of every
+operator, inputs and params as the kernel sees them.  Operators no record reaches yet are
+driven by short lists below: nn.functional calls (no nn records yet), the fused layer and
+attention kernels with their fused backward ops (reached only without a mode), optimizer
+steps, and the random functions.  For each captured call of a non-primitive op the
+decomposition runs under a mode that records every operator it calls, all of which must be
+primitives, and its outputs must equal the kernel's (dtype-appropriate tolerance); in
+float64, backward through the decomposition must equal backward through the op.  The
+in-place optimizer updates are compared in functional form (new values of the inputs they
+write).  Random operators cannot equal a Generator draw: their decompositions are checked
+for shape, dtype and reproducibility of the (seed, offset) counter RNG instead.
 """
 import collections
 import warnings
@@ -33,8 +36,8 @@ PER_DTYPE = 3
 # decompositions are checked for shape, dtype and reproducibility only
 RANDOM = {"empty", "empty_strided", "bernoulli", "bernoulli_scalar", "cauchy", "exponential",
           "geometric", "log_normal", "multinomial", "normal", "normal_tensor", "random",
-          "randperm", "uniform", "_dropout_mask", "native_dropout", "rrelu_with_noise", "poisson", "standard_gamma",
-          "distributions_binomial"}
+          "randperm", "uniform", "_dropout_mask", "native_dropout", "rrelu_with_noise",
+          "poisson", "standard_gamma", "distributions_binomial"}
 
 
 def _copy(a):
@@ -274,7 +277,7 @@ def _collect():
                         if loss is not None:
                             loss.backward()
                 except Exception:
-                    pass
+                    pass  # error samples, and ops without a derivative (test_opdb's)
     return calls
 
 
