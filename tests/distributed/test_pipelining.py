@@ -81,9 +81,8 @@ def case_schedules():
     ref_out, ref_grads = reference(torch, copy.deepcopy(base), x, y)
     total = sum(p.numel() for p in base.parameters())
     runs = [(ScheduleGPipe, 1), (Schedule1F1B, 1)]
-    if world == 2:
-        runs.append((ScheduleInterleaved1F1B, 3))   # 6 stages, 3 per rank
-        runs.append((ScheduleLoopedBFS, 3))
+    # 6 stages: 3 per rank on 2 ranks, 2 per rank on 3
+    runs += [(ScheduleInterleaved1F1B, 6 // world), (ScheduleLoopedBFS, 6 // world)]
     for cls, per_rank in runs:
         for n_mb in (world, 4):
             model = copy.deepcopy(base)
