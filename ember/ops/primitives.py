@@ -19,7 +19,7 @@ of them special functions), and the extern library calls (32).
   ``reciprocal``, ``frac``, ``xlogy``, ``logaddexp``, the activations, ...) are not
   primitive: they fuse into the same loop after decomposition.
 * **Casts and complex parts** (`CAST`): dtype conversion (``_to_copy``), device transfer,
-  and the complex layout ops (``complex``, ``real``, ``imag``, ``conj``, ``view_as_*``):
+  bit reinterpretation (``view_dtype``), and the complex layout ops (``complex``, ``real``, ``imag``, ``conj``, ``view_as_*``):
   they change how an element is stored, which no arithmetic expresses.
 * **Reductions and scans** (`REDUCTION`): ``sum``, ``prod``, ``amax``, ``amin``,
   ``argmax``, ``argmin``, ``any``, ``all`` over a tuple of dims, and the four associative
@@ -94,8 +94,8 @@ ELEMENTWISE = frozenset((
     + _POLYNOMIALS + (
     # ternary
     "where",))
-CAST = frozenset(("_to_copy", "_to_device", "complex", "real", "imag", "conj", "view_as_real",
-                  "view_as_complex"))
+CAST = frozenset(("_to_copy", "_to_device", "view_dtype", "complex", "real", "imag", "conj",
+                  "view_as_real", "view_as_complex"))
 REDUCTION = frozenset(("sum", "prod", "amax", "amin", "argmax", "argmin", "any", "all",
                        "cumsum", "cumprod", "cummax", "cummin"))
 MOVEMENT = frozenset(("view", "_reshape_copy", "permute", "expand", "slice", "select",
@@ -146,15 +146,15 @@ def _splitmix64(z):
 
 def _rng_uniform_kernel(xp, seed, offset, shape, dtype):
     n = int(np.prod(shape, dtype=np.int64))
-    key = np.asarray(seed).astype(np.uint64) * _GOLDEN
-    counters = np.arange(n, dtype=np.uint64) + np.asarray(offset).astype(np.uint64)
+    key = xp.asarray(seed).astype(np.uint64) * _GOLDEN
+    counters = xp.arange(n, dtype=np.uint64) + xp.asarray(offset).astype(np.uint64)
     bits = _splitmix64(_splitmix64(counters + key))
     dt = np.dtype(dtype)
     if dt == np.float64:
         u = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
     else:  # 24 bits: every value exactly representable in float32, never rounds up to 1
         u = ((bits >> np.uint64(40)).astype(np.float32) * np.float32(2.0 ** -24)).astype(dt)
-    return xp.asarray(u.reshape(shape))
+    return u.reshape(tuple(shape))
 
 
 RNG_UNIFORM = Op("_rng_uniform", _rng_uniform_kernel, None, differentiable=False,
