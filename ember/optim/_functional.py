@@ -1,17 +1,16 @@
-"""Array-level building blocks shared by the built-in optimizers.
+"""Building blocks shared by the built-in optimizers.
 
-Updates work on the raw arrays of parameters, gradients and state tensors with
-in-place ufuncs (no dispatch, no autograd), and bump the version counter of
-every tensor they write so that autograd's saved-tensor checks still see the
-change.  Complex tensors are updated through a real view, as torch does
-(``view_as_real``).  The arithmetic follows torch's kernels operation by
-operation (lerp, addcmul, addcdiv with a scalar ``value``) so trajectories
-match torch's to rounding.
+The updates of SGD, Adam/AdamW, RMSprop and Adagrad are fused operators
+(`ember.ops.optim`: one dispatch per parameter group, visible to dispatch modes);
+the other optimizers still update the raw arrays of parameters and state with
+in-place ufuncs (the array helpers of `ember.ops.optim`, no dispatch) and bump
+the version counter of every tensor they write, so that autograd's saved-tensor
+checks see the change.  State tensors are created by the factory operators.
 """
-import numpy as np
-
 from .._core import dtype as _dt
-from .._core.tensor import Tensor, _version_of, wrap
+from .._core.tensor import Tensor, _version_of
+from ..ops.creation import full as _full, zeros_like as _zeros_like
+from ..ops.optim import addcdiv_, addcmul_, grad_array, lerp_, real
 from .optimizer import Optimizer, _run_closure
 
 __all__ = []
@@ -22,31 +21,19 @@ def scalar(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def real(a):
-    """A real view of ``a``; 0-dim arrays become 1-element views so that ufuncs keep
-    returning arrays (``out=`` needs them)."""
-    if a.ndim == 0:
-        a = a.reshape(1)
-    if a.dtype.kind != "c":
-        return a
-    return a.view(a.real.dtype)
-
-
 def bump(t):
     _version_of(t)[0] += 1
 
 
 def step_tensor(value=0.0):
     """A 0-dim step counter: float64 when that is the default dtype, else float32."""
-    d = np.float64 if _dt.get_default_dtype().np == np.float64 else np.float32
-    return wrap(np.array(value, dtype=d))
+    d = _dt.float64 if _dt.get_default_dtype() is _dt.float64 else _dt.float32
+    return _full((), value, dtype=d)
 
 
 def zeros_like(p, fill=0):
-    a = np.zeros_like(p._data, order="C")
-    if fill:
-        a[...] = fill
-    return wrap(a)
+    """A state buffer shaped like param ``p`` (its dtype and device), filled with ``fill``."""
+    return _zeros_like(p) if not fill else _full(p.shape, fill, dtype=p.dtype, device=p.device)
 
 
 def incr(step_t):
@@ -63,42 +50,7 @@ def param_and_grad(p, maximize, weight_decay):
     The gradient array is never written in place: when it is modified a new array
     is made, as torch's ``-grad`` and ``grad.add(param, alpha=wd)`` do."""
     x = real(p._data)
-    g = p._grad._data
-    if g.dtype.kind == "c" and not g.flags.c_contiguous:
-        g = np.ascontiguousarray(g)
-    g = real(g)
-    if maximize:
-        g = np.negative(g)
-    if weight_decay != 0:
-        t = np.multiply(x, weight_decay)
-        t += g
-        g = t
-    return x, g
-
-
-def lerp_(a, b, w):
-    """``a.lerp_(b, w)`` with torch's two-branch formula."""
-    t = np.subtract(b, a)
-    if abs(w) < 0.5:
-        t *= w
-        a += t
-    else:
-        t *= 1 - w
-        np.subtract(b, t, out=a)
-
-
-def addcmul_(a, b, c, value):
-    """``a += value * b * c``."""
-    t = np.multiply(b, value)
-    t *= c
-    a += t
-
-
-def addcdiv_(a, b, c, value, scratch=None):
-    """``a += value * (b / c)``; ``scratch`` (may be ``c``) receives the quotient."""
-    t = np.divide(b, c, out=scratch)
-    t *= value
-    a += t
+    return x, grad_array(x, p._grad._data, maximize, weight_decay)
 
 
 def state_arr(state, key):

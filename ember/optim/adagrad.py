@@ -1,8 +1,7 @@
 """Adagrad (``torch.optim.Adagrad``)."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, addcdiv_, addcmul_, check_fused, check_lr, check_range,
-                          incr, param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+from ..ops.optim import ADAGRAD_STEP, fused_step
+from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, scalar,
+                          step_tensor, zeros_like)
 
 __all__ = ["Adagrad"]
 
@@ -33,15 +32,8 @@ class Adagrad(ArrayOptimizer):
         st["sum"] = zeros_like(p, complex(init, init) if p.is_complex() else init)
 
     def _update_group(self, group):
-        lr = scalar(group["lr"])
-        lr_decay, eps, wd = group["lr_decay"], group["eps"], group["weight_decay"]
-        maximize = group["maximize"]
-        for p, st in self._live(group, self._init_state):
-            step = incr(st["step"])
-            x, g = param_and_grad(p, maximize, wd)
-            s = state_arr(st, "sum")
-            addcmul_(s, g, g, 1)
-            std = np.sqrt(s)
-            std += eps
-            addcdiv_(x, g, std, -lr / (1 + (step - 1) * lr_decay), scratch=std)
-            self._bump_all(p, st)
+        live = self._live(group, self._init_state)
+        fused_step(ADAGRAD_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st["step"] for _, st in live], [st["sum"] for _, st in live]],
+                   lr=scalar(group["lr"]), lr_decay=group["lr_decay"], eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"])

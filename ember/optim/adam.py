@@ -1,8 +1,6 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, adam_moments, addcdiv_, check_args, check_fused, incr,
-                          param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+from ..ops.optim import ADAM_STEP, fused_step
+from ._functional import ArrayOptimizer, check_args, check_fused, scalar, step_tensor, zeros_like
 
 __all__ = ["Adam", "AdamW"]
 
@@ -35,25 +33,13 @@ class Adam(ArrayOptimizer):
         live = self._live(group, init)
         if not live:
             return
-        lr = scalar(group["lr"])
-        beta1, beta2 = scalar(group["betas"][0]), scalar(group["betas"][1])
-        eps, wd, decoupled = group["eps"], group["weight_decay"], group["decoupled_weight_decay"]
-        maximize = group["maximize"]
-        for p, st in live:
-            x, g = param_and_grad(p, maximize, 0 if decoupled else wd)
-            step = incr(st["step"])
-            if wd != 0 and decoupled:
-                x *= 1 - lr * wd
-            m, v = adam_moments(st, g, beta1, beta2)
-            if amsgrad:
-                mx = state_arr(st, "max_exp_avg_sq")
-                np.maximum(mx, v, out=mx)
-                v = mx
-            denom = np.sqrt(v)
-            denom /= (1 - beta2 ** step) ** 0.5
-            denom += eps
-            addcdiv_(x, m, denom, -lr / (1 - beta1 ** step), scratch=denom)
-            self._bump_all(p, st)
+        keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+        fused_step(ADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in keys],
+                   lr=scalar(group["lr"]), beta1=scalar(group["betas"][0]),
+                   beta2=scalar(group["betas"][1]), eps=group["eps"],
+                   weight_decay=group["weight_decay"], amsgrad=amsgrad,
+                   maximize=group["maximize"], decoupled=group["decoupled_weight_decay"])
 
 
 class AdamW(Adam):

@@ -1,8 +1,6 @@
 """RMSprop (``torch.optim.RMSprop``)."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, addcdiv_, addcmul_, check_lr, check_range, incr, lerp_,
-                          param_and_grad, scalar, state_arr, step_tensor, zeros_like)
+from ..ops.optim import RMSPROP_STEP, fused_step
+from ._functional import ArrayOptimizer, check_lr, check_range, scalar, step_tensor, zeros_like
 
 __all__ = ["RMSprop"]
 
@@ -34,29 +32,11 @@ class RMSprop(ArrayOptimizer):
             if centered:
                 st["grad_avg"] = zeros_like(p)
 
-        lr = scalar(group["lr"])
-        alpha, eps, wd = group["alpha"], group["eps"], group["weight_decay"]
-        maximize = group["maximize"]
-        for p, st in self._live(group, init):
-            incr(st["step"])
-            x, g = param_and_grad(p, maximize, wd)
-            sq = state_arr(st, "square_avg")
-            sq *= alpha
-            addcmul_(sq, g, g, 1 - alpha)
-            if centered:
-                ga = state_arr(st, "grad_avg")
-                lerp_(ga, g, 1 - alpha)
-                avg = sq.copy()
-                addcmul_(avg, ga, ga, -1)
-                np.sqrt(avg, out=avg)
-            else:
-                avg = np.sqrt(sq)
-            avg += eps
-            if momentum > 0:
-                buf = state_arr(st, "momentum_buffer")
-                buf *= momentum
-                addcdiv_(buf, g, avg, 1)
-                x += np.multiply(buf, -lr)
-            else:
-                addcdiv_(x, g, avg, -lr, scratch=avg)
-            self._bump_all(p, st)
+        live = self._live(group, init)
+        keys = ("step", "square_avg") + (("momentum_buffer",) if momentum > 0 else ()) + \
+            (("grad_avg",) if centered else ())
+        fused_step(RMSPROP_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in keys],
+                   lr=scalar(group["lr"]), alpha=group["alpha"], eps=group["eps"],
+                   weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
+                   maximize=group["maximize"])

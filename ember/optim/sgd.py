@@ -1,8 +1,6 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, bump, check_fused, check_lr, check_range,
-                          param_and_grad, real, scalar, zeros_like)
+from ..ops.optim import SGD_STEP, fused_step
+from ._functional import ArrayOptimizer, check_fused, check_lr, check_range, scalar, zeros_like
 
 __all__ = ["SGD"]
 
@@ -24,27 +22,20 @@ class SGD(ArrayOptimizer):
         check_fused(fused, foreach, differentiable)
 
     def _update_group(self, group):
-        lr = scalar(group["lr"])
-        momentum, dampening = group["momentum"], group["dampening"]
-        nesterov, wd, maximize = group["nesterov"], scalar(group["weight_decay"]), \
-            group["maximize"]
-        for p in group["params"]:
-            if p._grad is None:
-                continue
-            x, g = param_and_grad(p, maximize, wd)
-            if momentum != 0:
+        momentum = group["momentum"]
+        params = [p for p in group["params"] if p._grad is not None]
+        bufs, fresh = [], ()
+        if momentum != 0:
+            fresh = []
+            for p in params:
                 st = self.state[p]
                 buf = st.get("momentum_buffer")
+                fresh.append(buf is None)  # the first step copies the gradient into it
                 if buf is None:
-                    buf = zeros_like(p)
-                    real(buf._data)[...] = g
-                    st["momentum_buffer"] = buf
-                    b = real(buf._data)
-                else:
-                    b = real(buf._data)
-                    b *= momentum
-                    b += g * (1 - dampening)
-                    bump(buf)
-                g = g + b * momentum if nesterov else b
-            x += np.multiply(g, -lr)
-            bump(p)
+                    buf = st["momentum_buffer"] = zeros_like(p)
+                bufs.append(buf)
+            fresh = tuple(fresh) if any(fresh) else ()
+        fused_step(SGD_STEP, params, [p._grad for p in params], [bufs] if momentum != 0 else [],
+                   lr=scalar(group["lr"]), momentum=momentum, dampening=group["dampening"],
+                   weight_decay=scalar(group["weight_decay"]), nesterov=group["nesterov"],
+                   maximize=group["maximize"], fresh=fresh)

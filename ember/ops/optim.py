@@ -1,0 +1,232 @@
+"""Fused optimizer updates: one operator per algorithm step, applied to all the parameters
+of a group at once (foreach style: one dispatch per group, not per parameter).
+
+Each update is an `Op` whose tensor inputs are lists laid out one after the other (the
+params, their gradients, then each state buffer, ``n`` tensors per list; ``lists`` in the
+params names them) and whose kernel writes the new values into the params and state
+buffers in place, returning nothing: a dispatch mode sees the whole step with its
+hyper-parameters (a tracer, a device backend, a ZeRO sharding mode), and the caller bumps
+the version counter of every tensor written, as torch's ``p.add_`` would, so autograd's
+saved-tensor checks see the change.  Gradients are only read (a new array is made where
+torch's ``-grad`` or ``grad.add(param, alpha=wd)`` makes one).
+
+Complex tensors are updated through a real view (torch's ``view_as_real``).  The arithmetic
+follows torch's kernels operation by operation (lerp, addcmul, addcdiv with a scalar
+``value``), so trajectories match torch's to rounding.  The optimizers themselves (param
+groups, state, hooks) live in ``ember.optim``, above this layer.
+"""
+import numpy as np
+
+from .._core.op import Op
+from .._core.tensor import _version_of
+from ._helpers import apply
+
+__all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
+           "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP"]
+
+
+# ---- array building blocks (also used by the optimizers not fused yet) ---------------------
+
+def real(a):
+    """A real view of ``a``; 0-dim arrays become 1-element views so that ufuncs keep
+    returning arrays (``out=`` needs them)."""
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.dtype.kind != "c":
+        return a
+    return a.view(a.real.dtype)
+
+
+def grad_array(x, g, maximize, weight_decay):
+    """The real view of gradient ``g`` of real-viewed param ``x``, negated for ``maximize``
+    and L2-decayed; ``g`` is never written in place."""
+    if g.dtype.kind == "c" and not g.flags.c_contiguous:
+        g = np.ascontiguousarray(g)
+    g = real(g)
+    if maximize:
+        g = np.negative(g)
+    if weight_decay != 0:
+        t = np.multiply(x, weight_decay)
+        t += g
+        g = t
+    return g
+
+
+def lerp_(a, b, w):
+    """``a.lerp_(b, w)`` with torch's two-branch formula."""
+    t = np.subtract(b, a)
+    if abs(w) < 0.5:
+        t *= w
+        a += t
+    else:
+        t *= 1 - w
+        np.subtract(b, t, out=a)
+
+
+def addcmul_(a, b, c, value):
+    """``a += value * b * c``."""
+    t = np.multiply(b, value)
+    t *= c
+    a += t
+
+
+def addcdiv_(a, b, c, value, scratch=None):
+    """``a += value * (b / c)``; ``scratch`` (may be ``c``) receives the quotient."""
+    t = np.divide(b, c, out=scratch)
+    t *= value
+    a += t
+
+
+def _incr(step):
+    """``step += 1`` on a 0-dim step array; the new step as a Python float."""
+    step += 1
+    return float(step)
+
+
+# ---- the fused steps -----------------------------------------------------------------------
+
+def _split(arrays, n, k):
+    return [arrays[i * n:(i + 1) * n] for i in range(k)]
+
+
+def _sgd_kernel(xp, *arrays, n, lr, momentum, dampening, weight_decay, nesterov, maximize,
+                fresh=()):
+    """params, grads[, momentum buffers]; ``fresh[i]``: buffer i starts from the gradient."""
+    lists = _split(arrays, n, 3 if momentum != 0 else 2)
+    for i in range(n):
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, weight_decay)
+        if momentum != 0:
+            b = real(lists[2][i])
+            if fresh and fresh[i]:
+                b[...] = g
+            else:
+                b *= momentum
+                b += g * (1 - dampening)
+            g = g + b * momentum if nesterov else b
+        x += np.multiply(g, -lr)
+    return ()
+
+
+def _adam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
+                 decoupled):
+    """params, grads, steps, exp_avgs, exp_avg_sqs[, max_exp_avg_sqs]."""
+    lists = _split(arrays, n, 6 if amsgrad else 5)
+    for i in range(n):
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, 0 if decoupled else weight_decay)
+        step = _incr(lists[2][i])
+        if weight_decay != 0 and decoupled:
+            x *= 1 - lr * weight_decay
+        m, v = real(lists[3][i]), real(lists[4][i])
+        lerp_(m, g, 1 - beta1)
+        v *= beta2
+        addcmul_(v, g, g, 1 - beta2)
+        if amsgrad:
+            mx = real(lists[5][i])
+            np.maximum(mx, v, out=mx)
+            v = mx
+        denom = np.sqrt(v)
+        denom /= (1 - beta2 ** step) ** 0.5
+        denom += eps
+        addcdiv_(x, m, denom, -lr / (1 - beta1 ** step), scratch=denom)
+    return ()
+
+
+def _rmsprop_kernel(xp, *arrays, n, lr, alpha, eps, weight_decay, momentum, centered,
+                    maximize):
+    """params, grads, steps, square_avgs[, momentum buffers][, grad_avgs]."""
+    k = 4 + (momentum > 0) + bool(centered)
+    lists = _split(arrays, n, k)
+    buf_at = 4 if momentum > 0 else None
+    avg_at = k - 1 if centered else None
+    for i in range(n):
+        _incr(lists[2][i])
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, weight_decay)
+        sq = real(lists[3][i])
+        sq *= alpha
+        addcmul_(sq, g, g, 1 - alpha)
+        if centered:
+            ga = real(lists[avg_at][i])
+            lerp_(ga, g, 1 - alpha)
+            avg = sq.copy()
+            addcmul_(avg, ga, ga, -1)
+            np.sqrt(avg, out=avg)
+        else:
+            avg = np.sqrt(sq)
+        avg += eps
+        if momentum > 0:
+            buf = real(lists[buf_at][i])
+            buf *= momentum
+            addcdiv_(buf, g, avg, 1)
+            x += np.multiply(buf, -lr)
+        else:
+            addcdiv_(x, g, avg, -lr, scratch=avg)
+    return ()
+
+
+def _adagrad_kernel(xp, *arrays, n, lr, lr_decay, eps, weight_decay, maximize):
+    """params, grads, steps, sums."""
+    lists = _split(arrays, n, 4)
+    for i in range(n):
+        step = _incr(lists[2][i])
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, weight_decay)
+        s = real(lists[3][i])
+        addcmul_(s, g, g, 1)
+        std = np.sqrt(s)
+        std += eps
+        addcdiv_(x, g, std, -lr / (1 + (step - 1) * lr_decay), scratch=std)
+    return ()
+
+
+def _no_outputs(*inputs, **params):
+    return ()
+
+
+_UPDATE = {"vjp": "an optimizer update: it writes its inputs in place and is not "
+                  "differentiable",
+           "batch": "an optimizer update writes whole parameters in place; vmap over "
+                    "optimizer steps is not supported"}
+
+
+def _step_op(name, kernel, lists):
+    doc = (f"In-place {name[1:-5]} update of a parameter group; tensor inputs: "
+           f"{', '.join(lists)} ({'n'} each).  Writes params and state, reads grads.")
+    return Op(name, kernel, None, differentiable=False, save_inputs=False, n_out=None,
+              shape=_no_outputs, unsupported=_UPDATE, doc=doc)
+
+
+SGD_STEP = _step_op("_sgd_step", _sgd_kernel, ("params", "grads", "momentum_buffers"))
+ADAM_STEP = _step_op("_adam_step", _adam_kernel, ("params", "grads", "steps", "exp_avgs",
+                                                  "exp_avg_sqs", "max_exp_avg_sqs"))
+RMSPROP_STEP = _step_op("_rmsprop_step", _rmsprop_kernel, ("params", "grads", "steps",
+                                                           "square_avgs", "momentum_buffers",
+                                                           "grad_avgs"))
+ADAGRAD_STEP = _step_op("_adagrad_step", _adagrad_kernel, ("params", "grads", "steps",
+                                                           "sums"))
+
+
+def fused_step(op, params, grads, state_lists, **hyper):
+    """Run update ``op`` on the group: ``params`` and their ``grads`` (tensors), then each
+    list of state tensors (``state_lists``, in the op's order); bump the versions of the
+    tensors written."""
+    n = len(params)
+    if not n:
+        return
+    flat = params + grads
+    for lst in state_lists:
+        flat += lst
+    hyper["n"] = n
+    apply(op, tuple(flat), hyper)
+    for t in params:
+        v = t._version
+        if v is None:
+            v = _version_of(t)
+        v[0] += 1
+    for t in flat[2 * n:]:  # the state (gradients are only read)
+        v = t._version
+        if v is None:
+            v = _version_of(t)
+        v[0] += 1
