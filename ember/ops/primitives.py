@@ -7,7 +7,7 @@ primitive instead of one per operator.  Eager mode keeps its fused kernels for s
 (softmax, layer_norm, cross_entropy, attention, ...): their decompositions are what the
 compiler sees, and a test checks that each equals its kernel in value and gradient.
 
-The set, and why each member is primitive (in the spirit of tinygrad's and JAX's lax): 42
+The set, and why each member is primitive (in the spirit of tinygrad's and JAX's lax): 43
 structural primitives, one elementwise primitive per scalar function (about 100, a third
 of them special functions), and the extern library calls (32).
 
