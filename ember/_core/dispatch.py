@@ -17,9 +17,10 @@ import numpy as np
 from .errors import NUMPY_ERRORS, translate
 from .device import XP_BY_ARRAY_TYPE, backend_for_type
 from .node import record
-from .overrides import (OVERRIDE_TYPES, SUBCLASS_OVERRIDES, NeedsOverride, _ROUTED_DUNDERS,
-                        _UNROUTED_METHODS, handle_override, overridable, register_override_type,
-                        route_tensor_methods, routes_overrides, unregister_override_type)
+from .overrides import (  # noqa: F401  (re-exported: ember imports them from here)
+    OVERRIDE_TYPES, SUBCLASS_OVERRIDES, NeedsOverride, _ROUTED_DUNDERS, _UNROUTED_METHODS,
+    handle_override, overridable, register_override_type, route_tensor_methods,
+    routes_overrides, unregister_override_type)
 from .state import STATE
 from .tensor import Tensor, _version_of, wrap
 
@@ -109,6 +110,8 @@ def apply(op, args, params):
 
 
 def _as_array(r, xp):
+    if type(r) in _XP:
+        return r  # already an array of a backend (a device transfer's result)
     if xp is _np:
         return _np.asanyarray(r)  # scalars become 0-d arrays; ndarray subclasses stay
     return xp.asarray(r)
@@ -181,6 +184,6 @@ def _record_logical(op, args, params, out):
 
 
 # after apply and the modes exist: inplace imports them back
-from .inplace import (_cat_name, _check_inplace_allowed, _rebase_history,  # noqa: E402
+from .inplace import (_cat_name, _check_inplace_allowed, _rebase_history,  # noqa: E402,F401
                       apply_inplace, copy_into, mark_multi_output_views,
                       regenerate_view_grad_fn, write_out)
