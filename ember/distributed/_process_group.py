@@ -8,11 +8,10 @@ before it: a launch never waits for the peers (DDP's buckets overlap with backwa
 the check happens when the operation is waited on or tested.  Ranks that called different
 collectives (one skipped a call, or called another) get a clear error then, before any
 result is written back, instead of silently mixed buffers.  When a deadline passes, every
-waiting rank raises
-`DistBackendError` naming the collective, its sequence number and the ranks that did not
-arrive; the ranks learn who is missing from a status key each slow waiter leaves in the
-store.  After such an error the group is unusable (its MPI requests can not be cancelled),
-as torch aborts a NCCL communicator.
+waiting rank raises `DistBackendError` naming the collective, its sequence number and the
+ranks that did not arrive; the ranks learn who is missing from a status key each slow waiter
+leaves in the store.  After such an error the group is unusable (its MPI requests can not
+be cancelled), as torch aborts a NCCL communicator.
 """
 import datetime
 import os
