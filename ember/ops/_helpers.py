@@ -264,6 +264,16 @@ def table_vjp(sf):
             return lambda ctx, g, x: d(g, x, ctx.out)
         return lambda ctx, g, x: d(g, x, None)
 
+    if len(ds) == 2:  # the common case, without a generator (backward of every a * b)
+        da, db = ds
+
+        def vjp2(ctx, g, a, b):
+            need = ctx.needs_input_grad
+            out = ctx.out if with_out else None
+            return (da(g, a, b, out) if need[0] and da is not None else None,
+                    db(g, a, b, out) if need[1] and db is not None else None)
+        return vjp2
+
     def vjp(ctx, g, *xs):
         need = ctx.needs_input_grad
         out = ctx.out if with_out else None
