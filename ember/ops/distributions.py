@@ -11,6 +11,8 @@ Binomial(count, prob) counts (not differentiable, as in torch).
 import numpy as np
 
 from .._core import meta as _meta
+from .._core.op import JVP_FROM_VJP
+from ._batching import _elementwise_rule
 from ._helpers import Op, apply, special
 from .random import _gen, _gen_param
 
@@ -46,7 +48,8 @@ def _gamma_grad_kernel(xp, alpha, x):
 
 
 GAMMA_GRAD = Op("standard_gamma_grad", _gamma_grad_kernel, None, differentiable=False,
-                category="distributions", shape=lambda alpha, x: (x.shape, x.dtype))
+                category="distributions", shape=lambda alpha, x: (x.shape, x.dtype),
+                batch=_elementwise_rule)
 
 
 def _standard_gamma_vjp(ctx, g, alpha, **params):
@@ -54,7 +57,8 @@ def _standard_gamma_vjp(ctx, g, alpha, **params):
 
 
 STANDARD_GAMMA = Op("standard_gamma", _standard_gamma_kernel, _standard_gamma_vjp,
-                    save_output=True, category="random", shape=_meta.same)
+                    save_output=True, category="random", shape=_meta.same,
+                    unsupported={"jvp": JVP_FROM_VJP})
 
 
 def _binomial_kernel(xp, count, prob, generator=None):

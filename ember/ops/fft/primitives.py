@@ -120,14 +120,23 @@ def _resize_shape(x, dims, sizes):
 
 # batching: the transforms take explicit dims, so the vmap batch goes in front and the dims
 # shift by one
+def _linear_jvp(fn):
+    """Every primitive here is a (real-)linear map of its input: its jvp is the map of the
+    tangent, with the same parameters."""
+    def jvp(out, tangents, x, **params):
+        t = tangents[0]
+        return None if t is None else fn(t, **params)
+    return jvp
+
+
 C2C = Op("_fft_c2c", _c2c_kernel, _c2c_vjp, shape=_c2c_shape, save_inputs=False,
-         batch=_dims_rule)
+         batch=_dims_rule, jvp=_linear_jvp(lambda t, **p: C2C(t, **p)))
 R2C = Op("_fft_r2c", _r2c_kernel, _r2c_vjp, shape=_r2c_shape, save_inputs=False,
-         batch=_dims_rule)
+         batch=_dims_rule, jvp=_linear_jvp(lambda t, **p: R2C(t, **p)))
 C2R = Op("_fft_c2r", _c2r_kernel, _c2r_vjp, shape=_c2r_shape, save_inputs=False,
-         batch=_dims_rule)
+         batch=_dims_rule, jvp=_linear_jvp(lambda t, **p: C2R(t, **p)))
 RESIZE = Op("_fft_resize", _resize_kernel, _resize_vjp, shape=_resize_shape, save_inputs=False,
-            batch=_dims_rule)
+            batch=_dims_rule, jvp=_linear_jvp(lambda t, **p: RESIZE(t, **p)))
 
 
 def c2c(x, dims, scale, forward):

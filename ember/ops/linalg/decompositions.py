@@ -9,7 +9,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
 from ..._core.dispatch import apply
-from ..._core.op import Op
+from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..._core.state import STATE
 from ..._core.tensor import wrap
 from .._helpers import cj
@@ -345,3 +345,6 @@ SLOGDET = Op("linalg_slogdet", _slogdet_kernel, _slogdet_vjp, save_output=True, 
              category="linalg", batch=_linalg_rule, shape=lambda a: (
                  (a.shape[:-2], a.dtype), (a.shape[:-2], a.dtype.to_real())))
 
+
+# forward AD derives these operators' tangents from their vjps (no jvp rule written yet)
+mark_unsupported("jvp", JVP_FROM_VJP, CHOL, QR, LU, DET, SLOGDET)

@@ -5,7 +5,7 @@ The public functions are in ember.linalg.eig."""
 import numpy as np
 
 from ..._core.dispatch import apply
-from ..._core.op import Op
+from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..._core.tensor import wrap
 from ..blas import matmul
 from ..pointwise import where
@@ -216,3 +216,6 @@ SVDVALS = Op("linalg_svdvals", lambda xp, a: np.linalg.svd(a, compute_uv=False).
     batch=_linalg_rule,
     shape=lambda a: (a.shape[:-2] + (min(a.shape[-2], a.shape[-1]),), a.dtype.to_real()))
 
+
+# forward AD derives these operators' tangents from their vjps (no jvp rule written yet)
+mark_unsupported("jvp", JVP_FROM_VJP, EIGH, EIG, SVD)

@@ -2,7 +2,7 @@
 its derivative through the exponential of a block matrix.  ``linalg.matrix_exp`` is in
 ember.linalg.misc."""
 from ..._core.dispatch import apply
-from ..._core.op import Op
+from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..shape import cat
 from ._batching import _linalg_rule
 
@@ -28,3 +28,7 @@ def _expm_vjp(ctx, g, a):
 
 EXPM = Op("linalg_matrix_exp", _expm_kernel, _expm_vjp, category="linalg", batch=_linalg_rule,
           shape=lambda a: (a.shape, a.dtype))
+
+
+# forward AD derives these operators' tangents from their vjps (no jvp rule written yet)
+mark_unsupported("jvp", JVP_FROM_VJP, EXPM)

@@ -8,7 +8,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
 from ..._core.dispatch import apply
-from ..._core.op import Op
+from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..blas import matmul
 from ..shape import tril, triu
 from ._batching import _linalg_rule, _solve_rule
@@ -299,3 +299,6 @@ def _lstsq_shape(a, b, rcond, driver):
 LSTSQ = Op("linalg_lstsq", _lstsq_kernel, _lstsq_vjp, n_out=4, nondiff_outputs=(1, 2, 3),
            category="linalg", shape=_lstsq_shape, batch=_linalg_rule)
 
+
+# forward AD derives these operators' tangents from their vjps (no jvp rule written yet)
+mark_unsupported("jvp", JVP_FROM_VJP, INV, SOLVE, TRI, CHOL_SOLVE, PINV, LSTSQ)

@@ -3,6 +3,7 @@ functions (torch.special.gammainc/gammaincc, torch.igamma/igammac), each one Op 
 scipy.special with torch's dtype gating and derivatives (torch has none for zeta's and the
 incomplete gammas' first argument: those raise NotImplementedError when needed)."""
 from ..._core import meta as _meta
+from ..._core.op import JVP_FROM_VJP
 from .._batching import _elementwise_rule
 from .._helpers import Op, Tensor, _E, apply, apply_inplace, binary_kernel, special
 from ._gate import gate
@@ -51,7 +52,8 @@ def _gammaincc_vjp(ctx, g, a, x):
 
 def _binop(name, fn, vjp, kname, **gating):
     return Op("special_" + name, gate(binary_kernel(fn, kind="float"), kname, n=2, **gating),
-              vjp, shape=_meta.broadcast_float, category="binary", batch=_elementwise_rule)
+              vjp, shape=_meta.broadcast_float, category="binary", batch=_elementwise_rule,
+              unsupported={"jvp": JVP_FROM_VJP})
 
 
 XLOG1PY = _binop("xlog1py", lambda xp, a, b: special(xp).xlog1py(a, b), _xlog1py_vjp,

@@ -9,6 +9,7 @@ except by sinc; some kernels also reject float16/bfloat16 (torch 2.13 on CPU).
 import math
 
 from ..._core import meta as _meta
+from ..._core.op import JVP_FROM_VJP
 from .._batching import _elementwise_rule
 from .._helpers import Op, Tensor, _E, apply, apply_inplace, cj, special, unary_float
 from ..pointwise import where
@@ -24,7 +25,8 @@ _INV_SQRT_PI2 = 2 / math.sqrt(math.pi)
 def _unary(name, fn, vjp, kname, *, save_output=False, save_inputs=True, method=None, **gating):
     op = Op("special_" + name, gate(unary_float(fn), kname, **gating), vjp,
             shape=_meta.unary_float, save_output=save_output, save_inputs=save_inputs,
-            differentiable=vjp is not None, category="unary", batch=_elementwise_rule)
+            differentiable=vjp is not None, category="unary", batch=_elementwise_rule,
+            unsupported={"jvp": JVP_FROM_VJP} if vjp is not None else None)
     if method and not hasattr(Tensor, method):
         setattr(Tensor, method, lambda self: apply(op, (self,), _E))
         setattr(Tensor, method + "_", lambda self: apply_inplace(op, self, (), _E))
