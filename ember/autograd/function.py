@@ -4,12 +4,23 @@
 tensors with their versions, and the engine calls ``backward(ctx, *grads)``.
 Because the user's backward is written in ember ops, it can itself be
 differentiated (unless marked ``once_differentiable``).
+
+``Function.apply`` is one operator call for dispatch modes: while a mode is pushed, it
+sees ``autograd_function_apply`` with the inputs and ``fn``/``kwargs`` params (a tracer can
+inline the forward or keep the call whole).  A mode that passes the call on runs the
+forward under every mode of the call again, so its operators are seen one by one as
+before (vmap batches them, forward AD propagates through them, autocast casts them),
+and the backward node is the ctx, built here as always.
 """
 import functools
+import threading
 
 import numpy as np
 
+from .._core.dispatch import _apply_mode
+from .._core.meta import DataDependentShape
 from .._core.node import Node, _edge
+from .._core.op import Op
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 
@@ -73,7 +84,10 @@ class FunctionCtx(Node):
         if self.materialize_grads:
             grads = [g if g is not None else wrap(np.zeros(shape, dtype=dt))
                      for g, (shape, dt) in zip(grads, self.out_meta)]
-        r = fn.backward(self, *grads)
+        if STATE.intercept:
+            r = _dispatch(FUNCTION_BACKWARD, tuple(grads), {"fn": fn, "ctx": self})
+        else:
+            r = fn.backward(self, *grads)
         if not isinstance(r, tuple):
             r = (r,)
         n_in = len(self.next_edges)
@@ -144,79 +158,177 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = cls._backward_cls()
-        tensor_args = [a for a in args if isinstance(a, Tensor)]
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        ctx.needs_input_grad = needs
-        track = STATE.grad_enabled and any(needs)
-        prev = STATE.grad_enabled
-        STATE.grad_enabled = False
-        try:
-            if cls.setup_context is not None and \
-                    cls.setup_context is not Function.setup_context:
-                out = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, out)
-            else:
-                out = cls.forward(ctx, *args, **kwargs)
-        finally:
-            STATE.grad_enabled = prev
-        single = not isinstance(out, tuple)
-        outs = (out,) if single else out
-        dirty = {id(t) for t in ctx.dirty}
-        nondiff = {id(t) for t in ctx.non_differentiable}
-        input_ids = {id(a) for a in tensor_args}
-        results = []
-        for o in outs:
-            if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in dirty:
-                # returning an input unchanged: hand back an alias carrying the new history
-                alias = wrap(o._data)
-                alias._version = _version_of(o)
-                o = alias
-            results.append(o)
-        if track:
-            ctx.next_edges = [(_edge(a) if isinstance(a, Tensor) and a._requires_grad else None)
-                              for a in args]
-            ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
-                           for a in args]
-            SHARED.seq += 1
-            ctx.seq = SHARED.seq
-            ctx.n_out = len(results)
-            ctx.out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor) else
-                            ((), np.float32) for o in results]
-            for i, o in enumerate(results):
-                if not isinstance(o, Tensor):
-                    continue
-                if id(outs[i]) in nondiff or o._data.dtype.kind not in "fcV":
-                    continue
-                if id(outs[i]) in dirty:
-                    if o._requires_grad and o.grad_fn is None:
-                        raise RuntimeError("a leaf Variable that requires grad has been used in "
-                                           "an in-place operation.")
-                o.grad_fn = ctx
-                o._output_nr = i
-                o._requires_grad = True
-            saved = []
-            versions = []
-            for t in ctx.to_save:
-                saved.append(t)
-                if t is not None:
-                    vc = _version_of(t)
-                    versions.append((t, vc, vc[0]))
-            ctx.saved = saved
-            ctx.versions = versions
-        else:
-            ctx.saved = list(ctx.to_save)
-        for t in dirty:
-            pass
-        for o in results:
-            if isinstance(o, Tensor) and id(o) in dirty:
-                _version_of(o)[0] += 1
-        return results[0] if single else tuple(results)
+        if not STATE.intercept:
+            return _run(cls, args, kwargs)
+        return _dispatch(FUNCTION_APPLY, args, {"fn": cls, "kwargs": kwargs})
 
 
 class InplaceFunction(Function):
     def __init__(self, inplace=False):
         self.inplace = inplace
+
+
+# ---- the dispatcher entries ----------------------------------------------------------------
+
+class _Calls(threading.local):
+    def __init__(self):
+        self.stack = []  # (modes, args) of the calls being dispatched, innermost last
+
+
+_CALLS = _Calls()
+
+
+def _dispatch(op, args, params):
+    calls = _CALLS.stack
+    calls.append((list(STATE.modes), args))
+    try:
+        return _apply_mode(op, args, params)
+    finally:
+        calls.pop()
+
+
+def _under_modes(op, args, params):
+    """Run ``op``'s Python body with the dispatch modes of its call pushed again (a mode that
+    passed the call on reaches this with every mode popped)."""
+    calls = _CALLS.stack
+    if not calls or STATE.modes:
+        return op.body(args, params)
+    modes = STATE.modes
+    modes[:] = calls[-1][0]
+    STATE.intercept = bool(modes)
+    try:
+        return op.body(args, params)
+    finally:
+        modes[:] = []
+        STATE.intercept = False
+
+
+class _PythonOp(Op):
+    """An operator whose body is Python on tensors (a custom Function's forward or backward).
+    Calling it (what a mode does to pass the call on) goes to the next mode; below the last
+    one the body runs under the call's modes, which then see its operators one by one."""
+
+    def __init__(self, name, body, doc):
+        super().__init__(name, _no_kernel, None, differentiable=False, save_inputs=False,
+                         n_out=None, shape=_python_shape, batch=_python_batch,
+                         jvp=_python_jvp, doc=doc)
+        self.body = body
+
+    def __call__(self, *args, **params):
+        if STATE.intercept:
+            return _apply_mode(self, args, params)
+        return _under_modes(self, args, params)
+
+
+def _no_kernel(xp, *arrays, **params):
+    raise RuntimeError("this operator runs Python code on tensors; it has no array kernel "
+                       "(call the op itself)")
+
+
+def _python_shape(*inputs, **params):
+    raise DataDependentShape("a custom Function's outputs are whatever its Python returns")
+
+
+def _python_batch(op, phys, bdims, params, batch_size):
+    # vmap passes on a Function without a vmap rule: its Python runs on the batched tensors
+    # under every mode of the call (vmap's included), so its operators batch one by one;
+    # the results are already batched tensors of this level, passed through unwrapped
+    out = _under_modes(op, _CALLS.stack[-1][1], params)
+    return out, (tuple(None for _ in out) if isinstance(out, tuple) else None)
+
+
+def _python_jvp(out, tangents, *args, **params):
+    # the body ran under forward AD: its operators gave the outputs their tangents
+    outs = out if isinstance(out, tuple) else (out,)
+    tans = tuple(getattr(o, "_fw_tangent", None) if isinstance(o, Tensor) else None
+                 for o in outs)
+    return tans if isinstance(out, tuple) else tans[0]
+
+
+_python_jvp.from_body = True  # not a formula: nothing to derive it from or compare it with
+
+
+# Autograd of a custom Function is its ctx node, built by the call itself; the dispatcher
+# records nothing for these ops (differentiable=False: no mode records a second node).
+FUNCTION_APPLY = _PythonOp(
+    "autograd_function_apply", lambda args, params: _run(params["fn"], args, params["kwargs"]),
+    "A custom autograd.Function's forward: inputs are the arguments of Function.apply, "
+    "params ``fn`` (the Function class) and ``kwargs``.")
+FUNCTION_BACKWARD = _PythonOp(
+    "autograd_function_backward",
+    lambda args, params: params["fn"].backward(params["ctx"], *args),
+    "A custom autograd.Function's backward: inputs are the output gradients, params ``fn`` "
+    "(the Function class) and ``ctx``.")
+
+
+def _run(cls, args, kwargs):
+    """``cls.apply(*args, **kwargs)``: forward without grad, then the ctx node."""
+    ctx = cls._backward_cls()
+    tensor_args = [a for a in args if isinstance(a, Tensor)]
+    needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    ctx.needs_input_grad = needs
+    track = STATE.grad_enabled and any(needs)
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = False
+    try:
+        if cls.setup_context is not None and \
+                cls.setup_context is not Function.setup_context:
+            out = cls.forward(*args, **kwargs)
+            cls.setup_context(ctx, args, out)
+        else:
+            out = cls.forward(ctx, *args, **kwargs)
+    finally:
+        STATE.grad_enabled = prev
+    single = not isinstance(out, tuple)
+    outs = (out,) if single else out
+    dirty = {id(t) for t in ctx.dirty}
+    nondiff = {id(t) for t in ctx.non_differentiable}
+    input_ids = {id(a) for a in tensor_args}
+    results = []
+    for o in outs:
+        if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in dirty:
+            # returning an input unchanged: hand back an alias carrying the new history
+            alias = wrap(o._data)
+            alias._version = _version_of(o)
+            o = alias
+        results.append(o)
+    if track:
+        ctx.next_edges = [(_edge(a) if isinstance(a, Tensor) and a._requires_grad else None)
+                          for a in args]
+        ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
+                       for a in args]
+        SHARED.seq += 1
+        ctx.seq = SHARED.seq
+        ctx.n_out = len(results)
+        ctx.out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor) else
+                        ((), np.float32) for o in results]
+        for i, o in enumerate(results):
+            if not isinstance(o, Tensor):
+                continue
+            if id(outs[i]) in nondiff or o._data.dtype.kind not in "fcV":
+                continue
+            if id(outs[i]) in dirty:
+                if o._requires_grad and o.grad_fn is None:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in "
+                                       "an in-place operation.")
+            o.grad_fn = ctx
+            o._output_nr = i
+            o._requires_grad = True
+        saved = []
+        versions = []
+        for t in ctx.to_save:
+            saved.append(t)
+            if t is not None:
+                vc = _version_of(t)
+                versions.append((t, vc, vc[0]))
+        ctx.saved = saved
+        ctx.versions = versions
+    else:
+        ctx.saved = list(ctx.to_save)
+    for o in results:
+        if isinstance(o, Tensor) and id(o) in dirty:
+            _version_of(o)[0] += 1
+    return results[0] if single else tuple(results)
 
 
 def once_differentiable(fn):
