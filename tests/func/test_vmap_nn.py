@@ -17,6 +17,8 @@ import ember.nn.functional as F
 from ember import func as ef
 from ember.ops import _batching as batching
 
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
 V = 3  # examples per vmap batch
 
 
@@ -207,6 +209,18 @@ def test_max_pool_without_indices_keeps_them_unbatched():
         a, 2, return_indices=True)[1], [x], [0]))
     out = run_vmap(lambda a: F.max_pool2d(a, 2), [x], [0])
     np.testing.assert_array_equal(out.numpy(), x.reshape(V, 2, 2, 2, 2, 2).max((3, 5)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_pool_jacfwd_matches_torch_func(n):
+    """Forward AD derives max pooling's tangent from its vjp, which reads the indices: they
+    are computed whenever forward AD is active (jacfwd also runs that under vmap)."""
+    x = arr((2,) + (5,) * n, 0)
+    fe = lambda a: getattr(F, f"max_pool{n}d")(a, 2, padding=1)  # noqa: E731
+    ft = lambda a: getattr(torch.nn.functional, f"max_pool{n}d")(a, 2, padding=1)  # noqa: E731
+    he = ef.jacfwd(fe)(ember.from_numpy(x))
+    ht = torch.func.jacfwd(ft)(torch.from_numpy(x))
+    np.testing.assert_array_equal(he.numpy(), ht.numpy())
 
 
 # ---- per-sample gradients of a small CNN ---------------------------------------------------
