@@ -22,7 +22,8 @@ from .._core.tensor import _version_of
 from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
-           "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP"]
+           "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP", "ADADELTA_STEP", "ADAMAX_STEP",
+           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP"]
 
 
 # ---- array building blocks (also used by the optimizers not fused yet) ---------------------
@@ -181,6 +182,157 @@ def _adagrad_kernel(xp, *arrays, n, lr, lr_decay, eps, weight_decay, maximize):
     return ()
 
 
+def _adadelta_kernel(xp, *arrays, n, lr, rho, eps, weight_decay, maximize):
+    """params, grads, steps, square_avgs, acc_deltas."""
+    lists = _split(arrays, n, 5)
+    for i in range(n):
+        _incr(lists[2][i])
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, weight_decay)
+        sq, acc = real(lists[3][i]), real(lists[4][i])
+        sq *= rho
+        addcmul_(sq, g, g, 1 - rho)
+        std = np.add(sq, eps)
+        np.sqrt(std, out=std)
+        delta = np.add(acc, eps)
+        np.sqrt(delta, out=delta)
+        delta /= std
+        delta *= g
+        acc *= rho
+        addcmul_(acc, delta, delta, 1 - rho)
+        delta *= -lr
+        x += delta
+    return ()
+
+
+def _adamax_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, maximize):
+    """params, grads, steps, exp_avgs, exp_infs."""
+    lists = _split(arrays, n, 5)
+    for i in range(n):
+        step = _incr(lists[2][i])
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, weight_decay)
+        m, u = real(lists[3][i]), real(lists[4][i])
+        lerp_(m, g, 1 - beta1)
+        u *= beta2
+        a = np.abs(g)
+        a += eps
+        np.maximum(u, a, out=u)
+        addcdiv_(x, m, u, -lr / (1 - beta1 ** step), scratch=a)
+    return ()
+
+
+def _nadam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, maximize, decoupled,
+                  momentum_decay):
+    """params, grads, steps, mu_products, exp_avgs, exp_avg_sqs."""
+    lists = _split(arrays, n, 6)
+    md = momentum_decay
+    for i in range(n):
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, 0 if decoupled else weight_decay)
+        step = _incr(lists[2][i])
+        bc2 = 1 - beta2 ** step
+        if weight_decay != 0 and decoupled:
+            x *= 1 - lr * weight_decay
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * md))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
+        # mu_product is a scalar-dtype tensor in torch: the product rounds in that dtype
+        mp = lists[3][i]
+        mp *= mu
+        mp = float(mp)
+        m, v = real(lists[4][i]), real(lists[5][i])
+        lerp_(m, g, 1 - beta1)
+        v *= beta2
+        addcmul_(v, g, g, 1 - beta2)
+        denom = np.divide(v, bc2)
+        np.sqrt(denom, out=denom)
+        denom += eps
+        addcdiv_(x, g, denom, -lr * (1.0 - mu) / (1.0 - mp))
+        addcdiv_(x, m, denom, -lr * mu_next / (1.0 - mp * mu_next))
+    return ()
+
+
+def _radam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, maximize, decoupled):
+    """params, grads, steps, exp_avgs, exp_avg_sqs."""
+    lists = _split(arrays, n, 5)
+    rho_inf = 2 / (1 - beta2) - 1
+    for i in range(n):
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, 0 if decoupled else weight_decay)
+        step = _incr(lists[2][i])
+        if weight_decay != 0 and decoupled:
+            x *= 1 - lr * weight_decay
+        m, v = real(lists[3][i]), real(lists[4][i])
+        lerp_(m, g, 1 - beta1)
+        v *= beta2
+        addcmul_(v, g, g, 1 - beta2)
+        bc1 = 1 - beta1 ** step
+        bc2 = 1 - beta2 ** step
+        upd = np.divide(m, bc1)
+        upd *= lr
+        rho_t = rho_inf - 2 * step * beta2 ** step / bc2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf /
+                    ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            # torch's ``scalar / tensor`` is ``tensor.reciprocal() * scalar``
+            ad = np.sqrt(v)
+            ad += eps
+            np.reciprocal(ad, out=ad)
+            ad *= bc2 ** 0.5
+            upd *= ad
+            upd *= rect
+        x -= upd
+    return ()
+
+
+def _asgd_kernel(xp, *arrays, n, lr, lambd, alpha, t0, weight_decay, maximize):
+    """params, grads, steps, etas, mus, axs."""
+    lists = _split(arrays, n, 6)
+    for i in range(n):
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, weight_decay)
+        step = _incr(lists[2][i])
+        eta_a, mu_a = lists[3][i], lists[4][i]
+        eta = float(eta_a)
+        x *= 1 - lambd * eta
+        x += np.multiply(g, -eta)
+        ax = real(lists[5][i])
+        mu = float(mu_a)
+        if mu != 1:
+            d = np.subtract(x, ax)
+            d *= mu
+            ax += d
+        else:
+            ax[...] = x
+        eta_a[...] = lr / ((1 + lambd * lr * step) ** alpha)
+        mu_a[...] = 1 / max(1, step - t0)
+    return ()
+
+
+def _rprop_kernel(xp, *arrays, n, etaminus, etaplus, step_size_min, step_size_max, maximize):
+    """params, grads, steps, prevs, step_sizes."""
+    lists = _split(arrays, n, 5)
+    for i in range(n):
+        _incr(lists[2][i])
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, 0)
+        prev, size = real(lists[3][i]), real(lists[4][i])
+        prod = np.multiply(g, prev)
+        flipped = prod < 0
+        factor = np.ones_like(size)
+        factor[prod > 0] = etaplus
+        factor[flipped] = etaminus
+        size *= factor
+        np.clip(size, step_size_min, step_size_max, out=size)
+        g = g.copy()
+        g[flipped] = 0  # no step where the sign flipped; the next step starts afresh
+        t = np.sign(g)
+        t *= size
+        x -= t
+        prev[...] = g
+    return ()
+
+
 def _no_outputs(*inputs, **params):
     return ()
 
@@ -206,6 +358,18 @@ RMSPROP_STEP = _step_op("_rmsprop_step", _rmsprop_kernel, ("params", "grads", "s
                                                            "grad_avgs"))
 ADAGRAD_STEP = _step_op("_adagrad_step", _adagrad_kernel, ("params", "grads", "steps",
                                                            "sums"))
+ADADELTA_STEP = _step_op("_adadelta_step", _adadelta_kernel,
+                         ("params", "grads", "steps", "square_avgs", "acc_deltas"))
+ADAMAX_STEP = _step_op("_adamax_step", _adamax_kernel,
+                       ("params", "grads", "steps", "exp_avgs", "exp_infs"))
+NADAM_STEP = _step_op("_nadam_step", _nadam_kernel,
+                      ("params", "grads", "steps", "mu_products", "exp_avgs", "exp_avg_sqs"))
+RADAM_STEP = _step_op("_radam_step", _radam_kernel,
+                      ("params", "grads", "steps", "exp_avgs", "exp_avg_sqs"))
+ASGD_STEP = _step_op("_asgd_step", _asgd_kernel,
+                     ("params", "grads", "steps", "etas", "mus", "axs"))
+RPROP_STEP = _step_op("_rprop_step", _rprop_kernel,
+                      ("params", "grads", "steps", "prevs", "step_sizes"))
 
 
 def fused_step(op, params, grads, state_lists, **hyper):

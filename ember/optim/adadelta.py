@@ -1,8 +1,6 @@
 """Adadelta (``torch.optim.Adadelta``)."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, addcmul_, check_lr, check_range, incr, param_and_grad,
-                          scalar, state_arr, step_tensor, zeros_like)
+from ..ops.optim import ADADELTA_STEP, fused_step
+from ._functional import ArrayOptimizer, check_lr, check_range, scalar, step_tensor, zeros_like
 
 __all__ = ["Adadelta"]
 
@@ -26,23 +24,8 @@ class Adadelta(ArrayOptimizer):
             st["square_avg"] = zeros_like(p)
             st["acc_delta"] = zeros_like(p)
 
-        lr = scalar(group["lr"])
-        rho, eps, wd, maximize = group["rho"], group["eps"], group["weight_decay"], \
-            group["maximize"]
-        for p, st in self._live(group, init):
-            incr(st["step"])
-            x, g = param_and_grad(p, maximize, wd)
-            sq, acc = state_arr(st, "square_avg"), state_arr(st, "acc_delta")
-            sq *= rho
-            addcmul_(sq, g, g, 1 - rho)
-            std = np.add(sq, eps)
-            np.sqrt(std, out=std)
-            delta = np.add(acc, eps)
-            np.sqrt(delta, out=delta)
-            delta /= std
-            delta *= g
-            acc *= rho
-            addcmul_(acc, delta, delta, 1 - rho)
-            delta *= -lr
-            x += delta
-            self._bump_all(p, st)
+        live = self._live(group, init)
+        fused_step(ADADELTA_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in ("step", "square_avg", "acc_delta")],
+                   lr=scalar(group["lr"]), rho=group["rho"], eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"])

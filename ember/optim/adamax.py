@@ -1,8 +1,6 @@
 """Adamax (``torch.optim.Adamax``): Adam with the infinity norm."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, addcdiv_, check_args, incr, lerp_, param_and_grad,
-                          scalar, state_arr, step_tensor, zeros_like)
+from ..ops.optim import ADAMAX_STEP, fused_step
+from ._functional import ArrayOptimizer, check_args, scalar, step_tensor, zeros_like
 
 __all__ = ["Adamax"]
 
@@ -23,17 +21,9 @@ class Adamax(ArrayOptimizer):
             st["exp_avg"] = zeros_like(p)
             st["exp_inf"] = zeros_like(p)
 
-        lr = scalar(group["lr"])
+        live = self._live(group, init)
         beta1, beta2 = group["betas"]
-        eps, wd, maximize = group["eps"], group["weight_decay"], group["maximize"]
-        for p, st in self._live(group, init):
-            step = incr(st["step"])
-            x, g = param_and_grad(p, maximize, wd)
-            m, u = state_arr(st, "exp_avg"), state_arr(st, "exp_inf")
-            lerp_(m, g, 1 - beta1)
-            u *= beta2
-            a = np.abs(g)
-            a += eps
-            np.maximum(u, a, out=u)
-            addcdiv_(x, m, u, -lr / (1 - beta1 ** step), scratch=a)
-            self._bump_all(p, st)
+        fused_step(ADAMAX_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in ("step", "exp_avg", "exp_inf")],
+                   lr=scalar(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"])

@@ -1,8 +1,6 @@
 """ASGD (``torch.optim.ASGD``): averaged stochastic gradient descent."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, check_lr, check_range, incr, param_and_grad, scalar,
-                          state_arr, step_tensor, zeros_like)
+from ..ops.optim import ASGD_STEP, fused_step
+from ._functional import ArrayOptimizer, check_lr, check_range, scalar, step_tensor, zeros_like
 
 __all__ = ["ASGD"]
 
@@ -32,22 +30,8 @@ class ASGD(ArrayOptimizer):
             st["mu"] = step_tensor(1.0)
             st["ax"] = zeros_like(p)
 
-        lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
-        wd, maximize = group["weight_decay"], group["maximize"]
-        for p, st in self._live(group, init):
-            x, g = param_and_grad(p, maximize, wd)
-            step = incr(st["step"])
-            eta = float(st["eta"]._data)
-            x *= 1 - lambd * eta
-            x += np.multiply(g, -eta)
-            ax = state_arr(st, "ax")
-            mu = float(st["mu"]._data)
-            if mu != 1:
-                d = np.subtract(x, ax)
-                d *= mu
-                ax += d
-            else:
-                ax[...] = x
-            st["eta"]._data[...] = lr / ((1 + lambd * lr * step) ** alpha)
-            st["mu"]._data[...] = 1 / max(1, step - t0)
-            self._bump_all(p, st)
+        live = self._live(group, init)
+        fused_step(ASGD_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in ("step", "eta", "mu", "ax")],
+                   lr=lr, lambd=group["lambd"], alpha=group["alpha"], t0=group["t0"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"])

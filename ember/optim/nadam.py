@@ -1,8 +1,6 @@
 """NAdam (``torch.optim.NAdam``): Adam with Nesterov momentum."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, adam_moments, addcdiv_, check_args, check_range, incr,
-                          param_and_grad, scalar, step_tensor, zeros_like)
+from ..ops.optim import NADAM_STEP, fused_step
+from ._functional import ArrayOptimizer, check_args, check_range, scalar, step_tensor, zeros_like
 
 __all__ = ["NAdam"]
 
@@ -28,26 +26,12 @@ class NAdam(ArrayOptimizer):
             st["exp_avg"] = zeros_like(p)
             st["exp_avg_sq"] = zeros_like(p)
 
-        lr = scalar(group["lr"])
+        live = self._live(group, init)
         beta1, beta2 = group["betas"]
-        eps, wd, maximize = group["eps"], group["weight_decay"], group["maximize"]
-        decoupled, md = group["decoupled_weight_decay"], group["momentum_decay"]
-        for p, st in self._live(group, init):
-            x, g = param_and_grad(p, maximize, 0 if decoupled else wd)
-            step = incr(st["step"])
-            bc2 = 1 - beta2 ** step
-            if wd != 0 and decoupled:
-                x *= 1 - lr * wd
-            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * md))
-            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
-            # mu_product is a scalar-dtype tensor in torch: the product rounds in that dtype.
-            mp = st["mu_product"]._data
-            mp *= mu
-            mp = float(mp)
-            m, v = adam_moments(st, g, beta1, beta2)
-            denom = np.divide(v, bc2)
-            np.sqrt(denom, out=denom)
-            denom += eps
-            addcdiv_(x, g, denom, -lr * (1.0 - mu) / (1.0 - mp))
-            addcdiv_(x, m, denom, -lr * mu_next / (1.0 - mp * mu_next))
-            self._bump_all(p, st)
+        fused_step(NADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live]
+                    for k in ("step", "mu_product", "exp_avg", "exp_avg_sq")],
+                   lr=scalar(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"],
+                   decoupled=group["decoupled_weight_decay"],
+                   momentum_decay=group["momentum_decay"])

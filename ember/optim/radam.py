@@ -1,8 +1,6 @@
 """RAdam (``torch.optim.RAdam``): rectified Adam."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, adam_moments, check_args, incr, param_and_grad, scalar,
-                          step_tensor, zeros_like)
+from ..ops.optim import RADAM_STEP, fused_step
+from ._functional import ArrayOptimizer, check_args, scalar, step_tensor, zeros_like
 
 __all__ = ["RAdam"]
 
@@ -26,31 +24,10 @@ class RAdam(ArrayOptimizer):
             st["exp_avg"] = zeros_like(p)
             st["exp_avg_sq"] = zeros_like(p)
 
-        lr = scalar(group["lr"])
+        live = self._live(group, init)
         beta1, beta2 = group["betas"]
-        eps, wd, maximize = group["eps"], group["weight_decay"], group["maximize"]
-        decoupled = group["decoupled_weight_decay"]
-        rho_inf = 2 / (1 - beta2) - 1
-        for p, st in self._live(group, init):
-            x, g = param_and_grad(p, maximize, 0 if decoupled else wd)
-            step = incr(st["step"])
-            if wd != 0 and decoupled:
-                x *= 1 - lr * wd
-            m, v = adam_moments(st, g, beta1, beta2)
-            bc1 = 1 - beta1 ** step
-            bc2 = 1 - beta2 ** step
-            upd = np.divide(m, bc1)
-            upd *= lr
-            rho_t = rho_inf - 2 * step * beta2 ** step / bc2
-            if rho_t > 5.0:
-                rect = ((rho_t - 4) * (rho_t - 2) * rho_inf /
-                        ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                # torch's ``scalar / tensor`` is ``tensor.reciprocal() * scalar``
-                ad = np.sqrt(v)
-                ad += eps
-                np.reciprocal(ad, out=ad)
-                ad *= bc2 ** 0.5
-                upd *= ad
-                upd *= rect
-            x -= upd
-            self._bump_all(p, st)
+        fused_step(RADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in ("step", "exp_avg", "exp_avg_sq")],
+                   lr=scalar(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"],
+                   decoupled=group["decoupled_weight_decay"])

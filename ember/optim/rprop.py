@@ -1,8 +1,6 @@
 """Rprop (``torch.optim.Rprop``): resilient backpropagation."""
-import numpy as np
-
-from ._functional import (ArrayOptimizer, check_lr, incr, param_and_grad, scalar, state_arr,
-                          step_tensor, zeros_like)
+from ..ops.optim import RPROP_STEP, fused_step
+from ._functional import ArrayOptimizer, check_lr, scalar, step_tensor, zeros_like
 
 __all__ = ["Rprop"]
 
@@ -33,23 +31,10 @@ class Rprop(ArrayOptimizer):
             # a complex element is two real ones: both parts start at lr
             st["step_size"] = zeros_like(p, fill=complex(lr, lr) if p.is_complex() else lr)
 
+        live = self._live(group, init)
         etaminus, etaplus = group["etas"]
         lo, hi = group["step_sizes"]
-        for p, st in self._live(group, init):
-            incr(st["step"])
-            x, g = param_and_grad(p, group["maximize"], 0)
-            prev, size = state_arr(st, "prev"), state_arr(st, "step_size")
-            prod = np.multiply(g, prev)
-            flipped = prod < 0
-            factor = np.ones_like(size)
-            factor[prod > 0] = etaplus
-            factor[flipped] = etaminus
-            size *= factor
-            np.clip(size, lo, hi, out=size)
-            g = g.copy()
-            g[flipped] = 0  # no step where the sign flipped; the next step starts afresh
-            t = np.sign(g)
-            t *= size
-            x -= t
-            prev[...] = g
-            self._bump_all(p, st)
+        fused_step(RPROP_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st[k] for _, st in live] for k in ("step", "prev", "step_size")],
+                   etaminus=etaminus, etaplus=etaplus, step_size_min=lo, step_size_max=hi,
+                   maximize=group["maximize"])

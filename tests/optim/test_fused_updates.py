@@ -27,6 +27,14 @@ CASES = [
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True), "_rmsprop_step",
      ["step", "square_avg", "momentum_buffer", "grad_avg"]),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01), "_adagrad_step", ["step", "sum"]),
+    ("Adadelta", dict(lr=0.5, weight_decay=0.1), "_adadelta_step",
+     ["step", "square_avg", "acc_delta"]),
+    ("Adamax", dict(lr=0.02, maximize=True), "_adamax_step", ["step", "exp_avg", "exp_inf"]),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True), "_nadam_step",
+     ["step", "mu_product", "exp_avg", "exp_avg_sq"]),
+    ("RAdam", dict(lr=0.01, betas=(0.9, 0.8)), "_radam_step", ["step", "exp_avg", "exp_avg_sq"]),
+    ("ASGD", dict(lr=0.01, t0=2), "_asgd_step", ["step", "eta", "mu", "ax"]),
+    ("Rprop", dict(lr=0.01), "_rprop_step", ["step", "prev", "step_size"]),
 ]
 rng = np.random.default_rng(0)
 SHAPES = [(3, 4), (5,), ()]
@@ -59,7 +67,7 @@ def test_one_dispatch_per_group_seen_by_modes_with_torchs_values(name, kw, op_na
         assert len(steps) == 2, [c[0] for c in m.calls]  # one per group, not per parameter
         for (_, args, params), group in zip(steps, oe.param_groups):
             n = len(group["params"])
-            assert params["n"] == n and params["lr"] == group["lr"]
+            assert params["n"] == n and params.get("lr", group["lr"]) == group["lr"]
             assert all(a is b for a, b in zip(args[:n], group["params"]))
             assert all(a is p.grad for a, p in zip(args[n:2 * n], group["params"]))
             state = args[2 * n:]
@@ -120,6 +128,7 @@ def test_complex_params_update_through_real_views():
 
 def test_update_ops_are_registered_and_not_differentiable():
     from ember.ops import REGISTRY
-    for name in ("_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step"):
+    for name in ("_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step", "_adadelta_step",
+                 "_adamax_step", "_nadam_step", "_radam_step", "_asgd_step", "_rprop_step"):
         op = REGISTRY[name]
         assert not op.differentiable and op.n_out is None and op.shape() == ()
