@@ -2,15 +2,18 @@
 torch.distributed.checkpoint in the same run, and against the disk's raw sequential write
 speed measured alongside.
 
-    python -m benchmarks.dcp [--mb 200] [--iters 3] [--nproc 2] [--dir DIR] [--json PATH]
+    python -m benchmarks.dcp [--mb 200] [--iters 1] [--rounds 3] [--nproc 2] [--dir DIR]
+                             [--json PATH]
 
 The state dict is ``--mb`` MB of float32 tensors (32 of them) sharded row-wise over the
 ranks as DTensors, so each rank writes and reads its half.  Figures are MB/s of the whole
 state dict (median over ``--iters``, slowest rank): ``save`` (files fsynced, as both
 libraries do by default), ``load`` (into the same layout; the files are likely still in the
 page cache, so this is mostly copy speed), and ``raw`` (each rank writes its shard bytes to
-one file with ``write`` + ``fsync``; the ceiling for a save).  Ranks are started with
-``mpiexec`` (torch's ranks read their rank from the MPI process manager).
+one file with ``write`` + ``fsync``; the ceiling for a save).  The libraries alternate for
+``--rounds`` rounds (ember, torch, ember, ...) and each figure is the median over rounds,
+so load changes on a shared machine hit both alike.  Ranks are started with ``mpiexec``
+(torch's ranks read their rank from the MPI process manager).
 """
 import argparse
 import json
@@ -128,7 +131,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mb", type=float, default=200.0)
-    p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--iters", type=int, default=1, help="saves/loads per round")
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--dir", help="where checkpoints are written (default: a temporary "
                                  "directory)")
@@ -146,13 +150,18 @@ def main(argv=None):
     except ImportError:
         pass
     try:
-        res = {lib: run(lib, args.nproc, args.mb, args.iters, root) for lib in libs}
+        rounds = {lib: [] for lib in libs}
+        for _ in range(args.rounds):
+            for lib in libs:
+                rounds[lib].append(run(lib, args.nproc, args.mb, args.iters, root))
+        res = {lib: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+               for lib, rs in rounds.items()}
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
     total = res["ember"]["total_mb"]
-    print(f"DCP, {args.nproc} ranks, {total:.0f} MB state dict, median of {args.iters} "
-          f"(MB/s of the whole state dict; slowest rank)")
+    print(f"DCP, {args.nproc} ranks, {total:.0f} MB state dict, median of {args.rounds} "
+          f"alternating rounds (MB/s of the whole state dict; slowest rank)")
     print(f"{'lib':6s} {'save':>9s} {'load':>9s} {'raw write':>10s} {'save/raw':>9s}")
     for lib in libs:
         r = res[lib]
@@ -163,7 +172,7 @@ def main(argv=None):
               f"load {res['ember']['load_mb_s'] / res['torch']['load_mb_s']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"nproc": args.nproc, "results": res}, f, indent=1)
+            json.dump({"nproc": args.nproc, "results": res, "rounds": rounds}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -301,6 +301,21 @@ def _to_blocks(ranges, block, length):
                    for s, n in ranges])
 
 
+def _direct_buffer(target, np_dtype, length):
+    """The bytes of ``target`` when a whole stored chunk can be read straight into them (same
+    dtype, C-contiguous, memory shared with the tensor), else None."""
+    try:
+        arr = target.numpy()
+    except (RuntimeError, TypeError):
+        return None
+    if arr.dtype != np_dtype or not arr.flags.c_contiguous or not arr.flags.writeable or \
+            arr.nbytes != length:
+        return None
+    flat = arr.reshape(-1).view(np.uint8)
+    # only a view of the tensor's own storage helps; a copy would drop the data
+    return flat if np.shares_memory(flat, target.numpy()) else None
+
+
 class FileSystemReader(StorageReader):
     """Reads a checkpoint written by `FileSystemWriter` from directory ``path``."""
 
@@ -347,9 +362,10 @@ class FileSystemReader(StorageReader):
     def prepare_global_plan(self, plans):
         return plans
 
-    def _read(self, files, info, ranges):
-        """Reads ``ranges`` (item-relative) of an item, whole CRC blocks at a time, into a
-        buffer of the item's length (pages never touched stay unallocated)."""
+    def _read(self, files, info, ranges, buf=None):
+        """Reads ``ranges`` (item-relative) of an item, whole CRC blocks at a time, into
+        ``buf`` or a new buffer of the item's length (pages never touched stay
+        unallocated)."""
         f = files.get(info.relative_path)
         if f is None:
             path = os.path.join(self.path, info.relative_path)
@@ -359,7 +375,8 @@ class FileSystemReader(StorageReader):
         if info.offset + info.length > fsize:
             raise ValueError(f"corrupt checkpoint: {info.relative_path} is {fsize} bytes, but "
                              f"an item spans bytes {info.offset}..{info.offset + info.length}")
-        buf = np.empty(info.length, np.uint8)
+        if buf is None:
+            buf = np.empty(info.length, np.uint8)
         for s, n in _to_blocks(ranges, info.block, info.length):
             mv = memoryview(buf[s:s + n])
             got = 0
@@ -391,17 +408,21 @@ class FileSystemReader(StorageReader):
                     continue
                 sizes, dtype = self._chunks[item.storage_index]
                 np_dtype = np.dtype(dtype.np)
+                target = planner.resolve_tensor(item)
+                whole = tuple(item.lengths) == tuple(sizes)
+                direct = _direct_buffer(target, np_dtype, info.length) if whole else None
                 try:
                     buf = self._read(files, info, byte_runs(
-                        sizes, item.storage_offsets, item.lengths, np_dtype.itemsize))
+                        sizes, item.storage_offsets, item.lengths, np_dtype.itemsize),
+                        direct)
                 except ValueError as e:
                     raise ValueError(f"{e} (reading {item.storage_index.fqn!r})") from None
-                chunk = buf.view(np_dtype).reshape(sizes)
-                box = chunk[tuple(slice(o, o + n) for o, n in
-                                  zip(item.storage_offsets, item.lengths))]
-                target = planner.resolve_tensor(item)
-                # np.require keeps 0-d boxes 0-d and copies only a strided box
-                target.copy_(from_numpy(np.require(np.asarray(box), requirements="C")))
+                if direct is None:
+                    chunk = buf.view(np_dtype).reshape(sizes)
+                    box = chunk[tuple(slice(o, o + n) for o, n in
+                                      zip(item.storage_offsets, item.lengths))]
+                    # np.require keeps 0-d boxes 0-d and copies only a strided box
+                    target.copy_(from_numpy(np.require(np.asarray(box), requirements="C")))
                 planner.commit_tensor(item, target)
         finally:
             for fd, _ in files.values():

@@ -25,7 +25,8 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None,
     every saved key as full tensors, in the saved nesting.
 
     Missing keys, shape mismatches and corrupt files raise `CheckpointException` (on every
-    rank), naming the ranks and keys involved.
+    rank), naming the ranks and keys involved; key and shape errors are found before any
+    data is read, but a corrupt shard can leave the tensors read before it filled.
 
     Example::
         >>> sd = {"model": model}
