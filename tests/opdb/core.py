@@ -59,6 +59,9 @@ class OpInfo:
     compare: Callable = None
     # ops whose result dtype is data-independent but values random, etc.
     check_dtype: bool = True
+    # registered operators this record exercises beyond those its samples are seen to reach
+    # (tests/opdb/coverage.py records those by running them)
+    ops: tuple = ()
 
     def __post_init__(self):
         if self.fn is None:

@@ -204,6 +204,13 @@ def LOSS_ERRORS(rng):
 
 # ---- embedding, linear, unfold/fold, pad -----------------------------------------------------
 
+def _one_hot(dtype, rng):
+    yield SampleInput((rng.integers(0, 5, (3, 4)),), name="inferred-classes")
+    yield SampleInput((rng.integers(0, 3, (6,)), 5), name="num_classes")
+    yield SampleInput((np.array(2), 4), name="0d")
+    yield SampleInput((np.zeros((0,), np.int64), 3), name="empty")
+
+
 def _embedding(dtype, rng):
     yield SampleInput((_targets(rng, (2, 3), 6), make((6, 4), dtype, rng)), name="2d")
     yield SampleInput((_targets(rng, (5,), 6, ignore=2), make((6, 4), dtype, rng)),
@@ -295,6 +302,7 @@ OPS = [
     OpInfo("nn.functional.linear", samples=_linear, **TOL),
     OpInfo("nn.functional.unfold", samples=_unfold),
     OpInfo("nn.functional.fold", samples=_fold),
+    OpInfo("nn.functional.one_hot", samples=_one_hot, dtypes=("int64",), grad=False),
     *[OpInfo(f"nn.functional.pad_{m}", fn=_fn("pad"), samples=_pad(m))
       for m in ("constant", "reflect", "replicate", "circular")],
 ]

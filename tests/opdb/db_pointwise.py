@@ -580,3 +580,14 @@ add(OpInfo("inplace_cast", fn=lambda lib, a, b, op="add": getattr(a.clone(), op 
 for _n in ("add", "mul", "sub", "div", "maximum", "atan2", "eq", "pow", "remainder"):
     add(OpInfo(f"{_n}_promote", fn=_n, samples=mixed_dtypes(), dtypes=("float32",), grad=False,
                atol=1e-4, rtol=1e-4))
+
+
+def _nextafter(dtype, rng):
+    yield from binary()(dtype, rng)
+    x = np.array([0.0, 1.0, -1.0, 1e30, np.inf, 0.0], dtype)
+    yield SampleInput((x, np.array([1.0, 2.0, -2.0, np.inf, 0.0, -1.0], dtype)), name="edges")
+    yield SampleInput((x, x), name="equal")
+
+
+# nextafter steps by one representable value: exact equality, no derivative in torch
+add(OpInfo("nextafter", samples=_nextafter, dtypes=FLOATS, grad=False, atol=0, rtol=0))

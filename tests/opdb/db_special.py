@@ -83,3 +83,23 @@ OPS += [
            dtypes=FLOATS),
 ]
 _ = np
+
+
+def _orthopoly(dtype, rng):
+    """x in the polynomials' natural interval, degrees 0..6 as a tensor and as an int."""
+    x = make((3, 7), dtype, rng, low=-1, high=1)
+    yield SampleInput((x, np.arange(7, dtype=np.int64)), name="tensor-n")
+    yield SampleInput((x, 4), name="int-n")
+    yield SampleInput((make((5,), dtype, rng, low=0, high=1), np.array(3.0, dtype)),
+                      name="float-n")
+
+
+# torch has no derivative for these (its backward raises "not implemented")
+OPS += [
+    OpInfo(f"special.{n}_polynomial_{k}", samples=_orthopoly, dtypes=FLOATS, grad=False,
+           atol=1e-6, rtol=1e-6)
+    for n, k in (("chebyshev", "t"), ("chebyshev", "u"), ("chebyshev", "v"), ("chebyshev", "w"),
+                 ("shifted_chebyshev", "t"), ("shifted_chebyshev", "u"),
+                 ("shifted_chebyshev", "v"), ("shifted_chebyshev", "w"), ("hermite", "h"),
+                 ("hermite", "he"), ("laguerre", "l"), ("legendre", "p"))
+]

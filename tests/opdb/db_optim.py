@@ -1,0 +1,49 @@
+"""OpInfos of the fused optimizer steps (``_sgd_step``, ``_adam_step``, ``_rmsprop_step``,
+``_adagrad_step``, ...): each record runs three steps of a ``torch.optim`` optimizer on two
+parameters with fixed gradients and compares the parameters (and so the state the later
+steps read) with torch's."""
+from .core import OpInfo, SampleInput, make
+
+TOL = dict(atol=1e-6, rtol=1e-5)
+
+
+def _params(dtype, rng):
+    yield SampleInput((make((3, 4), dtype, rng), make((5,), dtype, rng),
+                       make((3, 4), dtype, rng), make((5,), dtype, rng)), name="two-params")
+
+
+def _steps(name, **options):
+    def fn(lib, p0, p1, g0, g1):
+        params = [p0.clone().requires_grad_(True), p1.clone().requires_grad_(True)]
+        opt = getattr(lib.optim, name)(params, **options)
+        for k in range(3):
+            for p, g in zip(params, (g0, g1)):
+                p.grad = g * (1 + 0.5 * k)
+            opt.step()
+        return [p.detach() for p in params]
+    return fn
+
+
+def _rec(label, name, **options):
+    return OpInfo(f"optim.{label}", fn=_steps(name, **options), samples=_params, grad=False,
+                  **TOL)
+
+
+OPS = [
+    _rec("SGD", "SGD", lr=0.1),
+    _rec("SGD-momentum-nesterov", "SGD", lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+    _rec("Adam", "Adam", lr=0.01),
+    _rec("Adam-amsgrad-maximize", "Adam", lr=0.01, amsgrad=True, maximize=True,
+         weight_decay=0.1),
+    _rec("AdamW", "AdamW", lr=0.01, weight_decay=0.1),
+    _rec("RMSprop", "RMSprop", lr=0.01),
+    _rec("RMSprop-centered-momentum", "RMSprop", lr=0.01, centered=True, momentum=0.5),
+    _rec("Adagrad", "Adagrad", lr=0.1, lr_decay=0.01, weight_decay=0.1),
+    _rec("Adadelta", "Adadelta", lr=0.5, weight_decay=0.1),
+    _rec("Adamax", "Adamax", lr=0.01, weight_decay=0.1),
+    _rec("ASGD", "ASGD", lr=0.01, t0=1.0),
+    _rec("NAdam", "NAdam", lr=0.01),
+    _rec("NAdam-decoupled", "NAdam", lr=0.01, weight_decay=0.1, decoupled_weight_decay=True),
+    _rec("RAdam", "RAdam", lr=0.01),
+    _rec("Rprop", "Rprop", lr=0.01),
+]
