@@ -67,15 +67,14 @@ _PENDING = {"decomp", "lowering"}  # checks that fail today: strict xfails until
 # reason today.  It only shrinks: no new op may join it, and the summary names the entries
 # that have their rule or reason by now (take them out).
 _AWAITING = {
-    "batch": {"_ctc_loss", "_ctc_loss_backward", "_cumprod_backward",
-              "_flash_attention_backward", "_from_cbl", "_gru_layer", "_gru_layer_backward",
-              "_lstm_layer", "_lstm_layer_backward", "_prod_others"},
-    "jvp": {"_cross_entropy_backward", "_ctc_loss", "_flash_attention", "_from_cbl",
-            "_gru_cell", "_gru_layer", "_lstm_cell", "_lstm_layer", "_normalize",
-            "_normalize_backward", "_prod_others", "adaptive_max_pool", "avg_pool", "col2im",
-            "cross_entropy_loss", "embedding", "gelu_backward", "im2col", "max_pool",
-            "max_pool_backward", "native_dropout", "nll_loss", "pad", "pad_backward",
-            "rrelu_with_noise", "silu_backward", "threshold_backward"},
+    "batch": {"_ctc_loss", "_ctc_loss_backward", "_flash_attention_backward", "_gru_layer",
+              "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward"},
+    "jvp": {"_cross_entropy_backward", "_ctc_loss", "_flash_attention", "_from_cbl", "_gru_cell",
+            "_gru_layer", "_lstm_cell", "_lstm_layer", "_normalize", "_normalize_backward",
+            "adaptive_max_pool", "avg_pool", "col2im", "cross_entropy_loss", "embedding",
+            "gelu_backward", "im2col", "max_pool", "max_pool_backward", "native_dropout",
+            "nll_loss", "pad", "pad_backward", "rrelu_with_noise", "silu_backward",
+            "threshold_backward"},
 }
 
 
