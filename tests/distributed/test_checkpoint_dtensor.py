@@ -73,8 +73,20 @@ def main(ckdir):
     assert tuple(checked.shape) == (7, 3)
     part = DTensor.from_local(ember.full((2, 2), float(rank + 1)), mesh, [Partial()])
     np.testing.assert_array_equal(part.full_tensor().numpy(), np.full((2, 2), 10.0))
-    back = d.redistribute(mesh, [Partial()])
-    np.testing.assert_array_equal(back.full_tensor().numpy(), full)
+    # torch's errors: no placements, a new Partial, another mesh (torch cannot move
+    # between meshes either)
+    for args, exc, msg in [((mesh, None), RuntimeError, "placements is needed"),
+                           ((mesh, [Partial()]), RuntimeError, "to Partial is for internal"),
+                           ((mesh2, [Replicate(), Replicate()]), NotImplementedError,
+                            "Cross device mesh comm not supported yet!")]:
+        try:
+            d.redistribute(*args)
+        except exc as e:
+            assert msg in str(e), str(e)
+        else:
+            raise AssertionError(f"redistribute{args} did not raise")
+    back = part.redistribute(mesh, [Partial()])
+    assert back is part
     try:
         DTensor.from_local(ember.zeros(3, 3), mesh, [Shard(0)], shape=(7, 3))
     except ValueError as e:

@@ -164,15 +164,24 @@ class DTensor:
     def redistribute(self, device_mesh=None, placements=None, *, async_op=False,
                      forward_dtype=None, backward_dtype=None):
         """The same global tensor laid out by ``placements`` (collective over the mesh).
-        A new `Partial` dimension keeps the value on its first rank and zeros elsewhere."""
+        As in torch, the mesh cannot change (torch raises the same NotImplementedError:
+        take ``full_tensor()`` and ``distribute_tensor()`` onto the other mesh) and
+        `Partial` is reachable only from `Partial`."""
         from ... import zeros_like
         mesh = device_mesh if device_mesh is not None else self._device_mesh
-        if mesh != self._device_mesh:
-            raise NotImplementedError("DTensor.redistribute across different meshes is not "
-                                      "supported; use full_tensor() and distribute_tensor()")
+        if placements is None:
+            raise RuntimeError("placements is needed for redistribute!")
         placements = _normalize(placements, mesh, self.ndim)
+        for i, p in enumerate(placements):
+            if isinstance(p, Partial) and (i >= len(self._placements)
+                                           or self._placements[i] != p):
+                src = self._placements[i] if i < len(self._placements) else None
+                raise RuntimeError(f"Can not redistribute from {src} to {p}, "
+                                   "redistributing to Partial is for internal use only!")
         if placements == self._placements:
             return self
+        if mesh != self._device_mesh:
+            raise NotImplementedError("Cross device mesh comm not supported yet!")
         full = self._gather_full()
         offsets, sizes = local_box(self._shape, mesh, placements)
         local = _narrow(full, offsets, sizes).contiguous()
