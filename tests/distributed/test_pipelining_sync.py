@@ -74,3 +74,73 @@ def test_pipe_is_a_sequential_view_and_rejects_bad_arguments():
     lin = ember.nn.Linear(2, 2)
     with pytest.raises(ValueError, match="duplicate children"):
         Pipe(ember.nn.Sequential(lin, lin))
+
+
+def _bn_seq(lib, momentum):
+    lib.manual_seed(1)
+    return lib.nn.Sequential(lib.nn.Conv2d(2, 3, 1), lib.nn.BatchNorm2d(3, momentum=momentum),
+                             lib.nn.ReLU(), lib.nn.Flatten(), lib.nn.Linear(12, 4),
+                             lib.nn.BatchNorm1d(4, momentum=momentum))
+
+
+@pytest.mark.parametrize("momentum,mode", [(0.1, "except_last"), (None, "always"),
+                                           (0.3, "never")])
+def test_deferred_batch_norm_running_stats_equal_unpipelined_training(momentum, mode):
+    """Running statistics after two mini-batches of 4 micro-batches equal torch's plain
+    BatchNorm on the whole mini-batches; the outputs are each micro-batch normalized by its
+    own statistics (the plain model applied to each micro-batch), and checkpoint
+    recomputation does not count twice."""
+    import torch
+    from ember.distributed.pipeline.sync.batchnorm import DeferredBatchNorm
+    seq, tseq = _bn_seq(ember, momentum), _bn_seq(torch, momentum)
+    with torch.no_grad():
+        for p, q in zip(tseq.parameters(), seq.parameters()):
+            p.copy_(torch.from_numpy(q.detach().numpy()))
+    ref = _bn_seq(ember, momentum)
+    ref.load_state_dict(seq.state_dict())
+    pipe = Pipe(seq, chunks=4, checkpoint=mode, deferred_batch_norm=True)
+    bns = [m for m in pipe if isinstance(m, DeferredBatchNorm)]
+    assert len(bns) == 2
+    tbn2 = torch.nn.BatchNorm1d(4, momentum=momentum)
+    rng = np.random.default_rng(0)
+    for step in range(2):
+        x = rng.standard_normal((16, 2, 2, 2)).astype(np.float32) * (step + 1) + step
+        y = pipe(ember.from_numpy(x)).local_value()
+        y.pow(2).sum().backward()
+        tseq(torch.from_numpy(x))
+        per_mb = ember.cat([ref(ember.from_numpy(c)) for c in np.split(x, 4)])
+        np.testing.assert_allclose(y.detach().numpy(), per_mb.detach().numpy(),
+                                   rtol=1e-5, atol=1e-5)
+        # the second BatchNorm's mini-batch is what the pipeline fed it: the first one's
+        # micro-batch-normalized outputs, concatenated
+        fed = ember.cat([ref[:5](ember.from_numpy(c)) for c in np.split(x, 4)])
+        tbn2(torch.from_numpy(fed.detach().numpy()))
+        for bn, tbn in zip(bns, [tseq[1], tbn2]):
+            np.testing.assert_allclose(bn.running_mean.numpy(), tbn.running_mean.numpy(),
+                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(bn.running_var.numpy(), tbn.running_var.numpy(),
+                                       rtol=1e-5, atol=1e-6)
+            assert int(bn.num_batches_tracked) == step + 1
+    # evaluation normalizes with the committed running statistics, like torch's eval mode
+    tseq[5] = tbn2
+    pipe.eval()
+    tseq.eval()
+    x = rng.standard_normal((8, 2, 2, 2)).astype(np.float32)
+    np.testing.assert_allclose(pipe(ember.from_numpy(x)).local_value().detach().numpy(),
+                               tseq(torch.from_numpy(x)).detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_deferred_batch_norm_shares_the_layers_parameters_and_buffers():
+    from ember.distributed.pipeline.sync.batchnorm import DeferredBatchNorm
+    bn = ember.nn.BatchNorm1d(3)
+    seq = ember.nn.Sequential(ember.nn.Linear(2, 3), bn)
+    pipe = Pipe(seq, chunks=2, deferred_batch_norm=True)
+    dbn = pipe[1]
+    assert isinstance(dbn, DeferredBatchNorm) and dbn.chunks == 2
+    assert dbn.weight is bn.weight and dbn.running_mean is bn.running_mean
+    assert set(dbn.state_dict()) == set(bn.state_dict())
+    pipe(ember.randn(6, 2))
+    assert int(bn.num_batches_tracked) == 1 and bn.running_mean.abs().sum().item() > 0
+    with pytest.raises(ValueError, match="at least 2D"):
+        dbn(ember.randn(3))

@@ -10,7 +10,10 @@ off when gradients are disabled.  ``forward`` returns an RRef to the output, as 
 RPC `RRef` when RPC is initialized, else a local `PipeRRef` with the same
 ``local_value``/``to_here`` methods.
 """
+import contextlib
+
 from ....nn import Module, Sequential
+from .batchnorm import DeferredBatchNorm, recomputing
 
 __all__ = ["Pipe", "PipeRRef"]
 
@@ -99,7 +102,9 @@ class Pipe(Module):
             partition.
         chunks (int): number of micro-batches the input is split into (along dim 0).
         checkpoint (str): ``"always"``, ``"except_last"`` (default) or ``"never"``.
-        deferred_batch_norm (bool): not supported by ember.
+        deferred_batch_norm (bool): replace the BatchNorm layers by `DeferredBatchNorm`,
+            whose running statistics are updated once per mini-batch, as un-pipelined
+            training would (they share the original layers' parameters and buffers).
 
     Example::
         >>> model = Pipe(nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)), chunks=4)
@@ -114,11 +119,11 @@ class Pipe(Module):
             raise ValueError("number of chunks must be positive integer")
         if checkpoint not in _MODES:
             raise ValueError("checkpoint is not one of 'always', 'except_last', or 'never'")
-        if deferred_batch_norm:
-            raise NotImplementedError("Pipe(deferred_batch_norm=True) is not supported by ember")
         kids = list(module._modules.values())
         if len({id(k) for k in kids}) != len(kids):
             raise ValueError("module with duplicate children is not supported")
+        if deferred_batch_norm:
+            module = DeferredBatchNorm.convert_deferred_batch_norm(module, chunks)
         self.chunks = chunks
         self.checkpoint = checkpoint
         parts, self.devices = _partition(module)
@@ -157,11 +162,16 @@ class Pipe(Module):
                 mb = _to(mb, dev)
                 args = mb if isinstance(mb, tuple) else (mb,)
                 if ckpt:
-                    mb = checkpoint(part, *args, use_reentrant=False)
+                    mb = checkpoint(part, *args, use_reentrant=False,
+                                    context_fn=_recompute_context)
                 else:
                     mb = part(*args)
             outputs.append(mb)
         return _rref(_gather(outputs))
+
+
+def _recompute_context():
+    return contextlib.nullcontext(), recomputing()
 
 
 def _rref(value):
