@@ -1,12 +1,16 @@
 """Random number generators: ``Generator`` (torch.Generator's API) and the global default.
 
-A Generator wraps a NumPy ``PCG64`` bit generator.  Its state (seed, 128-bit state
-and increment, cached half-word) is exported as a uint8 tensor by `get_state` and
-restored bit-exactly by `set_state`, so a stream resumes where it was saved.
-ember does not reproduce torch's Mersenne-Twister streams, only its API.
+A Generator is torch's CPU generator: a 32-bit Mersenne Twister (mt19937) seeded the
+classic way from the low 32 bits of the seed, 64-bit draws made of two consecutive
+32-bit words (first one high), plus the cached second Box-Muller sample for float and
+double.  The twisting itself runs in NumPy's MT19937 bit generator (same recurrence),
+so after ``manual_seed(s)`` the raw stream is torch's word for word, and the samplers
+in ``ember.ops.random`` turn it into torch's values.  `get_state`/`set_state` use
+torch's 5056-byte CPUGeneratorImplState layout, so states move between the two.
 """
 import contextlib
 import os
+import struct
 
 import numpy as np
 
@@ -15,8 +19,12 @@ __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_see
 
 DEFAULT_SEED = 67280421310721  # torch's default seed
 _U64 = 1 << 64
-_LAYOUT = (("seed", 8), ("state", 16), ("inc", 16), ("has_uint32", 1), ("uinteger", 4))
-STATE_SIZE = sum(n for _, n in _LAYOUT)
+_N = 624
+# torch's CPUGeneratorImplState: legacy pod (seed, left, seeded, next, 624 64-bit words,
+# normal_x, normal_y, normal_rho, normal_is_valid) then the float normal cache
+_HEAD = struct.Struct("<QiiQ")
+_TAIL = struct.Struct("<dddi4xf?3x")
+STATE_SIZE = _HEAD.size + 8 * _N + _TAIL.size  # 5056
 
 
 def _check_seed(seed):
@@ -26,23 +34,42 @@ def _check_seed(seed):
     return seed % _U64
 
 
+def _seed_key(seed):
+    """The mt19937 state words for ``seed`` (only its low 32 bits count, as in torch)."""
+    key = [seed & 0xFFFFFFFF]
+    for j in range(1, _N):
+        prev = key[-1]
+        key.append((1812433253 * (prev ^ (prev >> 30)) + j) & 0xFFFFFFFF)
+    return np.array(key, dtype=np.uint32)
+
+
 class Generator:
     """A pseudo-random number generator: ``ember.Generator(device='cpu')``."""
 
     def __init__(self, device="cpu"):
         from .device import device as _device
         self.device = device if isinstance(device, _device) else _device(device)
+        self._bits = np.random.MT19937()
         self.manual_seed(DEFAULT_SEED)
+
+    def _load(self, key, pos, next_):
+        self._bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        # torch keeps `next` at 0 after seeding though its next twist is due, like pos 624;
+        # remember it so a state read before any draw round-trips byte for byte
+        self._pending = (key.copy(), next_) if pos == _N else None
 
     def manual_seed(self, seed):
         """Seeds the generator (any int in [-2**63, 2**64)); returns the generator."""
         self._seed = _check_seed(seed)
-        self._gen = np.random.Generator(np.random.PCG64(self._seed))
+        self._load(_seed_key(self._seed), _N, 0)
+        self._normal_f = None  # cached second Box-Muller samples (float / double)
+        self._normal_d = None
         return self
 
     def seed(self):
         """Seeds from a non-deterministic source and returns that seed."""
-        s = int.from_bytes(os.urandom(8), "little") >> 1
+        # 53 bits, as torch: the seed survives a round trip through a Python float
+        s = int.from_bytes(os.urandom(8), "little") & ((1 << 53) - 1)
         self.manual_seed(s)
         return s
 
@@ -50,17 +77,47 @@ class Generator:
         """The seed this generator was last seeded with."""
         return self._seed
 
+    # ---- raw draws (torch's random() and random64()) -----------------------------------
+    def _u32(self, n):
+        """``n`` consecutive 32-bit words, as uint64."""
+        return self._bits.random_raw(n)
+
+    def _u64(self, n):
+        """``n`` 64-bit draws, each two consecutive words with the first one high."""
+        w = self._bits.random_raw(2 * n)
+        return (w[0::2] << np.uint64(32)) | w[1::2]
+
+    def _one32(self):
+        return int(self._bits.random_raw())
+
+    def _one64(self):
+        hi, lo = self._bits.random_raw(2).tolist()
+        return (hi << 32) | lo
+
+    @property
+    def _gen(self):
+        """A NumPy Generator seeded from this stream, for the samplers that have no
+        torch-exact form yet: deterministic under ``manual_seed`` and advancing the stream."""
+        return np.random.Generator(np.random.PCG64(self._one64()))
+
+    # ---- state ---------------------------------------------------------------------------
     def get_state(self):
-        """The generator state as a uint8 tensor (pass it to `set_state` to resume)."""
-        st = self._gen.bit_generator.state
-        vals = {"seed": self._seed, "state": st["state"]["state"], "inc": st["state"]["inc"],
-                "has_uint32": st["has_uint32"], "uinteger": st["uinteger"]}
-        raw = b"".join(int(vals[k]).to_bytes(n, "little") for k, n in _LAYOUT)
+        """The generator state as a uint8 tensor in torch's CPU layout (5056 bytes)."""
+        st = self._bits.state["state"]
+        key, pos = st["key"], int(st["pos"])
+        next_ = pos
+        if pos == _N and self._pending is not None and np.array_equal(self._pending[0], key):
+            next_ = self._pending[1]
+        nd, nf = self._normal_d, self._normal_f
+        raw = (_HEAD.pack(self._seed, _N + 1 - pos, 1, next_)
+               + key.astype("<u8").tobytes()
+               + _TAIL.pack(0.0, 0.0 if nd is None else nd, 0.0, nd is not None,
+                            0.0 if nf is None else nf, nf is not None))
         from .tensor import wrap
         return wrap(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        """Restores a state returned by `get_state`; returns the generator."""
+        """Restores a state from `get_state` (or torch's ``get_rng_state()``)."""
         from .tensor import Tensor
         if not isinstance(new_state, Tensor) or new_state._data.dtype != np.uint8:
             raise TypeError("RNG state must be a ember.ByteTensor")
@@ -68,15 +125,15 @@ class Generator:
         if len(raw) != STATE_SIZE:
             raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but found "
                                f"the input RNG state size to be {len(raw)}")
-        vals, off = {}, 0
-        for k, n in _LAYOUT:
-            vals[k] = int.from_bytes(raw[off:off + n], "little")
-            off += n
-        gen = np.random.Generator(np.random.PCG64(0))
-        gen.bit_generator.state = {"bit_generator": "PCG64",
-                                   "state": {"state": vals["state"], "inc": vals["inc"]},
-                                   "has_uint32": vals["has_uint32"], "uinteger": vals["uinteger"]}
-        self._seed, self._gen = vals["seed"], gen
+        seed, left, seeded, next_ = _HEAD.unpack_from(raw, 0)
+        if not (seeded and 0 < left <= _N and next_ <= _N):
+            raise RuntimeError("Invalid mt19937 state")
+        words = np.frombuffer(raw, dtype="<u8", count=_N, offset=_HEAD.size)
+        _, nd, _, nd_ok, nf, nf_ok = _TAIL.unpack_from(raw, _HEAD.size + 8 * _N)
+        self._seed = seed
+        self._load(words.astype(np.uint32), _N + 1 - left, next_)
+        self._normal_d = nd if nd_ok else None
+        self._normal_f = float(np.float32(nf)) if nf_ok else None
         return self
 
     def clone_state(self):

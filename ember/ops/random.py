@@ -21,6 +21,7 @@ from ._helpers import NeedsOverride, Op, apply, apply_inplace, handle_override, 
 from .blas import cpp_name, short_name
 from .._core.device import DEFAULT_DEVICE
 from .creation import _finish, _size, _size_kw
+from . import random_streams as _rs
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "rand", "randn", "randint", "randperm", "normal",
@@ -40,6 +41,15 @@ def _gen(generator):
         raise TypeError(f"expected a ember.Generator as generator, got "
                         f"{type(generator).__name__}")
     return generator._gen
+
+
+def _g(generator):
+    """The `Generator` itself (torch's mt19937 stream: the torch-exact samplers use it)."""
+    return _rnd.default_generator if generator is None else generator
+
+
+def _real_float(dt):
+    return dt.kind == "f" or dt == _dt.bfloat16.np
 
 
 def _not_impl(kernel, dt):
@@ -88,6 +98,8 @@ def _uniform_kernel(xp, x=None, *, low=0.0, high=1.0, generator=None, shape=None
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={low} > to={high}")
+    if _real_float(dt):
+        return _rs.uniform(_g(generator), int(np.prod(shape)), dt, low, high).reshape(shape)
     r = _draw(_uniform01, _gen(generator), shape, dt)
     if low != 0.0 or high != 1.0:
         r = r * (high - low) + low
@@ -101,6 +113,10 @@ def _normal_kernel(xp, x=None, *, mean=0.0, std=1.0, generator=None, shape=None,
     _float_only(dt, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if _real_float(dt):
+        contiguous = x is None or x.flags.c_contiguous
+        return _rs.normal(_g(generator), int(np.prod(shape)), dt, mean, std,
+                          contiguous).reshape(shape)
     r = _draw(_stdnormal, _gen(generator), shape, dt, scale=np.sqrt(0.5))
     if mean != 0.0 or std != 1.0:
         r = r * std + mean
@@ -129,6 +145,7 @@ def _random_kernel(xp, x=None, *, low=0, high=None, generator=None, shape=None, 
     shape, dt = _target(x, shape, dtype)
     if dt.kind == "c":
         raise _not_impl("random_from_to", dt)
+    default = high is None and low == 0
     if high is None:
         if dt.kind == "b":
             high = 2
@@ -140,6 +157,11 @@ def _random_kernel(xp, x=None, *, low=0, high=None, generator=None, shape=None, 
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
     _int_bounds(dt, low, high)
+    n = int(np.prod(shape))
+    if high - low <= 1 << 63 and dt.kind != "c":
+        if default:
+            return _rs.random_default(_g(generator), n, dt).reshape(shape)
+        return _rs.random_from_to(_g(generator), n, low, high, dt).reshape(shape)
     g = _gen(generator)
     if high - 1 > np.iinfo(np.int64).max:
         r = g.integers(low, high, shape, dtype=np.uint64)
@@ -159,6 +181,9 @@ def _exponential_kernel(xp, x=None, *, lambd=1.0, generator=None, shape=None, dt
     _continuous(dt, "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    if _real_float(dt):
+        return _rs.exponential(_g(generator), int(np.prod(shape)), lambd).astype(dt).reshape(
+            shape)
     r = _draw(lambda g, s, d: g.standard_exponential(s, dtype=d), _gen(generator), shape, dt)
     return (r / lambd).astype(dt, copy=False) if lambd != 1.0 else r
 
@@ -194,7 +219,7 @@ def _bernoulli_scalar_kernel(xp, x=None, *, p=0.5, generator=None, shape=None, d
     shape, dt = _target(x, shape, dtype)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    return (_gen(generator).random(shape, dtype=_F32 if p not in (0, 1) else _F64) < p).astype(dt)
+    return _rs.bernoulli_scalar(_g(generator), int(np.prod(shape)), p).astype(dt).reshape(shape)
 
 
 def _zero_vjp(ctx, g, *inputs, **params):
@@ -230,6 +255,11 @@ def _normal_tensor_kernel(xp, mean, std, generator=None):
     if not isinstance(std, np.ndarray) and std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
+    if _real_float(dt):
+        # torch: a standard normal_ of the output, then mul_(std) and add_(mean)
+        z = _rs.normal(_g(generator), int(np.prod(shape)), dt, 0.0, 1.0).reshape(shape)
+        return ((z * xp.asarray(std).astype(dt)).astype(dt) + xp.asarray(mean).astype(dt)
+                ).astype(dt, copy=False)
     z = _draw(_stdnormal, _gen(generator), shape, dt, scale=np.sqrt(0.5))
     return (z * std + mean).astype(dt, copy=False)
 
@@ -241,9 +271,8 @@ def _bernoulli_tensor_kernel(xp, x, p=None, generator=None):
         raise _not_impl("bernoulli_tensor_cpu_p_", probs.dtype)
     if probs.size and not ((probs >= 0) & (probs <= 1)).all():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-    shape = x.shape
-    u = _gen(generator).random(shape)
-    return (u < probs).astype(x.dtype)
+    probs = np.ascontiguousarray(np.broadcast_to(probs, x.shape))
+    return _rs.bernoulli_tensor(_g(generator), probs).astype(x.dtype)
 
 
 def _poisson_kernel(xp, rates, generator=None):
@@ -383,7 +412,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         if device or requires_grad or DEFAULT_DEVICE[0] is not None else r
 
 
-RANDPERM = Op("randperm", lambda xp, n, dtype, generator: _gen(generator).permutation(n).astype(
+RANDPERM = Op("randperm", lambda xp, n, dtype, generator: _rs.randperm(_g(generator), n).astype(
     dtype), None, differentiable=False, category="random",
     shape=lambda n, dtype, generator: ((n,), _meta.as_dtype(dtype)))
 

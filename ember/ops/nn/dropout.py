@@ -1,7 +1,7 @@
 """The dropout primitives.
 
 Plain dropout is one fused primitive (draws the mask and scales in one kernel; the
-mask, already scaled by 1 / (1 - p), is a non-differentiable second output reused by
+mask, already divided by 1 - p, is a non-differentiable second output reused by
 the derivative); ``_dropout_mask`` draws a mask of any shape for the feature and alpha
 variants.  Masks come from ember's default generator; under vmap each example draws
 its own (randomness='different').
@@ -11,22 +11,22 @@ import numpy as np
 from ..._core import meta as _meta
 from ..._core import random as _rnd
 from ..._core.op import Op
-from .._helpers import _F32
 from ._rules import random_rule
+from .. import random_streams as _rs
 
 __all__ = []
 
 
 def _keep(shape, p, dt):
-    g = _rnd.default_generator._gen
-    draw = dt if dt in (np.dtype(np.float32), np.dtype(np.float64)) else _F32
-    return g.random(shape, dtype=draw) >= p
+    # torch's dropout mask is bernoulli_(1 - p): one double uniform per element
+    return _rs.bernoulli_scalar(_rnd.default_generator, int(np.prod(shape)), 1 - p).reshape(
+        shape)
 
 
 def _dropout_kernel(xp, x, p):
-    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
     mask = _keep(x.shape, p, x.dtype).astype(x.dtype)
-    mask *= x.dtype.type(scale)
+    if p != 1:
+        mask /= x.dtype.type(1 - p)  # torch divides the mask by 1 - p (not times 1 / (1 - p))
     return x * mask, mask
 
 
