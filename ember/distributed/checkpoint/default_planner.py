@@ -71,7 +71,7 @@ def _item_bytes(item):
 
 
 def create_default_global_save_plan(all_plans, rewrite_index_hints=True,
-                                    dedup_save_to_lowest_rank=False):
+                                    dedup_save_to_lowest_rank=False, _check_tiles=True):
     """Keeps each distinct item (key and chunk offsets) on one rank: the least loaded of
     those holding it (or the lowest), so replicated values are written once and the bytes
     spread over the ranks; then checks that every tensor's chunks tile it exactly."""
@@ -120,7 +120,8 @@ def create_default_global_save_plan(all_plans, rewrite_index_hints=True,
     for fqn, entry in md.items():
         if isinstance(entry, TensorStorageMetadata):
             entry.chunks.sort(key=lambda c: tuple(c.offsets))
-            _check_tiling(fqn, entry)
+            if _check_tiles:
+                _check_tiling(fqn, entry)
     return new_plans, Metadata(state_dict_metadata=md)
 
 
@@ -174,8 +175,11 @@ class DefaultSavePlanner(SavePlanner):
         return self.plan
 
     def create_global_plan(self, all_plans):
+        # a rank saving without collectives plans only its own pieces: the reader checks
+        # the tiling of the pieces merged
         plans, metadata = create_default_global_save_plan(
-            all_plans, dedup_save_to_lowest_rank=self.dedup_save_to_lowest_rank)
+            all_plans, dedup_save_to_lowest_rank=self.dedup_save_to_lowest_rank,
+            _check_tiles=not getattr(self, "_one_rank_of_many", False))
         mappings = {}
         for p in all_plans:
             mappings.update(p.planner_data or {})

@@ -7,7 +7,9 @@ each item to its file, offset, length and the CRC32 of every block of ``_CRC_BLO
 Atomic: data files and the metadata are written under temporary names and renamed into
 place; the coordinator removes an old ``.metadata`` before any rank writes and writes the
 new one last, once every rank has reported success, so an interrupted save leaves a
-directory without ``.metadata``, which `FileSystemReader` refuses as incomplete.
+directory without ``.metadata``, which `FileSystemReader` refuses as incomplete.  A save
+without collectives (``use_collectives=False``) writes one ``__<rank>.metadata`` piece per
+rank instead (each atomic on its own), and the reader merges the pieces.
 
 Files are treated as hostile when read: the metadata is loaded weights-only and checked
 (known dtypes, chunks inside their tensor, plain file names, offsets inside the file), and
@@ -107,7 +109,14 @@ class FileSystemWriter(StorageWriter):
 
     def set_up_storage_writer(self, is_coordinator, *args, **kwargs):
         self.is_coordinator = is_coordinator
+        # without collectives (torch's use_collectives=False) each rank writes its own
+        # metadata piece, ``__<rank>.metadata``
+        self.rank = kwargs.get("rank")
+        self.use_collectives = kwargs.get("use_collectives", True)
         os.makedirs(self.path, exist_ok=True)
+        if self._rank_local:
+            self._clear_rank_local(is_coordinator, kwargs.get("world_size"))
+            return
         meta = os.path.join(self.path, _METADATA)
         if is_coordinator and os.path.exists(meta):
             if not self.overwrite:
@@ -118,12 +127,40 @@ class FileSystemWriter(StorageWriter):
             os.unlink(meta)
             _fsync_dir(self.path)
 
+    @property
+    def _rank_local(self):
+        return not getattr(self, "use_collectives", True) and getattr(self, "rank", None) \
+            is not None
+
+    def _clear_rank_local(self, is_coordinator, world_size):
+        olds = [os.path.join(self.path, _METADATA), _rank_metadata(self.path, self.rank)]
+        if is_coordinator and world_size is not None:
+            # pieces of an earlier save on more ranks would otherwise join this one
+            r = world_size
+            while os.path.exists(_rank_metadata(self.path, r)):
+                olds.append(_rank_metadata(self.path, r))
+                r += 1
+        present = [m for m in olds if os.path.exists(m)]
+        if present and not self.overwrite:
+            raise RuntimeError(f"Checkpoint already exists at {self.path} and overwrite=False")
+        for m in present:
+            try:
+                os.unlink(m)
+            except FileNotFoundError:
+                pass  # another rank removed the shared index first
+        if present:
+            _fsync_dir(self.path)
+
     def prepare_local_plan(self, plan):
+        if self._rank_local:
+            import dataclasses
+            return dataclasses.replace(plan, storage_data=f"__{self.rank}_")
         return plan
 
     def prepare_global_plan(self, plans):
         import dataclasses
-        return [dataclasses.replace(p, storage_data=f"__{i}_") for i, p in enumerate(plans)]
+        return [p if p.storage_data is not None else
+                dataclasses.replace(p, storage_data=f"__{i}_") for i, p in enumerate(plans)]
 
     def write_data(self, plan, planner):
         name = f"{plan.storage_data or '__0_'}0.distcp"
@@ -162,14 +199,19 @@ class FileSystemWriter(StorageWriter):
                 storage[r.index] = r.storage_data
         metadata.storage_data = storage
         metadata.storage_meta = self.storage_meta()
-        _write_metadata(self.path, metadata, self.sync_files)
+        _write_metadata(self.path, metadata, self.sync_files,
+                        _rank_metadata(self.path, self.rank) if self._rank_local else None)
         if self.sync_files:
             _fsync_dir(self.path)
 
 
-def _write_metadata(path, metadata, sync=True):
+def _rank_metadata(path, rank):
+    return os.path.join(path, f"__{rank}{_METADATA}")
+
+
+def _write_metadata(path, metadata, sync=True, final=None):
     from ... import save
-    final = os.path.join(path, _METADATA)
+    final = final or os.path.join(path, _METADATA)
     tmp = os.path.join(path, f".metadata.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "wb") as f:
@@ -201,7 +243,7 @@ def _safe_name(name):
             and not name.startswith("."))
 
 
-def validate_metadata(md):
+def validate_metadata(md, tiles=True):
     """Checks a decoded `Metadata` from an untrusted file; raises ValueError naming the
     first inconsistency."""
     if not isinstance(md, Metadata) or not isinstance(md.state_dict_metadata, dict):
@@ -247,7 +289,8 @@ def validate_metadata(md):
             if info.length != int(np.prod(sz, dtype=np.int64)) * itemsize:
                 raise ValueError(f"corrupt checkpoint metadata: the chunk of {fqn!r} at {off} "
                                  f"claims {info.length} bytes for shape {sz}")
-        _check_tiling(fqn, entry)
+        if tiles:
+            _check_tiling(fqn, entry)
     pd = md.planner_data
     if pd is not None:
         if not isinstance(pd, dict) or not all(
@@ -332,12 +375,48 @@ class FileSystemReader(StorageReader):
     def validate_checkpoint_id(cls, checkpoint_id):
         return isinstance(checkpoint_id, (str, os.PathLike))
 
-    def read_metadata(self):
-        from ... import load
+    def read_metadata(self, *args, **kwargs):
         meta = os.path.join(self.path, _METADATA)
+        if not os.path.exists(meta) and os.path.exists(_rank_metadata(self.path, 0)):
+            return self._merged_rank_metadata()
         if not os.path.exists(meta):
             raise FileNotFoundError(f"{self.path} holds no complete checkpoint: its "
                                     f"{_METADATA} is missing (a save never finished there)")
+        return self._read_metadata_file(meta)
+
+    def _merged_rank_metadata(self):
+        """A save without collectives left one metadata piece per rank; together they
+        index the checkpoint (a value several ranks wrote is read from the lowest rank)."""
+        pieces, r = [], 0
+        while os.path.exists(_rank_metadata(self.path, r)):
+            pieces.append(self._read_metadata_file(_rank_metadata(self.path, r), tiles=False))
+            r += 1
+        merged = Metadata(state_dict_metadata={}, planner_data={}, storage_data={},
+                          storage_meta=pieces[0].storage_meta, version=pieces[0].version)
+        for rank, md in enumerate(pieces):
+            for fqn, entry in md.state_dict_metadata.items():
+                have = merged.state_dict_metadata.get(fqn)
+                if have is None:
+                    if isinstance(entry, TensorStorageMetadata):
+                        entry = TensorStorageMetadata(entry.properties, entry.size,
+                                                      list(entry.chunks))
+                    merged.state_dict_metadata[fqn] = entry
+                elif type(have) is not type(entry) or (
+                        isinstance(entry, TensorStorageMetadata)
+                        and tuple(have.size) != tuple(entry.size)):
+                    raise ValueError(f"corrupt checkpoint metadata: rank {rank}'s piece "
+                                     f"disagrees with rank 0's about {fqn!r}")
+                elif isinstance(entry, TensorStorageMetadata):
+                    seen = {tuple(c.offsets) for c in have.chunks}
+                    have.chunks.extend(c for c in entry.chunks if tuple(c.offsets) not in seen)
+            for idx, info in (md.storage_data or {}).items():
+                merged.storage_data.setdefault(idx, info)
+            for k, v in (md.planner_data or {}).items():
+                merged.planner_data.setdefault(k, v)
+        return validate_metadata(merged)
+
+    def _read_metadata_file(self, meta, tiles=True):
+        from ... import load
         try:
             raw = load(meta, weights_only=True)
             md = decode(raw)
@@ -345,7 +424,7 @@ class FileSystemReader(StorageReader):
             raise
         except Exception as e:
             raise ValueError(f"corrupt checkpoint metadata in {meta}: {e}") from e
-        return validate_metadata(md)
+        return validate_metadata(md, tiles)
 
     def set_up_storage_reader(self, metadata, is_coordinator, *args, **kwargs):
         self.metadata = metadata

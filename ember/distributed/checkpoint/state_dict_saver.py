@@ -26,13 +26,13 @@ def _stateful_to_state_dict(state_dict):
             for k, v in state_dict.items()}
 
 
-def _check_collectives(use_collectives, process_group, no_dist):
-    if not use_collectives and use_dist(process_group, no_dist):
-        from ... import distributed as dist
-        if dist.get_world_size(process_group) > 1:
-            raise NotImplementedError("save(use_collectives=False) is not supported by ember "
-                                      "on more than one rank: the index is written once "
-                                      "every rank has reported, which needs collectives")
+def _rank_local(use_collectives, process_group, no_dist):
+    """(rank, world size) when this save runs without collectives on several ranks."""
+    if use_collectives or not use_dist(process_group, no_dist):
+        return None
+    from ... import distributed as dist
+    world = dist.get_world_size(process_group)
+    return (dist.get_rank(process_group), world) if world > 1 else None
 
 
 def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
@@ -52,7 +52,10 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
         planner: a `SavePlanner` (default `DefaultSavePlanner`).
         process_group: the ranks taking part.
         no_dist: save from this process alone, without collectives.
-        use_collectives: must stay True on more than one rank.
+        use_collectives: with False, each rank plans and writes alone, as in torch: its
+            own data file and its own metadata piece ``__<rank>.metadata`` (atomic per
+            rank; replicated values are written by every rank).  `load` merges the pieces,
+            so such a checkpoint also loads on another number of ranks.
 
     Returns:
         The checkpoint's `Metadata`.  Failures raise `CheckpointException` on every rank.
@@ -60,9 +63,12 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
     Example::
         >>> ember.distributed.checkpoint.save({"model": model}, checkpoint_id="ckpt/step100")
     """
-    _check_collectives(use_collectives, process_group, no_dist)
     writer = storage_setup(storage_writer, checkpoint_id, reader=False)
     planner = planner if planner is not None else DefaultSavePlanner()
+    local = _rank_local(use_collectives, process_group, no_dist)
+    if local is not None:
+        return _save_rank_local(_stateful_to_state_dict(state_dict), writer, planner,
+                                process_group, *local)
     dw = DistWrapper(process_group, use_dist(process_group, no_dist))
     return _save(_stateful_to_state_dict(state_dict), writer, planner, dw)
 
@@ -101,6 +107,32 @@ def _save(state_dict, writer, planner, dw):
     return dw.all_reduce("checkpoint save: writing", write, finish)
 
 
+def _save_rank_local(state_dict, writer, planner, process_group, rank, world):
+    from ... import distributed as dist
+    from .api import CheckpointException
+    planner._one_rank_of_many = True
+    try:
+        planner.set_up_planner(state_dict, writer.storage_meta(), rank == 0)
+        writer.set_up_storage_writer(rank == 0, rank=rank, use_collectives=False,
+                                     world_size=world)
+        plan = writer.prepare_local_plan(planner.create_local_plan())
+        plans, metadata = planner.create_global_plan([plan])
+        plan = writer.prepare_global_plan(plans)[0]
+        results = writer.write_data(planner.finish_plan(plan), planner).result()
+        writer.finish(metadata, [results])
+    except Exception as e:
+        failure = e
+    else:
+        failure = None
+    # as torch: when save returns on any rank, every rank's piece is complete (a failing
+    # rank still joins, so the others do not wait for it forever)
+    dist.barrier(process_group)
+    if failure is not None:
+        raise CheckpointException("checkpoint save (use_collectives=False)",
+                                  {rank: failure}) from failure
+    return metadata
+
+
 _ASYNC = {"lock": threading.Lock(), "groups": {}, "executor": None}
 
 
@@ -132,7 +164,6 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
     and the save never share one.
     """
     from ... import distributed as dist
-    _check_collectives(use_collectives, process_group, no_dist)
     staged = _stage(_stateful_to_state_dict(state_dict))
     distributed = use_dist(process_group, no_dist)
     group = None
@@ -148,4 +179,5 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
             _ASYNC["executor"] = ThreadPoolExecutor(1, thread_name_prefix="ember-dcp")
     return _ASYNC["executor"].submit(save, staged, checkpoint_id=checkpoint_id,
                                      storage_writer=storage_writer, planner=planner,
-                                     process_group=group, no_dist=not distributed)
+                                     process_group=group, no_dist=not distributed,
+                                     use_collectives=use_collectives)
