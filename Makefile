@@ -1,20 +1,28 @@
 # The two set-up commands of the README: `make demo` and `make test`.
+# `make demo` installs ember's runtime dependencies only; `make test` adds the dev
+# extra (pytest, hypothesis, xdist, the MPI extra and torch as the test oracle).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+
+$(VENV)/.installed-runtime: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
 	touch $@
 
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(VENV)/.installed-runtime $@
+
 .PHONY: demo test bench
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-runtime
 	$(PY) examples/train_digits.py
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-dev
 	$(PY) -m pytest -n 2 -q
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-dev
 	$(PY) -m benchmarks.run $(ARGS)
