@@ -499,19 +499,23 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     start, end = _num(start), _num(end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    if dtype is None and out is not None:
+        dtype = out.dtype
     dt = _dtype_or_default(dtype) if dtype or not any(isinstance(v, complex) for v in (start, end)) \
         else _dt.default_complex_dtype().np
-    return _make(LINSPACE, {"start": start, "end": end, "steps": int(steps), "dtype": dt}, device,
-                 requires_grad)
+    return _to_out(_make(LINSPACE, {"start": start, "end": end, "steps": int(steps), "dtype": dt},
+                         device, requires_grad), out)
 
 
 @overridable
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log scale."""
-    return _make(LOGSPACE, {"start": _num(start), "end": _num(end), "steps": int(steps),
-                            "base": base, "dtype": _dtype_or_default(dtype)}, device,
-                 requires_grad)
+    if dtype is None and out is not None:
+        dtype = out.dtype
+    return _to_out(_make(LOGSPACE, {"start": _num(start), "end": _num(end), "steps": int(steps),
+                                    "base": base, "dtype": _dtype_or_default(dtype)}, device,
+                         requires_grad), out)
 
 
 @overridable
@@ -519,7 +523,17 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     """A 2-D tensor with ones on the diagonal and zeros elsewhere."""
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
-    return _make(EYE, {"n": n, "m": m, "dtype": _dtype_or_default(dtype)}, device, requires_grad)
+    if dtype is None and out is not None:
+        dtype = out.dtype
+    return _to_out(_make(EYE, {"n": n, "m": m, "dtype": _dtype_or_default(dtype)}, device,
+                         requires_grad), out)
+
+
+def _to_out(r, out):
+    if out is None:
+        return r
+    from .._core.dispatch import write_out
+    return write_out(out, r)
 
 
 Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: tensor(
