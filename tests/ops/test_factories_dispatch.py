@@ -198,3 +198,13 @@ def test_factories_are_not_differentiable_ops_and_check_their_shapes():
         ember.arange(5, 0, -2)
     finally:
         meta.check_shapes(was)
+
+
+def test_out_of_linspace_logspace_and_eye():
+    for fe, ft in ((lambda lib, o: lib.linspace(0, 1, 5, out=o), None),
+                   (lambda lib, o: lib.logspace(0, 2, 3, out=o), None),
+                   (lambda lib, o: lib.eye(2, 3, out=o), None)):
+        oe, ot = ember.empty(0, dtype=ember.float64), torch.empty(0, dtype=torch.float64)
+        re, rt = fe(ember, oe), fe(torch, ot)
+        assert re is oe and oe.dtype == ember.float64 and tuple(oe.shape) == tuple(ot.shape)
+        np.testing.assert_allclose(oe.numpy(), ot.numpy(), rtol=1e-12)
