@@ -153,3 +153,9 @@ def get_float32_matmul_precision():
 
 
 from ._core.device import get_default_device, set_default_device  # noqa: E402,F401
+
+# Every op is registered by now (sub-packages declare some on import): give each its
+# decomposition and its lowering path (ember.ops.decompositions, ember.ops.lowering).
+from .ops import decompositions as _decompositions, lowering as _lowering  # noqa: E402
+_decompositions.install()
+_lowering.install()

@@ -81,14 +81,20 @@ class Op:
         requires every rule to be present or marked here; a non-differentiable op
         (``differentiable=False``) needs neither vjp nor jvp.  A mark on a rule the op
         has raises.
+    decomp(*inputs, **params): the op written in primitives (``ember.ops.decompositions``),
+        what compile and export lower; primitives carry a mark instead.
+    lowering: how a code generator reaches the op (`ember.ops.lowering.Lowering`: a scalar
+        C expression, a loop kind, an extern library call, or through ``decomp``).
     """
     __slots__ = ("name", "kernel", "vjp", "jvp", "shape", "batch", "decomp", "save_inputs",
                  "save_output", "n_out", "nondiff_outputs", "view", "differentiable",
-                 "node_cls", "_inplace", "__weakref__", "category", "doc", "unsupported")
+                 "node_cls", "_inplace", "__weakref__", "category", "doc", "unsupported",
+                 "lowering")
 
     def __init__(self, name, kernel, vjp=None, *, jvp=None, shape=None, batch=None, decomp=None,
                  save_inputs=True, save_output=False, n_out=1, nondiff_outputs=(), view=False,
-                 differentiable=True, category=None, doc=None, unsupported=None):
+                 differentiable=True, category=None, doc=None, unsupported=None,
+                 lowering=None):
         if name in REGISTRY:
             raise RuntimeError(f"operator {name!r} is defined twice")
         if category is not None and category.__class__ is not Category:
@@ -100,6 +106,7 @@ class Op:
         self.shape = shape
         self.batch = batch
         self.decomp = decomp
+        self.lowering = lowering
         self.save_inputs = save_inputs
         self.save_output = save_output
         self.n_out = n_out
