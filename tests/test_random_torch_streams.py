@@ -132,3 +132,19 @@ def test_bad_state_rejected():
     bad[8:12] = 0  # left = 0 is not a valid mt19937 state
     with pytest.raises(RuntimeError, match="Invalid mt19937 state"):
         ember.set_rng_state(bad)
+
+
+def test_compiled_box_muller_matches_numpy_emulation():
+    from ember.ops import _random_c, random_streams as rs
+    u = rs.unit_f32(ember.Generator().manual_seed(4), 16 * 4000).reshape(-1, 16)
+    u[0, :8] = 0.0  # log(1 - 0) and the smallest radius
+    u[1, 8:] = np.float32(1 - 2 ** -24)  # the largest angle
+    for mean, std in ((0.0, 1.0), (0.5, 2.5)):
+        c = _random_c.fill16(u, np.float32(mean), np.float32(std))
+        assert c is not None, "the C kernel did not build"
+        saved, _random_c._lib, _random_c._tried = _random_c._lib, None, True
+        try:
+            ref = rs._fill16_f32(u, np.float32(mean), np.float32(std))
+        finally:
+            _random_c._lib = saved
+        np.testing.assert_array_equal(c, ref)

@@ -13,6 +13,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import _random_c
+
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -147,6 +149,9 @@ def _liblog(x):
 
 def _fill16_f32(u, mean, std):
     """Box-Muller on blocks of 16 uniforms (rows): first half radius, second half angle."""
+    out = _random_c.fill16(u, mean, std)
+    if out is not None:
+        return out
     radius = np.sqrt(_f(-2) * _log_ps(_f(1) - u[:, :8]))
     sin, cos = _sincos_ps(_f(2.0 * math.pi) * u[:, 8:])
     n1, n2 = radius * cos, radius * sin
