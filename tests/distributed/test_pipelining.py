@@ -192,21 +192,113 @@ def test_split_keeps_names_and_values():
         pipeline(big, mb_args=(x,), split_spec={"nope": SplitPoint.END})
 
 
-def test_skip_connection_across_stages_is_reported():
-    import ember
-    from ember.distributed.pipelining import pipe_split, pipeline
+def make_skip_model(torch, n_layers=6, width=8):
+    """Skip connections across stages: the first activation and the input reach the
+    output past every stage; ``scale`` is a keyword input used only at the end."""
+    nn = torch.nn
 
-    class Skip(ember.nn.Module):
+    class SkipNet(nn.Module):
         def __init__(self):
             super().__init__()
-            self.a, self.b = ember.nn.Linear(3, 3), ember.nn.Linear(3, 3)
+            self.inp = nn.Linear(5, width)
+            self.layers = nn.ModuleList([nn.Linear(width, width) for _ in range(n_layers)])
+            self.out = nn.Linear(width, 3)
 
-        def forward(self, x):
-            h = self.a(x)
-            pipe_split()
-            return self.b(h) + x
-    with pytest.raises(NotImplementedError, match="skipping a stage"):
-        pipeline(Skip(), mb_args=(ember.randn(2, 3),))
+        def forward(self, x, scale=None):
+            h0 = torch.tanh(self.inp(x))
+            h = h0
+            for layer in self.layers:
+                h = torch.relu(layer(h))
+            return self.out(h + h0) * scale + x[:, :3]
+    torch.manual_seed(0)
+    return SkipNet()
+
+
+def split_policy(num_stages, n_layers=6):
+    """torch's split_policy: a function that puts pipe_split nodes into the traced graph."""
+    from ember.distributed.pipelining import pipe_split
+    per = n_layers // num_stages
+    starts = {f"layers.{k * per}" for k in range(1, num_stages)}
+
+    def policy(gm):
+        for node in list(gm.graph.nodes):
+            if node.op == "call_module" and node.target in starts:
+                with gm.graph.inserting_before(node):
+                    gm.graph.call_function(pipe_split, ())
+        gm.recompile()
+        return gm
+    return policy
+
+
+def case_skips():
+    """Skip connections, a keyword input (mb_kwargs) and split_policy on 2 or 3 ranks."""
+    import copy
+    import ember as torch
+    import ember.distributed as dist
+    from ember.distributed.pipelining import Schedule1F1B, ScheduleGPipe, pipeline
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    x, y = data(torch)
+    scale = torch.linspace(0.5, 2, 12).reshape(12, 1)
+    loss_fn = torch.nn.functional.mse_loss
+    base = make_skip_model(torch)
+    ref = copy.deepcopy(base)
+    ref_out = ref(x, scale=scale)
+    loss_fn(ref_out, y).backward()
+    ref_grads = {n: p.grad for n, p in ref.named_parameters()}
+    for cls, how in [(ScheduleGPipe, "policy"), (Schedule1F1B, "spec")]:
+        model = copy.deepcopy(base)
+        split = ({"split_policy": split_policy(world)} if how == "policy"
+                 else {"split_spec": split_spec(world)})
+        pipe = pipeline(model, mb_args=(x[:3],), mb_kwargs={"scale": scale[:3]}, **split)
+        assert pipe.num_stages == world
+        stage = pipe.build_stage(rank, device="cpu")
+        sched = cls(stage, 4, loss_fn=loss_fn)
+        if rank == 0:
+            out = sched.step(x, scale=scale)
+        elif rank == world - 1:
+            out = sched.step(target=y)
+        else:
+            out = sched.step()
+        if rank == world - 1:
+            np.testing.assert_allclose(out.detach().numpy(), ref_out.detach().numpy(),
+                                       rtol=1e-5, atol=1e-6)
+        names = [n for n, _ in stage.submod.named_parameters()]
+        assert names and ("inp.weight" in names) == (rank == 0)
+        for name, p in stage.submod.named_parameters():
+            np.testing.assert_allclose(p.grad.numpy(), ref_grads[name].numpy(), rtol=1e-5,
+                                       atol=1e-6, err_msg=f"{cls.__name__} {name}")
+    print(f"RANK{rank} OK", flush=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_skip_connections_kwargs_and_split_policy_match_unsplit_model(nproc):
+    launch("skips", nproc)
+
+
+def test_skip_connections_are_carried_through_the_stages_between():
+    import ember
+    from ember.distributed.pipelining import pipeline
+    m = make_skip_model(ember)
+    x, scale = ember.randn(4, 5), ember.rand(4, 1)
+    pipe = pipeline(m, mb_args=(x,), mb_kwargs={"scale": scale}, split_spec=split_spec(3))
+    want = m(x, scale=scale).detach().numpy()
+    np.testing.assert_allclose(pipe(x, scale=scale).detach().numpy(), want, rtol=1e-6)
+    # stage by stage: each takes only its predecessor's outputs
+    out = pipe.get_stage_module(0)(x, scale=scale)
+    for i in (1, 2):
+        out = pipe.get_stage_module(i)(*(out if isinstance(out, tuple) else (out,)))
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-6)
+    pol = pipeline(m, mb_args=(x,), mb_kwargs={"scale": scale}, split_policy=split_policy(3))
+    assert pol.num_stages == 3
+    np.testing.assert_allclose(pol(x, scale=scale).detach().numpy(), want, rtol=1e-6)
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        pipeline(m, mb_args=(x,), split_spec=split_spec(3), split_policy=split_policy(3))
+    with pytest.raises(TypeError, match="not parameters of the forward"):
+        pipeline(m, mb_args=(x,), mb_kwargs={"nope": scale})
+    with pytest.raises(TypeError, match="must return a GraphModule"):
+        pipeline(m, mb_args=(x,), split_policy=lambda gm: None)
 
 
 def test_single_process_interleaved_matches_unsplit():
