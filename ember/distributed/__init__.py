@@ -41,6 +41,18 @@ from .device_mesh import DeviceMesh, init_device_mesh
 # DDP's first gradient bucket (torch's constant, read by ember.nn.parallel)
 _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
 
+
+def _register_with_nn():
+    # nn (DDP, SyncBatchNorm) sits below this package and may not import it: hand it down
+    import sys
+    from ..nn.parallel import _registry
+    from .algorithms import join
+    from .algorithms.ddp_comm_hooks import default_hooks
+    _registry.register(sys.modules[__name__], default_hooks, join)
+
+
+_register_with_nn()
+
 __all__ = [
     "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "Backend",
     "ReduceOp", "FileStore", "HashStore", "PrefixStore", "Store", "TCPStore", "ProcessGroup",

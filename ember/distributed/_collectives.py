@@ -10,7 +10,7 @@ arithmetic, with float16/bfloat16 accumulated in float32.  ``async_op=True`` ret
 """
 import numpy as np
 
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
 from ._mpi import mpi, reduce_type
 from ._process_group import Work
 from ._reduce_op import ReduceOp, _RedOpType, as_red_op, premul_factor
@@ -258,8 +258,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, expected "
                          f"the group's size {pg.size()}")
-    from .. import cat
-    flat = cat([t.reshape(-1) for t in input_list])
+    flat = wrap(np.concatenate([np.ascontiguousarray(t._data).reshape(-1)
+                                for t in input_list]))
     bi = _RedBuf(flat, op, pg.size(), "reduce_scatter")
     counts = [t.numel() for t in input_list]
     res = np.empty(counts[pg.rank()], bi.arr.dtype)

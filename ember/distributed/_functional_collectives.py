@@ -7,6 +7,9 @@ returns it unchanged (torch returns an ``AsyncCollectiveTensor`` that waits on f
 world), a 1-D ``DeviceMesh``, or a ``(DeviceMesh, dim)`` pair.  The ``*_autograd`` variants
 are differentiable, through ``ember.distributed.nn.functional``.
 """
+import numpy as np
+
+from .._core.tensor import wrap
 from ._reduce_op import ReduceOp
 
 __all__ = ["all_reduce", "all_reduce_coalesced", "all_gather_tensor", "all_gather_tensor_autograd",
@@ -21,11 +24,6 @@ _OPS = {"sum": ReduceOp.SUM, "avg": ReduceOp.AVG, "product": ReduceOp.PRODUCT,
 def _dist():
     from .. import distributed as dist
     return dist
-
-
-def _ember():
-    import ember
-    return ember
 
 
 def _op(reduceOp):
@@ -81,17 +79,25 @@ def all_reduce_coalesced(self, reduceOp, group, tag=""):
     return [all_reduce(t, reduceOp, group, tag) for t in self]
 
 
+def _empty(shape, like):
+    return wrap(np.empty(tuple(shape), dtype=like._data.dtype))
+
+
 def _gathered_to_dim(flat, n, gather_dim):
-    # all_gather stacks along dim 0: move the world-size blocks to ``gather_dim``
-    em = _ember()
-    if gather_dim == 0:
+    """``flat`` (n blocks stacked along dim 0) as the blocks' concatenation along
+    ``gather_dim``: a reshape and a movedim, so autograd sees through it."""
+    d = gather_dim % flat.dim()
+    if d == 0:
         return flat
-    return em.cat(em.chunk(flat, n, dim=0), dim=gather_dim)
+    shape = list(flat.shape)
+    blocks = flat.reshape([n, shape[0] // n] + shape[1:]).movedim(0, d)
+    out = list(blocks.shape)
+    return blocks.reshape(out[:d] + [out[d] * out[d + 1]] + out[d + 2:])
 
 
 def all_gather_tensor(self, gather_dim, group, tag=""):
     """A new tensor: ``self`` of every rank of ``group`` concatenated along ``gather_dim``."""
-    dist, em = _dist(), _ember()
+    dist = _dist()
     pg = _group(group)
     n = dist.get_world_size(pg)
     src = _plain(self).contiguous()
@@ -99,7 +105,7 @@ def all_gather_tensor(self, gather_dim, group, tag=""):
         src = src.reshape(1)
     shape = list(src.shape)
     shape[0] *= n
-    out = em.empty(shape, dtype=src.dtype)
+    out = _empty(shape, src)
     dist.all_gather_into_tensor(out, src, group=pg)
     return _gathered_to_dim(out, n, gather_dim)
 
@@ -107,36 +113,38 @@ def all_gather_tensor(self, gather_dim, group, tag=""):
 def all_gather_tensor_autograd(self, gather_dim, group, tag=""):
     """`all_gather_tensor` that autograd differentiates (gradient: reduce_scatter)."""
     from .nn.functional import _all_gather_base
-    dist, em = _dist(), _ember()
     pg = _group(group)
-    n = dist.get_world_size(pg)
+    n = _dist().get_world_size(pg)
     src = self.contiguous()
     shape = list(src.shape)
     shape[0] *= n
-    out = _all_gather_base(em.empty(shape, dtype=src.dtype), src, group=pg)
+    out = _all_gather_base(_empty(shape, src), src, group=pg)
     return _gathered_to_dim(out, n, gather_dim)
 
 
 def _scatter_ready(self, n, scatter_dim):
-    em = _ember()
-    if self.shape[scatter_dim] % n:
-        raise ValueError(f"input dimension {scatter_dim} ({self.shape[scatter_dim]}) must be a "
-                         f"multiple of the group's size {n}")
-    if scatter_dim != 0:
-        self = em.cat(em.chunk(self, n, dim=scatter_dim), dim=0)
+    """``self`` with its n blocks along ``scatter_dim`` stacked along dim 0 instead."""
+    d = scatter_dim % self.dim()
+    shape = list(self.shape)
+    if shape[d] % n:
+        raise ValueError(f"input dimension {scatter_dim} ({shape[d]}) must be a multiple of "
+                         f"the group's size {n}")
+    if d != 0:
+        blocks = self.reshape(shape[:d] + [n, shape[d] // n] + shape[d + 1:]).movedim(d, 0)
+        self = blocks.reshape([n * shape[0]] + list(blocks.shape[2:]))
     return self.contiguous()
 
 
 def reduce_scatter_tensor(self, reduceOp, scatter_dim, group, tag=""):
     """A new tensor: this rank's block (along ``scatter_dim``) of the reduction of ``self``
     across ``group``."""
-    dist, em = _dist(), _ember()
+    dist = _dist()
     pg = _group(group)
     n = dist.get_world_size(pg)
     src = _scatter_ready(_plain(self), n, scatter_dim)
     shape = list(src.shape)
     shape[0] //= n
-    out = em.empty(shape, dtype=src.dtype)
+    out = _empty(shape, src)
     # with the blocks moved to dim 0, this rank's block already has the input's layout
     dist.reduce_scatter_tensor(out, src, op=_op(reduceOp), group=pg)
     return out
@@ -146,36 +154,33 @@ def reduce_scatter_tensor_autograd(self, reduceOp, scatter_dim, group, tag=""):
     """`reduce_scatter_tensor` that autograd differentiates (gradient: all_gather); the sum
     only, as in torch."""
     from .nn.functional import reduce_scatter
-    dist, em = _dist(), _ember()
     op = _op(reduceOp)
     if op != ReduceOp.SUM:
         raise RuntimeError("reduce_scatter_tensor_autograd: only reduceOp 'sum' has a gradient")
     pg = _group(group)
-    n = dist.get_world_size(pg)
-    parts = em.chunk(self, n, dim=scatter_dim)
-    out = em.empty_like(parts[0].contiguous())
+    n = _dist().get_world_size(pg)
+    parts = self.chunk(n, dim=scatter_dim)
+    out = _empty(parts[0].shape, self)
     return reduce_scatter(out, [p.contiguous() for p in parts], op=op, group=pg)
 
 
 def all_to_all_single(self, output_split_sizes, input_split_sizes, group, tag=""):
     """A new tensor: ``self``'s dim-0 pieces exchanged between the ranks of ``group``."""
-    dist, em = _dist(), _ember()
     pg = _group(group)
     src = _plain(self).contiguous()
     rows = (sum(output_split_sizes) if output_split_sizes is not None
             else src.shape[0])
-    out = em.empty([rows] + list(src.shape[1:]), dtype=src.dtype)
-    dist.all_to_all_single(out, src, output_split_sizes, input_split_sizes, group=pg)
+    out = _empty([rows] + list(src.shape[1:]), src)
+    _dist().all_to_all_single(out, src, output_split_sizes, input_split_sizes, group=pg)
     return out
 
 
 def all_to_all_single_autograd(self, output_split_sizes, input_split_sizes, group, tag=""):
     """`all_to_all_single` that autograd differentiates."""
     from .nn.functional import all_to_all_single as a2a
-    em = _ember()
     pg = _group(group)
     rows = sum(output_split_sizes) if output_split_sizes is not None else self.shape[0]
-    out = em.empty([rows] + list(self.shape[1:]), dtype=self.dtype)
+    out = _empty([rows] + list(self.shape[1:]), self)
     return a2a(out, self, output_split_sizes, input_split_sizes, group=pg)
 
 

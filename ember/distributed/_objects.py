@@ -18,14 +18,14 @@ __all__ = ["all_gather_object", "broadcast_object_list", "gather_object",
 
 
 def _dump(obj):
-    from .. import save
+    from ..serialization import save
     buf = io.BytesIO()
     save(obj, buf)
     return np.frombuffer(buf.getvalue(), np.uint8)
 
 
 def _load(raw):
-    from .. import load
+    from ..serialization import load
     return load(io.BytesIO(raw.tobytes()), weights_only=True)
 
 

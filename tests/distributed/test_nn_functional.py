@@ -149,6 +149,12 @@ for group in (dist.group.WORLD, list(range(n)), mesh, (mesh, "dp")):
     want = sum(arr(1000 + k, (2, 3 * n)) for k in range(n))[:, 3 * r:3 * r + 3]
     close(fc.reduce_scatter_tensor(big, "sum", 1, group), want, "fc.reduce_scatter_tensor")
     close(fc.broadcast(x, 0, group), X(0), "fc.broadcast")
+    close(fc.all_gather_tensor(x, -1, group), np.concatenate([X(k) for k in range(n)], 1),
+          "fc.all_gather_tensor dim -1")
+    tall = ember.tensor(arr(1300 + r, (2 * n, 3)))
+    close(fc.all_to_all_single(tall, None, None, group),
+          np.concatenate([arr(1300 + k, (2 * n, 3))[2 * r:2 * r + 2] for k in range(n)]),
+          "fc.all_to_all_single")
 x = leaf(100 + r)
 out = fc.all_gather_tensor_autograd(x, 1, dist.group.WORLD)
 (out * ember.tensor(arr(1100 + r, (2, 3 * n)))).sum().backward()
@@ -158,6 +164,11 @@ x = ember.tensor(arr(1200 + r, (2 * n, 3)), requires_grad=True)
 out = fc.reduce_scatter_tensor_autograd(x, "sum", 0, dist.group.WORLD)
 (out * ember.tensor(W(r))).sum().backward()
 close(x.grad, np.concatenate([W(k) for k in range(n)]), "reduce_scatter_tensor_autograd grad")
+x = ember.tensor(arr(1400 + r, (2 * n, 3)), requires_grad=True)
+out = fc.all_to_all_single_autograd(x, None, None, dist.group.WORLD)
+(out * ember.tensor(arr(1500 + r, (2 * n, 3)))).sum().backward()
+close(x.grad, np.concatenate([arr(1500 + i, (2 * n, 3))[2 * r:2 * r + 2] for i in range(n)]),
+      "all_to_all_single_autograd grad")
 try:
     fc.all_reduce(x, "median", dist.group.WORLD)
     raise SystemExit("no error for an unknown op")

@@ -11,7 +11,10 @@ worker's accumulated ``{tensor: grad}``.
 A worker's part of the graph may be visited once per gradient arriving at it; the
 graph is therefore kept (``retain_graph`` in effect) until the context is released.
 """
+import numpy as np
+
 from ..._core.node import AccumulateGrad
+from ..._core.tensor import wrap
 from . import _context as _ctx
 
 __all__ = ["context", "backward", "get_gradients"]
@@ -133,7 +136,6 @@ def backward(context_id, roots, retain_graph=False):
         retain_graph (bool): accepted for torch compatibility; the graph is kept until
             the context exits.
     """
-    from ... import ones_like
     ctx = _ctx.lookup(context_id)
     roots = list(roots)
     for i, r in enumerate(roots):
@@ -143,7 +145,7 @@ def backward(context_id, roots, retain_graph=False):
         if not r.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                f"a grad_fn")
-    _local_pass(ctx, roots, [ones_like(r) for r in roots])
+    _local_pass(ctx, roots, [wrap(np.ones_like(r._data)) for r in roots])
 
 
 def get_gradients(context_id):

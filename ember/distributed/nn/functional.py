@@ -11,6 +11,9 @@ collective, every rank of the group must run the same backward.
 ``src``/``dst`` are global ranks (as in ``ember.distributed``); ``group`` None is the
 default group.
 """
+import numpy as np
+
+from ..._core.tensor import wrap
 from ...autograd.function import Function
 from .._reduce_op import ReduceOp
 
@@ -23,9 +26,17 @@ def _dist():
     return dist
 
 
-def _ember():
-    import ember
-    return ember
+# fresh buffers for the collectives to write into (no autograd history of their own)
+def _zeros_like(t):
+    return wrap(np.zeros_like(t._data))
+
+
+def _empty_like(t):
+    return wrap(np.empty_like(t._data))
+
+
+def _empty(shape, like):
+    return wrap(np.empty(tuple(shape), dtype=like._data.dtype))
 
 
 def _is_me(rank, group):
@@ -130,7 +141,7 @@ class _Broadcast(Function):
     def backward(ctx, grad_output):
         gx = _Reduce.apply(ctx.src, ReduceOp.SUM, ctx.group, grad_output)
         if not _is_me(ctx.src, ctx.group):
-            gx = _ember().zeros_like(gx)
+            gx = _zeros_like(gx)
         return None, None, gx
 
 
@@ -138,8 +149,8 @@ class _Gather(Function):
     @staticmethod
     def forward(ctx, dst, group, tensor):
         ctx.dst, ctx.group = dst, group
-        em, dist = _ember(), _dist()
-        outs = [em.zeros_like(tensor) for _ in range(dist.get_world_size(group))]
+        dist = _dist()
+        outs = [_zeros_like(tensor) for _ in range(dist.get_world_size(group))]
         tensor = tensor.contiguous()
         if _is_me(dst, group):
             dist.gather(tensor, outs, dst, group=group)
@@ -163,7 +174,7 @@ class _Scatter(Function):
         if any(t.shape != tensors[0].shape for t in tensors):
             raise ValueError("scatter: the tensors to scatter must all have one shape, got "
                              f"{[tuple(t.shape) for t in tensors]}")
-        out = _ember().zeros_like(tensors[0])
+        out = _zeros_like(tensors[0])
         if _is_me(src, group):
             dist.scatter(out, [t.contiguous() for t in tensors], src, group=group)
         else:
@@ -205,17 +216,16 @@ class _AllGather(Function):
     @staticmethod
     def forward(ctx, group, tensor):
         ctx.group = group
-        em, dist = _ember(), _dist()
+        dist = _dist()
         tensor = tensor.contiguous()
-        outs = [em.empty_like(tensor) for _ in range(dist.get_world_size(group))]
+        outs = [_empty_like(tensor) for _ in range(dist.get_world_size(group))]
         dist.all_gather(outs, tensor, group=group)
         return tuple(outs)
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        em, dist = _ember(), _dist()
-        me = dist.get_rank(ctx.group)
-        gx = em.empty_like(grad_outputs[me])
+        me = _dist().get_rank(ctx.group)
+        gx = _empty_like(grad_outputs[me])
         return None, _ReduceScatter.apply(ReduceOp.SUM, ctx.group, gx, *grad_outputs)
 
 
@@ -228,14 +238,14 @@ class _AllGatherBase(Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        em, dist = _ember(), _dist()
+        dist = _dist()
         n = dist.get_world_size(ctx.group)
         shape = list(grad_output.shape)
         if shape[0] % n:
             raise RuntimeError(f"Tensor with dimensions: {shape} does not have first dimension "
                                f"divisible by world_size: {n}")
         shape[0] //= n
-        gx = em.empty(shape, dtype=grad_output.dtype)
+        gx = _empty(shape, grad_output)
         dist.reduce_scatter_tensor(gx, grad_output.contiguous(), ReduceOp.SUM, ctx.group)
         return None, gx, None
 
@@ -250,8 +260,7 @@ class _AllToAll(Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        em = _ember()
-        back = [em.empty(s, dtype=grad_outputs[0].dtype) for s in ctx.input_shapes]
+        back = [_empty(s, grad_outputs[0]) for s in ctx.input_shapes]
         return (None, None) + _AllToAll.apply(ctx.group, back, *grad_outputs)
 
 
@@ -269,7 +278,7 @@ class _AllToAllSingle(Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        gx = _ember().empty(ctx.input_shape, dtype=grad_output.dtype)
+        gx = _empty(ctx.input_shape, grad_output)
         return (None, None, None, None,
                 _AllToAllSingle.apply(ctx.group, gx, ctx.back_output_splits,
                                       ctx.back_input_splits, grad_output.contiguous()))

@@ -18,8 +18,9 @@ __all__ = ["SyncBatchNorm"]
 
 
 def _dist():
-    from ... import distributed as dist
-    return dist
+    # nn sits below distributed, which registers itself in nn.parallel._registry on import
+    from ..parallel import _registry
+    return _registry.loaded_dist()
 
 
 def _channel_view(x):

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..._core.tensor import Tensor, wrap
+from . import _registry
 
 __all__ = ["GradBucket", "Reducer", "DEFAULT_FIRST_BUCKET_BYTES"]
 
@@ -276,8 +277,8 @@ class Reducer:
             gb = GradBucket(b.index, b.buffer, b.offsets, b.shapes, b.params,
                             b.index == len(self.buckets) - 1)
             if self.comm_hook is None:
-                from ...distributed.algorithms.ddp_comm_hooks.default_hooks import (
-                    _sum_then_average, allreduce_hook)
+                hooks = _registry.default_hooks()
+                _sum_then_average, allreduce_hook = hooks._sum_then_average, hooks.allreduce_hook
                 if self.grad_scale is not None:  # join: average over the ranks still training
                     b.buffer._data *= self.grad_scale
                 if self.mp is not None:
@@ -298,7 +299,7 @@ class Reducer:
         self.expect_hooks = False
         globally_used = None
         if self.find_unused_parameters or (self.static_graph and self._static_used is None):
-            from ... import distributed as dist
+            dist = _registry.dist()
             used = wrap(self.used.copy())
             dist.all_reduce(used, group=self.process_group)
             globally_used = used._data
@@ -350,12 +351,12 @@ class Reducer:
             gb = GradBucket(b.index, zero, b.offsets, b.shapes, b.params,
                             b.index == len(self.buckets) - 1)
             if self.comm_hook is None:
-                from ...distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+                allreduce_hook = _registry.default_hooks().allreduce_hook
                 futures.append(allreduce_hook(self.process_group, gb))
             else:
                 futures.append(self.comm_hook(self.comm_state, gb))
         if self.find_unused_parameters:
-            from ... import distributed as dist
+            dist = _registry.dist()
             dist.all_reduce(wrap(np.zeros(len(self.params), dtype=np.int32)),
                             group=self.process_group)
         for f in futures:

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..._core.tensor import Tensor, wrap
 from ..modules.module import Module
+from . import _registry
 from ._reducer import DEFAULT_FIRST_BUCKET_BYTES, Reducer
 
 __all__ = ["DistributedDataParallel"]
@@ -92,9 +93,8 @@ _DEFAULT_BUCKET_CAP_MB = 25
 
 
 def _dist():
-    # nn sits below distributed: import it on use, as torch's nn.parallel does
-    from ... import distributed as dist
-    return dist
+    # nn sits below distributed, which registers itself in _registry when imported
+    return _registry.dist()
 
 
 def _broadcast_coalesced(tensors, process_group, src=None):
@@ -249,7 +249,7 @@ class DistributedDataParallel(Module):
         sync = is_grad_enabled() and self.require_backward_grad_sync
         if sync:
             if self._join_config.enable:
-                from ...distributed.algorithms.join import Join
+                Join = _registry.join().Join
                 Join.notify_join_context(self)
                 self.reducer.grad_scale = (None if self._join_divide_by_initial_world_size
                                            else self._join_world / self._join_nonjoined)
@@ -305,7 +305,7 @@ class DistributedDataParallel(Module):
             ...     for x in uneven_inputs:
             ...         ddp(x).sum().backward()
         """
-        from ...distributed.algorithms.join import Join
+        Join = _registry.join().Join
         return Join([self], enable, throw_on_early_termination,
                     divide_by_initial_world_size=divide_by_initial_world_size)
 
