@@ -20,6 +20,8 @@ import threading
 import time
 import traceback
 
+import numpy as np
+
 from ...futures import Future
 from .. import _mpi
 from ..autograd import _context as _ctx
@@ -286,7 +288,7 @@ class Agent:
                     self._incoming(self.inbox.popleft())
                     busy = True
                 while comm.Iprobe(source=MPI.ANY_SOURCE, tag=_TAG, status=status):
-                    buf = bytearray(status.Get_count(MPI.BYTE))
+                    buf = np.empty(status.Get_count(MPI.BYTE), np.uint8)
                     comm.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=_TAG)
                     self._incoming(buf)
                     busy = True
@@ -301,9 +303,10 @@ class Agent:
                 else:
                     self.wake.wait(nap)
                     self.wake.clear()
-                    # stay quick while replies are awaited or traffic is recent, and back
+                    # stay quick while replies are awaited, sends are in flight (a large one
+                    # moves only as MPI is progressed) or traffic is recent, and back
                     # off to 1 ms polls when idle (2 cores may be shared with the program)
-                    hot = self.pending or now - last_busy < 0.05
+                    hot = self.pending or inflight or now - last_busy < 0.05
                     nap = min(nap * 2, 1e-4 if hot else 1e-3)
         except BaseException as e:  # noqa: BLE001 - every waiter must learn the transport died
             self.error = e

@@ -195,11 +195,13 @@ def dumps(obj, reducers=(), track=False):
     raws = [b.raw() for b in buffers]
     body = f.getvalue()
     head = struct.pack(f"<I{len(raws) + 1}Q", len(raws), len(body), *[r.nbytes for r in raws])
-    out = bytearray(len(head) + len(body) + sum(r.nbytes for r in raws))
-    out[:len(head)] = head
+    # a NumPy buffer: filling a fresh bytearray through memoryview slices runs several
+    # times slower than NumPy's copy for tensor-sized frames
+    out = np.empty(len(head) + len(body) + sum(r.nbytes for r in raws), np.uint8)
+    out[:len(head)] = np.frombuffer(head, np.uint8)
     pos = len(head)
     for chunk in [memoryview(body)] + raws:
-        out[pos:pos + chunk.nbytes] = chunk.cast("B")
+        out[pos:pos + chunk.nbytes] = np.frombuffer(chunk.cast("B"), np.uint8)
         pos += chunk.nbytes
     return out, p.tracked
 
