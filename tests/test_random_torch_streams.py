@@ -148,3 +148,21 @@ def test_compiled_box_muller_matches_numpy_emulation():
         finally:
             _random_c._lib = saved
         np.testing.assert_array_equal(c, ref)
+
+
+_PROBS = [[0.1, 0.2, 0.3, 0.4], [1.0, 1.0, 1.0, 1.0], [0.0, 5.0, 2.0, 1.0]]
+
+
+# halves tie often in p / q, and torch's topk orders ties its own way: no n > 1 draws
+# without replacement for them
+@pytest.mark.parametrize("dtype,n,replacement", [
+    (dt, n, r) for dt in ("float32", "float64", "float16", "bfloat16")
+    for n, r in ((1, False), (1, True), (3, False), (7, True))
+    if not (dt in ("float16", "bfloat16") and n == 3)])
+def test_multinomial_matches_torch(dtype, n, replacement):
+    def f(t):
+        return t.multinomial(t.tensor(_PROBS, dtype=getattr(t, dtype)), n, replacement)
+    for seed in SEEDS:
+        _same(f, f, seed)
+    _same(lambda t: t.multinomial(t.softmax(t.arange(27.0) / 5, 0), 20, replacement),
+          lambda t: t.multinomial(t.softmax(t.arange(27.0) / 5, 0), 20, replacement), 9)

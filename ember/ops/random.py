@@ -303,22 +303,30 @@ def _multinomial_kernel(xp, probs, num_samples, replacement=False, generator=Non
     if (total <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rows = p.shape[0]
-    g = _gen(generator)
-    if replacement:
-        cdf = np.cumsum(p, 1) / total[:, None]
-        off = np.arange(rows)[:, None]
-        u = g.random((rows, num_samples))
-        idx = np.searchsorted((cdf + off).ravel(), (u + off).ravel(), side="right")
-        idx = idx.reshape(rows, num_samples) - off * n_cat
-        # rounding at the top of a row must not pick a trailing zero-probability category
-        last = n_cat - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
-        idx = np.minimum(idx, last[:, None])
+    g = _g(generator)
+    w = probs.reshape(rows, n_cat)
+    if replacement and num_samples > 1:
+        # torch: a sequential running sum in the input's precision (float for halves),
+        # normalised by its last value and topped with 1, then per row and per sample a
+        # double uniform located by binary search (the first bucket >= u)
+        acc = _F64 if w.dtype == _F64 else _F32
+        cdf = np.cumsum(w.astype(acc), axis=1)
+        cdf /= cdf[:, -1:]
+        cdf[:, -1] = 1
+        u = _rs.unit_f64(g, rows * num_samples).reshape(rows, num_samples)
+        idx = np.stack([np.searchsorted(cdf[r].astype(_F64), u[r], side="left")
+                        for r in range(rows)])
     else:
-        # exponential race: the first num_samples arrivals of rates p, in arrival order; like
-        # torch, zero-probability categories come last (lowest index first), never an error
-        keys = g.standard_exponential(p.shape) / np.where(p > 0, p, 1)
-        keys[p == 0] = np.inf
-        idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        # torch: argmax / topk of p / q with q ~ Exp(1) drawn in the input's dtype (the
+        # exponential race), so zero-probability categories come last, never an error (the
+        # order among several of them follows NumPy's sort, not torch's topk)
+        q = _rs.exponential(g, w.size, 1.0).astype(w.dtype).reshape(w.shape)
+        keys = (w.astype(_F32) / q.astype(_F32)).astype(w.dtype) if w.dtype.itemsize < 4 \
+            else w / q
+        if num_samples == 1:
+            idx = np.argmax(keys, axis=1)[:, None]
+        else:
+            idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     return idx.reshape(probs.shape[:-1] + (num_samples,)).astype(np.int64)
 
 
