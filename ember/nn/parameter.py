@@ -7,8 +7,8 @@ import numpy as np
 
 from .._core.tensor import Tensor, wrap
 
-__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
-           "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedTensorMixin", "UninitializedParameter",
+           "UninitializedBuffer", "is_lazy"]
 
 
 class Parameter(Tensor):
@@ -65,7 +65,32 @@ class Buffer(Tensor):
         return t
 
 
-class UninitializedParameter(Parameter):
+class UninitializedTensorMixin:
+    """What uninitialized parameters and buffers share: no data until ``materialize``."""
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Create this tensor's storage with ``shape`` and turn it into ``cls_to_become``."""
+        from .._core import dtype as _dt
+        d = dtype or getattr(self, "_lazy_dtype", None) or _dt.get_default_dtype()
+        self._data = np.empty(tuple(shape), dtype=d.np)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This "
+                           "error usually happens in `load_state_dict` when trying to load an "
+                           "uninitialized parameter into an initialized one. Call `forward` to "
+                           "initialize the parameters before accessing their attributes.")
+
+    def numel(self):
+        return self.shape
+
+    def __repr__(self):
+        return f"<{self.__class__.__name__}>"
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
     """A parameter whose shape is not known yet (used by Lazy modules)."""
     cls_to_become = Parameter
 
@@ -77,25 +102,22 @@ class UninitializedParameter(Parameter):
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
 
-    def materialize(self, shape, device=None, dtype=None):
-        """Create this parameter's storage with ``shape`` and turn it into a Parameter."""
-        from .._core import dtype as _dt
-        d = dtype or getattr(self, "_lazy_dtype", None) or _dt.get_default_dtype()
-        self._data = np.empty(tuple(shape), dtype=d.np)
-        self.__class__ = self.cls_to_become
 
-    def __repr__(self):
-        return "<UninitializedParameter>"
-
-    def numel(self):
-        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This "
-                           "error usually happens in `load_state_dict` when trying to load an "
-                           "uninitialized parameter into an initialized one. Call `forward` to "
-                           "initialize the parameters before accessing their attributes.")
-
-
-class UninitializedBuffer(Tensor):
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape is not known yet (used by Lazy modules)."""
     cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        t = wrap(np.empty((0,), dtype=np.float32))
+        t.__class__ = cls
+        t._lazy_dtype = dtype
+        t.persistent = persistent
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
 
 
 def is_lazy(param):

@@ -3,11 +3,14 @@
 Most are primitives of ``ember.ops.nn.activation``; cheap ones (softsign, tanhshrink,
 glu, prelu, softmin) are composites here.
 """
+import warnings
+
 import numpy as np
 
 from ..._core.dispatch import overridable
 from ..._core.tensor import Tensor
 from ...ops._helpers import apply, apply_inplace
+from ...ops.creation import empty_like, zeros_like
 # _gelu_np and friends stay importable here for the C-kernel tests
 from ...ops.nn.activation import (ELU, GELU, HARDSHRINK, HARDSIGMOID, HARDSWISH,  # noqa: F401
                                   HARDTANH, LEAKY_RELU, LOGSIGMOID, MISH, RELU, RRELU, SILU,
@@ -21,7 +24,7 @@ __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrel
            "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "sigmoid",
            "tanh", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish", "softplus", "softsign",
            "softmax", "log_softmax", "softmin", "glu", "threshold", "threshold_", "tanhshrink",
-           "softshrink", "hardshrink", "logsigmoid"]
+           "softshrink", "hardshrink", "logsigmoid", "gumbel_softmax"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -270,6 +273,24 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """Applies softmin along ``dim``: softmax(-x)."""
     return _softmax(-input, dim, dtype)
+
+
+@overridable
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """Samples from the Gumbel-Softmax distribution over ``dim`` (optionally one-hot).
+
+    ``hard=True`` returns one-hot samples whose gradient is the soft sample's
+    (straight-through estimator).  The Gumbel noise is ``-log(Exp(1))``, drawn with
+    ``exponential_`` so that a seeded generator gives torch's samples."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    noise = -empty_like(logits).exponential_().log()
+    y_soft = _softmax((logits + noise) / tau, dim, None)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 # Tensor methods torch has for these activations.

@@ -10,6 +10,9 @@ from .fold import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .batchnorm import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d  # noqa: F401
+from .instancenorm import (LazyInstanceNorm1d, LazyInstanceNorm2d,  # noqa: F401
+                           LazyInstanceNorm3d)
 from .syncbatchnorm import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
