@@ -166,3 +166,12 @@ def test_multinomial_matches_torch(dtype, n, replacement):
         _same(f, f, seed)
     _same(lambda t: t.multinomial(t.softmax(t.arange(27.0) / 5, 0), 20, replacement),
           lambda t: t.multinomial(t.softmax(t.arange(27.0) / 5, 0), 20, replacement), 9)
+
+
+@pytest.mark.parametrize("args", [(0.0, 1.0, -2.0, 2.0), (0.0, 0.02, -0.04, 0.04),
+                                  (0.0, 1.0, -0.1, 0.1), (0.0, 1.0, 1.5, 3.0)])
+def test_trunc_normal_matches_torch(args):
+    # both of torch's branches: redrawn normals (large mass) and accepted uniforms (small)
+    for shape in ((12, 9), (100, 37)):
+        _same(lambda t: t.nn.init.trunc_normal_(t.empty(*shape), *args),
+              lambda t: t.nn.init.trunc_normal_(t.empty(*shape), *args), 1)

@@ -80,14 +80,41 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
+    # rejection sampling in torch's order of draws, so a seeded init gives torch's values:
+    # normal draws redrawn where out of [a, b] when that mass is large, else uniform
+    # candidates on [a, b] accepted against the normal density
+    from .. import ops as _ops
     with no_grad_ctx():
-        # inverse-CDF sampling: uniform over the CDF image of [a, b], mapped back by erfinv
-        lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+            lo, hi = (float(v) for v in _ops.tensor([a, b], dtype=tensor.dtype).tolist())
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                mask = (result < lo) | (result > hi)
+                if not bool(mask.any()):
+                    break
+                fresh = _ops.empty_like(result).normal_(mean, std, generator=generator)
+                result = _ops.where(mask, fresh, result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+        def log_density(c):
+            return c.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+        accept = _ops.empty_like(tensor)
+        tensor.uniform_(a, b, generator=generator)
+        cand = log_density(tensor.clone())
+        pending = accept.uniform_(generator=generator).log_().gt(cand)
+        result = tensor
+        while bool(pending.any()):
+            cand = _ops.empty_like(tensor).uniform_(a, b, generator=generator)
+            result = _ops.where(pending, cand, result)
+            log_density(cand)
+            pending = _ops.where(pending, accept.uniform_(generator=generator).log_().gt(cand),
+                                 pending)
+        if result is not tensor:
+            tensor.copy_(result)
         return tensor
 
 
