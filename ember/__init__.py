@@ -27,6 +27,8 @@ from .ops.legacy_tensors import *  # noqa: E402,F401,F403  (FloatTensor, LongTen
 from .ops.surface_extras import *  # noqa: E402,F401,F403  (abs_, *_copy, pi, ...)
 from .ops.scatter_variants import *  # noqa: E402,F401,F403  (select_scatter, ...)
 from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402
+from ._core.storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
+globals().update(_LEGACY_STORAGES)  # FloatStorage, LongStorage, ...
 from . import storage  # noqa: E402,F401
 from . import autograd  # noqa: E402
 from .ops import _return_types as return_types  # noqa: E402
@@ -140,6 +142,28 @@ def is_deterministic_algorithms_warn_only_enabled():
     return _DETERMINISTIC["warn_only"]
 
 
+def set_deterministic_debug_mode(debug_mode):
+    """0/"default": off, 1/"warn": warn on nondeterministic ops, 2/"error": raise."""
+    if isinstance(debug_mode, str):
+        modes = {"default": 0, "warn": 1, "error": 2}
+        if debug_mode not in modes:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, "
+                               f"`warn`, `error`, but got {debug_mode}")
+        debug_mode = modes[debug_mode]
+    elif not isinstance(debug_mode, _builtins.int):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    if not _DETERMINISTIC["mode"]:
+        return 0
+    return 1 if _DETERMINISTIC["warn_only"] else 2
+
+
 def set_float32_matmul_precision(precision):
     """Accepts 'highest', 'high' or 'medium'; ember's float32 matmul is always full precision."""
     if precision not in ("highest", "high", "medium"):
@@ -153,6 +177,7 @@ def get_float32_matmul_precision():
 
 
 from ._core.device import get_default_device, set_default_device  # noqa: E402,F401
+from ._toplevel_extras import *  # noqa: E402,F401,F403  (set_warn_always, unsafe_split, ...)
 
 # Every op is registered by now (sub-packages declare some on import): give each its
 # decomposition and its lowering path (ember.ops.decompositions, ember.ops.lowering).

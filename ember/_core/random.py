@@ -146,6 +146,14 @@ class Generator:
     def __repr__(self):
         return f"<ember.Generator object at {hex(id(self))}>"
 
+    # Philox (counter-based) generators have an offset; a CPU mt19937 has none, and torch's
+    # CPU generator raises exactly this
+    def get_offset(self):
+        raise RuntimeError("CPU Generator does not use offset")
+
+    def set_offset(self, offset):
+        raise RuntimeError("CPU Generator does not use offset")
+
 
 def _rebuild(device, raw):
     from .tensor import wrap

@@ -7,6 +7,7 @@ owns the memory), so every view of a tensor reports the same storage: the same
 tensors.  ``UntypedStorage`` is its bytes; ``TypedStorage`` (deprecated in torch, still
 what ``Tensor.storage()`` returns) its elements of the tensor's dtype.
 """
+import sys
 import warnings
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from . import dtype as _dt
 from .device import CPU
 
-__all__ = ["UntypedStorage", "TypedStorage"]
+__all__ = ["UntypedStorage", "TypedStorage", "LEGACY_STORAGES"]
 
 
 def _root(a):
@@ -43,6 +44,14 @@ class UntypedStorage:
             self._bytes = np.zeros(0, dtype=np.uint8)
         else:
             raise TypeError(f"UntypedStorage(): invalid arguments {args}")
+        self._owns = True
+
+    @classmethod
+    def _owned(cls, a):
+        """A storage owning the bytes of the new contiguous array ``a``."""
+        s = cls._of_array(np.ascontiguousarray(a))
+        s._owns = True
+        return s
 
     @classmethod
     def _of_array(cls, a):
@@ -50,6 +59,7 @@ class UntypedStorage:
         root = _root(a)
         s._bytes = root.reshape(-1).view(np.uint8) if root.flags.c_contiguous else \
             np.frombuffer(root, dtype=np.uint8)
+        s._owns = False
         return s
 
     def data_ptr(self):
@@ -91,11 +101,17 @@ class UntypedStorage:
         return self
 
     def copy_(self, source, non_blocking=None):
-        self._bytes[...] = source._bytes
+        src = source.untyped()._bytes
+        if src.size != self._bytes.size:
+            raise RuntimeError(f"size does not match, self was {self._bytes.size} bytes but "
+                               f"src was {src.size} bytes")
+        self._bytes[...] = src
         return self
 
     def clone(self):
-        return UntypedStorage._of_array(self._bytes.copy())
+        c = UntypedStorage._of_array(self._bytes.copy())
+        c._owns = True
+        return c
 
     def cpu(self):
         return self
@@ -106,11 +122,61 @@ class UntypedStorage:
     def share_memory_(self):
         return self
 
-    def is_pinned(self, device="cuda"):
-        return False
-
     def untyped(self):
         return self
+
+    def is_pinned(self, device=None):
+        return False
+
+    def pin_memory(self, device=None):
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    @property
+    def is_hpu(self):
+        return False
+
+    @property
+    def filename(self):
+        return None  # not mapped from a file
+
+    def resizable(self):
+        # a storage of its own can grow; one under a tensor is that tensor's NumPy memory
+        return self._owns
+
+    def resize_(self, size):
+        if not self._owns:
+            raise RuntimeError("Trying to resize storage that is not resizable")
+        grown = np.zeros(size, dtype=np.uint8)
+        n = min(size, self._bytes.size)
+        grown[:n] = self._bytes[:n]
+        self._bytes = grown
+        return self
+
+    def new(self):
+        return UntypedStorage()
+
+    def byteswap(self, dtype):
+        """Reverses the byte order of each ``dtype``-sized element, in place."""
+        w = dtype.itemsize
+        if w > 1:
+            self._bytes[...] = self._bytes.reshape(-1, w)[:, ::-1].reshape(-1)
+
+    def to(self, *, device, non_blocking=False):
+        return _to_device(self, device)
+
+    def cuda(self, device=None, non_blocking=False):
+        return _to_device(self, "cuda" if device is None else device)
+
+    def type(self, dtype=None, non_blocking=False):
+        if dtype is None:
+            return "torch.storage.UntypedStorage"
+        return _storage_of_type_name(dtype)(self._bytes.tolist())
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order="native", *, dtype=None, count=-1, offset=0):
+        if dtype is None:
+            dtype = _dt.uint8
+        return _from_buffer(buffer, byte_order, dtype, count, offset).untyped()
 
     def __repr__(self):
         body = "\n".join(f" {b}" for b in self._bytes.tolist())
@@ -133,7 +199,7 @@ class TypedStorage:
         elif len(args) == 1 and isinstance(args[0], int):
             self._untyped = UntypedStorage(args[0] * self.dtype.itemsize)
         elif len(args) == 1 and isinstance(args[0], (list, tuple)):
-            self._untyped = UntypedStorage._of_array(np.array(args[0], dtype=self.dtype.np))
+            self._untyped = UntypedStorage._owned(np.array(args[0], dtype=self.dtype.np))
         else:
             self._untyped = UntypedStorage(0)
 
@@ -188,16 +254,159 @@ class TypedStorage:
     def share_memory_(self):
         return self
 
-    def is_pinned(self, device="cuda"):
+    def is_pinned(self, device=None):
         return False
+
+    def pin_memory(self, device=None):
+        raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def cpu(self):
         return self
+
+    @property
+    def is_hpu(self):
+        return False
+
+    @property
+    def filename(self):
+        return None
+
+    def resizable(self):
+        return self._untyped.resizable()
+
+    def resize_(self, size):
+        self._untyped.resize_(size * self.dtype.itemsize)
+
+    def copy_(self, source, non_blocking=None):
+        self._untyped.copy_(source, non_blocking)
+        return self
+
+    def clone(self):
+        return TypedStorage(wrap_storage=self._untyped.clone(), dtype=self.dtype, _internal=True)
+
+    def to(self, *, device, non_blocking=False):
+        return TypedStorage(wrap_storage=_to_device(self._untyped, device), dtype=self.dtype,
+                            _internal=True)
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to(device="cuda" if device is None else device)
+
+    def pickle_storage_type(self):
+        return _LEGACY_NAME[self.dtype]
+
+    def type(self, dtype=None, non_blocking=False):
+        if dtype is None:
+            return f"torch.{_LEGACY_NAME[self.dtype]}"
+        return _storage_of_type_name(dtype)(self.tolist())
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order="native", *, dtype=None, count=-1, offset=0):
+        dtype = getattr(cls, "_legacy_dtype", None) or dtype or _dt.get_default_dtype()
+        return _from_buffer(buffer, byte_order, dtype, count, offset)
+
+    def _cast(self, dtype):
+        if dtype is self.dtype:
+            return self
+        return TypedStorage(wrap_storage=UntypedStorage._owned(
+            self._elements.astype(dtype.np)), dtype=dtype, _internal=True)
 
     def __repr__(self):
         body = "\n".join(f" {v}" for v in self.tolist())
         return f"{body}\n[{_dt.REPR_PREFIX[0]}storage.TypedStorage(dtype={self.dtype}, " \
                f"device=cpu) of size {self.size()}]"
+
+
+# ---- conversions, moves, buffers, the legacy per-dtype classes (torch.FloatStorage, ...) --
+_CASTS = {"bool": _dt.bool, "byte": _dt.uint8, "char": _dt.int8, "short": _dt.int16,
+          "int": _dt.int32, "long": _dt.int64, "half": _dt.float16, "bfloat16": _dt.bfloat16,
+          "float": _dt.float32, "double": _dt.float64, "complex_float": _dt.complex64,
+          "complex_double": _dt.complex128, "float8_e4m3fn": _dt.float8_e4m3fn,
+          "float8_e5m2": _dt.float8_e5m2}
+
+
+def _typed_cast(dt):
+    def cast(self):
+        return self._cast(dt)
+    cast.__doc__ = f"This storage's elements converted to {dt.name}."
+    return cast
+
+
+def _untyped_cast(dt):
+    def cast(self):
+        # torch reads each byte as one element of the new type
+        return TypedStorage(wrap_storage=UntypedStorage._owned(self._bytes.astype(dt.np)),
+                            dtype=dt, _internal=True)
+    cast.__doc__ = f"Each byte of this storage as a {dt.name} element."
+    return cast
+
+
+for _name, _dtype in _CASTS.items():
+    setattr(TypedStorage, _name, _typed_cast(_dtype))
+    setattr(UntypedStorage, _name, _untyped_cast(_dtype))
+del _name, _dtype
+
+
+def _to_device(untyped, device):
+    from .device import device as _device
+    d = _device(device) if isinstance(device, str) else device
+    if getattr(d, "type", d) != "cpu":
+        raise RuntimeError(f"ember storages live in host memory; cannot move one to {d}")
+    return untyped
+
+
+def _from_buffer(buffer, byte_order, dtype, count, offset):
+    if byte_order not in ("native", "little", "big"):
+        raise ValueError(f"Expected byte_order to be one of 'little', 'big' or 'native', but "
+                         f"got {byte_order!r}")
+    raw = np.frombuffer(buffer, dtype=np.uint8, offset=offset)
+    w = dtype.itemsize
+    if count < 0:
+        if raw.size % w:
+            raise RuntimeError(f"buffer size ({raw.size}) must be a multiple of element size "
+                               f"({w})")
+        count = raw.size // w
+    elements = raw[:count * w].copy().view(dtype.np)
+    if w > 1 and byte_order not in ("native", sys.byteorder):
+        elements = elements.byteswap()
+    return TypedStorage(wrap_storage=UntypedStorage._owned(elements), dtype=dtype,
+                        _internal=True)
+
+
+_LEGACY_NAME = {_dt.float32: "FloatStorage", _dt.float64: "DoubleStorage",
+                _dt.float16: "HalfStorage", _dt.bfloat16: "BFloat16Storage",
+                _dt.int64: "LongStorage", _dt.int32: "IntStorage", _dt.int16: "ShortStorage",
+                _dt.int8: "CharStorage", _dt.uint8: "ByteStorage", _dt.bool: "BoolStorage",
+                _dt.complex64: "ComplexFloatStorage", _dt.complex128: "ComplexDoubleStorage"}
+
+
+class _LegacyStorageMeta(type):
+    # torch.FloatStorage(...) builds a TypedStorage of float32; isinstance asks its dtype
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, TypedStorage) and obj.dtype is cls._legacy_dtype
+
+
+def _legacy_class(name, dt):
+    def __new__(cls, *args, wrap_storage=None, dtype=None, device=None, _internal=False):
+        if dtype is not None:
+            raise RuntimeError(f"{cls.__name__}(): Keyword argument 'dtype' cannot be "
+                               f"specified (the class fixes it)")
+        if not _internal:
+            _warn_typed()
+        return TypedStorage(*args, dtype=dt, device=device, wrap_storage=wrap_storage,
+                            _internal=True)
+    return _LegacyStorageMeta(name, (TypedStorage,), {
+        "__new__": __new__, "_legacy_dtype": dt, "dtype": dt, "__module__": "ember",
+        "__doc__": f"``torch.{name}``: builds a `TypedStorage` of {dt.name}."})
+
+
+LEGACY_STORAGES = {name: _legacy_class(name, dt) for dt, name in _LEGACY_NAME.items()}
+
+
+def _storage_of_type_name(name):
+    cls = LEGACY_STORAGES.get(str(name).rsplit(".", 1)[-1])
+    if cls is None:
+        raise RuntimeError(f"invalid storage type {name!r}")
+    return cls
 
 
 def untyped_storage(self):

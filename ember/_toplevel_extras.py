@@ -1,0 +1,113 @@
+"""Top-level ``torch.*`` runtime switches and ATen-style aliases that ordinary programs call:
+warn-always, inter-op threads, flush-denormal, deterministic debug mode, the ``has_*`` build
+flags, ``unsafe_*`` splits and the positional ``torch.*dropout*`` entry points."""
+import builtins
+
+from . import ops
+from .nn.functional.dropout import _impl as _dropout_impl
+
+__all__ = ["set_warn_always", "is_warn_always_enabled", "get_num_interop_threads",
+           "set_num_interop_threads", "init_num_threads", "set_flush_denormal",
+           "has_lapack", "has_mkl", "has_openmp", "has_spectral", "is_vulkan_available",
+           "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "slice_copy",
+           "dropout_", "alpha_dropout_", "feature_dropout", "feature_dropout_",
+           "feature_alpha_dropout", "feature_alpha_dropout_"]
+
+# NumPy/SciPy supply LAPACK, FFTs and a BLAS; ember has no MKL-specific or OpenMP code paths
+has_lapack, has_spectral = True, True
+has_mkl, has_openmp = False, False
+
+_WARN_ALWAYS = [False]
+_INTEROP_THREADS = [1]  # ember runs one operator at a time: no inter-op pool
+
+
+def set_warn_always(b, /):
+    """Makes warnings that torch issues once per process issue every time."""
+    _WARN_ALWAYS[0] = builtins.bool(b)
+
+
+def is_warn_always_enabled():
+    return _WARN_ALWAYS[0]
+
+
+def get_num_interop_threads():
+    return _INTEROP_THREADS[0]
+
+
+def set_num_interop_threads(num):
+    if not isinstance(num, int) or isinstance(num, builtins.bool) or num <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    _INTEROP_THREADS[0] = num
+
+
+def init_num_threads():
+    """Initialises the thread pools of the calling thread; ember's need no set-up."""
+
+
+def set_flush_denormal(mode):
+    """Returns whether denormals can be flushed to zero: False, NumPy always keeps them."""
+    return False
+
+
+def is_vulkan_available():
+    return False
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """`chunk` (ember's views carry no aliasing restriction the unsafe variant would lift)."""
+    return ops.chunk(input, chunks, dim)
+
+
+def unsafe_split(tensor, split_size_or_sections, dim=0):
+    # torch's unsafe form takes only an equal chunk size (unsafe_split_with_sizes takes a list)
+    if not isinstance(split_size_or_sections, int):
+        raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
+                        f"{type(split_size_or_sections).__name__}")
+    return ops.split(tensor, split_size_or_sections, dim)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    return ops.split(input, list(split_sizes), dim)
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` sliced along ``dim`` as ``input[..., start:end:step]``."""
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    d = dim % builtins.max(input.dim(), 1)
+    index = (builtins.slice(None),) * d + (builtins.slice(start, end, step),)
+    return input[index].clone()
+
+
+def dropout_(input, p, train):
+    return _dropout_impl(input, p, train, True, False, False)
+
+
+def alpha_dropout_(input, p, train):
+    return _dropout_impl(input, p, train, True, False, True)
+
+
+def _feature_input(name, input):
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+
+
+def feature_dropout(input, p, train):
+    """Zeroes whole channels (dim 1) with probability ``p``."""
+    _feature_input("feature_dropout", input)
+    return _dropout_impl(input, p, train, False, True, False)
+
+
+def feature_dropout_(input, p, train):
+    _feature_input("feature_dropout_", input)
+    return _dropout_impl(input, p, train, True, True, False)
+
+
+def feature_alpha_dropout(input, p, train):
+    _feature_input("feature_alpha_dropout", input)
+    return _dropout_impl(input, p, train, False, True, True)
+
+
+def feature_alpha_dropout_(input, p, train):
+    _feature_input("feature_alpha_dropout_", input)
+    return _dropout_impl(input, p, train, True, True, True)
