@@ -168,7 +168,7 @@ class _FirstStage(Module):
             raise TypeError(f"the first stage takes {len(self._params)} inputs, got "
                             f"{len(args)}")
         values = {}
-        for (name, has_default, default), i in zip(self._params, range(len(self._params))):
+        for i, (name, has_default, default) in enumerate(self._params):
             if i < len(args):
                 if name in kwargs:
                     raise TypeError(f"the first stage got multiple values for {name!r}")
