@@ -100,7 +100,8 @@ class AveragedModel(Module):
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
             raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")
-        from .. import tensor as _tensor, long as _long
+        from .._core.dtype import long as _long
+        from ..ops.creation import tensor as _tensor
         self.module = deepcopy(model)
         if device is not None:
             self.module = self.module.to(device)
