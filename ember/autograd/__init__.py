@@ -10,7 +10,7 @@ from .backward import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
-                        no_grad, set_grad_enabled)
+                        no_grad, set_grad_enabled, set_multithreading_enabled)
 from .._core.node import Node
 from .variable import Variable
 
@@ -18,8 +18,9 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
            "gradgradcheck", "GradcheckError", "Node", "InplaceFunction",
-           "is_inference_mode_enabled", "Variable"]
+           "is_inference_mode_enabled", "Variable", "set_multithreading_enabled"]
 
 
 from . import forward_ad, functional  # noqa: E402,F401
+from . import graph  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401

@@ -8,7 +8,7 @@ import inspect
 from .._core.state import STATE
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "set_multithreading_enabled"]
 
 
 def is_grad_enabled():
@@ -124,3 +124,32 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+_multithreading = [True]
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Sets whether backward may run on per-device worker threads; takes effect immediately
+    and is restored on exit.
+
+    ember's engine runs backward on the calling thread for every device (as torch does for
+    CPU), so the setting is recorded for code that reads it and changes no result."""
+
+    def __init__(self, mode):
+        self.prev = _multithreading[0]
+        self.mode = bool(mode)
+        _multithreading[0] = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _multithreading[0] = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def _is_multithreading_enabled():
+    return _multithreading[0]
