@@ -59,6 +59,12 @@ SAMPLERS = {
     "random_": lambda t, n: t.empty(n, dtype=t.int64).random_(),
     "random_int32": lambda t, n: t.empty(n, dtype=t.int32).random_(),
     "random_float": lambda t, n: t.empty(n).random_(5, 100),
+    "geometric_": lambda t, n: t.empty(n).geometric_(0.3),
+    "geometric_int": lambda t, n: t.empty(n, dtype=t.int64).geometric_(0.7),
+    "log_normal_": lambda t, n: t.empty(n).log_normal_(0.5, 0.7),
+    "log_normal_f64": lambda t, n: t.empty(n, dtype=t.float64).log_normal_(),
+    "cauchy_": lambda t, n: t.empty(n).cauchy_(1.0, 2.0),
+    "cauchy_f64": lambda t, n: t.empty(n, dtype=t.float64).cauchy_(),
     "dropout": lambda t, n: t.nn.functional.dropout(t.ones(n, 3), 0.3),
     "dropout_module": lambda t, n: t.nn.Dropout(0.5)(t.arange(float(3 * n)).reshape(n, 3)),
 }

@@ -192,6 +192,8 @@ def _geometric_kernel(xp, x=None, *, p, generator=None, shape=None, dtype=None):
     shape, dt = _target(x, shape, dtype)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if dt.kind != "c":
+        return _rs.geometric(_g(generator), int(np.prod(shape)), p).astype(dt).reshape(shape)
     return _gen(generator).geometric(p, shape).astype(dt)
 
 
@@ -201,6 +203,9 @@ def _log_normal_kernel(xp, x=None, *, mean=1.0, std=2.0, generator=None, shape=N
     _float_only(dt, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    if _real_float(dt):
+        return _rs.log_normal(_g(generator), int(np.prod(shape)), mean, std).astype(
+            dt).reshape(shape)
     r = _draw(_stdnormal, _gen(generator), shape, dt)
     return np.exp(r * std + mean).astype(dt, copy=False)
 
@@ -211,6 +216,9 @@ def _cauchy_kernel(xp, x=None, *, median=0.0, sigma=1.0, generator=None, shape=N
     _continuous(dt, "Cauchy")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    if _real_float(dt):
+        return _rs.cauchy(_g(generator), int(np.prod(shape)), median, sigma).astype(
+            dt).reshape(shape)
     r = _gen(generator).standard_cauchy(shape)
     return (r * sigma + median).astype(dt)
 

@@ -270,3 +270,22 @@ def bernoulli_tensor(g, probs):
     if probs.dtype == _F64:
         return unit_f64(g, probs.size).reshape(probs.shape) < probs
     return unit_f32(g, probs.size).reshape(probs.shape) < probs.astype(_F32)
+
+
+def _libmap(fn, x):
+    return np.fromiter(map(fn, x.tolist()), _F64, x.size)
+
+
+def geometric(g, n, p):
+    """ceil(log(u) / log(1 - p)) on double uniforms."""
+    return np.ceil(_libmap(math.log, unit_f64(g, n)) / math.log(1.0 - p))
+
+
+def cauchy(g, n, median, sigma):
+    """median + sigma * tan(pi * (u - 1/2)) on double uniforms (glibc's tan)."""
+    return median + sigma * _libmap(math.tan, math.pi * (unit_f64(g, n) - 0.5))
+
+
+def log_normal(g, n, mean, std):
+    """exp of torch's serial double normal draws (cached second sample included)."""
+    return _libmap(math.exp, normal_scalar(g, n, mean, std))
