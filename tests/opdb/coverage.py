@@ -24,7 +24,7 @@ NO_RECORD = {
     "_stop_gradient": "primitive of decompositions only (ctc, nn); tests/ops/"
                       "test_decompositions.py checks those against the kernels",
     "_to_device": "copies between device backends: never dispatched with only cpu registered; "
-                  "tests/test_dispatch.py and tests/ops/test_backend_neutral.py register one",
+                  "tests/_core/test_dispatch.py and tests/ops/test_backend_neutral.py register one",
 }
 
 
