@@ -16,6 +16,12 @@ and torch tensors and compare:
 ``"Tensor.exp"`` means ``args[0].exp(*args[1:], **kwargs)``; a callable gets the
 library module as first argument.  Known differences are ``xfail={test: reason}``,
 never silent skips.
+
+Which registered operators a record exercises is collected by running it
+(`opdb.coverage`); ``ops=`` names those a recording dispatch mode cannot see.
+tests/ops/test_opdb_coverage.py fails when a registered operator is reached by no
+record, tests/ops/test_opdb_generic.py adds double backward and fx trace-and-replay,
+tests/func/test_vmap_opdb.py vmap.
 """
 import dataclasses
 from typing import Any, Callable
