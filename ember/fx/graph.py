@@ -286,6 +286,13 @@ class Graph:
                          n.type, n.meta))
         return (_rebuild_graph, (rows, self._tracer_cls))
 
+    def output_node(self):
+        """The graph's output node (its last node)."""
+        last = next(iter(reversed(self.nodes)))
+        if last.op != "output":
+            raise AssertionError(f"Expected output node, got op={last.op}")
+        return last
+
     def find_nodes(self, *, op, target=None):
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 

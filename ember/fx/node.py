@@ -87,6 +87,8 @@ class Node:
     ``users`` then include this node.
     """
 
+    type = None  # the annotated return type, if any (set per node from ``return_type``)
+
     def __init__(self, graph, name, op, target, args, kwargs, return_type=None):
         if op not in _OPS:
             raise ValueError(f"unknown node op {op!r}")
@@ -163,6 +165,13 @@ class Node:
         a = list(self._args)
         a[idx] = arg
         self.args = tuple(a)
+
+    def insert_arg(self, idx, arg):
+        """Insert ``arg`` into ``args`` before index ``idx`` (0 <= idx <= len(args))."""
+        if not 0 <= idx <= len(self._args):
+            raise AssertionError(f"insert_args index must be between 0 and len(self.args), "
+                                 f"got {idx}")
+        self.args = self._args[:idx] + (arg,) + self._args[idx:]
 
     def update_kwarg(self, key, arg):
         k = dict(self._kwargs)
