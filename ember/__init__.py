@@ -178,6 +178,7 @@ def get_float32_matmul_precision():
 
 from ._core.device import get_default_device, set_default_device  # noqa: E402,F401
 from ._toplevel_extras import *  # noqa: E402,F401,F403  (set_warn_always, unsafe_split, ...)
+from ._core.overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402,E501,F401
 
 # Every op is registered by now (sub-packages declare some on import): give each its
 # decomposition and its lowering path (ember.ops.decompositions, ember.ops.lowering).

@@ -4,6 +4,7 @@ flags, ``unsafe_*`` splits and the positional ``torch.*dropout*`` entry points."
 import builtins
 
 from . import ops
+from ._core.dispatch import overridable
 from .nn.functional.dropout import _impl as _dropout_impl
 
 __all__ = ["set_warn_always", "is_warn_always_enabled", "get_num_interop_threads",
@@ -53,11 +54,13 @@ def is_vulkan_available():
     return False
 
 
+@overridable
 def unsafe_chunk(input, chunks, dim=0):
     """`chunk` (ember's views carry no aliasing restriction the unsafe variant would lift)."""
     return ops.chunk(input, chunks, dim)
 
 
+@overridable
 def unsafe_split(tensor, split_size_or_sections, dim=0):
     # torch's unsafe form takes only an equal chunk size (unsafe_split_with_sizes takes a list)
     if not isinstance(split_size_or_sections, int):
@@ -66,10 +69,12 @@ def unsafe_split(tensor, split_size_or_sections, dim=0):
     return ops.split(tensor, split_size_or_sections, dim)
 
 
+@overridable
 def unsafe_split_with_sizes(input, split_sizes, dim=0):
     return ops.split(input, list(split_sizes), dim)
 
 
+@overridable
 def slice_copy(input, dim=0, start=None, end=None, step=1):
     """A copy of ``input`` sliced along ``dim`` as ``input[..., start:end:step]``."""
     if step <= 0:
@@ -79,10 +84,12 @@ def slice_copy(input, dim=0, start=None, end=None, step=1):
     return input[index].clone()
 
 
+@overridable
 def dropout_(input, p, train):
     return _dropout_impl(input, p, train, True, False, False)
 
 
+@overridable
 def alpha_dropout_(input, p, train):
     return _dropout_impl(input, p, train, True, False, True)
 
@@ -92,22 +99,26 @@ def _feature_input(name, input):
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
 
 
+@overridable
 def feature_dropout(input, p, train):
     """Zeroes whole channels (dim 1) with probability ``p``."""
     _feature_input("feature_dropout", input)
     return _dropout_impl(input, p, train, False, True, False)
 
 
+@overridable
 def feature_dropout_(input, p, train):
     _feature_input("feature_dropout_", input)
     return _dropout_impl(input, p, train, True, True, False)
 
 
+@overridable
 def feature_alpha_dropout(input, p, train):
     _feature_input("feature_alpha_dropout", input)
     return _dropout_impl(input, p, train, False, True, True)
 
 
+@overridable
 def feature_alpha_dropout_(input, p, train):
     _feature_input("feature_alpha_dropout_", input)
     return _dropout_impl(input, p, train, True, True, True)

@@ -14,7 +14,8 @@ from .tensor import Tensor
 
 __all__ = ["NeedsOverride", "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "register_override_type",
            "unregister_override_type", "handle_override", "overridable", "routes_overrides",
-           "route_tensor_methods"]
+           "route_tensor_methods", "DisableTorchFunctionSubclass", "DisableTorchFunction",
+           "default_torch_function"]
 
 SUBCLASS_OVERRIDES = set()  # Tensor subclasses defining __ember_function__
 
@@ -162,3 +163,46 @@ def route_tensor_methods(cls):
         m.__module__ = cls.__module__  # pickles and prints as Tensor.<name>
         m.__ember_method__ = True
         setattr(cls, name, m)
+
+
+# ---- torch's spelling: __torch_function__, its default and the disabling guards ----------
+class DisableTorchFunctionSubclass:
+    """Inside this block Tensor subclasses' overrides are not consulted: functions run on
+    their data as on plain tensors (what a subclass's ``__torch_function__`` uses to call
+    the real implementation)."""
+    _sets = (SUBCLASS_OVERRIDES,)
+
+    def __enter__(self):
+        self._saved = [set(t) for t in self._sets]
+        for t in self._sets:
+            SHARED.overrides -= len(t)
+            t.clear()
+        return self
+
+    def __exit__(self, *exc):
+        for t, saved in zip(self._sets, self._saved):
+            t |= saved
+            SHARED.overrides += len(saved)
+
+
+class DisableTorchFunction(DisableTorchFunctionSubclass):
+    """Like `DisableTorchFunctionSubclass`, for every tensor-like's override too."""
+    _sets = (SUBCLASS_OVERRIDES, OVERRIDE_TYPES)
+
+
+def _convert(r, cls):
+    if isinstance(r, Tensor) and not isinstance(r, cls):
+        return r.as_subclass(cls)
+    if isinstance(r, (tuple, list)) and not hasattr(r, "_fields"):
+        return type(r)(_convert(x, cls) for x in r)
+    return r
+
+
+def default_torch_function(cls, func, types, args=(), kwargs=None):
+    """``Tensor.__torch_function__``: run ``func`` without subclass overrides and return
+    tensors as instances of ``cls`` (torch's default)."""
+    if not all(issubclass(cls, t) for t in types):
+        return NotImplemented
+    with DisableTorchFunctionSubclass():
+        r = func(*args, **(kwargs or {}))
+    return _convert(r, cls)

@@ -54,6 +54,9 @@ class Tensor:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        if "__torch_function__" in cls.__dict__ and "__ember_function__" not in cls.__dict__:
+            # libraries written for torch define the override under torch's name
+            cls.__ember_function__ = cls.__dict__["__torch_function__"]
         if getattr(cls, "__ember_function__", None) is not None:
             from . import dispatch
             dispatch.register_override_type(cls)
@@ -209,6 +212,11 @@ class Tensor:
         """The dimensions ordered from outermost to innermost in memory (by stride)."""
         st = self.stride()
         return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        from .overrides import default_torch_function
+        return default_torch_function(cls, func, types, args, kwargs)
 
     def as_subclass(self, cls):
         """This tensor's data and autograd history viewed as an instance of ``cls`` (a Tensor
