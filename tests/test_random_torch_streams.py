@@ -156,6 +156,28 @@ def test_compiled_box_muller_matches_numpy_emulation():
         np.testing.assert_array_equal(c, ref)
 
 
+def test_compiled_double_paths_match_python_fallbacks():
+    from ember.ops import _random_c, random_streams as rs
+    g = ember.Generator().manual_seed(8)
+    u = rs.unit_f64(g, 16 * 500).reshape(-1, 16)
+    words = g._u32(999)
+    compiled = (_random_c.fill16(u, 0.25, 3.0), _random_c.scaled_log1m(u, -0.5),
+                _random_c.randperm(words, 1000))
+    assert all(c is not None for c in compiled), "the C kernels did not build"
+    saved, _random_c._lib, _random_c._tried = _random_c._lib, None, True
+    try:
+        ref_fill = rs._fill16_f64(u, 0.25, 3.0)
+        perm = list(range(1000))
+        for i, w in enumerate(words.tolist()):
+            z = i + w % (1000 - i)
+            perm[i], perm[z] = perm[z], perm[i]
+    finally:
+        _random_c._lib = saved
+    np.testing.assert_array_equal(compiled[0], ref_fill)
+    np.testing.assert_array_equal(compiled[1], -0.5 * rs._liblog(1.0 - u))
+    np.testing.assert_array_equal(compiled[2], perm)
+
+
 _PROBS = [[0.1, 0.2, 0.3, 0.4], [1.0, 1.0, 1.0, 1.0], [0.0, 5.0, 2.0, 1.0]]
 
 

@@ -1,9 +1,11 @@
 """The compiled form of torch's float32 Box-Muller block (see `random_streams`).
 
-One C function turns rows of 16 uniforms into 16 normals with exactly the operation
+The float32 function turns rows of 16 uniforms into 16 normals with exactly the operation
 sequence of torch's AVX2 kernel: Cephes log/sin/cos with the fused multiply-adds its
 compiler forms written out as ``fmaf`` and contraction switched off everywhere else, so
-the result is the NumPy emulation's bit for bit, an order of magnitude faster.  Built with
+the result is the NumPy emulation's bit for bit, an order of magnitude faster.  The float64 block,
+the exponential transform and randperm's swaps call the C library's log/sin/cos as
+torch does (NumPy's float64 log differs from glibc's in the last bit).  Built with
 ember's kernel builder on first use; without a compiler `fill16` returns None and the
 caller keeps the NumPy path.
 """
@@ -17,7 +19,7 @@ _SOURCE = r"""
 #include <stdint.h>
 #include <string.h>
 
-int rnd_abi(void) { return 1; }
+int rnd_abi(void) { return 2; }
 
 static float cephes_log(float x) {
     const float tiny = 1.17549435e-38f;
@@ -88,6 +90,33 @@ void rnd_fill16_f32(const float *u, float *out, int64_t blocks, float mean, floa
         }
     }
 }
+
+void rnd_fill16_f64(const double *u, double *out, int64_t blocks, double mean, double std,
+                    int affine) {
+    for (int64_t b = 0; b < blocks; b++) {
+        const double *ub = u + 16 * b;
+        double *ob = out + 16 * b;
+        for (int k = 0; k < 8; k++) {
+            double radius = sqrt(-2 * log(1 - ub[k]));
+            double theta = 2.0 * 3.14159265358979323846 * ub[k + 8];
+            double n1 = radius * cos(theta), n2 = radius * sin(theta);
+            ob[k] = affine ? fma(n1, std, mean) : n1;
+            ob[k + 8] = affine ? fma(n2, std, mean) : n2;
+        }
+    }
+}
+
+void rnd_scaled_log1m(const double *u, double *out, int64_t n, double scale) {
+    for (int64_t i = 0; i < n; i++) out[i] = scale * log(1.0 - u[i]);
+}
+
+void rnd_randperm(const uint64_t *w, int64_t *perm, int64_t n) {
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t z = i + (int64_t)(w[i] % (uint64_t)(n - i));
+        int64_t t = perm[i]; perm[i] = perm[z]; perm[z] = t;
+    }
+}
 """
 
 _lib = None
@@ -99,11 +128,16 @@ def _load():
     _tried = True
     try:
         from .._core.ckernels import build as _build
-        lib, _ = _build.build("ember_random", _SOURCE, lambda lib: lib.rnd_abi() == 1)
-        fn = lib.rnd_fill16_f32
-        fn.restype = None
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_float,
-                       ctypes.c_float, ctypes.c_int]
+        lib, _ = _build.build("ember_random", _SOURCE, lambda lib: lib.rnd_abi() == 2)
+        P, I64, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+        for name, args in (("rnd_fill16_f32", [P, P, I64, ctypes.c_float, ctypes.c_float,
+                                               ctypes.c_int]),
+                           ("rnd_fill16_f64", [P, P, I64, F64, F64, ctypes.c_int]),
+                           ("rnd_scaled_log1m", [P, P, I64, F64]),
+                           ("rnd_randperm", [P, P, I64])):
+            fn = getattr(lib, name)
+            fn.restype = None
+            fn.argtypes = args
         _lib = lib
     except Exception:  # noqa: BLE001 - no compiler or no library: the NumPy path serves
         _lib = None
@@ -111,12 +145,35 @@ def _load():
 
 
 def fill16(u, mean, std):
-    """Normals from a C-contiguous float32 array of 16-uniform rows, or None (no library)."""
+    """Normals from rows of 16 uniforms (float32 or float64), or None (no library)."""
     lib = _lib if _tried else _load()
     if lib is None:
         return None
-    u = np.ascontiguousarray(u, dtype=np.float32)
+    u = np.ascontiguousarray(u)
     out = np.empty_like(u)
-    lib.rnd_fill16_f32(u.ctypes.data, out.ctypes.data, u.size // 16, float(mean), float(std),
-                       int(std != 1 or mean != 0))
+    fn = lib.rnd_fill16_f32 if u.dtype == np.float32 else lib.rnd_fill16_f64
+    fn(u.ctypes.data, out.ctypes.data, u.size // 16, float(mean), float(std),
+       int(std != 1 or mean != 0))
+    return out
+
+
+def scaled_log1m(u, scale):
+    """``scale * log(1 - u)`` with the C library's log (float64), or None."""
+    lib = _lib if _tried else _load()
+    if lib is None:
+        return None
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    out = np.empty_like(u)
+    lib.rnd_scaled_log1m(u.ctypes.data, out.ctypes.data, u.size, float(scale))
+    return out
+
+
+def randperm(words, n):
+    """torch's small-n randperm swaps driven by ``n - 1`` 32-bit words, or None."""
+    lib = _lib if _tried else _load()
+    if lib is None:
+        return None
+    w = np.ascontiguousarray(words, dtype=np.uint64)
+    out = np.empty(n, np.int64)
+    lib.rnd_randperm(w.ctypes.data, out.ctypes.data, n)
     return out

@@ -161,6 +161,9 @@ def _fill16_f32(u, mean, std):
 
 
 def _fill16_f64(u, mean, std):
+    out = _random_c.fill16(u, mean, std)
+    if out is not None:
+        return out
     radius = np.sqrt(-2 * _liblog(1 - u[:, :8]))
     theta = (2.0 * math.pi) * u[:, 8:]
     return np.concatenate([_fma64(radius * np.cos(theta), std, mean),
@@ -245,11 +248,16 @@ def randperm(g, n):
             perm[i] = perm[z]
             perm[z] = i
         return np.array(perm, dtype=np.int64)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    words = g._u32(n - 1)
+    out = _random_c.randperm(words, n)
+    if out is not None:
+        return out
     perm = list(range(n))
-    if n > 1:
-        for i, w in enumerate(g._u32(n - 1).tolist()):
-            z = i + w % (n - i)
-            perm[i], perm[z] = perm[z], perm[i]
+    for i, w in enumerate(words.tolist()):
+        z = i + w % (n - i)
+        perm[i], perm[z] = perm[z], perm[i]
     return np.array(perm, dtype=np.int64)
 
 
@@ -257,7 +265,8 @@ def randperm(g, n):
 def exponential(g, n, lambd):
     """-1/lambda * log(1 - u) in double on 53-bit uniforms (glibc's log)."""
     u = unit_f64(g, n)
-    return (-1.0 / lambd) * _liblog(1.0 - u)
+    out = _random_c.scaled_log1m(u, -1.0 / lambd)
+    return out if out is not None else (-1.0 / lambd) * _liblog(1.0 - u)
 
 
 def bernoulli_scalar(g, n, p):
