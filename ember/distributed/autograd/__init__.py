@@ -80,7 +80,7 @@ def _leaves(outputs):
 
 
 def _local_pass(ctx, outputs, grads):
-    from ... import autograd
+    from .._ember import autograd
     pairs = [(t, g) for t, g in zip(outputs, grads) if g is not None and t.requires_grad]
     if not pairs:
         return

@@ -36,7 +36,7 @@ def _numel(sizes):
 
 
 def _dump_bytes(obj):
-    from ... import save
+    from .._ember import save
     buf = io.BytesIO()
     save(obj, buf)
     return buf.getvalue()
@@ -272,7 +272,7 @@ class DefaultLoadPlanner(LoadPlanner):
         self.allow_partial_load = allow_partial_load
 
     def set_up_planner(self, state_dict, metadata=None, is_coordinator=False):
-        from ... import empty
+        from .._ember import empty
         self.original_state_dict = state_dict
         self.metadata = metadata
         self.is_coordinator = is_coordinator
@@ -311,7 +311,7 @@ class DefaultLoadPlanner(LoadPlanner):
         return central_plan
 
     def load_bytes(self, read_item, value):
-        from ... import load
+        from .._ember import load
         obj = load(value, weights_only=True)
         fqn = read_item.dest_index.fqn
         self.state_dict[fqn] = obj

@@ -210,7 +210,7 @@ def _rank_metadata(path, rank):
 
 
 def _write_metadata(path, metadata, sync=True, final=None):
-    from ... import save
+    from .._ember import save
     final = final or os.path.join(path, _METADATA)
     tmp = os.path.join(path, f".metadata.{uuid.uuid4().hex}.tmp")
     try:
@@ -416,7 +416,7 @@ class FileSystemReader(StorageReader):
         return validate_metadata(merged)
 
     def _read_metadata_file(self, meta, tiles=True):
-        from ... import load
+        from .._ember import load
         try:
             raw = load(meta, weights_only=True)
             md = decode(raw)
@@ -473,7 +473,7 @@ class FileSystemReader(StorageReader):
         return buf
 
     def read_data(self, plan, planner):
-        from ... import from_numpy
+        from .._ember import from_numpy
         files = {}
         self.read_ranges = []
         try:

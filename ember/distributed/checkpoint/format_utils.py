@@ -15,7 +15,7 @@ __all__ = ["dcp_to_torch_save", "torch_save_to_dcp"]
 def dcp_to_torch_save(dcp_checkpoint_dir, torch_save_path):
     """Loads a whole distributed checkpoint (full tensors, saved nesting) in this process
     and writes it with ``ember.save``."""
-    from ... import save as ember_save
+    from .._ember import save as ember_save
     from .state_dict_loader import load
     sd = {}
     load(sd, checkpoint_id=dcp_checkpoint_dir, no_dist=True)
@@ -25,7 +25,7 @@ def dcp_to_torch_save(dcp_checkpoint_dir, torch_save_path):
 def torch_save_to_dcp(torch_save_path, dcp_checkpoint_dir):
     """Reads an ``ember.save``/``torch.save`` file (weights-only) and writes it as a
     distributed checkpoint from this process."""
-    from ... import load as ember_load
+    from .._ember import load as ember_load
     from .state_dict_saver import save
     sd = ember_load(torch_save_path, weights_only=True)
     if not isinstance(sd, dict):

@@ -111,7 +111,7 @@ def get_model_state_dict(model, *, submodules=None, options=None):
 def _init_optim_state(optim):
     """Creates empty-history optimizer state (as after a zero-gradient step with lr 0), so
     a fresh optimizer has tensors for a checkpoint to load into."""
-    from ... import zeros_like
+    from .._ember import zeros_like
     opt = _local_optim(optim)
     if opt.state:
         return

@@ -43,7 +43,7 @@ def split_args_kwargs_into_chunks(args, kwargs, chunks, args_chunk_spec=None,
 
 def merge_chunks(chunks, chunk_spec=None):
     """The microbatch outputs joined back along the batch dimension."""
-    from ... import cat
+    from .._ember import cat
     first = chunks[0]
     dim = chunk_spec.split_dim if isinstance(chunk_spec, TensorChunkSpec) else 0
     if _is_tensor(first):

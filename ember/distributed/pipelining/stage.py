@@ -79,7 +79,7 @@ class PipelineStage:
         return stage % self.group_size
 
     def _send(self, values, stage, tag):
-        from ... import tensor
+        from .._ember import tensor
         dst = self._rank_of(stage)
         values = tuple(v.detach().contiguous() for v in values)
         if dst == self.group_rank:
@@ -102,8 +102,8 @@ class PipelineStage:
             self._pending.append(t)   # keeps the buffer alive until the send completes
 
     def _recv(self, stage, tag):
-        from ... import empty
-        import ember
+        from .._ember import empty
+        from .. import _ember as ember
         src = self._rank_of(stage)
         if src == self.group_rank:
             return _LOCAL[tag].popleft()
@@ -135,7 +135,7 @@ class PipelineStage:
     # -- compute ---------------------------------------------------------------------------
     def forward_one_chunk(self, mb, args=(), kwargs=None, target=None, loss_fn=None,
                           with_grad=True):
-        import ember
+        from .. import _ember as ember
         if self.is_first:
             inputs = tuple(args)
         else:
@@ -157,7 +157,7 @@ class PipelineStage:
         return out
 
     def backward_one_chunk(self, mb):
-        import ember
+        from .. import _ember as ember
         inputs, outs = self._saved.pop(mb)
         if self.is_last:
             if mb not in self.losses:
@@ -180,7 +180,7 @@ class PipelineStage:
 
 
 def _int64():
-    import ember
+    from .. import _ember as ember
     return ember.int64
 
 

@@ -56,7 +56,7 @@ _KNOWN_DEVICE_TYPES = {"cuda", "xpu", "mps", "hpu", "xla", "meta", "mtia", "priv
 
 
 def _cpu_device(d, what):
-    from ... import device as _device
+    from .._ember import device as _device
     dev = d if not isinstance(d, int) else f"cuda:{d}"
     try:
         dev = _device(dev)

@@ -134,7 +134,7 @@ def _array(buf, dtype, shape):
 
 def _rebuild_tensor(buf, dtype, shape, requires_grad, slot):
     """A tensor from its raw buffer; ``slot`` >= 0 marks one that distributed autograd tracks."""
-    from ... import from_numpy
+    from .._ember import from_numpy
     t = from_numpy(_array(buf, dtype, shape))
     if slot >= 0:
         t.requires_grad_(True)

@@ -148,7 +148,7 @@ class DTensor:
     def _gather_full(self):
         """The full tensor from the shards: pieces are gathered along each sharded mesh
         dimension, last mesh dimension first, undoing the split order."""
-        from ... import cat
+        from .._ember import cat
         dist = _dist()
         local = self._reduced_local()
         mesh = self._device_mesh
@@ -167,7 +167,7 @@ class DTensor:
         As in torch, the mesh cannot change (torch raises the same NotImplementedError:
         take ``full_tensor()`` and ``distribute_tensor()`` onto the other mesh) and
         `Partial` is reachable only from `Partial`."""
-        from ... import zeros_like
+        from .._ember import zeros_like
         mesh = device_mesh if device_mesh is not None else self._device_mesh
         if placements is None:
             raise RuntimeError("placements is needed for redistribute!")

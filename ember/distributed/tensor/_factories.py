@@ -26,7 +26,7 @@ def _make(build, size, dtype, requires_grad, device_mesh, placements, src_data_r
 def ones(*size, dtype=None, layout=None, requires_grad=False, device_mesh=None,
          placements=None):
     """A DTensor of ones of global ``size`` laid out by ``placements``."""
-    from ... import ones as _ones
+    from .._ember import ones as _ones
     return _make(lambda s, dt: _ones(s, dtype=dt), size, dtype, requires_grad, device_mesh,
                  placements, None)
 
@@ -34,7 +34,7 @@ def ones(*size, dtype=None, layout=None, requires_grad=False, device_mesh=None,
 def zeros(*size, requires_grad=False, dtype=None, layout=None, device_mesh=None,
           placements=None):
     """A DTensor of zeros of global ``size`` laid out by ``placements``."""
-    from ... import zeros as _zeros
+    from .._ember import zeros as _zeros
     return _make(lambda s, dt: _zeros(s, dtype=dt), size, dtype, requires_grad, device_mesh,
                  placements, None)
 
@@ -49,7 +49,7 @@ def empty(*size, dtype=None, layout=None, requires_grad=False, device_mesh=None,
 def full(size, fill_value, *, dtype=None, layout=None, requires_grad=False, device_mesh=None,
          placements=None):
     """A DTensor of global ``size`` filled with ``fill_value``."""
-    from ... import full as _full
+    from .._ember import full as _full
     return _make(lambda s, dt: _full(s, fill_value, dtype=dt), (tuple(size),), dtype,
                  requires_grad, device_mesh, placements, None)
 
@@ -58,7 +58,7 @@ def rand(*size, requires_grad=False, dtype=None, layout=None, device_mesh=None,
          placements=None):
     """A DTensor of uniform random values; rank 0's draw is the global tensor (so the
     pieces form one consistent tensor whatever each rank's generator holds)."""
-    from ... import rand as _rand
+    from .._ember import rand as _rand
     return _make(lambda s, dt: _rand(s, dtype=dt), size, dtype, requires_grad, device_mesh,
                  placements, 0)
 
@@ -66,6 +66,6 @@ def rand(*size, requires_grad=False, dtype=None, layout=None, device_mesh=None,
 def randn(*size, requires_grad=False, dtype=None, layout=None, device_mesh=None,
           placements=None):
     """A DTensor of normal random values; rank 0's draw is the global tensor."""
-    from ... import randn as _randn
+    from .._ember import randn as _randn
     return _make(lambda s, dt: _randn(s, dtype=dt), size, dtype, requires_grad, device_mesh,
                  placements, 0)

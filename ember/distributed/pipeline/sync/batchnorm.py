@@ -52,7 +52,7 @@ class DeferredBatchNorm(_BatchNorm):
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
     def _track(self, input):
-        from .... import no_grad
+        from ..._ember import no_grad
         dims = [0] + list(range(2, input.dim()))
         with no_grad():
             x = input.detach().to(self.running_mean.dtype)
@@ -66,7 +66,7 @@ class DeferredBatchNorm(_BatchNorm):
         self.tracked += 1
 
     def _commit(self):
-        from .... import no_grad
+        from ..._ember import no_grad
         n = self.counter
         with no_grad():
             mean = self.sum / n

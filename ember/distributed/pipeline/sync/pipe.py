@@ -87,7 +87,7 @@ def _scatter(value, chunks):
 
 
 def _gather(outputs):
-    from .... import cat
+    from ..._ember import cat
     first = outputs[0]
     if isinstance(first, tuple):
         return tuple(cat([o[i] for o in outputs]) for i in range(len(first)))
@@ -140,7 +140,7 @@ class Pipe(Module):
             yield from p
 
     def _checkpointed(self, i, n):
-        from .... import is_grad_enabled
+        from ..._ember import is_grad_enabled
         if not is_grad_enabled():
             return False
         if self.checkpoint == "always":
