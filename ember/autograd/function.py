@@ -23,6 +23,7 @@ from .._core.node import Node, _edge
 from .._core.op import Op
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
+from ..ops.decompositions import no_decomposition
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
@@ -203,6 +204,13 @@ def _under_modes(op, args, params):
         STATE.intercept = False
 
 
+# A compiler never meets these ops: capture runs the Function's Python under its modes, so a
+# graph holds the operators of forward/backward, and there is nothing left to lower.
+_WHY = ("user Python: capture traces through the Function's forward/backward, so a compiler "
+        "sees the user's ops, never this op")
+_TRACED_THROUGH = {"decomp": _WHY, "lowering": _WHY}
+
+
 class _PythonOp(Op):
     """An operator whose body is Python on tensors (a custom Function's forward or backward).
     Calling it (what a mode does to pass the call on) goes to the next mode; below the last
@@ -211,8 +219,9 @@ class _PythonOp(Op):
     def __init__(self, name, body, doc):
         super().__init__(name, _no_kernel, None, differentiable=False, save_inputs=False,
                          n_out=None, shape=_python_shape, batch=_python_batch,
-                         jvp=_python_jvp, doc=doc)
+                         jvp=_python_jvp, doc=doc, unsupported=_TRACED_THROUGH)
         self.body = body
+        no_decomposition(name, _TRACED_THROUGH["decomp"])
 
     def __call__(self, *args, **params):
         if STATE.intercept:

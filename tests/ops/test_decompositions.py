@@ -190,10 +190,10 @@ def _optim_drivers(rng):
             ember.from_numpy((rng.uniform(-1, 1, 3) + 1j * rng.uniform(-1, 1, 3)).astype(
                 np.complex64)).requires_grad_(True)]
 
-    def step(opt_cls, **kw):
+    def step(opt_cls, steps=2, **kw):
         ps = params()
         opt = opt_cls(ps, **kw)
-        for _ in range(2):  # the second step finds momentum buffers and steps in place
+        for _ in range(steps):  # the second step finds momentum buffers and steps in place
             opt.zero_grad()
             sum(((p * p).sum().real if p.is_complex() else (p * p).sum()) for p in ps).backward()
             opt.step()
@@ -207,6 +207,19 @@ def _optim_drivers(rng):
                                                     centered=True, weight_decay=0.1))
     yield lambda: (step(O.Adagrad, lr=0.1), step(O.Adagrad, lr=0.1, lr_decay=0.01,
                                                    weight_decay=0.1))
+    yield lambda: (step(O.Adadelta, lr=1.0), step(O.Adadelta, rho=0.8, weight_decay=0.1,
+                                                    maximize=True))
+    yield lambda: (step(O.Adamax, lr=0.01), step(O.Adamax, lr=0.01, weight_decay=0.1,
+                                                   maximize=True))
+    yield lambda: (step(O.NAdam, lr=0.01), step(O.NAdam, lr=0.01, weight_decay=0.1,
+                                                  decoupled_weight_decay=True))
+    # RAdam's rectified branch starts once rho_t > 5: at the 7th step for beta2=0.9
+    yield lambda: (step(O.RAdam, lr=0.01), step(O.RAdam, steps=8, lr=0.01, betas=(0.9, 0.9),
+                                                  weight_decay=0.1, decoupled_weight_decay=True))
+    # t0=1: the averaging of ASGD starts at the second step (mu leaves 1)
+    yield lambda: (step(O.ASGD, lr=0.01), step(O.ASGD, lr=0.01, t0=1, weight_decay=0.1))
+    yield lambda: (step(O.Rprop, lr=0.01), step(O.Rprop, lr=0.05, etas=(0.3, 1.5),
+                                                  step_sizes=(1e-3, 0.06), maximize=True))
 
 
 def _random_drivers(rng):
@@ -283,7 +296,7 @@ def _collect():
 
 CALLS = _collect()
 DECOMPOSED = sorted(n for n in CALLS if n in REGISTRY and not is_primitive(n) and
-                    n not in RANDOM and n not in D.FUNCTIONALIZED)
+                    n not in RANDOM and n not in D.FUNCTIONALIZED and n not in D.NO_DECOMP)
 
 
 class PrimitiveOnly(DispatchMode):

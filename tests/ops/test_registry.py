@@ -60,22 +60,13 @@ CHECKS = {
 
 _LATER = pytest.mark.xfail(strict=True, reason="decompositions/lowerings land with the "
                                                 "primitives work")
-_PENDING = {"decomp", "lowering"}  # checks that fail today: strict xfails until the work lands
+_PENDING = set()  # checks that fail today: strict xfails until the work lands
 
 # Ops whose declarations are being moved under ember/ops (nn, linalg, special, fft,
 # distributions) or written (primitives) by other work in progress, and lack a rule or a
 # reason today.  It only shrinks: no new op may join it, and the summary names the entries
 # that have their rule or reason by now (take them out).
-_AWAITING = {
-    "batch": {"_ctc_loss", "_ctc_loss_backward", "_flash_attention_backward", "_gru_layer",
-              "_gru_layer_backward", "_lstm_layer", "_lstm_layer_backward"},
-    "jvp": {"_cross_entropy_backward", "_ctc_loss", "_flash_attention", "_from_cbl", "_gru_cell",
-            "_gru_layer", "_lstm_cell", "_lstm_layer", "_normalize", "_normalize_backward",
-            "adaptive_max_pool", "avg_pool", "col2im", "cross_entropy_loss", "embedding",
-            "gelu_backward", "im2col", "max_pool", "max_pool_backward", "native_dropout",
-            "nll_loss", "pad", "pad_backward", "rrelu_with_noise", "silu_backward",
-            "threshold_backward"},
-}
+_AWAITING = {}
 
 
 def _missing(rule):

@@ -168,4 +168,155 @@ def _adagrad_step(*arrays, n, lr, lr_decay, eps, weight_decay, maximize):
     return _out(n, new_p, new_s, new_sum)
 
 
-FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step"})
+@decomposes("_adadelta_step")
+def _adadelta_step(*arrays, n, lr, rho, eps, weight_decay, maximize):
+    params, grads, steps, sqs, accs = _split(arrays, n, 5)
+    new_p, new_s, new_sq, new_acc = [], [], [], []
+    for i in range(n):
+        new_s.append(cast(_incr(steps[i]), steps[i].dtype))
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, weight_decay)
+        sq = _addcmul(prim.mul(_real(sqs[i]), rho), g, g, 1 - rho)
+        new_sq.append(_back(sq, sqs[i]))
+        acc = _real(accs[i])
+        delta = prim.mul(prim.div(prim.sqrt(prim.add(acc, eps)),
+                                  prim.sqrt(prim.add(sq, eps))), g)
+        new_acc.append(_back(_addcmul(prim.mul(acc, rho), delta, delta, 1 - rho), accs[i]))
+        new_p.append(_back(prim.add(x, prim.mul(delta, -lr)), params[i]))
+    return _out(n, new_p, new_s, new_sq, new_acc)
+
+
+@decomposes("_adamax_step")
+def _adamax_step(*arrays, n, lr, beta1, beta2, eps, weight_decay, maximize):
+    params, grads, steps, avgs, infs = _split(arrays, n, 5)
+    new_p, new_s, new_m, new_u = [], [], [], []
+    for i in range(n):
+        step = _incr(steps[i])
+        new_s.append(cast(step, steps[i].dtype))
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, weight_decay)
+        m = _lerp(_real(avgs[i]), g, 1 - beta1)
+        u = prim.maximum(prim.mul(_real(infs[i]), beta2), prim.add(prim.abs(g), eps))
+        new_m.append(_back(m, avgs[i]))
+        new_u.append(_back(u, infs[i]))
+        value = prim.div(-lr, prim.sub(1, prim.pow(beta1, _f64(step))))
+        new_p.append(_back(_addcdiv(x, m, u, value), params[i]))
+    return _out(n, new_p, new_s, new_m, new_u)
+
+
+@decomposes("_nadam_step")
+def _nadam_step(*arrays, n, lr, beta1, beta2, eps, weight_decay, maximize, decoupled,
+                momentum_decay):
+    params, grads, steps, mps, avgs, sqs = _split(arrays, n, 6)
+    new = [[], [], [], [], []]
+    for i in range(n):
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, 0 if decoupled else weight_decay)
+        step = _incr(steps[i])
+        s64 = _f64(step)
+        bc2 = prim.sub(1, prim.pow(beta2, s64))
+        if weight_decay != 0 and decoupled:
+            x = prim.mul(x, 1 - lr * weight_decay)
+        mu = prim.mul(prim.sub(1.0, prim.mul(prim.pow(0.96, prim.mul(s64, momentum_decay)),
+                                             0.5)), beta1)
+        mu_next = prim.mul(prim.sub(1.0, prim.mul(
+            prim.pow(0.96, prim.mul(prim.add(s64, 1), momentum_decay)), 0.5)), beta1)
+        # mu_product keeps its own dtype: the product rounds there, as the kernel's does
+        mp = prim.mul(mps[i], cast(mu, mps[i].dtype))
+        mp64 = _f64(mp)
+        m = _lerp(_real(avgs[i]), g, 1 - beta1)
+        v = _addcmul(prim.mul(_real(sqs[i]), beta2), g, g, 1 - beta2)
+        denom = prim.add(prim.sqrt(prim.div(v, bc2)), eps)
+        x = _addcdiv(x, g, denom, prim.div(prim.mul(prim.sub(1.0, mu), -lr),
+                                           prim.sub(1.0, mp64)))
+        x = _addcdiv(x, m, denom, prim.div(prim.mul(mu_next, -lr),
+                                           prim.sub(1.0, prim.mul(mp64, mu_next))))
+        new[0].append(_back(x, params[i]))
+        new[1].append(cast(step, steps[i].dtype))
+        new[2].append(mp)
+        new[3].append(_back(m, avgs[i]))
+        new[4].append(_back(v, sqs[i]))
+    return _out(n, *new)
+
+
+@decomposes("_radam_step")
+def _radam_step(*arrays, n, lr, beta1, beta2, eps, weight_decay, maximize, decoupled):
+    params, grads, steps, avgs, sqs = _split(arrays, n, 5)
+    rho_inf = 2 / (1 - beta2) - 1
+    new = [[], [], [], []]
+    for i in range(n):
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, 0 if decoupled else weight_decay)
+        step = _incr(steps[i])
+        s64 = _f64(step)
+        if weight_decay != 0 and decoupled:
+            x = prim.mul(x, 1 - lr * weight_decay)
+        m = _lerp(_real(avgs[i]), g, 1 - beta1)
+        v = _addcmul(prim.mul(_real(sqs[i]), beta2), g, g, 1 - beta2)
+        bc1 = prim.sub(1, prim.pow(beta1, s64))
+        bc2 = prim.sub(1, prim.pow(beta2, s64))
+        upd = prim.mul(prim.div(m, bc1), lr)
+        rho_t = prim.sub(rho_inf, prim.div(prim.mul(prim.mul(s64, 2), prim.pow(beta2, s64)),
+                                           bc2))
+        # the rectified branch is chosen by value (where), not by Python: the step counter is
+        # data in a graph; its radicand is clamped so the unchosen branch stays finite
+        rad = prim.div(prim.mul(prim.mul(prim.sub(rho_t, 4), prim.sub(rho_t, 2)), rho_inf),
+                       prim.mul(rho_t, (rho_inf - 4) * (rho_inf - 2)))
+        rect = prim.sqrt(prim.maximum(rad, 0.0))
+        ad = prim.mul(prim.div(1, prim.add(prim.sqrt(v), eps)), prim.sqrt(bc2))
+        upd = prim.where(prim.gt(rho_t, 5.0), prim.mul(prim.mul(upd, ad), rect), upd)
+        new[0].append(_back(prim.sub(x, upd), params[i]))
+        new[1].append(cast(step, steps[i].dtype))
+        new[2].append(_back(m, avgs[i]))
+        new[3].append(_back(v, sqs[i]))
+    return _out(n, *new)
+
+
+@decomposes("_asgd_step")
+def _asgd_step(*arrays, n, lr, lambd, alpha, t0, weight_decay, maximize):
+    params, grads, steps, etas, mus, axs = _split(arrays, n, 6)
+    new = [[], [], [], [], []]
+    for i in range(n):
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, weight_decay)
+        step = _incr(steps[i])
+        s64 = _f64(step)
+        eta = _f64(etas[i])
+        x = prim.mul(x, prim.sub(1, prim.mul(eta, lambd)))
+        x = prim.add(x, prim.mul(g, prim.neg(eta)))
+        ax = _real(axs[i])
+        mu = _f64(mus[i])
+        # averaging starts at t0: until then mu is exactly 1 and ax copies the param
+        ax = prim.where(prim.eq(mu, 1), x, prim.add(ax, prim.mul(prim.sub(x, ax), mu)))
+        new[0].append(_back(x, params[i]))
+        new[1].append(cast(step, steps[i].dtype))
+        new[2].append(cast(prim.div(lr, prim.pow(prim.add(prim.mul(s64, lambd * lr), 1),
+                                                 alpha)), etas[i].dtype))
+        new[3].append(cast(prim.div(1, prim.maximum(prim.sub(s64, t0), 1)), mus[i].dtype))
+        new[4].append(_back(ax, axs[i]))
+    return _out(n, *new)
+
+
+@decomposes("_rprop_step")
+def _rprop_step(*arrays, n, etaminus, etaplus, step_size_min, step_size_max, maximize):
+    params, grads, steps, prevs, sizes = _split(arrays, n, 5)
+    new = [[], [], [], []]
+    for i in range(n):
+        new[1].append(cast(_incr(steps[i]), steps[i].dtype))
+        x = _real(params[i])
+        g = _grad(x, grads[i], maximize, 0)
+        prod = prim.mul(g, _real(prevs[i]))
+        flipped = prim.lt(prod, 0)
+        factor = prim.where(prim.gt(prod, 0), etaplus, prim.where(flipped, etaminus, 1.0))
+        size = prim.mul(_real(sizes[i]), factor)
+        size = prim.minimum(prim.maximum(size, step_size_min), step_size_max)
+        g = prim.where(flipped, 0.0, g)  # no step where the sign flipped
+        new[0].append(_back(prim.sub(x, prim.mul(prim.sign(g), size)), params[i]))
+        new[2].append(_back(g, prevs[i]))
+        new[3].append(_back(size, sizes[i]))
+    return _out(n, *new)
+
+
+FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
+                       "_adadelta_step", "_adamax_step", "_nadam_step", "_radam_step",
+                       "_asgd_step", "_rprop_step"})

@@ -272,3 +272,8 @@ HARDSHRINK = _op("hardshrink", lambda xp, x, lambd: xp.where((x >= -lambd) & (x 
                  lambda ctx, g, x, lambd: _mask_grad(g, (x.abs() <= lambd).logical_not()))
 
 
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP,
+                 "gelu_backward", "silu_backward", "threshold_backward", "rrelu_with_noise")

@@ -5,9 +5,9 @@ blocks, keeping a running row maximum, row sum and output accumulator, so the ex
 memory is O(L * block) rather than the L x S score matrix.  It also returns the row
 log-sum-exp, which the derivative uses to recompute each score block on the fly
 (also block by block, in ember ops, so higher derivatives work).  Short sequences
-take one block, which is the plain fused formula; their first derivative (no
-``create_graph``, no active mode) is one fused NumPy kernel, ``_flash_attention_backward``,
-whose five matmuls replace the recomputation in ember ops.
+take one block, which is the plain fused formula; their derivative, in every mode, is one
+fused NumPy kernel, ``_flash_attention_backward``, whose five matmuls replace the
+recomputation, and whose own derivative is written in ember ops (double backward).
 """
 import math
 
@@ -16,7 +16,6 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
 from ..._core.op import Op
-from ..._core.state import STATE
 from ..._core.tensor import Tensor
 from .. import _helpers as H
 from .._batching import _front_padded
@@ -145,8 +144,69 @@ def _flash_bwd_shape(q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
             (batch + (S, v.shape[-1]), dt), (batch + (L, S), dt))
 
 
-FLASH_ATTENTION_BACKWARD = Op("_flash_attention_backward", _flash_bwd_kernel, None, n_out=4,
-                              differentiable=False, shape=_flash_bwd_shape)
+def _flash_bwd_vjp(ctx, grads, q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
+    """The derivative of the one-block backward, in ember ops (double backward, forward AD).
+    With p = exp(s - lse), s = q k^T scale (+ mask), delta = rowsum(g_out out) - g_lse,
+    ds = p (g_out v^T - delta), the outputs are dq = ds k scale, dk = ds^T q scale,
+    dv = p^T g_out and ds; each input's cotangent follows that chain back."""
+    Gq, Gk, Gv, Gs = grads
+    need = ctx.needs_input_grad
+    cdt = lse.dtype
+    q, k, v, g_out, out = (t.to(cdt) for t in (q, k, v, g_out, out))
+    L, S = q.shape[-2], k.shape[-2]
+    s = (q * scale).matmul(k.transpose(-1, -2))
+    bool_mask = mask is not None and not mask.dtype.is_floating_point
+    if mask is not None:
+        s = s.masked_fill(mask.logical_not(), -math.inf) if bool_mask else s + mask.to(cdt)
+    if causal and S > 1:
+        s = s + _tensor(_causal_add(0, L, 0, S, cdt.np))
+    p = (s - lse.unsqueeze(-1)).exp()
+    delta = (g_out * out).sum(-1) - g_lse
+    dP = g_out.matmul(v.transpose(-1, -2))
+    ds = p * (dP - delta.unsqueeze(-1))
+    # the cotangent of ds: its own, and through dq = ds k scale and dk = ds^T q scale
+    Gds = Gs
+    if Gq is not None:
+        t = Gq.matmul(k.transpose(-1, -2)) * scale
+        Gds = t if Gds is None else Gds + t
+    if Gk is not None:
+        t = q.matmul(Gk.transpose(-1, -2)) * scale
+        Gds = t if Gds is None else Gds + t
+    gq = None if Gk is None else ds.matmul(Gk) * scale
+    gk = None if Gq is None else ds.transpose(-1, -2).matmul(Gq) * scale
+    gv = gg = Gp = Gdelta = None
+    if Gds is not None:
+        GdP = Gds * p
+        Gp = Gds * (dP - delta.unsqueeze(-1))
+        Gdelta = -GdP.sum(-1)
+        gg = GdP.matmul(v)
+        gv = GdP.transpose(-1, -2).matmul(g_out)
+    if Gv is not None:  # dv = p^T g_out
+        t = g_out.matmul(Gv.transpose(-1, -2))
+        Gp = t if Gp is None else Gp + t
+        t = p.matmul(Gv)
+        gg = t if gg is None else gg + t
+    gout = glse_g = None
+    if Gdelta is not None:
+        t = Gdelta.unsqueeze(-1) * out
+        gg = t if gg is None else gg + t
+        gout = Gdelta.unsqueeze(-1) * g_out
+        glse_g = -Gdelta
+    gm = glse = None
+    if Gp is not None:  # p = exp(s - lse), s = q k^T scale + mask
+        Gsc = Gp * p
+        glse = -Gsc.sum(-1)
+        t = Gsc.matmul(k) * scale
+        gq = t if gq is None else gq + t
+        t = Gsc.transpose(-1, -2).matmul(q) * scale
+        gk = t if gk is None else gk + t
+        gm = None if bool_mask else Gsc
+    res = [gq, gk, gv, gm, gg, gout, glse, glse_g]
+    return tuple(_to_input_dtypes(ctx.in_meta, [r if n else None for r, n in zip(res, need)]))
+
+
+FLASH_ATTENTION_BACKWARD = Op("_flash_attention_backward", _flash_bwd_kernel, _flash_bwd_vjp,
+                              n_out=4, shape=_flash_bwd_shape)
 
 
 def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
@@ -154,8 +214,9 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
     out, lse = ctx.out
     need = ctx.needs_input_grad
     L, S = q.shape[-2], k.shape[-2]
-    if not (STATE.grad_enabled or STATE.intercept) and \
-            lse.shape.numel() * S <= SINGLE_BLOCK_SCORES:
+    # one block: the fused backward op in every mode (its own derivative is in ember ops);
+    # longer sequences: the blocked recomputation below (memory O(L * block))
+    if lse.shape.numel() * S <= SINGLE_BLOCK_SCORES:
         res = list(FLASH_ATTENTION_BACKWARD(q, k, v, mask, g_out, out, lse, g_lse, scale=scale,
                                             causal=causal))
         return tuple(_to_input_dtypes(ctx.in_meta, [r if n else None
@@ -226,4 +287,23 @@ def _flash_batch(op, args, bdims, params, batch_size):
 FLASH_ATTENTION = Op("_flash_attention", _flash_kernel, _flash_vjp, n_out=2, save_output=True,
                      shape=_flash_shape, batch=_flash_batch)
 
+_BWD_CORE = (2, 2, 2, 2, 2, 2, 1, 1)  # q, k, v, mask, g_out, out: matrices; lse, g_lse: rows
 
+
+def _flash_bwd_batch(op, args, bdims, params, batch_size):
+    """As `_flash_batch`: the vmap batch in front, each operand padded with 1s so that its
+    leading (broadcast) dims line up; lse and g_lse have one core dim, the rest two."""
+    phys = front_all(args, bdims, batch_size)
+    lead = max(a.dim() - 1 - c for a, c in zip(phys, _BWD_CORE) if isinstance(a, Tensor))
+    padded = [a.reshape((a.shape[0],) + (1,) * (lead - (a.dim() - 1 - c)) + tuple(a.shape[1:]))
+              if isinstance(a, Tensor) else a for a, c in zip(phys, _BWD_CORE)]
+    return outs_at_front(op(*padded, **params))
+
+
+FLASH_ATTENTION_BACKWARD.batch = _flash_bwd_batch
+
+
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "_flash_attention", "_flash_attention_backward")

@@ -291,3 +291,32 @@ PAD = Op("pad", _pad_kernel, _pad_vjp, save_inputs=False, category="nn", shape=_
 PAD_BACKWARD = Op("pad_backward", _pad_backward_kernel, _pad_backward_vjp, save_inputs=False,
                   category="nn", shape=lambda g, in_shape, pads, mode: (tuple(in_shape), g.dtype),
                   batch=_pad_backward_batch)
+
+
+# ---- forward mode: each of these is linear in its tensor inputs --------------------------
+
+def _linear_jvp(op):
+    # a linear map: the tangent goes through the op itself (constant padding is affine: the
+    # tangent's border is 0)
+    def jvp(out, ts, x, **params):
+        if "value" in params:
+            params = dict(params, value=0.0)
+        return apply(op, (ts[0],), params)
+    return jvp
+
+
+def _from_cbl_jvp(out, ts, y, bias, shape):
+    ty, tb = ts
+    if ty is None:
+        from ..creation import zeros_like
+        ty = zeros_like(y)
+    return apply(FROM_CBL, (ty, tb), {"shape": shape})
+
+
+for _op in (IM2COL, COL2IM, PAD):
+    _op.jvp = _linear_jvp(_op)
+FROM_CBL.jvp = _from_cbl_jvp
+
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, PAD_BACKWARD)  # its vjp is pad, itself differentiable

@@ -47,3 +47,7 @@ DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, cat
                   shape=lambda x, p, shape: (tuple(shape), x.dtype), batch=random_rule)
 
 
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "native_dropout")

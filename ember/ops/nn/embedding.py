@@ -60,6 +60,20 @@ EMBEDDING = Op("embedding", _embedding_kernel, _embedding_vjp, save_inputs=(1,),
                category="nn", batch=_embedding_batch)
 
 
+def _embedding_jvp(out, ts, w, idx, **params):
+    # linear in the table: the rows of its tangent; the padding row is a constant (its
+    # gradient is 0), so its rows carry no tangent
+    if ts[0] is None:
+        return None
+    t = EMBEDDING(ts[0], idx, **params)
+    if params["padding_idx"] >= 0:
+        t = where((idx == params["padding_idx"]).unsqueeze(-1), 0, t)
+    return t
+
+
+EMBEDDING.jvp = _embedding_jvp
+
+
 def _one_hot_kernel(xp, x, num_classes):
     if x.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")

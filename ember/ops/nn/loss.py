@@ -12,6 +12,9 @@ import numpy as np
 from ..._core.op import Op
 from .._batching import _batched_front, _fallback_rule, _move_to_front
 from .._helpers import _F32, _HALF, apply
+# registered with the other losses at import, so that decompositions and lowerings install
+# on it (functional.binary_cross_entropy imports it lazily)
+from .. import loss_kernels  # noqa: F401
 from ..creation import arange, ones_like
 from ..pointwise import where
 from ..softmax import log_softmax, softmax
@@ -384,7 +387,29 @@ def _ctc_vjp(ctx, g, lp, targets, **p):
     return apply(CTC_GRAD, (lp, targets), p) * g.unsqueeze(-1), None
 
 
-CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn",
+def _ctc_batch(op, args, bdims, params, batch_size):
+    """The vmap batch joins the op's batch N: log_probs (T, V*N, C), targets (V*N, S) or,
+    concatenated, (V*sum,), the length lists repeated V times."""
+    V = batch_size
+    lp, targets = (_batched_front(a, b, V) for a, b in zip(args, bdims))
+    T, N, C = lp.shape[1:]
+    lp = lp.movedim(0, 1).reshape(T, V * N, C)
+    targets = targets.reshape((V * targets.shape[1],) + tuple(targets.shape[2:]))
+    p = dict(params, in_lens=tuple(params["in_lens"]) * V,
+             tgt_lens=tuple(params["tgt_lens"]) * V)
+    out = op(lp, targets, **p)
+    if op is CTC_GRAD:
+        return out.reshape(T, V, N, C), 1
+    return out.reshape(V, N), 0
+
+
+CTC_GRAD.batch = _ctc_batch
+CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn", batch=_ctc_batch,
               shape=lambda lp, targets, **p: ((lp.shape[1],), lp.dtype))  # lp: (T, N, C)
 
 
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP,
+                 "cross_entropy_loss", "nll_loss", "_cross_entropy_backward", "_ctc_loss")

@@ -126,3 +126,9 @@ NORMALIZE_BACKWARD = Op("_normalize_backward", _normalize_backward_kernel,
                         _normalize_backward_vjp, category="nn",
                         shape=lambda gxh, gm, gr, xhat, rstd, dims, n: (xhat.shape, xhat.dtype),
                         batch=_normalize_backward_batch)
+
+
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "_normalize", "_normalize_backward")

@@ -199,8 +199,12 @@ def _avg_pool_shape(x, ks, stride, pad, ceil, include_pad, override):
     return x.shape[:-n] + _geometry(x.shape, ks, stride, pad, (1,) * n, ceil)[0], x.dtype
 
 
+def _avg_pool_jvp(out, ts, x, **params):
+    return apply(AVG_POOL, (ts[0],), params)  # a linear map of x
+
+
 AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, category="nn",
-              shape=_avg_pool_shape, batch=leading_rule)
+              shape=_avg_pool_shape, batch=leading_rule, jvp=_avg_pool_jvp)
 
 
 # ---- adaptive max pooling ----------------------------------------------------------------
@@ -288,3 +292,9 @@ def _max_unpool_shape(x, idx, osz):
 
 MAX_UNPOOL = Op("max_unpool", _max_unpool_kernel, _max_unpool_vjp, save_inputs=(1,),
                 category="nn", shape=_max_unpool_shape, jvp=_max_unpool_jvp, batch=leading_rule)
+
+
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "max_pool", "max_pool_backward", "adaptive_max_pool")

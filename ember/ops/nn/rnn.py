@@ -16,6 +16,7 @@ from ..._core import dtype as _dtype
 from ..._core.op import Op
 from ..._core.state import STATE
 from .. import _helpers as H
+from .._batching import _batched_front, _fallback_rule
 from ..blas import addmm
 from ..shape import cat, stack
 from ._rules import leading_rule
@@ -266,11 +267,77 @@ def _bwd_shape(n_gates_in):
     return shape
 
 
+# ---- vmap: the vmap batch joins the layer's own batch B (one recurrence, V*B rows) ---------
+
+def _fold(a, b, V, seq):
+    """(V, [T,] B, X) -> ([T,] V*B, X)."""
+    a = _batched_front(a, b, V)
+    if seq:
+        a = a.movedim(0, 1)
+        return a.reshape((a.shape[0], V * a.shape[2]) + tuple(a.shape[3:]))
+    return a.reshape((V * a.shape[1],) + tuple(a.shape[2:]))
+
+
+def _unfold(a, V, B, seq):
+    if seq:
+        return a.reshape((a.shape[0], V, B) + tuple(a.shape[2:]))
+    return a.reshape((V, B) + tuple(a.shape[1:]))
+
+
+def _layer_batch(n_seq, n_state):
+    """Inputs: n_seq (T, B, X) sequences, n_state (B, n) states, then the weights; a
+    per-example weight has no fold (each example its own recurrence matrix): a loop."""
+    def rule(op, args, bdims, params, batch_size):
+        k = n_seq + n_state
+        if any(b is not None for b in bdims[k:]):
+            return _fallback_rule(op, args, bdims, params, batch_size)
+        V = batch_size
+        folded = [_fold(a, b, V, i < n_seq) for i, (a, b) in enumerate(zip(args[:k], bdims))]
+        B = folded[n_seq].shape[0] // V
+        outs = op(*folded, *args[k:], **params)
+        return _unfold_outs(op, outs, V, B, folded, args[k:], params)
+    return rule
+
+
+def _unfold_outs(op, outs, V, B, folded, weights, params):
+    if op is LSTM_LAYER or op is GRU_LAYER:  # every output is a sequence
+        return tuple(_unfold(o, V, B, True) for o in outs), (1,) * len(outs)
+    # the backward's weight gradients sum over the whole (folded) batch: each example's
+    # is recomputed from its gate gradients and the states each step started from
+    T = folded[0].shape[0]
+    if op is LSTM_LAYER_BACKWARD:
+        dG, dh, dc, _ = outs
+        hs, h0, dGH = folded[3], folded[5], dG
+        states = (_unfold(dh, V, B, False), _unfold(dc, V, B, False))
+    else:
+        dGI, dh, _, _ = outs
+        hs, h0 = folded[2], folded[3]
+        n = h0.shape[-1]
+        dGH = cat([dGI[..., :2 * n], dGI[..., 2 * n:] * folded[1][..., :n]], -1)
+        dG, states = dGI, (_unfold(dh, V, B, False),)
+    n = h0.shape[-1]
+    h0 = h0.to(dGH.dtype)
+    hs = hs.to(dGH.dtype)
+    prev = cat([hs[1:], h0.unsqueeze(0)], 0) if params["reverse"] else \
+        cat([h0.unsqueeze(0), hs[:-1]], 0)
+    p = prev.reshape(T, V, B, n).permute(1, 3, 0, 2).reshape(V, n, T * B)
+    g = dGH.reshape(T, V, B, dGH.shape[-1]).permute(1, 0, 2, 3).reshape(V, T * B, dGH.shape[-1])
+    res = (_unfold(dG, V, B, True),) + states + (p.matmul(g),)
+    if op is GRU_LAYER_BACKWARD:
+        if weights[1] is not None:
+            res += (g.sum(1),)
+        else:
+            res += (outs[3].reshape(1, 0).expand(V, 0),)
+    return res, (1,) + (0,) * (len(res) - 1)
+
+
 LSTM_LAYER_BACKWARD = Op("_lstm_layer_backward", _lstm_layer_bwd_kernel, None, n_out=4,
-                         differentiable=False, shape=_bwd_shape(4))
+                         differentiable=False, shape=_bwd_shape(4), batch=_layer_batch(5, 2))
 LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel,
                 _fused(LSTM_LAYER_BACKWARD, _lstm_layer_bptt, 2), n_out=3,
-                save_output=True, nondiff_outputs=(2,), shape=_layer_shape(4, 2))
+                save_output=True, nondiff_outputs=(2,), shape=_layer_shape(4, 2),
+                batch=_layer_batch(1, 2))
+
 
 
 def _gru_layer_kernel(xp, xw, h0, whhT, b_hh, reverse):
@@ -320,9 +387,14 @@ def _gru_layer_bwd_kernel(xp, ghs, acts, hs, h0, whhT, b_hh, reverse):
 
 
 GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel, None, n_out=4,
-                        differentiable=False, shape=_bwd_shape(3))
+                        differentiable=False, shape=_bwd_shape(3), batch=_layer_batch(3, 1))
 GRU_LAYER = Op("_gru_layer", _gru_layer_kernel,
                _fused(GRU_LAYER_BACKWARD, _gru_layer_bptt, 1), n_out=2,
-               save_output=True, nondiff_outputs=(1,), shape=_layer_shape(4, 1))
+               save_output=True, nondiff_outputs=(1,), shape=_layer_shape(4, 1),
+               batch=_layer_batch(1, 1))
 
 
+# forward mode derives these tangents from the vjp: it is written in differentiable ember ops
+from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
+
+mark_unsupported("jvp", JVP_FROM_VJP, "_lstm_cell", "_gru_cell", "_lstm_layer", "_gru_layer")
