@@ -2,6 +2,7 @@
 from .module import Module  # noqa: F401
 from .container import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
