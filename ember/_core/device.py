@@ -9,6 +9,7 @@ here with `register_backend`.
 import numpy as np
 
 __all__ = ["device", "register_backend", "backend_for_array", "backend_for_type", "get_backend",
+           "namespace_of",
            "set_default_device", "get_default_device", "DEFAULT_DEVICE"]
 
 # the device factory functions use when given none: set_default_device, or the innermost
@@ -67,6 +68,16 @@ def backend_for_type(array_type):
             return None
         b = _BY_TYPE[array_type] = max(matches, key=lambda bk: len(bk.array_type.__mro__))
     return b
+
+
+def namespace_of(a):
+    """The array namespace computing on ``a``; NumPy for anything no backend stores (host
+    values, and the storage-less metadata of vmap's logical tensors)."""
+    xp = XP_BY_ARRAY_TYPE.get(type(a))
+    if xp is None:
+        b = backend_for_type(type(a))
+        xp = np if b is None else b.xp
+    return xp
 
 
 def backend_for_array(a):

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .errors import NUMPY_ERRORS, translate
-from .device import XP_BY_ARRAY_TYPE, backend_for_type
+from .device import XP_BY_ARRAY_TYPE, backend_for_type, namespace_of
 from .node import record
 from .overrides import (  # noqa: F401  (re-exported: ember imports them from here)
     OVERRIDE_TYPES, SUBCLASS_OVERRIDES, NeedsOverride, _ROUTED_DUNDERS, _UNROUTED_METHODS,
@@ -117,8 +117,15 @@ def _as_array(r, xp):
     return xp.asarray(r)
 
 
+def _may_share(a, b):
+    if type(a) is _ndarray:
+        return _np.may_share_memory(a, b)
+    f = getattr(namespace_of(a), "may_share_memory", None)
+    return True if f is None else f(a, b)  # a backend that cannot tell: its views are views
+
+
 def _mark_view(out, src, op, params):
-    if not _np.may_share_memory(out._data, src._data):
+    if not _may_share(out._data, src._data):
         return  # the kernel had to copy (e.g. reshape of a non-contiguous tensor)
     root = src._base if src._base is not None else src
     out._base = root

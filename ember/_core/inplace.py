@@ -8,6 +8,7 @@ history (and its base's, for a view) onto the new value.
 import numpy as np
 
 from . import dtype as _dt
+from .device import backend_for_type, namespace_of
 from .errors import NUMPY_ERRORS, translate
 from .node import record
 from .state import STATE
@@ -82,7 +83,14 @@ def copy_into(target, r):
         if src.category > dst.category:
             raise RuntimeError(f"result type {_cat_name(src)} can't be cast to the desired output "
                                f"type {_cat_name(dst)}")
-    _np.copyto(td, r, casting="unsafe") if type(td) is _ndarray else td.__setitem__(..., r)
+    if type(td) is _ndarray and type(r) is _ndarray:
+        _np.copyto(td, r, casting="unsafe")
+    else:
+        if backend_for_type(type(td)) is not backend_for_type(type(r)):
+            raise RuntimeError(f"Expected out tensor to have device "
+                               f"{backend_for_type(type(r)).name}, but got "
+                               f"{backend_for_type(type(td)).name} instead")
+        td[...] = r
     v = _version_of(target)
     v[0] += 1
 
@@ -196,7 +204,7 @@ def write_out(out, result):
                           f"{list(out._data.shape)}, which does not match the required output "
                           f"shape {list(result._data.shape)}. This behavior is deprecated.",
                           UserWarning, stacklevel=3)
-        out._data = _np.empty(result._data.shape, dtype=out._data.dtype)
+        out._data = namespace_of(out._data).empty(result._data.shape, dtype=out._data.dtype)
         out._base = None
     copy_into(out, result._data)
     return out

@@ -16,7 +16,7 @@ import numpy as np
 from . import dtype as _dt
 from . import layout as _layout
 from . import storage as _storage
-from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device
+from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device, get_backend
 
 __all__ = ["Tensor", "wrap"]
 
@@ -447,6 +447,14 @@ def wrap(arr):
     t = _new(Tensor)
     t._data = arr
     return t
+
+
+def host_tensor(arr, like):
+    """A tensor of host (NumPy) array ``arr`` -- an index table or constant computed from
+    shapes -- on ``like``'s device, so that composites never mix a CPU tensor into the
+    operators of another backend."""
+    d = like.device
+    return wrap(arr if d.type == "cpu" else get_backend(d.type).from_host(arr))
 
 
 def _version_of(t):

@@ -1,6 +1,5 @@
 """``Tensor.backward``, ``autograd.backward`` and ``autograd.grad``; tensor hooks."""
-import numpy as np
-
+from .._core.device import namespace_of
 from .._core.node import RemovableHandle
 from .._core.tensor import Tensor, wrap
 from .engine import run_backward
@@ -26,9 +25,9 @@ def _make_grads(outputs, grads, is_grads_batched=False):
             if o._data.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {o.dtype}")
-            g = wrap(np.ones_like(o._data))
+            g = wrap(namespace_of(o._data).ones(o._data.shape, dtype=o._data.dtype))
         elif not isinstance(g, Tensor):
-            g = wrap(np.full(o._data.shape, g, dtype=o._data.dtype))
+            g = wrap(namespace_of(o._data).full(o._data.shape, g, dtype=o._data.dtype))
         else:
             if g._data.shape != o._data.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
@@ -85,7 +84,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     res = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs_t,
                        accumulate=False, allow_unused=allow_unused)
     if materialize_grads:
-        res = [r if r is not None else wrap(np.zeros_like(i._data)) for r, i in zip(res, inputs_t)]
+        res = [r if r is not None else
+               wrap(namespace_of(i._data).zeros(i._data.shape, dtype=i._data.dtype))
+               for r, i in zip(res, inputs_t)]
     return tuple(res)
 
 

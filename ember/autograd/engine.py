@@ -9,8 +9,7 @@ with ``create_graph=True`` the backward pass is itself recorded.
 import heapq
 import threading
 
-import numpy as np
-
+from .._core.device import namespace_of
 from .._core.node import AccumulateGrad, grad_accumulator
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
@@ -53,10 +52,11 @@ def _accumulate(buf, i, g):
     buf[i] = g if old is None else old + g
 
 
-def _zeros_for(node, i):
-    # a missing gradient of a multi-output node: zeros shaped like that output
+def _zeros_for(node, i, like):
+    # a missing gradient of a multi-output node: zeros shaped like that output, on the
+    # backend of the gradients that did arrive (``like``)
     shape, dtype = node.out_meta[i]
-    return wrap(np.zeros(shape, dtype=dtype))
+    return wrap(namespace_of(like).zeros(shape, dtype=dtype))
 
 
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True,
@@ -143,7 +143,8 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             else:
                 has_grad = any(g is not None for g in grads)
                 if has_grad:
-                    grads = [g if g is not None else _zeros_for(node, i)
+                    like = next(g for g in grads if g is not None)._data
+                    grads = [g if g is not None else _zeros_for(node, i, like)
                              for i, g in enumerate(grads)]
             if not has_grad:
                 grads_in = (None,) * len(edges)
@@ -282,10 +283,17 @@ _GRAD_LOCK = threading.Lock()
 def _retain_into_grad(t, g):
     if t._grad is None:
         t._grad = g.detach() if not STATE.grad_enabled else g
-        if t._grad is g or np.shares_memory(t._grad._data, g._data):
+        if t._grad is g or _shares_memory(t._grad._data, g._data):
             t._grad = wrap(g._data.copy())
     else:
         t._grad = t._grad + g
+
+
+def _shares_memory(a, b):
+    xp = namespace_of(a)
+    f = getattr(xp, "shares_memory", None)
+    # a backend that cannot tell: assume shared, so that .grad owns a copy
+    return True if f is None else f(a, b)
 
 
 def _accumulate_leaf(node, g, create_graph):
@@ -316,13 +324,13 @@ def _add_into_grad(t, g, create_graph):
         t._grad = t._grad + g
     else:
         gd = t._grad._data
-        np.add(gd, g._data, out=gd, casting="unsafe")
+        namespace_of(gd).add(gd, g._data, out=gd, casting="unsafe")
         _version_of(t._grad)[0] += 1
 
 
 def _check_nan(node, grads_in):
     for i, g in enumerate(grads_in):
-        if isinstance(g, Tensor) and np.isnan(g._data).any():
+        if isinstance(g, Tensor) and bool(namespace_of(g._data).isnan(g._data).any()):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             raise RuntimeError(msg)
 

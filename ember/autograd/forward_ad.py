@@ -15,7 +15,7 @@ import numpy as np
 
 from .._core.dispatch import DispatchMode
 from .._core.state import SHARED, STATE
-from .._core.tensor import Tensor, wrap
+from .._core.tensor import Tensor, host_tensor
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor", "enter_dual_level",
            "exit_dual_level"]
@@ -63,7 +63,8 @@ def derived_jvp(op, args, params, out, tangents):
     try:
         us = []
         for o, d in zip(outs, diff):
-            u = wrap(np.zeros(o._data.shape, dtype=o._data.dtype)) if isinstance(o, Tensor) \
+            u = host_tensor(np.zeros(o._data.shape, dtype=o._data.dtype), o) \
+                if isinstance(o, Tensor) \
                 else None
             if d:
                 u.requires_grad_(True)
@@ -98,7 +99,8 @@ def derived_jvp(op, args, params, out, tangents):
             tans.append(None)
             continue
         r = next(it)
-        tans.append(r if r is not None else wrap(np.zeros(o._data.shape, dtype=o._data.dtype)))
+        tans.append(r if r is not None else
+                    host_tensor(np.zeros(o._data.shape, dtype=o._data.dtype), o))
     return tans
 
 
@@ -128,7 +130,7 @@ def _fit(t, o):
     # rules may leave broadcasting, dtype promotion and zero (None) tangents to this step, so
     # that they match the derived tangents: output shape and dtype, real part for real outputs
     if t is None:
-        return wrap(np.zeros(o._data.shape, dtype=o._data.dtype))
+        return host_tensor(np.zeros(o._data.shape, dtype=o._data.dtype), o)
     if t._data.dtype.kind == "c" and o._data.dtype.kind != "c":
         t = t.real
     if t._data.dtype != o._data.dtype:

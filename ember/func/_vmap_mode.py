@@ -42,6 +42,10 @@ class BatchedTensor(Tensor):
         return f"BatchedTensor(lvl={self._level}, bdim={self._bdim}, value=\n" \
                f"{self._value!r}\n)"
 
+    @property
+    def device(self):
+        return self._value.device
+
     # Tensor methods that read storage directly must act on the physical value
     def detach(self):
         return make_batched(self._value.detach(), self._bdim, self._level)
@@ -67,11 +71,58 @@ def make_batched(value, bdim, level):
     t._value = value
     t._bdim = bdim
     t._level = level
-    shape = value._data.shape[:bdim] + value._data.shape[bdim + 1:]
-    # a zero-stride stand-in with the logical shape and dtype: Tensor's metadata
-    # properties (shape, dtype, dim, numel, ...) then describe the logical tensor
-    t._data = np.broadcast_to(np.zeros((), dtype=value._data.dtype), shape)
+    shape = value.shape
+    # metadata only, no array: Tensor's properties (shape, dtype, dim, numel, ...) then
+    # describe the logical tensor, and its sizes need not be concrete numbers
+    t._data = _LogicalMeta(tuple(shape[:bdim]) + tuple(shape[bdim + 1:]), value.dtype.np)
     return t
+
+
+class _LogicalMeta:
+    """The shape and dtype of a logical (per-example) tensor, in the attribute names of an
+    array so that Tensor's metadata properties read it; it holds no data, so anything that
+    tries to compute on a BatchedTensor's storage instead of going through an operator
+    fails loudly."""
+    __slots__ = ("shape", "dtype", "ndim")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+        self.ndim = len(shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def strides(self):
+        # a logical tensor has no memory layout of its own (its physical value has one)
+        return (0,) * self.ndim
+
+    @property
+    def flags(self):
+        # contiguous: reshape picks the view operator, whose batching rule decides on
+        # the physical layout whether it may view or must copy
+        return _FLAGS
+
+
+class _Flags:
+    __slots__ = ()
+    c_contiguous = True
+
+
+_FLAGS = _Flags()
 
 
 def is_batched(t, level=None):
@@ -181,7 +232,8 @@ class VmapMode(DispatchMode):
         dispatch._record_logical(op.base, full, kwargs, out)
         with _NoGrad():
             self.__ember_dispatch__(REGISTRY["copy"].inplace, (target, out), {})
-        dispatch._rebase_history(target, out)
+        with self:  # replaying a logical view chain on the new history needs this level
+            dispatch._rebase_history(target, out)
         return target
 
     def _random(self, op, base, args, kwargs):

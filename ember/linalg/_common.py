@@ -3,6 +3,7 @@ words, and ``out=`` tuples (the kernels' LAPACK helpers are in ember.ops.linalg.
 import numpy as np
 
 from .._core import dtype as _dt
+from .._core.device import backend_for_type
 from .._core.tensor import Tensor
 from ..ops._helpers import type_name
 
@@ -49,7 +50,11 @@ def batch_prefix(batch_shape, i):
 
 def raise_info(name, batch_shape, info, fmt):
     """Raise LinAlgError for the first non-zero entry of ``info`` (shape ``batch_shape``)."""
-    flat = np.asarray(info).reshape(-1)
+    b = backend_for_type(type(info))
+    if b is None:
+        return  # vmap's logical tensors carry no values to check
+    # a data-dependent error check needs the values on the host (torch synchronises too)
+    flat = np.asarray(b.to_host(info)).reshape(-1)
     bad = np.flatnonzero(flat)
     if bad.size:
         i = int(bad[0])

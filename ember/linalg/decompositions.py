@@ -4,7 +4,7 @@ ember.ops.linalg.decompositions."""
 import numpy as np
 
 from .._core.dispatch import apply, overridable
-from .._core.tensor import wrap
+from .._core.tensor import host_tensor
 from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.linalg.decompositions import (CHOL, DET, LDL, LDL_SOLVE, LU, QR, SLOGDET, perm_matrix,
@@ -66,7 +66,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
     """Inverse of a Hermitian positive-definite matrix given its Cholesky factor."""
     check_square("cholesky_inverse", L, "input")
     check_float("cholesky_inverse", L)
-    eye = wrap(np.eye(L.shape[-1], dtype=L._data.dtype))
+    eye = host_tensor(np.eye(L.shape[-1], dtype=L._data.dtype), L)
     return _out(apply(CHOL_SOLVE, (eye, L), {"upper": upper}), out)
 
 
@@ -122,9 +122,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     if unpack_data:
         l, u = unpack_lu(LU_data)
     else:
-        l = u = wrap(np.zeros((0,), LU_data._data.dtype))
+        l = u = host_tensor(np.zeros((0,), LU_data._data.dtype), LU_data)
     p = perm_matrix(LU_data, LU_pivots) if unpack_pivots else \
-        wrap(np.zeros((0,), LU_data._data.dtype))
+        host_tensor(np.zeros((0,), LU_data._data.dtype), LU_data)
     return write_outs("lu_unpack", 4, out, (p, l, u), lu_unpack_t)
 
 
@@ -193,8 +193,8 @@ def householder_product(A, tau, *, out=None):
                            f"{A.ndim}")
     check_same_dtype(name, A, tau, "input", "tau")
     dt = A._data.dtype
-    v = tril(A[..., :, :k], -1) + wrap(np.eye(m, k, dtype=dt))
-    q = wrap(np.broadcast_to(np.eye(m, n, dtype=dt), tuple(A.shape[:-2]) + (m, n)).copy())
+    v = tril(A[..., :, :k], -1) + host_tensor(np.eye(m, k, dtype=dt), A)
+    q = host_tensor(np.broadcast_to(np.eye(m, n, dtype=dt), tuple(A.shape[:-2]) + (m, n)).copy(), A)
     for i in range(k - 1, -1, -1):
         vi = v[..., :, i:i + 1]
         q = q - tau[..., i:i + 1].unsqueeze(-1) * matmul(vi, matmul(vi.mH, q))

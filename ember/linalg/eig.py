@@ -4,7 +4,7 @@ import numpy as np
 
 from .._core.dispatch import apply, overridable
 from .._core.state import STATE
-from .._core.tensor import wrap
+from .._core.tensor import host_tensor
 from ..ops import _return_types as _rt
 from ..ops.linalg.eig import EIG, EIGH, EIGVALS, EIGVALSH, SVD, SVDVALS
 from ._common import check_float, check_matrix, check_square, write_outs
@@ -112,8 +112,9 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
         m, n = input.shape[-2:]
         dt = input._data.dtype
         bs = tuple(input.shape[:-2])
-        return write_outs("svd", 3, out, (wrap(np.zeros(bs + (m, m), dt)), s,
-                                            wrap(np.zeros(bs + (n, n), dt))), svd_legacy_t,
+        return write_outs("svd", 3, out, (host_tensor(np.zeros(bs + (m, m), dt), input), s,
+                                            host_tensor(np.zeros(bs + (n, n), dt), input)),
+                          svd_legacy_t,
                           op="_linalg_svd")
     u, s, vh = apply(SVD, (input,), {"full_matrices": not some})
     return write_outs("svd", 3, out, (u, s, vh.mH), svd_legacy_t, op="_linalg_svd")

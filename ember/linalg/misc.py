@@ -3,7 +3,7 @@ vander, diagonal, matmul."""
 import numpy as np
 
 from .._core.dispatch import apply, overridable
-from .._core.tensor import wrap
+from .._core.tensor import host_tensor
 from ..ops import blas as _blas
 from ..ops.blas import matmul as _matmul
 from ..ops.linalg.misc import EXPM
@@ -22,7 +22,7 @@ def matrix_power(A, n, *, out=None):
     check_square("linalg.matrix_power", A)
     if n == 0:
         # connected to A (zero gradient) like torch's
-        return _out(A * 0 + wrap(np.eye(A.shape[-1], dtype=A._data.dtype)), out)
+        return _out(A * 0 + host_tensor(np.eye(A.shape[-1], dtype=A._data.dtype), A), out)
     if n < 0:
         check_float("linalg.inv", A)
         A, n = inv(A), -n
@@ -123,7 +123,7 @@ def vander(x, *, N=None):
     n = x.shape[-1] if N is None else N
     if n < 1:
         raise RuntimeError("N must be greater than 1.")
-    ones = wrap(np.ones(tuple(x.shape) + (1,), dtype=x._data.dtype))
+    ones = host_tensor(np.ones(tuple(x.shape) + (1,), dtype=x._data.dtype), x)
     if n == 1:
         return ones if not x.requires_grad else ones + x.unsqueeze(-1) * 0
     return cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1).cumprod(-1)

@@ -13,7 +13,8 @@ from .._core import meta as _meta
 from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_inplace,
                               handle_override, overridable, routes_overrides, write_out)
 from .._core.op import Op
-from .._core.tensor import Tensor, wrap
+from .._core.device import XP_BY_ARRAY_TYPE as _ARRAY_TYPES
+from .._core.tensor import Tensor, host_tensor, wrap
 
 _ndarray = np.ndarray
 _E = {}
@@ -49,7 +50,7 @@ def cj(t):
 # ---- dtype rules ------------------------------------------------------------------------
 
 def _operand_key(x):
-    if isinstance(x, _ndarray):  # subclasses too (np.memmap, third-party device arrays)
+    if isinstance(x, _ndarray) or type(x) in _ARRAY_TYPES:  # any backend's arrays
         return (x.dtype, x.ndim == 0)
     if isinstance(x, np.generic):
         return (x.dtype, True)
@@ -73,12 +74,17 @@ def promote_np(*xs):
     return r
 
 
-def _cast(x, dt):
-    if isinstance(x, _ndarray):
+def xp_fn(xp, fn):
+    """NumPy function or ufunc ``fn``'s namesake in the array namespace ``xp``."""
+    return fn if xp is np else getattr(xp, fn.__name__)
+
+
+def _cast(x, dt, xp=np):
+    if isinstance(x, _ndarray) or type(x) in _ARRAY_TYPES:
         return x if x.dtype is dt else x.astype(dt)
     if type(x) is int and dt.kind in "iu":
         # torch wraps Python ints into the tensor's integer type (uint8 - 2 -> 254 - ...)
-        return np.array(x, dtype=np.int64).astype(dt)
+        return xp.asarray(x, dtype=np.int64).astype(dt)
     return x
 
 
@@ -223,18 +229,18 @@ def binary_kernel(fn, *, kind="promote"):
             dt = promote_np(a, b)
         try:
             if dt in _HALF:
-                r = fn(xp, _cast(a, _F32), _cast(b, _F32))
+                r = fn(xp, _cast(a, _F32, xp), _cast(b, _F32, xp))
                 return r.astype(dt) if kind != "bool" else r
             if kind == "float" and dt.kind in "biu":
                 dt = default_float_np()
-            r = fn(xp, _cast(a, dt), _cast(b, dt))
+            r = fn(xp, _cast(a, dt, xp), _cast(b, dt, xp))
         except ValueError:
             check_broadcast(a, b)  # torch's message for shapes that don't broadcast
             raise
         if kind == "bool":
             return r
         if type(r) is not _ndarray or r.dtype is not dt:
-            r = np.asarray(r).astype(dt, copy=False)
+            r = xp.asarray(r).astype(dt, copy=False)
         return r
     return kernel
 
@@ -244,11 +250,12 @@ def nary_kernel(fn, n_promote):
     def kernel(xp, *xs, **params):
         dt = promote_np(*xs[:n_promote])
         if dt in _HALF:
-            r = fn(xp, *[_cast(x, _F32) for x in xs[:n_promote]], *xs[n_promote:], **params)
-            return np.asarray(r).astype(dt)
-        r = fn(xp, *[_cast(x, dt) for x in xs[:n_promote]], *xs[n_promote:], **params)
+            r = fn(xp, *[_cast(x, _F32, xp) for x in xs[:n_promote]], *xs[n_promote:],
+                   **params)
+            return xp.asarray(r).astype(dt)
+        r = fn(xp, *[_cast(x, dt, xp) for x in xs[:n_promote]], *xs[n_promote:], **params)
         if type(r) is not _ndarray or r.dtype != dt:
-            r = np.asarray(r).astype(dt, copy=False)
+            r = xp.asarray(r).astype(dt, copy=False)
         return r
     return broadcast_guard(kernel)
 
@@ -404,7 +411,7 @@ def to_tensor_like(x, ref):
     """A Python number as a 0-dim tensor (weak dtype semantics are lost: use sparingly)."""
     if isinstance(x, Tensor):
         return x
-    return wrap(np.asarray(x))
+    return host_tensor(np.asarray(x), ref)
 
 
 

@@ -442,7 +442,7 @@ def _addmm_kernel(xp, inp, m1, m2, kind, beta=1, alpha=1):
         p = p + (i if beta == 1 else i * beta)
     elif p.shape != shape:
         p = xp.broadcast_to(p, shape)
-    return np.asarray(p).astype(dt, copy=False)
+    return xp.asarray(p).astype(dt, copy=False)
 
 
 def _addmm_vjp(ctx, g, inp, m1, m2, kind, beta=1, alpha=1):
@@ -630,8 +630,9 @@ def _einsum_kernel(xp, *ops, equation):
         # torch sums an operand's private dimensions first, and integer sums give int64
         dt = np.dtype(np.int64)
         ins = [o.astype(dt) for o in ins]
-    r = xp.asarray(expr(*ins))
-    if any(np.may_share_memory(r, o) for o in ops):
+    # opt_einsum's contraction order runs on NumPy; another backend contracts with its own
+    r = xp.asarray(expr(*ins)) if xp is np else xp.einsum(expr.contraction, *ins)
+    if any(xp.may_share_memory(r, o) for o in ops):
         r = r.copy()  # a pure permutation/diagonal: give the result storage of its own
     return r if r.dtype == dt else r.astype(dt)
 
@@ -672,7 +673,7 @@ def _einsum_vjp(ctx, g, *ops, equation):
 
 
 def _eye(n, like):
-    return eye(n, dtype=like.dtype)
+    return eye(n, dtype=like.dtype, device=like.device)
 
 
 def _einsum_shape(*ops, equation):

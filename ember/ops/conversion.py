@@ -109,7 +109,7 @@ def _to(self, *args, **kwargs):
 
 def _to_device_kernel(xp, x, backend):
     host = backend_for_array(x).to_host(x)
-    return get_backend(backend).from_host(np.asarray(host))
+    return get_backend(backend).from_host(np.asarray(host))  # host memory: NumPy's
 
 
 TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False,
@@ -162,7 +162,7 @@ Tensor.type_as = lambda self, other: _to_dtype(self, other.dtype)
 # ---- copy_ ------------------------------------------------------------------------------
 def _copy_kernel(xp, dst, src, non_blocking=False):
     if type(src) is not np.ndarray:
-        src = np.asarray(src)
+        src = xp.asarray(src)
     if dst.dtype.kind != "c" and src.dtype.kind == "c":
         src = src.real
     return xp.broadcast_to(src, dst.shape).astype(dst.dtype, copy=False) \

@@ -100,7 +100,7 @@ def _empty_strided_kernel(xp, *, size, stride, dtype, device=None):
     dt = np.dtype(dtype)
     n = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     buf = xp.empty(builtins.max(n, 0), dtype=dt)
-    return _on(np.lib.stride_tricks.as_strided(buf, tuple(size),
+    return _on(xp.lib.stride_tricks.as_strided(buf, tuple(size),
                                                tuple(st * dt.itemsize for st in stride)), device)
 
 
@@ -157,7 +157,7 @@ def _eye_kernel(xp, *, n, m, dtype, device=None):
 
 def _tensor_kernel(xp, *, data, dtype, device=None):
     try:
-        arr = np.array(data, dtype=dtype)
+        arr = xp.array(data, dtype=dtype)
     except ValueError as e:
         if "out of bounds" in str(e) or "overflow" in str(e):
             raise
@@ -536,17 +536,22 @@ def _to_out(r, out):
     return write_out(out, r)
 
 
+def _dev(self, device):
+    # torch's new_* create on self's device unless told otherwise (None: the CPU fast path)
+    return device if device is not None or type(self._data) is np.ndarray else self.device
+
+
 Tensor.new_tensor = lambda self, data, *, dtype=None, device=None, requires_grad=False: tensor(
-    data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    data, dtype=dtype or self.dtype, device=_dev(self, device), requires_grad=requires_grad)
 Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
-    *size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    *size, dtype=dtype or self.dtype, device=_dev(self, device), requires_grad=requires_grad)
 Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
-    *size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    *size, dtype=dtype or self.dtype, device=_dev(self, device), requires_grad=requires_grad)
 Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: empty(
-    *size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    *size, dtype=dtype or self.dtype, device=_dev(self, device), requires_grad=requires_grad)
 Tensor.new_full = lambda self, size, fill_value, *, dtype=None, device=None, \
-    requires_grad=False: full(size, fill_value, dtype=dtype or self.dtype, device=device,
-                              requires_grad=requires_grad)
+    requires_grad=False: full(size, fill_value, dtype=dtype or self.dtype,
+                              device=_dev(self, device), requires_grad=requires_grad)
 
 
 def _fill_(self, value):

@@ -14,9 +14,10 @@ import numpy as np
 
 from .._core import meta as _meta
 from .._core.dispatch import overridable
+from .._core.device import backend_for_type, namespace_of
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
-                       write_out, wrap)
+                       host_tensor, write_out, xp_fn)
 from ._batching import _dims_rule
 from ._batching_index import (_dynamic_rule, _index_put_rule, _index_rule, _index_select_rule,
                               _index_write_rule, _masked_fill_rule, _masked_scatter_rule,
@@ -36,8 +37,8 @@ _INT_KINDS = "iu"
 _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
-def _zeros(shape, dt):
-    return wrap(np.zeros(shape, dtype=dt))
+def _zeros(shape, dt, like):
+    return host_tensor(np.zeros(shape, dtype=dt), like)
 
 
 def _dtype_name(dt):
@@ -233,12 +234,12 @@ def _index_kernel(xp, x, *indices):
         r = x[_adv_key(indices)]
     except IndexError as e:
         raise _torch_index_error(e) from None
-    return r if type(r) is np.ndarray else np.asarray(r)
+    return r if type(r) is np.ndarray else xp.asarray(r)
 
 
 def _index_vjp(ctx, g, x, *indices):
     shape, dt = ctx.in_meta[0]
-    return (apply(INDEX_PUT, (_zeros(shape, g._data.dtype), g) + indices,
+    return (apply(INDEX_PUT, (_zeros(shape, g._data.dtype, g), g) + indices,
                   {"accumulate": True}),) + (None,) * len(indices)
 
 
@@ -266,12 +267,12 @@ INDEX = Op("index", _index_kernel, _index_vjp, save_inputs=_SAVE_FROM_1, shape=_
 def _index_put_kernel(xp, x, values, *indices, accumulate):
     key = _adv_key(indices)
     out = x.copy()
-    v = values if type(values) is np.ndarray else np.asarray(values)
+    v = values if type(values) is np.ndarray else xp.asarray(values)
     if v.dtype != x.dtype:
         v = v.astype(x.dtype)
     try:
         if accumulate:
-            np.add.at(out, key, v)
+            xp.add.at(out, key, v)
         else:
             out[key] = v
     except IndexError as e:
@@ -300,8 +301,21 @@ def _arr(a):
     return a._data if isinstance(a, Tensor) else a
 
 
-def _wrap_indices(adv):
-    return tuple(a if a is None or isinstance(a, Tensor) else wrap(a) for a in adv)
+def _shape_probe(a):
+    """A host stand-in for index ``a`` that gives the indexing result's shape: integer
+    indices by their shape alone, boolean masks by their values (copied to the host)."""
+    d = _arr(a)
+    if d is None or type(d) is np.ndarray:
+        return d
+    if d.dtype != bool:
+        return np.zeros(d.shape, np.intp)
+    b = backend_for_type(type(d))
+    return np.zeros(d.shape, bool) if b is None else np.asarray(b.to_host(d))
+
+
+def _wrap_indices(adv, like):
+    # host index arrays (from Python lists, ints, bools) go to the indexed tensor's device
+    return tuple(a if a is None or isinstance(a, Tensor) else host_tensor(a, like) for a in adv)
 
 
 def _getitem(self, item):
@@ -318,7 +332,7 @@ def _getitem(self, item):
     if adv is None:
         return v if v is not self else apply(INDEX_VIEW, (self,), {"key": ()})
     try:
-        return apply(INDEX, (v,) + _wrap_indices(adv), _E)
+        return apply(INDEX, (v,) + _wrap_indices(adv, self), _E)
     except NeedsOverride:
         return handle_override(_getitem, (self, item), {})
 
@@ -354,13 +368,14 @@ def _setitem(self, item, value):
             value = _fit_value(value, target._data.shape)
         target.copy_(value)
         return
-    idx = _wrap_indices(adv)
+    idx = _wrap_indices(adv, self)
     if type(item) is bool and isinstance(value, Tensor):
         value = value.to(self.dtype)  # t[True] = v is a copy for torch (it casts)
     if isinstance(value, Tensor):
         if value._data.ndim:
+            # the shape of the indexed region, worked out on the host
             probe = np.broadcast_to(np.empty((), bool), target._data.shape)[
-                _adv_key([_arr(a) for a in adv])]
+                _adv_key([_shape_probe(a) for a in adv])]
             value = _fit_value(value, probe.shape)
         if value._data.dtype != self._data.dtype:
             # torch casts only for one boolean mask with a one-element value (its masked_fill
@@ -408,7 +423,7 @@ def _index_put_args(self, indices, values):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_dtype_name(self._data.dtype)} for the destination and "
                            f"{_dtype_name(values._data.dtype)} for the source.")
-    return (values,) + _wrap_indices(adv)
+    return (values,) + _wrap_indices(adv, self)
 
 
 @overridable
@@ -444,12 +459,12 @@ def _gather_kernel(xp, x, idx, dim):
         return _gather_kernel(xp, x1, i1, 0).reshape(idx.shape)
     _check_bounds(idx, x.shape[dim], dim)
     sl = tuple(slice(0, idx.shape[d]) if d != dim else slice(None) for d in range(x.ndim))
-    return np.take_along_axis(x[sl], idx.astype(np.intp, copy=False), axis=dim)
+    return xp.take_along_axis(x[sl], idx.astype(np.intp, copy=False), axis=dim)
 
 
 def _gather_vjp(ctx, g, x, idx, dim):
     shape, _ = ctx.in_meta[0]
-    return apply(SCATTER_ADD, (_zeros(shape, g._data.dtype), idx, g), {"dim": dim}), None
+    return apply(SCATTER_ADD, (_zeros(shape, g._data.dtype, g), idx, g), {"dim": dim}), None
 
 
 GATHER = Op("gather", _gather_kernel, _gather_vjp, save_inputs=(1,),
@@ -492,7 +507,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
 
 
 def _scatter_key(idx, dim):
-    grids = np.indices(idx.shape, sparse=True) if idx.ndim else ()
+    grids = namespace_of(idx).indices(idx.shape, sparse=True) if idx.ndim else ()
     return tuple(idx if d == dim else grids[d] for d in range(idx.ndim))
 
 
@@ -502,7 +517,7 @@ def _scatter_prep(x, idx, src, dim):
     o = out.reshape(-1) if out.ndim == 0 else out
     i = idx.reshape(-1) if idx.ndim == 0 else idx
     _check_bounds(i, o.shape[dim] if o.ndim else 1, dim)
-    if type(src) is np.ndarray:
+    if hasattr(src, "ndim"):  # an array of any backend (else a Python scalar)
         s = src.reshape(-1) if src.ndim == 0 else src
         src = s[tuple(slice(0, n) for n in i.shape)]
         if src.dtype != x.dtype:
@@ -519,7 +534,7 @@ def _scatter_kernel(xp, x, idx, src, dim, reduce=None):
     if reduce is None:
         o[key] = v
     else:
-        _UFUNC[reduce].at(o, key, v)
+        xp_fn(xp, _UFUNC[reduce]).at(o, key, v)
     return out
 
 
@@ -628,11 +643,11 @@ def _scatter_reduce_kernel(xp, x, idx, src, dim, reduce, include_self):
     if not include_self:
         calc[key] = _identity(reduce, o.dtype)
     vv = v.astype(calc.dtype) if v.dtype != calc.dtype else v
-    _UFUNC[reduce].at(calc, key, vv)
+    xp_fn(xp, _UFUNC[reduce]).at(calc, key, vv)
     if reduce == "mean":
-        cnt = np.full(o.shape, 1 if include_self else 0, dtype=np.int64)
-        np.add.at(cnt, key, 1)
-        safe = np.maximum(cnt, 1)
+        cnt = xp.full(o.shape, 1 if include_self else 0, dtype=np.int64)
+        xp.add.at(cnt, key, 1)
+        safe = xp.maximum(cnt, 1)
         calc[...] = calc // safe if calc.dtype.kind in "iub" else calc / safe
     if calc is not o:
         o[...] = calc.astype(o.dtype)
@@ -644,13 +659,13 @@ def _scatter_reduce_vjp(ctx, g, x, idx, src, dim, reduce, include_self):
     out = ctx.out
     need = ctx.needs_input_grad
     gx = gs = None
-    scattered = apply(SCATTER, (_zeros(out._data.shape, bool), idx, True), {"dim": dim})
+    scattered = apply(SCATTER, (_zeros(out._data.shape, bool, g), idx, True), {"dim": dim})
     if reduce == "sum":
         gx = g if include_self else g.masked_fill(scattered, 0)
         gs = apply(GATHER, (g, idx), {"dim": dim})
     elif reduce == "mean":
-        ones = wrap(np.ones(idx._data.shape, dtype=g._data.dtype))
-        base = _zeros(out._data.shape, g._data.dtype) + (1 if include_self else 0)
+        ones = host_tensor(np.ones(idx._data.shape, dtype=g._data.dtype), g)
+        base = _zeros(out._data.shape, g._data.dtype, g) + (1 if include_self else 0)
         cnt = apply(SCATTER_ADD, (base, idx, ones), {"dim": dim})
         cnt = cnt.masked_fill(cnt == 0, 1)
         gx = g / cnt if include_self else (g / cnt).masked_fill(scattered, 0)
@@ -688,7 +703,7 @@ def _prod_grads(g, out, x, idx, src, dim, include_self, need):
     if need[2]:
         s = src[tuple(slice(0, n) for n in idx._data.shape)] if src._data.ndim else src
         zero = s == 0
-        nz = apply(SCATTER_ADD, (_zeros(out._data.shape, g._data.dtype), idx,
+        nz = apply(SCATTER_ADD, (_zeros(out._data.shape, g._data.dtype, g), idx,
                                  zero.to(g.dtype)), {"dim": dim})
         single = zero & (apply(GATHER, (nz, idx), {"dim": dim}) == 1)
         # a lone zero's gradient: the group's product with that zero taken as 1
@@ -755,12 +770,12 @@ def _index_select_kernel(xp, x, idx, dim):
         raise IndexError("index out of range in self")
     if x.ndim == 0:
         return x.reshape(1)[idx.reshape(-1)].reshape(idx.shape)
-    return np.take(x, idx.reshape(-1), axis=dim)
+    return xp.take(x, idx.reshape(-1), axis=dim)
 
 
 def _index_select_vjp(ctx, g, x, idx, dim):
     shape, _ = ctx.in_meta[0]
-    return apply(INDEX_ADD, (_zeros(shape, g._data.dtype), idx, g), {"dim": dim}), None
+    return apply(INDEX_ADD, (_zeros(shape, g._data.dtype, g), idx, g), {"dim": dim}), None
 
 
 def _index_select_shape(x, idx, dim):
@@ -799,7 +814,7 @@ def _index_write_kernel(mode):
         if s.dtype != x.dtype:
             s = s.astype(x.dtype)
         if mode == "add":
-            np.add.at(o, key, s if alpha == 1 else s * np.asarray(alpha).astype(x.dtype))
+            xp.add.at(o, key, s if alpha == 1 else s * xp.asarray(alpha).astype(x.dtype))
         else:
             o[key] = s
         return out
@@ -968,9 +983,9 @@ def _check_mask(name, mask):
 
 def _masked_fill_kernel(xp, x, mask, value):
     v = value
-    if x.dtype.kind not in "cVb" and np.iscomplexobj(v):
+    if x.dtype.kind not in "cVb" and xp.iscomplexobj(v):
         raise RuntimeError(f"value cannot be converted to type {x.dtype} without overflow")
-    return np.where(mask, np.asarray(v).astype(x.dtype), x)
+    return xp.where(mask, xp.asarray(v).astype(x.dtype), x)
 
 
 def _masked_fill_vjp(ctx, g, x, mask, value):
@@ -1007,7 +1022,7 @@ def _masked_fill_(self, mask, value):
 
 
 def _masked_scatter_kernel(xp, x, mask, src):
-    xb, mb = np.broadcast_arrays(x, mask)
+    xb, mb = xp.broadcast_arrays(x, mask)
     out = xb.copy()
     n = int(mb.sum())
     if src.size < n:
@@ -1057,13 +1072,13 @@ def _masked_scatter_(self, mask, source):
 
 
 def _masked_select_kernel(xp, x, mask):
-    xb, mb = np.broadcast_arrays(x, mask)
+    xb, mb = xp.broadcast_arrays(x, mask)
     return xb[mb]
 
 
 def _masked_select_vjp(ctx, g, x, mask):
     shape = np.broadcast_shapes(ctx.in_meta[0][0], mask._data.shape)
-    return apply(MASKED_SCATTER, (_zeros(shape, g._data.dtype), mask, g), _E), None
+    return apply(MASKED_SCATTER, (_zeros(shape, g._data.dtype, g), mask, g), _E), None
 
 
 def _data_dependent(*args, **params):
@@ -1091,7 +1106,7 @@ Tensor.masked_select = masked_select
 
 
 # ---- nonzero / argwhere -----------------------------------------------------------------------
-NONZERO = Op("nonzero", lambda xp, x: np.argwhere(x).astype(np.int64, copy=False), None,
+NONZERO = Op("nonzero", lambda xp, x: xp.argwhere(x).astype(np.int64, copy=False), None,
              differentiable=False, shape=_data_dependent, batch=_dynamic_rule)
 
 
@@ -1133,7 +1148,7 @@ def _take_kernel(xp, x, idx):
 
 def _take_vjp(ctx, g, x, idx):
     shape, _ = ctx.in_meta[0]
-    zeros = _zeros((int(np.prod(shape)),), g._data.dtype)
+    zeros = _zeros((int(np.prod(shape)),), g._data.dtype, g)
     return apply(PUT, (zeros, idx, g), {"accumulate": True}).reshape(shape), None
 
 
@@ -1146,11 +1161,11 @@ def _put_kernel(xp, x, idx, src, accumulate=False):
     flat = out.reshape(-1)
     _flat_bounds(idx, flat.size)
     i = idx.reshape(-1)
-    s = np.asarray(src)
+    s = xp.asarray(src)
     s = s.reshape(-1) if s.ndim else s
     s = s.astype(x.dtype, copy=False)
     if accumulate:
-        np.add.at(flat, i, s)
+        xp.add.at(flat, i, s)
     else:
         flat[i] = s
     return out

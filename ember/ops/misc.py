@@ -14,6 +14,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core import meta as _meta
+from .._core.device import backend_for_type, namespace_of
 from ._helpers import Op, Tensor, _E, apply, overridable, promote_np, type_name
 from ._return_types import structseq
 from .creation import _finish, zeros
@@ -117,7 +118,9 @@ def _cov_weights(name, w, n_obs, integral):
     if not integral and kind not in "fV":
         raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
                            f"aweights with {type_name(w._data.dtype)} dtype")
-    if bool((w._data < 0).any()):
+    d = w._data
+    # (vmap's logical tensors carry no values: the check is the unbatched call's)
+    if backend_for_type(type(d)) is not None and bool((d < 0).any()):
         raise RuntimeError(f"cov(): {name} cannot be negative")
     return w
 
@@ -312,15 +315,18 @@ def _histogram_one(x, bins, edges_in, weight, rng, density):
         edges = np.linspace(lo, hi, bins + 1).astype(comp)
     else:
         edges = edges_in.reshape(-1).astype(comp)
+    xp = namespace_of(xf)
+    if edges_in is None:
+        edges = xp.asarray(edges)  # computed on the host from two numbers
     nb = edges.size - 1
-    pos = np.searchsorted(edges, xf, side="right") - 1
+    pos = xp.searchsorted(edges, xf, side="right") - 1
     pos[xf == edges[-1]] = nb - 1  # the last bin is closed on the right
     keep = (xf >= edges[0]) & (xf <= edges[-1]) & (pos >= 0) & (pos < nb)
     w = None if weight is None else weight.reshape(-1).astype(np.float64)[keep]
-    hist = np.bincount(pos[keep], weights=w, minlength=builtins.max(nb, 0))[:builtins.max(nb, 0)]
+    hist = xp.bincount(pos[keep], weights=w, minlength=builtins.max(nb, 0))[:builtins.max(nb, 0)]
     hist = hist.astype(np.float64)
     if density:
-        widths = np.diff(edges.astype(np.float64))
+        widths = xp.diff(edges.astype(np.float64))
         hist = hist / (hist.sum() * widths)
     return hist.astype(dt), edges.astype(dt)
 
@@ -338,16 +344,16 @@ def _histogram_kernel(xp, x, edges, weight, bins=None, range=None, density=False
     lead = x.shape[:nbatch]
     n = int(np.prod(lead))
     xs = x.reshape((n,) + x.shape[nbatch:])
-    es = None if edges is None else np.broadcast_to(edges, lead + edges.shape[nbatch:]).reshape(
+    es = None if edges is None else xp.broadcast_to(edges, lead + edges.shape[nbatch:]).reshape(
         (n,) + edges.shape[nbatch:])
-    ws = None if weight is None else np.broadcast_to(weight, x.shape).reshape(xs.shape)
+    ws = None if weight is None else xp.broadcast_to(weight, x.shape).reshape(xs.shape)
     outs = [_histogram_one(xs[i], bins, None if es is None else es[i],
                            None if ws is None else ws[i], range, density)
             for i in builtins.range(n)]
-    h = np.stack([o[0] for o in outs]).reshape(lead + outs[0][0].shape) if n else \
-        np.zeros(lead + (bins if edges is None else edges.shape[-1] - 1,), x.dtype)
-    e = np.stack([o[1] for o in outs]).reshape(lead + outs[0][1].shape) if n else \
-        np.zeros(lead + (bins + 1 if edges is None else edges.shape[-1],), x.dtype)
+    h = xp.stack([o[0] for o in outs]).reshape(lead + outs[0][0].shape) if n else \
+        xp.zeros(lead + (bins if edges is None else edges.shape[-1] - 1,), x.dtype)
+    e = xp.stack([o[1] for o in outs]).reshape(lead + outs[0][1].shape) if n else \
+        xp.zeros(lead + (bins + 1 if edges is None else edges.shape[-1],), x.dtype)
     return h, e
 
 

@@ -483,7 +483,7 @@ def _alpha_kernel(fn, check=None):
                 raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                                    "complex number.")
             if k == "b":
-                b = b if alpha else np.zeros_like(b)
+                b = b if alpha else xp.zeros_like(b)
             elif type(b) is np.ndarray:
                 b = (b.astype(dt) * alpha).astype(dt, copy=False) if dt not in _HALVES else \
                     (b.astype(np.float32) * alpha).astype(dt)
@@ -856,11 +856,11 @@ def _clamp_kernel(xp, x, lo, hi):
     # np.maximum/minimum propagate NaN from either side, as torch's clamp does
     r = x.astype(comp, copy=False)
     if lo is not None:
-        r = xp.maximum(r, _cast(lo, comp))
+        r = xp.maximum(r, _cast(lo, comp, xp))
     if hi is not None:
-        r = xp.minimum(r, _cast(hi, comp))
+        r = xp.minimum(r, _cast(hi, comp, xp))
     if type(r) is not np.ndarray or r.dtype != dt:
-        r = np.asarray(r).astype(dt)
+        r = xp.asarray(r).astype(dt)
     return r
 
 

@@ -12,9 +12,10 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core.dispatch import overridable
 from .._core import meta as _meta
+from .._core.device import namespace_of
 from .._core.tensor import _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override, \
-    write_out
+    write_out, xp_fn
 from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule
 
@@ -230,11 +231,11 @@ def _scatter_kernel(xp, src, idx, dim, shape, accumulate=False):
     work = _F32 if dt in _HALF else dt
     out = xp.zeros(shape, dtype=work)
     if accumulate:
-        ix = list(np.indices(idx.shape, sparse=True))
+        ix = list(xp.indices(idx.shape, sparse=True))
         ix[dim] = idx
-        np.add.at(out, tuple(ix), src.astype(work, copy=False))
+        xp.add.at(out, tuple(ix), src.astype(work, copy=False))
     else:
-        np.put_along_axis(out, idx, src, axis=dim)
+        xp.put_along_axis(out, idx, src, axis=dim)
     return out if work is dt else out.astype(dt)
 
 
@@ -306,7 +307,8 @@ Tensor.nanmean = nanmean
 # ---- cumulative ops ---------------------------------------------------------------------
 def _along(fn, x, dim, reverse):
     if reverse:
-        return np.ascontiguousarray(np.flip(fn(np.flip(x, dim)), dim))
+        xp = namespace_of(x)
+        return xp.ascontiguousarray(xp.flip(fn(xp.flip(x, dim)), dim))
     return fn(x)
 
 
@@ -317,7 +319,8 @@ def _cum_kernel(ufunc):
         if x.ndim == 0:
             return x.astype(dt)
         work = _F32 if dt in _HALF else dt
-        r = _along(lambda a: ufunc.accumulate(a, axis=dim, dtype=work), x, dim, reverse)
+        u = xp_fn(xp, ufunc)
+        r = _along(lambda a: u.accumulate(a, axis=dim, dtype=work), x, dim, reverse)
         return r.astype(dt, copy=False)
     return kernel
 
@@ -347,7 +350,7 @@ def _cumprod_backward_kernel(xp, x, g, out, dim, reverse=False):
     """`_cumprod_grad`'s values (depth 0) in one pass over arrays; the quotient alone where
     the input has no zero (a branch on values is fine inside a kernel: a trace records the
     operator, whose value does not depend on the path taken)."""
-    dt = np.result_type(x, out)
+    dt = np.result_type(x.dtype, out.dtype)
     work = _F32 if dt in _HALF else dt
     x, g, out = x.astype(work, copy=False), g.astype(work, copy=False), \
         out.astype(work, copy=False)
@@ -439,13 +442,13 @@ def _cumext_kernel(ufunc):
         if x.ndim == 0 or x.size == 0:
             return x.copy(), xp.zeros(x.shape, np.int64)
         w = x.astype(_F32) if x.dtype in _HALF else x
-        v = ufunc.accumulate(w, axis=dim)
-        pos = np.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
+        v = xp_fn(xp, ufunc).accumulate(w, axis=dim)
+        pos = xp.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
         hit = w == v
         if w.dtype.kind in "fc":
-            hit |= np.isnan(w)
+            hit |= xp.isnan(w)
         # ties move the index to the latest position, as torch does
-        idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=dim)
+        idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim)
         return v.astype(x.dtype, copy=False), idx
     return kernel
 
@@ -487,7 +490,7 @@ def _lcse_kernel(xp, x, dim, reverse=False):
     if x.ndim == 0:
         return x.copy()
     w = x.astype(_F32) if x.dtype in _HALF else x
-    r = _along(lambda a: np.logaddexp.accumulate(a, axis=dim), w, dim, reverse)
+    r = _along(lambda a: xp.logaddexp.accumulate(a, axis=dim), w, dim, reverse)
     return r.astype(x.dtype, copy=False)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core.dispatch import overridable
 from .._core import meta as _meta
+from .._core.device import namespace_of
 from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
 from ._batching import _dims_rule
@@ -137,7 +138,7 @@ def _no_complex(name, x):
 def _extreme_kernel(fn, name):
     def kernel(xp, x, dims=None, keepdim=False):
         _no_complex(name, x)
-        return fn(x, axis=dims, keepdims=keepdim)
+        return (fn if xp is np else getattr(xp, fn.__name__))(x, axis=dims, keepdims=keepdim)
     return kernel
 
 
@@ -169,7 +170,7 @@ def _extreme_dim_kernel(argfn, name):
         _no_complex(name, x)
         if x.ndim == 0:
             return x.copy(), xp.zeros((), np.int64)
-        idx = argfn(x, axis=dim, keepdims=True)
+        idx = (argfn if xp is np else getattr(xp, argfn.__name__))(x, axis=dim, keepdims=True)
         v = xp.take_along_axis(x, idx, axis=dim)
         if not keepdim:
             idx, v = idx.squeeze(dim), v.squeeze(dim)
@@ -272,12 +273,13 @@ def _arg_kernel(fn, name):
         if x.dtype.kind == "b":
             raise RuntimeError(f"{name}(): does not support bool input")
         _no_complex(name, x)
+        f = fn if xp is np else getattr(xp, fn.__name__)
         if dim is None:
-            r = np.asarray(fn(x.reshape(-1)))
+            r = xp.asarray(f(x.reshape(-1)))
             return r.reshape((1,) * x.ndim) if keepdim else r
         if x.ndim == 0:
             return xp.zeros((), np.int64)
-        return fn(x, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
+        return f(x, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
     return kernel
 
 
@@ -320,11 +322,11 @@ Tensor.argmin = argmin
 def _var_np(xp, x, dims, correction, keepdim):
     w = x.astype(_F32) if x.dtype in _HALF else x
     if x.size == 0:
-        return np.full(reduced_shape(x.shape, dims, keepdim), np.nan, dtype=np.abs(w[:0]).dtype)
+        return xp.full(reduced_shape(x.shape, dims, keepdim), np.nan, dtype=xp.abs(w[:0]).dtype)
     d = w - xp.mean(w, axis=dims, keepdims=True)
     sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
     dof = builtins.max(0, _numel(x.shape, dims) - correction)
-    return np.asarray(xp.sum(sq, axis=dims, keepdims=keepdim)) / dof
+    return xp.asarray(xp.sum(sq, axis=dims, keepdims=keepdim)) / dof
 
 
 def _var_kernel(xp, x, dims, correction, keepdim):
@@ -409,7 +411,7 @@ def _lse_kernel(xp, x, dims, keepdim):
     w = x.astype(default_float_np()) if dt.kind in "biu" else (x.astype(_F32) if dt in _HALF
                                                                 else x)
     if w.size == 0:
-        return np.full(reduced_shape(x.shape, dims, keepdim), -_INF, dtype=dt if dt.kind not in
+        return xp.full(reduced_shape(x.shape, dims, keepdim), -_INF, dtype=dt if dt.kind not in
                        "biu" else w.dtype)
     m = xp.max(w, axis=dims, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
@@ -469,7 +471,7 @@ def _norm_kernel(xp, x, ord, dims, keepdim):
         r = xp.sqrt(xp.sum(w * w, **kw))
     else:
         r = xp.sum(w ** ord, **kw) ** (1.0 / ord)
-    return np.asarray(r).astype(rdt, copy=False)
+    return xp.asarray(r).astype(rdt, copy=False)
 
 
 def _norm_vjp(ctx, g, x, ord, dims, keepdim):
@@ -501,8 +503,9 @@ NORM = Op("norm", _norm_kernel, _norm_vjp, save_output=True, shape=_norm_shape,
 
 
 def _nuc_np(x, dims):
-    m = np.moveaxis(x, dims, (-2, -1))
-    return m, np.linalg.svd(m, compute_uv=False).sum(-1)
+    xp = namespace_of(x)
+    m = xp.moveaxis(x, dims, (-2, -1))
+    return m, xp.linalg.svd(m, compute_uv=False).sum(-1)
 
 
 def _nuc_kernel(xp, x, dims, keepdim):
@@ -513,13 +516,13 @@ def _nuc_kernel(xp, x, dims, keepdim):
     r = _nuc_np(w, dims)[1]
     if keepdim:
         r = r.reshape(reduced_shape(x.shape, dims, True))
-    return r.astype(np.abs(x[:0]).dtype, copy=False)
+    return r.astype(xp.abs(x[:0]).dtype, copy=False)
 
 
 def _nuc_basis_kernel(xp, x, dims):
-    m = np.moveaxis(x, dims, (-2, -1))
-    u, _, vh = np.linalg.svd(m, full_matrices=False)
-    return np.ascontiguousarray(np.moveaxis(u @ vh, (-2, -1), dims))
+    m = xp.moveaxis(x, dims, (-2, -1))
+    u, _, vh = xp.linalg.svd(m, full_matrices=False)
+    return xp.ascontiguousarray(xp.moveaxis(u @ vh, (-2, -1), dims))
 
 
 # d||X||_* / dX = U V^H (the basis is treated as a constant: first derivatives only)
@@ -578,8 +581,8 @@ Tensor.norm = lambda self, p="fro", dim=None, keepdim=False, dtype=None: norm(
 # ---- any / all / count_nonzero ----------------------------------------------------------
 def _logical_kernel(fn):
     def kernel(xp, x, dims, keepdim):
-        r = fn(x, axis=dims, keepdims=keepdim)
-        return r.astype(np.uint8) if x.dtype == np.uint8 else np.asarray(r)
+        r = (fn if xp is np else getattr(xp, fn.__name__))(x, axis=dims, keepdims=keepdim)
+        return r.astype(np.uint8) if x.dtype == np.uint8 else xp.asarray(r)
     return kernel
 
 
@@ -606,7 +609,7 @@ def _def_logical(name, op):
 
 any = _def_logical("any", ANY)
 all = _def_logical("all", ALL)
-COUNT_NONZERO = Op("count_nonzero", lambda xp, x, dims: np.asarray(
+COUNT_NONZERO = Op("count_nonzero", lambda xp, x, dims: xp.asarray(
     xp.count_nonzero(x, axis=dims)).astype(np.int64), None, differentiable=False,
     save_inputs=False, category="reduction", batch=_dims_rule, shape=_meta.reduction("int64"))
 

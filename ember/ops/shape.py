@@ -15,7 +15,7 @@ from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override,
-                       promote_np, write_out, wrap)
+                       host_tensor, promote_np, write_out, xp_fn)
 from ._batching import _dims_rule
 from ._batching_index import (_cat_rule, _repeat_interleave_rule, _repeat_rule, _roll_rule,
                               _stack_rule, _tri_rule)
@@ -62,8 +62,8 @@ def _cat_vjp(ctx, g, *xs, dim, sizes):
     off = 0
     for i, n in enumerate(sizes):
         if n is None:  # a skipped legacy empty tensor
-            grads.append(wrap(np.zeros((0,), dtype=g._data.dtype)) if ctx.needs_input_grad[i]
-                         else None)
+            grads.append(host_tensor(np.zeros((0,), dtype=g._data.dtype), g)
+                         if ctx.needs_input_grad[i] else None)
             continue
         if ctx.needs_input_grad[i]:
             grads.append(narrow(g, dim, off, n))
@@ -519,8 +519,8 @@ def tile(input, dims):
 def _ri_vjp(ctx, g, x, repeats, dim, flat):
     shape = ctx.in_meta[0][0]
     n = int(np.prod(shape)) if flat else shape[dim]
-    idx = wrap(np.repeat(np.arange(n, dtype=np.int64), repeats))
-    base = wrap(np.zeros((n,) if flat else shape, dtype=g._data.dtype))
+    idx = host_tensor(np.repeat(np.arange(n, dtype=np.int64), repeats), g)
+    base = host_tensor(np.zeros((n,) if flat else shape, dtype=g._data.dtype), g)
     r = apply(INDEX_ADD, (base, idx, g), {"dim": dim})
     return r.reshape(shape) if flat else r
 
@@ -582,7 +582,7 @@ Tensor.repeat_interleave = repeat_interleave
 
 # ---- tril / triu ------------------------------------------------------------------------------
 def _tri(name, fn):
-    op = Op(name, lambda xp, x, diagonal: fn(x, diagonal),
+    op = Op(name, lambda xp, x, diagonal: xp_fn(xp, fn)(x, diagonal),
             lambda ctx, g, x, diagonal: apply(op, (g,), {"diagonal": diagonal}),
             save_inputs=False, shape=lambda x, diagonal: (x.shape, x.dtype), batch=_tri_rule)
 
@@ -705,12 +705,13 @@ def combinations(input, r=2, with_replacement=False):
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return wrap(np.empty((0,), dtype=input._data.dtype))
+        return host_tensor(np.empty((0,), dtype=input._data.dtype), input)
     gen = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     idx = np.array(list(gen(range(input._data.shape[0]), r)), dtype=np.int64).reshape(-1, r)
     from .indexing import INDEX_SELECT
-    cols = [apply(INDEX_SELECT, (input, wrap(np.ascontiguousarray(idx[:, j]))), {"dim": 0})
+    cols = [apply(INDEX_SELECT, (input, host_tensor(np.ascontiguousarray(idx[:, j]), input)),
+                  {"dim": 0})
             for j in range(r)]
     return stack(cols, 1)
 

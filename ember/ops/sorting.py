@@ -12,11 +12,12 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import overridable
-from .._core.tensor import _wrap_dim, wrap
+from .._core.tensor import _wrap_dim
 from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule, _logical_ndim, _move_to_front
 from ._batching_index import _dynamic_rule
-from ._helpers import Op, Tensor, apply, write_out
+from .._core.device import namespace_of
+from ._helpers import Op, Tensor, apply, host_tensor, write_out
 from .pointwise import where
 from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of, public_fn,
                            reduced_shape, select_back, type_name, write_outs)
@@ -33,20 +34,21 @@ def _no_complex(name, x):
 
 def _order(x, dim, descending):
     """Stable sorting permutation of ``x`` along ``dim`` (NaN largest)."""
+    xp = namespace_of(x)
     w = x.astype(_F32) if x.dtype in _HALF else x
     if not descending:
-        return np.argsort(w, axis=dim, kind="stable")
+        return xp.argsort(w, axis=dim, kind="stable")
     # sort the reversed array ascending and reverse back: equal keys keep their order
-    i = np.argsort(np.flip(w, dim), axis=dim, kind="stable")
-    return (x.shape[dim] - 1) - np.flip(i, dim)
+    i = xp.argsort(xp.flip(w, dim), axis=dim, kind="stable")
+    return (x.shape[dim] - 1) - xp.flip(i, dim)
 
 
 def _sort_kernel(xp, x, dim, descending=False):
     _no_complex("Sort", x)
     if x.ndim == 0:
-        return x.copy(), np.zeros((), np.int64)
+        return x.copy(), xp.zeros((), np.int64)
     i = _order(x, dim, descending)
-    return np.take_along_axis(x, i, axis=dim), i.astype(np.int64, copy=False)
+    return xp.take_along_axis(x, i, axis=dim), i.astype(np.int64, copy=False)
 
 
 def _select_vjp(ctx, g, x, dim, *args, **kw):
@@ -98,13 +100,13 @@ def _topk_kernel(xp, x, k, dim, largest=True):
     if 0 < k < n // 4:
         # select the k first (NaN counts as largest), then order only those
         w = x1.astype(_F32) if x1.dtype in _HALF else x1
-        part = np.argpartition(w, n - k if largest else k - 1, axis=dim)
-        cand = np.take(part, np.arange(n - k, n) if largest else np.arange(k), axis=dim)
-        i = np.take_along_axis(cand, _order(np.take_along_axis(x1, cand, axis=dim), dim,
+        part = xp.argpartition(w, n - k if largest else k - 1, axis=dim)
+        cand = xp.take(part, xp.arange(n - k, n) if largest else xp.arange(k), axis=dim)
+        i = xp.take_along_axis(cand, _order(xp.take_along_axis(x1, cand, axis=dim), dim,
                                             largest), axis=dim)
     else:
-        i = np.take(_order(x1, dim, largest), np.arange(k), axis=dim)
-    v = np.take_along_axis(x1, i, axis=dim)
+        i = xp.take(_order(x1, dim, largest), xp.arange(k), axis=dim)
+    v = xp.take_along_axis(x1, i, axis=dim)
     if x.ndim == 0:
         return v.reshape(()) if k else v, i.reshape(()) if k else i
     return v, i.astype(np.int64, copy=False)
@@ -135,9 +137,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 def _pick_kernel(xp, x, dim, keepdim, pos, name):
     """Values/indices at sorted position ``pos`` (array broadcastable along dim) of ``x``."""
     if x.ndim == 0:
-        return x.copy(), np.zeros((), np.int64)
-    i = np.take_along_axis(_order(x, dim, False), pos, axis=dim)
-    v = np.take_along_axis(x, i, axis=dim)
+        return x.copy(), xp.zeros((), np.int64)
+    i = xp.take_along_axis(_order(x, dim, False), pos, axis=dim)
+    v = xp.take_along_axis(x, i, axis=dim)
     if not keepdim:
         v, i = v.squeeze(dim), i.squeeze(dim)
     return v, i.astype(np.int64, copy=False)
@@ -145,7 +147,7 @@ def _pick_kernel(xp, x, dim, keepdim, pos, name):
 
 def _kth_kernel(xp, x, k, dim, keepdim=False):
     _no_complex("kthvalue()", x)
-    pos = np.full((1,) * x.ndim, k - 1, dtype=np.int64)
+    pos = xp.full((1,) * x.ndim, k - 1, dtype=np.int64)
     return _pick_kernel(xp, x, dim, keepdim, pos, "kthvalue")
 
 
@@ -178,13 +180,14 @@ Tensor.kthvalue = kthvalue
 # ---- median / nanmedian / mode ----------------------------------------------------------
 def _median_pos(x, dim, ignore_nan):
     n = x.shape[dim]
+    xp = namespace_of(x)
     if x.dtype.kind not in "fV":
-        return np.full((1,) * x.ndim, (n - 1) // 2, dtype=np.int64)
-    nan = np.isnan(x.astype(_F32) if x.dtype in _HALF else x)
+        return xp.full((1,) * x.ndim, (n - 1) // 2, dtype=np.int64)
+    nan = xp.isnan(x.astype(_F32) if x.dtype in _HALF else x)
     valid = n - nan.sum(axis=dim, keepdims=True)
     if ignore_nan:  # an all-NaN slice picks its first NaN
-        return np.maximum((valid - 1) // 2, 0)
-    return np.where(valid < n, valid, (n - 1) // 2)  # a NaN slice picks its first NaN
+        return xp.maximum((valid - 1) // 2, 0)
+    return xp.where(valid < n, valid, (n - 1) // 2)  # a NaN slice picks its first NaN
 
 
 def _median_dim_kernel(xp, x, dim, keepdim, ignore_nan=False):
@@ -192,13 +195,13 @@ def _median_dim_kernel(xp, x, dim, keepdim, ignore_nan=False):
         raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     _no_complex("median()", x)
     if x.ndim == 0:
-        return x.copy(), np.zeros((), np.int64)
+        return x.copy(), xp.zeros((), np.int64)
     return _pick_kernel(xp, x, dim, keepdim, _median_pos(x, dim, ignore_nan), "median")
 
 
 def _median_kernel(xp, x, ignore_nan=False):
     if x.size == 0:
-        return np.full((), np.nan, dtype=x.dtype)
+        return xp.full((), np.nan, dtype=x.dtype)
     return _median_dim_kernel(xp, x.reshape(-1), 0, False, ignore_nan)[0]
 
 
@@ -249,24 +252,24 @@ Tensor.nanmedian = nanmedian
 def _mode_kernel(xp, x, dim, keepdim):
     _no_complex("mode()", x)
     if x.ndim == 0:
-        return x.copy(), np.zeros((), np.int64)
-    w = np.moveaxis(x.astype(_F32) if x.dtype in _HALF else x, dim, -1)
-    perm = np.argsort(w, axis=-1, kind="stable")
-    s = np.take_along_axis(w, perm, axis=-1)
+        return x.copy(), xp.zeros((), np.int64)
+    w = xp.moveaxis(x.astype(_F32) if x.dtype in _HALF else x, dim, -1)
+    perm = xp.argsort(w, axis=-1, kind="stable")
+    s = xp.take_along_axis(w, perm, axis=-1)
     n = s.shape[-1]
-    j = np.arange(n)
-    new = np.ones(s.shape, bool)
+    j = xp.arange(n)
+    new = xp.ones(s.shape, bool)
     new[..., 1:] = s[..., 1:] != s[..., :-1]
-    last = np.ones(s.shape, bool)
+    last = xp.ones(s.shape, bool)
     last[..., :-1] = new[..., 1:]
-    start = np.maximum.accumulate(np.where(new, j, 0), axis=-1)
-    end = np.flip(np.minimum.accumulate(np.flip(np.where(last, j, n), -1), axis=-1), -1)
+    start = xp.maximum.accumulate(xp.where(new, j, 0), axis=-1)
+    end = xp.flip(xp.minimum.accumulate(xp.flip(xp.where(last, j, n), -1), axis=-1), -1)
     # the longest run; the smallest value on ties (runs are in ascending order)
-    best = np.argmax(end - start, axis=-1)[..., None]
-    pos = np.take_along_axis(end, best, axis=-1)
-    i = np.take_along_axis(perm, pos, axis=-1)  # the last occurrence, as torch reports
-    i = np.moveaxis(i, -1, dim)
-    v = np.take_along_axis(x, i, axis=dim)
+    best = xp.argmax(end - start, axis=-1)[..., None]
+    pos = xp.take_along_axis(end, best, axis=-1)
+    i = xp.take_along_axis(perm, pos, axis=-1)  # the last occurrence, as torch reports
+    i = xp.moveaxis(i, -1, dim)
+    v = xp.take_along_axis(x, i, axis=dim)
     if not keepdim:
         v, i = v.squeeze(dim), i.squeeze(dim)
     return v, i.astype(np.int64, copy=False)
@@ -304,20 +307,20 @@ def _qpos_kernel(xp, s, q, interpolation, ignore_nan):
                            f"in the range [0, 1]")
     dt = s.dtype
     last = s.shape[-1] - 1
-    nan = np.isnan(s)
+    nan = xp.isnan(s)
     if ignore_nan:
-        scale = (np.sum(~nan, axis=-1, keepdims=True) - 1).astype(dt)
+        scale = (xp.sum(~nan, axis=-1, keepdims=True) - 1).astype(dt)
         ranks = q * scale
-        ranks = np.where(ranks < 0, 0, ranks)
+        ranks = xp.where(ranks < 0, 0, ranks)
     else:
-        ranks = np.where(nan.any(-1, keepdims=True), last, q * dt.type(last))
+        ranks = xp.where(nan.any(-1, keepdims=True), last, q * dt.type(last))
     full = np.broadcast_shapes(s.shape[:-1], q.shape[:-1]) + q.shape[-1:]
-    ranks = np.broadcast_to(ranks.astype(dt), full)
+    ranks = xp.broadcast_to(ranks.astype(dt), full)
     if interpolation in ("lower", "higher", "nearest"):
-        ranks = {"lower": np.floor, "higher": np.ceil, "nearest": np.round}[interpolation](ranks)
+        ranks = {"lower": xp.floor, "higher": xp.ceil, "nearest": xp.round}[interpolation](ranks)
     below = ranks.astype(np.int64)
-    w = np.full(full, 0.5, dt) if interpolation == "midpoint" else (ranks - below).astype(dt)
-    return below, np.ceil(ranks).astype(np.int64), w
+    w = xp.full(full, 0.5, dt) if interpolation == "midpoint" else (ranks - below).astype(dt)
+    return below, xp.ceil(ranks).astype(np.int64), w
 
 
 def _qpos_vjp(ctx, g, s, q, interpolation, ignore_nan):
@@ -373,7 +376,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     else:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
-        q_dims, qt = 0, wrap(np.asarray([q], dtype=x.dtype))
+        q_dims, qt = 0, host_tensor(np.asarray([q], dtype=x.dtype), input)
     if dim is None:
         src, out_shape = input.reshape(-1), reduced_shape(x.shape, tuple(range(n)), keepdim)
     else:
@@ -412,13 +415,13 @@ Tensor.nanquantile = nanquantile
 def _unique_kernel(xp, x, dim=None):
     w = x.astype(_F32) if x.dtype in _HALF else x
     if dim is None:
-        v, inv, cnt = np.unique(w.reshape(-1), return_inverse=True, return_counts=True,
+        v, inv, cnt = xp.unique(w.reshape(-1), return_inverse=True, return_counts=True,
                                 equal_nan=False)
         inv = inv.reshape(x.shape)
     else:
         if x.shape[dim] == 0:
-            return x.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        v, inv, cnt = np.unique(w, return_inverse=True, return_counts=True, axis=dim,
+            return x.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)
+        v, inv, cnt = xp.unique(w, return_inverse=True, return_counts=True, axis=dim,
                                 equal_nan=False)
         inv = inv.reshape(-1)
     return v.astype(x.dtype, copy=False), inv.astype(np.int64), cnt.astype(np.int64)
@@ -427,18 +430,18 @@ def _unique_kernel(xp, x, dim=None):
 def _unique_consecutive_kernel(xp, x, dim=None):
     if dim is None:
         flat = x.reshape(-1)
-        new = np.ones(flat.shape, bool)
+        new = xp.ones(flat.shape, bool)
         new[1:] = flat[1:] != flat[:-1]
         v = flat[new]
     else:
-        m = np.moveaxis(x, dim, 0)
-        new = np.ones(m.shape[0], bool)
+        m = xp.moveaxis(x, dim, 0)
+        new = xp.ones(m.shape[0], bool)
         if m.shape[0]:
             new[1:] = (m[1:] != m[:-1]).reshape(m.shape[0] - 1, -1).any(axis=1)
-        v = np.moveaxis(m[new], 0, dim)
-    inv = np.cumsum(new) - 1
-    cnt = np.diff(np.append(np.flatnonzero(new), new.size))
-    return (np.ascontiguousarray(v), inv.reshape(x.shape if dim is None else -1).astype(np.int64),
+        v = xp.moveaxis(m[new], 0, dim)
+    inv = xp.cumsum(new) - 1
+    cnt = xp.diff(xp.append(xp.flatnonzero(new), new.size))
+    return (xp.ascontiguousarray(v), inv.reshape(x.shape if dim is None else -1).astype(np.int64),
             cnt.astype(np.int64))
 
 
@@ -489,10 +492,10 @@ def _bincount_kernel(xp, x, weights, minlength=0):
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     if weights is None:
-        return np.bincount(x, minlength=minlength).astype(np.int64)
+        return xp.bincount(x, minlength=minlength).astype(np.int64)
     if weights.shape != x.shape:
         raise RuntimeError("weights should be 1-d and have the same length as input")
-    r = np.bincount(x, weights=weights.astype(np.float64), minlength=minlength)
+    r = xp.bincount(x, weights=weights.astype(np.float64), minlength=minlength)
     return r.astype(np.float32 if weights.dtype == np.float32 else np.float64)
 
 
@@ -516,7 +519,7 @@ def _histc_kernel(xp, x, bins, min, max):
     w = (x.astype(_F32) if x.dtype in _HALF else x).reshape(-1)
     lo, hi = w.dtype.type(min), w.dtype.type(max)
     if lo == hi:
-        fin = w[np.isfinite(w)]
+        fin = w[xp.isfinite(w)]
         lo, hi = (fin.min(), fin.max()) if w.size else (lo, hi)
     if lo == hi:
         lo, hi = lo - 1, hi + 1
@@ -524,8 +527,8 @@ def _histc_kernel(xp, x, bins, min, max):
         raise RuntimeError("torch.histc: max must be larger than min")
     keep = w[(w >= lo) & (w <= hi)]
     pos = ((keep - lo) / (hi - lo) * w.dtype.type(bins)).astype(np.int64)
-    pos = np.minimum(pos, bins - 1)
-    return np.bincount(pos, minlength=bins).astype(x.dtype)
+    pos = xp.minimum(pos, bins - 1)
+    return xp.bincount(pos, minlength=bins).astype(x.dtype)
 
 
 def _histc_rule(op, args, bdims, params, batch_size):
@@ -578,11 +581,11 @@ Tensor.histc = histc
 # ---- searchsorted / bucketize -----------------------------------------------------------
 def _search_kernel(xp, seq, values, sorter, side="left", out_int32=False):
     dt = np.int32 if out_int32 else np.int64
-    v = np.asarray(values)
+    v = xp.asarray(values)
     if sorter is not None:
-        seq = np.take_along_axis(seq, sorter, axis=-1)
+        seq = xp.take_along_axis(seq, sorter, axis=-1)
     if seq.ndim == 1:
-        return np.searchsorted(seq, v, side=side).astype(dt)
+        return xp.searchsorted(seq, v, side=side).astype(dt)
     if v.ndim != seq.ndim or v.shape[:-1] != seq.shape[:-1]:
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
                            f"first N-1 dimensions of boundaries tensor and input value tensor "
@@ -590,9 +593,9 @@ def _search_kernel(xp, seq, values, sorter, side="left", out_int32=False):
                            f"input value tensor {list(v.shape)}")
     s2 = seq.reshape(-1, seq.shape[-1])
     v2 = v.reshape(-1, v.shape[-1])
-    r = np.empty(v2.shape, dt)
+    r = xp.empty(v2.shape, dt)
     for k in range(s2.shape[0]):
-        r[k] = np.searchsorted(s2[k], v2[k], side=side)
+        r[k] = xp.searchsorted(s2[k], v2[k], side=side)
     return r.reshape(v.shape)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import meta as _meta
-from .._core.tensor import Size, _wrap_dim
+from .._core.tensor import Size, _wrap_dim, host_tensor
 from ._batching import _FULL_SLICE, _dims_rule, _index_view_rule, _move_to_front, _view_shape_rule
 from ._batching_index import _backward_with_shape_rule
 from ._helpers import Op, Tensor, _E, apply, handle_override, jvp_linear
@@ -340,7 +340,7 @@ def _expand_kernel(xp, x, shape):
     lead = len(shape) - x.ndim
     st = (0,) * lead + tuple(0 if n == 1 and m != 1 else s
                              for n, m, s in zip(x.shape, shape[lead:], x.strides))
-    return np.lib.stride_tricks.as_strided(x, shape, st, writeable=True)
+    return xp.lib.stride_tricks.as_strided(x, shape, st, writeable=True)
 
 
 def _expand_rule(op, args, bdims, params, batch_size):
@@ -402,7 +402,7 @@ def _var_kernel(xp, x):
         raise RuntimeError("view_as_real is only supported for complex tensors")
     # a strided view of the real parts: works for 0-dim and non-contiguous tensors too
     re = x.real
-    return np.lib.stride_tricks.as_strided(re, x.shape + (2,), x.strides + (re.itemsize,))
+    return xp.lib.stride_tricks.as_strided(re, x.shape + (2,), x.strides + (re.itemsize,))
 
 
 def _vac_kernel(xp, x):
@@ -413,7 +413,7 @@ def _vac_kernel(xp, x):
                            f"got a tensor of scalar type: {x.dtype}")
     cdt = np.complex64 if x.dtype == np.float32 else np.complex128
     if x.size == 0:
-        return np.empty(x.shape[:-1], dtype=cdt)
+        return xp.empty(x.shape[:-1], dtype=cdt)
     if x.strides[-1] != x.itemsize:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
     return x.view(cdt)[..., 0]
@@ -537,8 +537,8 @@ Tensor.narrow = narrow
 
 
 # ---- diagonal / unfold / as_strided ------------------------------------------------------
-def _strided(x, shape, strides):
-    return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=True)
+def _strided(x, shape, strides, xp=np):
+    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=True)
 
 
 def _diagonal_kernel(xp, x, offset, dim1, dim2):
@@ -546,7 +546,8 @@ def _diagonal_kernel(xp, x, offset, dim1, dim2):
     y = x.transpose(order)
     y = y[..., :, offset:] if offset >= 0 else y[..., -offset:, :]
     n = max(min(y.shape[-2], y.shape[-1]), 0)
-    return _strided(y, y.shape[:-2] + (n,), y.strides[:-2] + (y.strides[-2] + y.strides[-1],))
+    return _strided(y, y.shape[:-2] + (n,), y.strides[:-2] + (y.strides[-2] + y.strides[-1],),
+                    xp)
 
 
 def _diagonal_backward_kernel(xp, g, shape, offset, dim1, dim2):
@@ -600,11 +601,11 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 def _unfold_kernel(xp, x, dim, size, step):
     if x.ndim == 0:  # a 0-dim tensor unfolds into `size` (0 or 1) elements
-        return _strided(x, (size,), (0,))
+        return _strided(x, (size,), (0,), xp)
     n = (x.shape[dim] - size) // step + 1
     shape = x.shape[:dim] + (n,) + x.shape[dim + 1:] + (size,)
     st = x.strides
-    return _strided(x, shape, st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],))
+    return _strided(x, shape, st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],), xp)
 
 
 def _unfold_backward_kernel(xp, g, shape, dim, size, step):
@@ -696,12 +697,12 @@ def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel, in_stride=None
     in_pos = _positions(shape, in_stride, 0)
     out_pos = _positions(size, stride, rel)
     if not in_pos.size:
-        return wrap(np.zeros(shape, dtype=g._data.dtype))
+        return host_tensor(np.zeros(shape, dtype=g._data.dtype), g)
     lo = min(in_pos.min(), out_pos.min()) if out_pos.size else in_pos.min()
     hi = max(in_pos.max(), out_pos.max()) if out_pos.size else in_pos.max()
-    buf = wrap(np.zeros(int(hi - lo + 1), dtype=g._data.dtype))
+    buf = host_tensor(np.zeros(int(hi - lo + 1), dtype=g._data.dtype), g)
     if out_pos.size:
-        buf = buf.put(wrap(out_pos - lo), g, accumulate=True)
+        buf = buf.put(host_tensor(out_pos - lo, g), g, accumulate=True)
     gi = buf.take(wrap(in_pos - lo))
     count = np.bincount((in_pos - lo).reshape(-1))[in_pos - lo]
     if (count > 1).any():

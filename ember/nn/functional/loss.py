@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..._core.dispatch import overridable
-from ..._core.tensor import Tensor, wrap
+from ..._core.tensor import Tensor, host_tensor, wrap
 from ...autograd import no_grad
 from ...ops import arange, where, xlogy
 from ...ops._helpers import apply, not_implemented, type_name
@@ -504,7 +504,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 # ---- CTC ---------------------------------------------------------------------------------
 def _lengths(x, name):
     if isinstance(x, Tensor):
-        return tuple(int(v) for v in np.asarray(x._data).reshape(-1))
+        return tuple(int(v) for v in x.cpu()._data.reshape(-1))  # lengths steer host loops
     if isinstance(x, int):
         return (x,)
     return tuple(int(v) for v in x)
@@ -541,7 +541,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     loss = apply(CTC_LOSS, (log_probs, targets), {"in_lens": in_lens, "tgt_lens": tgt_lens,
                                                   "blank": blank, "zero_inf": zero_infinity})
     if reduction == "mean":
-        tl = wrap(np.maximum(np.asarray(tgt_lens, dtype=loss._data.dtype), 1))
+        tl = host_tensor(np.maximum(np.asarray(tgt_lens, dtype=loss._data.dtype), 1), loss)
         return (loss / tl).mean()
     if reduction == "sum":
         return loss.sum()

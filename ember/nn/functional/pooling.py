@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._core.dispatch import overridable
 from ..._core.state import SHARED, STATE
-from ..._core.tensor import wrap
+from ..._core.tensor import host_tensor
 from ...ops._helpers import apply, type_name
 from ...ops.blas import matmul
 from ...ops.indexing import index_select
@@ -249,12 +249,12 @@ def _window_mean(x, dim, L, o):
     raw = s[:, None] + np.arange(km)
     valid = raw < e[:, None]
     idx = np.where(valid, raw, (e - 1)[:, None]).reshape(-1)
-    sel = index_select(x, dim, wrap(idx.astype(np.int64)))
+    sel = index_select(x, dim, host_tensor(idx.astype(np.int64), x))
     sel = sel.reshape(shape[:dim] + (o, km) + shape[dim + 1:])
-    mask = wrap(valid.reshape((o, km) + (1,) * (len(shape) - dim - 1)))
+    mask = host_tensor(valid.reshape((o, km) + (1,) * (len(shape) - dim - 1)), x)
     total = where(mask, sel, 0).sum(dim + 1)
     counts = (e - s).astype(np.float64).reshape((o,) + (1,) * (len(shape) - dim - 1))
-    return total / wrap(counts.astype(x._data.dtype))
+    return total / host_tensor(counts.astype(x._data.dtype), x)
 
 
 def _adaptive_avg(input, output_size, n, name):
@@ -263,8 +263,8 @@ def _adaptive_avg(input, output_size, n, name):
           "bi" if all(o == 1 for o in osz) else "bic", check_empty=False)
     if not input._data.size and input._data.dtype.kind not in "fcV":
         # torch returns an empty result of the input's dtype without looking at it
-        return wrap(np.zeros(tuple(input.shape[:input.dim() - n]) + tuple(osz),
-                             dtype=input._data.dtype))
+        return host_tensor(np.zeros(tuple(input.shape[:input.dim() - n]) + tuple(osz),
+                             dtype=input._data.dtype), input)
     x = input
     for i, (l, o) in enumerate(zip(L, osz)):
         if l != o:

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.fft as _sfft
 
 from ..._core.op import Op
-from ..._core.tensor import wrap
+from ..._core.tensor import host_tensor
 from .._batching import _dims_rule
 
 __all__ = ["C2C", "R2C", "C2R", "RESIZE", "c2c", "r2c", "c2r", "resize"]
@@ -41,8 +41,10 @@ def _workers(x):
 def _c2c_kernel(xp, x, dims, scale, forward):
     if not dims:
         return x.astype(np.result_type(x.dtype, np.complex64))
-    f = _sfft.fftn if forward else _sfft.ifftn
     norm = (_FWD_NORM if forward else _BWD_NORM)[scale]
+    if xp is not np:  # another backend transforms with its own fft namespace
+        return (xp.fft.fftn if forward else xp.fft.ifftn)(x, axes=dims, norm=norm)
+    f = _sfft.fftn if forward else _sfft.ifftn
     return f(x, axes=dims, norm=norm, workers=_workers(x))
 
 
@@ -51,11 +53,15 @@ def _c2c_vjp(ctx, g, x, dims, scale, forward):
 
 
 def _r2c_kernel(xp, x, dims, scale, last_n):
+    if xp is not np:
+        return xp.fft.rfftn(x, axes=dims, norm=_FWD_NORM[scale])
     return _sfft.rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x))
 
 
 def _c2r_kernel(xp, x, dims, scale, last_n):
     s = [x.shape[d] for d in dims[:-1]] + [last_n]
+    if xp is not np:
+        return xp.fft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale])
     return _sfft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale], workers=_workers(x))
 
 
@@ -67,9 +73,9 @@ def _mirror_weights(g, dim, last_n, doubled):
     w[0] = 1.0
     if last_n % 2 == 0:
         w[-1] = 1.0
-    dt = g._data.real.dtype if g._data.dtype.kind == "c" else g._data.dtype
+    dt = np.finfo(g._data.dtype).dtype if g._data.dtype.kind == "c" else g._data.dtype
     w = w.astype(dt).reshape((m,) + (1,) * (g._data.ndim - 1 - dim))
-    return wrap(w)
+    return host_tensor(w, g)
 
 
 def _r2c_vjp(ctx, g, x, dims, scale, last_n):

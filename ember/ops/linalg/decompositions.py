@@ -11,7 +11,7 @@ from ..._core import meta as _meta
 from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..._core.state import STATE
-from ..._core.tensor import wrap
+from ..._core.tensor import host_tensor
 from .._helpers import cj
 from ..blas import matmul
 from ..pointwise import where
@@ -36,14 +36,14 @@ def _tri_solve(a, b, upper, left=True):
 def _chol_kernel(xp, a, upper):
     # upper: factor A^H (read A's upper triangle); the lower factor is returned either way
     if upper:
-        a = np.conj(np.swapaxes(a, -1, -2))
-    info = np.zeros(a.shape[:-2], np.int32)
+        a = xp.conj(xp.swapaxes(a, -1, -2))
+    info = xp.zeros(a.shape[:-2], np.int32)
     try:
-        return np.linalg.cholesky(a).astype(a.dtype, copy=False), info
+        return xp.linalg.cholesky(a).astype(a.dtype, copy=False), info
     except np.linalg.LinAlgError:
         f = lapack("potrf", a.dtype)
         l, info = batched(lambda m: f(m, lower=1, clean=1)[:2], a)
-        return np.tril(l), info.astype(np.int32)
+        return xp.tril(l), info.astype(np.int32)
 
 
 def _chol_vjp(ctx, g, a, upper):
@@ -64,13 +64,13 @@ def _qr_kernel(xp, a, mode):
     m, n = a.shape[-2:]
     if a.size == 0:
         k = m if mode == "complete" else min(m, n)
-        q = np.zeros(a.shape[:-2] + ((m, k) if mode != "r" else (0,)), a.dtype)
+        q = xp.zeros(a.shape[:-2] + ((m, k) if mode != "r" else (0,)), a.dtype)
         if mode != "r" and k:
-            q[...] = np.eye(m, k, dtype=a.dtype)
-        return q, np.zeros(a.shape[:-2] + (k if mode != "r" else min(m, n), n), a.dtype)
+            q[...] = xp.eye(m, k, dtype=a.dtype)
+        return q, xp.zeros(a.shape[:-2] + (k if mode != "r" else min(m, n), n), a.dtype)
     if mode == "r":
-        return np.zeros((0,), a.dtype), np.linalg.qr(a, mode="r").astype(a.dtype, copy=False)
-    q, r = np.linalg.qr(a, mode=mode)
+        return xp.zeros((0,), a.dtype), xp.linalg.qr(a, mode="r").astype(a.dtype, copy=False)
+    q, r = xp.linalg.qr(a, mode=mode)
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
 
@@ -131,9 +131,9 @@ def _lu_kernel(xp, a):
     m, n = a.shape[-2:]
     k = min(m, n)
     if a.size == 0:
-        return (a.copy(), np.broadcast_to(np.arange(1, k + 1, dtype=np.int32),
+        return (a.copy(), xp.broadcast_to(xp.arange(1, k + 1, dtype=np.int32),
                                           a.shape[:-2] + (k,)).copy(),
-                np.zeros(a.shape[:-2], np.int32))
+                xp.zeros(a.shape[:-2], np.int32))
     f = lapack("getrf", a.dtype)
     lu_, piv, info = batched(lambda x: f(x), a)
     return lu_.astype(a.dtype, copy=False), (piv + 1).astype(np.int32), info.astype(np.int32)
@@ -142,7 +142,7 @@ def _lu_kernel(xp, a):
 def unpack_lu(lu_):
     m, n = lu_.shape[-2:]
     k = min(m, n)
-    eye = wrap(np.eye(m, k, dtype=lu_._data.dtype))
+    eye = host_tensor(np.eye(m, k, dtype=lu_._data.dtype), lu_)
     return tril(lu_[..., :, :k], -1) + eye, triu(lu_[..., :k, :])
 
 
@@ -194,12 +194,12 @@ LU = Op("linalg_lu_factor_ex", _lu_kernel, _lu_vjp, save_inputs=False, save_outp
 def _perm_kernel(xp, piv, m, dtype):
     bs = piv.shape[:-1]
     pf = piv.reshape(-1, piv.shape[-1]) - 1
-    out = np.zeros((pf.shape[0], m, m), dtype)
+    out = xp.zeros((pf.shape[0], m, m), dtype)
     for b in range(pf.shape[0]):
-        perm = np.arange(m)
+        perm = xp.arange(m)
         for i, j in enumerate(pf[b]):
             perm[i], perm[j] = perm[j], perm[i]
-        out[b, perm, np.arange(m)] = 1
+        out[b, perm, xp.arange(m)] = 1
     return out.reshape(bs + (m, m))
 
 
@@ -245,10 +245,10 @@ def lu_solve_core(LU, pivots, B, left, adjoint):
 def _ldl_kernel(xp, a, hermitian):
     n = a.shape[-1]
     if a.size == 0:
-        return a.copy(), np.zeros(a.shape[:-1], np.int32), np.zeros(a.shape[:-2], np.int32)
+        return a.copy(), xp.zeros(a.shape[:-1], np.int32), xp.zeros(a.shape[:-2], np.int32)
     f = lapack("hetrf" if hermitian and a.dtype.kind == "c" else "sytrf", a.dtype)
     ld, piv, info = batched(lambda x: f(x, lower=1, lwork=max(64 * n, 1)), a)
-    return np.tril(ld).astype(a.dtype, copy=False), piv.astype(np.int32), info.astype(np.int32)
+    return xp.tril(ld).astype(a.dtype, copy=False), piv.astype(np.int32), info.astype(np.int32)
 
 
 LDL = Op("linalg_ldl_factor_ex", _ldl_kernel, None, n_out=3, differentiable=False,
@@ -260,11 +260,11 @@ def _ldl_solve_kernel(xp, ld, piv, b, hermitian):
     f = lapack("hetrs" if hermitian and ld.dtype.kind == "c" else "sytrs", ld.dtype)
     bs = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
     if b.size == 0 or ld.shape[-1] == 0:
-        return np.zeros(bs + b.shape[-2:], b.dtype)
-    ldb = np.broadcast_to(ld, bs + ld.shape[-2:])
-    pb = np.broadcast_to(piv, bs + piv.shape[-1:])
-    bb = np.broadcast_to(b, bs + b.shape[-2:])
-    out = np.empty(bs + b.shape[-2:], b.dtype).reshape((-1,) + b.shape[-2:])
+        return xp.zeros(bs + b.shape[-2:], b.dtype)
+    ldb = xp.broadcast_to(ld, bs + ld.shape[-2:])
+    pb = xp.broadcast_to(piv, bs + piv.shape[-1:])
+    bb = xp.broadcast_to(b, bs + b.shape[-2:])
+    out = xp.empty(bs + b.shape[-2:], b.dtype).reshape((-1,) + b.shape[-2:])
     lf = ldb.reshape((-1,) + ld.shape[-2:])
     pf = pb.reshape((-1, piv.shape[-1]))
     bf = bb.reshape((-1,) + b.shape[-2:])
@@ -281,7 +281,7 @@ LDL_SOLVE = Op("linalg_ldl_solve", _ldl_solve_kernel, None, differentiable=False
 # ---- determinants -----------------------------------------------------------------------
 
 def _det_kernel(xp, a):
-    return np.asarray(np.linalg.det(a)).astype(a.dtype, copy=False)
+    return xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False)
 
 
 def _eps(a):
@@ -301,7 +301,7 @@ def _det_vjp(ctx, g, a):
     # torch's linalg_det_backward: d det / dA = conj(det) A^{-H}, finite at singular A
     n = a.shape[-1]
     gd = (g * cj(ctx.out)).unsqueeze(-1).unsqueeze(-1)
-    eye = wrap(np.eye(n, dtype=a._data.dtype))
+    eye = host_tensor(np.eye(n, dtype=a._data.dtype), a)
     if not STATE.grad_enabled:
         # first order only: solve with the LU, its exact zero pivots nudged to eps (for an
         # exactly singular A, det is 0 and so is the gradient, as in torch)
@@ -313,7 +313,7 @@ def _det_vjp(ctx, g, a):
     # (near-)singular matrices, A^{-H} for the others; each computed on safe stand-ins
     sing = (ctx.out.abs() < 100 * _eps(a)).unsqueeze(-1).unsqueeze(-1)
     regular = gd * apply(INV, (where(sing, eye, a),), {})[0].mH
-    spread = wrap(np.diag(np.arange(1, n + 1)).astype(a._data.dtype))
+    spread = host_tensor(np.diag(np.arange(1, n + 1)).astype(a._data.dtype), a)
     u, s_, vh = apply(SVD, (where(sing, a, spread),), {"full_matrices": False})
     alpha = cj(apply(DET, (u,), {}) * apply(DET, (vh,), {}))
     dd = _prod_safe_zeros_backward((g * alpha).unsqueeze(-1), s_.to(a.dtype))
@@ -326,9 +326,9 @@ DET = Op("linalg_det", _det_kernel, _det_vjp, save_output=True, category="linalg
 
 
 def _slogdet_kernel(xp, a):
-    s, l_ = np.linalg.slogdet(a)
-    return np.asarray(s).astype(a.dtype, copy=False), \
-        np.asarray(l_).astype(np.abs(a[..., :0, :0]).dtype, copy=False)
+    s, l_ = xp.linalg.slogdet(a)
+    return xp.asarray(s).astype(a.dtype, copy=False), \
+        xp.asarray(l_).astype(xp.abs(a[..., :0, :0]).dtype, copy=False)
 
 
 def _slogdet_vjp(ctx, g, a):

@@ -4,9 +4,10 @@
 The public functions are in ember.linalg.eig."""
 import numpy as np
 
+from ..._core.device import namespace_of
 from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
-from ..._core.tensor import wrap
+from ..._core.tensor import host_tensor
 from ..blas import matmul
 from ..pointwise import where
 from ..views import diag_embed
@@ -21,16 +22,18 @@ _CPLX = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64):
 
 
 def _is_zero(g):
-    return not np.any(g._data)
+    d = g._data
+    return not bool(namespace_of(d).any(d))
 
 
-def _eye_mask(n):
-    return wrap(np.eye(n, dtype=bool))
+def _eye_mask(n, like):
+    return host_tensor(np.eye(n, dtype=bool), like)
 
 
 def _check_phase(name, imdiag, what):
-    a = np.abs(imdiag._data)
-    if a.size and not np.all(a <= 1e-2):
+    xp = namespace_of(imdiag._data)
+    a = xp.abs(imdiag._data)
+    if a.size and not bool(xp.all(a <= 1e-2)):
         raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
                            f"multiplication by e^{{i phi}}. The specified loss function depends "
                            f"on this quantity, so it is ill-defined.")
@@ -53,7 +56,7 @@ def _eig_backward(gl, gv, l, v, hermitian):
         vhgv = vhgv - matmul(v.mH, v * dg.real.unsqueeze(-2))
     lc = l.conj() if l.is_complex() else l
     e = lc.unsqueeze(-2) - lc.unsqueeze(-1)
-    eye = _eye_mask(n)
+    eye = _eye_mask(n, e)
     ret = vhgv / where(eye, 1, e)
     ret = where(eye, diag_embed(gl) if gl is not None else 0, ret)
     if hermitian:
@@ -66,16 +69,16 @@ def _eig_backward(gl, gv, l, v, hermitian):
 def _eigh_kernel(xp, a, uplo):
     n = a.shape[-1]
     if a.size == 0:
-        return (np.zeros(a.shape[:-1], np.abs(a[..., :0, :0]).dtype),
-                np.zeros(a.shape, a.dtype) + np.eye(n, dtype=a.dtype))
+        return (xp.zeros(a.shape[:-1], xp.abs(a[..., :0, :0]).dtype),
+                xp.zeros(a.shape, a.dtype) + xp.eye(n, dtype=a.dtype))
     if a.ndim == 2:
         # one matrix: LAPACK's divide-and-conquer syevd/heevd directly (faster than NumPy's)
         w, v, info = lapack("heevd" if a.dtype.kind == "c" else "syevd", a.dtype)(
             a, compute_v=1, lower=1 if uplo == "L" else 0)
         if info == 0:
-            return w.astype(np.abs(a[:0, :0]).dtype, copy=False), v
-    w, v = np.linalg.eigh(a, UPLO=uplo)
-    return w.astype(np.abs(a[..., :0, :0]).dtype, copy=False), v.astype(a.dtype, copy=False)
+            return w.astype(xp.abs(a[:0, :0]).dtype, copy=False), v
+    w, v = xp.linalg.eigh(a, UPLO=uplo)
+    return w.astype(xp.abs(a[..., :0, :0]).dtype, copy=False), v.astype(a.dtype, copy=False)
 
 
 def _eigh_vjp(ctx, g, a, uplo):
@@ -90,8 +93,8 @@ def _eigvals_shape(a, *args, **params):
 EIGH = Op("linalg_eigh", _eigh_kernel, _eigh_vjp, save_inputs=False, save_output=True, n_out=2,
           category="linalg", batch=_linalg_rule,
           shape=lambda a, uplo: (_eigvals_shape(a), (a.shape, a.dtype)))
-EIGVALSH = Op("linalg_eigvalsh", lambda xp, a, uplo: np.linalg.eigvalsh(a, UPLO=uplo).astype(
-    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+EIGVALSH = Op("linalg_eigvalsh", lambda xp, a, uplo: xp.linalg.eigvalsh(a, UPLO=uplo).astype(
+    xp.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
     batch=_linalg_rule, shape=_eigvals_shape)
 
 
@@ -100,8 +103,8 @@ EIGVALSH = Op("linalg_eigvalsh", lambda xp, a, uplo: np.linalg.eigvalsh(a, UPLO=
 def _eig_kernel(xp, a):
     cdt = _CPLX.get(a.dtype, a.dtype)
     if a.size == 0:
-        return np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt)
-    w, v = np.linalg.eig(a)
+        return xp.zeros(a.shape[:-1], cdt), xp.zeros(a.shape, cdt)
+    w, v = xp.linalg.eig(a)
     return w.astype(cdt, copy=False), v.astype(cdt, copy=False)
 
 
@@ -113,7 +116,7 @@ def _eig_vjp(ctx, g, a):
 EIG = Op("linalg_eig", _eig_kernel, _eig_vjp, save_inputs=False, save_output=True, n_out=2,
          category="linalg", batch=_linalg_rule, shape=lambda a: (
              (a.shape[:-1], a.dtype.to_complex()), (a.shape, a.dtype.to_complex())))
-EIGVALS = Op("linalg_eigvals", lambda xp, a: np.linalg.eigvals(a).astype(
+EIGVALS = Op("linalg_eigvals", lambda xp, a: xp.linalg.eigvals(a).astype(
     _CPLX.get(a.dtype, a.dtype), copy=False), None, differentiable=False, category="linalg",
     batch=_linalg_rule, shape=lambda a: (a.shape[:-1], a.dtype.to_complex()))
 
@@ -123,21 +126,21 @@ EIGVALS = Op("linalg_eigvals", lambda xp, a: np.linalg.eigvals(a).astype(
 def _svd_kernel(xp, a, full_matrices):
     m, n = a.shape[-2:]
     k = min(m, n)
-    rdt = np.abs(a[..., :0, :0]).dtype
+    rdt = xp.abs(a[..., :0, :0]).dtype
     if a.size == 0:
         um, vn = (m, n) if full_matrices else (k, k)
-        return (np.zeros(a.shape[:-2] + (m, um), a.dtype) + np.eye(m, um, dtype=a.dtype),
-                np.zeros(a.shape[:-2] + (k,), rdt),
-                np.zeros(a.shape[:-2] + (vn, n), a.dtype) + np.eye(vn, n, dtype=a.dtype))
+        return (xp.zeros(a.shape[:-2] + (m, um), a.dtype) + xp.eye(m, um, dtype=a.dtype),
+                xp.zeros(a.shape[:-2] + (k,), rdt),
+                xp.zeros(a.shape[:-2] + (vn, n), a.dtype) + xp.eye(vn, n, dtype=a.dtype))
     if a.ndim == 2:
         import scipy.linalg as sl
         try:
             u, s, vh = sl.svd(a, full_matrices=full_matrices, check_finite=False,
                               lapack_driver="gesdd")
             return u, s.astype(rdt, copy=False), vh
-        except (np.linalg.LinAlgError, ValueError):
+        except (xp.linalg.LinAlgError, ValueError):
             pass
-    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
     return u.astype(a.dtype, copy=False), s.astype(rdt, copy=False), vh.astype(a.dtype,
                                                                                copy=False)
 
@@ -162,13 +165,14 @@ def svd_backward(gu, gs, gvh, u, s, vh):
         iv = vhgv.diagonal(0, -2, -1).imag if not no_v else None
         a = iu._data if iu is not None else 0
         b = -iv._data if iv is not None else 0
-        if not np.all(np.abs(np.asarray(a - b)) <= 1e-2 + 1e-2 * np.abs(b)):
+        xp = namespace_of(iu._data if iu is not None else iv._data)
+        if not bool(xp.all(xp.abs(xp.asarray(a - b)) <= 1e-2 + 1e-2 * xp.abs(b))):
             raise RuntimeError("svd_backward: The singular vectors in the complex case are "
                                "specified up to multiplication by e^{i phi}. The specified loss "
                                "function depends on this phase term, making it ill-defined.")
     s2 = s * s
     e = s2.unsqueeze(-2) - s2.unsqueeze(-1)
-    eye = _eye_mask(k)
+    eye = _eye_mask(k, e)
     e = where(eye, 1, e)
     if not no_u and not no_v:
         ret = (uhgu * s.unsqueeze(-2) + s.unsqueeze(-1) * vhgv) / e
@@ -211,8 +215,8 @@ def _svd_shape(a, full_matrices):
 
 SVD = Op("linalg_svd", _svd_kernel, _svd_vjp, save_inputs=False, save_output=True, n_out=3,
          category="linalg", shape=_svd_shape, batch=_linalg_rule)
-SVDVALS = Op("linalg_svdvals", lambda xp, a: np.linalg.svd(a, compute_uv=False).astype(
-    np.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+SVDVALS = Op("linalg_svdvals", lambda xp, a: xp.linalg.svd(a, compute_uv=False).astype(
+    xp.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
     batch=_linalg_rule,
     shape=lambda a: (a.shape[:-2] + (min(a.shape[-2], a.shape[-1]),), a.dtype.to_real()))
 

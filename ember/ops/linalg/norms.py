@@ -12,9 +12,9 @@ __all__ = ["RANK"]
 
 def _rank_kernel(xp, s, smax, atol, rtol, m, n):
     # ``s``: singular values (or |eigenvalues|); the tolerance follows pinv's rules
-    fake = np.zeros(s.shape[:-1] + (m, n), s.dtype)
+    fake = xp.zeros(s.shape[:-1] + (m, n), s.dtype)
     tol = _tols(fake, smax, atol, rtol)
-    return np.asarray((s > np.asarray(tol)[..., None]).sum(-1), dtype=np.int64)
+    return xp.asarray((s > xp.asarray(tol)[..., None]).sum(-1), dtype=np.int64)
 
 
 # the values and their maximum have different ranks: the batch goes in front, unpadded

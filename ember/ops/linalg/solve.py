@@ -7,6 +7,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
+from ..._core.device import namespace_of
 from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..blas import matmul
@@ -35,12 +36,12 @@ def _nan_fill(fn, a, info, *rest):
 
 
 def _inv_kernel(xp, a):
-    info = np.zeros(a.shape[:-2], np.int32)
+    info = xp.zeros(a.shape[:-2], np.int32)
     try:
-        r = np.linalg.inv(a)
+        r = xp.linalg.inv(a)
     except np.linalg.LinAlgError:
         info = getrf_info(a).astype(np.int32)
-        r = _nan_fill(np.linalg.inv, a, info).reshape(a.shape)
+        r = _nan_fill(xp.linalg.inv, a, info).reshape(a.shape)
     return r.astype(a.dtype, copy=False), info
 
 
@@ -64,20 +65,20 @@ INV = Op("linalg_inv_ex", _inv_kernel, _inv_vjp, save_inputs=False, save_output=
 
 def _solve_kernel(xp, a, b):
     # torch reports info over A's batch (B may broadcast it further)
-    info = np.zeros(a.shape[:-2], np.int32)
+    info = xp.zeros(a.shape[:-2], np.int32)
     if a.ndim == 2 and b.ndim == 2 and a.size and b.size:
         # one system: LAPACK gesv directly (NumPy's gufunc path is ~2x slower here)
         _, _, x, inf = lapack("gesv", a.dtype)(a, b)
         if inf == 0:
             return x, info
     try:
-        r = np.linalg.solve(a, b)
+        r = xp.linalg.solve(a, b)
     except np.linalg.LinAlgError:
         bs = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         info = getrf_info(a).astype(np.int32)
-        ab = np.broadcast_to(a, bs + a.shape[-2:])
-        bb = np.broadcast_to(b, bs + b.shape[-2:])
-        r = _nan_fill(np.linalg.solve, ab, np.broadcast_to(info, bs), bb).reshape(
+        ab = xp.broadcast_to(a, bs + a.shape[-2:])
+        bb = xp.broadcast_to(b, bs + b.shape[-2:])
+        r = _nan_fill(xp.linalg.solve, ab, xp.broadcast_to(info, bs), bb).reshape(
             bs + b.shape[-2:])
     return r.astype(a.dtype, copy=False), info
 
@@ -124,7 +125,7 @@ def _trsm(a, b, upper, unit):
 def _tri_kernel(xp, a, b, upper, unit):
     if a.shape[-1] == 0 or b.size == 0:
         bs = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        return np.zeros(bs + b.shape[-2:], dtype=a.dtype)
+        return xp.zeros(bs + b.shape[-2:], dtype=a.dtype)
     return _trsm(a, b, upper, unit)
 
 
@@ -150,12 +151,12 @@ TRI = Op("linalg_solve_triangular", _tri_kernel, _tri_vjp, save_inputs=(0,), sav
 def _chol_solve_kernel(xp, b, l, upper):
     if b.size == 0 or l.shape[-1] == 0:
         bs = np.broadcast_shapes(b.shape[:-2], l.shape[:-2])
-        return np.zeros(bs + b.shape[-2:], dtype=b.dtype)
+        return xp.zeros(bs + b.shape[-2:], dtype=b.dtype)
     if upper:   # A = U^H U
-        y = _trsm(np.conj(np.swapaxes(l, -1, -2)), b, False, False)
+        y = _trsm(xp.conj(xp.swapaxes(l, -1, -2)), b, False, False)
         return _trsm(l, y, True, False)
     y = _trsm(l, b, False, False)
-    return _trsm(np.conj(np.swapaxes(l, -1, -2)), y, True, False)
+    return _trsm(xp.conj(xp.swapaxes(l, -1, -2)), y, True, False)
 
 
 def _chol_solve_vjp(ctx, g, b, l, upper):
@@ -178,29 +179,30 @@ CHOL_SOLVE = Op("cholesky_solve", _chol_solve_kernel, _chol_solve_vjp, save_inpu
 # ---- pinv -------------------------------------------------------------------------------
 
 def _tols(a, s_max, atol, rtol):
+    xp = namespace_of(a)
     if rtol is None:
-        rtol = np.finfo(np.abs(a[..., :0, :0]).dtype).eps * max(a.shape[-2:])
+        rtol = np.finfo(xp.abs(a[..., :0, :0]).dtype).eps * max(a.shape[-2:])
         if atol is not None:
-            rtol = np.where(np.asarray(atol) > 0, 0.0, rtol)
-    at = 0.0 if atol is None else np.asarray(atol)
-    return np.maximum(at, np.asarray(rtol) * s_max)
+            rtol = xp.where(xp.asarray(atol) > 0, 0.0, rtol)
+    at = 0.0 if atol is None else xp.asarray(atol)
+    return xp.maximum(at, xp.asarray(rtol) * s_max)
 
 
 def _pinv_kernel(xp, a, atol, rtol, hermitian):
     m, n = a.shape[-2:]
     if a.size == 0:
-        return np.zeros(a.shape[:-2] + (n, m), dtype=a.dtype)
+        return xp.zeros(a.shape[:-2] + (n, m), dtype=a.dtype)
     if hermitian:
-        w, v = np.linalg.eigh(a)
-        aw = np.abs(w)
+        w, v = xp.linalg.eigh(a)
+        aw = xp.abs(w)
         cut = _tols(a, aw.max(-1), atol, rtol)[..., None]
-        winv = np.where(aw > cut, 1 / np.where(aw > cut, w, 1), 0).astype(v.dtype)
-        return ((v * winv[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))).astype(a.dtype)
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+        winv = xp.where(aw > cut, 1 / xp.where(aw > cut, w, 1), 0).astype(v.dtype)
+        return ((v * winv[..., None, :]) @ xp.conj(xp.swapaxes(v, -1, -2))).astype(a.dtype)
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
     cut = _tols(a, s[..., 0], atol, rtol)[..., None]
-    sinv = np.where(s > cut, 1 / np.where(s > cut, s, 1), 0).astype(s.dtype)
-    r = np.conj(np.swapaxes(vh, -1, -2)) * sinv[..., None, :]
-    return (r @ np.conj(np.swapaxes(u, -1, -2))).astype(a.dtype, copy=False)
+    sinv = xp.where(s > cut, 1 / xp.where(s > cut, s, 1), 0).astype(s.dtype)
+    r = xp.conj(xp.swapaxes(vh, -1, -2)) * sinv[..., None, :]
+    return (r @ xp.conj(xp.swapaxes(u, -1, -2))).astype(a.dtype, copy=False)
 
 
 def _pinv_bw(gp, a, p):
@@ -248,28 +250,28 @@ def _lstsq_kernel(xp, a, b, rcond, driver):
     m, n = a.shape[-2:]
     k = b.shape[-1]
     bs = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    ab = np.broadcast_to(a, bs + a.shape[-2:])
-    bb = np.broadcast_to(b, bs + b.shape[-2:])
-    rdt = np.abs(a[..., :0, :0]).dtype
+    ab = xp.broadcast_to(a, bs + a.shape[-2:])
+    bb = xp.broadcast_to(b, bs + b.shape[-2:])
+    rdt = xp.abs(a[..., :0, :0]).dtype
     if rcond is None:
         rcond = float(np.finfo(rdt).eps) * max(m, n)
-    res = batched(_lstsq_one(driver, rcond), np.ascontiguousarray(ab), np.ascontiguousarray(bb))
+    res = batched(_lstsq_one(driver, rcond), xp.ascontiguousarray(ab), xp.ascontiguousarray(bb))
     if res is None or min(m, n) == 0:
-        x = np.zeros(bs + (n, k), a.dtype)
-        rank = np.zeros(bs, np.int64)
-        sv = np.zeros(bs + (min(m, n),), rdt)
+        x = xp.zeros(bs + (n, k), a.dtype)
+        rank = xp.zeros(bs, np.int64)
+        sv = xp.zeros(bs + (min(m, n),), rdt)
     else:
         x, rank, sv = res
     x = x.astype(a.dtype, copy=False)
-    full = driver == "gels" or bool(np.all(rank == n))
+    full = driver == "gels" or bool(xp.all(rank == n))
     if m > n and driver != "gelsy" and full:
-        resid = (np.abs(ab @ x - bb) ** 2).sum(-2).astype(rdt)
+        resid = (xp.abs(ab @ x - bb) ** 2).sum(-2).astype(rdt)
     else:
-        resid = np.zeros((0,), rdt)
+        resid = xp.zeros((0,), rdt)
     if driver == "gels":
-        rank = np.zeros((0,), np.int64)
+        rank = xp.zeros((0,), np.int64)
     if driver not in ("gelsd", "gelss"):
-        sv = np.zeros((0,), rdt)
+        sv = xp.zeros((0,), rdt)
     return x, resid, rank, sv.astype(rdt, copy=False)
 
 

@@ -98,7 +98,7 @@ ELU = _op("elu", _elu_np, _elu_vjp)
 def _rrelu_kernel(xp, x, lower, upper, generator=None):
     from ..._core import random as _rnd
     gen = (generator or _rnd.default_generator)._gen
-    a = gen.uniform(lower, upper, size=x.shape).astype(x.dtype)
+    a = xp.asarray(gen.uniform(lower, upper, size=x.shape)).astype(x.dtype)  # host draw
     a = xp.where(x >= 0, xp.ones((), x.dtype), a)
     return x * a, a
 

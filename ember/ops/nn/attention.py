@@ -16,10 +16,9 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
 from ..._core.op import Op
-from ..._core.tensor import Tensor
+from ..._core.tensor import Tensor, host_tensor
 from .. import _helpers as H
 from .._batching import _front_padded
-from ..creation import tensor as _tensor
 from ..creation import zeros
 from ..shape import cat
 from ._rules import front_all, outs_at_front
@@ -69,46 +68,46 @@ def _flash_kernel(xp, q, k, v, mask, scale, causal):
     if mask is not None:
         shapes.append(mask.shape[:-2])
     batch = np.broadcast_shapes(*shapes)
-    out = np.zeros(batch + (L, Ev), dtype=cdt)
-    lse = np.full(batch + (L,), np.inf, dtype=cdt)
+    out = xp.zeros(batch + (L, Ev), dtype=cdt)
+    lse = xp.full(batch + (L,), np.inf, dtype=cdt)
     if L == 0 or S == 0:
         return out.astype(dt, copy=False), lse
     bq, bk = _blocks(L, S, int(np.prod(batch)))
-    kT = np.swapaxes(k, -1, -2)
+    kT = xp.swapaxes(k, -1, -2)
     bool_mask = mask is not None and mask.dtype == np.bool_
     for i0 in range(0, L, bq):
         i1 = min(L, i0 + bq)
-        qb = q[..., i0:i1, :] * np.asarray(scale, dtype=cdt)
+        qb = q[..., i0:i1, :] * xp.asarray(scale, dtype=cdt)
         kend = min(S, i1) if causal else S
         m = lsum = acc = None
         for j0 in range(0, kend, bk):
             j1 = min(kend, j0 + bk)
-            s = np.matmul(qb, kT[..., j0:j1])
+            s = xp.matmul(qb, kT[..., j0:j1])
             if mask is not None:
                 mb = _mask_block(mask, i0, i1, j0, j1)
                 if bool_mask:
-                    s = np.where(mb, s, -np.inf)
+                    s = xp.where(mb, s, -np.inf)
                 else:
                     s = s + mb
             if causal and j1 - 1 > i0:
-                s += _causal_add(i0, i1, j0, j1, cdt)
+                s += xp.asarray(_causal_add(i0, i1, j0, j1, cdt))
             mb_ = s.max(-1, keepdims=True)
-            m_new = mb_ if m is None else np.maximum(m, mb_)
-            m_safe = np.where(m_new == -np.inf, 0, m_new)
+            m_new = mb_ if m is None else xp.maximum(m, mb_)
+            m_safe = xp.where(m_new == -np.inf, 0, m_new)
             s -= m_safe
-            np.exp(s, out=s)
-            pv = np.matmul(s, v[..., j0:j1, :])
+            xp.exp(s, out=s)
+            pv = xp.matmul(s, v[..., j0:j1, :])
             if m is None:
                 lsum, acc = s.sum(-1, keepdims=True), pv
             else:
-                alpha = np.exp(m - m_safe)
+                alpha = xp.exp(m - m_safe)
                 lsum = lsum * alpha + s.sum(-1, keepdims=True)
                 acc = acc * alpha + pv
             m = m_new
         empty = lsum == 0
-        out[..., i0:i1, :] = acc / np.where(empty, 1, lsum)
-        m_safe = np.where(m == -np.inf, 0, m)
-        lse[..., i0:i1] = np.where(empty, np.inf, m_safe + np.log(np.where(empty, 1, lsum)))[..., 0]
+        out[..., i0:i1, :] = acc / xp.where(empty, 1, lsum)
+        m_safe = xp.where(m == -np.inf, 0, m)
+        lse[..., i0:i1] = xp.where(empty, np.inf, m_safe + xp.log(xp.where(empty, 1, lsum)))[..., 0]
     return out.astype(dt, copy=False), lse
 
 
@@ -116,24 +115,24 @@ def _flash_bwd_kernel(xp, q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
     """dq, dk, dv and the score gradient (= the float mask's) of the one-block path."""
     cdt = lse.dtype
     # contiguous: BLAS skips operands with zero strides (the expanded grad of a .sum())
-    q, k, v, g_out, out = (np.ascontiguousarray(a, dtype=cdt) for a in (q, k, v, g_out, out))
+    q, k, v, g_out, out = (xp.ascontiguousarray(a, dtype=cdt) for a in (q, k, v, g_out, out))
     L, S = q.shape[-2], k.shape[-2]
-    kT = np.swapaxes(k, -1, -2)
-    s = np.matmul(q * np.asarray(scale, dtype=cdt), kT)
+    kT = xp.swapaxes(k, -1, -2)
+    s = xp.matmul(q * xp.asarray(scale, dtype=cdt), kT)
     if mask is not None:
-        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask.astype(cdt)
+        s = xp.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask.astype(cdt)
     if causal and S > 1:
-        s += _causal_add(0, L, 0, S, cdt)
+        s += xp.asarray(_causal_add(0, L, 0, S, cdt))
     s -= lse[..., None]
-    p = np.exp(s, out=s)
+    p = xp.exp(s, out=s)
     delta = (g_out * out).sum(-1) - g_lse
-    dv = np.matmul(np.swapaxes(p, -1, -2), g_out)
-    ds = np.matmul(g_out, np.swapaxes(v, -1, -2))
+    dv = xp.matmul(xp.swapaxes(p, -1, -2), g_out)
+    ds = xp.matmul(g_out, xp.swapaxes(v, -1, -2))
     ds -= delta[..., None]
     ds *= p
-    sc = np.asarray(scale, dtype=cdt)
-    dq = np.matmul(ds, k) * sc
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q) * sc
+    sc = xp.asarray(scale, dtype=cdt)
+    dq = xp.matmul(ds, k) * sc
+    dk = xp.matmul(xp.swapaxes(ds, -1, -2), q) * sc
     return dq, dk, dv, ds
 
 
@@ -159,7 +158,7 @@ def _flash_bwd_vjp(ctx, grads, q, k, v, mask, g_out, out, lse, g_lse, scale, cau
     if mask is not None:
         s = s.masked_fill(mask.logical_not(), -math.inf) if bool_mask else s + mask.to(cdt)
     if causal and S > 1:
-        s = s + _tensor(_causal_add(0, L, 0, S, cdt.np))
+        s = s + host_tensor(_causal_add(0, L, 0, S, cdt.np), s)
     p = (s - lse.unsqueeze(-1)).exp()
     delta = (g_out * out).sum(-1) - g_lse
     dP = g_out.matmul(v.transpose(-1, -2))
@@ -242,7 +241,7 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
             mb = _mask_block(mask, a, L, j0, j1)
             s = s.masked_fill(mb.logical_not(), -math.inf) if bool_mask else s + mb
         if causal and j1 - 1 > a:
-            s = s + _tensor(_causal_add(a, L, j0, j1, s.dtype.np))
+            s = s + host_tensor(_causal_add(a, L, j0, j1, s.dtype.np), s)
         p = (s - lse[..., a:].unsqueeze(-1)).exp()
         dvs.append(p.transpose(-1, -2).matmul(go))
         ds = p * (go.matmul(vj.transpose(-1, -2)) - delta[..., a:].unsqueeze(-1))

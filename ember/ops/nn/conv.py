@@ -16,7 +16,6 @@ same single matmul with a wider N; per-example weights make that matmul batched.
 import itertools
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..._core.op import Op
 from ..._core.tensor import Tensor
@@ -49,7 +48,7 @@ def _windows(xp, x, ks, dilation, pad, stride):
     if any(p for pr in pad for p in pr):
         x = xp.pad(x, ((0, 0),) * lead + tuple(pad))
     eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dilation))
-    win = sliding_window_view(x, eff, axis=tuple(range(lead, lead + n)))
+    win = xp.lib.stride_tricks.sliding_window_view(x, eff, axis=tuple(range(lead, lead + n)))
     return win[(slice(None),) * lead + tuple(slice(None, None, s) for s in stride) +
                tuple(slice(None, None, d) for d in dilation)]
 
@@ -222,11 +221,13 @@ def _pad_kernel(xp, x, pads, mode, value=0.0):
     out = x
     for d, lo, hi in pads:
         src = _source_index(out.shape[d], lo, hi, mode)
-        taken = xp.take(out, np.maximum(src, 0), axis=d)
+        # the index tables are host arrays computed from shapes: moved to the device once
+        taken = xp.take(out, xp.asarray(np.maximum(src, 0)), axis=d)
         if mode == "constant" and (src < 0).any():
             shape = [1] * out.ndim
             shape[d] = len(src)
-            taken = xp.where((src < 0).reshape(shape), xp.asarray(value, dtype=out.dtype), taken)
+            taken = xp.where(xp.asarray((src < 0).reshape(shape)),
+                             xp.asarray(value, dtype=out.dtype), taken)
         out = taken
     return out
 

@@ -24,7 +24,8 @@ def _keep(shape, p, dt):
 
 
 def _dropout_kernel(xp, x, p):
-    mask = _keep(x.shape, p, x.dtype).astype(x.dtype)
+    # the generator draws on the host: the mask moves to the input's backend
+    mask = xp.asarray(_keep(x.shape, p, x.dtype)).astype(x.dtype)
     if p != 1:
         mask /= x.dtype.type(1 - p)  # torch divides the mask by 1 - p (not times 1 / (1 - p))
     return x * mask, mask
@@ -40,7 +41,7 @@ DROPOUT = Op("native_dropout", _dropout_kernel, _dropout_vjp, save_inputs=False,
 
 
 def _mask_kernel(xp, x, p, shape):
-    return _keep(shape, p, x.dtype).astype(x.dtype)
+    return xp.asarray(_keep(shape, p, x.dtype)).astype(x.dtype)
 
 
 DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, category="nn",

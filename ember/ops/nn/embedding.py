@@ -85,7 +85,7 @@ def _one_hot_kernel(xp, x, num_classes):
         raise RuntimeError("Class values must be non-negative.")
     if x.size and x.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return (x[..., None] == np.arange(num_classes)).astype(np.int64)
+    return (x[..., None] == xp.arange(num_classes)).astype(np.int64)
 
 
 def _one_hot_shape(x, num_classes):

@@ -182,7 +182,7 @@ def _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing):
         gl = g / den
     else:
         gl = g
-    classes = arange(C).reshape((C,) + (1,) * (x.dim() - cdim - 1))
+    classes = arange(C, device=x.device).reshape((C,) + (1,) * (x.dim() - cdim - 1))
     onehot = (t.unsqueeze(cdim) == classes).to(x.dtype)
     a = (gl * w_t).unsqueeze(cdim) * onehot * -(1 - smoothing)
     if smoothing:
@@ -334,7 +334,7 @@ def _ctc_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
     _, final = _ctc_alpha(lpe, valid, skip, in_lens)
     nll = _ctc_nll(final, tgt_lens)
     if zero_inf:
-        nll = np.where(np.isinf(nll), 0, nll)
+        nll = xp.where(xp.isinf(nll), 0, nll)
     return nll.astype(lp.dtype)
 
 
@@ -346,36 +346,36 @@ def _ctc_grad_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
     alpha, final = _ctc_alpha(lpe, valid, skip, in_lens)
     nll = _ctc_nll(final, tgt_lens)
     ninf = -np.inf
-    beta = np.full((T, N, S), ninf, dtype=a.dtype)
-    b = np.full((N, S), ninf, dtype=a.dtype)
-    in_arr = np.asarray(in_lens)
-    last = 2 * np.asarray(tgt_lens, dtype=np.int64)
-    ar = np.arange(N)
-    skip_next = np.zeros((N, S), dtype=bool)
+    beta = xp.full((T, N, S), ninf, dtype=a.dtype)
+    b = xp.full((N, S), ninf, dtype=a.dtype)
+    in_arr = xp.asarray(in_lens)
+    last = 2 * xp.asarray(tgt_lens, dtype=np.int64)
+    ar = xp.arange(N)
+    skip_next = xp.zeros((N, S), dtype=bool)
     skip_next[:, :-2] = skip[:, 2:]
     for t in range(T - 1, -1, -1):
-        nxt1 = np.concatenate([b[:, 1:], np.full((N, 1), ninf, b.dtype)], 1)
-        nxt2 = np.concatenate([b[:, 2:], np.full((N, 2), ninf, b.dtype)], 1)[:, :S]
-        nxt2 = np.where(skip_next, nxt2, ninf)
-        rec = np.where(valid, lpe[t] + _lse(b, nxt1, nxt2), ninf)
-        init = np.full((N, S), ninf, dtype=a.dtype)
+        nxt1 = xp.concatenate([b[:, 1:], xp.full((N, 1), ninf, b.dtype)], 1)
+        nxt2 = xp.concatenate([b[:, 2:], xp.full((N, 2), ninf, b.dtype)], 1)[:, :S]
+        nxt2 = xp.where(skip_next, nxt2, ninf)
+        rec = xp.where(valid, lpe[t] + _lse(b, nxt1, nxt2), ninf)
+        init = xp.full((N, S), ninf, dtype=a.dtype)
         init[ar, last] = lpe[t, ar, last]
         has2 = last > 0
         init[ar[has2], last[has2] - 1] = lpe[t, ar[has2], last[has2] - 1]
-        b = np.where((t == in_arr - 1)[:, None], init, np.where((t < in_arr - 1)[:, None], rec,
+        b = xp.where((t == in_arr - 1)[:, None], init, xp.where((t < in_arr - 1)[:, None], rec,
                                                                  ninf))
         beta[t] = b
-    occ = np.exp(alpha + beta + nll[None, :, None] - lpe)
-    occ = np.where(np.isfinite(occ), occ, 0)
-    onehot = (ext[:, :, None] == np.arange(a.shape[2])[None, None, :]).astype(a.dtype)
-    gamma = np.einsum("tns,nsc->tnc", occ, onehot)
-    grad = np.exp(a) - gamma
+    occ = xp.exp(alpha + beta + nll[None, :, None] - lpe)
+    occ = xp.where(xp.isfinite(occ), occ, 0)
+    onehot = (ext[:, :, None] == xp.arange(a.shape[2])[None, None, :]).astype(a.dtype)
+    gamma = xp.einsum("tns,nsc->tnc", occ, onehot)
+    grad = xp.exp(a) - gamma
     # an impossible alignment (infinite loss) has an undefined gradient: nan, like torch
-    grad = np.where(np.isinf(nll)[None, :, None], np.nan, grad)
-    tmask = np.arange(T)[:, None] < in_arr[None, :]
-    grad = np.where(tmask[:, :, None], grad, 0)
+    grad = xp.where(xp.isinf(nll)[None, :, None], np.nan, grad)
+    tmask = xp.arange(T)[:, None] < in_arr[None, :]
+    grad = xp.where(tmask[:, :, None], grad, 0)
     if zero_inf:
-        grad = np.where(np.isinf(nll)[None, :, None], 0, grad)
+        grad = xp.where(xp.isinf(nll)[None, :, None], 0, grad)
     return grad.astype(lp.dtype)
 
 

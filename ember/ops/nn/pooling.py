@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.op import Op
-from ..._core.tensor import wrap
+from ..._core.tensor import host_tensor
 from .._batching import _batched_front, _move_to_front
 from .._helpers import apply, type_name
 from ._rules import leading_rule
@@ -84,9 +84,9 @@ def _max_pool_kernel(xp, x, ks, stride, pad, dil, ceil, need_idx):
     strides = [int(np.prod(L[i + 1:], dtype=np.int64)) for i in range(n)]
     base = 0
     for i in range(n):
-        o = np.arange(outs[i]).reshape((-1,) + (1,) * (n - 1 - i))
+        o = xp.arange(outs[i]).reshape((-1,) + (1,) * (n - 1 - i))
         base = base + (o * stride[i] - pad[i]) * strides[i]
-    table = np.array([sum(o[i] * dil[i] * strides[i] for i in range(n)) for o in offsets],
+    table = xp.array([sum(o[i] * dil[i] * strides[i] for i in range(n)) for o in offsets],
                      dtype=np.int64)
     idx = table[k]
     idx += base
@@ -118,7 +118,7 @@ def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
     lead = int(np.prod(in_shape[:-n], dtype=np.int64))
     plane = int(np.prod(in_shape[-n:], dtype=np.int64))
     per = int(np.prod(idx.shape[idx.ndim - n:], dtype=np.int64))  # no -1: lead may be 0
-    base = (np.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, per)
+    base = (xp.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, per)
     r = xp.bincount(base.ravel(), weights=a.ravel(), minlength=lead * plane)
     r = r.astype(back or a.dtype, copy=False).reshape(in_shape)
     return r
@@ -176,7 +176,7 @@ def _avg_pool_kernel(xp, x, ks, stride, pad, ceil, include_pad, override):
     win = _crop(_windows(xp, a, ks, (1,) * n, pads, stride), outs, n)
     s = win.sum(axis=tuple(range(-n, 0)))
     div = _divisor(a.shape[-n:], ks, stride, pad, outs, include_pad, override)
-    s = s / (override if div is None else div.astype(s.dtype))
+    s = s / (override if div is None else xp.asarray(div, dtype=s.dtype))
     return s if back is None else s.astype(back)
 
 
@@ -185,7 +185,7 @@ def _avg_pool_vjp(ctx, g, x, ks, stride, pad, ceil, include_pad, override):
     shape = ctx.in_meta[0][0]
     outs, pads = _geometry(shape, ks, stride, pad, (1,) * n, ceil)
     div = _divisor(shape[-n:], ks, stride, pad, outs, include_pad, override)
-    g = g / (override if div is None else wrap(div.astype(g._data.dtype)))
+    g = g / (override if div is None else host_tensor(div.astype(g._data.dtype), g))
     lead = shape[:-n]
     g4 = g.reshape((-1, 1) + outs) if len(lead) != 2 else g
     cols = g4.transpose(0, 1).reshape((g4.shape[1],) + (1,) * n + (g4.shape[0],) + outs)
@@ -229,17 +229,17 @@ def _adaptive_max_kernel(xp, x, osz):
         shape = [1] * (2 * n)
         shape[i], shape[n + i] = ix.shape
         grids.append(ix.reshape(shape))
-    sel = a[(Ellipsis,) + tuple(grids)]                 # (..., *osz, *kmax)
+    sel = a[(Ellipsis,) + tuple(xp.asarray(g) for g in grids)]  # (..., *osz, *kmax)
     kmax = tuple(ix.shape[1] for ix in idxs)
     flat = sel.reshape(sel.shape[:a.ndim] + (int(np.prod(kmax)),))  # no -1: batch may be 0
     k = flat.argmax(axis=-1)
     r = xp.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
-    kidx = np.unravel_index(k, kmax)
+    kidx = xp.unravel_index(k, kmax)
     pos = []
     for i, ix in enumerate(idxs):
-        o = np.arange(osz[i]).reshape((-1,) + (1,) * (n - 1 - i))
-        pos.append(ix[o, kidx[i]])
-    idx = np.ravel_multi_index(tuple(pos), L) if n > 1 else pos[0]
+        o = xp.arange(osz[i]).reshape((-1,) + (1,) * (n - 1 - i))
+        pos.append(xp.asarray(ix)[o, kidx[i]])
+    idx = xp.ravel_multi_index(tuple(pos), L) if n > 1 else pos[0]
     return (r if back is None else r.astype(back)), idx.astype(np.int64)
 
 

@@ -35,15 +35,15 @@ _NAMES = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynom
 
 
 def _evaluate(xp, x, n, dtype, first, step, shifted):
-    x = np.asarray(x).astype(dtype, copy=False)
+    x = xp.asarray(x).astype(dtype, copy=False)
     if shifted:
         x = 2 * x - 1
-    n = np.trunc(np.asarray(n, dtype=np.float64)).astype(np.int64)
-    x, n = np.broadcast_arrays(x, n)
-    out = np.zeros(x.shape, dtype=dtype)
+    n = xp.trunc(xp.asarray(n, dtype=np.float64)).astype(np.int64)
+    x, n = xp.broadcast_arrays(x, n)
+    out = xp.zeros(x.shape, dtype=dtype)
     out[n == 0] = 1
     if x.size and n.max() >= 1:
-        q, p = np.ones_like(x), first(x).astype(dtype, copy=False)
+        q, p = xp.ones_like(x), first(x).astype(dtype, copy=False)
         out[n == 1] = p[n == 1]
         for k in range(1, int(n.max())):
             q, p = p, step(k, x, p, q).astype(dtype, copy=False)
