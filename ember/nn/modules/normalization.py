@@ -1,7 +1,10 @@
 """Normalization layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm,
-RMSNorm, LocalResponseNorm."""
+RMSNorm, LocalResponseNorm, CrossMapLRN2d and the Lazy batch/instance norms."""
 import warnings
 
+import numpy as np
+
+from ..._core.tensor import host_tensor
 from ...ops.creation import empty, ones, tensor, zeros
 from ..._core.dtype import int64
 from .. import functional as F
@@ -11,7 +14,8 @@ from .lazy import LazyModuleMixin, uninitialized
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+           "CrossMapLRN2d"]
 
 
 def _register_affine(module, enabled, shape, bias, dtype):
@@ -290,3 +294,51 @@ class _LazyNormBase(LazyModuleMixin):
                 if t is not None:
                     t.materialize((self.num_features,))
             self.reset_parameters()
+
+
+def _cross_map_window(channels, size):
+    """0/1 matrix W: the squares of channels W[c] sum into channel c's scale.
+
+    This is torch's running-sum recurrence (the legacy Lua LRN) written as a matrix: the
+    window of channel c reaches ``(size - 1) // 2 + 1`` channels up, and channel 0 never
+    leaves the first ``pre + 1`` windows -- the quirk that makes its output differ from
+    ``local_response_norm``, kept so results equal torch's."""
+    pre = int((size - 1) / 2 + 1)
+    w = np.zeros((channels, channels), dtype=np.float64)
+    row = np.zeros(channels, dtype=np.float64)
+    row[:min(pre, channels)] = 1
+    w[0] = row
+    for c in range(1, channels):
+        if c < channels - pre + 1:
+            row[c + pre - 1] += 1
+        if c > pre:
+            row[c - pre] -= 1
+        w[c] = row
+    return w
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalization across the channels of a 4D input, with torch's
+    legacy window (see ``_cross_map_window``).
+
+    The gradient is the exact derivative of the forward (autograd over ember ops); torch's
+    hand-written backward for this module is not, and fails for some sizes."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             f"instead.")
+        w = host_tensor(_cross_map_window(input.shape[1], self.size).astype(input.dtype.np),
+                        input)
+        sums = (input * input).movedim(1, -1).matmul(w.t()).movedim(-1, 1)
+        return input * (sums * (self.alpha / self.size) + self.k).pow(-self.beta)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
