@@ -23,7 +23,7 @@ from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
            "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP", "ADADELTA_STEP", "ADAMAX_STEP",
-           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP"]
+           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP"]
 
 
 # ---- array building blocks (also used by the optimizers not fused yet) ---------------------
@@ -333,6 +333,45 @@ def _rprop_kernel(xp, *arrays, n, etaminus, etaplus, step_size_min, step_size_ma
     return ()
 
 
+def _norm(a):
+    return float(np.sqrt(np.sum(np.square(a, dtype=a.dtype), dtype=a.dtype)))
+
+
+def _adafactor_kernel(xp, *arrays, n, lr, eps1, eps2, d, weight_decay, beta2_decay, maximize,
+                      factored):
+    """params, grads, steps, then two state lists: row_vars and col_vars where
+    ``factored[i]`` (a matrix: its second moment kept as a row and a column average),
+    else variances and the same variances again (the second entry is not read)."""
+    lists = _split(arrays, n, 5)
+    for i in range(n):
+        x = real(lists[0][i])
+        g = grad_array(x, lists[1][i], maximize, 0)
+        step = _incr(lists[2][i])
+        w = step ** beta2_decay
+        rho = min(lr, 1 / step ** 0.5)
+        alpha = max(eps2, _norm(x) / x.size ** 0.5) * rho
+        if weight_decay != 0:
+            x *= 1 - lr * weight_decay
+        if factored[i]:
+            row, col = real(lists[3][i]), real(lists[4][i])
+            lerp_(row, np.mean(np.square(g), axis=-1, keepdims=True), w)
+            lerp_(col, np.mean(np.square(g), axis=-2, keepdims=True), w)
+            est = np.matmul(row, col)
+            est /= np.maximum(np.mean(row, axis=-2, keepdims=True), eps1)
+        else:
+            var = real(lists[3][i])
+            lerp_(var, np.square(g), w)
+            est = var.copy()
+        np.maximum(est, eps1 * eps1, out=est)
+        upd = np.sqrt(est)
+        np.divide(1, upd, out=upd)
+        upd *= g
+        denom = max(1.0, _norm(upd) / (upd.size ** 0.5 * d))
+        upd *= -alpha / denom
+        x += upd
+    return ()
+
+
 def _no_outputs(*inputs, **params):
     return ()
 
@@ -370,6 +409,9 @@ ASGD_STEP = _step_op("_asgd_step", _asgd_kernel,
                      ("params", "grads", "steps", "etas", "mus", "axs"))
 RPROP_STEP = _step_op("_rprop_step", _rprop_kernel,
                       ("params", "grads", "steps", "prevs", "step_sizes"))
+ADAFACTOR_STEP = _step_op("_adafactor_step", _adafactor_kernel,
+                          ("params", "grads", "steps", "row_vars or variances",
+                           "col_vars or variances"))
 
 
 def fused_step(op, params, grads, state_lists, **hyper):

@@ -6,15 +6,11 @@ grows with rows + columns rather than rows x columns.
 """
 import numpy as np
 
-from ._functional import (ArrayOptimizer, incr, lerp_, param_and_grad, scalar, state_arr,
-                          step_tensor, zeros_like)
-from .._core.tensor import wrap
+from ..ops.creation import zeros
+from ..ops.optim import ADAFACTOR_STEP, fused_step
+from ._functional import ArrayOptimizer, scalar, step_tensor, zeros_like
 
 __all__ = ["Adafactor"]
-
-
-def _norm(a):
-    return float(np.sqrt(np.sum(np.square(a, dtype=a.dtype), dtype=a.dtype)))
 
 
 class Adafactor(ArrayOptimizer):
@@ -46,47 +42,29 @@ class Adafactor(ArrayOptimizer):
     def _update_group(self, group):
         def init(p, st):
             st["step"] = step_tensor()
-            shape = p._grad._data.shape
+            shape = tuple(p._grad.shape)
             if len(shape) > 1:
-                st["row_var"] = wrap(np.zeros(shape[:-1] + (1,), p._grad._data.dtype))
-                st["col_var"] = wrap(np.zeros(shape[:-2] + (1, shape[-1]),
-                                              p._grad._data.dtype))
+                like = dict(dtype=p._grad.dtype, device=p._grad.device)
+                st["row_var"] = zeros(shape[:-1] + (1,), **like)
+                st["col_var"] = zeros(shape[:-2] + (1, shape[-1]), **like)
             else:
                 st["variance"] = zeros_like(p._grad)
 
         for p in group["params"]:
             if p._grad is not None and p.is_complex():
                 raise RuntimeError("Adafactor does not support complex parameters")
-        lr = scalar(group["lr"])
         eps1, eps2 = group["eps"]
-        d, wd, decay = group["d"], group["weight_decay"], group["beta2_decay"]
-        for p, st in self._live(group, init):
-            x, g = param_and_grad(p, group["maximize"], 0)
-            if eps1 is None:
-                # torch fixes it from the first parameter of the group
-                eps1 = float(np.finfo(p._data.dtype).eps)
-            step = incr(st["step"])
-            w = step ** decay
-            rho = min(lr, 1 / step ** 0.5)
-            alpha = max(eps2, _norm(x) / x.size ** 0.5) * rho
-            if wd != 0:
-                x *= 1 - lr * wd
-            if g.ndim > 1 and p._grad._data.ndim > 1:
-                row, col = state_arr(st, "row_var"), state_arr(st, "col_var")
-                lerp_(row, np.mean(np.square(g), axis=-1, keepdims=True), w)
-                lerp_(col, np.mean(np.square(g), axis=-2, keepdims=True), w)
-                est = np.matmul(row, col)
-                est /= np.maximum(np.mean(row, axis=-2, keepdims=True), eps1)
-            else:
-                var = state_arr(st, "variance")
-                lerp_(var, np.square(g), w)
-                est = var.copy()
-            np.maximum(est, eps1 * eps1, out=est)
-            upd = np.sqrt(est)
-            np.divide(1, upd, out=upd)
-            upd *= g
-            denom = max(1.0, _norm(upd) / (upd.size ** 0.5 * d))
-            upd *= -alpha / denom
-            x += upd
-            self._bump_all(p, st)
-
+        live = self._live(group, init)
+        if not live:
+            return
+        if eps1 is None:
+            # torch fixes it from the first parameter of the group
+            eps1 = float(np.finfo(live[0][0].dtype.np).eps)
+        factored = tuple(p._grad.dim() > 1 for p, _ in live)
+        firsts = [st["row_var"] if f else st["variance"] for (_, st), f in zip(live, factored)]
+        seconds = [st["col_var"] if f else st["variance"] for (_, st), f in zip(live, factored)]
+        fused_step(ADAFACTOR_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st["step"] for _, st in live], firsts, seconds],
+                   lr=scalar(group["lr"]), eps1=eps1, eps2=eps2, d=group["d"],
+                   weight_decay=group["weight_decay"], beta2_decay=group["beta2_decay"],
+                   maximize=group["maximize"], factored=factored)

@@ -197,6 +197,17 @@ def _optim_drivers(rng):
             opt.zero_grad()
             sum(((p * p).sum().real if p.is_complex() else (p * p).sum()) for p in ps).backward()
             opt.step()
+    def adafactor(**kw):
+        # real parameters only: matrices (factored second moment), a batch of matrices, a
+        # vector and a scalar
+        ps = [ember.from_numpy(rng.uniform(-1, 1, s)).requires_grad_(True)
+              for s in ((3, 2), (2, 3, 4), (4,), ())]
+        opt = ember.optim.Adafactor(ps, **kw)
+        for _ in range(3):
+            opt.zero_grad()
+            sum((p * p * p).sum() for p in ps).backward()
+            opt.step()
+
     O = ember.optim
     yield lambda: (step(O.SGD, lr=0.1), step(O.SGD, lr=0.1, momentum=0.9, nesterov=True,
                                                 weight_decay=0.01),
@@ -218,6 +229,8 @@ def _optim_drivers(rng):
                                                   weight_decay=0.1, decoupled_weight_decay=True))
     # t0=1: the averaging of ASGD starts at the second step (mu leaves 1)
     yield lambda: (step(O.ASGD, lr=0.01), step(O.ASGD, lr=0.01, t0=1, weight_decay=0.1))
+    yield lambda: (adafactor(), adafactor(lr=0.05, weight_decay=0.1, maximize=True, d=1.5),
+                   adafactor(eps=(1e-4, 1e-3), beta2_decay=-0.5))
     yield lambda: (step(O.Rprop, lr=0.01), step(O.Rprop, lr=0.05, etas=(0.3, 1.5),
                                                   step_sizes=(1e-3, 0.06), maximize=True))
 

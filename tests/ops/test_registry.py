@@ -34,6 +34,11 @@ for _mod in ("ember.nn", "ember.linalg", "ember.fft", "ember.special", "ember.di
 
 
 def _ember_ops():
+    # ops declared on first use (view_dtype) since ember's import get their decomposition and
+    # lowering as ember/__init__ gives the others
+    from ember.ops import decompositions, lowering
+    decompositions.install()
+    lowering.install()
     # ops other tests register on the fly (throwaway probes) are not part of the library
     return {n: op for n, op in REGISTRY.items()
             if str(getattr(op.kernel, "__module__", "")).startswith("ember")}

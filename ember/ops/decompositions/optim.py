@@ -317,6 +317,58 @@ def _rprop_step(*arrays, n, etaminus, etaplus, step_size_min, step_size_max, max
     return _out(n, *new)
 
 
+def _mean(t, dim):
+    return prim.div(prim.sum(t, dims=(dim,), keepdim=True), t.shape[dim])
+
+
+def _norm64(t):
+    # the kernel's norm: squares summed in the tensor's dtype, then a float
+    return _f64(prim.sqrt(prim.sum(prim.mul(t, t), dims=tuple(range(t.dim())), keepdim=False)))
+
+
+def _lerp_by(a, b, w):
+    """``_lerp`` with a tensor weight: its branch chosen by value."""
+    d = prim.sub(b, a)
+    return prim.where(prim.lt(prim.abs(w), 0.5), prim.add(a, prim.mul(d, w)),
+                      prim.sub(b, prim.mul(d, prim.sub(1, w))))
+
+
+@decomposes("_adafactor_step")
+def _adafactor_step(*arrays, n, lr, eps1, eps2, d, weight_decay, beta2_decay, maximize,
+                    factored):
+    params, grads, steps, firsts, seconds = _split(arrays, n, 5)
+    new_p, new_s, new_1, new_2 = [], [], [], []
+    for i in range(n):
+        x = params[i]
+        g = _grad(x, grads[i], maximize, 0)
+        step = _incr(steps[i])
+        s64 = _f64(step)
+        w = prim.pow(s64, beta2_decay)
+        rho = prim.minimum(prim.div(1, prim.sqrt(s64)), lr)
+        size = max(x.numel(), 1)
+        alpha = prim.mul(prim.maximum(prim.div(_norm64(x), size ** 0.5), eps2), rho)
+        if weight_decay != 0:
+            x = prim.mul(x, 1 - lr * weight_decay)
+        sq = prim.mul(g, g)
+        if factored[i]:
+            row = _lerp_by(firsts[i], cast(_mean(sq, -1), x.dtype), cast(w, x.dtype))
+            col = _lerp_by(seconds[i], cast(_mean(sq, -2), x.dtype), cast(w, x.dtype))
+            new_1.append(row)
+            new_2.append(col)
+            est = prim.div(prim.matmul(row, col), prim.maximum(_mean(row, -2), eps1))
+        else:
+            est = _lerp_by(firsts[i], sq, cast(w, x.dtype))
+            new_1.append(est)
+            new_2.append(None)
+        est = prim.maximum(est, eps1 * eps1)
+        upd = prim.mul(prim.div(1, prim.sqrt(est)), g)
+        denom = prim.maximum(prim.div(_norm64(upd), size ** 0.5 * d), 1.0)
+        new_p.append(cast(prim.add(x, prim.mul(upd, prim.div(prim.neg(alpha), denom))),
+                          params[i].dtype))
+        new_s.append(cast(step, steps[i].dtype))
+    return _out(n, new_p, new_s, new_1, new_2)
+
+
 FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
                        "_adadelta_step", "_adamax_step", "_nadam_step", "_radam_step",
-                       "_asgd_step", "_rprop_step"})
+                       "_asgd_step", "_rprop_step", "_adafactor_step"})
