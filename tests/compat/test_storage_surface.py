@@ -8,9 +8,24 @@ import torch
 
 import ember
 
+pytestmark = pytest.mark.filterwarnings("ignore:TypedStorage is deprecated:UserWarning")
+
 CASTS = ["bool", "byte", "char", "short", "int", "long", "half", "bfloat16", "float",
          "double", "complex_float", "complex_double", "float8_e4m3fn", "float8_e5m2"]
 
+
+
+@pytest.fixture(autouse=True)
+def _torch_typed_storage_warning_stays_unspent():
+    # torch warns "TypedStorage is deprecated" once per process: these tests must not use
+    # up the warning other tests assert
+    f = torch.storage._warn_typed_storage_removal
+    had = f.__dict__.get("has_warned")
+    yield
+    if had is None:
+        f.__dict__.pop("has_warned", None)
+    else:
+        f.__dict__["has_warned"] = had
 
 def _quiet(fn, *a, **k):
     with warnings.catch_warnings():
