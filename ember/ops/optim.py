@@ -23,7 +23,8 @@ from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
            "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP", "ADADELTA_STEP", "ADAMAX_STEP",
-           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP"]
+           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP",
+           "MUON_STEP", "newton_schulz", "muon_lr"]
 
 
 # ---- array building blocks (also used by the optimizers not fused yet) ---------------------
@@ -372,6 +373,58 @@ def _adafactor_kernel(xp, *arrays, n, lr, eps1, eps2, d, weight_decay, beta2_dec
     return ()
 
 
+def _bf16(a):
+    """Rounded to bfloat16, kept in float32 (torch runs Muon's iteration in bfloat16)."""
+    import ml_dtypes
+    return np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def newton_schulz(grad, ns_coefficients, ns_steps, eps):
+    """Approximate ``U V^T`` of ``grad = U S V^T`` (a quintic Newton-Schulz iteration, every
+    matrix product rounded to bfloat16); float32 result."""
+    a, b, c = ns_coefficients
+    x = _bf16(grad)
+    tall = grad.shape[0] > grad.shape[1]
+    if tall:
+        x = x.T
+    x = _bf16(x / max(float(_bf16(np.sqrt(np.sum(x * x)))), eps))
+    for _ in range(ns_steps):
+        gram = _bf16(x @ x.T)
+        upd = _bf16(b * gram + c * (gram @ gram))
+        x = _bf16(a * x + upd @ x)
+    return x.T if tall else x
+
+
+def muon_lr(lr, adjust_lr_fn, shape):
+    """The step size scaled for the matrix's aspect ratio."""
+    rows, cols = shape[:2]
+    if adjust_lr_fn is None or adjust_lr_fn == "original":
+        ratio = max(1, rows / cols) ** 0.5
+    elif adjust_lr_fn == "match_rms_adamw":
+        ratio = 0.2 * max(rows, cols) ** 0.5
+    else:
+        ratio = 1.0
+    return lr * ratio
+
+
+def _muon_kernel(xp, *arrays, n, lr, weight_decay, momentum, nesterov, ns_coefficients, eps,
+                 ns_steps, adjust_lr_fn):
+    """params, grads, momentum_buffers (2-D, real)."""
+    lists = _split(arrays, n, 3)
+    for i in range(n):
+        x, g, buf = lists[0][i], lists[1][i], lists[2][i]
+        lerp_(buf, g, 1 - momentum)
+        if nesterov:
+            upd = g.copy()
+            lerp_(upd, buf, momentum)
+        else:
+            upd = buf
+        o = newton_schulz(upd, ns_coefficients, ns_steps, eps)
+        x *= 1 - lr * weight_decay
+        x += (o * -muon_lr(lr, adjust_lr_fn, x.shape)).astype(x.dtype)
+    return ()
+
+
 def _no_outputs(*inputs, **params):
     return ()
 
@@ -409,6 +462,7 @@ ASGD_STEP = _step_op("_asgd_step", _asgd_kernel,
                      ("params", "grads", "steps", "etas", "mus", "axs"))
 RPROP_STEP = _step_op("_rprop_step", _rprop_kernel,
                       ("params", "grads", "steps", "prevs", "step_sizes"))
+MUON_STEP = _step_op("_muon_step", _muon_kernel, ("params", "grads", "momentum_buffers"))
 ADAFACTOR_STEP = _step_op("_adafactor_step", _adafactor_kernel,
                           ("params", "grads", "steps", "row_vars or variances",
                            "col_vars or variances"))

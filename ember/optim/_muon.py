@@ -5,12 +5,8 @@ matrix of the same shape (a quintic Newton-Schulz iteration, in bfloat16 as torc
 runs it: every matrix product is rounded to bfloat16), and the step is scaled for
 the matrix's aspect ratio.
 """
-import math
-
-import ml_dtypes
-import numpy as np
-
-from ._functional import ArrayOptimizer, lerp_, scalar, state_arr, zeros_like
+from ..ops.optim import MUON_STEP, fused_step
+from ._functional import ArrayOptimizer, scalar, zeros_like
 
 __all__ = ["Muon"]
 
@@ -19,43 +15,16 @@ DEFAULT_A = 3.4445
 DEFAULT_B = -4.7750
 DEFAULT_C = 2.0315
 DEFAULT_NS_STEPS = 5
-_BF16 = ml_dtypes.bfloat16
 
 
-def _bf16(a):
-    return np.asarray(a, dtype=np.float32).astype(_BF16).astype(np.float32)
-
-
-def _zeropower_via_newtonschulz(grad, ns_coefficients, ns_steps, eps):
-    """Approximate ``U V^T`` of ``grad = U S V^T`` (a float32 array) in bfloat16."""
+def _check(grad, ns_coefficients, ns_steps):
+    # torch's checks of its Newton-Schulz iteration, before any state is written
     if ns_steps >= 100:
         raise ValueError("Number of steps must be less than 100 for computational efficiency")
     if grad.ndim != 2:
         raise ValueError("Input tensor gradient must be a 2D matrix")
     if len(ns_coefficients) != 3:
         raise ValueError("Coefficients must be a tuple of exactly 3 values")
-    a, b, c = ns_coefficients
-    x = _bf16(grad)
-    tall = grad.shape[0] > grad.shape[1]
-    if tall:
-        x = x.T
-    x = _bf16(x / max(float(_bf16(np.sqrt(np.sum(x * x)))), eps))
-    for _ in range(ns_steps):
-        gram = _bf16(x @ x.T)
-        upd = _bf16(b * gram + c * (gram @ gram))
-        x = _bf16(a * x + upd @ x)
-    return x.T if tall else x
-
-
-def _adjust_lr(lr, adjust_lr_fn, shape):
-    rows, cols = shape[:2]
-    if adjust_lr_fn is None or adjust_lr_fn == "original":
-        ratio = math.sqrt(max(1, rows / cols))
-    elif adjust_lr_fn == "match_rms_adamw":
-        ratio = 0.2 * math.sqrt(max(rows, cols))
-    else:
-        ratio = 1.0
-    return lr * ratio
 
 
 class Muon(ArrayOptimizer):
@@ -105,21 +74,14 @@ class Muon(ArrayOptimizer):
         for p in group["params"]:
             if p._grad is not None and p.is_complex():
                 raise RuntimeError("Muon does not support complex parameters")
-        lr = scalar(group["lr"])
-        wd, mom = group["weight_decay"], group["momentum"]
-        for p, st in self._live(group, init):
-            x, g = p._data, p._grad._data
-            if g.ndim != 2:
+        live = self._live(group, init)
+        for p, _ in live:
+            if p._grad.ndim != 2:
                 raise ValueError("Param gradient must be a 2D matrix")
-            buf = state_arr(st, "momentum_buffer")
-            lerp_(buf, g, 1 - mom)
-            if group["nesterov"]:
-                upd = g.copy()
-                lerp_(upd, buf, mom)
-            else:
-                upd = buf
-            o = _zeropower_via_newtonschulz(upd, group["ns_coefficients"], group["ns_steps"],
-                                            group["eps"])
-            x *= 1 - lr * wd
-            x += (o * -_adjust_lr(lr, group["adjust_lr_fn"], x.shape)).astype(x.dtype)
-            self._bump_all(p, st)
+            _check(p._grad, group["ns_coefficients"], group["ns_steps"])
+        fused_step(MUON_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+                   [[st["momentum_buffer"] for _, st in live]], lr=scalar(group["lr"]),
+                   weight_decay=group["weight_decay"], momentum=group["momentum"],
+                   nesterov=group["nesterov"], ns_coefficients=tuple(group["ns_coefficients"]),
+                   eps=group["eps"], ns_steps=group["ns_steps"],
+                   adjust_lr_fn=group["adjust_lr_fn"])

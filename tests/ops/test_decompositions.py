@@ -231,6 +231,16 @@ def _optim_drivers(rng):
     yield lambda: (step(O.ASGD, lr=0.01), step(O.ASGD, lr=0.01, t0=1, weight_decay=0.1))
     yield lambda: (adafactor(), adafactor(lr=0.05, weight_decay=0.1, maximize=True, d=1.5),
                    adafactor(eps=(1e-4, 1e-3), beta2_decay=-0.5))
+    def muon(**kw):
+        ps = [ember.from_numpy(rng.uniform(-1, 1, s)).requires_grad_(True)
+              for s in ((3, 5), (6, 2))]  # wide and tall
+        opt = ember.optim.Muon(ps, **kw)
+        for _ in range(2):
+            opt.zero_grad()
+            sum((p * p * p).sum() for p in ps).backward()
+            opt.step()
+    yield lambda: (muon(lr=0.02), muon(lr=0.02, nesterov=False, weight_decay=0.0,
+                                         adjust_lr_fn="match_rms_adamw", ns_steps=3))
     yield lambda: (step(O.Rprop, lr=0.01), step(O.Rprop, lr=0.05, etas=(0.3, 1.5),
                                                   step_sizes=(1e-3, 0.06), maximize=True))
 

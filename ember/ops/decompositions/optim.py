@@ -369,6 +369,43 @@ def _adafactor_step(*arrays, n, lr, eps1, eps2, d, weight_decay, beta2_decay, ma
     return _out(n, new_p, new_s, new_1, new_2)
 
 
+def _bf(t):
+    return cast(cast(t, _dt.bfloat16), _dt.float32)
+
+
+def _newton_schulz(g, ns_coefficients, ns_steps, eps):
+    a, b, c = ns_coefficients
+    x = _bf(g)
+    tall = g.shape[0] > g.shape[1]
+    if tall:
+        x = prim.permute(x, dims=(1, 0))
+    norm = _bf(prim.sqrt(prim.sum(prim.mul(x, x), dims=(0, 1), keepdim=False)))
+    x = _bf(prim.div(x, prim.maximum(norm, eps)))
+    for _ in range(ns_steps):
+        gram = _bf(prim.matmul(x, prim.permute(x, dims=(1, 0))))
+        upd = _bf(prim.add(prim.mul(gram, b), prim.mul(prim.matmul(gram, gram), c)))
+        x = _bf(prim.add(prim.mul(x, a), prim.matmul(upd, x)))
+    return prim.permute(x, dims=(1, 0)) if tall else x
+
+
+@decomposes("_muon_step")
+def _muon_step(*arrays, n, lr, weight_decay, momentum, nesterov, ns_coefficients, eps,
+               ns_steps, adjust_lr_fn):
+    from ..optim import muon_lr
+    params, grads, bufs = _split(arrays, n, 3)
+    new_p, new_b = [], []
+    for i in range(n):
+        x, g = params[i], grads[i]
+        buf = _lerp(bufs[i], g, 1 - momentum)
+        new_b.append(buf)
+        upd = _lerp(g, buf, momentum) if nesterov else buf
+        o = _newton_schulz(upd, ns_coefficients, ns_steps, eps)
+        x = prim.mul(x, 1 - lr * weight_decay)
+        step = -muon_lr(lr, adjust_lr_fn, tuple(x.shape))
+        new_p.append(prim.add(x, cast(prim.mul(o, step), x.dtype)))
+    return _out(n, new_p, new_b)
+
+
 FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
                        "_adadelta_step", "_adamax_step", "_nadam_step", "_radam_step",
-                       "_asgd_step", "_rprop_step", "_adafactor_step"})
+                       "_asgd_step", "_rprop_step", "_adafactor_step", "_muon_step"})
