@@ -58,18 +58,23 @@ class BackwardHook:
         return new[0] if single else new
 
     def on_grads(self, which, grads):
+        from .modules import module as _mod
         m = self.module
+        # hooks common to all modules run before the module's own, as in torch
+        pre_hooks = list(_mod._global_backward_pre_hooks.values()) + \
+            list(m._backward_pre_hooks.values())
+        hooks = list(_mod._global_backward_hooks.values()) + list(m._backward_hooks.values())
         if which == "output":
-            for hook in m._backward_pre_hooks.values():
+            for hook in pre_hooks:
                 r = hook(m, tuple(grads))
                 if r is not None:
                     grads = tuple(r)
             self.grad_output = tuple(grads)
             if not self.inputs_need_grad:
-                for hook in m._backward_hooks.values():
+                for hook in hooks:
                     hook(m, (None,) * max(self.n_inputs, 1), self.grad_output)
             return grads
-        for hook in m._backward_hooks.values():
+        for hook in hooks:
             r = hook(m, tuple(grads), self.grad_output)
             if r is not None:
                 if len(r) != len(grads):

@@ -17,12 +17,21 @@ from ..._core.state import STATE
 from ..._core.tensor import Tensor
 from ..parameter import Parameter, is_lazy
 
-__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"]
+__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
+           "register_module_backward_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook", "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 T_destination = TypeVar("T_destination", bound=Dict[str, Any])
 _global_forward_hooks = OrderedDict()
 _global_forward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_buffer_registration_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
 _hook_ids = itertools.count()
 
 
@@ -68,6 +77,73 @@ def register_module_forward_hook(hook):
     h = _HookHandle(_global_forward_hooks)
     _global_forward_hooks[h.id] = hook
     return h
+
+
+def _add_global(hooks, hook):
+    h = _HookHandle(hooks)
+    hooks[h.id] = hook
+    return h
+
+
+# whether the global backward hooks are full ones; torch fixes it at the first registration
+# and refuses the other kind from then on
+_global_is_full_backward_hook = [None]
+
+
+def _global_backward_kind(full):
+    if _global_is_full_backward_hook[0] is not None and \
+            _global_is_full_backward_hook[0] != full:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as "
+                           "a global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook[0] = full
+
+
+def register_module_full_backward_pre_hook(hook):
+    """Registers a backward pre-hook common to all modules: ``hook(module, grad_output)``
+    runs before each module's own full backward pre-hooks and may return new
+    grad_output."""
+    return _add_global(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """Registers a backward hook common to all modules: ``hook(module, grad_input,
+    grad_output)`` runs before each module's own full backward hooks and may return new
+    grad_input."""
+    _global_backward_kind(True)
+    return _add_global(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """Deprecated non-full global backward hook; ember runs it with the full hooks'
+    semantics (grad_input/grad_output of the module's inputs and outputs)."""
+    _global_backward_kind(False)
+    return _add_global(_global_backward_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """Registers a hook ``hook(module, name, buffer)`` run whenever any module registers a
+    buffer; a non-None return value is registered instead."""
+    return _add_global(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """Registers a hook ``hook(module, name, submodule)`` run whenever any module registers
+    a submodule; a non-None return value is registered instead."""
+    return _add_global(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """Registers a hook ``hook(module, name, param)`` run whenever any module registers a
+    parameter; a non-None return value is registered instead."""
+    return _add_global(_global_parameter_registration_hooks, hook)
+
+
+def _registered(hooks, module, name, value):
+    for hook in hooks.values():
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 def _addindent(s, n):
@@ -133,6 +209,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             f"(torch Tensor or None required)")
+        if _global_buffer_registration_hooks:
+            tensor = _registered(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -155,6 +233,8 @@ class Module:
                              f"parameters must be created explicitly. To express '{name}' as a "
                              f"function of another Tensor, compute the value in the forward() "
                              f"method.")
+        if _global_parameter_registration_hooks:
+            param = _registered(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -169,6 +249,8 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
+        if _global_module_registration_hooks:
+            module = _registered(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -193,12 +275,16 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._remove_from(name, d, params, keep="_modules")
+            if _global_module_registration_hooks:
+                value = _registered(_global_module_registration_hooks, self, name, value)
             modules[name] = value
             return
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
+            if _global_module_registration_hooks:
+                value = _registered(_global_module_registration_hooks, self, name, value)
             modules[name] = value
             return
         buffers = d.get("_buffers")
@@ -212,6 +298,8 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 f"(torch.Tensor or None expected)")
+            if _global_buffer_registration_hooks:
+                value = _registered(_global_buffer_registration_hooks, self, name, value)
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
@@ -707,7 +795,8 @@ class Module:
     def __call__(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
                 self._backward_pre_hooks or _global_forward_hooks or
-                _global_forward_pre_hooks):
+                _global_forward_pre_hooks or _global_backward_hooks or
+                _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -728,7 +817,8 @@ class Module:
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
         bw = None
-        if (self._backward_hooks or self._backward_pre_hooks) and STATE.grad_enabled:
+        if (self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or
+                _global_backward_pre_hooks) and STATE.grad_enabled:
             from .._backward_hooks import BackwardHook
             bw = BackwardHook(self)
             args = bw.setup_input_hook(args)
