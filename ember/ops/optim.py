@@ -23,7 +23,7 @@ from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
            "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP", "ADADELTA_STEP", "ADAMAX_STEP",
-           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP",
+           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP", "SPARSE_ADAM_STEP",
            "MUON_STEP", "newton_schulz", "muon_lr"]
 
 
@@ -425,6 +425,39 @@ def _muon_kernel(xp, *arrays, n, lr, weight_decay, momentum, nesterov, ns_coeffi
     return ()
 
 
+def _sparse_adam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, maximize, steps):
+    """params, dense grads, masks (the entries to update: a sparse gradient's stored ones),
+    exp_avgs, exp_avg_sqs; ``steps[i]``: parameter i's step count (a Python int, as
+    torch's SparseAdam keeps it)."""
+    lists = _split(arrays, n, 5)
+    for i in range(n):
+        x, g, mask = real(lists[0][i]), real(lists[1][i]), lists[2][i]
+        if maximize:
+            g = np.negative(g)
+        if not mask.any():
+            continue
+        if mask.ndim == 0:
+            mask = mask.reshape(1)
+        gv = g[mask]
+        m, v = real(lists[3][i]), real(lists[4][i])
+        old_m, old_v = m[mask], v[mask]
+        dm = np.subtract(gv, old_m)
+        dm *= 1 - beta1
+        dv = np.square(gv)
+        dv -= old_v
+        dv *= 1 - beta2
+        m[mask] += dm
+        v[mask] += dv
+        numer = dm + old_m
+        denom = np.sqrt(dv + old_v)
+        denom += eps
+        step = steps[i]
+        step_size = lr * (1 - beta2 ** step) ** 0.5 / (1 - beta1 ** step)
+        numer /= denom
+        x[mask] += numer * -step_size
+    return ()
+
+
 def _no_outputs(*inputs, **params):
     return ()
 
@@ -462,6 +495,8 @@ ASGD_STEP = _step_op("_asgd_step", _asgd_kernel,
                      ("params", "grads", "steps", "etas", "mus", "axs"))
 RPROP_STEP = _step_op("_rprop_step", _rprop_kernel,
                       ("params", "grads", "steps", "prevs", "step_sizes"))
+SPARSE_ADAM_STEP = _step_op("_sparse_adam_step", _sparse_adam_kernel,
+                            ("params", "grads", "masks", "exp_avgs", "exp_avg_sqs"))
 MUON_STEP = _step_op("_muon_step", _muon_kernel, ("params", "grads", "momentum_buffers"))
 ADAFACTOR_STEP = _step_op("_adafactor_step", _adafactor_kernel,
                           ("params", "grads", "steps", "row_vars or variances",

@@ -1,10 +1,9 @@
 """SparseAdam (``torch.optim.SparseAdam``): Adam masked to the gradient's non-zeros."""
-import math
-
 import numpy as np
 
-from ._functional import (ArrayOptimizer, check_betas, check_lr, real, scalar, state_arr,
-                          zeros_like)
+from .._core.tensor import wrap
+from ..ops.optim import SPARSE_ADAM_STEP, fused_step
+from ._functional import ArrayOptimizer, check_betas, check_lr, scalar, zeros_like
 
 __all__ = ["SparseAdam"]
 
@@ -40,43 +39,25 @@ class SparseAdam(ArrayOptimizer):
             st["exp_avg"] = zeros_like(p)
             st["exp_avg_sq"] = zeros_like(p)
 
-        lr = scalar(group["lr"])
         beta1, beta2 = group["betas"]
-        eps = group["eps"]
-        for p, st in self._live(group, init):
+        live = self._live(group, init)
+        grads, masks = [], []
+        for p, st in live:
             st["step"] += 1
-            step = st["step"]
             grad = p._grad
-            x = real(p._data)
             if getattr(grad, "is_sparse", False):
                 # a sparse gradient: its stored entries are the ones to update (torch takes
                 # every stored value as non-zero), duplicates summed by coalesce
                 grad = grad.coalesce()
                 mask = np.zeros(tuple(grad.shape), dtype=bool)
-                idx = tuple(np.asarray(grad._indices().numpy()))
-                mask[idx] = True
-                g = real(np.ascontiguousarray(grad.to_dense().numpy()))
+                mask[tuple(np.asarray(grad._indices().numpy()))] = True
+                grads.append(grad.to_dense())
+                masks.append(wrap(mask))
             else:
-                g = real(grad._data)
-                mask = g != 0
-            if group["maximize"]:
-                g = np.negative(g)
-            if not mask.any():
-                continue
-            gv = g[mask]
-            m, v = state_arr(st, "exp_avg"), state_arr(st, "exp_avg_sq")
-            old_m, old_v = m[mask], v[mask]
-            dm = np.subtract(gv, old_m)
-            dm *= 1 - beta1
-            dv = np.square(gv)
-            dv -= old_v
-            dv *= 1 - beta2
-            m[mask] += dm
-            v[mask] += dv
-            numer = dm + old_m
-            denom = np.sqrt(dv + old_v)
-            denom += eps
-            step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
-            numer /= denom
-            x[mask] += numer * -step_size
-            self._bump_all(p, st)
+                grads.append(grad)
+                masks.append(grad != 0)
+        fused_step(SPARSE_ADAM_STEP, [p for p, _ in live], grads,
+                   [masks, [st["exp_avg"] for _, st in live],
+                    [st["exp_avg_sq"] for _, st in live]],
+                   lr=scalar(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   maximize=group["maximize"], steps=tuple(st["step"] for _, st in live))

@@ -241,6 +241,19 @@ def _optim_drivers(rng):
             opt.step()
     yield lambda: (muon(lr=0.02), muon(lr=0.02, nesterov=False, weight_decay=0.0,
                                          adjust_lr_fn="match_rms_adamw", ns_steps=3))
+    def sparse_adam(**kw):
+        # gradients with zeros (those entries must not move), one a sparse COO gradient
+        ps = [ember.from_numpy(rng.uniform(-1, 1, s)).requires_grad_(True) for s in ((4, 3),
+                                                                                    (5,))]
+        opt = ember.optim.SparseAdam(ps, **kw)
+        w = [ember.from_numpy(rng.uniform(-1, 1, s) * (rng.random(s) > 0.4)) for s in
+             ((4, 3), (5,))]
+        for _ in range(2):
+            opt.zero_grad()
+            sum((p * p * q).sum() for p, q in zip(ps, w)).backward()
+            ps[0].grad = ps[0].grad.to_sparse()
+            opt.step()
+    yield lambda: (sparse_adam(lr=0.01), sparse_adam(lr=0.05, betas=(0.8, 0.9), maximize=True))
     yield lambda: (step(O.Rprop, lr=0.01), step(O.Rprop, lr=0.05, etas=(0.3, 1.5),
                                                   step_sizes=(1e-3, 0.06), maximize=True))
 

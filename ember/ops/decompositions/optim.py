@@ -406,6 +406,28 @@ def _muon_step(*arrays, n, lr, weight_decay, momentum, nesterov, ns_coefficients
     return _out(n, new_p, new_b)
 
 
+@decomposes("_sparse_adam_step")
+def _sparse_adam_step(*arrays, n, lr, beta1, beta2, eps, maximize, steps):
+    params, grads, masks, avgs, sqs = _split(arrays, n, 5)
+    new_p, new_m, new_v = [], [], []
+    for i in range(n):
+        g, mask = grads[i], masks[i]
+        if maximize:
+            g = prim.neg(g)
+        m, v = avgs[i], sqs[i]
+        # only the masked entries move: where(mask, new, old)
+        m1 = prim.add(m, prim.mul(prim.sub(g, m), 1 - beta1))
+        v1 = prim.add(v, prim.mul(prim.sub(prim.mul(g, g), v), 1 - beta2))
+        step = steps[i]
+        step_size = lr * (1 - beta2 ** step) ** 0.5 / (1 - beta1 ** step) if step else 0.0
+        upd = prim.mul(prim.div(m1, prim.add(prim.sqrt(v1), eps)), -step_size)
+        new_m.append(prim.where(mask, m1, m))
+        new_v.append(prim.where(mask, v1, v))
+        new_p.append(prim.where(mask, prim.add(params[i], upd), params[i]))
+    return tuple(new_p) + (None,) * (2 * n) + tuple(new_m) + tuple(new_v)
+
+
 FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
                        "_adadelta_step", "_adamax_step", "_nadam_step", "_radam_step",
-                       "_asgd_step", "_rprop_step", "_adafactor_step", "_muon_step"})
+                       "_asgd_step", "_rprop_step", "_adafactor_step", "_muon_step",
+                       "_sparse_adam_step"})
