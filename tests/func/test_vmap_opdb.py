@@ -43,9 +43,15 @@ _OPTIM = ("ember bug: vmap over an optimizer step silently gives wrong values --
           "parameter (torch's vmap raises at requires_grad_); the step should raise")
 KNOWN_BROKEN = {
     **{o.name: _OPTIM for o in OPS if o.name.startswith("optim.")},
+    "optim.SparseAdam": "ember bug: backward of a sparse embedding under vmap raises "
+                        "AttributeError ('_LogicalMeta' object has no attribute 'copy', "
+                        "autograd/engine.py)",
     "nn.functional.ctc_loss": "ember bug: vmap over ctc_loss raises AttributeError "
                               "('_LogicalMeta' object has no attribute 'reshape', "
                               "nn/functional/loss.py) instead of batching or looping",
+    "nn.functional.binary_cross_entropy": "ember bug: the [0, 1] range check reads the "
+                                          "array (`t._data >= 0`, nn/functional/loss.py), a "
+                                          "metadata object under vmap: TypeError",
 }
 
 # random records (those compared by distribution): vmap's default randomness="error" refuses them, as torch's does (the

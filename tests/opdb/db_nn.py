@@ -204,6 +204,19 @@ def LOSS_ERRORS(rng):
 
 # ---- embedding, linear, unfold/fold, pad -----------------------------------------------------
 
+def _bce(dtype, rng):
+    p = make((3, 4), dtype, rng, low=0.05, high=0.95)
+    t = make((3, 4), dtype, rng, low=0, high=1)
+    yield SampleInput((p, t), name="mean", grad_args=(0,))
+    yield SampleInput((p, t, make((4,), dtype, rng, low=0.5, high=2)), {"reduction": "sum"},
+                      name="weight-sum", grad_args=(0,))
+    yield SampleInput((make((5,), dtype, rng, low=0.05, high=0.95),
+                       (rng.random(5) > 0.5).astype(dtype)), {"reduction": "none"},
+                      name="hard-targets-none", grad_args=(0,))
+    yield SampleInput((make((2, 3), dtype, rng, low=0.05, high=0.95),
+                       make((3, 2), dtype, rng, low=0, high=1)), name="shape-mismatch")
+
+
 def _one_hot(dtype, rng):
     yield SampleInput((rng.integers(0, 5, (3, 4)),), name="inferred-classes")
     yield SampleInput((rng.integers(0, 3, (6,)), 5), name="num_classes")
@@ -302,6 +315,7 @@ OPS = [
     OpInfo("nn.functional.linear", samples=_linear, **TOL),
     OpInfo("nn.functional.unfold", samples=_unfold),
     OpInfo("nn.functional.fold", samples=_fold),
+    OpInfo("nn.functional.binary_cross_entropy", samples=_bce, **TOL),
     OpInfo("nn.functional.one_hot", samples=_one_hot, dtypes=("int64",), grad=False),
     *[OpInfo(f"nn.functional.pad_{m}", fn=_fn("pad"), samples=_pad(m))
       for m in ("constant", "reflect", "replicate", "circular")],

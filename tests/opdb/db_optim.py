@@ -2,6 +2,8 @@
 ``_adagrad_step``, ...): each record runs three steps of a ``torch.optim`` optimizer on two
 parameters with fixed gradients and compares the parameters (and so the state the later
 steps read) with torch's."""
+import numpy as np
+
 from .core import OpInfo, SampleInput, make
 
 TOL = dict(atol=1e-6, rtol=1e-5)
@@ -10,6 +12,11 @@ TOL = dict(atol=1e-6, rtol=1e-5)
 def _params(dtype, rng):
     yield SampleInput((make((3, 4), dtype, rng), make((5,), dtype, rng),
                        make((3, 4), dtype, rng), make((5,), dtype, rng)), name="two-params")
+
+
+def _matrices(dtype, rng):
+    yield SampleInput((make((3, 4), dtype, rng), make((5, 2), dtype, rng),
+                       make((3, 4), dtype, rng), make((5, 2), dtype, rng)), name="two-matrices")
 
 
 def _steps(name, **options):
@@ -24,8 +31,24 @@ def _steps(name, **options):
     return fn
 
 
-def _rec(label, name, **options):
-    return OpInfo(f"optim.{label}", fn=_steps(name, **options), samples=_params, grad=False,
+def _embedding_rows(dtype, rng):
+    yield SampleInput((make((6, 3), dtype, rng), np.array([[0, 2, 2], [5, 0, 1]])),
+                      name="repeated-rows")
+
+
+def _sparse_adam(lib, weight, idx):
+    """SparseAdam on a sparse embedding gradient: only the looked-up rows move."""
+    w = weight.clone().requires_grad_(True)
+    opt = lib.optim.SparseAdam([w], lr=0.05)
+    for k in range(3):
+        opt.zero_grad()
+        (lib.nn.functional.embedding(idx, w, sparse=True) * (1 + k)).sum().backward()
+        opt.step()
+    return w.detach()
+
+
+def _rec(label, name, samples=_params, **options):
+    return OpInfo(f"optim.{label}", fn=_steps(name, **options), samples=samples, grad=False,
                   **TOL)
 
 
@@ -46,4 +69,11 @@ OPS = [
     _rec("NAdam-decoupled", "NAdam", lr=0.01, weight_decay=0.1, decoupled_weight_decay=True),
     _rec("RAdam", "RAdam", lr=0.01),
     _rec("Rprop", "Rprop", lr=0.01),
+    _rec("Adafactor", "Adafactor", lr=0.01),
+    _rec("Adafactor-vector-decay", "Adafactor", lr=0.01, beta2_decay=-0.5, weight_decay=0.1),
+    OpInfo("optim.SparseAdam", fn=_sparse_adam, samples=_embedding_rows, grad=False, **TOL),
+    # Muon orthogonalizes 2-D updates only
+    _rec("Muon", "Muon", samples=_matrices, lr=0.02),
+    _rec("Muon-no-nesterov", "Muon", samples=_matrices, lr=0.02, nesterov=False,
+         adjust_lr_fn="match_rms_adamw"),
 ]
