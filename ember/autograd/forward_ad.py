@@ -45,7 +45,7 @@ def _tangent(a):
 
 
 def _is_diff(t):
-    return isinstance(t, Tensor) and t._data.dtype.kind in "fcV"
+    return isinstance(t, Tensor) and (t.dtype.is_floating_point or t.dtype.is_complex)
 
 
 def derived_jvp(op, args, params, out, tangents):
@@ -63,7 +63,7 @@ def derived_jvp(op, args, params, out, tangents):
     try:
         us = []
         for o, d in zip(outs, diff):
-            u = host_tensor(np.zeros(o._data.shape, dtype=o._data.dtype), o) \
+            u = host_tensor(np.zeros(tuple(o.shape), dtype=o.dtype.np), o) \
                 if isinstance(o, Tensor) \
                 else None
             if d:
@@ -100,7 +100,7 @@ def derived_jvp(op, args, params, out, tangents):
             continue
         r = next(it)
         tans.append(r if r is not None else
-                    host_tensor(np.zeros(o._data.shape, dtype=o._data.dtype), o))
+                    host_tensor(np.zeros(tuple(o.shape), dtype=o.dtype.np), o))
     return tans
 
 
@@ -130,10 +130,10 @@ def _fit(t, o):
     # rules may leave broadcasting, dtype promotion and zero (None) tangents to this step, so
     # that they match the derived tangents: output shape and dtype, real part for real outputs
     if t is None:
-        return host_tensor(np.zeros(o._data.shape, dtype=o._data.dtype), o)
-    if t._data.dtype.kind == "c" and o._data.dtype.kind != "c":
+        return host_tensor(np.zeros(tuple(o.shape), dtype=o.dtype.np), o)
+    if t.dtype.is_complex and not o.dtype.is_complex:
         t = t.real
-    if t._data.dtype != o._data.dtype:
+    if t.dtype != o.dtype:
         t = t.to(o.dtype)
     if t.shape != o.shape:
         t = t.expand(o.shape)

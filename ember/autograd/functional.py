@@ -43,7 +43,7 @@ def _prepare_inputs(inputs, create_graph):
 
 
 def _zeros(x):
-    return host_tensor(np.zeros(x._data.shape, dtype=x._data.dtype), x)
+    return host_tensor(np.zeros(tuple(x.shape), dtype=x.dtype.np), x)
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph, strict, what):
@@ -99,7 +99,7 @@ def _vector_like(v, targets, fn_name, target_name, when):
         if len(targets) != 1 or targets[0].numel() != 1:
             raise RuntimeError(f"The vector v can only be None if {when} a single Tensor with a "
                                f"single element.")
-        return (host_tensor(np.ones(targets[0]._data.shape, dtype=targets[0]._data.dtype),
+        return (host_tensor(np.ones(tuple(targets[0].shape), dtype=targets[0].dtype.np),
                             targets[0]),)
     _, v = _as_tuple(v, "v", fn_name)
     _check_shapes(v, targets, "v", target_name)
@@ -237,8 +237,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         if is_t or outs[0].numel() != 1:
             raise RuntimeError("The function given to hessian should return a single Tensor "
                                "with a single element.")
-        gs = _grads(outs, xs, (host_tensor(np.ones(outs[0]._data.shape,
-                                                   dtype=outs[0]._data.dtype), outs[0]),), True,
+        gs = _grads(outs, xs, (host_tensor(np.ones(tuple(outs[0].shape),
+                                                   dtype=outs[0].dtype.np), outs[0]),), True,
                     strict,
                     "hessian")
         return tuple(g if g is not None else _zeros(x) for g, x in zip(gs, xs))
@@ -261,8 +261,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         if is_t or outs[0].numel() != 1:
             raise RuntimeError("The function given in vhp should return a single Tensor with a "
                                "single element.")
-        g = _grads(outs, inputs, (host_tensor(np.ones(outs[0]._data.shape,
-                                                      dtype=outs[0]._data.dtype), outs[0]),),
+        g = _grads(outs, inputs, (host_tensor(np.ones(tuple(outs[0].shape),
+                                                      dtype=outs[0].dtype.np), outs[0]),),
                    True, strict,
                    "vhp")
         pairs = [(gi, vi) for gi, vi in zip(g, v) if gi is not None and gi._requires_grad]

@@ -40,7 +40,7 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requir
 
 def _shift(input, dim, sign):
     if dim is None:
-        dim = tuple(range(input._data.ndim))
+        dim = tuple(range(input.dim()))
     elif isinstance(dim, int):
         dim = (dim,)
     if not dim:

@@ -13,15 +13,15 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
 def _out(r, out, name):
     if out is None:
         return r
-    if r._data.dtype.kind == "c" and out._data.dtype.kind != "c":
+    if r.dtype.is_complex and not out.dtype.is_complex:
         raise RuntimeError(f"{name} expects a complex output tensor, but got "
-                           f"{type_name(out._data.dtype)}")
+                           f"{type_name(out.dtype.np)}")
     return write_out(out, r)
 
 
 # ---- complex-to-complex ------------------------------------------------------------------
 def _one(input, n, dim):
-    wrap_dim(dim, input._data.ndim)
+    wrap_dim(dim, input.dim())
     return None if n is None else (n,), (dim,)
 
 
