@@ -49,6 +49,7 @@ _DEFAULT_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
 _STATE = {d: [False, getattr(_dt, n)] for d, n in _DEFAULT_DTYPE.items()}
 _CACHE = {}      # id(leaf weight) -> (weakref, version, dtype, cast)
 _DEPTH = [0]     # nesting depth of autocast regions: the cast cache lives for the outermost
+_CACHE_ENABLED = [True]  # torch.is_autocast_cache_enabled(): regions' default, set inside one
 
 
 @overridable
@@ -178,7 +179,8 @@ class autocast:
         self.device = device_type
         self.fast_dtype = _STATE[device_type][1] if dtype is None else dtype
         self._enabled = bool(enabled)
-        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        self._cache_enabled = _CACHE_ENABLED[0] if cache_enabled is None else \
+            bool(cache_enabled)
         if self._enabled and self.fast_dtype.name not in _SUPPORTED[device_type]:
             names = ", ".join(f"torch.{n}" for n in _SUPPORTED[device_type])
             warnings.warn(f"In {device_type.upper()} autocast, but the target dtype is not "
@@ -189,7 +191,9 @@ class autocast:
     def __enter__(self):
         st = _STATE[self.device]
         self._prev = list(st)
+        self._prev_cache = _CACHE_ENABLED[0]
         st[0], st[1] = self._enabled, self.fast_dtype
+        _CACHE_ENABLED[0] = self._cache_enabled
         _DEPTH[0] += 1
         self._mode = None
         if self._enabled and self.device == "cpu":
@@ -201,6 +205,7 @@ class autocast:
         if self._mode is not None:
             self._mode.__exit__(*exc)
         _STATE[self.device][:] = self._prev
+        _CACHE_ENABLED[0] = self._prev_cache
         _DEPTH[0] -= 1
         if _DEPTH[0] == 0:
             _CACHE.clear()
