@@ -23,8 +23,8 @@ from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
            "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP", "ADADELTA_STEP", "ADAMAX_STEP",
-           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP", "SPARSE_ADAM_STEP",
-           "MUON_STEP", "newton_schulz", "muon_lr"]
+           "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP",
+           "SPARSE_ADAM_STEP", "MUON_STEP", "newton_schulz", "muon_lr"]
 
 
 # ---- array building blocks (also used by the optimizers not fused yet) ---------------------
