@@ -2,6 +2,7 @@
 warn-always, inter-op threads, flush-denormal, deterministic debug mode, the ``has_*`` build
 flags, ``unsafe_*`` splits and the positional ``torch.*dropout*`` entry points."""
 import builtins
+import warnings
 
 from . import ops
 from ._core.dispatch import overridable
@@ -12,7 +13,8 @@ __all__ = ["set_warn_always", "is_warn_always_enabled", "get_num_interop_threads
            "has_lapack", "has_mkl", "has_openmp", "has_spectral", "is_vulkan_available",
            "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "slice_copy",
            "dropout_", "alpha_dropout_", "feature_dropout", "feature_dropout_",
-           "feature_alpha_dropout", "feature_alpha_dropout_"]
+           "feature_alpha_dropout", "feature_alpha_dropout_", "constant_pad_nd",
+           "native_layer_norm", "native_group_norm", "frobenius_norm", "nuclear_norm"]
 
 # NumPy/SciPy supply LAPACK, FFTs and a BLAS; ember has no MKL-specific or OpenMP code paths
 has_lapack, has_spectral = True, True
@@ -122,3 +124,76 @@ def feature_alpha_dropout(input, p, train):
 def feature_alpha_dropout_(input, p, train):
     _feature_input("feature_alpha_dropout_", input)
     return _dropout_impl(input, p, train, True, True, True)
+
+
+# ---- ATen-level entry points some programs call directly --------------------------------
+@overridable
+def constant_pad_nd(input, pad, value=0):
+    """``F.pad(input, pad, value=value)``: pads the last dims, innermost pair first."""
+    from .nn import functional as F
+    return F.pad(input, list(pad), mode="constant", value=value)
+
+
+@overridable
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """Layer norm over the trailing ``normalized_shape`` dims, with the per-row mean and
+    reciprocal standard deviation it used (both keeping the normalised dims as size 1)."""
+    k = len(normalized_shape)
+    if tuple(input.shape[input.dim() - k:]) != tuple(normalized_shape):
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{list(input.shape)}")
+    dims = list(range(input.dim() - k, input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    rstd = (input.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+    out = (input - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+@overridable
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """Group norm of an (N, C, *) input with ``group`` groups; returns the output and the
+    (N, group) mean and reciprocal standard deviation."""
+    if C % group:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={group}")
+    g = input.reshape(N, group, -1)
+    mean = g.mean(-1, keepdim=True)
+    rstd = (g.var(-1, unbiased=False, keepdim=True) + eps).rsqrt()
+    out = ((g - mean) * rstd).reshape(input.shape)
+    affine = (1, C) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(affine)
+    if bias is not None:
+        out = out + bias.reshape(affine)
+    return out, mean.reshape(N, group), rstd.reshape(N, group)
+
+
+@overridable
+def frobenius_norm(input, dim, keepdim=False):
+    """The 2-norm of ``input`` over ``dim`` (sqrt of the summed squared magnitudes)."""
+    warnings.warn("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                  "It will be removed in a future PyTorch release. Please use "
+                  "`linalg.vector_norm(A, 2., dim, keepdim)` instead", UserWarning, stacklevel=3)
+    return (input.abs() ** 2).sum(list(dim), keepdim=keepdim).sqrt()
+
+
+@overridable
+def nuclear_norm(input, dim=None, keepdim=False):
+    """The sum of the singular values over the two dims ``dim`` (default the last two);
+    ``nuclear_norm(x, True)`` is torch's keepdim-only form."""
+    from . import linalg
+    warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. "
+                  "It will be removed in a future PyTorch release. Please use "
+                  "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
+                  stacklevel=3)
+    if isinstance(dim, builtins.bool):
+        dim, keepdim = None, dim
+    if dim is None:
+        dim = (-2, -1)
+    return linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)

@@ -110,3 +110,82 @@ def test_cpu_generator_has_no_offset(lib):
         g.get_offset()
     with pytest.raises(RuntimeError, match="CPU Generator does not use offset"):
         g.set_offset(4)
+
+
+# ---- ATen-level entry points -------------------------------------------------------------
+def _pair(shape, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return torch.tensor(x, requires_grad=True), ember.tensor(x, requires_grad=True)
+
+
+def _close(e, t, tol=1e-5):
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_native_layer_norm_matches_torch(affine):
+    t, e = _pair((2, 3, 4, 5))
+    w, b = (np.linspace(0.5, 2, 20).reshape(4, 5).astype(np.float32),
+            np.linspace(-1, 1, 20).reshape(4, 5).astype(np.float32))
+    tw, tb = (torch.tensor(w), torch.tensor(b)) if affine else (None, None)
+    ew, eb = (ember.tensor(w), ember.tensor(b)) if affine else (None, None)
+    to = torch.native_layer_norm(t, [4, 5], tw, tb, 1e-5)
+    eo = ember.native_layer_norm(e, [4, 5], ew, eb, 1e-5)
+    for x, y in zip(eo, to):
+        _close(x, y)
+    (to[0] * to[0]).sum().backward()
+    (eo[0] * eo[0]).sum().backward()
+    _close(e.grad, t.grad, 1e-4)
+    for lib, x in ((torch, t), (ember, e)):
+        with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\], expected input "
+                                               r"with shape \[\*, 3\]"):
+            lib.native_layer_norm(x, [3], None, None, 1e-5)
+
+
+def test_native_group_norm_matches_torch():
+    t, e = _pair((2, 6, 4, 3), 1)
+    w = np.arange(1.0, 7.0, dtype=np.float32)
+    to = torch.native_group_norm(t, torch.tensor(w), torch.ones(6), 2, 6, 12, 3, 1e-5)
+    eo = ember.native_group_norm(e, ember.tensor(w), ember.ones(6), 2, 6, 12, 3, 1e-5)
+    for x, y in zip(eo, to):
+        _close(x, y)
+    to[0].pow(3).sum().backward()
+    eo[0].pow(3).sum().backward()
+    _close(e.grad, t.grad, 1e-3)
+    _close(ember.native_group_norm(e, None, None, 2, 6, 12, 2, 1e-5)[0],
+           torch.native_group_norm(t, None, None, 2, 6, 12, 2, 1e-5)[0])
+
+
+@pytest.mark.filterwarnings("ignore:at..(frobenius|nuclear)_norm is deprecated:UserWarning")
+def test_frobenius_and_nuclear_norms_match_torch():
+    t, e = _pair((3, 4, 5), 2)
+    for dim, keep in (([1, 2], False), ([0], True), ([0, 2], True)):
+        _close(ember.frobenius_norm(e, dim, keep), torch.frobenius_norm(t, dim, keep))
+    _close(ember.nuclear_norm(e), torch.nuclear_norm(t), 1e-4)
+    _close(ember.nuclear_norm(e, True), torch.nuclear_norm(t, True), 1e-4)
+    _close(ember.nuclear_norm(e, [0, 2]), torch.nuclear_norm(t, [0, 2]), 1e-4)
+    _close(ember.nuclear_norm(e, [0, 1], True), torch.nuclear_norm(t, [0, 1], True), 1e-4)
+    ember.frobenius_norm(e, [1, 2]).sum().backward()
+    torch.frobenius_norm(t, [1, 2]).sum().backward()
+    _close(e.grad, t.grad)
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="must have at least 2 dimensions"):
+            lib.nuclear_norm(lib.ones(3))
+
+
+def test_constant_pad_nd_matches_torch():
+    t, e = _pair((2, 3, 4), 3)
+    for pad, value in (([1, 1], 5.0), ([0, 2, 1, 0], -1.0), ([1, 2, 0, 1, 2, 0], 0), ([-1, 1], 0)):
+        _close(ember.constant_pad_nd(e, pad, value), torch.constant_pad_nd(t, pad, value))
+    assert ember.constant_pad_nd(ember.ones(2), [1, 0]).tolist() == [0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("name,args,replacement", [
+    ("frobenius_norm", ([0],), r"linalg.vector_norm\(A, 2., dim, keepdim\)"),
+    ("nuclear_norm", (), r"linalg.matrix_norm\(A, 'nuc', dim, keepdim\)")])
+def test_deprecated_norms_warn_like_torch(name, args, replacement):
+    # torch warns once per process (so only ember's text is asserted; torch's is the same)
+    with pytest.warns(UserWarning, match=f"at::{name} is deprecated and it is just left for "
+                                         f"JIT compatibility.*Please use `{replacement}`"):
+        getattr(ember, name)(ember.ones(2, 2), *args)
