@@ -8,9 +8,12 @@ decomposition.  Calling an Op runs it through the dispatcher.
 """
 import enum
 
-__all__ = ["Op", "REGISTRY", "Category", "RULES", "JVP_FROM_VJP", "mark_unsupported"]
+__all__ = ["Op", "REGISTRY", "ON_REGISTER", "Category", "RULES", "JVP_FROM_VJP", "mark_unsupported"]
 
 REGISTRY = {}
+# called with each Op as it is declared: ember.ops fills in its decomposition and lowering
+# path, so ops declared on first use get them too
+ON_REGISTER = []
 
 
 class Category(enum.StrEnum):
@@ -120,6 +123,8 @@ class Op:
         from .node import Node
         self.node_cls = type(_camel(name) + "Backward0", (Node,), {"__slots__": ()})
         REGISTRY[name] = self
+        for hook in ON_REGISTER:
+            hook(self)
 
     def __call__(self, *args, **params):
         return apply(self, args, params)

@@ -15,15 +15,15 @@ one and a backend can dispatch on ``op.lowering.kind``:
   depends on the data); ``detail`` names the library or the reason.
 * ``decomposition``: any other op: the generator lowers ``op.decomp``, never the op.
 
-`install()` runs after every op is registered (``ember/__init__.py`` calls it, as it
-does the decompositions' ``install``); it only fills ``lowering`` where it is None, so an
-op may declare its own.
+`install()` runs once every op of the import is registered (``ember/__init__.py`` calls
+it) and then hooks into op declaration (``ON_REGISTER``), so ops declared on first use get
+theirs; it only fills ``lowering`` where it is None, so an op may declare its own.
 """
 import dataclasses
 
 from .._core import dtype as _dt
 from .._core import scalar_functions as _sf
-from .._core.op import REGISTRY
+from .._core.op import ON_REGISTER, REGISTRY
 
 __all__ = ["Lowering", "install", "lowering_of"]
 
@@ -88,7 +88,14 @@ def _extern_library(op):
 
 
 def install():
-    """Fill ``op.lowering`` for every registered op that has none and has a path."""
+    """Fill ``op.lowering`` for every registered op that has none and has a path, and do
+    the same for every op declared from now on."""
     for op in list(REGISTRY.values()):
-        if op.lowering is None and "lowering" not in op.unsupported:
-            op.lowering = lowering_of(op)
+        _install_one(op)
+    if _install_one not in ON_REGISTER:
+        ON_REGISTER.append(_install_one)
+
+
+def _install_one(op):
+    if op.lowering is None and "lowering" not in op.unsupported:
+        op.lowering = lowering_of(op)

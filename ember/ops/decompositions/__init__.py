@@ -17,7 +17,7 @@ rejection samplers (Poisson, Gamma, Binomial), whose number of draws depends on 
 drawn.  Recurrences over time (RNN layers, CTC) are unrolled: a traced sequence length is
 static.
 """
-from ..._core.op import REGISTRY, mark_unsupported
+from ..._core.op import ON_REGISTER, REGISTRY, mark_unsupported
 
 __all__ = ["DECOMPOSITIONS", "NO_DECOMP", "FUNCTIONALIZED", "decomposes", "install",
            "decomposition_of"]
@@ -51,18 +51,23 @@ _PRIMITIVE_MARK = "primitive: lowered directly, never decomposed (ember.ops.prim
 def install():
     """Set ``op.decomp`` for every registered op with a registered decomposition, and mark
     the ``decomp`` rule of primitives and of `NO_DECOMP` ops in ``op.unsupported``."""
+    for op in list(REGISTRY.values()):
+        _install_one(op)
+
+
+def _install_one(op):
     from ..primitives import PRIMITIVES
-    for name, op in REGISTRY.items():
-        if op.decomp is not None:
-            continue
-        fn = DECOMPOSITIONS.get(name)
-        if fn is not None:
-            op.decomp = fn
-            continue
-        reason = _PRIMITIVE_MARK if name in PRIMITIVES else (
-            "no decomposition, reason: " + NO_DECOMP[name] if name in NO_DECOMP else None)
-        if reason is not None and "decomp" not in op.unsupported:
-            mark_unsupported("decomp", reason, op)
+    name = op.name
+    if op.decomp is not None:
+        return
+    fn = DECOMPOSITIONS.get(name)
+    if fn is not None:
+        op.decomp = fn
+        return
+    reason = _PRIMITIVE_MARK if name in PRIMITIVES else (
+        "no decomposition, reason: " + NO_DECOMP[name] if name in NO_DECOMP else None)
+    if reason is not None and "decomp" not in op.unsupported:
+        mark_unsupported("decomp", reason, op)
 
 
 def decomposition_of(op):
@@ -78,3 +83,4 @@ from . import (pointwise, reduction, shape, indexing, random, nn,  # noqa: E402,
                nn_windows, rnn, ctc, linalg, creation, optim)
 
 install()
+ON_REGISTER.append(_install_one)  # ops declared later (on first use) get theirs
