@@ -22,7 +22,8 @@ prefix, and every top-level entry of ``ember/`` must be listed:
   6  the programs on top: _dynamo, _inductor, export, ao, distributed, utils.benchmark
      (times whole programs), compat, hub, multiprocessing (spawns DDP workers), and
      ``ember.utils`` itself (its ``__init__`` gathers utils.benchmark)
-  7  ``ember`` (ember/__init__.py): the public namespace; no module inside the package
+  7  ``ember`` (ember/__init__.py, with ``_toplevel_extras``, the top-level switches and
+     aliases it re-exports): the public namespace; no module inside the package
      imports it -- each imports the lower module that defines what it needs.
 """
 import ast
@@ -44,7 +45,7 @@ RANKS = {
     "fx": 5,
     "_dynamo": 6, "_inductor": 6, "export": 6, "ao": 6, "distributed": 6,
     "utils.benchmark": 6, "compat": 6, "hub": 6, "multiprocessing": 6, "utils": 6,
-    "": 7,
+    "": 7, "_toplevel_extras": 7,
 }
 
 
