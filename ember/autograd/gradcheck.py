@@ -150,7 +150,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             r = rng.standard_normal(o._data.shape)
             if o._data.dtype.kind == "c":
                 r = r + 1j * rng.standard_normal(o._data.shape)
-            g = wrap(r.astype(o._data.dtype))
+            # a 0-dim draw is a NumPy scalar, not an array: backends store arrays only
+            g = wrap(np.asarray(r, dtype=o._data.dtype))
             g.requires_grad_(True)
             grad_outputs.append(g)
     grad_outputs = list(_as_tuple(grad_outputs))

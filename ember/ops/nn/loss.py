@@ -379,8 +379,15 @@ def _ctc_grad_kernel(xp, lp, targets, *, in_lens, tgt_lens, blank, zero_inf):
     return grad.astype(lp.dtype)
 
 
-CTC_GRAD = Op("_ctc_loss_backward", _ctc_grad_kernel, None, differentiable=False,
-              category="nn", shape=lambda lp, targets, **p: (lp.shape, lp.dtype))
+def _ctc_grad_vjp(ctx, g, lp, targets, **p):
+    raise RuntimeError("derivative for aten::_ctc_loss_backward is not implemented")
+
+
+# differentiable so that its output records a node: a second derivative of ctc_loss must
+# raise, as torch's does, rather than treat the gradient as a constant
+CTC_GRAD = Op("_ctc_loss_backward", _ctc_grad_kernel, _ctc_grad_vjp, category="nn",
+              shape=lambda lp, targets, **p: (lp.shape, lp.dtype),
+              unsupported={"jvp": "torch implements no derivative of _ctc_loss_backward"})
 
 
 def _ctc_vjp(ctx, g, lp, targets, **p):
