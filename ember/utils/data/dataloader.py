@@ -25,7 +25,7 @@ from . import _worker
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .fetch import create_fetcher
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, SequentialSampler, _draw_seed
 
 __all__ = ["DataLoader", "get_worker_info"]
 
@@ -174,15 +174,16 @@ class _InfiniteConstantSampler:
 
 
 def _base_seed(loader):
-    from ..._core import random as _random
-    gen = loader.generator if loader.generator is not None else _random.default_generator
-    return int(gen._gen.integers(0, 2 ** 63))
+    # torch draws it for every new iterator, single-process too, so the global stream
+    # advances the same whether or not workers are used
+    return _draw_seed(loader.generator)
 
 
 class _SingleProcessIter:
     def __init__(self, loader):
         self.loader = loader
         self.sampler_iter = iter(loader._index_sampler)
+        self._base_seed = _base_seed(loader)
         self.fetcher = create_fetcher(loader._dataset_kind, loader.dataset,
                                       loader._auto_collation, loader.collate_fn,
                                       loader.batch_size, loader.drop_last)
@@ -221,7 +222,10 @@ class _MultiProcessIter:
         self._finalizer = weakref.finalize(self, _shutdown_workers, os.getpid(), self.workers,
                                            self.index_queues, self.result_queue,
                                            self.done_event)
-        seed = _base_seed(loader)
+        # torch's order: the sampler iterator is made before the seed is drawn, and again
+        # when the first epoch starts (a sampler whose __iter__ draws eagerly sees both)
+        iter(loader._index_sampler)
+        seed = self._base_seed = _base_seed(loader)
         try:
             for wid in range(self.num_workers):
                 iq = ctx.Queue()

@@ -1,7 +1,4 @@
 """Samplers: which dataset indices a DataLoader visits, and in which order."""
-import numpy as np
-
-from ..._core.tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -30,14 +27,13 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
-def _np_rng(generator):
-    """A NumPy Generator drawing from an ember Generator (or a fresh seed from the default)."""
-    from ..._core import random as _random
-    if generator is None:
-        # like torch: draw a fresh seed from the default generator for each epoch
-        seed = int(_random.default_generator._gen.integers(0, 2 ** 63))
-        return np.random.default_rng(seed)
-    return generator._gen
+def _draw_seed(generator=None):
+    """One int64 drawn as torch draws seeds for samplers and loader iterators: a 0-dim int64
+    ``random_`` (the default generator when ``generator`` is None), so the global stream
+    advances exactly as torch's does."""
+    from ..._core import dtype as _dtype
+    from ...ops.creation import empty
+    return int(empty((), dtype=_dtype.int64).random_(generator=generator).item())
 
 
 class RandomSampler(Sampler):
@@ -60,18 +56,29 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
+        from ..._core.random import Generator
+        from ..._core import dtype as _dtype
+        from ...ops.random import randint, randperm
         n = len(self.data_source)
-        rng = _np_rng(self.generator)
+        generator = self.generator
+        if generator is None:
+            # torch seeds a private generator from the global stream once per epoch (on the
+            # first index, since this is a generator function)
+            generator = Generator()
+            generator.manual_seed(_draw_seed())
         if self.replacement:
             # drawn lazily, 32 at a time as torch does: programs ask for num_samples=1e10
             # and stop early, and the whole draw would not fit in memory
             for _ in range(self.num_samples // 32):
-                yield from rng.integers(0, n, size=32).tolist()
-            yield from rng.integers(0, n, size=self.num_samples % 32).tolist()
+                yield from randint(high=n, size=(32,), dtype=_dtype.int64,
+                                   generator=generator).tolist()
+            yield from randint(high=n, size=(self.num_samples % 32,), dtype=_dtype.int64,
+                               generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[: self.num_samples % n].tolist()
+            yield from randperm(n, generator=generator).tolist()
+        # torch draws a whole permutation for the tail too, so the stream advances by n
+        yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -85,8 +92,8 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        rng = _np_rng(self.generator)
-        for i in rng.permutation(len(self.indices)).tolist():
+        from ...ops.random import randperm
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -100,8 +107,13 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={num_samples}")
-        w = np.asarray(weights._data if isinstance(weights, Tensor) else weights, dtype=np.float64)
-        if w.ndim != 1:
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        from ..._core import dtype as _dtype
+        from ...ops.creation import as_tensor
+        w = as_tensor(weights, dtype=_dtype.float64)
+        if w.dim() != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape "
                              f"{tuple(w.shape)}")
         self.weights = w
@@ -110,13 +122,9 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        rng = _np_rng(self.generator)
-        p = self.weights / self.weights.sum()
-        if not self.replacement and self.num_samples > np.count_nonzero(p):
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                               "replacement")
-        yield from rng.choice(len(p), size=self.num_samples, replace=self.replacement,
-                              p=p).tolist()
+        from ...ops.random import multinomial
+        yield from multinomial(self.weights, self.num_samples, self.replacement,
+                               generator=self.generator).tolist()
 
     def __len__(self):
         return self.num_samples
