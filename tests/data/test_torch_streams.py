@@ -183,3 +183,20 @@ def test_worker_seeds_derive_from_torch_base_seed():
         loader = data.DataLoader(DS(), batch_size=None, num_workers=2)
         return sorted(set(int(s) for s in loader))
     assert_same(seeds, 11)
+
+
+def test_worker_streams_match_torch():
+    # inside a worker, torch's, Python's and NumPy's global streams are seeded as torch
+    # seeds them, so a dataset drawing from any of them yields torch's values
+    def draws(lib, data):
+        class DS(data.Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                import random
+                return (data.get_worker_info().id, lib.randint(0, 1000, (2,)).tolist(),
+                        random.random(), np.random.randint(0, 10 ** 9))
+        loader = data.DataLoader(DS(), batch_size=None, num_workers=2)
+        return [(w, t, p, int(n)) for w, t, p, n in loader]
+    assert_same(draws, 4)

@@ -11,6 +11,8 @@ import sys
 import traceback
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = ["get_worker_info", "WorkerInfo", "ExceptionWrapper"]
 
 _worker_info = None
@@ -102,6 +104,11 @@ def _serve(dataset_kind, dataset, index_queue, data_queue, collate_fn, auto_coll
     random.seed(seed)
     from ..._core.random import manual_seed
     manual_seed(seed)
+    # torch seeds NumPy's global stream with SeedSequence's 4-word state hashed from
+    # (worker_id, base seed low/high words), so NumPy draws in a dataset match torch's too
+    base = seed - worker_id
+    np.random.seed(np.random.SeedSequence([worker_id, base & 0xFFFFFFFF, base >> 32, 0])
+                   .generate_state(4))
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     init_error = None
     try:
