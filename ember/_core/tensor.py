@@ -17,6 +17,7 @@ from . import dtype as _dt
 from . import layout as _layout
 from . import storage as _storage
 from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device, get_backend
+from .state import STATE
 
 __all__ = ["Tensor", "wrap"]
 
@@ -114,8 +115,8 @@ class Tensor:
 
     def stride(self, dim=None):
         st = tuple(s // self._data.itemsize for s in self._data.strides) if self._data.itemsize \
-            else (0,) * self._data.ndim
-        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+            else (0,) * self.dim()
+        return st if dim is None else st[_wrap_dim(dim, self.dim())]
 
     def storage_offset(self):
         if self._base is None:
@@ -156,8 +157,8 @@ class Tensor:
         """Legacy constructor: a tensor of this tensor's dtype (``new()`` is empty)."""
         from .dtype import get_default_dtype
         t = Tensor(*args, **kwargs) if args else Tensor()
-        if t._data.dtype != self._data.dtype:
-            t._data = t._data.astype(self._data.dtype)
+        if t.dtype != self.dtype:
+            t._data = t._data.astype(self.dtype.np)
         _ = get_default_dtype
         return t
 
@@ -165,10 +166,10 @@ class Tensor:
         return self._data.__array_interface__["data"][0]
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f" or self._data.dtype in _HALF_NP
+        return self.dtype.is_floating_point
 
     def is_complex(self):
-        return self._data.dtype.kind == "c"
+        return self.dtype.is_complex
 
     def is_signed(self):
         return self.dtype.is_signed
@@ -242,16 +243,30 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self.requires_grad_(value)
+        self._set_requires_grad(value)
 
     def requires_grad_(self, requires_grad=True):
+        # torch refuses the method (not the setter, factories or Parameter) inside vmap: a
+        # leaf made there would be shared by every batch element, e.g. an optimizer's step
+        # would write them all into one parameter
+        if STATE.intercept and any(getattr(m, "refuses_requires_grad", False)
+                                   for m in STATE.modes):
+            raise RuntimeError(
+                "You are attempting to call Tensor.requires_grad_() (or perhaps using "
+                "torch.autograd.functional.* APIs) inside of a function being transformed by a "
+                "functorch transform. This is unsupported, please attempt to use the functorch "
+                "transforms (e.g. grad, vjp, jacrev, jacfwd, hessian) or call requires_grad_() "
+                "outside of a function being transformed instead.")
+        return self._set_requires_grad(requires_grad)
+
+    def _set_requires_grad(self, requires_grad):
         if self.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                    "you want to use a computed variable in a subgraph that doesn't "
                                    "require differentiation use var_no_grad = var.detach().")
             return self
-        if requires_grad and self._data.dtype.kind not in "fc" and self._data.dtype not in _HALF_NP:
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         self._requires_grad = bool(requires_grad)
@@ -274,10 +289,10 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
-            if value._data.shape != self._data.shape:
+            if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: expected "
-                                   f"{list(self._data.shape)}, got {list(value._data.shape)}")
-            if value._data.dtype != self._data.dtype:
+                                   f"{list(self.shape)}, got {list(value.shape)}")
+            if value.dtype != self.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type: expected "
                                    f"{self.dtype}, got {value.dtype}")
         self._grad = value
@@ -322,8 +337,8 @@ class Tensor:
 
     # ---- conversion -----------------------------------------------------------------
     def item(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted "
                                f"to Scalar")
         _check_not_batched(self)
         return _host(self._data).reshape(()).item()
@@ -359,22 +374,22 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __len__(self):
-        if self._data.ndim == 0:
+        if self.dim() == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return self.shape[0]
 
     def __iter__(self):
-        if self._data.ndim == 0:
+        if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
     def __bool__(self):
-        if self._data.size != 1:
+        if self.numel() != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __index__(self):
-        if self._data.size != 1 or self._data.dtype.kind not in "iub":
+        if self.numel() != 1 or self.dtype.is_floating_point or self.dtype.is_complex:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -394,7 +409,7 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self._data.ndim == 0:
+        if self.dim() == 0:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
@@ -425,7 +440,6 @@ class Tensor:
         return new
 
 
-_HALF_NP = {np.dtype(np.float16), _dt.bfloat16.np, _dt.float8_e4m3fn.np, _dt.float8_e5m2.np}
 
 
 def _host(a):

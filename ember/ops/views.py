@@ -76,7 +76,7 @@ def _view(self, *shape):
         from .._core.dtype import dtype as _dtype
         if isinstance(shape[0], _dtype):
             return _view_dtype(self, shape[0])
-    shape = infer_size(_sizes(shape), self._data.size)
+    shape = infer_size(_sizes(shape), self.numel())
     if shape == self._data.shape:
         return apply(VIEW, (self,), {"shape": shape})
     return apply(VIEW, (self,), {"shape": shape})
@@ -115,7 +115,7 @@ def reshape(input, shape):
     """A tensor with the same data and number of elements as ``input`` but ``shape``: a view
     when possible, otherwise a copy."""
     try:
-        shape = infer_size(_sizes((shape,)), input._data.size)
+        shape = infer_size(_sizes((shape,)), input.numel())
     except AttributeError:
         return handle_override(reshape, (input, shape), {})
     x = input._data
@@ -169,12 +169,12 @@ PERMUTE.jvp = jvp_linear(PERMUTE)
 def permute(input, dims):
     """A view of ``input`` with its dimensions permuted."""
     dims = _sizes((dims,))
-    if len(dims) != input._data.ndim:
+    if len(dims) != input.dim():
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
-                           f"input.dim() = {input._data.ndim} is not equal to len(dims) = "
+                           f"input.dim() = {input.dim()} is not equal to len(dims) = "
                            f"{len(dims)}")
-    dims = _norm_dims(dims, input._data.ndim)
+    dims = _norm_dims(dims, input.dim())
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return apply(PERMUTE, (input,), {"dims": dims})
@@ -183,7 +183,7 @@ def permute(input, dims):
 @overridable
 def transpose(input, dim0, dim1):
     """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped."""
-    n = input._data.ndim
+    n = input.dim()
     if n == 0:
         _wrap_dim(dim0, 0), _wrap_dim(dim1, 0)
         return apply(PERMUTE, (input,), {"dims": ()})
@@ -199,16 +199,16 @@ swapaxes = swapdims = transpose
 @overridable
 def t(input):
     """Transposes a tensor of at most 2 dimensions (0-D and 1-D are returned as is)."""
-    if input._data.ndim > 2:
+    if input.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{input._data.ndim}D")
-    return transpose(input, 0, 1) if input._data.ndim == 2 else transpose(input, 0, 0)
+                           f"{input.dim()}D")
+    return transpose(input, 0, 1) if input.dim() == 2 else transpose(input, 0, 0)
 
 
 @overridable
 def movedim(input, source, destination):
     """Moves the dimension(s) of ``input`` at ``source`` to the position(s) in ``destination``."""
-    n = input._data.ndim
+    n = input.dim()
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
@@ -238,7 +238,7 @@ Tensor.swapaxes = Tensor.swapdims = transpose
 Tensor.t = t
 Tensor.movedim = Tensor.moveaxis = movedim
 Tensor.adjoint = adjoint
-Tensor.T = property(lambda self: permute(self, tuple(range(self._data.ndim - 1, -1, -1))))
+Tensor.T = property(lambda self: permute(self, tuple(range(self.dim() - 1, -1, -1))))
 Tensor.mT = property(lambda self: transpose(self, -2, -1))
 Tensor.H = property(lambda self: t(self).conj())
 Tensor.mH = property(adjoint)
@@ -262,16 +262,16 @@ Tensor.t_ = _t_
 @overridable
 def unsqueeze(input, dim):
     """A view with a dimension of size one inserted at ``dim``."""
-    n = input._data.ndim + 1
+    n = input.dim() + 1
     d = _wrap_dim(dim, n)
-    shape = input._data.shape[:d] + (1,) + input._data.shape[d:]
+    shape = input.shape[:d] + (1,) + input.shape[d:]
     return apply(VIEW, (input,), {"shape": shape})
 
 
 @overridable
 def squeeze(input, dim=None):
     """A view with the dimensions of size 1 removed (only ``dim``, if given; a tuple allowed)."""
-    shp = input._data.shape
+    shp = input.shape
     n = len(shp)
     if dim is None:
         dims = {i for i, s in enumerate(shp) if s == 1}
@@ -285,7 +285,7 @@ def squeeze(input, dim=None):
 @overridable
 def flatten(input, start_dim=0, end_dim=-1):
     """Flattens dimensions ``start_dim`` .. ``end_dim`` into one."""
-    shp = input._data.shape
+    shp = input.shape
     n = len(shp)
     if n == 0:
         return reshape(input, (1,))
@@ -301,7 +301,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 @overridable
 def unflatten(input, dim, sizes):
     """Expands dimension ``dim`` into ``sizes`` (one entry may be -1)."""
-    shp = input._data.shape
+    shp = input.shape
     d = _wrap_dim(dim, len(shp))
     sizes = infer_size(tuple(sizes), shp[d])
     return reshape(input, shp[:d] + sizes + shp[d + 1:])
@@ -381,7 +381,7 @@ def _expand_shape(x_shape, sizes):
 
 
 def _expand(self, *sizes):
-    shape = _expand_shape(self._data.shape, _sizes(sizes))
+    shape = _expand_shape(self.shape, _sizes(sizes))
     return apply(EXPAND, (self,), {"shape": shape})
 
 
@@ -500,7 +500,7 @@ INDEX_VIEW_BACKWARD = Op("_index_view_backward", _index_view_backward_kernel,
 @overridable
 def select(input, dim, index):
     """Slices ``input`` along ``dim`` at ``index``: a view with that dimension removed."""
-    shp = input._data.shape
+    shp = input.shape
     if not shp:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, len(shp))
@@ -514,7 +514,7 @@ def select(input, dim, index):
 @overridable
 def narrow(input, dim, start, length):
     """A view of ``input`` narrowed to ``start .. start + length`` along ``dim``."""
-    shp = input._data.shape
+    shp = input.shape
     if not shp:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, len(shp))
@@ -575,7 +575,7 @@ DIAGONAL_BACKWARD = Op("_diagonal_backward", _diagonal_backward_kernel,
 @overridable
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """A view of the diagonal (with ``offset``) of ``input`` over dims ``dim1`` and ``dim2``."""
-    n = input._data.ndim
+    n = input.dim()
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -585,7 +585,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 @overridable
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Embeds the last dimension of ``input`` as diagonals of new (dim1, dim2) matrices."""
-    shp = input._data.shape
+    shp = input.shape
     n = len(shp) + 1
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -635,7 +635,7 @@ UNFOLD_BACKWARD = Op("_unfold_backward", _unfold_backward_kernel,
 
 def _unfold(self, dimension, size, step):
     """A view of all slices of ``size`` elements along ``dimension``, ``step`` apart."""
-    shp = self._data.shape
+    shp = self.shape
     d = _wrap_dim(dimension, len(shp))
     n = shp[d] if shp else 1
     if size > n:
@@ -697,16 +697,16 @@ def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel, in_stride=None
     in_pos = _positions(shape, in_stride, 0)
     out_pos = _positions(size, stride, rel)
     if not in_pos.size:
-        return host_tensor(np.zeros(shape, dtype=g._data.dtype), g)
+        return host_tensor(np.zeros(shape, dtype=g.dtype.np), g)
     lo = min(in_pos.min(), out_pos.min()) if out_pos.size else in_pos.min()
     hi = max(in_pos.max(), out_pos.max()) if out_pos.size else in_pos.max()
-    buf = host_tensor(np.zeros(int(hi - lo + 1), dtype=g._data.dtype), g)
+    buf = host_tensor(np.zeros(int(hi - lo + 1), dtype=g.dtype.np), g)
     if out_pos.size:
         buf = buf.put(host_tensor(out_pos - lo, g), g, accumulate=True)
     gi = buf.take(wrap(in_pos - lo))
     count = np.bincount((in_pos - lo).reshape(-1))[in_pos - lo]
     if (count > 1).any():
-        gi = gi / wrap(count.astype(g._data.dtype))
+        gi = gi / wrap(count.astype(g.dtype.np))
     return gi
 
 
