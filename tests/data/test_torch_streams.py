@@ -200,3 +200,17 @@ def test_worker_streams_match_torch():
         loader = data.DataLoader(DS(), batch_size=None, num_workers=2)
         return [(w, t, p, int(n)) for w, t, p, n in loader]
     assert_same(draws, 4)
+
+
+@pytest.mark.parametrize("epoch", [0, 3])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_distributed_sampler_shards_match_torch(epoch, drop_last):
+    def shards(lib, data):
+        out = []
+        for rank in range(3):
+            s = data.DistributedSampler(range(20), num_replicas=3, rank=rank, seed=9,
+                                        drop_last=drop_last)
+            s.set_epoch(epoch)
+            out.append(list(s))
+        return out
+    assert_same(shards, 1)

@@ -2,8 +2,6 @@
 import math
 import sys
 
-import numpy as np
-
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -45,7 +43,13 @@ class DistributedSampler(Sampler):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(n).tolist()
+            # a private generator seeded from seed + epoch, as torch does: every rank
+            # draws the same permutation, and it is torch's
+            from ..._core.random import Generator
+            from ...ops.random import randperm
+            g = Generator()
+            g.manual_seed(self.seed + self.epoch)
+            indices = randperm(n, generator=g).tolist()
         else:
             indices = list(range(n))
         if not self.drop_last:
