@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
@@ -29,6 +30,10 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_sta
            "tril", "triu", "diag", "diagflat", "trace", "meshgrid", "cartesian_prod",
            "combinations", "broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d",
            "atleast_3d", "diff"]
+
+
+def _is_integral(d):
+    return not (d.is_floating_point or d.is_complex or d == _dt.bool)
 
 
 def _tensor_list(name, tensors):
@@ -62,7 +67,7 @@ def _cat_vjp(ctx, g, *xs, dim, sizes):
     off = 0
     for i, n in enumerate(sizes):
         if n is None:  # a skipped legacy empty tensor
-            grads.append(host_tensor(np.zeros((0,), dtype=g._data.dtype), g)
+            grads.append(host_tensor(np.zeros((0,), dtype=g.dtype.np), g)
                          if ctx.needs_input_grad[i] else None)
             continue
         if ctx.needs_input_grad[i]:
@@ -105,10 +110,10 @@ def _cat_params(tensors):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ref = None
     for i, t in enumerate(tensors):
-        if t._data.ndim == 0:
+        if t.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                f"concatenated")
-        if ref is None and not _is_legacy_empty(t._data.shape):
+        if ref is None and not _is_legacy_empty(t.shape):
             ref = i
     return ref
 
@@ -125,11 +130,11 @@ def cat(tensors, dim=0, *, out=None):
         d, sizes = 0, tuple(None for _ in tensors)
         _wrap_dim(dim, 1)
     else:
-        rs = tensors[ref]._data.shape
+        rs = tensors[ref].shape
         d = _wrap_dim(dim, len(rs))
         sizes = []
         for i, t in enumerate(tensors):
-            s = t._data.shape
+            s = t.shape
             if _is_legacy_empty(s):
                 sizes.append(None)
                 continue
@@ -185,11 +190,11 @@ def stack(tensors, dim=0, *, out=None):
         return handle_override(stack, (tensors,), {"dim": dim})
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    s0 = tensors[0]._data.shape
+    s0 = tensors[0].shape
     for i, t in enumerate(tensors[1:], 1):
-        if t._data.shape != s0:
+        if t.shape != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} "
-                               f"at entry 0 and {list(t._data.shape)} at entry {i}")
+                               f"at entry 0 and {list(t.shape)} at entry {i}")
     d = _wrap_dim(dim, len(s0) + 1)
     r = apply(STACK, tensors, {"dim": d})
     return r if out is None else write_out(out, r)
@@ -200,7 +205,7 @@ def hstack(tensors, *, out=None):
     """Stacks tensors horizontally (along dim 1, or dim 0 for 1-D tensors)."""
     ts = atleast_1d(*_tensor_list("hstack", tensors))
     ts = ts if isinstance(ts, tuple) else (ts,)
-    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
+    return cat(ts, 0 if ts and ts[0].dim() == 1 else 1, out=out)
 
 
 @overridable
@@ -223,14 +228,14 @@ def dstack(tensors, *, out=None):
 @overridable
 def column_stack(tensors, *, out=None):
     """Stacks 0-D/1-D tensors as columns (and 2-D tensors as they are) along dim 1."""
-    ts = tuple(t.reshape((-1, 1)) if t._data.ndim <= 1 else t
+    ts = tuple(t.reshape((-1, 1)) if t.dim() <= 1 else t
                for t in _tensor_list("column_stack", tensors))
     return cat(ts, 1, out=out)
 
 
 # ---- split / chunk / unbind (views) -------------------------------------------------------------
 def _split_sizes(input, split_size_or_sections, dim):
-    shp = input._data.shape
+    shp = input.shape
     if not shp:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = _wrap_dim(dim, len(shp))
@@ -276,7 +281,7 @@ def split(tensor, split_size_or_sections, dim=0):
 @overridable
 def tensor_split(input, indices_or_sections, dim=0):
     """Splits ``input`` into views: ``n`` near-equal sections, or at the given indices."""
-    shp = input._data.shape
+    shp = input.shape
     if not shp:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a "
                            f"tensor with 0 dims")
@@ -284,11 +289,11 @@ def tensor_split(input, indices_or_sections, dim=0):
     n = shp[d]
     ios = indices_or_sections
     if isinstance(ios, Tensor):
-        if ios._data.dtype.kind not in "iu" or ios._data.ndim > 1:
+        if not _is_integral(ios.dtype) or ios.dim() > 1:
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
                                "zero-dimensional or one-dimensional tensor, but got a tensor "
-                               f"with {ios._data.ndim} dims")
-        ios = int(ios) if ios._data.ndim == 0 else ios.tolist()
+                               f"with {ios.dim()} dims")
+        ios = int(ios) if ios.dim() == 0 else ios.tolist()
     if isinstance(ios, (int, np.integer)):
         k = int(ios)
         if k <= 0:
@@ -306,12 +311,12 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def _dir_split(name, input, ios, dim, need):
-    if input._data.ndim < need:
+    if input.dim() < need:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {need} dimension, but "
-                           f"got a tensor with {input._data.ndim} dimensions!")
-    if isinstance(ios, int) and ios and input._data.shape[dim] % ios:
+                           f"got a tensor with {input.dim()} dimensions!")
+    if isinstance(ios, int) and ios and input.shape[dim] % ios:
         raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
-                           f"size of the dimension {input._data.shape[dim]} is not divisible by "
+                           f"size of the dimension {input.shape[dim]} is not divisible by "
                            f"the split_size {ios}!")
     return tensor_split(input, ios, dim)
 
@@ -319,7 +324,7 @@ def _dir_split(name, input, ios, dim, need):
 @overridable
 def hsplit(input, indices_or_sections):
     """Splits ``input`` horizontally (dim 1, or dim 0 for 1-D tensors)."""
-    return _dir_split("hsplit", input, indices_or_sections, 1 if input._data.ndim > 1 else 0, 1)
+    return _dir_split("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
 
 
 @overridable
@@ -339,7 +344,7 @@ def chunk(input, chunks, dim=0):
     """Splits ``input`` into at most ``chunks`` views along ``dim``."""
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    shp = input._data.shape
+    shp = input.shape
     if not shp:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = _wrap_dim(dim, len(shp))
@@ -354,7 +359,7 @@ def chunk(input, chunks, dim=0):
 @overridable
 def unbind(input, dim=0):
     """Removes dimension ``dim``: a tuple of the slices (views) along it."""
-    shp = input._data.shape
+    shp = input.shape
     if not shp:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, len(shp))
@@ -389,7 +394,7 @@ FLIP = Op("flip", lambda xp, x, dims: xp.flip(x, dims).copy() if dims else x.cop
 def flip(input, dims):
     """Reverses the order of ``input`` along the given dims (a copy)."""
     try:
-        d = _dims_list(dims, input._data.ndim)
+        d = _dims_list(dims, input.dim())
     except AttributeError:
         return handle_override(flip, (input, dims), {})
     return apply(FLIP, (input,), {"dims": d})
@@ -398,7 +403,7 @@ def flip(input, dims):
 @overridable
 def fliplr(input):
     """Flips ``input`` left/right (dim 1)."""
-    if input._data.ndim < 2:
+    if input.dim() < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
@@ -406,7 +411,7 @@ def fliplr(input):
 @overridable
 def flipud(input):
     """Flips ``input`` up/down (dim 0)."""
-    if input._data.ndim < 1:
+    if input.dim() < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
 
@@ -437,7 +442,7 @@ def roll(input, shifts, dims=None):
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                            f"{len(dims)}")
-    dims = tuple(_wrap_dim(int(d), input._data.ndim) for d in dims)
+    dims = tuple(_wrap_dim(int(d), input.dim()) for d in dims)
     return apply(ROLL, (input,), {"shifts": shifts, "dims": dims})
 
 
@@ -445,7 +450,7 @@ def roll(input, shifts, dims=None):
 def rot90(input, k=1, dims=(0, 1)):
     """Rotates ``input`` by 90 degrees ``k`` times in the plane of ``dims``."""
     dims = tuple(dims)
-    n = input._data.ndim
+    n = input.dim()
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if n < 2:
@@ -499,7 +504,7 @@ REPEAT = Op("repeat", _repeat_kernel, _repeat_vjp, save_inputs=False, shape=_rep
 def _repeat(self, *sizes):
     """Repeats ``self`` ``sizes[i]`` times along each dimension (like ``np.tile``)."""
     sizes = _sizes(sizes)
-    if len(sizes) < self._data.ndim:
+    if len(sizes) < self.dim():
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
     if any(s < 0 for s in sizes):
@@ -512,7 +517,7 @@ def _repeat(self, *sizes):
 def tile(input, dims):
     """Repeats ``input`` along each dimension; missing leading ``dims`` count as 1."""
     dims = _sizes((dims,))
-    dims = (1,) * (input._data.ndim - len(dims)) + dims
+    dims = (1,) * (input.dim() - len(dims)) + dims
     return _repeat(input, *dims)
 
 
@@ -520,7 +525,7 @@ def _ri_vjp(ctx, g, x, repeats, dim, flat):
     shape = ctx.in_meta[0][0]
     n = int(np.prod(shape)) if flat else shape[dim]
     idx = host_tensor(np.repeat(np.arange(n, dtype=np.int64), repeats), g)
-    base = host_tensor(np.zeros((n,) if flat else shape, dtype=g._data.dtype), g)
+    base = host_tensor(np.zeros((n,) if flat else shape, dtype=g.dtype.np), g)
     r = apply(INDEX_ADD, (base, idx, g), {"dim": dim})
     return r.reshape(shape) if flat else r
 
@@ -543,18 +548,18 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     along ``dim`` (the flattened input if None)."""
     if repeats is None:  # repeat_interleave(repeats): indices repeated by their counts
         reps = input
-        if reps._data.ndim > 1:
+        if reps.dim() > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         from .creation import arange
-        return repeat_interleave(arange(reps._data.shape[0] if reps._data.ndim else 1), reps,
+        return repeat_interleave(arange(reps.shape[0] if reps.dim() else 1), reps,
                                  0, output_size=output_size)
     flat = dim is None
-    d = 0 if flat else _wrap_dim(dim, input._data.ndim)
-    n = input._data.size if flat else (input._data.shape[d] if input._data.ndim else 1)
+    d = 0 if flat else _wrap_dim(dim, input.dim())
+    n = input.numel() if flat else (input.shape[d] if input.dim() else 1)
     if isinstance(repeats, Tensor):
-        if repeats._data.ndim > 1:
+        if repeats.dim() > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-        if repeats._data.dtype.kind not in "iu":
+        if not _is_integral(repeats.dtype):
             raise RuntimeError(f"repeat_interleave only supports Int or Long tensors as repeats")
         r = repeats._data.reshape(-1)
         if r.size == 1 and n != 1:
@@ -568,9 +573,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         r = int(repeats)
     if (min(r) if isinstance(r, tuple) and r else r if isinstance(r, int) else 0) < 0:
         raise RuntimeError("repeats can not be negative")
-    x = input if input._data.ndim or flat else input.reshape((1,))
+    x = input if input.dim() or flat else input.reshape((1,))
     out = apply(REPEAT_INTERLEAVE, (x,), {"repeats": r, "dim": d, "flat": flat})
-    if output_size is not None and out._data.shape[d] != output_size:
+    if output_size is not None and out.shape[d] != output_size:
         raise RuntimeError(f"allocated size does not match required size")
     return out
 
@@ -587,7 +592,7 @@ def _tri(name, fn):
             save_inputs=False, shape=lambda x, diagonal: (x.shape, x.dtype), batch=_tri_rule)
 
     def check(input):
-        if input._data.ndim < 2:
+        if input.dim() < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
 
     def public(input, diagonal=0, *, out=None):
@@ -615,7 +620,7 @@ triu = _tri("triu", np.triu)
 def diag(input, diagonal=0, *, out=None):
     """A 1-D input becomes the ``diagonal``-th diagonal of a square matrix; a 2-D input gives
     that diagonal as a 1-D tensor."""
-    n = input._data.ndim
+    n = input.dim()
     if n == 1:
         r = diag_embed(input, diagonal, 0, 1)
     elif n == 2:
@@ -638,11 +643,11 @@ def diagflat(input, offset=0):
 @overridable
 def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
-    if input._data.dtype == bool:
+    if input.dtype == _dt.bool:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
-    if input._data.ndim != 2:
+    if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim "
-                           f"{input._data.ndim}")
+                           f"{input.dim()}")
     return diagonal(input).sum()
 
 
@@ -667,12 +672,12 @@ def meshgrid(*tensors, indexing=None):
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in tensors:
-        if t._data.ndim > 1:
+        if t.dim() > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
                                f"got: {t}")
-        if t._data.dtype != tensors[0]._data.dtype:
+        if t.dtype != tensors[0].dtype:
             raise RuntimeError("meshgrid expects all tensors to have the same dtype")
-    sizes = [t._data.size for t in tensors]
+    sizes = [t.numel() for t in tensors]
     pos = list(range(len(tensors)))
     if indexing == "xy" and len(tensors) >= 2:
         pos[0], pos[1] = 1, 0
@@ -689,8 +694,8 @@ def meshgrid(*tensors, indexing=None):
 def cartesian_prod(*tensors):
     """The cartesian product of 1-D tensors, as rows of a 2-D tensor."""
     for t in tensors:
-        if t._data.ndim != 1:
-            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -700,15 +705,15 @@ def cartesian_prod(*tensors):
 @overridable
 def combinations(input, r=2, with_replacement=False):
     """All length-``r`` combinations of the elements of the 1-D ``input``, as rows."""
-    if input._data.ndim != 1:
-        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return host_tensor(np.empty((0,), dtype=input._data.dtype), input)
+        return host_tensor(np.empty((0,), dtype=input.dtype.np), input)
     gen = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
-    idx = np.array(list(gen(range(input._data.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    idx = np.array(list(gen(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
     from .indexing import INDEX_SELECT
     cols = [apply(INDEX_SELECT, (input, host_tensor(np.ascontiguousarray(idx[:, j]), input)),
                   {"dim": 0})
@@ -738,9 +743,9 @@ def broadcast_tensors(*tensors):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     try:
-        shape = np.broadcast_shapes(*[t._data.shape for t in tensors])
+        shape = np.broadcast_shapes(*[t.shape for t in tensors])
     except ValueError:
-        a, b = tensors[0]._data.shape, tensors[-1]._data.shape
+        a, b = tensors[0].shape, tensors[-1].shape
         raise RuntimeError(f"The size of tensor a ({a[-1] if a else 1}) must match the size of "
                            f"tensor b ({b[-1] if b else 1}) at non-singleton dimension") from None
     return tuple(t.expand(*shape) for t in tensors)
@@ -752,7 +757,7 @@ def _atleast(n, tensors):
         tensors = tuple(tensors[0])
     out = []
     for t in tensors:
-        s = t._data.shape
+        s = t.shape
         if len(s) >= n:
             out.append(t)
         elif n == 3 and len(s) == 1:
