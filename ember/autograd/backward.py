@@ -1,6 +1,7 @@
 """``Tensor.backward``, ``autograd.backward`` and ``autograd.grad``; tensor hooks."""
 from .._core.device import namespace_of
 from .._core.node import RemovableHandle
+from .._core.state import STATE
 from .._core.tensor import Tensor, wrap
 from .engine import run_backward
 
@@ -44,6 +45,11 @@ def _make_grads(outputs, grads, is_grads_batched=False):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Computes the sum of gradients of ``tensors`` w.r.t. graph leaves, into their ``.grad``."""
+    # as torch's: inside vmap a batched gradient cannot go into an unbatched leaf's .grad
+    if STATE.intercept and any(getattr(m, "refuses_requires_grad", False) for m in STATE.modes):
+        raise RuntimeError("backward() called inside a functorch transform. This is not "
+                           "supported, please use functorch.grad or functorch.vjp instead or "
+                           "call backward() outside of functorch transforms.")
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
     if inputs is not None:

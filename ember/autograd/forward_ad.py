@@ -67,7 +67,7 @@ def derived_jvp(op, args, params, out, tangents):
                 if isinstance(o, Tensor) \
                 else None
             if d:
-                u.requires_grad_(True)
+                u._set_requires_grad(True)
             us.append(u)
         g = us[0] if op.n_out == 1 else tuple(us)
         ctx = _JvpCtx(out, tuple(t is not None for t in tangents),

@@ -62,7 +62,7 @@ def _alias(x):
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     if x._requires_grad:
         return x.view_as(x)  # stays connected to the outer computation
-    a = x.detach().requires_grad_(True)
+    a = x.detach()._set_requires_grad(True)
     if x._fw_tangent is not None:
         a._fw_tangent = x._fw_tangent  # forward-over-reverse: keep the tangent
     return a

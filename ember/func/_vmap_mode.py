@@ -84,6 +84,7 @@ class _LogicalMeta:
     tries to compute on a BatchedTensor's storage instead of going through an operator
     fails loudly."""
     __slots__ = ("shape", "dtype", "ndim")
+    logical = True   # tells code below func that a tensor's values are not readable here
 
     def __init__(self, shape, dtype):
         self.shape = shape
@@ -136,6 +137,8 @@ def current_level():
 
 class VmapMode(DispatchMode):
     """One vmap level on the dispatcher's mode stack."""
+
+    refuses_requires_grad = True   # Tensor.requires_grad_ raises inside vmap, as torch's
 
     def __init__(self, level, batch_size, randomness="error"):
         self.level = level

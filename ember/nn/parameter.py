@@ -25,7 +25,7 @@ class Parameter(Tensor):
             t._version = _version_of(data)
         t._requires_grad = False
         if requires_grad:
-            t.requires_grad_(True)
+            t._set_requires_grad(True)
         return t
 
     def __init__(self, data=None, requires_grad=True):
@@ -113,7 +113,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         t._lazy_dtype = dtype
         t.persistent = persistent
         if requires_grad:
-            t.requires_grad_(True)
+            t._set_requires_grad(True)
         return t
 
     def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):

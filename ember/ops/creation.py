@@ -218,7 +218,7 @@ def _make(op, params, device, requires_grad):
         _device_param(device)
     t = apply(op, (), params)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 
@@ -231,7 +231,7 @@ def _finish(arr, device, requires_grad):
             arr = get_backend(d.type).from_host(arr)
     t = wrap(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 
@@ -274,7 +274,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 
@@ -428,7 +428,7 @@ def _like(value, input, dtype, device, requires_grad):
         t = apply(FULL, (), {"shape": input.shape, "fill_value": value, "dtype": dt,
                              "device": device})
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 

@@ -14,6 +14,11 @@ _EPS = 1e-12
 
 
 def _bce_kernel(xp, x, y):
+    # torch checks the range in the kernel: under vmap this sees the whole physical batch.
+    # Its test is !(0 <= v <= 1), so NaN fails it too
+    for what, v in (("input", x), ("target", y)):
+        if v.size and not bool(((v >= 0) & (v <= 1)).all()):
+            raise RuntimeError(f"all elements of {what} should be between 0 and 1")
     log_p = xp.maximum(xp.log(x), -100)
     log_q = xp.maximum(xp.log1p(-x), -100)
     return (-(y * log_p + (1 - y) * log_q)).astype(x.dtype, copy=False)

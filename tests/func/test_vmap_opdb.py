@@ -37,22 +37,9 @@ DYNAMIC = {
 STATIC_INTS = {"tensor_split": "split indices given as a tensor become Python ints",
                "repeat_interleave": "a repeats tensor decides the output size"}
 
-# bugs outside the batching rules, with the fix each needs
-_OPTIM = ("ember bug: vmap over an optimizer step silently gives wrong values -- the loop "
-          "fallback of the fused step writes every batch element into the same unbatched "
-          "parameter (torch's vmap raises at requires_grad_); the step should raise")
-KNOWN_BROKEN = {
-    **{o.name: _OPTIM for o in OPS if o.name.startswith("optim.")},
-    "optim.SparseAdam": "ember bug: backward of a sparse embedding under vmap raises "
-                        "AttributeError ('_LogicalMeta' object has no attribute 'copy', "
-                        "autograd/engine.py)",
-    "nn.functional.ctc_loss": "ember bug: vmap over ctc_loss raises AttributeError "
-                              "('_LogicalMeta' object has no attribute 'reshape', "
-                              "nn/functional/loss.py) instead of batching or looping",
-    "nn.functional.binary_cross_entropy": "ember bug: the [0, 1] range check reads the "
-                                          "array (`t._data >= 0`, nn/functional/loss.py), a "
-                                          "metadata object under vmap: TypeError",
-}
+# records that call Tensor.requires_grad_ in the vmapped function (the optimizers' parameters):
+# torch's vmap refuses the call, so does ember's
+REQUIRES_GRAD_ = {o.name for o in OPS if o.name.startswith("optim.")}
 
 # random records (those compared by distribution): vmap's default randomness="error" refuses them, as torch's does (the
 # distributions' parameter checks call .item(), which vmap refuses too)
@@ -209,9 +196,7 @@ def _params():
     for o in OPS:
         if o.name in NON_TENSOR:
             continue
-        reason = KNOWN_BROKEN.get(o.name)
-        marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-        yield pytest.param(o, id=o.name, marks=marks)
+        yield pytest.param(o, id=o.name)
 
 
 def _static(leaves, dims):
@@ -223,6 +208,11 @@ def test_vmap_matches_loop(op):
     fallbacks = set()
     for s, template, leaves in _samples(op):
         where = f"{op.name} sample {s.name}"
+        if op.name in REQUIRES_GRAD_:
+            exs = [[_perturb(a, k, False) for a in leaves] for k in range(3)]
+            with pytest.raises(RuntimeError, match=r"call Tensor\.requires_grad_\(\)"):
+                _run_vmap(op, template, exs, [0] * len(leaves))
+            continue
         if op.name in RANDOM:
             exs = [[_perturb(a, k, False) for a in leaves] for k in range(3)]
             with pytest.raises(RuntimeError, match="vmap"):

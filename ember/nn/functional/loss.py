@@ -14,7 +14,7 @@ from ..._core.tensor import Tensor, host_tensor, wrap
 from ...autograd import no_grad
 from ...ops import arange, where, xlogy
 from ...ops._helpers import apply, not_implemented, type_name
-from ...ops.nn.loss import CROSS_ENTROPY, CTC_LOSS, NLL_LOSS
+from ...ops.nn.loss import CROSS_ENTROPY, CTC_LOSS, CTC_LOSS_TENSOR, NLL_LOSS, ctc_check
 from ...ops.softmax import log_softmax
 from .activation import logsigmoid, softplus
 from .distance import pairwise_distance
@@ -239,14 +239,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
                          f"size ({input.size()}) is deprecated. Please ensure they have the same "
                          f"size.")
-    if target._data.dtype != input._data.dtype:
+    if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target._data.dtype)} but expected "
                            f"{type_name(input._data.dtype)}")
-    # torch's test is !(0 <= x <= 1): NaN fails it too
-    for what, t in (("input", input), ("target", target)):
-        d = t._data
-        if d.size and not ((d >= 0) & (d <= 1)).all():
-            raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+    # the kernel checks that input and target lie in [0, 1], as torch's does
     from ...ops.loss_kernels import BINARY_CROSS_ENTROPY  # torch's finite derivative at 0 and 1
     loss = BINARY_CROSS_ENTROPY(input, target)
     if weight is not None:
@@ -451,7 +447,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     t = target.reshape(-1)
     C = x.shape[1]
     td = t._data
-    if td.size and ((td < 0) | (td >= C)).any():
+    # under vmap the values are not readable here (`logical`): gather's bounds check raises
+    if not getattr(td, "logical", False) and td.size and ((td < 0) | (td >= C)).any():
         raise RuntimeError("target out of range")
     xy = x.gather(1, t.unsqueeze(1))
     z = (margin - xy + x).clamp_min(0)
@@ -510,6 +507,17 @@ def _lengths(x, name):
     return tuple(int(v) for v in x)
 
 
+def _per_example(x):
+    # a vmap-batched tensor holds shape metadata (marked `logical`), not values to read
+    return isinstance(x, Tensor) and getattr(x._data, "logical", False)
+
+
+def _length_tensor(x, like):
+    if isinstance(x, Tensor):
+        return x.reshape(-1)
+    return host_tensor(np.asarray(_lengths(x, ""), dtype=np.int64), like)
+
+
 @overridable
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
@@ -520,29 +528,22 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         log_probs = log_probs.unsqueeze(1)
         targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
     T, N, C = log_probs.shape
-    in_lens = _lengths(input_lengths, "input_lengths")
-    tgt_lens = _lengths(target_lengths, "target_lengths")
-    if not 0 <= blank < C:
-        raise RuntimeError("blank must be in label range")
-    if len(in_lens) != N:
-        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(in_lens)} "
-                           f"and batch_size {N}")
-    if len(tgt_lens) != N:
-        raise RuntimeError(f"target_lengths must be of size batch_size, but got "
-                           f"{len(tgt_lens)} and batch_size {N}")
-    for n, il in enumerate(in_lens):
-        if il > T or il < 0:
-            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got "
-                               f"value {il} (while checking arguments for ctc_loss_cpu)")
-    if targets.dim() == 2 and max(tgt_lens, default=0) > targets.shape[1]:
-        raise RuntimeError(f"Expected tensor to have size at least {max(tgt_lens)} at "
-                           f"dimension 1, but got size {targets.shape[1]} for argument #2 "
-                           f"'targets' (while checking arguments for ctc_loss_cpu)")
-    loss = apply(CTC_LOSS, (log_probs, targets), {"in_lens": in_lens, "tgt_lens": tgt_lens,
-                                                  "blank": blank, "zero_inf": zero_infinity})
-    if reduction == "mean":
-        tl = host_tensor(np.maximum(np.asarray(tgt_lens, dtype=loss._data.dtype), 1), loss)
-        return (loss / tl).mean()
+    params = {"blank": blank, "zero_inf": zero_infinity}
+    if _per_example(input_lengths) or _per_example(target_lengths):
+        # per-example lengths under vmap: an operator that takes them as tensors
+        il, tl = (_length_tensor(x, log_probs) for x in (input_lengths, target_lengths))
+        loss = apply(CTC_LOSS_TENSOR, (log_probs, targets, il, tl), params)
+        if reduction == "mean":
+            return (loss / tl.reshape(-1).clamp_min(1).to(loss.dtype)).mean()
+    else:
+        in_lens = _lengths(input_lengths, "input_lengths")
+        tgt_lens = _lengths(target_lengths, "target_lengths")
+        ctc_check(T, N, C, tuple(targets.shape), in_lens, tgt_lens, blank)
+        loss = apply(CTC_LOSS, (log_probs, targets),
+                     dict(params, in_lens=in_lens, tgt_lens=tgt_lens))
+        if reduction == "mean":
+            tl = host_tensor(np.maximum(np.asarray(tgt_lens, dtype=loss._data.dtype), 1), loss)
+            return (loss / tl).mean()
     if reduction == "sum":
         return loss.sum()
     return loss.squeeze(0) if unbatched else loss

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..._core import dtype as _dt
-from . import decomposes
+from . import decomposes, no_decomposition
 from ._util import cast, const, full, prim, reshape, slice_dim
 
 NINF = -math.inf
@@ -156,3 +156,10 @@ def _ctc(a, targets, in_lens, tgt_lens, blank, zero_inf):
         grad = prim.where(infinite, 0, grad)
         nll = prim.where(prim.eq(prim.abs(nll), math.inf), 0, nll)
     return nll, grad
+
+
+# the lengths-as-tensors forms exist for vmap only: their batching rule calls _ctc_loss and
+# _ctc_loss_backward (decomposed above) with host lengths
+for _name in ("_ctc_loss_tensor", "_ctc_loss_tensor_backward"):
+    no_decomposition(_name, "lengths are tensor data here (vmap with per-example lengths); "
+                            "the batching rule lowers it to the host-length form")

@@ -10,6 +10,7 @@ into the loss's own batch dimension (unreduced), then each example reduces separ
 import numpy as np
 
 from ..._core.op import Op
+from ..._core.tensor import host_tensor
 from .._batching import _batched_front, _fallback_rule, _move_to_front
 from .._helpers import _F32, _HALF, apply
 # registered with the other losses at import, so that decompositions and lowerings install
@@ -415,8 +416,94 @@ CTC_LOSS = Op("_ctc_loss", _ctc_kernel, _ctc_vjp, category="nn", batch=_ctc_batc
               shape=lambda lp, targets, **p: ((lp.shape[1],), lp.dtype))  # lp: (T, N, C)
 
 
+def ctc_check(T, N, C, targets_shape, in_lens, tgt_lens, blank):
+    """torch's argument checks of ctc_loss, on host lengths."""
+    if not 0 <= blank < C:
+        raise RuntimeError("blank must be in label range")
+    if len(in_lens) != N:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(in_lens)} "
+                           f"and batch_size {N}")
+    if len(tgt_lens) != N:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got "
+                           f"{len(tgt_lens)} and batch_size {N}")
+    for il in in_lens:
+        if il > T or il < 0:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got "
+                               f"value {il} (while checking arguments for ctc_loss_cpu)")
+    if len(targets_shape) == 2 and max(tgt_lens, default=0) > targets_shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {max(tgt_lens)} at "
+                           f"dimension 1, but got size {targets_shape[1]} for argument #2 "
+                           f"'targets' (while checking arguments for ctc_loss_cpu)")
+
+
+# ---- ctc_loss with the lengths as tensors: what vmap over batched lengths reaches ----------
+# The lengths steer host loops, so they are parameters of _ctc_loss; under vmap per-example
+# lengths are only known to the batching rule, which reads them from the physical batch and
+# calls _ctc_loss with all V*N sequences in its batch.
+
+def _host_ints(a):
+    return tuple(int(v) for v in a.reshape(-1).tolist())
+
+
+def _ctc_tensor_kernel(kernel):
+    def run(xp, lp, targets, in_lens, tgt_lens, *, blank, zero_inf):
+        il, tl = _host_ints(in_lens), _host_ints(tgt_lens)
+        ctc_check(*lp.shape, targets.shape, il, tl, blank)
+        return kernel(xp, lp, targets, in_lens=il, tgt_lens=tl, blank=blank, zero_inf=zero_inf)
+    return run
+
+
+def _ctc_tensor_vjp(ctx, g, lp, targets, in_lens, tgt_lens, **p):
+    return apply(CTC_GRAD_TENSOR, (lp, targets, in_lens, tgt_lens), p) * g.unsqueeze(-1), \
+        None, None, None
+
+
+def _ctc_tensor_batch(op, args, bdims, params, batch_size):
+    V = batch_size
+    lp, targets, il, tl = (_batched_front(a, b, V) for a, b in zip(args, bdims))
+    T, N, C = lp.shape[1:]
+    in_lens, tgt_lens = _host_ints(il), _host_ints(tl)
+    if len(in_lens) != V * N or len(tgt_lens) != V * N:
+        raise RuntimeError(f"input_lengths and target_lengths must be of size batch_size {N}, "
+                           f"but got {il.shape[1:]} and {tl.shape[1:]}")
+    for v in range(V):
+        ctc_check(T, N, C, tuple(targets.shape[1:]), in_lens[v * N:(v + 1) * N],
+                  tgt_lens[v * N:(v + 1) * N], params["blank"])
+    lp = lp.movedim(0, 1).reshape(T, V * N, C)
+    if targets.dim() == 3:
+        targets = targets.reshape(V * N, targets.shape[2])
+    else:
+        # concatenated targets: each example's offsets start afresh, so gather them into
+        # padded rows (V*N, max length)
+        S = targets.shape[1]
+        lens = np.asarray(tgt_lens, dtype=np.int64).reshape(V, N)
+        L = max(int(lens.max(initial=0)), 1)
+        starts = np.cumsum(lens, axis=1) - lens + (np.arange(V) * S)[:, None]
+        idx = np.minimum(starts[:, :, None] + np.arange(L), V * S - 1).reshape(V * N, L)
+        targets = targets.reshape(-1)[host_tensor(idx, targets)]
+    p = dict(params, in_lens=in_lens, tgt_lens=tgt_lens)
+    if op is CTC_GRAD_TENSOR:
+        return CTC_GRAD(lp, targets, **p).reshape(T, V, N, C), 1
+    return CTC_LOSS(lp, targets, **p).reshape(V, N), 0
+
+
+_TENSOR_ONLY = "lengths as tensor data are what vmap reaches: its batching rule lowers the " \
+               "op to _ctc_loss (with host lengths), which has this rule"
+CTC_GRAD_TENSOR = Op("_ctc_loss_tensor_backward", _ctc_tensor_kernel(_ctc_grad_kernel),
+                     _ctc_grad_vjp, category="nn", batch=_ctc_tensor_batch,
+                     shape=lambda lp, targets, il, tl, **p: (lp.shape, lp.dtype),
+                     unsupported={"jvp": "torch implements no derivative of "
+                                         "_ctc_loss_backward",
+                                  "decomp": _TENSOR_ONLY, "lowering": _TENSOR_ONLY})
+CTC_LOSS_TENSOR = Op("_ctc_loss_tensor", _ctc_tensor_kernel(_ctc_kernel), _ctc_tensor_vjp,
+                     category="nn", batch=_ctc_tensor_batch,
+                     shape=lambda lp, targets, il, tl, **p: ((lp.shape[1],), lp.dtype),
+                     unsupported={"decomp": _TENSOR_ONLY, "lowering": _TENSOR_ONLY})
+
+
 # forward mode derives these tangents from the vjp: it is written in differentiable ember ops
 from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
 
 mark_unsupported("jvp", JVP_FROM_VJP,
-                 "cross_entropy_loss", "nll_loss", "_cross_entropy_backward", "_ctc_loss")
+                 "cross_entropy_loss", "nll_loss", "_cross_entropy_backward", "_ctc_loss",
+                 "_ctc_loss_tensor")
