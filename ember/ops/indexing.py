@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.device import backend_for_type, namespace_of
@@ -33,7 +34,6 @@ __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
 # the vjps of index ops read their index tensors (every input past the first one or two)
 _SAVE_FROM_1 = tuple(range(1, 72))
 _SAVE_FROM_2 = tuple(range(2, 72))
-_INT_KINDS = "iu"
 _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
@@ -44,7 +44,7 @@ def _zeros(shape, dt, like):
 def _dtype_name(dt):
     from .._core.dispatch import _cat_name
     from .._core.dtype import FROM_NP
-    return _cat_name(FROM_NP[np.dtype(dt)])
+    return _cat_name(dt if isinstance(dt, _dt.dtype) else FROM_NP[np.dtype(dt)])
 
 
 # ---- parsing a Python index ---------------------------------------------------------------
@@ -108,16 +108,16 @@ def _parse(shape, item):
             conv.append(it)
             consumed += type(it) is slice
             continue
-        if type(it) is bool or (isinstance(it, Tensor) and it._data.ndim == 0 and
-                                it._data.dtype == bool):
+        if type(it) is bool or (isinstance(it, Tensor) and it.dim() == 0 and
+                                it.dtype == _dt.bool):
             conv.append(bool(it))
             continue
         if type(it) is int or isinstance(it, np.integer):
             conv.append(int(it))
             consumed += 1
             continue
-        if isinstance(it, Tensor) and it._data.ndim == 0 and it._data.dtype.kind in _INT_KINDS \
-                and it._data.dtype != np.uint8:
+        if isinstance(it, Tensor) and it.dim() == 0 and not (it.dtype.is_floating_point or it.dtype.is_complex) \
+                and it.dtype not in (_dt.bool, _dt.uint8):
             conv.append(int(it._data))
             consumed += 1
             continue
@@ -239,7 +239,7 @@ def _index_kernel(xp, x, *indices):
 
 def _index_vjp(ctx, g, x, *indices):
     shape, dt = ctx.in_meta[0]
-    return (apply(INDEX_PUT, (_zeros(shape, g._data.dtype, g), g) + indices,
+    return (apply(INDEX_PUT, (_zeros(shape, g.dtype.np, g), g) + indices,
                   {"accumulate": True}),) + (None,) * len(indices)
 
 
@@ -321,7 +321,7 @@ def _wrap_indices(adv, like):
 def _getitem(self, item):
     t = type(item)
     if t is int:  # hot path: x[i]
-        shp = self._data.shape
+        shp = self._data.shape  # not .shape: building a Size costs ~5% of x[i]
         if shp and -shp[0] <= item < shp[0]:
             return apply(SELECT, (self,), {"key": (item % shp[0],)})
     try:
@@ -339,7 +339,7 @@ def _getitem(self, item):
 
 def _fit_value(value, shape):
     """``value`` with surplus leading size-1 dims dropped, checked to broadcast to ``shape``."""
-    shp = value._data.shape
+    shp = value.shape
     k = 0
     while len(shp) - k > len(shape) and shp[k] == 1:
         k += 1
@@ -355,8 +355,8 @@ def _fit_value(value, shape):
 
 def _setitem(self, item, value):
     if isinstance(value, numbers.Number) and not isinstance(value, Tensor):
-        _check_setitem_scalar(value, self._data.dtype)  # torch converts the value first
-    key, adv = _parse(self._data.shape, item)
+        _check_setitem_scalar(value, self.dtype.np)  # torch converts the value first
+    key, adv = _parse(self.shape, item)
     target = _basic_view(self, key)
     if isinstance(value, Tensor) and value.device != self.device:
         value = value.to(self.device)
@@ -365,23 +365,23 @@ def _setitem(self, item, value):
         value = tensor(value, dtype=self.dtype)
     if adv is None:
         if isinstance(value, Tensor):
-            value = _fit_value(value, target._data.shape)
+            value = _fit_value(value, target.shape)
         target.copy_(value)
         return
     idx = _wrap_indices(adv, self)
     if type(item) is bool and isinstance(value, Tensor):
         value = value.to(self.dtype)  # t[True] = v is a copy for torch (it casts)
     if isinstance(value, Tensor):
-        if value._data.ndim:
+        if value.dim():
             # the shape of the indexed region, worked out on the host
-            probe = np.broadcast_to(np.empty((), bool), target._data.shape)[
+            probe = np.broadcast_to(np.empty((), bool), target.shape)[
                 _adv_key([_shape_probe(a) for a in adv])]
             value = _fit_value(value, probe.shape)
-        if value._data.dtype != self._data.dtype:
+        if value.dtype != self.dtype:
             # torch casts only for one boolean mask with a one-element value (its masked_fill
             # path); anything else goes through index_put_, which wants matching dtypes
             real = [_arr(a) for a in adv if a is not None]
-            if len(real) == 1 and real[0].dtype == bool and value._data.size == 1:
+            if len(real) == 1 and real[0].dtype == bool and value.numel() == 1:
                 value = value.to(self.dtype)
             else:
                 _index_put_args(target, adv, value)
@@ -416,13 +416,13 @@ def _index_put_args(self, indices, values):
     if len([a for a in adv if a is not None]) and \
             sum(_arr(a).ndim if a is not None and _arr(a).dtype == bool else 1
                 for a in adv) > \
-            self._data.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {self._data.ndim} (got "
+            self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()} (got "
                          f"{len(adv)})")
-    if isinstance(values, Tensor) and values._data.dtype != self._data.dtype:
+    if isinstance(values, Tensor) and values.dtype != self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_dtype_name(self._data.dtype)} for the destination and "
-                           f"{_dtype_name(values._data.dtype)} for the source.")
+                           f"{_dtype_name(self.dtype)} for the destination and "
+                           f"{_dtype_name(values.dtype)} for the source.")
     return (values,) + _wrap_indices(adv, self)
 
 
@@ -464,7 +464,7 @@ def _gather_kernel(xp, x, idx, dim):
 
 def _gather_vjp(ctx, g, x, idx, dim):
     shape, _ = ctx.in_meta[0]
-    return apply(SCATTER_ADD, (_zeros(shape, g._data.dtype, g), idx, g), {"dim": dim}), None
+    return apply(SCATTER_ADD, (_zeros(shape, g.dtype.np, g), idx, g), {"dim": dim}), None
 
 
 GATHER = Op("gather", _gather_kernel, _gather_vjp, save_inputs=(1,),
@@ -474,24 +474,24 @@ GATHER = Op("gather", _gather_kernel, _gather_vjp, save_inputs=(1,),
 def _check_index(name, x, idx, dim, src=None, src_name="self"):
     if not isinstance(idx, Tensor):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not {type(idx).__name__}")
-    if idx._data.dtype not in (np.int64, np.int32):
+    if idx.dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
-    xn, inn = x._data.ndim, idx._data.ndim
-    if max(xn, 1) != max(inn, 1) and idx._data.size:
+    xn, inn = x.dim(), idx.dim()
+    if max(xn, 1) != max(inn, 1) and idx.numel():
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
                            f"{'input' if name == 'gather' else 'self'} tensor")
     d = _wrap_dim(dim, xn)
-    if xn and inn and idx._data.size:
+    if xn and inn and idx.numel():
         for k in range(xn):
-            if k != d and idx._data.shape[k] > x._data.shape[k]:
+            if k != d and idx.shape[k] > x.shape[k]:
                 raise RuntimeError(f"Size does not match at dimension {k} expected index "
-                                   f"{list(idx._data.shape)} to be no larger than {src_name} "
-                                   f"{list(x._data.shape)} apart from dimension {d}")
+                                   f"{list(idx.shape)} to be no larger than {src_name} "
+                                   f"{list(x.shape)} apart from dimension {d}")
             if src is not None and isinstance(src, Tensor) and \
-                    idx._data.shape[k] > src._data.shape[k]:
+                    idx.shape[k] > src.shape[k]:
                 raise RuntimeError(f"Size does not match at dimension {k} expected index "
-                                   f"{list(idx._data.shape)} to be no larger than src "
-                                   f"{list(src._data.shape)}")
+                                   f"{list(idx.shape)} to be no larger than src "
+                                   f"{list(src.shape)}")
     return d
 
 
@@ -540,12 +540,12 @@ def _scatter_kernel(xp, x, idx, src, dim, reduce=None):
 
 def _pad_to(g, shape):
     """``g`` (an index-shaped gradient) zero-padded up to ``shape``."""
-    if tuple(g._data.shape) == tuple(shape):
+    if tuple(g.shape) == tuple(shape):
         return g
     if not shape:
         return g.reshape(())
-    key = tuple((0, n, 1) for n in g._data.shape) if g._data.ndim else ((0, 1, 1),)
-    gg = g if g._data.ndim else g.reshape((1,))
+    key = tuple((0, n, 1) for n in g.shape) if g.dim() else ((0, 1, 1),)
+    gg = g if g.dim() else g.reshape((1,))
     return apply(INDEX_VIEW_BACKWARD, (gg,), {"shape": tuple(shape), "key": key})
 
 
@@ -577,7 +577,7 @@ def _scatter_args(name, input, dim, index, src, value, reduce=None):
     if src is None:
         raise TypeError(f"{name}() missing required argument 'src' or 'value'")
     d = _check_index(name, input, index, dim, src)
-    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+    if isinstance(src, Tensor) and src.dtype != input.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
@@ -659,13 +659,13 @@ def _scatter_reduce_vjp(ctx, g, x, idx, src, dim, reduce, include_self):
     out = ctx.out
     need = ctx.needs_input_grad
     gx = gs = None
-    scattered = apply(SCATTER, (_zeros(out._data.shape, bool, g), idx, True), {"dim": dim})
+    scattered = apply(SCATTER, (_zeros(out.shape, bool, g), idx, True), {"dim": dim})
     if reduce == "sum":
         gx = g if include_self else g.masked_fill(scattered, 0)
         gs = apply(GATHER, (g, idx), {"dim": dim})
     elif reduce == "mean":
-        ones = host_tensor(np.ones(idx._data.shape, dtype=g._data.dtype), g)
-        base = _zeros(out._data.shape, g._data.dtype, g) + (1 if include_self else 0)
+        ones = host_tensor(np.ones(idx.shape, dtype=g.dtype.np), g)
+        base = _zeros(out.shape, g.dtype.np, g) + (1 if include_self else 0)
         cnt = apply(SCATTER_ADD, (base, idx, ones), {"dim": dim})
         cnt = cnt.masked_fill(cnt == 0, 1)
         gx = g / cnt if include_self else (g / cnt).masked_fill(scattered, 0)
@@ -675,7 +675,7 @@ def _scatter_reduce_vjp(ctx, g, x, idx, src, dim, reduce, include_self):
         if not include_self and gx is not None:
             gx = gx.masked_fill(scattered, 0)
     else:
-        s = src[tuple(slice(0, n) for n in idx._data.shape)] if src._data.ndim else src
+        s = src[tuple(slice(0, n) for n in idx.shape)] if src.dim() else src
         out_at = apply(GATHER, (out, idx), {"dim": dim})
         hit_src = (s == out_at).to(g.dtype)
         hit_self = (x == out) if include_self else where(scattered, False, True)
@@ -701,9 +701,9 @@ def _prod_grads(g, out, x, idx, src, dim, include_self, need):
         mx = x.masked_fill(x == 0, 1)
         gx = g * apply(SCATTER_REDUCE, (mx, idx, src), p) / mx
     if need[2]:
-        s = src[tuple(slice(0, n) for n in idx._data.shape)] if src._data.ndim else src
+        s = src[tuple(slice(0, n) for n in idx.shape)] if src.dim() else src
         zero = s == 0
-        nz = apply(SCATTER_ADD, (_zeros(out._data.shape, g._data.dtype, g), idx,
+        nz = apply(SCATTER_ADD, (_zeros(out.shape, g.dtype.np, g), idx,
                                  zero.to(g.dtype)), {"dim": dim})
         single = zero & (apply(GATHER, (nz, idx), {"dim": dim}) == 1)
         # a lone zero's gradient: the group's product with that zero taken as 1
@@ -750,11 +750,11 @@ def _vec_index(name, x, dim, index):
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}(): argument 'index' must be Tensor, not "
                         f"{type(index).__name__}")
-    if index._data.ndim > 1:
+    if index.dim() > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector")
-    if index._data.dtype not in (np.int64, np.int32):
+    if index.dtype not in (_dt.int64, _dt.int32):
         raise IndexError(f"{name}(): Expected dtype int32/int64 for index")
-    return _wrap_dim(dim, x._data.ndim)
+    return _wrap_dim(dim, x.dim())
 
 
 def _dim_key(idx, dim):
@@ -775,7 +775,7 @@ def _index_select_kernel(xp, x, idx, dim):
 
 def _index_select_vjp(ctx, g, x, idx, dim):
     shape, _ = ctx.in_meta[0]
-    return apply(INDEX_ADD, (_zeros(shape, g._data.dtype, g), idx, g), {"dim": dim}), None
+    return apply(INDEX_ADD, (_zeros(shape, g.dtype.np, g), idx, g), {"dim": dim}), None
 
 
 def _index_select_shape(x, idx, dim):
@@ -853,11 +853,11 @@ INDEX_FILL = Op("index_fill", _index_write_kernel("fill"), _index_fill_vjp, save
 
 
 def _index_src_check(name, x, d, index, src):
-    xs, ss = x._data.shape, src._data.shape
-    if src._data.dtype != x._data.dtype:
-        raise RuntimeError(f"{name}(): self ({_dtype_name(x._data.dtype)}) and source "
-                           f"({_dtype_name(src._data.dtype)}) must have the same scalar type")
-    n_idx = index._data.size
+    xs, ss = x.shape, src.shape
+    if src.dtype != x.dtype:
+        raise RuntimeError(f"{name}(): self ({_dtype_name(x.dtype)}) and source "
+                           f"({_dtype_name(src.dtype)}) must have the same scalar type")
+    n_idx = index.numel()
     want = tuple(n_idx if k == d else s for k, s in enumerate(xs))
     if xs and (len(ss) != len(xs) or ss != want) and not (len(ss) == 0 and n_idx == 1
                                                              and xs == (1,)):
@@ -900,11 +900,11 @@ def _index_copy_(self, dim, index, source):
 
 
 def _fill_value(name, value, input=None):
-    if isinstance(value, Tensor) and value._data.ndim:
+    if isinstance(value, Tensor) and value.dim():
         raise RuntimeError(f"{name} only supports a 0-dimensional value tensor, but got tensor "
-                           f"with {value._data.ndim} dimension(s).")
+                           f"with {value.dim()} dimension(s).")
     if input is not None and isinstance(input, Tensor):
-        dt = input._data.dtype
+        dt = input.dtype.np
         if name == "index_fill_" and isinstance(value, complex) and dt.kind not in "cV":
             raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is "
                                "not supported")
@@ -935,7 +935,7 @@ def _index_reduce_index(input, dim, index, source, reduce):
                            f"amin but got {reduce}.")
     d = _vec_index("index_reduce", input, dim, index)
     _index_src_check("index_reduce", input, d, index, source)
-    nd = source._data.ndim
+    nd = source.dim()
     shp = (1,) * d + (-1,) + (1,) * (nd - d - 1) if nd else (-1,)
     return d, index.reshape(shp).expand(source.shape)
 
@@ -976,7 +976,7 @@ Tensor.index_reduce_ = _index_reduce_
 def _check_mask(name, mask):
     if not isinstance(mask, Tensor):
         raise TypeError(f"{name}(): argument 'mask' must be Tensor, not {type(mask).__name__}")
-    if mask._data.dtype != bool:
+    if mask.dtype != _dt.bool:
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype.name if mask.dtype.name != 'float32' else 'float'}")
 
@@ -1040,7 +1040,7 @@ def _masked_scatter_vjp(ctx, g, x, mask, src):
         shape = ctx.in_meta[2][0]
         n = int(np.prod(shape))
         gs = apply(INDEX_VIEW_BACKWARD, (sel,), {"shape": (n,),
-                                                 "key": ((0, sel._data.shape[0], 1),)})
+                                                 "key": ((0, sel.shape[0], 1),)})
         gs = gs.reshape(shape)
     return gx, None, gs
 
@@ -1055,19 +1055,19 @@ MASKED_SCATTER = Op("masked_scatter", _masked_scatter_kernel, _masked_scatter_vj
 def masked_scatter(input, mask, source):
     """Copies elements of ``source`` into ``input`` where ``mask`` is True (in order)."""
     _check_mask("masked_scatter_", mask)
-    if source._data.dtype != input._data.dtype:
+    if source.dtype != input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
-                           f"got {_dtype_name(input._data.dtype)} and "
-                           f"{_dtype_name(source._data.dtype)}")
+                           f"got {_dtype_name(input.dtype)} and "
+                           f"{_dtype_name(source.dtype)}")
     return apply(MASKED_SCATTER, (input, mask, source), _E)
 
 
 def _masked_scatter_(self, mask, source):
     _check_mask("masked_scatter_", mask)
-    if source._data.dtype != self._data.dtype:
+    if source.dtype != self.dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
-                           f"got {_dtype_name(self._data.dtype)} and "
-                           f"{_dtype_name(source._data.dtype)}")
+                           f"got {_dtype_name(self.dtype)} and "
+                           f"{_dtype_name(source.dtype)}")
     return apply_inplace(MASKED_SCATTER, self, (mask, source), _E)
 
 
@@ -1077,8 +1077,8 @@ def _masked_select_kernel(xp, x, mask):
 
 
 def _masked_select_vjp(ctx, g, x, mask):
-    shape = np.broadcast_shapes(ctx.in_meta[0][0], mask._data.shape)
-    return apply(MASKED_SCATTER, (_zeros(shape, g._data.dtype, g), mask, g), _E), None
+    shape = np.broadcast_shapes(ctx.in_meta[0][0], mask.shape)
+    return apply(MASKED_SCATTER, (_zeros(shape, g.dtype.np, g), mask, g), _E), None
 
 
 def _data_dependent(*args, **params):
@@ -1092,7 +1092,7 @@ MASKED_SELECT = Op("masked_select", _masked_select_kernel, _masked_select_vjp, s
 @overridable
 def masked_select(input, mask, *, out=None):
     """A 1-D tensor of the elements of ``input`` where the (broadcast) ``mask`` is True."""
-    if not isinstance(mask, Tensor) or mask._data.dtype != bool:
+    if not isinstance(mask, Tensor) or mask.dtype != _dt.bool:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask")
     r = apply(MASKED_SELECT, (input, mask), _E)
     return r if out is None else write_out(out, r)
@@ -1115,9 +1115,9 @@ def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or a tuple of 1-D index tensors
     with ``as_tuple=True``."""
     if as_tuple:
-        x = input if input._data.ndim else input.reshape((1,))
+        x = input if input.dim() else input.reshape((1,))
         r = apply(NONZERO, (x,), _E)
-        return tuple(r[:, k] for k in range(x._data.ndim))
+        return tuple(r[:, k] for k in range(x.dim()))
     r = apply(NONZERO, (input,), _E)
     return r if out is None else write_out(out, r)
 
@@ -1148,7 +1148,7 @@ def _take_kernel(xp, x, idx):
 
 def _take_vjp(ctx, g, x, idx):
     shape, _ = ctx.in_meta[0]
-    zeros = _zeros((int(np.prod(shape)),), g._data.dtype, g)
+    zeros = _zeros((int(np.prod(shape)),), g.dtype.np, g)
     return apply(PUT, (zeros, idx, g), {"accumulate": True}).reshape(shape), None
 
 
@@ -1187,22 +1187,22 @@ PUT = Op("put", _put_kernel, _put_vjp, save_inputs=(1,),
 @overridable
 def take(input, index):
     """The elements of ``input`` (seen as 1-D) at ``index``; the result has ``index``'s shape."""
-    if index._data.dtype != np.int64:
+    if index.dtype != _dt.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{_dtype_name(index._data.dtype)}")
+                           f"{_dtype_name(index.dtype)}")
     return apply(TAKE, (input, index), _E)
 
 
 def _put_args(self, index, source):
-    if index._data.dtype != np.int64:
+    if index.dtype != _dt.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
-                           f"{_dtype_name(index._data.dtype)}")
+                           f"{_dtype_name(index.dtype)}")
     if isinstance(source, Tensor):
-        if source._data.size != index._data.size:
+        if source.numel() != index.numel():
             raise RuntimeError(f"put_(): Expected source and index to have the same number of "
-                               f"elements, but got source.numel() = {source._data.size}, "
-                               f"index.numel() = {index._data.size}")
-        if source._data.dtype != self._data.dtype:
+                               f"elements, but got source.numel() = {source.numel()}, "
+                               f"index.numel() = {index.numel()}")
+        if source.dtype != self.dtype:
             raise RuntimeError(f"put_(): self and source expected to have the same dtype, but "
                                f"got self.dtype = {self.dtype} and source.dtype = "
                                f"{source.dtype}")
@@ -1224,23 +1224,23 @@ def _put_(self, index, source, accumulate=False):
 def take_along_dim(input, indices, dim=None, *, out=None):
     """Picks values of ``input`` at ``indices`` along ``dim`` (broadcasting the other dims);
     with ``dim=None`` both are flattened."""
-    if indices._data.dtype != np.int64:
+    if indices.dtype != _dt.int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_dtype_name(indices._data.dtype)}")
+                           f"{_dtype_name(indices.dtype)}")
     if dim is None:
         r = gather(input.reshape(-1), 0, indices.reshape(-1))
     else:
-        n = input._data.ndim
-        if n != indices._data.ndim:
+        n = input.dim()
+        if n != indices.dim():
             raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                                f"number of dimensions, but got {n} dimensions for input, and "
-                               f"{indices._data.ndim} dimensions for indices")
+                               f"{indices.dim()} dimensions for indices")
         d = _wrap_dim(dim, n)
-        xs, ids = list(input._data.shape), list(indices._data.shape)
+        xs, ids = list(input.shape), list(indices.shape)
         xs[d] = ids[d] = 1
         b = list(np.broadcast_shapes(tuple(xs), tuple(ids)))
         bx, bi = list(b), list(b)
-        bx[d], bi[d] = input._data.shape[d], indices._data.shape[d]
+        bx[d], bi[d] = input.shape[d], indices.shape[d]
         r = gather(input.expand(*bx), d, indices.expand(*bi))
     return r if out is None else write_out(out, r)
 
