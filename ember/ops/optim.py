@@ -17,6 +17,7 @@ groups, state, hooks) live in ``ember.optim``, above this layer.
 """
 import numpy as np
 
+from .._core.device import namespace_of
 from .._core.op import Op
 from .._core.tensor import _version_of
 from ._helpers import apply
@@ -42,13 +43,14 @@ def real(a):
 def grad_array(x, g, maximize, weight_decay):
     """The real view of gradient ``g`` of real-viewed param ``x``, negated for ``maximize``
     and L2-decayed; ``g`` is never written in place."""
+    xp = namespace_of(x)
     if g.dtype.kind == "c" and not g.flags.c_contiguous:
-        g = np.ascontiguousarray(g)
+        g = xp.ascontiguousarray(g)
     g = real(g)
     if maximize:
-        g = np.negative(g)
+        g = xp.negative(g)
     if weight_decay != 0:
-        t = np.multiply(x, weight_decay)
+        t = xp.multiply(x, weight_decay)
         t += g
         g = t
     return g
@@ -56,25 +58,28 @@ def grad_array(x, g, maximize, weight_decay):
 
 def lerp_(a, b, w):
     """``a.lerp_(b, w)`` with torch's two-branch formula."""
-    t = np.subtract(b, a)
+    xp = namespace_of(a)
+    t = xp.subtract(b, a)
     if abs(w) < 0.5:
         t *= w
         a += t
     else:
         t *= 1 - w
-        np.subtract(b, t, out=a)
+        xp.subtract(b, t, out=a)
 
 
 def addcmul_(a, b, c, value):
     """``a += value * b * c``."""
-    t = np.multiply(b, value)
+    xp = namespace_of(a)
+    t = xp.multiply(b, value)
     t *= c
     a += t
 
 
 def addcdiv_(a, b, c, value, scratch=None):
     """``a += value * (b / c)``; ``scratch`` (may be ``c``) receives the quotient."""
-    t = np.divide(b, c, out=scratch)
+    xp = namespace_of(b)
+    t = xp.divide(b, c, out=scratch)
     t *= value
     a += t
 
@@ -106,7 +111,7 @@ def _sgd_kernel(xp, *arrays, n, lr, momentum, dampening, weight_decay, nesterov,
                 b *= momentum
                 b += g * (1 - dampening)
             g = g + b * momentum if nesterov else b
-        x += np.multiply(g, -lr)
+        x += xp.multiply(g, -lr)
     return ()
 
 
@@ -126,9 +131,9 @@ def _adam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, amsgrad, m
         addcmul_(v, g, g, 1 - beta2)
         if amsgrad:
             mx = real(lists[5][i])
-            np.maximum(mx, v, out=mx)
+            xp.maximum(mx, v, out=mx)
             v = mx
-        denom = np.sqrt(v)
+        denom = xp.sqrt(v)
         denom /= (1 - beta2 ** step) ** 0.5
         denom += eps
         addcdiv_(x, m, denom, -lr / (1 - beta1 ** step), scratch=denom)
@@ -154,15 +159,15 @@ def _rmsprop_kernel(xp, *arrays, n, lr, alpha, eps, weight_decay, momentum, cent
             lerp_(ga, g, 1 - alpha)
             avg = sq.copy()
             addcmul_(avg, ga, ga, -1)
-            np.sqrt(avg, out=avg)
+            xp.sqrt(avg, out=avg)
         else:
-            avg = np.sqrt(sq)
+            avg = xp.sqrt(sq)
         avg += eps
         if momentum > 0:
             buf = real(lists[buf_at][i])
             buf *= momentum
             addcdiv_(buf, g, avg, 1)
-            x += np.multiply(buf, -lr)
+            x += xp.multiply(buf, -lr)
         else:
             addcdiv_(x, g, avg, -lr, scratch=avg)
     return ()
@@ -177,7 +182,7 @@ def _adagrad_kernel(xp, *arrays, n, lr, lr_decay, eps, weight_decay, maximize):
         g = grad_array(x, lists[1][i], maximize, weight_decay)
         s = real(lists[3][i])
         addcmul_(s, g, g, 1)
-        std = np.sqrt(s)
+        std = xp.sqrt(s)
         std += eps
         addcdiv_(x, g, std, -lr / (1 + (step - 1) * lr_decay), scratch=std)
     return ()
@@ -193,10 +198,10 @@ def _adadelta_kernel(xp, *arrays, n, lr, rho, eps, weight_decay, maximize):
         sq, acc = real(lists[3][i]), real(lists[4][i])
         sq *= rho
         addcmul_(sq, g, g, 1 - rho)
-        std = np.add(sq, eps)
-        np.sqrt(std, out=std)
-        delta = np.add(acc, eps)
-        np.sqrt(delta, out=delta)
+        std = xp.add(sq, eps)
+        xp.sqrt(std, out=std)
+        delta = xp.add(acc, eps)
+        xp.sqrt(delta, out=delta)
         delta /= std
         delta *= g
         acc *= rho
@@ -216,9 +221,9 @@ def _adamax_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, maximize
         m, u = real(lists[3][i]), real(lists[4][i])
         lerp_(m, g, 1 - beta1)
         u *= beta2
-        a = np.abs(g)
+        a = xp.abs(g)
         a += eps
-        np.maximum(u, a, out=u)
+        xp.maximum(u, a, out=u)
         addcdiv_(x, m, u, -lr / (1 - beta1 ** step), scratch=a)
     return ()
 
@@ -245,8 +250,8 @@ def _nadam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, maximize,
         lerp_(m, g, 1 - beta1)
         v *= beta2
         addcmul_(v, g, g, 1 - beta2)
-        denom = np.divide(v, bc2)
-        np.sqrt(denom, out=denom)
+        denom = xp.divide(v, bc2)
+        xp.sqrt(denom, out=denom)
         denom += eps
         addcdiv_(x, g, denom, -lr * (1.0 - mu) / (1.0 - mp))
         addcdiv_(x, m, denom, -lr * mu_next / (1.0 - mp * mu_next))
@@ -269,16 +274,16 @@ def _radam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, maximize,
         addcmul_(v, g, g, 1 - beta2)
         bc1 = 1 - beta1 ** step
         bc2 = 1 - beta2 ** step
-        upd = np.divide(m, bc1)
+        upd = xp.divide(m, bc1)
         upd *= lr
         rho_t = rho_inf - 2 * step * beta2 ** step / bc2
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf /
                     ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
             # torch's ``scalar / tensor`` is ``tensor.reciprocal() * scalar``
-            ad = np.sqrt(v)
+            ad = xp.sqrt(v)
             ad += eps
-            np.reciprocal(ad, out=ad)
+            xp.reciprocal(ad, out=ad)
             ad *= bc2 ** 0.5
             upd *= ad
             upd *= rect
@@ -296,11 +301,11 @@ def _asgd_kernel(xp, *arrays, n, lr, lambd, alpha, t0, weight_decay, maximize):
         eta_a, mu_a = lists[3][i], lists[4][i]
         eta = float(eta_a)
         x *= 1 - lambd * eta
-        x += np.multiply(g, -eta)
+        x += xp.multiply(g, -eta)
         ax = real(lists[5][i])
         mu = float(mu_a)
         if mu != 1:
-            d = np.subtract(x, ax)
+            d = xp.subtract(x, ax)
             d *= mu
             ax += d
         else:
@@ -318,16 +323,16 @@ def _rprop_kernel(xp, *arrays, n, etaminus, etaplus, step_size_min, step_size_ma
         x = real(lists[0][i])
         g = grad_array(x, lists[1][i], maximize, 0)
         prev, size = real(lists[3][i]), real(lists[4][i])
-        prod = np.multiply(g, prev)
+        prod = xp.multiply(g, prev)
         flipped = prod < 0
-        factor = np.ones_like(size)
+        factor = xp.ones_like(size)
         factor[prod > 0] = etaplus
         factor[flipped] = etaminus
         size *= factor
-        np.clip(size, step_size_min, step_size_max, out=size)
+        xp.clip(size, step_size_min, step_size_max, out=size)
         g = g.copy()
         g[flipped] = 0  # no step where the sign flipped; the next step starts afresh
-        t = np.sign(g)
+        t = xp.sign(g)
         t *= size
         x -= t
         prev[...] = g
@@ -335,7 +340,8 @@ def _rprop_kernel(xp, *arrays, n, etaminus, etaplus, step_size_min, step_size_ma
 
 
 def _norm(a):
-    return float(np.sqrt(np.sum(np.square(a, dtype=a.dtype), dtype=a.dtype)))
+    xp = namespace_of(a)
+    return float(xp.sqrt(xp.sum(xp.square(a, dtype=a.dtype), dtype=a.dtype)))
 
 
 def _adafactor_kernel(xp, *arrays, n, lr, eps1, eps2, d, weight_decay, beta2_decay, maximize,
@@ -355,17 +361,17 @@ def _adafactor_kernel(xp, *arrays, n, lr, eps1, eps2, d, weight_decay, beta2_dec
             x *= 1 - lr * weight_decay
         if factored[i]:
             row, col = real(lists[3][i]), real(lists[4][i])
-            lerp_(row, np.mean(np.square(g), axis=-1, keepdims=True), w)
-            lerp_(col, np.mean(np.square(g), axis=-2, keepdims=True), w)
-            est = np.matmul(row, col)
-            est /= np.maximum(np.mean(row, axis=-2, keepdims=True), eps1)
+            lerp_(row, xp.mean(xp.square(g), axis=-1, keepdims=True), w)
+            lerp_(col, xp.mean(xp.square(g), axis=-2, keepdims=True), w)
+            est = xp.matmul(row, col)
+            est /= xp.maximum(xp.mean(row, axis=-2, keepdims=True), eps1)
         else:
             var = real(lists[3][i])
-            lerp_(var, np.square(g), w)
+            lerp_(var, xp.square(g), w)
             est = var.copy()
-        np.maximum(est, eps1 * eps1, out=est)
-        upd = np.sqrt(est)
-        np.divide(1, upd, out=upd)
+        xp.maximum(est, eps1 * eps1, out=est)
+        upd = xp.sqrt(est)
+        xp.divide(1, upd, out=upd)
         upd *= g
         denom = max(1.0, _norm(upd) / (upd.size ** 0.5 * d))
         upd *= -alpha / denom
@@ -433,7 +439,7 @@ def _sparse_adam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, maximize, steps):
     for i in range(n):
         x, g, mask = real(lists[0][i]), real(lists[1][i]), lists[2][i]
         if maximize:
-            g = np.negative(g)
+            g = xp.negative(g)
         if not mask.any():
             continue
         if mask.ndim == 0:
@@ -441,15 +447,15 @@ def _sparse_adam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, maximize, steps):
         gv = g[mask]
         m, v = real(lists[3][i]), real(lists[4][i])
         old_m, old_v = m[mask], v[mask]
-        dm = np.subtract(gv, old_m)
+        dm = xp.subtract(gv, old_m)
         dm *= 1 - beta1
-        dv = np.square(gv)
+        dv = xp.square(gv)
         dv -= old_v
         dv *= 1 - beta2
         m[mask] += dm
         v[mask] += dv
         numer = dm + old_m
-        denom = np.sqrt(dv + old_v)
+        denom = xp.sqrt(dv + old_v)
         denom += eps
         step = steps[i]
         step_size = lr * (1 - beta2 ** step) ** 0.5 / (1 - beta1 ** step)
