@@ -43,7 +43,7 @@ def method(name):
 def cj(t):
     """conj(t) for complex tensors, t itself otherwise (PyTorch's Wirtinger formulas)."""
     if isinstance(t, Tensor):
-        return t.conj() if t._data.dtype.kind == "c" else t
+        return t.conj() if t.dtype.is_complex else t
     return t.conjugate() if isinstance(t, complex) else t
 
 
@@ -96,8 +96,9 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int6
 
 
 def type_name(dt):
-    """torch's scalar-type name of NumPy dtype ``dt`` ('Float', 'Long', 'ComplexDouble', ...)."""
-    return _TYPE_NAMES.get(np.dtype(dt).name, np.dtype(dt).name)
+    """torch's scalar-type name of dtype ``dt`` (ember or NumPy) ('Float', 'Long', 'ComplexDouble', ...)."""
+    name = dt.np.name if isinstance(dt, _dt.dtype) else np.dtype(dt).name
+    return _TYPE_NAMES.get(name, name)
 
 
 def not_implemented(kernel_name, dt):
@@ -424,7 +425,7 @@ class _JvpCtx:
 
     def __init__(self, out, x):
         self.out, self.needs_input_grad = out, (True,)
-        self.in_meta = ((x._data.shape, x._data.dtype),)
+        self.in_meta = ((tuple(x.shape), x.dtype.np),)
 
 
 def jvp_sum(*terms):
@@ -443,7 +444,7 @@ def jvp_elementwise(vjp):
         t = tangents[0]
         if t is None:
             return None
-        c = t._data.dtype.kind == "c" or x._data.dtype.kind == "c"
+        c = t.dtype.is_complex or x.dtype.is_complex
         r = vjp(_JvpCtx(out, x), t.conj() if c else t, x, *rest, **params)
         if isinstance(r, (tuple, list)):
             r = r[0]

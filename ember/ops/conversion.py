@@ -59,9 +59,9 @@ def _cast_kernel(xp, x, dtype):
 
 def _cast_vjp(ctx, g, x, dtype):
     src = ctx.in_meta[0][1]
-    if g._data.dtype.kind == "c" and src.kind != "c":
+    if g.dtype.is_complex and src.kind != "c":
         g = g.real
-    return apply(CAST, (g,), {"dtype": src}) if g._data.dtype != src else g
+    return apply(CAST, (g,), {"dtype": src}) if g.dtype.np != src else g
 
 
 CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False, jvp=_identity_jvp,
@@ -69,7 +69,7 @@ CAST = Op("_to_copy", _cast_kernel, _cast_vjp, save_inputs=False, jvp=_identity_
 
 
 def _to_dtype(t, dtype, copy=False):
-    if t._data.dtype is dtype.np or t._data.dtype == dtype.np:
+    if t.dtype == dtype:
         return apply(CLONE, (t,), _E) if copy else t
     return apply(CAST, (t,), {"dtype": dtype.np})
 
@@ -183,11 +183,11 @@ def _copy_(self, src, non_blocking=False):
     if isinstance(src, Tensor) and src.device != self.device:
         src = _to_device(src, self.device)
     try:
-        np.broadcast_shapes(src.shape if isinstance(src, Tensor) else (), self._data.shape)
+        np.broadcast_shapes(src.shape if isinstance(src, Tensor) else (), self.shape)
     except ValueError:
-        raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}"
+        raise RuntimeError(f"The size of tensor a ({self.shape[-1] if self.dim() else 1}"
                            f") must match the size of tensor b ({src.shape[-1]}) at non-singleton "
-                           f"dimension {self._data.ndim - 1}") from None
+                           f"dimension {self.dim() - 1}") from None
     return apply_inplace(COPY, self, (src,), _E)
 
 
@@ -206,7 +206,7 @@ CONJ = Op("conj", _conj_kernel, lambda ctx, g, x: g.conj(), save_inputs=False, s
 @overridable
 def conj(input):
     """The complex conjugate (for real tensors, ``input`` itself)."""
-    if input._data.dtype.kind != "c":
+    if not input.dtype.is_complex:
         return input
     return apply(CONJ, (input,), _E)
 
@@ -270,7 +270,7 @@ IMAG = Op("imag", _imag_kernel, _imag_vjp, save_inputs=False, view=True, shape=_
 @overridable
 def real(input):
     """The real part, a view for complex tensors (the tensor itself for real ones)."""
-    if input._data.dtype.kind != "c":
+    if not input.dtype.is_complex:
         return input
     return apply(REAL, (input,), _E)
 

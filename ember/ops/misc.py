@@ -111,13 +111,13 @@ def _cov_weights(name, w, n_obs, integral):
     if w.numel() != n_obs:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                            f"observations in the input but got {w.numel()} != {n_obs}")
-    kind = w._data.dtype.kind
-    if integral and kind not in "iu":
+    wd = w.dtype
+    if integral and (wd.is_floating_point or wd.is_complex or wd == _dt.bool):
         raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights "
-                           f"with {type_name(w._data.dtype)} dtype")
-    if not integral and kind not in "fV":
+                           f"with {type_name(w.dtype)} dtype")
+    if not integral and not wd.is_floating_point:
         raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
-                           f"aweights with {type_name(w._data.dtype)} dtype")
+                           f"aweights with {type_name(w.dtype)} dtype")
     d = w._data
     # (vmap's logical tensors carry no values: the check is the unbatched call's)
     if backend_for_type(type(d)) is not None and bool((d < 0).any()):
@@ -141,7 +141,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     n_obs = x.shape[1]
     fw = _cov_weights("fweights", fweights, n_obs, True)
     aw = _cov_weights("aweights", aweights, n_obs, False)
-    if x._data.dtype.kind in "biu":
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_dt.get_default_dtype())
     w = fw if aw is None else (aw if fw is None else fw * aw)
     if w is None:
@@ -205,7 +205,7 @@ def unravel_index(indices, shape):
     """Converts flat indices into a tuple of coordinate tensors into an array of ``shape``."""
     if not isinstance(indices, Tensor):
         raise TypeError(f"expected 'indices' to be a Tensor, but got {type(indices).__name__}")
-    if indices._data.dtype.kind not in "iu":
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _dt.bool:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
@@ -413,8 +413,8 @@ def _renorm_check(input, p, dim, maxnorm):
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
-    if input._data.dtype.kind in "biu":
-        raise RuntimeError(f"\"renorm_out\" not implemented for '{type_name(input._data.dtype)}'")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"\"renorm_out\" not implemented for '{type_name(input.dtype)}'")
 
 
 @overridable
@@ -426,7 +426,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     norms = input.norm(p, dim=others, keepdim=True)
     # torch's kernel scales by maxnorm / (norm + 1e-7) where the norm exceeds maxnorm
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
-    if factor.dtype != input.dtype and input._data.dtype.kind != "c":
+    if factor.dtype != input.dtype and not input.dtype.is_complex:
         factor = factor.to(input.dtype)
     r = input * factor
     if out is not None:

@@ -17,6 +17,7 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
 from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
                        type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
+from .._core import dtype as _dt
 from .._core import meta as _meta
 from ._batching import _elementwise_rule
 from .._core import scalar_functions as _sf
@@ -79,7 +80,7 @@ Tensor.__neg__ = lambda self: apply(NEG, (self,), _E)
 @overridable
 def positive(input):
     """Returns ``input``; raises for bool tensors like torch's unary ``+``."""
-    if input._data.dtype == np.bool_:
+    if input.dtype == _dt.bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
@@ -107,7 +108,7 @@ _abs_inplace = Tensor.abs_
 
 
 def _abs_(self):
-    if self._data.dtype.kind == "c":
+    if self.dtype.is_complex:
         raise RuntimeError("In-place abs is not supported for complex tensors.")
     return _abs_inplace(self)
 
@@ -140,7 +141,7 @@ def _sgn_kernel(xp, x):
 
 
 def _sgn_vjp(ctx, g, x):
-    if x._data.dtype.kind != "c":
+    if not x.dtype.is_complex:
         return g * 0
     a = x.abs()
     s = ctx.out
@@ -363,8 +364,8 @@ def _bool_out(name):
     f = globals()[name]
 
     def public(input, *, out=None):
-        if out is not None and isinstance(out, Tensor) and out._data.dtype != np.bool_:
-            if input._data.dtype.kind != "c":
+        if out is not None and isinstance(out, Tensor) and out.dtype != _dt.bool:
+            if not input.dtype.is_complex:
                 raise RuntimeError(f"{name} does not support non-boolean outputs.")
         return f(input, out=out)
     public.__name__ = public.__qualname__ = name
@@ -404,7 +405,7 @@ _export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT))
 
 
 def _invert(self):
-    if self._data.dtype.kind not in "biu":
+    if (self.dtype.is_floating_point or self.dtype.is_complex):
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
     return apply(BITWISE_NOT, (self,), _E)
@@ -714,12 +715,12 @@ def float_power(input, exponent, *, out=None):
             return x.to(complex128_ if x.is_complex() else float64_)
         return x
     r = pow(up(input), up(exponent))
-    if not isinstance(r, Tensor) or r._data.dtype.itemsize < 8:
+    if not isinstance(r, Tensor) or r.dtype.np.itemsize < 8:
         r = r.double()
-    if out is not None and isinstance(out, Tensor) and out._data.dtype != r._data.dtype:
-        raise RuntimeError(f"the output given to float_power has dtype {type_name(out._data.dtype)}"
+    if out is not None and isinstance(out, Tensor) and out.dtype != r.dtype:
+        raise RuntimeError(f"the output given to float_power has dtype {type_name(out.dtype)}"
                            f" but the operation's result requires dtype "
-                           f"{type_name(r._data.dtype)}")
+                           f"{type_name(r.dtype)}")
     return r if out is None else write_out(out, r)
 
 
@@ -733,12 +734,12 @@ def _float_power_(self, exponent):
     # the base is overwritten below: compute from a copy so autograd keeps the old value
     r = float_power(self.clone() if self._requires_grad or self.grad_fn is not None else self,
                     exponent)
-    if self._data.dtype != r._data.dtype:
-        raise RuntimeError(f"the base given to float_power_ has dtype {type_name(self._data.dtype)}"
-                           f" but the operation's result requires dtype {type_name(r._data.dtype)}")
-    if r._data.shape != self._data.shape:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
-                           f"broadcast shape {list(r._data.shape)}")
+    if self.dtype != r.dtype:
+        raise RuntimeError(f"the base given to float_power_ has dtype {type_name(self.dtype)}"
+                           f" but the operation's result requires dtype {type_name(r.dtype)}")
+    if r.shape != self.shape:
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                           f"broadcast shape {list(r.shape)}")
     return self.copy_(r)
 
 

@@ -104,7 +104,7 @@ def _numel(shape, dims):
 
 def _kind_name(dt):
     from .._core.dispatch import _cat_name
-    return _cat_name(_dt.FROM_NP[dt])
+    return _cat_name(dt if isinstance(dt, _dt.dtype) else _dt.FROM_NP[dt])
 
 
 def _mean_vjp(ctx, g, x, dims, keepdim, dtype=None):
@@ -126,7 +126,7 @@ def _np_dtype(dtype):
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of the elements of ``input`` over ``dim`` (all dimensions if None)."""
     try:
-        dims = norm_dims(dim, input._data.ndim)
+        dims = norm_dims(dim, input.dim())
     except AttributeError:
         return handle_override(sum, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     params = {"dims": dims, "keepdim": keepdim}
@@ -140,7 +140,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the elements of ``input`` over ``dim`` (all dimensions if None)."""
     try:
-        dims = norm_dims(dim, input._data.ndim)
+        dims = norm_dims(dim, input.dim())
     except AttributeError:
         return handle_override(mean, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     params = {"dims": dims, "keepdim": keepdim}
@@ -154,7 +154,7 @@ def _sum_to_size(self, *size):
     """Sum ``self`` down to ``size`` (the reverse of broadcasting)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    shape = self._data.shape
+    shape = self.shape
     if tuple(size) == shape:
         return self
     lead = len(shape) - len(size)
@@ -183,7 +183,7 @@ Tensor.sum_to_size = _sum_to_size
 def ndim_of(x):
     """``x.ndim`` of a Tensor; anything else goes to its ``__ember_function__`` override."""
     try:
-        return x._data.ndim
+        return x.dim()
     except AttributeError:
         raise NeedsOverride(x) from None
 
@@ -196,7 +196,7 @@ def public_fn(fn, name, doc):
 
 
 def type_name(dt):
-    """torch's name of a NumPy dtype in messages ('Float', 'Long', ...)."""
+    """torch's name of an ember or NumPy dtype in messages ('Float', 'Long', ...)."""
     return _kind_name(dt)
 
 
@@ -281,7 +281,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of ``input`` over ``dim``, treating NaN as zero."""
     ndim_of(input)
     x = input
-    if input._data.dtype.kind not in "biu":
+    if (input.dtype.is_floating_point or input.dtype.is_complex):
         from .pointwise import where
         x = where(input.isnan(), 0, input)
     return sum(x, dim, keepdim, dtype=dtype, out=out)
@@ -291,8 +291,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements of ``input`` over ``dim``."""
     ndim_of(input)
-    dt = input._data.dtype
-    if dt.kind in "biu":
+    dt = input.dtype
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {type_name(dt)}")
     count = input.isnan().logical_not().sum(dim, keepdim)
@@ -427,7 +427,7 @@ def _def_cum(name, op):
         return public(self, dim, dtype=dtype)
 
     def meth_(self, dim, dtype=None):
-        return apply_inplace(op, self, (), _cum_params(_wrap_dim(dim, self._data.ndim), dtype))
+        return apply_inplace(op, self, (), _cum_params(_wrap_dim(dim, self.dim()), dtype))
     setattr(Tensor, name, meth)
     setattr(Tensor, name + "_", meth_)
     return public
@@ -502,7 +502,7 @@ def _lcse_vjp(ctx, g, x, dim, reverse=False):
     # grad_k = sum_{j>=k} g_j exp(x_k - out_j), summed in log space, signs kept apart; the
     # finite floor (not -inf) keeps the second derivative free of inf - inf
     back = {"dim": dim, "reverse": not reverse}
-    low = float(np.finfo(np.float32 if x._data.dtype in _HALF else x._data.dtype).min)
+    low = float(np.finfo(np.float32 if x.dtype.np in _HALF else x.dtype.np).min)
     pos = apply(LOGCUMSUMEXP, (where(g > 0, g.log(), low) - out,), back)
     neg = apply(LOGCUMSUMEXP, (where(g < 0, (-g).log(), low) - out,), back)
     return (x + pos).exp() - (x + neg).exp()

@@ -197,8 +197,8 @@ MIN_DIM = Op("min_dim", _extreme_dim_kernel(np.argmin, "min"), _extreme_dim_vjp,
 
 def _check_reducible(name, input, dims, all_dims):
     """torch's errors for reductions without identity (max, amax, argmax, ...) on empties."""
-    shape = input._data.shape
-    if all_dims and input._data.size == 0:
+    shape = input.shape
+    if all_dims and input.numel() == 0:
         raise (IndexError if name in ("argmax", "argmin") else RuntimeError)(
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
             + ("" if name in ("argmax", "argmin") else
@@ -250,11 +250,11 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     """The minimum and maximum of ``input`` (along ``dim`` if given), as a named tuple."""
     n = ndim_of(input)
     dims = norm_dims(dim, n)
-    if input._data.size == 0:
+    if input.numel() == 0:
         if dim is None:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                                "operation has no identity.")
-        check_nonempty_dims("aminmax", input._data.shape, dims)
+        check_nonempty_dims("aminmax", input.shape, dims)
     p = {"dims": dims, "keepdim": keepdim}
     r = (apply(AMIN, (input,), p), apply(AMAX, (input,), p))
     return write_outs(out, return_types.aminmax(*r), return_types.aminmax)
@@ -294,7 +294,7 @@ ARGMIN = Op("argmin", _arg_kernel(np.argmin, "argmin"), None, differentiable=Fal
 def _def_arg(name, op):
     def public(input, dim=None, keepdim=False, *, out=None):
         n = ndim_of(input)
-        if input._data.dtype.kind == "b":
+        if input.dtype == _dt.bool:
             raise RuntimeError(f"{name}(): does not support bool input")
         params = {"keepdim": keepdim}
         if dim is not None:
@@ -371,9 +371,9 @@ def _var_params(name, input, dim, unbiased, keepdim, correction):
     if correction is None:
         correction = 0 if unbiased is False else 1
     dims = norm_dims(dim, ndim_of(input))
-    if input._data.dtype.kind not in "fcV":
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    if _numel(input._data.shape, dims) - correction <= 0:
+    if _numel(input.shape, dims) - correction <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                       f"than the reduction factor (input numel divided by output numel).",
                       UserWarning, stacklevel=4)
@@ -547,15 +547,15 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """The vector p-norm of ``input`` over ``dim`` (all dims if None), or its Frobenius ('fro')
     or nuclear ('nuc') matrix norm over two dims."""
     n = ndim_of(input)
-    dt = input._data.dtype
-    if dt.kind not in "fcV":
+    dt = input.dtype
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {type_name(dt)}")
     if dtype is not None:
-        if dtype.np != dt and _dt.promote_types(_dt.FROM_NP[dt], dtype) != dtype:
+        if dtype != dt and _dt.promote_types(dt, dtype) != dtype:
             raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({type_name(dt)}) "
                                f"should be convertible without narrowing to the specified dtype "
-                               f"({type_name(dtype.np)})")
+                               f"({type_name(dtype)})")
         input = input.to(dtype)
     if isinstance(p, str) and dim is not None:
         dl = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
