@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.tensor import Tensor
 from ...ops._helpers import apply, apply_inplace
@@ -52,7 +53,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Applies the HardTanh function element-wise."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if input._data.dtype == np.uint8 and (min_val < 0 or max_val < 0):
+    if input.dtype == _dt.uint8 and (min_val < 0 or max_val < 0):
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _run(HARDTANH, input, inplace, {"lo": min_val, "hi": max_val})
 

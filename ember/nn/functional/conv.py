@@ -34,13 +34,13 @@ def _check_input(input, n, name):
 
 
 def _check_dtypes(input, weight, bias):
-    dt = input._data.dtype
-    if dt.kind not in "fV":
+    dt = input.dtype
+    if not dt.is_floating_point:
         raise NotImplementedError(f"\"slow_conv2d_cpu\" not implemented for '{type_name(dt)}'")
     for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t._data.dtype != dt:
+        if t is not None and t.dtype != dt:
             raise RuntimeError(f"Input type ({type_name(dt)}) and {name} type "
-                               f"({type_name(t._data.dtype)}) should be the same")
+                               f"({type_name(t.dtype)}) should be the same")
 
 
 def _shape_str(s):

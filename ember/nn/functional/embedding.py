@@ -122,10 +122,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if per_sample_weights is not None:
         emb = emb * per_sample_weights.unsqueeze(1)
     if not keep.all():
-        emb = emb * wrap(keep.astype(emb._data.dtype)).unsqueeze(1)
+        emb = emb * wrap(keep.astype(emb.dtype.np)).unsqueeze(1)
     out = weight.new_zeros((B, D)).index_add(0, bag_t, emb)
     if mode == "mean":
-        counts = np.bincount(bag[keep], minlength=B).astype(out._data.dtype)
+        counts = np.bincount(bag[keep], minlength=B).astype(out.dtype.np)
         out = out / wrap(np.maximum(counts, 1)).unsqueeze(1)
     return out
 

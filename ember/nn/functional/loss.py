@@ -96,7 +96,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _red(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input.is_complex() or target.is_complex():
-        not_implemented("mse_cpu", (input if input.is_complex() else target)._data.dtype)
+        not_implemented("mse_cpu", (input if input.is_complex() else target).dtype.np)
     d = input - target
     loss = d * d
     if weight is not None:
@@ -137,18 +137,17 @@ _CLASS_TARGET_DTYPES = (np.dtype(np.int64), np.dtype(np.uint8))
 
 def _check_float_input(input, kernel):
     """torch's loss kernels exist for floating inputs only."""
-    dt = input._data.dtype
-    if dt.kind in "biuc":
-        not_implemented(kernel, dt)
+    if not input.dtype.is_floating_point:
+        not_implemented(kernel, input.dtype.np)
 
 
 def _check_nll_shapes(input, target, name):
     if input.dim() < 1:
         raise IndexError("Dimension specified as 1 but tensor has no dimensions" if name
                          else "input tensor should be 1D or more")
-    if target._data.dtype not in _CLASS_TARGET_DTYPES:
+    if target.dtype.np not in _CLASS_TARGET_DTYPES:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                           f"{type_name(target._data.dtype)}")
+                           f"{type_name(target.dtype)}")
     if input.dim() == 1:
         if target.dim() != 0:
             raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported"
@@ -203,7 +202,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if input.dim() >= 1 and input.shape == target.shape:
         if not target.is_floating_point():
             raise RuntimeError(f"Expected floating point type for target with class "
-                               f"probabilities, got {type_name(target._data.dtype)}")
+                               f"probabilities, got {type_name(target.dtype)}")
         return _ce_probs(input, target, weight, reduction, label_smoothing)
     _check_nll_shapes(input, target, "cross_entropy")
     _check_weight(weight, input)
@@ -240,8 +239,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"size ({input.size()}) is deprecated. Please ensure they have the same "
                          f"size.")
     if target.dtype != input.dtype:
-        raise RuntimeError(f"Found dtype {type_name(target._data.dtype)} but expected "
-                           f"{type_name(input._data.dtype)}")
+        raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected "
+                           f"{type_name(input.dtype)}")
     # the kernel checks that input and target lie in [0, 1], as torch's does
     from ...ops.loss_kernels import BINARY_CROSS_ENTROPY  # torch's finite derivative at 0 and 1
     loss = BINARY_CROSS_ENTROPY(input, target)
@@ -471,7 +470,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     x = _margin_input(input, target, "multilabel_margin")
     t = target._data.reshape(x.shape)
     C = x.shape[1]
-    counts = np.zeros(x.shape, dtype=x._data.dtype)
+    counts = np.zeros(x.shape, dtype=x.dtype.np)
     for i in range(t.shape[0]):
         for j in t[i]:
             if j < 0:
@@ -542,7 +541,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         loss = apply(CTC_LOSS, (log_probs, targets),
                      dict(params, in_lens=in_lens, tgt_lens=tgt_lens))
         if reduction == "mean":
-            tl = host_tensor(np.maximum(np.asarray(tgt_lens, dtype=loss._data.dtype), 1), loss)
+            tl = host_tensor(np.maximum(np.asarray(tgt_lens, dtype=loss.dtype.np), 1), loss)
             return (loss / tl).mean()
     if reduction == "sum":
         return loss.sum()

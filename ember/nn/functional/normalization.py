@@ -165,7 +165,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     ns = _norm_shape(normalized_shape)
     _check_trailing(input, ns, weight, None)
     if eps is None:
-        dt = input._data.dtype
+        dt = input.dtype.np
         eps = float(np.finfo(np.float32 if dt.kind == "V" else dt).eps)
     nd = input.dim()
     dims = tuple(range(nd - len(ns), nd))

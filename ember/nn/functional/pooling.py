@@ -254,17 +254,17 @@ def _window_mean(x, dim, L, o):
     mask = host_tensor(valid.reshape((o, km) + (1,) * (len(shape) - dim - 1)), x)
     total = where(mask, sel, 0).sum(dim + 1)
     counts = (e - s).astype(np.float64).reshape((o,) + (1,) * (len(shape) - dim - 1))
-    return total / host_tensor(counts.astype(x._data.dtype), x)
+    return total / host_tensor(counts.astype(x.dtype.np), x)
 
 
 def _adaptive_avg(input, output_size, n, name):
     L, osz = _adaptive_sizes(input, output_size, n, name)
     _gate(input, "adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d",
           "bi" if all(o == 1 for o in osz) else "bic", check_empty=False)
-    if not input._data.size and input._data.dtype.kind not in "fcV":
+    if not input.numel() and not (input.dtype.is_floating_point or input.dtype.is_complex):
         # torch returns an empty result of the input's dtype without looking at it
         return host_tensor(np.zeros(tuple(input.shape[:input.dim() - n]) + tuple(osz),
-                             dtype=input._data.dtype), input)
+                             dtype=input.dtype.np), input)
     x = input
     for i, (l, o) in enumerate(zip(L, osz)):
         if l != o:

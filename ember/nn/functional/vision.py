@@ -210,7 +210,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if o != L or (idx != np.arange(L)).any():
                 x = x.index_select(2 + i, wrap(idx))
         return x if x is not input else input.clone()
-    dt = input._data.dtype
+    dt = input.dtype.np
     mats = [wrap(_interp_matrix(L, o, mode, align_corners, s).astype(dt))
             for L, o, s in zip(spatial, osz, scales)]
     return apply_separable(x, mats)
@@ -305,7 +305,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         v = flat.gather(2, idx_t).reshape(N, C, Ho, Wo)
         if valid.all():
             return v
-        return v * wrap(valid[:, None].astype(input._data.dtype))
+        return v * wrap(valid[:, None].astype(input.dtype.np))
 
     xd, yd = x.detach().numpy(), y.detach().numpy()
     if mode == "nearest":
@@ -368,5 +368,5 @@ def affine_grid(theta, size, align_corners=None):
     if theta.shape[0] != N:
         raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                          f"{size}. Got {tuple(theta.shape)}.")
-    b = wrap(base.reshape(1, -1, base.shape[-1]).astype(theta._data.dtype))
+    b = wrap(base.reshape(1, -1, base.shape[-1]).astype(theta.dtype.np))
     return matmul(b, theta.transpose(1, 2)).reshape(shape)
