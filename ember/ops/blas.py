@@ -195,7 +195,7 @@ def _matmul_vjp(ctx, g, a, b):
 
 def same_dtype(t, x):
     """A tangent in its primal's dtype (GEMMs do not promote)."""
-    return t if t is None or t._data.dtype == x._data.dtype else t.to(x.dtype)
+    return t if t is None or t.dtype == x.dtype else t.to(x.dtype)
 
 
 def _matmul_jvp(out, ts, a, b):

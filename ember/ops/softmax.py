@@ -83,14 +83,14 @@ def _params(input, dim, dtype, name="softmax"):
         warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call "
                       "to include dim=X as an argument.", UserWarning, stacklevel=3)
         dim = 0 if input.dim() in (0, 1, 3) else 1
-    nd = input._data.ndim
+    nd = input.dim()
     p = {"dim": _wrap_dim(dim, nd)}
     if dtype is not None:
         p["dtype"] = dtype.np
-    elif input._data.dtype.kind in "biuc" and input._data.size:
+    elif not input.dtype.is_floating_point and input.numel():
         # torch has no integer, bool or complex kernel; only an explicit dtype= casts first
         last = "lastdim_" if nd == 0 or p["dim"] == nd - 1 else ""
-        not_implemented(f"{name}_{last}kernel_impl", input._data.dtype)
+        not_implemented(f"{name}_{last}kernel_impl", input.dtype.np)
     return p
 
 

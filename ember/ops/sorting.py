@@ -127,7 +127,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements of ``input`` along ``dim``, sorted."""
     n = ndim_of(input)
     d = _wrap_dim(dim, n)
-    size = input._data.shape[d] if n else 1
+    size = input.shape[d] if n else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     r = apply(TOPK, (input,), {"k": int(k), "dim": d, "largest": largest})
@@ -166,7 +166,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element of ``input`` along ``dim`` and its index."""
     n = ndim_of(input)
     d = _wrap_dim(dim, n)
-    size = input._data.shape[d] if n else 1
+    size = input.shape[d] if n else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     r = apply(KTHVALUE, (input,), {"k": int(k), "dim": d, "keepdim": keepdim})
@@ -235,7 +235,7 @@ def _def_median(name, ignore_nan, rt):
             return r if out is None else write_out(out, r)
         d = _wrap_dim(dim, n)
         if n:
-            check_nonempty_dims(name, input._data.shape, (d,))
+            check_nonempty_dims(name, input.shape, (d,))
         r = apply(MEDIAN_DIM, (input,), dict(p, dim=d, keepdim=keepdim))
         return write_outs(out, rt(*r), rt)
     return public_fn(public, name,
@@ -286,7 +286,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     n = ndim_of(input)
     d = _wrap_dim(dim, n)
     if n:
-        check_nonempty_dims("mode", input._data.shape, (d,))
+        check_nonempty_dims("mode", input.shape, (d,))
     r = apply(MODE, (input,), {"dim": d, "keepdim": keepdim})
     return write_outs(out, _rt.mode(*r), _rt.mode)
 
@@ -656,7 +656,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The index of the bucket of ``boundaries`` each element of ``input`` falls in."""
     if ndim_of(boundaries) != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
-                           f"{boundaries._data.ndim})")
+                           f"{boundaries.dim()})")
     r = apply(SEARCHSORTED, (boundaries, input, None),
               {"side": "right" if right else "left", "out_int32": out_int32})
     return r if out is None else write_out(out, r)

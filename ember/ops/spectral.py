@@ -156,9 +156,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     win_length = n_fft if win_length is None else win_length
     if x.dim() not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {x.dim()}D tensor")
-    if x._data.dtype.kind not in "fcV":
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"stft: expected a tensor of floating point or complex values, got "
-                           f"{type_name(x._data.dtype)}")
+                           f"{type_name(x.dtype)}")
     if align_to_window and win_length < n_fft:
         pad = (n_fft - win_length) // 2
         x = _pad_last(x, pad, pad, "constant")
