@@ -8,7 +8,7 @@ compose.  Index-based writes become gathers/scatters along a leading batch dim.
 import numpy as np
 
 from .._core.tensor import Tensor
-from ._batching import (BATCH_RULES, _batched_front, _dims_rule, _front_padded,
+from ._batching import (_batched_front, _dims_rule, _front_padded,
                        _logical_ndim, _move_to_front, _op, _shift_dims)
 
 
@@ -288,7 +288,3 @@ def _index_put_rule(op, args, bdims, params, batch_size):
             v = v.movedim(tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
         values = v
     return op(x, values, *key, **params), 0
-
-
-# nn ops declared in ember/nn: by name until they move under ember/ops with a batch field
-BATCH_RULES.update({"pad_backward": _backward_with_shape_rule, "_normalize": _dims_rule})

@@ -339,7 +339,6 @@ LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel,
                 batch=_layer_batch(1, 2))
 
 
-
 def _gru_layer_kernel(xp, xw, h0, whhT, b_hh, reverse):
     dt = h0.dtype
     xw, h, whhT = _f32(xw), _f32(h0), _f32(whhT)
