@@ -101,12 +101,22 @@ def _view_dtype_shape(x, dtype):
     return x.shape[:-1] + (x.shape[-1] * x.dtype.itemsize // d.itemsize,), d
 
 
+def _view_dtype_batch(op, args, bdims, params, batch_size):
+    x, b = args[0], bdims[0]
+    if _meta.as_dtype(params["dtype"]).itemsize == x.dtype.itemsize:
+        return op(x, **params), b  # element for element: the batch dim stays where it is
+    # another itemsize rescales the last dim, which must be contiguous: batch in front,
+    # copied when moving it there broke that
+    x = x.movedim(b, 0) if b else x
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    return op(x, **params), 0
+
+
 def _view_dtype_op():
     if not _VD:
         _VD.append(Op("view_dtype", lambda xp, x, dtype: x.view(dtype), None, view=True,
-                      differentiable=False, shape=_view_dtype_shape, unsupported={
-                          "batch": "loop fallback, reason: reinterpreting the bytes needs the "
-                                   "last dim contiguous, which moving the batch dim can break"}))
+                      differentiable=False, shape=_view_dtype_shape, batch=_view_dtype_batch))
     return _VD[0]
 
 

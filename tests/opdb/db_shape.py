@@ -366,3 +366,21 @@ OPS = [
     OpInfo("as_strided", samples=_as_strided_samples, dtypes=FLOATS + ("int64",)),
     OpInfo("squeeze_dims", fn="squeeze", samples=_squeeze_samples, dtypes=FLOATS + ("bool",)),
 ]
+
+
+
+_VIEW_TARGETS = {"float32": ("int32", "uint8"), "float64": ("int64", "uint8")}
+
+
+def _view_dtype_samples(dtype, rng):
+    same, other = _VIEW_TARGETS[dtype]
+    yield SampleInput((make((3, 4), dtype, rng),), dict(target=same), name="same-itemsize")
+    yield SampleInput((make((2, 5), dtype, rng),), dict(target=other), name="to-bytes")
+
+
+def _view_dtype(lib, x, target):
+    return x.view(getattr(lib, target))
+
+
+OPS.append(OpInfo("Tensor.view-dtype", fn=_view_dtype, samples=_view_dtype_samples,
+                  dtypes=FLOATS, grad=False, gradcheck=False))
