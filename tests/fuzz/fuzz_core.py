@@ -185,16 +185,26 @@ def compare(e_out, t_out, atol=0.0, rtol=0.0):
     return "ok", ""
 
 
+def _fresh_global_state():
+    # a case's outcome must not depend on what earlier tests left behind: the default
+    # dtype, and the global generators (ember's streams are torch's, so random ops agree)
+    for lib in (torch, ember):
+        lib.set_default_dtype(lib.float32)
+        lib.manual_seed(0)
+
+
 def run_both(case, atol=0.0, rtol=0.0):
     """Run ``case`` with torch and with ember; return (class, detail)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        _fresh_global_state()
         try:
             t_out = case(torch)
             t_exc = None
         except Exception as e:  # noqa: BLE001 - any exception is an outcome
             t_out, t_exc = None, e
         try:
+            ember.manual_seed(0)
             e_out = case(ember)
             e_exc = None
         except Exception as e:  # noqa: BLE001
