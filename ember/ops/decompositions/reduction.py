@@ -315,8 +315,11 @@ def _scatter_along(src, idx, dim, shape, accumulate=False):
 
 @decomposes("histc")
 def _histc(x, bins, min, max):
-    xf = x
-    lo, hi = float(min), float(max)
+    # halves are binned in float32, and the bounds and their span are rounded to the
+    # computing dtype first, as the kernel does: a value on a bin edge falls in the same bin
+    st = np.float32 if x.dtype.itemsize < 4 else x.dtype.np.type
+    xf = cast(x, np.float32) if x.dtype.itemsize < 4 else x
+    lo, hi = st(min), st(max)
     if lo == hi and numel(x.shape):
         lo, hi = prim.amin(xf, dims=tuple(range(x.ndim)), keepdim=False), \
             prim.amax(xf, dims=tuple(range(x.ndim)), keepdim=False)
@@ -326,7 +329,8 @@ def _histc(x, bins, min, max):
         lo, hi = lo - 1, hi + 1
     flat = flatten(xf)
     inside = prim.logical_and(prim.ge(flat, lo), prim.le(flat, hi))
-    pos = prim.floor(prim.mul(prim.div(prim.sub(flat, lo), prim.sub(hi, lo)), bins))
+    span = hi - lo if isinstance(lo, np.generic) else prim.sub(hi, lo)
+    pos = prim.floor(prim.mul(prim.div(prim.sub(flat, lo), span), bins))
     b = prim.minimum(prim.maximum(cast(prim.where(inside, pos, 0), np.int64), 0), bins - 1)
     ones = cast(inside, x.dtype)
     return prim.scatter_add(full((bins,), 0, x.dtype), b, ones, dim=0)
