@@ -188,3 +188,7 @@ from ._core.overrides import DisableTorchFunction, DisableTorchFunctionSubclass 
 from .ops import decompositions as _decompositions, lowering as _lowering  # noqa: E402
 _decompositions.install()
 _lowering.install()
+
+# ember.compile: capture (ember._dynamo) and its public controls (ember.compiler)
+from . import _dynamo, compiler  # noqa: E402,F401
+from ._dynamo.eval_frame import compile  # noqa: E402,F401

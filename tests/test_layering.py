@@ -43,7 +43,7 @@ RANKS = {
     "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3,
     "func": 4,
     "fx": 5,
-    "_dynamo": 6, "_inductor": 6, "export": 6, "ao": 6, "distributed": 6,
+    "_dynamo": 6, "_inductor": 6, "compiler": 6, "export": 6, "ao": 6, "distributed": 6,
     "utils.benchmark": 6, "compat": 6, "hub": 6, "multiprocessing": 6, "utils": 6,
     "": 7, "_toplevel_extras": 7,
 }

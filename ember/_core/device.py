@@ -83,6 +83,9 @@ def namespace_of(a):
 def backend_for_array(a):
     b = backend_for_type(type(a))
     if b is None:
+        real = getattr(a, "__ember_array__", None)
+        if real is not None:  # a stand-in for an array not computed yet (ember.compile)
+            return backend_for_array(real())
         raise TypeError(f"no ember backend stores arrays of type {type(a).__name__}")
     return b
 

@@ -146,6 +146,10 @@ class DispatchMode:
     inside it runs the operator under the modes below this one.
     """
 
+    # whether dispatch records autograd on the caller's tensors after this mode returns
+    # outputs without history (see _record_logical); a capturing mode attaches its own
+    records_logical = True
+
     def __ember_dispatch__(self, op, args, kwargs):
         return op(*args, **kwargs)
 
@@ -170,7 +174,8 @@ def _apply_mode(op, args, params):
     finally:
         STATE.modes.append(mode)
         STATE.intercept = True
-    if STATE.grad_enabled and not hasattr(op, "base") and op.differentiable:  # not in-place
+    if STATE.grad_enabled and not hasattr(op, "base") and op.differentiable and \
+            mode.records_logical:  # not in-place
         _record_logical(op, args, params, out)
     return out
 

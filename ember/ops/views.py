@@ -131,7 +131,9 @@ def reshape(input, shape):
     x = input._data
     if shape == x.shape:
         return apply(VIEW, (input,), {"shape": shape})
-    if x.flags.c_contiguous or _viewable(x, shape):
+    # an array not computed yet (ember.compile) has no strides to test: copy unless it is
+    # known to be contiguous
+    if x.flags.c_contiguous or (not hasattr(x, "__ember_array__") and _viewable(x, shape)):
         return apply(VIEW, (input,), {"shape": shape})
     return apply(RESHAPE_COPY, (input,), {"shape": shape})
 

@@ -792,7 +792,12 @@ class Module:
                       FutureWarning, stacklevel=2)
         return self.register_full_backward_hook(hook)
 
+    # set by ``Module.compile()`` (ember.compile, registered from above this layer)
+    _compiled_call_impl = None
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
                 self._backward_pre_hooks or _global_forward_hooks or
                 _global_forward_pre_hooks or _global_backward_hooks or
@@ -800,7 +805,14 @@ class Module:
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
-    _call_impl = __call__
+    def _call_impl(self, *args, **kwargs):
+        """The call without compilation: hooks and forward."""
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
+                self._backward_pre_hooks or _global_forward_hooks or
+                _global_forward_pre_hooks or _global_backward_hooks or
+                _global_backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
         for hid, hook in itertools.chain(_global_forward_pre_hooks.items(),

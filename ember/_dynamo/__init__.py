@@ -1,0 +1,35 @@
+"""ember._dynamo: graph capture for ``ember.compile`` (torch._dynamo's names).
+
+Capture is lazy (DESIGN.md decision 4): the user's Python runs on every call while a
+capture mode records tensor operations; pending operations become a graph when Python
+needs a value or the function returns, and the graph's structural key finds its compiled
+artifact.  See `ember._dynamo.session` for the runtime, `ember._dynamo.graph_key` for keys
+and guards, `ember._dynamo.cache` for recompiles and automatic dynamic shapes.
+"""
+from ..nn.modules.module import Module as _Module
+from . import config  # noqa: F401
+from .backends import list_backends, lookup_backend, register_backend  # noqa: F401
+from .eval_frame import (OptimizedModule, _module_compile, disable, is_compiling,  # noqa: F401
+                         mark_dynamic, mark_static, maybe_mark_dynamic, optimize, reset)
+from .eval_frame import compile as _compile  # noqa: F401
+from .exc import Unsupported  # noqa: F401
+from .explain import explain  # noqa: F401
+
+__all__ = ["optimize", "reset", "disable", "explain", "list_backends", "register_backend",
+           "mark_dynamic", "mark_static", "maybe_mark_dynamic", "is_compiling", "config",
+           "OptimizedModule", "allow_in_graph", "assume_constant_result"]
+
+
+def allow_in_graph(fn):
+    """torch's hint to put ``fn`` in the graph as one call.  ember's capture records the
+    operators ``fn`` runs whatever it is, so ``fn`` is returned unchanged."""
+    return fn
+
+
+def assume_constant_result(fn):
+    """torch's hint that ``fn``'s result is a constant.  ember runs the user's Python on
+    every call, so ``fn`` runs and is returned unchanged: its result is always right."""
+    return fn
+
+
+_Module.compile = _module_compile

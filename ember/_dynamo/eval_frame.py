@@ -1,0 +1,293 @@
+"""``ember.compile``: compiled functions and modules, and the switches around them.
+
+A compiled function runs the user's Python on every call inside a capture session
+(`ember._dynamo.session`): tensor work is recorded lazily and runs as compiled graphs,
+found by key in the function's cache.  Nothing depends on bytecode, so every Python
+version ember supports behaves the same.
+"""
+import functools
+import inspect
+import weakref
+
+from .._core.state import STATE
+from .._core.tensor import Tensor
+from ..nn.modules.module import Module
+from . import config
+from .backends import lookup_backend
+from .cache import FunctionCache
+from .session import CaptureSession, current_session
+
+__all__ = ["compile", "optimize", "OptimizedModule", "CompiledFunction", "disable",
+           "reset", "is_compiling", "mark_dynamic", "mark_static", "maybe_mark_dynamic",
+           "all_caches"]
+
+_CACHES = weakref.WeakSet()
+_DISABLED = []
+
+
+def all_caches():
+    return list(_CACHES)
+
+
+def _backend_name(backend):
+    if isinstance(backend, str):
+        return backend
+    return getattr(backend, "__name__", type(backend).__name__)
+
+
+def _flat_tensors(args, kwargs, sig_names):
+    """The tensors among the call's arguments (nested in lists, tuples and dicts), with
+    readable names."""
+    out, names = [], []
+
+    def walk(x, name, depth):
+        if isinstance(x, Tensor):
+            out.append(x)
+            names.append(name)
+        elif depth < 4 and type(x) in (list, tuple):
+            for i, y in enumerate(x):
+                walk(y, f"{name}_{i}", depth + 1)
+        elif depth < 4 and type(x) is dict:
+            for k, y in x.items():
+                walk(y, f"{name}_{k}", depth + 1)
+    for i, a in enumerate(args):
+        walk(a, sig_names[i] if i < len(sig_names) else f"args_{i}", 0)
+    for k, v in kwargs.items():
+        walk(v, k, 0)
+    return out, names
+
+
+def _param_names(fn):
+    try:
+        return [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        return []
+
+
+class CompiledFunction:
+    """``fn`` compiled: callable like ``fn``; ``_torchdynamo_orig_callable`` is ``fn``."""
+
+    def __init__(self, fn, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+                 options=None, module=None):
+        self._torchdynamo_orig_callable = fn
+        self.fn = fn
+        self.module = module
+        backend_fn = lookup_backend(backend)
+        if options and isinstance(backend, str) and backend == "inductor":
+            from .backends.common import AotBackend
+            if isinstance(backend_fn, AotBackend):
+                backend_fn = _with_options(backend_fn, options)
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        self.cache = FunctionCache(name, backend_fn, _backend_name(backend), dynamic=dynamic,
+                                   fullgraph=fullgraph, options=options)
+        self.mode = mode
+        _CACHES.add(self.cache)
+        self._sig_names = _param_names(fn)
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        if _DISABLED or current_session() is not None or STATE.modes and not \
+                config.__dict__.get("_allow_under_modes", True):
+            return self.fn(*args, **kwargs)
+        return self._run(args, kwargs)
+
+    def _run(self, args, kwargs, explain=None):
+        session = CaptureSession(self.cache, explain=explain)
+        session.module = self.module
+        with session:
+            flat, names = _flat_tensors(args, kwargs, self._sig_names)
+            session.bind_arguments(flat, names)
+            return self.fn(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __repr__(self):
+        return f"<compiled {self.fn!r}>"
+
+
+def _with_options(aot_backend, options):
+    from .backends.common import AotBackend
+
+    def fw(gm, example):
+        try:
+            from .._inductor import compile_fx
+        except ImportError:
+            return aot_backend.fw_compiler(gm, example)
+        return compile_fx(gm, example, options=options)
+    return AotBackend(fw)
+
+
+class OptimizedModule(Module):
+    """A compiled ``nn.Module``: calls run ``_orig_mod`` compiled; its parameters, buffers
+    and state_dict are the original module's (keys prefixed ``_orig_mod.``, as in torch)."""
+
+    def __init__(self, mod, compiled_forward):
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled_call", compiled_forward)
+
+    def __call__(self, *args, **kwargs):
+        return self._compiled_call(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_call(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+    def __repr__(self):
+        return f"OptimizedModule(\n  (_orig_mod): {self._orig_mod!r}\n)"
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """Optimizes the given model or function with capture and a compiler backend.
+
+    Works as a call and as a decorator, on functions, methods and ``nn.Module``s (which
+    become an `OptimizedModule`).  The program keeps its eager meaning exactly: its Python
+    runs on every call, tensor work runs as compiled graphs.  ``fullgraph=True`` raises
+    `ember._dynamo.exc.Unsupported` at the first graph break; ``dynamic``: None detects
+    varying sizes automatically, True makes sizes symbolic from the first call, False
+    never; ``backend``: "inductor" (the C code generator), "aot_eager", "eager" or a
+    callable ``(gm, example_inputs) -> callable``; ``disable=True`` returns ``model``
+    unchanged.
+    """
+    if model is None:
+        def decorator(m):
+            return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                           options=options, disable=disable)
+        return decorator
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in ("default", "reduce-overhead", "max-autotune",
+                                         "max-autotune-no-cudagraphs"):
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
+                           f"reduce-overhead, max-autotune, max-autotune-no-cudagraphs")
+    if disable:
+        return model
+    if not callable(model):
+        raise RuntimeError(f"ember.compile: {model!r} is not callable")
+    kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+              options=options)
+    if isinstance(model, Module):
+        return OptimizedModule(model, CompiledFunction(model._call_impl, module=model, **kw))
+    return CompiledFunction(model, **kw)
+
+
+def optimize(backend="inductor", *, nopython=False, dynamic=None, disable=False):
+    """``ember._dynamo.optimize(backend)(fn)``: torch's older spelling of `compile`."""
+    def decorator(fn):
+        return compile(fn, backend=backend, fullgraph=nopython, dynamic=dynamic,
+                       disable=disable)
+    return decorator
+
+
+def _module_compile(self, *args, **kwargs):
+    """Compile this module's forward in place with `ember.compile` (``Module.compile``)."""
+    compiled = CompiledFunction(self._call_impl, module=self, **_compile_kwargs(*args, **kwargs))
+    object.__setattr__(self, "_compiled_call_impl", compiled)
+
+
+def _compile_kwargs(fullgraph=False, dynamic=None, backend="inductor", mode=None,
+                    options=None, disable=False):
+    return dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                options=options)
+
+
+class _Suspended:
+    """Capture is off inside (a disabled function runs eagerly)."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def __enter__(self):
+        s = self.session
+        self.saved = list(STATE.modes)
+        STATE.modes[:] = [m for m in STATE.modes if m is not s.mode]
+        STATE.intercept = bool(STATE.modes)
+        _DISABLED.append(True)
+
+    def __exit__(self, *exc):
+        _DISABLED.pop()
+        STATE.modes[:] = self.saved
+        STATE.intercept = bool(self.saved)
+
+
+def disable(fn=None, recursive=True, *, reason=None):
+    """``fn`` runs eagerly even when called from compiled code (a graph break at the call);
+    usable as a decorator."""
+    if fn is None:
+        return lambda f: disable(f, recursive, reason=reason)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        s = current_session()
+        if s is None or _DISABLED:
+            return fn(*args, **kwargs)
+        s.graph_break(f"call to a function marked ember._dynamo.disable "
+                      f"({getattr(fn, '__qualname__', fn)})" + (f": {reason}" if reason else ""))
+        with _Suspended(s):
+            return fn(*args, **kwargs)
+    wrapper._torchdynamo_disable = True
+    return wrapper
+
+
+def is_compiling():
+    """True while code runs inside a compiled region (``torch.compiler.is_compiling``)."""
+    return current_session() is not None and not _DISABLED
+
+
+def reset():
+    """Forget every compiled graph and dynamic mark (``torch._dynamo.reset``)."""
+    for c in list(_CACHES):
+        c.reset()
+
+
+def _indices(t, index):
+    if isinstance(index, int):
+        index = [index]
+    nd = t.__dict__["_data"].ndim if "_data" in t.__dict__ else t.dim()
+    out = []
+    for i in index:
+        if not -nd <= i < nd:
+            raise IndexError(f"mark_dynamic: dimension {i} is out of range for a tensor of "
+                             f"{nd} dimensions")
+        out.append(i % nd if nd else i)
+    return out
+
+
+def mark_dynamic(t, index, *, min=None, max=None):
+    """Compile dimension(s) ``index`` of ``t`` as symbolic from the first call."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_dynamic expects a Tensor, got {type(t).__name__}")
+    s = t.__dict__.setdefault("_dynamo_dynamic_indices", set())
+    s.update(_indices(t, index))
+    if min is not None or max is not None:
+        t.__dict__.setdefault("_dynamo_dynamic_range", {}).update(
+            {i: (min, max) for i in _indices(t, index)})
+
+
+def maybe_mark_dynamic(t, index):
+    """Like `mark_dynamic`, but the dimension may still be specialised."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"maybe_mark_dynamic expects a Tensor, got {type(t).__name__}")
+    t.__dict__.setdefault("_dynamo_weak_dynamic_indices", set()).update(_indices(t, index))
+
+
+def mark_static(t, index=None):
+    """Never compile dimension(s) ``index`` (all when None) of ``t`` as symbolic."""
+    if isinstance(t, Module):
+        t._dynamo_marked_static = True
+        return
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_static expects a Tensor or Module, got {type(t).__name__}")
+    idx = range(t.dim()) if index is None else _indices(t, index)
+    t.__dict__.setdefault("_dynamo_static_indices", set()).update(idx)

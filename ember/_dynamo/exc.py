@@ -1,0 +1,25 @@
+"""Exceptions of ember.compile, with torch's names."""
+
+__all__ = ["Unsupported", "InvalidBackend", "BackendCompilerFailed", "RecompileLimitExceeded"]
+
+
+class Unsupported(RuntimeError):
+    """A graph break under ``fullgraph=True``: the message gives the reason and the user's
+    file:line."""
+
+
+class InvalidBackend(RuntimeError):
+    pass
+
+
+class BackendCompilerFailed(RuntimeError):
+    """The backend raised while compiling a graph."""
+
+    def __init__(self, backend_name, inner):
+        super().__init__(f"backend={backend_name!r} raised:\n{type(inner).__name__}: {inner}")
+        self.backend_name = backend_name
+        self.inner_exception = inner
+
+
+class RecompileLimitExceeded(RuntimeError):
+    pass

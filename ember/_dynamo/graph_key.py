@@ -1,0 +1,199 @@
+"""The structural key of a pending graph: what finds its compiled artifact in the cache.
+
+The key is everything a compiled graph depends on: the ops (with their params and grad
+mode), how they connect, the inputs' shapes, dtypes and requires_grad, which values come
+out and which inputs are written back.  Guards are implicit in it: a new dtype, rank,
+requires_grad, grad mode, training flag (it changes the ops the Python records) or a
+size that has not been generalised makes another key.  Sizes of the compiled function's
+arguments are `SymInt` leaves: a leaf marked dynamic renders as a symbol (``s0``, equal
+sizes sharing one symbol as in torch's duck sizing; 0 and 1 stay specialised); Python
+numbers passed to ops render as their value until their position is marked dynamic, and
+then become graph inputs.
+
+The *skeleton* is the key with every argument size and Python number blanked: two keys
+with one skeleton differ only in sizes and numbers, so the cache can say what varied and
+generalise it (automatic dynamic shapes).
+"""
+import numpy as np
+
+from .._core import dtype as _dt
+from .symbolic import SymInt, render
+
+__all__ = ["GraphSpec", "spec_of"]
+
+
+class GraphSpec:
+    """What `spec_of` finds: ``key``, ``skeleton``, the kept ops, graph ``inputs`` (input
+    indices of the trace), ``scalar_inputs`` (scalar positions made inputs), ``outputs``
+    (value indices), the rendered input metas and ``symbols`` (leaf -> name)."""
+    __slots__ = ("key", "skeleton", "ops", "inputs", "scalar_inputs", "outputs", "symbols",
+                 "input_shapes", "leaf_values", "scalar_values", "dynamic_scalars")
+
+
+def _freeze(v, values, symbols):
+    """A hashable form of a param value, SymInts rendered."""
+    t = type(v)
+    if t is int or t is str or v is None:
+        return v
+    if t is float:
+        return ("f", v.hex())
+    if t is bool:
+        return ("b", v)
+    if t is tuple or t is list:
+        return (t.__name__,) + tuple(_freeze(x, values, symbols) for x in v)
+    if isinstance(v, SymInt):
+        return ("sym", render(v.expr, values, symbols)) if type(v.expr) is tuple else int(v)
+    if t is dict:
+        return ("dict",) + tuple((k, _freeze(x, values, symbols)) for k, x in v.items())
+    if t is complex:
+        return ("c", v.real.hex(), v.imag.hex())
+    if isinstance(v, np.dtype) or isinstance(v, _dt.dtype):
+        return v
+    if isinstance(v, slice):
+        return ("slice", _freeze(v.start, values, symbols), _freeze(v.stop, values, symbols),
+                _freeze(v.step, values, symbols))
+    if v is Ellipsis:
+        return "..."
+    try:
+        hash(v)
+    except TypeError:
+        raise _Unhashable(type(v).__name__) from None
+    return v
+
+
+class _Unhashable(Exception):
+    pass
+
+
+def _blank(v):
+    """The skeleton form of a param value: SymInts blanked."""
+    t = type(v)
+    if isinstance(v, SymInt):
+        return "?"
+    if t is tuple or t is list:
+        return (t.__name__,) + tuple(_blank(x) for x in v)
+    if t is dict:
+        return ("dict",) + tuple((k, _blank(x)) for k, x in v.items())
+    return None  # the key holds the rest
+
+
+def spec_of(trace, out_values, state):
+    """The `GraphSpec` of ``trace`` producing ``out_values``; ``state`` (the compiled
+    function's cache state) says which leaves and scalar positions are dynamic."""
+    ops = trace.ops
+    metas = trace.metas
+    producer = trace.producer
+    # keep only the ops the outputs need (dead code is not part of the key)
+    needed = [False] * len(ops)
+    stack = [producer[j] for j in out_values]
+    while stack:
+        i = stack.pop()
+        if needed[i]:
+            continue
+        needed[i] = True
+        for r in ops[i].args:
+            if r[0] == "v":
+                stack.append(producer[r[1]])
+    kept = [i for i in range(len(ops)) if needed[i]]
+    input_order, input_map, scalar_pos = [], {}, []
+    for i in kept:
+        for r in ops[i].args:
+            if r[0] == "i" and r[1] not in input_map:
+                input_map[r[1]] = len(input_order)
+                input_order.append(r[1])
+            elif r[0] == "s":
+                scalar_pos.append(r[1])
+    # sizes: which leaves are bound by an input and dynamic -> symbols (duck sizing)
+    leaf_values = trace.session.leaf_values
+    dyn = state.dynamic_leaves
+    symbols, by_value = {}, {}
+    input_shapes, skeleton_inputs = [], []
+    for k in input_order:
+        shape, dtype, rg = trace.input_metas[k]
+        rshape, sk = [], []
+        for s in shape:
+            if isinstance(s, SymInt):
+                lf = s.expr
+                v = int(s)
+                if lf in dyn and v > 1:
+                    name = by_value.get(v)
+                    if name is None:
+                        name = by_value[v] = f"s{len(by_value)}"
+                    symbols[lf] = name
+                    rshape.append(name)
+                else:
+                    rshape.append(v)
+                sk.append("?")
+            else:
+                rshape.append(int(s))
+                sk.append(int(s))
+        input_shapes.append(tuple(rshape))
+        skeleton_inputs.append((tuple(sk), dtype, rg))
+    # scalars: a position (counted over the kept ops) marked dynamic becomes an input
+    skel_ops, key_ops = [], []
+    scalar_inputs, scalar_values, n_scalar = [], [], 0
+    slot_of = {}
+    value_slot = {}
+    for i in kept:
+        rec = ops[i]
+        args_k, args_s = [], []
+        for r in rec.args:
+            kind = r[0]
+            if kind == "v":
+                a = ("v", value_slot[r[1]])
+                args_k.append(a)
+                args_s.append(a)
+            elif kind == "i":
+                a = ("i", input_map[r[1]])
+                args_k.append(a)
+                args_s.append(a)
+            elif kind == "s":
+                x = trace.scalars[r[1]]
+                scalar_values.append(x)
+                tx = type(x) if not isinstance(x, SymInt) else int
+                if n_scalar in state.dynamic_scalars:
+                    slot_of[r[1]] = len(scalar_inputs)
+                    args_k.append(("S", tx.__name__, len(scalar_inputs)))
+                    scalar_inputs.append(r[1])
+                elif isinstance(x, SymInt) and type(x.expr) is tuple:
+                    args_k.append(("sym", render(x.expr, leaf_values, symbols)))
+                else:
+                    args_k.append(("s", _freeze(x, leaf_values, symbols)))
+                args_s.append(("s", tx.__name__))
+                n_scalar += 1
+            else:
+                a = ("c", _freeze(r[1], leaf_values, symbols))
+                args_k.append(a)
+                args_s.append(a)
+        params = rec.params
+        pk = tuple((k, _freeze(v, leaf_values, symbols)) for k, v in params.items()) \
+            if params else ()
+        ps = tuple((k, _blank(v)) for k, v in params.items()) if params else ()
+        key_ops.append((rec.op, tuple(args_k), pk, rec.grad))
+        skel_ops.append((rec.op, tuple(args_s), ps, rec.grad))
+        for n in range(rec.n_out):
+            value_slot[rec.out + n] = len(value_slot)
+    outs = tuple(value_slot[j] for j in out_values)
+    mutated = tuple(sorted(input_map[trace.input_ids[id(t)]] for t in trace.mutated.values()
+                           if id(t) in trace.input_ids and
+                           trace.input_ids[id(t)] in input_map))
+    inputs_k = tuple((shape, trace.input_metas[k][1], trace.input_metas[k][2])
+                     for shape, k in zip(input_shapes, input_order))
+    spec = GraphSpec()
+    spec.key = (tuple(key_ops), inputs_k, outs)
+    spec.skeleton = (tuple(skel_ops), tuple(skeleton_inputs), outs, mutated)
+    spec.ops = kept
+    spec.inputs = input_order
+    spec.scalar_inputs = scalar_inputs
+    spec.outputs = list(out_values)
+    spec.symbols = symbols
+    spec.input_shapes = input_shapes
+    spec.leaf_values = {lf: leaf_values[lf] for k in input_order
+                        for lf in _leaves(trace.input_metas[k][0])}
+    spec.scalar_values = scalar_values
+    return spec
+
+
+def _leaves(shape):
+    return [s.expr for s in shape if isinstance(s, SymInt) and type(s.expr) is tuple
+            and s.expr[0] == "a"]

@@ -1,0 +1,155 @@
+"""Running a pending trace and turning its lazy tensors into ordinary ones.
+
+The graph must produce every value still referenced from Python: each live lazy tensor
+that is not a view, the root of each live lazy view, and the new value of each real tensor
+written in place.  Views are not graph outputs: after the graph runs they are made again
+from their root by the same view ops, eagerly, so they alias it exactly as in eager mode
+(and carry the view's autograd history).  Written real tensors get their new value copied
+into their own memory, so every other view of that memory sees it, and their version
+counter is bumped as an in-place op would.
+"""
+import numpy as np
+
+from .._core.state import STATE
+from .._core.tensor import _version_of
+
+__all__ = ["run_trace"]
+
+
+def run_trace(trace, session):
+    trace.closed = True
+    live = trace.live()
+    for t, lz in live:
+        if lz.view is not None:
+            trace._refresh_view(t, lz)
+    live = trace.live()
+    direct, views = [], []
+    needed = {}
+    for t, lz in live:
+        if lz.view is not None:
+            views.append((t, lz))
+            root = lz.view[0]
+            rlz = root.__dict__.get("_lazy")
+            if rlz is not None and rlz.trace is trace:
+                needed.setdefault(rlz.index, None)
+        elif id(t) not in trace.mutated:
+            direct.append((t, lz))
+            needed.setdefault(lz.index, None)
+        else:
+            needed.setdefault(lz.index, None)
+    out_values = list(needed)
+    # real tensors written in place read their old values as graph inputs: plain again
+    mutated = list(trace.mutated.values())
+    mutated_refs = {}
+    for t in mutated:
+        lz = t.__dict__.pop("_lazy")
+        mutated_refs[id(t)] = lz
+        t.__class__ = lz.original
+    results = {}
+    if out_values and trace.ops:
+        results = _execute(trace, out_values, session)
+    # assign: plain lazies and written reals first, then views (their roots are ready)
+    for t, lz in direct:
+        _settle(t, lz, results[lz.index])
+    for t in mutated:
+        lz = mutated_refs[id(t)]
+        _write_back(t, results[lz.index])
+    for t, lz in views:
+        _derive_view(t, lz)
+    trace.holders.clear()
+    trace.roots.clear()
+    trace.mutated.clear()
+
+
+def _execute(trace, out_values, session):
+    from .graph_key import _Unhashable
+    cache = session.cache
+    try:
+        entry, spec = cache.lookup(trace, out_values, session)
+    except _Unhashable:
+        return _run_ops(trace, out_values)
+    inputs = [trace.inputs[k] for k in spec.inputs] + \
+             [trace.scalars[p] for p in spec.scalar_inputs]
+    prev = STATE.grad_enabled
+    try:
+        if not entry.needs_grad:
+            STATE.grad_enabled = False
+        outs = entry.run(*inputs)
+    finally:
+        STATE.grad_enabled = prev
+    return dict(zip(spec.outputs, outs))
+
+
+def _run_ops(trace, out_values):
+    """Run the trace op by op, uncached (a graph whose params cannot be keyed)."""
+    env = {}
+    prev = STATE.grad_enabled
+    try:
+        for rec in trace.ops:
+            args = []
+            for r in rec.args:
+                k = r[0]
+                args.append(env[r[1]] if k == "v" else trace.inputs[r[1]] if k == "i"
+                            else trace.scalars[r[1]] if k == "s" else r[1])
+            STATE.grad_enabled = rec.grad
+            out = rec.op(*args, **rec.params)
+            if rec.n_out == 1 and rec.op.n_out == 1:
+                env[rec.out] = out
+            else:
+                for j, o in enumerate(out):
+                    env[rec.out + j] = o
+    finally:
+        STATE.grad_enabled = prev
+    return {j: env[j] for j in out_values}
+
+
+def _settle(t, lz, r):
+    """Lazy ``t`` becomes an ordinary tensor holding result ``r``."""
+    d = t.__dict__
+    del d["_lazy"]
+    t.__class__ = lz.original
+    a = r._data
+    # a lazy result promised C-contiguity (its views were recorded on that promise)
+    d["_data"] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    if r._requires_grad:
+        d["grad_fn"] = r.grad_fn
+        d["_output_nr"] = r._output_nr
+        d["_requires_grad"] = True
+    else:
+        d.pop("_requires_grad", None)
+
+
+def _write_back(t, r):
+    """Real ``t`` was written in place: its memory receives ``r``'s value."""
+    arr = t.__dict__["_data"]
+    np.copyto(arr, r._data, casting="unsafe")
+    v = _version_of(t)
+    v[0] += 1
+    if r._requires_grad and STATE.grad_enabled or r.__dict__.get("grad_fn") is not None:
+        t.__dict__["grad_fn"] = r.grad_fn
+        t.__dict__["_output_nr"] = r._output_nr
+        t._requires_grad = True
+
+
+def _derive_view(t, lz):
+    """Make view ``t`` again from its (now real) root, eagerly."""
+    root, chain, _ = lz.view
+    d = t.__dict__
+    del d["_lazy"]
+    t.__class__ = lz.original
+    if not chain:  # an alias (detach): the root's memory and version counter
+        d["_data"] = root._data
+        d["_version"] = _version_of(root)
+        return
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = bool(d.get("_requires_grad"))
+    try:
+        v = root
+        for op, params in chain:
+            v = op(v, **params)
+    finally:
+        STATE.grad_enabled = prev
+    for k, x in v.__dict__.items():
+        d[k] = x
+    if not v._requires_grad:
+        d.pop("_requires_grad", None)

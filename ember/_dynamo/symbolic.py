@@ -1,0 +1,130 @@
+"""Symbolic sizes: `SymInt`, an int that remembers where it came from.
+
+While a compiled function runs, the sizes of its tensor arguments read as SymInts whose
+expression names the argument and dimension they came from (a *leaf*, ``("a", i, d)``);
+arithmetic on them builds expressions.  The user's Python sees ordinary ints (a SymInt is
+an ``int`` with the example's value), so it runs exactly as in eager mode.  When a size
+is seen to vary between calls, ember.compile renders the shapes and shape params of a
+graph with that leaf as a symbol (``s0``), so one compiled graph serves every size; other
+leaves render as their values.  Comparisons and hashing are the int's: a branch on a size
+runs as in eager mode and, because the user's Python runs on every call, can never pick a
+graph made for another branch.
+"""
+import operator
+
+__all__ = ["SymInt", "leaf", "render", "leaves_of", "is_symbolic"]
+
+
+class SymInt(int):
+    """A size: an ``int`` (the example value) with ``expr``, its expression.
+
+    ``expr`` is a leaf tuple ``("a", arg, dim)``, a node ``(op, lhs, rhs)`` over leaves and
+    ints, or, in the graphs handed to backends, a string over symbols ``s0, s1, ...``
+    (C/Python syntax).
+    """
+
+    def __new__(cls, value, expr):
+        self = int.__new__(cls, value)
+        self.expr = expr
+        return self
+
+    def __repr__(self):
+        return f"SymInt({int(self)}, {self.expr!r})"
+
+    def _bin(self, other, op, sym, swap=False):
+        if type(other) is bool or not isinstance(other, int):
+            return NotImplemented
+        value = op(int(other), int(self)) if swap else op(int(self), int(other))
+        a = self.expr
+        b = other.expr if isinstance(other, SymInt) else int(other)
+        return SymInt(value, (sym, b, a) if swap else (sym, a, b))
+
+    def __add__(self, o):
+        return self._bin(o, operator.add, "+")
+
+    def __radd__(self, o):
+        return self._bin(o, operator.add, "+", True)
+
+    def __sub__(self, o):
+        return self._bin(o, operator.sub, "-")
+
+    def __rsub__(self, o):
+        return self._bin(o, operator.sub, "-", True)
+
+    def __mul__(self, o):
+        return self._bin(o, operator.mul, "*")
+
+    def __rmul__(self, o):
+        return self._bin(o, operator.mul, "*", True)
+
+    def __floordiv__(self, o):
+        return self._bin(o, operator.floordiv, "//")
+
+    def __rfloordiv__(self, o):
+        return self._bin(o, operator.floordiv, "//", True)
+
+    def __mod__(self, o):
+        return self._bin(o, operator.mod, "%")
+
+    def __rmod__(self, o):
+        return self._bin(o, operator.mod, "%", True)
+
+    def __neg__(self):
+        return SymInt(-int(self), ("-", 0, self.expr))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self if int(self) >= 0 else -self
+
+    def __index__(self):
+        return int(self)
+
+    def __reduce__(self):
+        return (int, (int(self),))  # a pickled size is its value
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def leaf(arg, dim, value):
+    """Size ``dim`` of the ``arg``-th tensor argument of a compiled call."""
+    return SymInt(value, ("a", arg, dim))
+
+
+def is_symbolic(x):
+    return isinstance(x, SymInt)
+
+
+def leaves_of(expr, out):
+    """Add the leaves of ``expr`` (a SymInt's tree) to the set ``out``."""
+    if type(expr) is tuple:
+        if expr[0] == "a":
+            out.add(expr)
+        else:
+            leaves_of(expr[1], out)
+            leaves_of(expr[2], out)
+    return out
+
+
+def render(expr, values, symbols):
+    """``expr`` as a string: leaves in ``symbols`` (leaf -> name) by name, other leaves by
+    their value (``values``: leaf -> int), constant subtrees folded to ints."""
+    if type(expr) is not tuple:
+        return int(expr)
+    if expr[0] == "a":
+        name = symbols.get(expr)
+        return name if name is not None else values[expr]
+    a = render(expr[1], values, symbols)
+    b = render(expr[2], values, symbols)
+    if type(a) is int and type(b) is int:
+        return _FOLD[expr[0]](a, b)
+    return f"({a} {expr[0]} {b})"
+
+
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+         "%": operator.mod}

@@ -1,0 +1,340 @@
+"""The pending graph of a compiled region: operator calls recorded instead of run.
+
+A `Trace` numbers the values it records (0, 1, ...).  Each recorded call is an `OpRecord`
+whose arguments are *refs*: ``("v", j)`` a value of this trace, ``("i", k)`` the k-th real
+tensor the trace reads (a graph input), ``("s", p)`` the p-th Python number passed to an
+op (a constant, or a graph input once it is seen to vary), ``("c", x)`` any other constant
+(None, bool, str).  In-place writes are recorded functionally: the written tensor is
+rebound to the new value, and a real tensor becomes lazy until the graph runs and the value
+is written back into its memory.  See `ember._dynamo.lazy` for what a lazy tensor is, and
+`ember._dynamo.materialize` for running the trace.
+"""
+import numbers
+import weakref
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.meta import DataDependentShape, TensorMeta
+from .._core.op import REGISTRY, Category, Op
+from .._core.state import STATE
+from .._core.tensor import Tensor
+from .lazy import LazyRef, lazy_class
+from .symbolic import SymInt
+
+__all__ = ["Trace", "OpRecord", "CannotCapture"]
+
+_NUMBERS = (int, float, complex)
+
+
+class CannotCapture(Exception):
+    """This call is not recorded: the pending graph runs and the call runs eagerly."""
+
+
+class OpRecord:
+    __slots__ = ("op", "args", "params", "out", "n_out", "grad", "where")
+
+    def __init__(self, op, args, params, out, n_out, grad, where):
+        self.op = op            # the Op
+        self.args = args        # tuple of refs
+        self.params = params    # the static params, as the kernel gets them
+        self.out = out          # index of the first output value
+        self.n_out = n_out      # number of output values
+        self.grad = grad        # grad mode when recorded
+        self.where = where      # the user's file:line, for messages (or None)
+
+
+class Trace:
+    """One pending graph; see the module docstring."""
+
+    def __init__(self, session):
+        self.session = session
+        self.inputs = []            # real tensors read by the graph
+        self.input_ids = {}         # id(tensor) -> input index
+        self.input_metas = []       # (shape, ember dtype, requires_grad) per input
+        self.ops = []
+        self.metas = []             # value -> (shape, ember dtype)
+        self.holders = []           # weakrefs of every lazy tensor made or rebound here
+        self.value_rg = []          # value -> requires_grad
+        self.producer = []          # value -> index of its OpRecord
+        self.scalars = []           # the Python numbers passed to ops, in order
+        self.mutated = {}           # id(real tensor) -> tensor written in place
+        self.versions = {}          # id(root tensor) -> number of writes through it
+        self.roots = {}             # id(root tensor) -> root (kept alive while views exist)
+        self.closed = False
+
+    def flush(self, reason):
+        """Run this trace now (Python needs a value it holds)."""
+        if not self.closed and self.session.trace is self:
+            self.session.flush(reason)
+
+    # ---- reading arguments -----------------------------------------------------------
+    def meta(self, j):
+        return self.metas[j]
+
+    def _input(self, t):
+        k = self.input_ids.get(id(t))
+        if k is not None:
+            return k
+        arr = t.__dict__["_data"]
+        if type(arr) is not np.ndarray:
+            raise CannotCapture("a tensor on another device than the CPU")
+        if self.mutated and arr.base is not None or self.mutated and any(
+                m.__dict__["_data"].base is not None for m in self.mutated.values()):
+            for m in self.mutated.values():
+                if np.may_share_memory(arr, m.__dict__["_data"]):
+                    raise CannotCapture("a tensor that shares memory with one written in place")
+        k = len(self.inputs)
+        self.inputs.append(t)
+        self.input_ids[id(t)] = k
+        shape = self.session.symbolic_shape(t, arr.shape)
+        self.input_metas.append((shape, _dt.FROM_NP[arr.dtype], t._requires_grad))
+        return k
+
+    def ref_of(self, a):
+        """The ref of argument ``a`` and what a shape rule sees of it."""
+        if isinstance(a, Tensor):
+            lz = a.__dict__.get("_lazy")
+            if lz is not None:
+                if lz.trace is not self:
+                    raise CannotCapture("a lazy tensor of another compiled region")
+                if lz.view is not None:
+                    self._refresh_view(a, lz)
+                shape, dtype = self.metas[lz.index]
+                return ("v", lz.index), TensorMeta(shape, dtype), self.value_rg[lz.index]
+            if a.__dict__.get("_data") is None:
+                raise CannotCapture(f"a tensor of type {type(a).__name__} without storage")
+            k = self._input(a)
+            shape, dtype, rg = self.input_metas[k]
+            return ("i", k), TensorMeta(shape, dtype), a._requires_grad
+        if a is None or type(a) is bool or type(a) is str:
+            return ("c", a), a, False
+        if type(a) in _NUMBERS or isinstance(a, SymInt):
+            self.scalars.append(a)
+            return ("s", len(self.scalars) - 1), a, False
+        if isinstance(a, numbers.Number) or isinstance(a, np.generic):
+            raise CannotCapture(f"a {type(a).__name__} argument")
+        raise CannotCapture(f"an argument of type {type(a).__name__}")
+
+    # ---- recording -------------------------------------------------------------------
+    def record(self, op, args, params, where=None):
+        """Record ``op(*args, **params)``; returns its lazy result(s)."""
+        if op.shape is None:
+            raise CannotCapture(f"operator {op.name} has no shape rule")
+        if op.category is Category.RANDOM or op.name in _EAGER_OPS or \
+                op.name.endswith("_step"):
+            raise CannotCapture(f"operator {op.name} draws random numbers or has effects")
+        n_scalars = len(self.scalars)
+        n_inputs = len(self.inputs)
+        try:
+            refs, metas, any_rg = [], [], False
+            for a in args:
+                r, m, rg = self.ref_of(a)
+                refs.append(r)
+                metas.append(m)
+                any_rg = any_rg or rg
+            try:
+                out = op.shape(*metas, **params)
+            except DataDependentShape:
+                raise CannotCapture(f"the output shape of {op.name} depends on the data") from None
+        except CannotCapture:
+            self._undo(n_scalars, n_inputs)
+            raise
+        multi = op.n_out != 1
+        outs = out if multi else (out,)
+        if op.n_out is None:
+            self._undo(n_scalars, n_inputs)
+            raise CannotCapture(f"operator {op.name} returns a list of data-dependent length")
+        grad = STATE.grad_enabled
+        rg = grad and any_rg and op.differentiable
+        first = len(self.metas)
+        rec = OpRecord(op, tuple(refs), params, first, len(outs), grad, where)
+        self.ops.append(rec)
+        results = []
+        view = None
+        if op.view:
+            view = self._view_of(args[0], op, params)
+        for i, (shape, dtype) in enumerate(outs):
+            dtype = dtype if isinstance(dtype, _dt.dtype) else _dt.FROM_NP[np.dtype(dtype)]
+            out_rg = rg and i not in op.nondiff_outputs and (dtype.is_floating_point or
+                                                            dtype.is_complex)
+            results.append(self._new_value(tuple(shape), dtype, out_rg, len(self.ops) - 1,
+                                           view))
+        return tuple(results) if op.n_out is not None and multi else results[0]
+
+    def _undo(self, n_scalars, n_inputs):
+        del self.scalars[n_scalars:]
+        for t in self.inputs[n_inputs:]:
+            del self.input_ids[id(t)]
+        del self.inputs[n_inputs:]
+        del self.input_metas[n_inputs:]
+
+    def _new_value(self, shape, dtype, rg, producer, view, cls=Tensor):
+        j = len(self.metas)
+        self.metas.append((shape, dtype))
+        self.value_rg.append(rg)
+        self.producer.append(producer)
+        t = object.__new__(lazy_class(cls))
+        t.__dict__["_lazy"] = LazyRef(self, j, cls, view)
+        if rg:
+            t._requires_grad = True
+        self.holders.append(weakref.ref(t))
+        return t
+
+    def alias(self, t):
+        """A lazy tensor sharing ``t``'s value and memory, without autograd history
+        (``detach()``, ``.data``)."""
+        lz = t.__dict__["_lazy"]
+        if lz.view is not None:
+            self._refresh_view(t, lz)
+            root, chain, _ = lz.view
+        else:
+            root, chain = t, ()
+        self.roots[id(root)] = root
+        a = object.__new__(lazy_class(Tensor))
+        a.__dict__["_lazy"] = LazyRef(self, lz.index, Tensor,
+                                      (root, chain, self.versions.get(id(root), 0)))
+        self.holders.append(weakref.ref(a))
+        return a
+
+    def _view_of(self, src, op, params):
+        """(root, chain, version) of a view of ``src`` by ``op``."""
+        lz = src.__dict__.get("_lazy")
+        if lz is not None and lz.view is not None:
+            root, chain, _ = lz.view
+            chain = chain + ((op, params),)
+        else:
+            root, chain = src, ((op, params),)
+        self.roots[id(root)] = root
+        return (root, chain, self.versions.get(id(root), 0))
+
+    def _refresh_view(self, t, lz):
+        """Derive a view again from its root when the root was written since."""
+        root, chain, version = lz.view
+        now = self.versions.get(id(root), 0)
+        if version == now:
+            return
+        lz.view = None  # the replay below reads the root, not this stale view
+        v = root
+        for op, params in chain:
+            v = self.record(op, (v,), params)
+        if v is root and "_lazy" not in root.__dict__:
+            raise CannotCapture("an alias of a tensor that is not pending")
+        new = v.__dict__["_lazy"]
+        self._rebind(t, lz, new.index)
+        lz.view = (root, chain, now)
+
+    def _rebind(self, t, lz, j):
+        if lz.index is None:
+            self.holders.append(weakref.ref(t))
+        lz.index = j
+        if self.value_rg[j]:
+            t._requires_grad = True
+
+    # ---- in-place writes -------------------------------------------------------------
+    def record_inplace(self, op, target, args, params, where=None):
+        """Record ``target.op_(*args)`` functionally and rebind ``target`` to the result."""
+        if not isinstance(target, Tensor):
+            raise TypeError(f"{op.name}_ expects a Tensor, got {type(target).__name__}")
+        lz = target.__dict__.get("_lazy")
+        if lz is None:
+            self._check_real_target(target, args)
+        elif lz.view is not None:
+            root = lz.view[0]
+            if "_lazy" not in root.__dict__:
+                self._check_real_target(root, args, through_view=True)
+        shape, dtype = self._meta_of(target)
+        new = self.record(op, (target,) + tuple(args), params, where)
+        nlz = new.__dict__["_lazy"]
+        nshape, ndtype = self.metas[nlz.index]
+        if tuple(nshape) != tuple(shape):
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
+                               f"shape {list(nshape)}")
+        if ndtype != dtype:
+            if ndtype.category > dtype.category:
+                from .._core.inplace import _cat_name
+                raise RuntimeError(f"result type {_cat_name(ndtype)} can't be cast to the "
+                                   f"desired output type {_cat_name(dtype)}")
+            new = self.record(REGISTRY["_to_copy"], (new,), {"dtype": dtype.np}, where)
+            nlz = new.__dict__["_lazy"]
+        self.assign(target, nlz.index, where)
+        return target
+
+    def _meta_of(self, t):
+        lz = t.__dict__.get("_lazy")
+        if lz is not None:
+            return self.metas[lz.index]
+        arr = t.__dict__["_data"]
+        return arr.shape, _dt.FROM_NP[arr.dtype]
+
+    def _check_real_target(self, target, args, through_view=False):
+        from .._core.inplace import _check_inplace_allowed
+        if target.__dict__.get("_base") is not None:
+            raise CannotCapture("an in-place write to a view of another tensor")
+        arr = target.__dict__.get("_data")
+        if type(arr) is not np.ndarray:
+            raise CannotCapture("an in-place write to a tensor on another device")
+        if not through_view:
+            _check_inplace_allowed(target, args)
+        elif target._requires_grad and target.__dict__.get("grad_fn") is None and \
+                STATE.grad_enabled:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        for k, t in enumerate(self.inputs):
+            if t is not target and (arr.base is not None or t.__dict__["_data"].base is not None) \
+                    and np.may_share_memory(arr, t.__dict__["_data"]):
+                raise CannotCapture("an in-place write to a tensor that shares memory with "
+                                    "another input")
+
+    def assign(self, target, j, where=None):
+        """``target`` now holds value ``j`` (an in-place write)."""
+        lz = target.__dict__.get("_lazy")
+        if lz is None:  # a real tensor: lazy until the graph runs and writes it back
+            cls = type(target)
+            lz = LazyRef(self, None, cls)
+            target.__dict__["_lazy"] = lz
+            target.__class__ = lazy_class(cls)
+            self.mutated[id(target)] = target
+            self._rebind(target, lz, j)
+        elif lz.view is not None:
+            root, chain, _ = lz.view
+            scattered = self.record(REGISTRY["_view_scatter"], (root, _as_value(self, j)),
+                                    {"chain": chain}, where)
+            self.assign(root, scattered.__dict__["_lazy"].index, where)
+            self._rebind(target, lz, j)
+            lz.view = (root, chain, self.versions.get(id(root), 0))
+            return
+        else:
+            self._rebind(target, lz, j)
+        self.versions[id(target)] = self.versions.get(id(target), 0) + 1
+
+    # ---- what the graph must produce -------------------------------------------------
+    def live(self):
+        """The lazy tensors still referenced: (tensor, LazyRef) pairs, plus the mutated
+        real tensors (which stay alive through ``mutated``)."""
+        out = []
+        seen = set()
+        for h in self.holders:
+            t = h()
+            if t is not None and id(t) not in seen:
+                lz = t.__dict__.get("_lazy")
+                if lz is not None and lz.trace is self:
+                    seen.add(id(t))
+                    out.append((t, lz))
+        for t in self.mutated.values():
+            if id(t) not in seen:
+                seen.add(id(t))
+                out.append((t, t.__dict__["_lazy"]))
+        return out
+
+
+def _as_value(trace, j):
+    """A throwaway lazy handle on value ``j`` (to pass it to `Trace.record`)."""
+    t = object.__new__(lazy_class(Tensor))
+    t.__dict__["_lazy"] = LazyRef(trace, j, Tensor)
+    return t
+
+
+# ops that must run when called: they have effects beyond their result
+_EAGER_OPS = frozenset(("_to_device", "tensor"))
+_ = Op
