@@ -57,6 +57,15 @@ def _flat_tensors(args, kwargs, sig_names):
     return out, names
 
 
+def _has_ndarray(values):
+    import numpy as np
+    for v in values:
+        if isinstance(v, np.ndarray) or type(v) in (list, tuple) and \
+                any(isinstance(x, np.ndarray) for x in v):
+            return True
+    return False
+
+
 def _param_names(fn):
     try:
         return [p.name for p in inspect.signature(fn).parameters.values()
@@ -93,6 +102,9 @@ class CompiledFunction:
         return self._run(args, kwargs)
 
     def _run(self, args, kwargs, explain=None):
+        if _has_ndarray(args) or _has_ndarray(kwargs.values()):
+            from .numpy_programs import run_numpy_program
+            return run_numpy_program(self, args, kwargs, explain)
         session = CaptureSession(self.cache, explain=explain)
         session.module = self.module
         with session:
