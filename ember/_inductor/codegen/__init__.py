@@ -1,0 +1,1 @@
+"""Code generators: C kernels, their NumPy twins, and the wrapper that calls them."""

@@ -1,0 +1,318 @@
+"""Generate C for the kernels of a schedule, from the scalar-function table.
+
+One function per `ir.Kernel`: ``void kernelN(<stored buffers>, <read buffers>, <sizes>,
+<scalar inputs>, int nt)``.  The outer (non-reduced) loops are split over ``nt`` OpenMP
+threads (``parallel for collapse``) when the kernel's work is at least
+``config.parallel_min_work``; the inner loops (the reduced dims, or the last dim of a
+pointwise kernel) carry ``omp simd``, reductions with vector accumulators
+(``reduction(+:acc)``).  A kernel with no outer loop splits its inner loops over threads
+instead.  With ``nt == 1`` no OpenMP runtime call is made (forked workers).
+
+Values that do not vary along the inner loops are computed once per outer iteration
+(hoisted), and a reduction's loop runs before the values that read it: softmax is a max
+loop, a sum-of-exp loop and a store loop inside one parallel row loop.  float16/bfloat16
+load to float32, compute, and round on store."""
+import math
+
+import numpy as np
+
+from ..._core import scalar_functions as _sf
+from .. import ir
+from .. import sizes as _sizes
+
+__all__ = ["kernel_source", "kernel_args", "PRELUDE_EXTRA"]
+
+_CT = dict(_sf._CTYPES, float16="_Float16", bfloat16="uint16_t")
+
+PRELUDE_EXTRA = r"""
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+static inline float ek_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t ek_f32_to_bf16(float f) {
+    uint32_t u; memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+#if defined(_OPENMP)
+#define EK_PRAGMA(x) _Pragma(#x)
+#else
+#define EK_PRAGMA(x)
+#endif
+"""
+
+
+def _ctype(dt):
+    return _CT[dt]
+
+
+def _literal(v, dt):
+    if dt == "bool":
+        return "1" if v else "0"
+    if dt.startswith(("int", "uint")):
+        v = int(v)
+        if dt == "int64" and v == -2 ** 63:
+            return "INT64_MIN"
+        return f"(({_ctype(dt)}){v}LL)" if not dt.startswith("uint") else \
+            f"(({_ctype(dt)}){v}ULL)"
+    v = float(v)
+    if math.isnan(v):
+        text = "NAN"
+    elif math.isinf(v):
+        text = "INFINITY" if v > 0 else "(-INFINITY)"
+    else:
+        text = repr(v)
+    return f"(({_ctype(dt)}){text})"
+
+
+def _affine(a):
+    parts = []
+    for d, c in enumerate(a.coeffs):
+        if c == 0:
+            continue
+        parts.append(f"i{d}" if c == 1 else f"i{d}*{_sizes.c_text(c)}")
+    if a.offset != 0:
+        parts.append(_sizes.c_text(a.offset))
+    return " + ".join(parts) if parts else "0"
+
+
+def kernel_args(kernel, symbols):
+    """``[(name, kind)]`` in call order: kind is "out", "in", "sym", "scalar" or "nt"."""
+    stored = []
+    for s in kernel.stores:
+        if s.buf not in stored:
+            stored.append(s.buf)
+    args = [(b, "out") for b in stored]
+    args += [(b, "in") for b in kernel.buffers_read() if b not in stored]
+    args += [(s, "sym") for s in sorted(symbols)]
+    args += [(a, "scalar") for a in kernel.scalar_args()]
+    args.append(("nt", "nt"))
+    return args
+
+
+_INIT = {"sum": 0, "prod": 1, "any": 0, "all": 1}
+_CLAUSE = {"sum": "+", "prod": "*", "any": "|", "all": "&", "amax": "max", "amin": "min"}
+
+
+def _minmax_init(kind, dt):
+    big = kind == "amin"
+    if dt.startswith("float"):
+        return _literal(math.inf if big else -math.inf, dt)
+    if dt == "bool":
+        return "1" if big else "0"
+    info = np.iinfo(np.dtype(dt))
+    return _literal(info.max if big else info.min, dt)
+
+
+class _Scope:
+    def __init__(self, parent=None):
+        self.parent, self.lines, self.cache = parent, [], {}
+
+    def find(self, e):
+        s = self
+        while s is not None:
+            if e in s.cache:
+                return s.cache[e]
+            s = s.parent
+        return None
+
+
+class _Emitter:
+    def __init__(self, kernel, parallel_inner, scalar_types):
+        self.k = kernel
+        self.inner = set(kernel.inner_dims)
+        self.memo = {}
+        self.n = 0
+        self.parallel_inner = parallel_inner
+        self.scalar_types = scalar_types
+        self.root = _Scope()
+        self.ptr = {}
+
+    def var(self, prefix="t"):
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def val(self, e, scope):
+        if isinstance(e, ir.Const):
+            return _literal(e.value, e.dtype)
+        hit = scope.find(e)
+        if hit is not None:
+            return hit
+        if isinstance(e, ir.Reduce):
+            return self.reduce(e)
+        target = scope if ir.depends_on(e, self.inner, self.memo) else self.root
+        hit = target.find(e)
+        if hit is not None:
+            return hit
+        text = self.text(e, target)
+        v = self.var()
+        target.lines.append(f"{_ctype(e.dtype)} {v} = {text};")
+        target.cache[e] = v
+        return v
+
+    def text(self, e, scope):
+        if isinstance(e, ir.Load):
+            ref = f"{e.buf}[{_affine(e.index)}]"
+            if e.storage == "bfloat16":
+                return f"ek_bf16_to_f32({ref})"
+            if e.storage != e.dtype:
+                return f"({_ctype(e.dtype)}){ref}"
+            return ref
+        if isinstance(e, ir.ScalarArg):
+            return f"({_ctype(e.dtype)}){e.name}"
+        if isinstance(e, ir.Iota):
+            if e.dtype.startswith("float"):
+                return (f"({_ctype(e.dtype)})({e.start!r} + {e.step!r} * "
+                        f"(double)({_affine(e.index)}))")
+            return f"({_ctype(e.dtype)})({int(e.start)}LL + {int(e.step)}LL * ({_affine(e.index)}))"
+        if isinstance(e, ir.Cast):
+            x = self.val(e.x, scope)
+            if e.round_to == "bfloat16":
+                return f"ek_bf16_to_f32(ek_f32_to_bf16((float)({x})))"
+            if e.round_to == "float16":
+                return f"(float)(_Float16)({x})"
+            if e.dtype == "bool":
+                return f"(_Bool)(({x}) != 0)"
+            return f"({_ctype(e.dtype)})({x})"
+        if isinstance(e, ir.Apply):
+            ops = [self.val(a, scope) for a in e.args]
+            opdt = e.args[1].dtype if e.fn == "where" else e.args[0].dtype
+            return _sf.c_expr(e.fn, opdt, *ops)
+        raise NotImplementedError(type(e).__name__)
+
+    def loops(self, body, pragma):
+        """The inner loop nest over the kernel's inner dims around ``body`` lines."""
+        dims = sorted(self.inner)
+        lines = [pragma] if pragma else []
+        for d in dims:
+            lines.append(f"for (int64_t i{d} = 0; i{d} < {_sizes.c_text(self.k.space[d])}; "
+                         f"i{d}++) {{")
+        lines += ["    " + ln for ln in body]
+        lines += ["}"] * len(dims)
+        return lines
+
+    def _pragma(self, clauses=""):
+        r = len(self.inner)
+        col = f" collapse({r})" if r > 1 else ""
+        if self.parallel_inner:
+            return f"EK_PRAGMA(omp parallel for simd{col}{clauses} num_threads(nt) " \
+                   f"schedule(static))"
+        return f"EK_PRAGMA(omp simd{col}{clauses})"
+
+    def reduce(self, e):
+        acc = self.var("acc")
+        kind, dt = e.kind, e.dtype
+        inner = _Scope(self.root)
+        x = self.val(e.x, inner)
+        clause = f" reduction({_CLAUSE[kind]}:{acc})"
+        post = []
+        if kind in ("any", "all"):
+            self.root.lines.append(f"int {acc} = {_INIT[kind]};")
+            op = "|=" if kind == "any" else "&="
+            inner.lines.append(f"{acc} {op} (({x}) != 0);")
+        elif kind in ("sum", "prod"):
+            self.root.lines.append(f"{_ctype(dt)} {acc} = {_literal(_INIT[kind], dt)};")
+            inner.lines.append(f"{acc} {'+=' if kind == 'sum' else '*='} {x};")
+        else:
+            cmp = ">" if kind == "amax" else "<"
+            self.root.lines.append(f"{_ctype(dt)} {acc} = {_minmax_init(kind, dt)};")
+            inner.lines.append(f"{acc} = ({x}) {cmp} {acc} ? ({x}) : {acc};")
+            if dt.startswith("float"):
+                nan = self.var("nan")
+                self.root.lines.append(f"int {nan} = 0;")
+                inner.lines.append(f"{nan} |= ({x}) != ({x});")
+                clause += f" reduction(|:{nan})"
+                post.append(f"if ({nan}) {acc} = NAN;")
+        self.root.lines += self.loops(inner.lines, self._pragma(clause))
+        self.root.lines += post
+        res = acc if kind not in ("any", "all") else f"(_Bool){acc}"
+        v = self.var()
+        self.root.lines.append(f"{_ctype(dt)} {v} = {res};")
+        self.root.cache[e] = v
+        return v
+
+    def store_text(self, s, v, dt):
+        ref = f"{s.buf}[{_affine(s.index)}]"
+        if s.storage == "bfloat16":
+            return f"{ref} = ek_f32_to_bf16({v});"
+        return f"{ref} = ({_ctype(s.storage)})({v});"
+
+    def body(self):
+        finals = []
+        for s in self.k.stores:
+            inner_store = bool(s.index.uses() & self.inner) or \
+                ir.depends_on(s.value, self.inner, self.memo)
+            if inner_store:
+                finals.append(s)
+                continue
+            v = self.val(s.value, self.root)
+            self.root.lines.append(self.store_text(s, v, s.value.dtype))
+        if finals:
+            sc = _Scope(self.root)
+            for s in finals:
+                v = self.val(s.value, sc)
+                sc.lines.append(self.store_text(s, v, s.value.dtype))
+            self.root.lines += self.loops(sc.lines, self._pragma())
+        return self.root.lines
+
+
+def _work(kernel):
+    return " * ".join(_sizes.c_text(d) for d in kernel.space) or "1"
+
+
+def kernel_source(kernel, symbols, parallel_min_work, scalar_types=None):
+    """The C text of one kernel."""
+    args = []
+    bufdt = {}
+    for s in kernel.stores:
+        bufdt[s.buf] = s.storage
+    for ld in kernel.loads():
+        bufdt[ld.buf] = ld.storage
+    scal = {e.name: e.dtype for s in kernel.stores for e in ir.walk(s.value)
+            if isinstance(e, ir.ScalarArg)}
+    for name, kind in kernel_args(kernel, symbols):
+        if kind == "out":
+            args.append(f"{_ctype(bufdt[name])} *restrict {name}")
+        elif kind == "in":
+            args.append(f"const {_ctype(bufdt[name])} *restrict {name}")
+        elif kind == "sym":
+            args.append(f"int64_t {name}")
+        elif kind == "scalar":
+            args.append(f"{'double' if scal[name].startswith('float') else 'int64_t'} {name}")
+        else:
+            args.append("int nt")
+    outer = [d for d in range(len(kernel.space)) if d not in set(kernel.inner_dims)]
+    lines = [f"void {kernel.name}({', '.join(args)}) {{",
+             f"    int par = nt > 1 && ({_work(kernel)}) >= {int(parallel_min_work)};"]
+    for parallel in (True, False):
+        em = _Emitter(kernel, parallel and not outer, scalar_types)
+        body = em.body()
+        block = []
+        if outer:
+            if parallel:
+                col = f" collapse({len(outer)})" if len(outer) > 1 else ""
+                block.append(f"EK_PRAGMA(omp parallel for{col} num_threads(nt) "
+                             f"schedule(static))")
+            for d in outer:
+                block.append(f"for (int64_t i{d} = 0; i{d} < "
+                             f"{_sizes.c_text(kernel.space[d])}; i{d}++) {{")
+            block += ["    " + ln for ln in body]
+            block += ["}"] * len(outer)
+        else:
+            block = ["{"] + ["    " + ln for ln in body] + ["}"]
+        lines.append("    if (par) {" if parallel else "    } else {")
+        lines += ["        " + ln for ln in block]
+    lines += ["    }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def source(kernels, symbols, parallel_min_work):
+    """The translation unit of a schedule's kernels."""
+    parts = [PRELUDE_EXTRA, _sf.c_prelude()]
+    for k in kernels:
+        parts.append(kernel_source(k, symbols, parallel_min_work))
+    parts.append("int ek_graph_abi(void) { return 1; }\n")
+    return "\n".join(parts)

@@ -1,0 +1,159 @@
+"""Pass 6, the wrapper: a generated Python function that runs a schedule.
+
+It takes the graph's inputs (ember Tensors, Python scalars), reads the symbolic sizes off
+the input shapes, allocates each kernel's output buffers with NumPy (or takes the memory of
+a dead buffer, per the memory plan), calls the kernels (C through ctypes, or their NumPy
+twins), runs eager steps (extern library calls such as matmul, and nodes the generator does
+not handle: ``node.target(*args, **kwargs)``), drops buffers after their last reader, and
+returns ember Tensors."""
+import os
+
+import numpy as np
+
+from ..._core.tensor import Tensor, wrap
+from .. import ir
+from .. import sizes as _sizes
+from ..passes.classify import is_node
+
+__all__ = ["wrapper_source", "make_call"]
+
+_FORKED = []
+
+
+def _after_fork():
+    _FORKED.append(True)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def threads():
+    """OpenMP threads for a kernel call: the BLAS pool's size (the two pools never
+    oversubscribe the cores), 1 in a forked child (libgomp does not survive fork)."""
+    if _FORKED:
+        return 1
+    from ..._core import blas_threads
+    if not blas_threads._loaded:
+        blas_threads._load()
+    get = blas_threads._get
+    return max(1, int(get())) if get is not None else (os.cpu_count() or 1)
+
+
+def eager(node, env):
+    """Run ``node``'s op on the buffers of ``env`` (the wrapper's locals)."""
+    def conv(a):
+        if is_node(a):
+            if "a_" + a.name in env:
+                return env["a_" + a.name]
+            v = env.get("b_" + a.name)
+            if v is None:
+                v = env["t_" + a.name]
+            return tuple(wrap(x) for x in v) if isinstance(v, tuple) else wrap(v)
+        if getattr(a, "expr", None) is not None:
+            return _sizes.evaluate(_sizes.size(a), env)
+        if isinstance(a, (list, tuple)):
+            return type(a)(conv(x) for x in a)
+        return a
+    from ... import autograd
+    with autograd.no_grad():
+        out = node.target(*conv(node.args), **conv(dict(node.kwargs)))
+    if isinstance(out, (tuple, list)):
+        return tuple(o._data if isinstance(o, Tensor) else o for o in out)
+    return out._data if isinstance(out, Tensor) else np.asarray(out)
+
+
+def own(a):
+    """An output array the caller may keep: a copy when it is a view of other memory."""
+    return np.array(a, copy=True) if a.base is not None or not a.flags.c_contiguous else a
+
+
+def wrapper_source(sched, dead_after, c_mode):
+    """The Python source of ``call(*args)``."""
+    L = ["def call(*args):"]
+    ins = []
+    for i, name in enumerate(sched.inputs):
+        if isinstance(name, tuple):
+            L.append(f"    {name[1]} = args[{i}]")
+            continue
+        b = sched.buffers.get(name)
+        src = f"args[{i}]._data"
+        if b is not None and b.contiguous:
+            src = f"_np.ascontiguousarray({src})"
+        L.append(f"    {name} = {src}")
+        ins.append(name)
+    for s, (i, d) in sorted(sched.symbols.items()):
+        L.append(f"    {s} = {sched.inputs[i]}.shape[{d}]")
+    L.append("    nt = _threads()")
+    for name in sched.constants:
+        L.append(f"    {name} = _CONST[{name!r}]")
+    for i, st in enumerate(sched.steps):
+        if isinstance(st, ir.KernelStep):
+            k = st.kernel
+            stored = []
+            for s in k.stores:
+                if s.buf in stored:
+                    continue
+                stored.append(s.buf)
+                b = sched.buffers[s.buf]
+                shape = "(" + "".join(_sizes.py_text(d) + ", " for d in b.shape) + ")"
+                if b.reuses:
+                    L.append(f"    {s.buf} = {b.reuses}.reshape({shape}); del {b.reuses}")
+                else:
+                    L.append(f"    {s.buf} = _np.empty({shape}, _DT[{b.dtype.name!r}])")
+            args = []
+            for a, kind in _args(k, sched):
+                if kind in ("out", "in"):
+                    args.append(f"{a}.ctypes.data" if c_mode else a)
+                else:
+                    args.append(a)
+            L.append(f"    {k.name}({', '.join(args)})")
+        else:
+            n = st.node
+            m = n.meta.get("val")
+            target = ("b_" if hasattr(m, "shape") else "t_") + n.name
+            L.append(f"    {target} = _eager(_NODES[{n.name!r}], locals())")
+            b = sched.buffers.get("b_" + n.name)
+            if b is not None and b.contiguous and hasattr(m, "shape"):
+                L.append(f"    {target} = _np.ascontiguousarray({target})")
+        for name in dead_after.get(i, ()):
+            if not _reused_later(sched, name) and name not in sched.constants:
+                L.append(f"    del {name}")
+    outs = []
+    for o in sched.outputs:
+        if isinstance(o, tuple):
+            outs.append(f"_wrap(_np.asarray({o[1]!r}))")
+            continue
+        b = sched.buffers[o]
+        fresh = b.kind == "output" and _kernel_made(sched, o)
+        outs.append(f"_wrap({o})" if fresh else f"_wrap(_own({o}))")
+    L.append("    return (" + "".join(x + ", " for x in outs) + ")")
+    return "\n".join(L) + "\n"
+
+
+def _args(k, sched):
+    from .c_kernels import kernel_args
+    return kernel_args(k, sched.symbols)
+
+
+def _reused_later(sched, name):
+    return any(b.reuses == name for b in sched.buffers.values())
+
+
+def _kernel_made(sched, name):
+    return any(isinstance(st, ir.KernelStep) and any(s.buf == name for s in st.kernel.stores)
+               for st in sched.steps)
+
+
+def make_call(source, sched, kernels):
+    """Compile the wrapper source with its globals: ``kernels`` maps kernel names to
+    callables (ctypes functions or NumPy functions)."""
+    from ..._core import dtype as _dt
+    nodes = {st.node.name: st.node for st in sched.steps if isinstance(st, ir.EagerStep)}
+    g = {"_np": np, "_threads": threads, "_eager": eager, "_own": own, "_wrap": wrap,
+         "_NODES": nodes, "_CONST": dict(sched.constants),
+         "_DT": {b.dtype.name: b.dtype.np for b in sched.buffers.values()}}
+    g.update(kernels)
+    _ = _dt
+    exec(compile(source, "<ember inductor wrapper>", "exec"), g)  # noqa: S102 - our own source
+    return g["call"]

@@ -1,0 +1,17 @@
+"""Settings of the inductor backend (module attributes, as torch._inductor.config).
+
+``ember.compile(..., options={...})`` overrides them per compile; names match torch's where
+torch has one."""
+import os
+
+# the C compiler: "auto" finds one ($CC, cc, gcc, clang); None forces the NumPy code
+# generator (same fusion groups, no C), as on a machine without a compiler
+cc = None if os.environ.get("EMBER_INDUCTOR_CC") == "none" else "auto"
+# the whole graph as one C entry point instead of a Python wrapper calling kernels
+cpp_wrapper = False
+# check the graph between passes (fx lint, a TensorMeta on every value)
+verify_passes = os.environ.get("EMBER_INDUCTOR_VERIFY", "0") == "1"
+# a loop nest is split over OpenMP threads only from this many elements of work
+parallel_min_work = 1 << 16
+# decompose random operators too (off: they keep drawing from the eager generator per call)
+decompose_random = False

@@ -1,0 +1,94 @@
+"""Sizes that may be symbolic (dynamic shapes), as the passes and code generators use them.
+
+A graph's sizes are ints or ``SymInt``s (an int subclass with ``expr``, a C/Python
+expression over symbols ``s0, s1, ...``).  Here a size is an int or a `Sym` (a string
+expression in C syntax), with just the arithmetic the kernels need; products and sums of
+constants fold, so the usual case stays plain ints and C code stays readable.
+"""
+import re
+
+__all__ = ["Sym", "size", "is_static", "key", "mul", "add", "prod", "contiguous_strides",
+           "c_text", "py_text", "evaluate", "symbols_of"]
+
+
+class Sym(str):
+    """A symbolic size: its C expression text."""
+
+
+def size(d):
+    """A graph size (int or SymInt) as an int or `Sym`."""
+    expr = getattr(d, "expr", None)
+    if expr is not None:
+        text = str(expr).replace("//", "/")  # sizes are non-negative: C's / is floor division
+        return int(text) if text.isdigit() else Sym(text)
+    return int(d)
+
+
+def is_static(shape):
+    return all(getattr(d, "expr", None) is None or str(d.expr).isdigit() for d in shape)
+
+
+def key(d):
+    """A hashable, comparable form of a size."""
+    return ("sym", str(d)) if isinstance(d, Sym) else int(d)
+
+
+def _wrap(t):
+    return t if re.fullmatch(r"[A-Za-z_0-9]+", t) else f"({t})"
+
+
+def mul(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if a == 0 or b == 0:
+        return 0
+    return Sym(f"{_wrap(str(a))}*{_wrap(str(b))}")
+
+
+def add(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if a == 0:
+        return b
+    if b == 0:
+        return a
+    return Sym(f"{_wrap(str(a))} + {_wrap(str(b))}")
+
+
+def prod(sizes):
+    r = 1
+    for s in sizes:
+        r = mul(r, s)
+    return r
+
+
+def contiguous_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc = mul(acc, d)
+    return tuple(reversed(strides))
+
+
+def c_text(d):
+    return str(d) if isinstance(d, int) else f"({d})"
+
+
+def py_text(d):
+    """Python source of size ``d`` (symbols are variables; C's / on sizes is //)."""
+    return str(d) if isinstance(d, int) else "(" + str(d).replace("/", "//") + ")"
+
+
+def evaluate(d, env):
+    """The value of size ``d`` with symbol values ``env`` ({"s0": 7, ...})."""
+    if isinstance(d, int):
+        return d
+    return int(eval(py_text(d), {"__builtins__": {}}, env))  # noqa: S307 - our own text
+
+
+def symbols_of(d):
+    return set(re.findall(r"\bs\d+\b", str(d))) if isinstance(d, Sym) else set()
