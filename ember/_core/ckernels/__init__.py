@@ -62,13 +62,15 @@ def _load():
 def status():
     """Whether the compiled kernels are in use: a dict with ``available`` (bool),
     ``reason`` (why not, or None), the library ``path``, ``compiler``, ``flags``,
-    ``openmp``, the ``cache_dir`` in use and ``cache_refused`` (why the configured cache
-    directory was not trusted and a private one was used instead, or None).  Builds the
-    library if that was not tried yet."""
+    ``cpu_capability`` (the level the library was built for: DEFAULT/AVX2/AVX512, or None
+    when none was loaded), ``openmp``, the ``cache_dir`` in use and ``cache_refused`` (why
+    the configured cache directory was not trusted and a private one was used instead, or
+    None).  Builds the library if that was not tried yet."""
     if not _tried and ENABLED:
         _load()
     reason = _reason if ENABLED else "disabled by EMBER_CKERNELS=0"
     return dict(_info, available=ENABLED and _lib is not None, reason=reason,
+                cpu_capability=_info.get("cpu_capability"),
                 cache_dir=_info.get("cache_dir", _build.cache_dir()),
                 cache_refused=_info.get("cache_refused"))
 

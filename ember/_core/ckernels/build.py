@@ -1,7 +1,9 @@
 """C source -> shared library, compiled once and cached on disk, loaded with ctypes.
 
-The cache key hashes the source, the compiler and its flags, the CPU (``-march=native``
-code is only valid on the machine that built it) and the Python/NumPy versions.
+The compiler flags come from the CPU capability level (`ember._core.cpu_capability`:
+DEFAULT/AVX2/AVX512, lowered by ``$EMBER_CPU_CAPABILITY``), so the level decides which
+instructions the library may use.  The cache key hashes the source, the compiler, the level
+and its flags, the CPU and the Python/NumPy versions.
 
 Loading a cached library runs its code, so the cache is trusted only as far as it is
 shown to be ours and intact:
@@ -38,9 +40,11 @@ import tempfile
 
 import numpy as np
 
+from .. import cpu_capability as _cpu
+
 __all__ = ["build", "cache_dir", "BuildError"]
 
-BASE_FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=gnu11")
+BASE_FLAGS = ("-shared", "-fPIC", "-std=gnu11")  # after the level's (-O3 and its ISA)
 OPENMP_FLAGS = ("-fopenmp",)
 FALLBACK_FLAGS = ("-fopenmp-simd",)  # keeps the `omp simd` hints without the runtime
 
@@ -81,9 +85,9 @@ def _cpu_id():
         return platform.processor()
 
 
-def _key(source, cc, flags):
+def _key(source, cc, flags, level):
     h = hashlib.sha256()
-    for part in (source, " ".join(cc), " ".join(flags), platform.machine(), _cpu_id(),
+    for part in (source, " ".join(cc), level, " ".join(flags), platform.machine(), _cpu_id(),
                  sys.implementation.cache_tag or "", np.__version__):
         h.update(part.encode())
         h.update(b"\0")
@@ -267,25 +271,28 @@ def _usable_cache_dir():
         raise BuildError(f"{refused}; no private temporary directory either: {e}") from None
 
 
-def build(name, source, check):
+def build(name, source, check, level=None):
     """Load the library for ``source`` (compiling and caching it first if needed).
 
-    ``check(lib)`` must return True for a usable library.  Returns ``(lib, info)`` with
-    ``info`` a dict (path, compiler, flags, openmp, compiled: whether this call compiled,
-    cache_dir: the directory used, cache_refused: why the configured one was not, or
-    None); raises `BuildError` with the reason when no library can be had.
+    ``check(lib)`` must return True for a usable library.  ``level`` is the CPU capability
+    to build for (default: the current one, `cpu_capability.current`).  Returns
+    ``(lib, info)`` with ``info`` a dict (path, compiler, flags, cpu_capability, openmp,
+    compiled: whether this call compiled, cache_dir: the directory used, cache_refused: why
+    the configured one was not, or None); raises `BuildError` with the reason when no
+    library can be had (ValueError for an unknown ``level`` or $EMBER_CPU_CAPABILITY).
     """
+    level = _cpu.current() if level is None else _cpu.parse(level)
     cc = find_compiler()
     if cc is None:
         raise BuildError("no C compiler found (set $CC or put cc/gcc/clang on PATH)")
     d, refused = _usable_cache_dir()
     errors = []
     for extra in (OPENMP_FLAGS, FALLBACK_FLAGS):
-        flags = BASE_FLAGS + extra
-        path = os.path.join(d, f"{name}-{_key(source, cc, flags)}.so")
+        flags = _cpu.compile_flags(level) + BASE_FLAGS + extra
+        path = os.path.join(d, f"{name}-{_key(source, cc, flags, level)}.so")
         info = {"path": path, "compiler": " ".join(cc), "flags": " ".join(flags),
-                "openmp": extra is OPENMP_FLAGS, "compiled": False, "cache_dir": d,
-                "cache_refused": refused}
+                "cpu_capability": level, "openmp": extra is OPENMP_FLAGS, "compiled": False,
+                "cache_dir": d, "cache_refused": refused}
         if os.path.lexists(path):
             lib = _load(path, check)
             if lib is not None:
