@@ -126,7 +126,10 @@ def wrapper_source(sched, dead_after, c_mode):
             continue
         b = sched.buffers[o]
         fresh = b.kind == "output" and _kernel_made(sched, o)
-        outs.append(f"_wrap({o})" if fresh else f"_wrap(_own({o}))")
+        if b.kind in ("input", "constant"):
+            outs.append(f"_wrap(_np.array({o}, copy=True))")
+        else:
+            outs.append(f"_wrap({o})" if fresh else f"_wrap(_own({o}))")
     L.append("    return (" + "".join(x + ", " for x in outs) + ")")
     return "\n".join(L) + "\n"
 

@@ -137,6 +137,10 @@ class Lowerer:
         x = node.args[0] if node.args else None
         if name == "_to_copy":
             e = self.expr(x, idx)
+            src = x.meta["val"].dtype.name
+            if src in ("float16", "bfloat16") and not isinstance(e, ir.Load):
+                # the source is a half tensor: its computed-in-float32 value rounds first
+                e = ir.Cast(e, "float32", src)
             rt = m.dtype.name if m.dtype.name in ("float16", "bfloat16") else None
             if rt is None and e.dtype == out_dt:
                 return e
