@@ -419,14 +419,23 @@ class CompiledFunctionBackward(Node):
             if vc[0] != v:
                 _raise_modified(t, vc[0], v)
         tangents = []
+        for g in grads:
+            if g is not None and "_lazy" in g.__dict__:
+                g._data.__ember_array__()  # computed in a capture: run it now
         for g, (shape, dtype) in zip(grads, self.out_meta):
             tangents.append(g if g is not None else wrap(np.zeros(shape, dtype=dtype)))
-        prev = STATE.grad_enabled
+        # the backward is compiled already: a capture running around backward() (a compiled
+        # training step) must not record its ops again
+        prev, modes = STATE.grad_enabled, STATE.modes
         STATE.grad_enabled = False
+        STATE.modes = [m for m in modes if m.records_logical]
+        STATE.intercept = bool(STATE.modes)
         try:
             res = list(self.bw(*self.saved_values, *tangents))
         finally:
             STATE.grad_enabled = prev
+            STATE.modes = modes
+            STATE.intercept = bool(modes)
         out = []
         for need in self.need_in:
             out.append(res.pop(0) if need else None)

@@ -11,7 +11,7 @@ counter is bumped as an in-place op would.
 import numpy as np
 
 from .._core.state import STATE
-from .._core.tensor import _version_of
+from .._core.tensor import Tensor, _version_of
 
 __all__ = ["run_trace"]
 
@@ -77,7 +77,41 @@ def _execute(trace, out_values, session):
         outs = entry.run(*inputs)
     finally:
         STATE.grad_enabled = prev
-    return dict(zip(spec.outputs, outs))
+    return dict(zip(spec.outputs, _unaliased(outs, inputs)))
+
+
+def _unaliased(outs, inputs):
+    """Outputs as eager makes them: distinct memory, none of it an input's.  A backend may
+    return one buffer for equal values (CSE) or an input for an identity: copy those."""
+    seen = set()
+    for t in inputs:
+        if isinstance(t, Tensor):
+            d = t.__dict__.get("_data")
+            seen.add(id(d))
+            if getattr(d, "base", None) is not None:
+                seen.add(id(d.base))
+    res = []
+    for r in outs:
+        d = r._data
+        base = getattr(d, "base", None)
+        if id(d) in seen or (base is not None and id(base) in seen):
+            r = _copy_result(r)
+        else:
+            seen.add(id(d))
+            if base is not None:
+                seen.add(id(base))
+        res.append(r)
+    return res
+
+
+def _copy_result(r):
+    from .._core.tensor import wrap
+    c = wrap(np.array(r._data, copy=True))
+    if r._requires_grad:
+        c.__dict__["grad_fn"] = r.grad_fn
+        c.__dict__["_output_nr"] = r._output_nr
+        c._requires_grad = True
+    return c
 
 
 def _run_ops(trace, out_values):
