@@ -15,8 +15,12 @@ COUNTERS = {"compiled": 0, "cached": 0, "failed": 0}
 LAST = {}
 
 
-def compiler_available(cc_setting=None):
-    cc = config.cc if cc_setting is None else cc_setting
+_UNSET = object()
+
+
+def compiler_available(cc_setting=_UNSET):
+    """Whether C kernels can be built under the ``cc`` setting (default: ``config.cc``)."""
+    cc = config.cc if cc_setting is _UNSET else cc_setting
     if cc is None or cc is False:
         return False
     return _build.find_compiler() is not None if cc == "auto" else bool(shutil.which(str(cc)))

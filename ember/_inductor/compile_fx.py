@@ -13,8 +13,6 @@ ember.compile, as one list of named passes.
 Nothing here raises for an unsupported graph: a node the generator cannot loop over runs
 its eager kernel from the wrapper, and should a pass itself fail, the graph runs eagerly
 (the reason is kept on the compiled function)."""
-import copy
-
 from . import config as _config
 from . import ir
 from .build import build_library, compiler_available
@@ -65,8 +63,14 @@ class CompiledGraph:
 
 
 def _copy_module(gm):
-    from ..fx import GraphModule
-    g = copy.deepcopy(gm.graph)
+    """A copy of ``gm`` the passes may edit; metadata values are shared, not deep-copied
+    (symbolic sizes keep their identity)."""
+    from ..fx import Graph, GraphModule
+    g = Graph()
+    val_map = {}
+    out = g.graph_copy(gm.graph, val_map, return_output_node=True)
+    rv, old_out = out
+    g.output(rv)
     return GraphModule(gm, g)
 
 

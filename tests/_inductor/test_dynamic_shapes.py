@@ -1,0 +1,61 @@
+"""Dynamic shapes: symbolic sizes are kernel arguments, so one build serves every size."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember._core.meta import TensorMeta
+from ember._inductor import build, compile_fx, config
+from ember._inductor.passes.record import record_graph
+
+from .helpers import SymInt, assert_close, rand
+
+
+def _symbolize(gm, sizes):
+    """Replace the example sizes ``{value: expr}`` by SymInts in metas and shape params."""
+    def sym(d):
+        return SymInt(d, sizes[int(d)]) if int(d) in sizes else d
+
+    for n in gm.graph.nodes:
+        v = n.meta.get("val")
+        if isinstance(v, TensorMeta):
+            n.meta["val"] = TensorMeta(tuple(sym(d) for d in v.shape), v.dtype)
+        if "shape" in n.kwargs:
+            n.kwargs = dict(n.kwargs, shape=tuple(sym(d) for d in n.kwargs["shape"]))
+    return gm
+
+
+def _fn(x, y):
+    z = (x.exp() * 2 + x).sigmoid() * y
+    return z, z.sum(-1), x.amax(0), x.reshape(-1) * 3, F.softmax(x, -1)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_one_build_serves_two_sizes(backend, monkeypatch):
+    if backend == "numpy":
+        monkeypatch.setattr(config, "cc", None)
+    x, y = rand(7, 16), rand(16, seed=1)
+    gm, _ = record_graph(_fn, x, y)
+    _symbolize(gm, {7: "s0", 112: "s0*16"})
+    before = dict(build.COUNTERS)
+    compiled = compile_fx(gm, [x, y])
+    assert compiled.reason is None and compiled.backend == backend
+    builds = sum(build.COUNTERS.values()) - sum(before.values())
+    assert builds == (1 if backend == "c" else 0)
+    if backend == "c":
+        assert "int64_t s0" in compiled.source
+    for rows in (7, 3, 40):
+        xs = rand(rows, 16, seed=rows)
+        assert_close(compiled(xs, y), _fn(xs, y))
+    assert sum(build.COUNTERS.values()) - sum(before.values()) == builds  # no rebuilds
+
+
+def test_two_symbolic_dims(monkeypatch):
+    x = rand(5, 9)
+    gm, _ = record_graph(lambda x: ((x * x).sum(1), (x + 1).amin(0), x.t() * 2), x)
+    _symbolize(gm, {5: "s0", 9: "s1"})
+    compiled = compile_fx(gm, [x])
+    assert compiled.reason is None
+    for shape in ((5, 9), (2, 31), (33, 4)):
+        xs = rand(*shape, seed=shape[0])
+        assert_close(compiled(xs), ((xs * xs).sum(1), (xs + 1).amin(0), xs.t() * 2))
