@@ -195,8 +195,8 @@ def _acc(grads, t, g):
 def compile_aot(gm, example_inputs, backend, trace, spec):
     """(run, info) for the AOT path; falls back to autograd per op (see the docstring)."""
     try:
-        if spec.scalar_inputs:
-            raise _NotTraceable("Python numbers are graph inputs")
+        if spec.scalar_inputs or spec.size_inputs:
+            raise _NotTraceable("Python numbers or sizes are graph inputs")
         return _compile_partitioned(gm, example_inputs, backend, trace, spec)
     except _NotTraceable as e:
         logs.log("graph_code", f"backward of a graph not captured ({e}): autograd per op")

@@ -99,8 +99,9 @@ class FunctionCache:
         for lf, v in new.leaf_values.items():
             ov = old.leaf_values.get(lf)
             if ov is not None and ov != v:
-                changed.append(f"size {lf[2]} of {trace.session.arg_name(lf[1])} changed from "
-                               f"{ov} to {v}")
+                what = f"size {lf[2]} of {trace.session.arg_name(lf[1])}" if lf[0] == "a" \
+                    else f"the int argument {trace.session.int_name(lf[1])}"
+                changed.append(f"{what} changed from {ov} to {v}")
                 if auto and lf not in self.dynamic_leaves and lf not in self.static_leaves:
                     self.dynamic_leaves.add(lf)
                     added = True
@@ -151,7 +152,9 @@ class FunctionCache:
         aot = needs_grad and isinstance(self.backend, AotBackend)
         gm = build_graph_module(trace, spec, grad_nodes=needs_grad and not aot,
                                 input_names=names)
+        lv = trace.session.leaf_values
         example = [trace.inputs[k] for k in spec.inputs] + \
+                  [lv[lf] for _, lf in spec.size_inputs] + \
                   [trace.scalars[p] for p in spec.scalar_inputs]
         self.compiles += 1
         session.stats_graph(gm)
@@ -173,8 +176,8 @@ class FunctionCache:
 
 def _diff_reason(new, old, session):
     """One line: what differs between two keys."""
-    ops_n, ins_n, outs_n = new.key
-    ops_o, ins_o, outs_o = old.key
+    ops_n, ins_n = new.key[:2]
+    ops_o, ins_o = old.key[:2]
     names = session.last_input_names or {}
     for k, (a, b) in enumerate(zip(ins_n, ins_o)):
         name = names.get(k) or f"input {k}"

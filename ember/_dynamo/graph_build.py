@@ -33,8 +33,9 @@ def symbolic_value(v, leaf_values, symbols):
             return v
         r = render(v.expr, leaf_values, symbols)
         return r if type(r) is int else SymInt(int(v), r)
-    if t is tuple or t is list:
-        return t(symbolic_value(x, leaf_values, symbols) for x in v)
+    if isinstance(v, (tuple, list)):
+        return (tuple if isinstance(v, tuple) else list)(
+            symbolic_value(x, leaf_values, symbols) for x in v)
     if t is dict:
         return {k: symbolic_value(x, leaf_values, symbols) for k, x in v.items()}
     return v
@@ -64,6 +65,9 @@ def build_graph_module(trace, spec, grad_nodes, input_names=None):
         p.meta["val"] = TensorMeta(_sym_shape(shape, symbols), dtype)
         p.meta["requires_grad"] = rg
         env[("i", k)] = p
+    for name, lf in spec.size_inputs:
+        p = g.placeholder(name)
+        p.meta["val"] = SymInt(leaf_values[lf], name)
     for n, pos in enumerate(spec.scalar_inputs):
         p = g.placeholder(f"scalar{n}")
         x = trace.scalars[pos]

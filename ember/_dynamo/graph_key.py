@@ -27,6 +27,7 @@ class GraphSpec:
     indices of the trace), ``scalar_inputs`` (scalar positions made inputs), ``outputs``
     (value indices), the rendered input metas and ``symbols`` (leaf -> name)."""
     __slots__ = ("key", "skeleton", "ops", "inputs", "scalar_inputs", "outputs", "symbols",
+                 "size_inputs",
                  "input_shapes", "leaf_values", "scalar_values", "dynamic_scalars")
 
 
@@ -39,10 +40,11 @@ def _freeze(v, values, symbols):
         return ("f", v.hex())
     if t is bool:
         return ("b", v)
-    if t is tuple or t is list:
-        return (t.__name__,) + tuple(_freeze(x, values, symbols) for x in v)
     if isinstance(v, SymInt):
         return ("sym", render(v.expr, values, symbols)) if type(v.expr) is tuple else int(v)
+    if isinstance(v, (tuple, list)):
+        return ("tuple" if isinstance(v, tuple) else "list",) + \
+            tuple(_freeze(x, values, symbols) for x in v)
     if t is dict:
         return ("dict",) + tuple((k, _freeze(x, values, symbols)) for k, x in v.items())
     if t is complex:
@@ -65,13 +67,40 @@ class _Unhashable(Exception):
     pass
 
 
+class _Symbols(dict):
+    """leaf -> symbol name.  A dynamic leaf no tensor input binds (an int argument, a size
+    used only in params) gets a symbol on first use and becomes a *size input* of the
+    graph, unless an equal size already has a symbol (duck sizing).  Every leaf rendered
+    is noted in ``used``."""
+
+    def __init__(self, dyn, values, by_value):
+        super().__init__()
+        self.dyn = dyn
+        self.values = values
+        self.by_value = by_value
+        self.size_inputs = []
+        self.used = set()
+
+    def get(self, leaf, default=None):
+        self.used.add(leaf)
+        name = dict.get(self, leaf)
+        if name is None and leaf in self.dyn and self.values[leaf] > 1:
+            v = self.values[leaf]
+            name = self.by_value.get(v)
+            if name is None:
+                name = self.by_value[v] = f"s{len(self.by_value)}"
+                self.size_inputs.append((name, leaf))
+            self[leaf] = name
+        return name
+
+
 def _blank(v):
     """The skeleton form of a param value: SymInts blanked."""
     t = type(v)
     if isinstance(v, SymInt):
         return "?"
-    if t is tuple or t is list:
-        return (t.__name__,) + tuple(_blank(x) for x in v)
+    if isinstance(v, (tuple, list)):
+        return ("tuple" if isinstance(v, tuple) else "list",) + tuple(_blank(x) for x in v)
     if t is dict:
         return ("dict",) + tuple((k, _blank(x)) for k, x in v.items())
     return None  # the key holds the rest
@@ -106,7 +135,8 @@ def spec_of(trace, out_values, state):
     # sizes: which leaves are bound by an input and dynamic -> symbols (duck sizing)
     leaf_values = trace.session.leaf_values
     dyn = state.dynamic_leaves
-    symbols, by_value = {}, {}
+    by_value = {}
+    symbols = _Symbols(dyn, leaf_values, by_value)
     input_shapes, skeleton_inputs = [], []
     for k in input_order:
         shape, dtype, rg = trace.input_metas[k]
@@ -115,11 +145,12 @@ def spec_of(trace, out_values, state):
             if isinstance(s, SymInt):
                 lf = s.expr
                 v = int(s)
+                symbols.used.add(lf)
                 if lf in dyn and v > 1:
                     name = by_value.get(v)
                     if name is None:
                         name = by_value[v] = f"s{len(by_value)}"
-                    symbols[lf] = name
+                    dict.__setitem__(symbols, lf, name)
                     rshape.append(name)
                 else:
                     rshape.append(v)
@@ -180,7 +211,8 @@ def spec_of(trace, out_values, state):
     inputs_k = tuple((shape, trace.input_metas[k][1], trace.input_metas[k][2])
                      for shape, k in zip(input_shapes, input_order))
     spec = GraphSpec()
-    spec.key = (tuple(key_ops), inputs_k, outs)
+    spec.size_inputs = list(symbols.size_inputs)
+    spec.key = (tuple(key_ops), inputs_k, tuple(n for n, _ in spec.size_inputs), outs)
     spec.skeleton = (tuple(skel_ops), tuple(skeleton_inputs), outs, mutated)
     spec.ops = kept
     spec.inputs = input_order
@@ -188,8 +220,7 @@ def spec_of(trace, out_values, state):
     spec.outputs = list(out_values)
     spec.symbols = symbols
     spec.input_shapes = input_shapes
-    spec.leaf_values = {lf: leaf_values[lf] for k in input_order
-                        for lf in _leaves(trace.input_metas[k][0])}
+    spec.leaf_values = {lf: leaf_values[lf] for lf in symbols.used}
     spec.scalar_values = scalar_values
     return spec
 

@@ -68,7 +68,9 @@ def _execute(trace, out_values, session):
         entry, spec = cache.lookup(trace, out_values, session)
     except _Unhashable:
         return _run_ops(trace, out_values)
+    lv = trace.session.leaf_values
     inputs = [trace.inputs[k] for k in spec.inputs] + \
+             [lv[lf] for _, lf in spec.size_inputs] + \
              [trace.scalars[p] for p in spec.scalar_inputs]
     prev = STATE.grad_enabled
     try:

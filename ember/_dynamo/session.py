@@ -18,7 +18,7 @@ from .._core.tensor import Size, Tensor
 from . import logs
 from .exc import Unsupported
 from .materialize import run_trace
-from .symbolic import SymInt, leaf
+from .symbolic import SymInt, int_leaf, leaf
 from .trace import CannotCapture, Trace
 
 __all__ = ["CaptureMode", "CaptureSession", "current_session", "user_location"]
@@ -74,8 +74,14 @@ def _sym_class(cls, _cache={}):
                 return Size(s)
             return s[dim + len(s) if dim < 0 else dim] if -len(s) <= dim < len(s) else \
                 cls.size(self, dim)
+        def numel(self):
+            n = 1
+            for s in self.__dict__["_sym_shape"]:
+                n = n * s
+            return n
         sc = _cache[cls] = type(cls.__name__, (cls,), {
-            "shape": property(shape), "size": size, "__module__": cls.__module__,
+            "shape": property(shape), "size": size, "numel": numel, "nelement": numel,
+            "__module__": cls.__module__,
             "__qualname__": cls.__qualname__, "_is_sym_class": True})
     return sc
 
@@ -103,6 +109,7 @@ class CaptureSession:
         self.param_names = None
         self.module = None
         self.graph_ordinal = 0   # how many graphs this call has run so far
+        self.int_names = []
         self.last_input_names = None
 
     # ---- arguments -----------------------------------------------------------------
@@ -135,6 +142,22 @@ class CaptureSession:
                 t.__dict__["_sym_shape"] = sym
                 self.swapped.append((t, t.__class__))
                 t.__class__ = _sym_class(t.__class__)
+
+    def bind_ints(self, args, names):
+        """Int arguments become SymInt leaves (symbolic once seen to vary)."""
+        out = []
+        for i, a in enumerate(args):
+            if type(a) is int:
+                n = len(self.int_names)
+                self.int_names.append(names[i] if i < len(names) else f"args_{i}")
+                lf = ("n", n, 0)
+                self.leaf_values[lf] = a
+                a = int_leaf(n, a)
+            out.append(a)
+        return tuple(out)
+
+    def int_name(self, n):
+        return self.int_names[n] if n < len(self.int_names) else f"int argument {n}"
 
     def unbind_arguments(self):
         for t, cls in self.swapped:

@@ -12,7 +12,7 @@ graph made for another branch.
 """
 import operator
 
-__all__ = ["SymInt", "leaf", "render", "leaves_of", "is_symbolic"]
+__all__ = ["SymInt", "leaf", "int_leaf", "render", "leaves_of", "is_symbolic"]
 
 
 class SymInt(int):
@@ -28,7 +28,12 @@ class SymInt(int):
         self.expr = expr
         return self
 
-    def __repr__(self):
+    # the user sees an int: str, repr and format are the value's (``debug`` shows the expr)
+    __repr__ = int.__repr__
+    __str__ = int.__repr__
+    __format__ = int.__format__
+
+    def debug(self):
         return f"SymInt({int(self)}, {self.expr!r})"
 
     def _bin(self, other, op, sym, swap=False):
@@ -91,9 +96,18 @@ class SymInt(int):
         return self
 
 
+# leaves: ("a", arg, dim) a size of a tensor argument, ("n", arg, 0) an int argument
+_LEAF_KINDS = ("a", "n")
+
+
 def leaf(arg, dim, value):
     """Size ``dim`` of the ``arg``-th tensor argument of a compiled call."""
     return SymInt(value, ("a", arg, dim))
+
+
+def int_leaf(arg, value):
+    """The ``arg``-th int argument of a compiled call."""
+    return SymInt(value, ("n", arg, 0))
 
 
 def is_symbolic(x):
@@ -103,7 +117,7 @@ def is_symbolic(x):
 def leaves_of(expr, out):
     """Add the leaves of ``expr`` (a SymInt's tree) to the set ``out``."""
     if type(expr) is tuple:
-        if expr[0] == "a":
+        if expr[0] in _LEAF_KINDS:
             out.add(expr)
         else:
             leaves_of(expr[1], out)
@@ -116,7 +130,7 @@ def render(expr, values, symbols):
     their value (``values``: leaf -> int), constant subtrees folded to ints."""
     if type(expr) is not tuple:
         return int(expr)
-    if expr[0] == "a":
+    if expr[0] in _LEAF_KINDS:
         name = symbols.get(expr)
         return name if name is not None else values[expr]
     a = render(expr[1], values, symbols)

@@ -66,7 +66,8 @@ class Trace:
     def flush(self, reason):
         """Run this trace now (Python needs a value it holds)."""
         if not self.closed and self.session.trace is self:
-            self.session.flush(reason)
+            # Python needs a value: the graph ends here (a graph break, as in torch)
+            self.session.graph_break(reason)
 
     # ---- reading arguments -----------------------------------------------------------
     def meta(self, j):

@@ -316,7 +316,8 @@ def _size_checked(size):
         if int(s) < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {int(s)}: "
                                f"{[int(x) for x in size]}")
-    shape = tuple(int(s) for s in size)
+    # int subclasses stay (ember.compile's symbolic sizes are ints that know their origin)
+    shape = tuple(s if isinstance(s, int) and type(s) is not bool else int(s) for s in size)
     # numel * itemsize (up to 16 bytes) past int64 is torch's overflow error; NumPy would
     # raise ValueError("array is too big")
     if 0 not in shape and math.prod(shape) >= (1 << 59):

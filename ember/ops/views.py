@@ -21,7 +21,8 @@ __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsq
 def _sizes(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
         args = tuple(args[0])
-    return tuple(int(a) for a in args)
+    # int subclasses stay (ember.compile's symbolic sizes are ints that know their origin)
+    return tuple(a if isinstance(a, int) and type(a) is not bool else int(a) for a in args)
 
 
 def infer_size(shape, numel):

@@ -19,10 +19,10 @@ def _expr(v, consts):
     if isinstance(v, SymInt):
         return str(v.expr) if type(v.expr) is str else repr(int(v))
     t = type(v)
-    if t is tuple or t is list:
+    if isinstance(v, (tuple, list)):
         if any(_has_sym(x) for x in v):
             inner = ", ".join(_expr(x, consts) for x in v)
-            return f"({inner},)" if t is tuple else f"[{inner}]"
+            return f"({inner},)" if isinstance(v, tuple) else f"[{inner}]"
     if t is dict and any(_has_sym(x) for x in v.values()):
         return "{" + ", ".join(f"{k!r}: {_expr(x, consts)}" for k, x in v.items()) + "}"
     name = f"_c{len(consts)}"
@@ -33,7 +33,7 @@ def _expr(v, consts):
 def _has_sym(v):
     if isinstance(v, SymInt):
         return type(v.expr) is str
-    if type(v) in (tuple, list):
+    if isinstance(v, (tuple, list)):
         return any(_has_sym(x) for x in v)
     if type(v) is dict:
         return any(_has_sym(x) for x in v.values())
@@ -52,6 +52,9 @@ def python_source(gm):
             params.append(node.name)
             names[node] = node.name
             val = node.meta.get("val")
+            if isinstance(val, SymInt) and type(val.expr) is str and val.expr != node.name:
+                lines.append(f"    {val.expr} = int({node.name})")
+                bound.add(val.expr)
             for d, s in enumerate(getattr(val, "shape", ())):
                 if isinstance(s, SymInt) and type(s.expr) is str and s.expr.isidentifier() \
                         and s.expr not in bound:
