@@ -9,15 +9,17 @@ and guards, `ember._dynamo.cache` for recompiles and automatic dynamic shapes.
 from ..nn.modules.module import Module as _Module
 from . import config  # noqa: F401
 from .backends import list_backends, lookup_backend, register_backend  # noqa: F401
-from .eval_frame import (OptimizedModule, _module_compile, disable, is_compiling,  # noqa: F401
-                         mark_dynamic, mark_static, maybe_mark_dynamic, optimize, reset)
+from .eval_frame import (OptimizedModule, _module_compile, disable, graph_break,  # noqa: F401
+                         is_compiling, mark_dynamic, mark_static, maybe_mark_dynamic, optimize,
+                         reset, set_stance)
 from .eval_frame import compile as _compile  # noqa: F401
 from .exc import Unsupported  # noqa: F401
 from .explain import explain  # noqa: F401
 
 __all__ = ["optimize", "reset", "disable", "explain", "list_backends", "register_backend",
            "mark_dynamic", "mark_static", "maybe_mark_dynamic", "is_compiling", "config",
-           "OptimizedModule", "allow_in_graph", "assume_constant_result"]
+           "OptimizedModule", "allow_in_graph", "assume_constant_result", "graph_break",
+           "set_stance", "Unsupported"]
 
 
 def allow_in_graph(fn):

@@ -1,4 +1,5 @@
 """Settings of ember.compile's capture (``ember._dynamo.config``, torch's names)."""
+import contextlib
 
 # the first compile is static; a size seen to change is recompiled once as symbolic
 automatic_dynamic_shapes = True
@@ -21,3 +22,37 @@ verbose = False
 # later calls whose guards match run the compiled graph without the Python, when the Python
 # that ran during capture is provably free of side effects (ember._dynamo.replay)
 replay = True
+
+
+def patch(arg1=None, arg2=None, **changes):
+    """Change settings for a block or a function, as torch's ``config.patch``:
+    ``with config.patch(cache_size_limit=2):``, ``@config.patch("verbose", True)`` or
+    ``config.patch({"verbose": True})``; the previous values come back afterwards."""
+    if isinstance(arg1, str):
+        changes[arg1] = arg2
+    elif isinstance(arg1, dict):
+        changes.update(arg1)
+    elif arg1 is not None:
+        raise TypeError("config.patch: give a name and a value, a dict, or keywords")
+    here = globals()
+    for name in changes:
+        if name.startswith("_") or name not in here or \
+                not isinstance(here[name], (bool, int, float, str, type(None))):
+            raise AttributeError(f"ember._dynamo.config has no setting {name!r}")
+    return _Patch(changes)
+
+
+class _Patch(contextlib.ContextDecorator):
+    def __init__(self, changes):
+        self.changes = changes
+        self.saved = []
+
+    def __enter__(self):
+        here = globals()
+        self.saved.append({k: here[k] for k in self.changes})
+        here.update(self.changes)
+        return self
+
+    def __exit__(self, *exc):
+        globals().update(self.saved.pop())
+        return False

@@ -18,8 +18,8 @@ from .cache import FunctionCache
 from .session import CaptureSession, current_session
 
 __all__ = ["compile", "optimize", "OptimizedModule", "CompiledFunction", "disable",
-           "reset", "is_compiling", "mark_dynamic", "mark_static", "maybe_mark_dynamic",
-           "all_caches"]
+           "reset", "is_compiling", "graph_break", "set_stance", "mark_dynamic", "mark_static",
+           "maybe_mark_dynamic", "all_caches"]
 
 _CACHES = weakref.WeakSet()
 _DISABLED = []
@@ -96,8 +96,8 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
-        if _DISABLED or current_session() is not None or STATE.modes and not \
-                config.__dict__.get("_allow_under_modes", True):
+        if _DISABLED or _STANCE[0] != "default" or current_session() is not None or \
+                STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
         return self._run(args, kwargs)
 
@@ -110,6 +110,8 @@ class CompiledFunction:
         with session:
             flat, names = _flat_tensors(args, kwargs, self._sig_names)
             session.bind_arguments(flat, names)
+            if self.cache.dynamic is not False and not config.specialize_int:
+                args = session.bind_ints(args, self._sig_names)
             return self.fn(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
@@ -135,24 +137,54 @@ def _with_options(aot_backend, options):
 
 class OptimizedModule(Module):
     """A compiled ``nn.Module``: calls run ``_orig_mod`` compiled; its parameters, buffers
-    and state_dict are the original module's (keys prefixed ``_orig_mod.``, as in torch)."""
+    and state_dict are the original module's (keys prefixed ``_orig_mod.``, as in torch).
+    As torch's, attribute reads and writes (``training`` included) go to ``_orig_mod``."""
+
+    _opt_mod_attributes = frozenset(("_orig_mod", "_compiled_call", "forward",
+                                     "_torchdynamo_orig_callable"))
 
     def __init__(self, mod, compiled_forward):
         super().__init__()
+        self.__dict__.pop("training", None)  # `training` is the original module's
         self._orig_mod = mod
         object.__setattr__(self, "_compiled_call", compiled_forward)
-
-    def __call__(self, *args, **kwargs):
-        return self._compiled_call(*args, **kwargs)
+        object.__setattr__(self, "_torchdynamo_orig_callable", mod)
 
     def forward(self, *args, **kwargs):
         return self._compiled_call(*args, **kwargs)
 
+    @property
+    def training(self):
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value):
+        self._orig_mod.training = value
+
     def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self._modules["_orig_mod"], name)
+        modules = self.__dict__.get("_modules")
+        if modules is None or "_orig_mod" not in modules:
+            raise AttributeError(f"'OptimizedModule' object has no attribute '{name}'")
+        if name == "_orig_mod":
+            return modules["_orig_mod"]
+        return getattr(modules["_orig_mod"], name)
+
+    def __setattr__(self, name, value):
+        if name in OptimizedModule._opt_mod_attributes or hasattr(type(self), name) or \
+                "_modules" not in self.__dict__ or "_orig_mod" not in self._modules:
+            return super().__setattr__(name, value)
+        setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in OptimizedModule._opt_mod_attributes or hasattr(type(self), name):
+            return super().__delattr__(name)
+        delattr(self._orig_mod, name)
+
+    def __len__(self):
+        return len(self._orig_mod)
+
+    def __dir__(self):
+        return sorted(set(dir(self._orig_mod)) | set(super().__dir__()))
 
     def __repr__(self):
         return f"OptimizedModule(\n  (_orig_mod): {self._orig_mod!r}\n)"
@@ -176,13 +208,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                            options=options, disable=disable)
         return decorator
-    if mode is not None and options is not None:
-        raise RuntimeError("Either mode or options can be specified, but both can't be "
-                           "specified at the same time.")
-    if mode is not None and mode not in ("default", "reduce-overhead", "max-autotune",
-                                         "max-autotune-no-cudagraphs"):
-        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
-                           f"reduce-overhead, max-autotune, max-autotune-no-cudagraphs")
+    _check_mode_options(mode, options, backend)
     if disable:
         return model
     if not callable(model):
@@ -194,6 +220,28 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     return CompiledFunction(model, **kw)
 
 
+_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _check_mode_options(mode, options, backend):
+    """torch's checks, made when ``compile`` is called: one of mode and options; a known
+    mode; options the inductor backend knows."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
+    if options is not None:
+        if not isinstance(options, dict):
+            raise TypeError(f"options must be a dict, got {type(options).__name__}")
+        if backend == "inductor":
+            from .._inductor.compile_fx import _OPTION_NAMES
+            for key in options:
+                if key not in _OPTION_NAMES:
+                    raise RuntimeError(f"Unexpected optimization option {key}, known options "
+                                       f"are {sorted(_OPTION_NAMES)}")
+
+
 def optimize(backend="inductor", *, nopython=False, dynamic=None, disable=False):
     """``ember._dynamo.optimize(backend)(fn)``: torch's older spelling of `compile`."""
     def decorator(fn):
@@ -203,15 +251,20 @@ def optimize(backend="inductor", *, nopython=False, dynamic=None, disable=False)
 
 
 def _module_compile(self, *args, **kwargs):
-    """Compile this module's forward in place with `ember.compile` (``Module.compile``)."""
-    compiled = CompiledFunction(self._call_impl, module=self, **_compile_kwargs(*args, **kwargs))
+    """Compile this module's calls in place with `ember.compile` (``Module.compile``): the
+    module stays itself (no ``_orig_mod.`` prefix in its state_dict)."""
+    opts = _compile_kwargs(*args, **kwargs)
+    _check_mode_options(opts["mode"], opts["options"], opts["backend"])
+    if opts.pop("disable"):
+        return
+    compiled = CompiledFunction(self._call_impl, module=self, **opts)
     object.__setattr__(self, "_compiled_call_impl", compiled)
 
 
 def _compile_kwargs(fullgraph=False, dynamic=None, backend="inductor", mode=None,
                     options=None, disable=False):
     return dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                options=options)
+                options=options, disable=disable)
 
 
 class _Suspended:
@@ -255,6 +308,56 @@ def disable(fn=None, recursive=True, *, reason=None):
 def is_compiling():
     """True while code runs inside a compiled region (``torch.compiler.is_compiling``)."""
     return current_session() is not None and not _DISABLED
+
+
+def graph_break(msg=""):
+    """End the current graph here and start the next one (``torch._dynamo.graph_break``);
+    outside compiled code, nothing."""
+    s = current_session()
+    if s is not None and not _DISABLED:
+        s.graph_break("ember._dynamo.graph_break() was called" + (f": {msg}" if msg else ""))
+
+
+_STANCE = ["default"]
+_STANCES = ("default", "force_eager")
+
+
+class set_stance:
+    """How compiled functions behave from now on (``torch.compiler.set_stance``):
+    ``"default"`` compiles, ``"force_eager"`` runs every compiled function eagerly (its
+    compiled graphs are kept for later).  A plain call changes the stance; used as a
+    context manager or a decorator, the previous stance comes back afterwards."""
+
+    def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
+        if stance not in _STANCES:
+            raise NotImplementedError(f"set_stance({stance!r}): ember supports the stances "
+                                      f"{list(_STANCES)}")
+        if force_backend is not None or skip_guard_eval_unsafe:
+            raise NotImplementedError("set_stance: force_backend and skip_guard_eval_unsafe "
+                                      "are not supported by ember")
+        self.stance = stance
+        self.prev = _STANCE[0]
+        _STANCE[0] = stance
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _STANCE[0] = self.prev
+
+    def __call__(self, fn):
+        _STANCE[0] = self.prev  # as a decorator it applies during the calls only
+        stance = self.stance
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _STANCE[0]
+            _STANCE[0] = stance
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _STANCE[0] = prev
+        return wrapper
 
 
 def reset():

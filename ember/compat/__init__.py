@@ -24,6 +24,7 @@ _ALIASES = {
     "torch.utils.data.dataset": "ember.utils.data.dataset",
     "torch.utils.data.sampler": "ember.utils.data.sampler",
     "torch.random": "ember.random",
+    "torch._logging": "ember._dynamo.logs",  # set_logs; TORCH_LOGS is read once installed
 }
 
 
@@ -79,6 +80,8 @@ def install():
         sys.meta_path.insert(0, _FINDER)
         from .._core import dtype as _dtype
         _dtype.REPR_PREFIX[0] = "torch."
+        from .._dynamo import logs as _logs
+        _logs.read_torch_logs(True)
 
 
 def uninstall():
@@ -87,6 +90,8 @@ def uninstall():
         sys.meta_path.remove(_FINDER)
         from .._core import dtype as _dtype
         _dtype.REPR_PREFIX[0] = "ember."
+        from .._dynamo import logs as _logs
+        _logs.read_torch_logs(False)
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

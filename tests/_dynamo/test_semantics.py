@@ -1,0 +1,423 @@
+"""ember.compile keeps the program's eager meaning (issue 18, "Semantics users rely on").
+
+Python side effects happen on every call, in order; random numbers are the eager ones;
+data-dependent branches take the right branch on every call; where capture cannot go on,
+the graph breaks (counted with a counting backend) instead of failing, and
+``fullgraph=True`` raises `Unsupported` naming the reason and the user's file:line;
+in-place writes to inputs and to views of inputs leave the eager values, and views keep
+aliasing.  Each is checked against eager ember and, where torch behaves the same, against
+``torch.compile`` (the test-only oracle) and its graph counts.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember._dynamo.exc import Unsupported
+from dyn_helpers import compiled, same, torch_compiled
+
+HERE = os.path.abspath(__file__)
+
+
+def _line_of(marker):
+    """The line number of the statement tagged ``# <marker>`` in this file."""
+    with open(HERE, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.rstrip().endswith(f"# {marker}"):
+                return n
+    raise LookupError(marker)
+
+
+# ---- side effects ------------------------------------------------------------------------
+def _printing(x):
+    print("enter", tuple(x.shape))
+    y = x * 2
+    print("middle")
+    z = y + 1
+    print("leave", float(z.sum()))
+    return z
+
+
+def test_print_happens_every_call_in_order(capsys):
+    import torch
+    f, cnt = compiled(_printing)
+    x = ember.arange(3.0)
+    for _ in range(3):
+        f(x)
+    got = capsys.readouterr().out
+    for _ in range(3):
+        _printing(x)
+    eager = capsys.readouterr().out
+    tf, _ = torch_compiled(_printing)
+    for _ in range(3):
+        tf(torch.arange(3.0))
+    oracle = capsys.readouterr().out
+    assert got == eager == oracle
+    assert got.count("enter (3,)") == 3 and got.count("leave 9.0") == 3
+    assert cnt.frame_count == 1  # one graph (x*2+1, sum), reused by calls 2 and 3
+
+
+def test_list_appends_and_attribute_writes_every_call():
+    class State:
+        calls = 0
+        last = None
+
+    log = []
+    state = State()
+
+    def f(x):
+        log.append(("start", x.shape[0]))
+        y = x.sin()
+        state.calls += 1
+        state.last = y          # an attribute holding a tensor made inside
+        log.append(("end", float(y.sum())))
+        return y.cos()
+
+    cf, _ = compiled(f)
+    xs = [ember.full((3,), 0.5), ember.full((3,), 1.0), ember.full((3,), 0.5)]
+    outs = [cf(x) for x in xs]
+    compiled_log, compiled_calls, compiled_last = list(log), state.calls, state.last
+    log.clear()
+    state.calls = 0
+    eager = [f(x) for x in xs]
+    assert compiled_log == log
+    assert compiled_calls == state.calls == 3
+    same(compiled_last, state.last)
+    for a, b in zip(outs, eager):
+        same(a, b)
+
+
+def test_global_counter_written_every_call():
+    global _COUNTER
+    _COUNTER = 0
+
+    def f(x):
+        global _COUNTER
+        _COUNTER += 1
+        return x + _COUNTER
+
+    cf, _ = compiled(f)
+    results = [cf(ember.zeros(2)) for _ in range(3)]
+    assert _COUNTER == 3
+    assert [r.tolist() for r in results] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+
+
+# ---- random numbers ------------------------------------------------------------------------
+def _noisy(x):
+    return x + ember.rand(4) * ember.randn(4)
+
+
+def test_rng_use_matches_eager_with_the_same_seed():
+    cf, _ = compiled(_noisy)
+    x = ember.ones(4)
+    ember.manual_seed(123)
+    got = [cf(x) for _ in range(3)]
+    after_compiled = ember.rand(1)
+    ember.manual_seed(123)
+    eager = [_noisy(x) for _ in range(3)]
+    after_eager = ember.rand(1)
+    for a, b in zip(got, eager):
+        same(a, b, rtol=0, atol=0)
+    assert not ember.equal(got[0], got[1])  # a fresh draw every call, not a baked constant
+    same(after_compiled, after_eager, rtol=0, atol=0)  # the generator advanced the same
+
+
+def test_rng_matches_torch_compile():
+    import torch
+    cf, _ = compiled(lambda x: x * ember.rand(5))
+    tf, _ = torch_compiled(lambda x: x * torch.rand(5))
+    ember.manual_seed(7)
+    torch.manual_seed(7)
+    for _ in range(2):
+        same(cf(ember.ones(5)), tf(torch.ones(5)))
+
+
+def test_dropout_in_a_compiled_module_matches_eager():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5))
+    om = ember.compile(m, backend="eager")
+    x = ember.randn(4, 6)
+    ember.manual_seed(5)
+    got = [om(x), om(x)]
+    ember.manual_seed(5)
+    eager = [m(x), m(x)]
+    for a, b in zip(got, eager):
+        same(a, b, rtol=0, atol=0)
+
+
+# ---- data-dependent control flow -------------------------------------------------------------
+def _branchy(x):
+    y = x * 2
+    if y.sum() > 0:
+        return y + 1
+    return y - 1
+
+
+def test_data_dependent_branch_every_call():
+    import torch
+    cf, cnt = compiled(_branchy)
+    tf, tcnt = torch_compiled(_branchy)
+    for sign in (1, -1, 1, -1, 1):
+        x = ember.full((3,), float(sign))
+        r = cf(x)
+        same(r, _branchy(x))
+        same(r, tf(torch.full((3,), float(sign))))
+    # graphs: (x*2, sum), (y+1), (y-1); later calls reuse them
+    assert cnt.frame_count == 3
+    assert tcnt.frame_count == 3
+
+
+def test_branch_on_item_and_loop_over_values():
+    def f(x, n):
+        total = ember.zeros(())
+        for i in range(n):
+            total = total + x[i]
+            if total.item() > 2.5:
+                break
+        return total * 10
+
+    cf, _ = compiled(f)
+    for vals in ([1.0, 1.0, 1.0, 1.0], [3.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]):
+        x = ember.tensor(vals)
+        same(cf(x, 4), f(x, 4))
+
+
+def test_results_equal_eager_for_ordinary_programs():
+    def mlp(x, w1, w2):
+        h = ember.relu(x @ w1)
+        return (h @ w2).softmax(-1).sum(0)
+
+    def norm(x):
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / ember.sqrt(var + 1e-5)
+
+    ember.manual_seed(0)
+    x, w1, w2 = ember.randn(5, 4), ember.randn(4, 8), ember.randn(8, 3)
+    for fn, args in ((mlp, (x, w1, w2)), (norm, (x,))):
+        cf, _ = compiled(fn)
+        for _ in range(2):
+            same(cf(*args), fn(*args), rtol=1e-6, atol=1e-6)
+
+
+# ---- graph breaks instead of errors ------------------------------------------------------------
+def _breaks(x):
+    a = x.sin()
+    v = a.sum().item()          # a value: graph 1 ends here
+    b = a * v
+    print("b", b.shape)         # only metadata: no break
+    c = _eager_helper(b)        # a disabled function: graph 2 ends here
+    return c.cos()
+
+
+@ember._dynamo.disable
+def _eager_helper(t):
+    assert not ember.compiler.is_compiling()
+    return t + 1
+
+
+def test_graph_breaks_split_the_program(capsys):
+    cf, cnt = compiled(_breaks)
+    x = ember.arange(4.0)
+    for _ in range(2):
+        same(cf(x), _breaks(x))
+    assert cnt.frame_count == 3  # (sin, sum) | (mul) | (add runs eagerly) | (cos)
+    ex = ember._dynamo.explain(_breaks)(x)
+    assert ex.graph_count == 3
+    assert ex.graph_break_count == 2
+    capsys.readouterr()
+
+
+def _needs_value(x):
+    y = x * 2
+    if y.sum() > 0:  # FULLGRAPH-VALUE
+        return y
+    return -y
+
+
+def _calls_disabled(x):
+    y = x + 1
+    return _eager_helper(y)  # FULLGRAPH-DISABLED
+
+
+def _draws(x):
+    return x + ember.rand(3)  # FULLGRAPH-RANDOM
+
+
+@pytest.mark.parametrize("fn, marker, words", [
+    (_needs_value, "FULLGRAPH-VALUE", "value"),
+    (_calls_disabled, "FULLGRAPH-DISABLED", "disable"),
+    (_draws, "FULLGRAPH-RANDOM", "random"),
+])
+def test_fullgraph_raises_unsupported_with_reason_and_user_line(fn, marker, words):
+    cf = ember.compile(fn, backend="eager", fullgraph=True)
+    with pytest.raises(Unsupported) as info:
+        cf(ember.ones(3))
+    msg = str(info.value)
+    assert words in msg
+    assert f"{HERE}:{_line_of(marker)}" in msg
+
+
+def test_fullgraph_without_breaks_runs():
+    cf = ember.compile(lambda x: (x * 2).sum(0), backend="eager", fullgraph=True)
+    same(cf(ember.ones(3, 2)), ember.full((2,), 6.0))
+
+
+def test_torch_fullgraph_raises_for_the_same_program():
+    import torch
+    import torch._dynamo.exc
+    torch._dynamo.reset()
+    tf = torch.compile(_needs_value, backend="eager", fullgraph=True)
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        tf(torch.ones(3))
+
+
+def test_disabled_function_runs_eagerly_with_a_graph_break():
+    seen = []
+
+    @ember._dynamo.disable
+    def helper(t):
+        seen.append((ember.compiler.is_compiling(), type(t._data).__name__))
+        return t * 3
+
+    def f(x):
+        return helper(x + 1) - 1
+
+    cf, cnt = compiled(f)
+    same(cf(ember.ones(2)), ember.full((2,), 5.0))
+    assert seen == [(False, "ndarray")]  # real data, outside capture
+    assert cnt.frame_count == 2  # (add) before, (sub) after
+    assert ember._dynamo.explain(f)(ember.ones(2)).graph_break_count == 1
+
+
+# ---- in-place writes and aliasing ------------------------------------------------------------
+def _writes(x, b):
+    x.add_(1)
+    x[0] = 5
+    b.mul_(2)
+    v = x[1:]
+    v.mul_(10)
+    return v
+
+
+def test_inplace_on_inputs_and_views_of_inputs_match_eager():
+    import torch
+    x, b = ember.zeros(4), ember.ones(2)
+    xe, be = ember.zeros(4), ember.ones(2)
+    cf, _ = compiled(_writes)
+    r = cf(x, b)
+    re = _writes(xe, be)
+    same(x, xe)
+    same(b, be)
+    same(r, re)
+    xt, bt = torch.zeros(4), torch.ones(2)
+    tf, _ = torch_compiled(_writes)
+    rt = tf(xt, bt)
+    same(x, xt)
+    same(b, bt)
+    same(r, rt)
+    # the returned view still aliases the input, as in eager
+    r.fill_(7)
+    assert x.tolist() == [5.0, 7.0, 7.0, 7.0]
+
+
+def test_inplace_through_a_view_of_an_input_made_before_the_call():
+    base = ember.zeros(2, 3)
+    row = base[1]
+
+    def f(v):
+        v.add_(2)
+        return v.sum()
+
+    cf, _ = compiled(f)
+    s = cf(row)
+    assert s.item() == 6.0
+    assert base.tolist() == [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]
+
+
+def test_view_made_inside_and_returned_aliases_its_base():
+    def f(x):
+        y = x * 1
+        return y, y[:2], y.view(2, 2)
+
+    cf, _ = compiled(f)
+    y, head, square = cf(ember.ones(4))
+    head.fill_(3)
+    assert y.tolist() == [3.0, 3.0, 1.0, 1.0]
+    square[1, 1] = 9
+    assert y.tolist() == [3.0, 3.0, 1.0, 9.0]
+    assert head._base is y and square._base is y
+
+
+def test_view_of_an_input_returned_aliases_the_input():
+    x = ember.arange(6.0)
+    cf, _ = compiled(lambda t: t.view(2, 3)[0])
+    v = cf(x)
+    assert v._base is x
+    v[0] = 100
+    assert x[0].item() == 100.0
+
+
+def test_buffer_updates_match_eager():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    ref = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    ref.load_state_dict(m.state_dict())
+    om = ember.compile(m, backend="eager")
+    for i in range(3):
+        x = ember.randn(5, 3)
+        same(om(x), ref(x), rtol=1e-5, atol=1e-6)
+    same(m[1].running_mean, ref[1].running_mean, rtol=1e-6, atol=1e-7)
+    same(m[1].running_var, ref[1].running_var, rtol=1e-6, atol=1e-7)
+    assert m[1].num_batches_tracked.item() == 3
+
+
+def test_register_buffer_counter_written_in_forward():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("steps", ember.zeros((), dtype=ember.int64))
+            self.register_buffer("ema", ember.zeros(3))
+
+        def forward(self, x):
+            self.steps += 1
+            self.ema.mul_(0.5).add_(x.mean(0) * 0.5)
+            return x - self.ema
+
+    m, ref = Counting(), Counting()
+    om = ember.compile(m, backend="eager")
+    for i in range(3):
+        x = ember.full((2, 3), float(i))
+        same(om(x), ref(x))
+    assert m.steps.item() == ref.steps.item() == 3
+    same(m.ema, ref.ema)
+
+
+def test_inplace_on_an_input_that_requires_grad_leaf_raises_as_eager():
+    w = ember.ones(3, requires_grad=True)
+    cf, _ = compiled(lambda t: t.add_(1))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        cf(w)
+
+
+def test_compiled_forward_is_differentiable():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    x = ember.randn(6, 4)
+    om = ember.compile(m, backend="eager")
+    om(x).sum().backward()
+    got = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    m(x).sum().backward()
+    for g, p in zip(got, m.parameters()):
+        same(g, p.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_results_are_plain_arrays_after_the_call():
+    cf, _ = compiled(lambda x: (x + 1) * 2)
+    r = cf(ember.ones(3))
+    arr = r.numpy()
+    assert type(arr) is np.ndarray
+    assert arr.tolist() == [4.0, 4.0, 4.0]
