@@ -1,14 +1,14 @@
-"""``EMBER_LOGS=output_code``: print the generated source (the one check of that variable,
-to move into ember's central logging module when it exists)."""
-import os
+"""``EMBER_LOGS=output_code`` (or ``set_logs(output_code=True)``): print the generated
+source; the switch is ember.compile's central one (`ember._dynamo.logs`)."""
 import sys
 
 __all__ = ["output_code_enabled", "log_output_code"]
 
 
 def output_code_enabled():
-    names = {p.strip().lstrip("+") for p in os.environ.get("EMBER_LOGS", "").split(",")}
-    return "output_code" in names
+    # ember.compile's switches: EMBER_LOGS (re-read when it changes) and set_logs()
+    from .._dynamo import logs
+    return logs.enabled("output_code")
 
 
 def log_output_code(kind, source):
