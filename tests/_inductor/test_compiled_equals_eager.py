@@ -150,3 +150,30 @@ def test_verify_passes_accepts_the_pipeline(backend):
     x, w, b = rand(4, 8), rand(8), rand(8)
     check(lambda x, w, b: F.layer_norm(x, (8,), w, b).relu(), x, w, b,
           options={"verify_passes": True})
+
+
+def test_empty_and_zero_dim(backend):
+    check(lambda x: (x.exp() + 1, x.sum(-1), x.sum(0)), rand(0, 5))
+    check(lambda x: (x * 2, x.sum(), x.exp().sum() / 3), rand())
+
+
+def test_python_scalar_input(backend):
+    from ember._core.meta import TensorMeta
+    from ember._core.op import REGISTRY
+    from ember._inductor import compile_fx
+    from ember.fx import Graph, GraphModule
+    from ember.nn import Module
+    g = Graph()
+    x, a = g.placeholder("x"), g.placeholder("a")
+    x.meta["val"], a.meta["val"] = TensorMeta((4,), ember.float32), float
+    m = g.call_function(REGISTRY["mul"], (x, a))
+    m.meta["val"] = TensorMeta((4,), ember.float32)
+    e = g.call_function(REGISTRY["exp"], (m,))
+    e.meta["val"] = TensorMeta((4,), ember.float32)
+    g.output((e,))
+    c = compile_fx(GraphModule(Module(), g), None)
+    assert c.reason is None and c.kernel_count == 1
+    xs = rand(4)
+    for s in (0.5, 2.0):  # one build serves every value of the scalar
+        np.testing.assert_allclose(np.asarray(c(xs, s)[0]._data),
+                                   np.exp(np.asarray(xs._data) * s), rtol=1e-6)

@@ -69,6 +69,12 @@ def eager(node, env):
     return out._data if isinstance(out, Tensor) else np.asarray(out)
 
 
+def contig(a):
+    """``a`` as a C-contiguous array of the same shape (np.ascontiguousarray makes 0-d
+    arrays 1-d)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(a.shape)
+
+
 def own(a):
     """An output array the caller may keep: a copy when it is a view of other memory."""
     return np.array(a, copy=True) if a.base is not None or not a.flags.c_contiguous else a
@@ -85,7 +91,7 @@ def wrapper_source(sched, dead_after, c_mode):
         b = sched.buffers.get(name)
         src = f"args[{i}]._data"
         if b is not None and b.contiguous:
-            src = f"_np.ascontiguousarray({src})"
+            src = f"_contig({src})"
         L.append(f"    {name} = {src}")
         ins.append(name)
     for s, (i, d) in sorted(sched.symbols.items()):
@@ -121,7 +127,7 @@ def wrapper_source(sched, dead_after, c_mode):
             L.append(f"    {target} = _eager(_NODES[{n.name!r}], locals())")
             b = sched.buffers.get("b_" + n.name)
             if b is not None and b.contiguous and hasattr(m, "shape"):
-                L.append(f"    {target} = _np.ascontiguousarray({target})")
+                L.append(f"    {target} = _contig({target})")
         for name in dead_after.get(i, ()):
             if not _reused_later(sched, name) and name not in sched.constants:
                 L.append(f"    del {name}")
@@ -159,7 +165,7 @@ def make_call(source, sched, kernels):
     callables (ctypes functions or NumPy functions)."""
     from ..._core import dtype as _dt
     nodes = {st.node.name: st.node for st in sched.steps if isinstance(st, ir.EagerStep)}
-    g = {"_np": np, "_threads": threads, "_eager": eager, "_own": own, "_wrap": wrap,
+    g = {"_np": np, "_threads": threads, "_eager": eager, "_own": own, "_contig": contig, "_wrap": wrap,
          "_NODES": nodes, "_CONST": dict(sched.constants),
          "_DT": {b.dtype.name: b.dtype.np for b in sched.buffers.values()}}
     g.update(kernels)
