@@ -1,5 +1,78 @@
-"""Compiling NumPy programs: placeholder until the helper writing it lands."""
+"""Compiling NumPy programs: ``ember.compile(f)`` on a function of ``np.ndarray``s.
+
+A compiled call whose arguments hold ndarrays comes here (`run_numpy_program`).  Each
+ndarray argument is handed to the function as a `NumpyArray` over ``ember.from_numpy`` of
+it (zero-copy, so in-place writes reach the caller's array), inside the same kind of
+capture session as any compiled call: the NumPy calls the function makes arrive through
+NumPy's own protocols (``__array_ufunc__``, ``__array_function__``) and become ember ops
+that the session records (`ember._dynamo.numpy_functions`), with NumPy's dtypes (float64
+by default, NEP 50 promotion).  A NumPy call with no mapping is a graph break: the pending
+graph runs and real NumPy answers.  When the function returns, the graph runs and every
+NumpyArray in the result becomes an ``np.ndarray`` again (or the NumPy scalar NumPy would
+have returned).  Mixed programs stay one graph: ``ember.from_numpy(a)`` of such an array is
+its tensor, and ``t.numpy()`` of a pending tensor answers a NumpyArray through the session's
+``numpy_hook``.
+"""
+import numpy as np
+
+from .._core import dtype as _dt
+from .numpy_array import NumpyArray
+from .session import CaptureSession
+
+__all__ = ["run_numpy_program", "NumpyArray"]
 
 
 def run_numpy_program(compiled, args, kwargs, explain=None):
-    return compiled.fn(*args, **kwargs)
+    """Call ``compiled.fn(*args, **kwargs)`` with its ndarrays captured (module docstring)."""
+    session = CaptureSession(compiled.cache, explain=explain)
+    session.module = compiled.module
+    session.numpy_hook = _tensor_numpy
+    names = compiled._sig_names
+    with session:
+        memo, flat, flat_names = {}, [], []
+        wargs = tuple(_wrap(a, names[i] if i < len(names) else f"args_{i}", memo, flat,
+                            flat_names, 0) for i, a in enumerate(args))
+        wkwargs = {k: _wrap(v, k, memo, flat, flat_names, 0) for k, v in kwargs.items()}
+        session.bind_arguments(flat, flat_names)
+        result = compiled.fn(*wargs, **wkwargs)
+    # the session has run the last graph: every array's tensor holds its value
+    return _unwrap(result, 0)
+
+
+def _tensor_numpy(t):
+    """``t.numpy()`` of a pending tensor inside a NumPy program: a NumpyArray over it."""
+    return NumpyArray(t)
+
+
+def _wrap(x, name, memo, flat, names, depth):
+    """Argument ``x`` with its ndarrays as NumpyArrays (one per distinct array object)."""
+    if type(x) is np.ndarray:
+        if x.dtype not in _dt.FROM_NP:
+            return x  # strings, objects, datetimes: real NumPy handles every use
+        w = memo.get(id(x))
+        if w is None:
+            from ..ops import from_numpy
+            w = memo[id(x)] = NumpyArray(from_numpy(x))
+            flat.append(w._t)
+            names.append(name)
+        return w
+    if depth < 4 and type(x) in (list, tuple):
+        return type(x)(_wrap(v, f"{name}_{i}", memo, flat, names, depth + 1)
+                       for i, v in enumerate(x))
+    if depth < 4 and type(x) is dict:
+        return {k: _wrap(v, f"{name}_{k}", memo, flat, names, depth + 1) for k, v in x.items()}
+    return x
+
+
+def _unwrap(x, depth):
+    """The function's result with its NumpyArrays as ndarrays (or NumPy scalars)."""
+    if type(x) is NumpyArray:
+        a = x.materialize()
+        return a[()] if x.scalar else a
+    if depth < 8 and type(x) in (list, tuple):
+        return type(x)(_unwrap(v, depth + 1) for v in x)
+    if depth < 8 and isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[_unwrap(v, depth + 1) for v in x])
+    if depth < 8 and type(x) is dict:
+        return {k: _unwrap(v, depth + 1) for k, v in x.items()}
+    return x
