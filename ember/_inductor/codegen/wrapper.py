@@ -75,11 +75,6 @@ def contig(a):
     return a if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(a.shape)
 
 
-def own(a):
-    """An output array the caller may keep: a copy when it is a view of other memory."""
-    return np.array(a, copy=True) if a.base is not None or not a.flags.c_contiguous else a
-
-
 def wrapper_source(sched, dead_after, c_mode):
     """The Python source of ``call(*args)``."""
     L = ["def call(*args):"]
@@ -136,12 +131,12 @@ def wrapper_source(sched, dead_after, c_mode):
         if isinstance(o, tuple):
             outs.append(f"_wrap(_np.asarray({o[1]!r}))")
             continue
+        # an output may alias an input, as the eager program's would (AOT graphs return
+        # saved inputs: copying them would cost a copy of every weight per step); constants
+        # live across calls, so the caller gets its own copy of those
         b = sched.buffers[o]
-        fresh = b.kind == "output" and _kernel_made(sched, o)
-        if b.kind in ("input", "constant"):
-            outs.append(f"_wrap(_np.array({o}, copy=True))")
-        else:
-            outs.append(f"_wrap({o})" if fresh else f"_wrap(_own({o}))")
+        outs.append(f"_wrap(_np.array({o}, copy=True))" if b.kind == "constant" else
+                    f"_wrap({o})")
     L.append("    return (" + "".join(x + ", " for x in outs) + ")")
     return "\n".join(L) + "\n"
 
@@ -155,17 +150,12 @@ def _reused_later(sched, name):
     return any(b.reuses == name for b in sched.buffers.values())
 
 
-def _kernel_made(sched, name):
-    return any(isinstance(st, ir.KernelStep) and any(s.buf == name for s in st.kernel.stores)
-               for st in sched.steps)
-
-
 def make_call(source, sched, kernels):
     """Compile the wrapper source with its globals: ``kernels`` maps kernel names to
     callables (ctypes functions or NumPy functions)."""
     from ..._core import dtype as _dt
     nodes = {st.node.name: st.node for st in sched.steps if isinstance(st, ir.EagerStep)}
-    g = {"_np": np, "_threads": threads, "_eager": eager, "_own": own, "_contig": contig, "_wrap": wrap,
+    g = {"_np": np, "_threads": threads, "_eager": eager, "_contig": contig, "_wrap": wrap,
          "_NODES": nodes, "_CONST": dict(sched.constants),
          "_DT": {b.dtype.name: b.dtype.np for b in sched.buffers.values()}}
     g.update(kernels)
