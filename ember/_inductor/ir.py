@@ -17,7 +17,7 @@ import dataclasses
 
 from . import sizes as _sizes
 
-__all__ = ["Affine", "Load", "Const", "ScalarArg", "Iota", "Apply", "Cast", "Reduce", "Store",
+__all__ = ["Affine", "Load", "Const", "SizeValue", "ScalarArg", "Iota", "Apply", "Cast", "Reduce", "Store",
            "Kernel", "Buffer", "KernelStep", "EagerStep", "Schedule", "depends_on", "walk"]
 
 
@@ -62,6 +62,14 @@ class Load(Expr):
 @dataclasses.dataclass(frozen=True)
 class Const(Expr):
     value: object
+    dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeValue(Expr):
+    """A symbolic size used as a number (a mean's divisor): its C expression over the
+    kernel's size arguments."""
+    size: object   # a sizes.Sym
     dtype: str
 
 

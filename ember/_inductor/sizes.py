@@ -15,17 +15,25 @@ class Sym(str):
     """A symbolic size: its C expression text."""
 
 
+def _render(expr):
+    # a SymInt's expression: a string over symbols, or, after arithmetic on one in a shape
+    # rule, a tree (op, lhs, rhs) over such strings and ints
+    if isinstance(expr, tuple):
+        return f"({_render(expr[1])} {expr[0]} {_render(expr[2])})"
+    return str(expr)
+
+
 def size(d):
     """A graph size (int or SymInt) as an int or `Sym`."""
     expr = getattr(d, "expr", None)
     if expr is not None:
-        text = str(expr).replace("//", "/")  # sizes are non-negative: C's / is floor division
+        text = _render(expr).replace("//", "/")  # sizes are non-negative: C's / floors
         return int(text) if text.isdigit() else Sym(text)
     return int(d)
 
 
 def is_static(shape):
-    return all(getattr(d, "expr", None) is None or str(d.expr).isdigit() for d in shape)
+    return all(isinstance(size(d), int) for d in shape)
 
 
 def key(d):

@@ -59,3 +59,31 @@ def test_two_symbolic_dims(monkeypatch):
     for shape in ((5, 9), (2, 31), (33, 4)):
         xs = rand(*shape, seed=shape[0])
         assert_close(compiled(xs), ((xs * xs).sum(1), (xs + 1).amin(0), xs.t() * 2))
+
+
+def test_decompositions_generalise_to_symbolic_sizes():
+    """softmax, layer_norm and a view over symbolic rows decompose (traced at two sizes)
+    and fuse: one kernel serves every row count."""
+    x, w, b = rand(6, 32), rand(32, seed=1), rand(32, seed=2)
+
+    def fn(x, w, b):
+        return F.gelu(F.layer_norm(x, (32,), w, b)) * 2 + F.softmax(x, -1)
+    gm, _ = record_graph(fn, x, w, b)
+    _symbolize(gm, {6: "s0"})
+    compiled = compile_fx(gm, [x, w, b])
+    assert compiled.reason is None and compiled.kernel_count == 1, compiled.source
+    assert "_eager" not in compiled.source
+    for rows in (6, 1, 17):
+        xs = rand(rows, 32, seed=rows)
+        assert_close(compiled(xs, w, b), (fn(xs, w, b),))
+
+
+def test_decomposition_with_symbolic_reduced_dim():
+    x = rand(4, 10)
+    gm, _ = record_graph(lambda x: (x.var(-1), x.mean(-1), F.log_softmax(x, -1)), x)
+    _symbolize(gm, {10: "s0"})
+    compiled = compile_fx(gm, [x])
+    assert compiled.reason is None
+    for cols in (10, 3, 33):
+        xs = rand(4, cols, seed=cols)
+        assert_close(compiled(xs), (xs.var(-1), xs.mean(-1), F.log_softmax(xs, -1)))

@@ -161,6 +161,8 @@ class _Emitter:
             if e.storage != e.dtype:
                 return f"({_ctype(e.dtype)}){ref}"
             return ref
+        if isinstance(e, ir.SizeValue):
+            return f"({_ctype(e.dtype)})({e.size})"
         if isinstance(e, ir.ScalarArg):
             return f"({_ctype(e.dtype)}){e.name}"
         if isinstance(e, ir.Iota):

@@ -39,6 +39,8 @@ class _Gen:
             t = f"_load({e.buf}, {co}, {off}, _SPACE, _dt({e.dtype!r}))"
         elif isinstance(e, ir.Const):
             t = f"_const({e.value!r}, _dt({e.dtype!r}), {self.nd})"
+        elif isinstance(e, ir.SizeValue):
+            t = f"_const({_sizes.py_text(e.size)}, _dt({e.dtype!r}), {self.nd})"
         elif isinstance(e, ir.ScalarArg):
             t = f"_const({e.name}, _dt({e.dtype!r}), {self.nd})"
         elif isinstance(e, ir.Iota):

@@ -6,8 +6,9 @@ a `Recorder`, which writes the primitives it calls into the graph in place of th
 Extern ops (matmul -> BLAS, sort, linalg, fft) and primitives stay.  A node keeps its op
 (and later runs its eager kernel) when decomposing it could change its meaning or cannot
 be done once for all calls: random ops (their decomposition would freeze one draw of the
-generator into the graph), inputs that are runtime Python scalars, and symbolic sizes (a
-decomposition traced at the example sizes would bake them in)."""
+generator into the graph) and inputs that are runtime Python scalars.  A node with symbolic
+sizes is traced at two sizes and generalised (`decompose_symbolic`), or kept when the two
+traces differ in a way no size explains."""
 import operator
 
 import numpy as np
@@ -18,6 +19,7 @@ from ..._core.meta import TensorMeta
 from ..._core.tensor import Tensor, wrap
 from .. import config
 from .. import sizes as _sizes
+from .decompose_symbolic import decompose_symbolic
 from .record import Recorder
 
 __all__ = ["decompose"]
@@ -33,18 +35,21 @@ def _decomposable(node):
         return False
     if op.category in ("random", "distributions") and not config.decompose_random:
         return False
-    metas = []
+    if node.meta.get("no_decompose"):
+        return False
     for a in _flat(node.args) + _flat(list(node.kwargs.values())):
-        if hasattr(a, "op"):  # an fx Node
-            v = a.meta.get("val")
-            if not isinstance(v, TensorMeta):
-                return False
-            metas.append(v)
+        if hasattr(a, "op") and not isinstance(a.meta.get("val"), TensorMeta):
+            return False  # a runtime Python scalar: the decomposition would bake it in
+    return True
+
+
+def _is_symbolic(node):
+    metas = [a.meta["val"] for a in _flat(node.args) + _flat(list(node.kwargs.values()))
+             if hasattr(a, "op")]
     out = node.meta.get("val")
     metas += [m for m in (out if isinstance(out, tuple) else (out,)) if isinstance(m, TensorMeta)]
-    if not all(_sizes.is_static(m.shape) for m in metas):
-        return False
-    return not any(_has_symbolic(v) for v in node.kwargs.values())
+    return not all(_sizes.is_static(m.shape) for m in metas) or \
+        any(_has_symbolic(v) for v in node.kwargs.values())
 
 
 def _flat(a):
@@ -108,7 +113,10 @@ def decompose(gm):
         done = 0
         for node in todo:
             try:
-                _decompose_one(graph, node)
+                if _is_symbolic(node):
+                    decompose_symbolic(graph, node)
+                else:
+                    _decompose_one(graph, node)
                 done += 1
             except Exception:  # noqa: BLE001 - the node stays and runs its eager kernel
                 node.meta["no_decompose"] = True

@@ -89,9 +89,16 @@ class Lowerer:
                 raise Unsupported(f"size {s} does not broadcast to {o}")
         return tuple(out)
 
+    def scalar(self, v, dtype):
+        """A Python number param: a constant, or a symbolic size read at run time."""
+        s = _sizes.size(v) if getattr(v, "expr", None) is not None else None
+        if isinstance(s, _sizes.Sym):
+            return self.cast(ir.SizeValue(s, "int64"), dtype)
+        return ir.Const(_c_value(v, dtype), dtype)
+
     def operand(self, a, out_shape, idx, dtype):
         if not is_node(a):
-            return ir.Const(_c_value(a, dtype), dtype)
+            return self.scalar(a, dtype)
         m = a.meta.get("val")
         if not hasattr(m, "shape"):  # a Python-scalar input
             kind = {bool: "bool", int: "int64"}.get(m, "float64")
@@ -146,7 +153,7 @@ class Lowerer:
                 return e
             return ir.Cast(e, out_dt, rt)
         if name == "full":
-            return ir.Const(_c_value(node.kwargs["fill_value"], out_dt), out_dt)
+            return self.scalar(node.kwargs["fill_value"], out_dt)
         if name == "arange":
             kw = node.kwargs
             return ir.Iota(idx[0], float(kw["start"]), float(kw["step"]), out_dt)
