@@ -16,8 +16,6 @@ import operator
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from .._core.state import STATE
-
 __all__ = ["NumpyArray", "tensor_meta"]
 
 
@@ -38,21 +36,9 @@ class NumpyArray(NDArrayOperatorsMixin):
     __slots__ = ("_t", "scalar", "__weakref__")
     __array_priority__ = 1000  # above ember Tensors': ``tensor + array`` asks us first
 
-    def __new__(cls, *args, **kwargs):
-        # public ember functions scan their arguments for __ember_function__ only while
-        # some override source is alive (the fx Proxy convention)
-        STATE.overrides += 1
-        return object.__new__(cls)
-
     def __init__(self, tensor, scalar=False):
         self._t = tensor
         self.scalar = scalar
-
-    def __del__(self):
-        try:
-            STATE.overrides -= 1
-        except Exception:  # interpreter shutdown
-            pass
 
     # ---- the protocols ------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

@@ -314,6 +314,8 @@ def _ufunc_apply(ufunc, inputs, kwargs):
             args.append(_scalar_tensor(x, d))
         else:
             args.append(x)
+    if ufunc is np.matmul:
+        _check_matmul(tensor_meta(args[0])[0], tensor_meta(args[1])[0])
     res = fn(*args)
     results = res if isinstance(res, tuple) else (res,)
     results = [cast(r, d) for r, d in zip(results, loop[ufunc.nin:])]
@@ -811,6 +813,11 @@ def _take_along_axis(arr_, indices, axis=-1):
     a, i = arr(arr_), arr(indices)
     if axis is None:
         return NumpyArray(ember.take_along_dim(a._t.reshape(-1), i._t, 0))
+    axis = operator.index(axis) % max(a.ndim, 1)
+    if i.ndim == a.ndim and all(x == y for d, (x, y) in enumerate(zip(i.shape, a.shape))
+                                if d != axis):
+        # no broadcasting needed: a gather (whose graphs stay symbolic in the sizes)
+        return NumpyArray(ember.gather(a._t, axis, i._t))
     return NumpyArray(ember.take_along_dim(a._t, i._t, axis))
 
 
@@ -830,6 +837,12 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
 
 
 # ---- linear algebra --------------------------------------------------------------------
+def _check_matmul(sa, sb):
+    """ember's matmul checks its inner sizes only when the graph runs: NumPy raises here."""
+    if not sa or not sb or sa[-1] != (sb[-2] if len(sb) > 1 else sb[0]):
+        raise _Fallback("matrix product of mismatched shapes")
+
+
 def _matmul_operands(a, b):
     a, b = arr(a), arr(b)
     rdtype = np.result_type(a.dtype, b.dtype)
@@ -841,6 +854,8 @@ def _matmul_operands(a, b):
 @handles(np.dot)
 def _dot(a, b, out=None):
     a, b, ta, tb = _matmul_operands(a, b)
+    if a.ndim and b.ndim:
+        _check_matmul(a.shape, b.shape)
     if a.ndim == 0 or b.ndim == 0:
         r = ember.mul(ta, tb)
     elif b.ndim <= 2 and a.ndim <= 2 or b.ndim == 1:

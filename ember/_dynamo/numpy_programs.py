@@ -16,6 +16,7 @@ its tensor, and ``t.numpy()`` of a pending tensor answers a NumpyArray through t
 import numpy as np
 
 from .._core import dtype as _dt
+from .._core.state import STATE
 from .numpy_array import NumpyArray
 from .session import CaptureSession
 
@@ -24,7 +25,7 @@ __all__ = ["run_numpy_program", "NumpyArray"]
 
 def run_numpy_program(compiled, args, kwargs, explain=None):
     """Call ``compiled.fn(*args, **kwargs)`` with its ndarrays captured (module docstring)."""
-    session = CaptureSession(compiled.cache, explain=explain)
+    session = _NumpySession(compiled.cache, explain=explain)
     session.module = compiled.module
     session.numpy_hook = _tensor_numpy
     names = compiled._sig_names
@@ -37,6 +38,33 @@ def run_numpy_program(compiled, args, kwargs, explain=None):
         result = compiled.fn(*wargs, **wkwargs)
     # the session has run the last graph: every array's tensor holds its value
     return _unwrap(result, 0)
+
+
+class _NumpySession(CaptureSession):
+    """A capture session during which public ember functions look for NumpyArrays among
+    their arguments (``ember.from_numpy(a)``): ``STATE.overrides`` is raised while the
+    user's Python runs, and lowered while a graph runs (eager kernels take their fast C
+    paths only when no override is possible)."""
+
+    def __enter__(self):
+        STATE.overrides += 1
+        self._raised = 1
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            STATE.overrides -= self._raised
+            self._raised = 0
+
+    def flush(self, reason="the function returned"):
+        raised = self._raised
+        STATE.overrides -= raised
+        try:
+            super().flush(reason)
+        finally:
+            STATE.overrides += raised
 
 
 def _tensor_numpy(t):

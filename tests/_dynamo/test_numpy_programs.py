@@ -321,3 +321,22 @@ def test_mixed_tensor_numpy_one_graph():
     got = cf(X)
     np.testing.assert_allclose(got, np.tanh(X * 2) + 1)
     assert cnt.frame_count == 1
+
+
+# ---- the default backend -------------------------------------------------------------
+@pytest.mark.parametrize("prog", ["softmax", "kmeans", "elementwise", "reductions"])
+def test_programs_through_inductor_equal_numpy(prog):
+    from ember._dynamo.testing import CompileCounterWithBackend
+    pts = rng.standard_normal((12, 2))
+    fn, args = {
+        "softmax": (softmax, (X32,)),
+        "kmeans": (kmeans_step, (pts, pts[:3])),
+        "elementwise": (lambda x, i: (np.tanh(x) * i - np.sqrt(np.abs(x)) + 1) / 3, (X, I32)),
+        "reductions": (lambda x: (x.sum(0), x.mean(), x.max(1, keepdims=True), np.argmin(x, 0),
+                                  x.std(axis=1)), (X,)),
+    }[prog]
+    cnt = CompileCounterWithBackend("inductor")
+    cf = ember.compile(fn, backend=cnt)
+    for _ in range(2):
+        assert_same(cf(*args), fn(*args), rtol=1e-5, atol=1e-6)
+    assert cnt.frame_count == 1
