@@ -54,5 +54,6 @@ def build_library(source, kernels_args):
         f.restype = None
         f.argtypes = [(ctypes.c_double if a[2] else ctypes.c_int64) if a[1] == "scalar"
                       else _ARGTYPES[a[1]] for a in args]
+        f._lib_handle = lib
         fns[name] = f
     return fns, info

@@ -16,7 +16,7 @@ its eager kernel from the wrapper, and should a pass itself fail, the graph runs
 from . import config as _config
 from . import ir
 from .build import build_library, compiler_available
-from .codegen import c_kernels, numpy_kernels, wrapper
+from .codegen import c_kernels, cpp_wrapper, numpy_kernels, wrapper
 from .log import log_output_code
 from .passes.cleanup import cleanup
 from .passes.decompose import decompose
@@ -48,7 +48,8 @@ class CompiledGraph:
 
     ``kernel_count`` is the number of generated kernels, ``backend`` "c" or "numpy" (or
     "eager" when compilation failed, with ``reason``), ``source`` the generated code,
-    ``schedule`` the `ir.Schedule`."""
+    ``schedule`` the `ir.Schedule`; ``cpp_wrapper`` whether one C entry point runs the
+    graph, and ``cpp_wrapper_reason`` why not when it was asked for."""
 
     def __init__(self, call, backend, source, schedule, kernel_count, reason=None):
         self._call = call
@@ -57,6 +58,8 @@ class CompiledGraph:
         self.schedule = schedule
         self.kernel_count = kernel_count
         self.reason = reason
+        self.cpp_wrapper = False         # whether the graph runs as one C entry point
+        self.cpp_wrapper_reason = None   # why not, when cpp_wrapper was asked for
 
     def __call__(self, *inputs):
         return self._call(*inputs)
@@ -97,6 +100,15 @@ def _compile(gm, opts):
         coalesce(k)
     dead_after = plan_memory(sched)
     fns, backend, ksrc = None, "numpy", ""
+    cpp_reason = None
+    if opts.cpp_wrapper:
+        if not compiler_available(opts.cc):
+            cpp_reason = "no C compiler"
+        else:
+            try:
+                return _compile_cpp_wrapper(sched, kernels, opts)
+            except cpp_wrapper.Ineligible as e:
+                cpp_reason = str(e)
     if kernels and compiler_available(opts.cc):
         ksrc = c_kernels.source(kernels, sched.symbols, opts.parallel_min_work)
         args = {k.name: _typed_args(k, sched) for k in kernels}
@@ -114,9 +126,36 @@ def _compile(gm, opts):
     log_output_code(f"{backend} kernels", ksrc)
     log_output_code("wrapper", wsrc)
     call = wrapper.make_call(wsrc, sched, fns)
-    # cpp_wrapper (the whole graph as one C entry point) is not generated yet: the Python
-    # wrapper runs the same kernels, so the option changes speed only, never results
-    return CompiledGraph(call, backend, ksrc + "\n" + wsrc, sched, len(kernels))
+    out = CompiledGraph(call, backend, ksrc + "\n" + wsrc, sched, len(kernels))
+    out.cpp_wrapper_reason = cpp_reason  # why cpp_wrapper was asked for and not used
+    return out
+
+
+def _compile_cpp_wrapper(sched, kernels, opts):
+    """The whole graph as one C entry point (`codegen.cpp_wrapper`), or Ineligible."""
+    from . import extern_blas
+    entry, io, has_matmul = cpp_wrapper.entry_source(sched)
+    if has_matmul and not extern_blas.available():
+        raise cpp_wrapper.Ineligible("SciPy's BLAS pointers are unavailable")
+    ksrc = c_kernels.source(kernels, sched.symbols, opts.parallel_min_work) + \
+        extern_blas.blas_declarations() + entry
+    args = {k.name: _typed_args(k, sched) for k in kernels}
+    args["ek_entry"] = [(n, "in", False) for n in io] + \
+        [(n, "sym", False) for n in sorted(sched.symbols)] + \
+        [(x[1], "scalar", True) for x in sched.inputs if isinstance(x, tuple)] + \
+        [("nt", "nt", False)]
+    fns, info = build_library(ksrc, args)
+    if fns is None:
+        raise cpp_wrapper.Ineligible(f"the library did not build: {info}")
+    if has_matmul:
+        extern_blas.install(fns["ek_entry"]._lib_handle)
+    wsrc = cpp_wrapper.shim_source(sched, io)
+    log_output_code("c kernels and entry point", ksrc)
+    log_output_code("cpp_wrapper shim", wsrc)
+    call = wrapper.make_call(wsrc, sched, {"ek_entry": fns["ek_entry"]})
+    out = CompiledGraph(call, "c", ksrc + "\n" + wsrc, sched, len(kernels))
+    out.cpp_wrapper = True
+    return out
 
 
 def _typed_args(k, sched):

@@ -12,18 +12,21 @@ from ember._inductor import config
 
 from .helpers import check, rand, to_torch
 
-BACKENDS = ["c", "numpy"]
+BACKENDS = ["c", "numpy", "cpp_wrapper"]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
     if request.param == "numpy":
         monkeypatch.setattr(config, "cc", None)
+    if request.param == "cpp_wrapper":
+        monkeypatch.setattr(config, "cpp_wrapper", True)
     return request.param
 
 
 def _expect_backend(compiled, backend):
-    assert compiled.backend == backend
+    assert compiled.backend == ("c" if backend == "cpp_wrapper" else backend)
+    assert compiled.cpp_wrapper == (backend == "cpp_wrapper"), compiled.cpp_wrapper_reason
 
 
 def test_pointwise_chain_is_one_kernel(backend):
@@ -65,6 +68,7 @@ def test_nan_propagates_through_max(backend):
 def test_softmax_is_one_kernel(backend):
     x = rand(32, 100)
     c = check(lambda x: F.softmax(x, -1), x, kernels=1)
+    _expect_backend(c, backend)
     want = torch.softmax(to_torch(x), -1).numpy()
     np.testing.assert_allclose(np.asarray(c(x)[0]._data), want, rtol=1e-5, atol=1e-7)
 
@@ -86,6 +90,7 @@ def test_layer_norm_forward_is_one_kernel(backend):
 def test_matmul_bias_gelu(backend):
     x, w, b = rand(8, 32), rand(16, 32, seed=1), rand(16, seed=2)
     c = check(lambda x, w, b: F.gelu(F.linear(x, w, b)), x, w, b, kernels=1)
+    _expect_backend(c, backend)  # matmul through SciPy's BLAS under cpp_wrapper
     want = torch.nn.functional.gelu(torch.nn.functional.linear(to_torch(x), to_torch(w),
                                                                to_torch(b)))
     np.testing.assert_allclose(np.asarray(c(x, w, b)[0]._data), want.numpy(), rtol=1e-4,

@@ -30,19 +30,23 @@ def _fn(x, y):
     return z, z.sum(-1), x.amax(0), x.reshape(-1) * 3, F.softmax(x, -1)
 
 
-@pytest.mark.parametrize("backend", ["c", "numpy"])
+@pytest.mark.parametrize("backend", ["c", "numpy", "cpp_wrapper"])
 def test_one_build_serves_two_sizes(backend, monkeypatch):
     if backend == "numpy":
         monkeypatch.setattr(config, "cc", None)
+    if backend == "cpp_wrapper":
+        monkeypatch.setattr(config, "cpp_wrapper", True)
     x, y = rand(7, 16), rand(16, seed=1)
     gm, _ = record_graph(_fn, x, y)
     _symbolize(gm, {7: "s0", 112: "s0*16"})
     before = dict(build.COUNTERS)
     compiled = compile_fx(gm, [x, y])
-    assert compiled.reason is None and compiled.backend == backend
+    assert compiled.reason is None
+    assert compiled.backend == ("numpy" if backend == "numpy" else "c")
+    assert compiled.cpp_wrapper == (backend == "cpp_wrapper")
     builds = sum(build.COUNTERS.values()) - sum(before.values())
-    assert builds == (1 if backend == "c" else 0)
-    if backend == "c":
+    assert builds == (0 if backend == "numpy" else 1)
+    if backend != "numpy":
         assert "int64_t s0" in compiled.source
     for rows in (7, 3, 40):
         xs = rand(rows, 16, seed=rows)
