@@ -18,6 +18,10 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 __all__ = ["NumpyArray", "tensor_meta"]
 
+# the protocol implementations, set by `ember._dynamo.numpy_functions` when it loads (it
+# imports this module; an import inside every ufunc call would cost a microsecond each)
+_impl = None
+
 
 def tensor_meta(t):
     """(shape, NumPy dtype) of tensor ``t``, read from the pending trace when ``t`` is lazy:
@@ -42,17 +46,14 @@ class NumpyArray(NDArrayOperatorsMixin):
 
     # ---- the protocols ------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy_functions import ufunc_call
-        return ufunc_call(ufunc, method, inputs, kwargs)
+        return _impl.ufunc_call(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from .numpy_functions import function_call
-        return function_call(func, args, kwargs)
+        return _impl.function_call(func, args, kwargs)
 
     @classmethod
     def __ember_function__(cls, func, types, args, kwargs=None):
-        from .numpy_functions import ember_function_call
-        return ember_function_call(func, args, kwargs or {})
+        return _impl.ember_function_call(func, args, kwargs or {})
 
     def __array__(self, dtype=None, copy=None):
         a = self.materialize("the array was converted with np.asarray/np.array")
@@ -62,8 +63,7 @@ class NumpyArray(NDArrayOperatorsMixin):
 
     def materialize(self, reason=None):
         """The real ndarray (runs the pending graph; ``reason``: log it as a graph break)."""
-        from .numpy_functions import real_array
-        return real_array(self, reason)
+        return _impl.real_array(self, reason)
 
     # ---- metadata: known without running anything ----------------------------------
     @property
@@ -133,8 +133,7 @@ class NumpyArray(NDArrayOperatorsMixin):
         return np.transpose(self, axes or None)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        from .numpy_functions import astype
-        return astype(self, dtype, casting, copy)
+        return _impl.astype(self, dtype, casting, copy)
 
     def copy(self, order="C"):
         return np.copy(self)
@@ -156,12 +155,10 @@ class NumpyArray(NDArrayOperatorsMixin):
 
     # ---- indexing ------------------------------------------------------------------
     def __getitem__(self, index):
-        from .numpy_functions import getitem
-        return getitem(self, index)
+        return _impl.getitem(self, index)
 
     def __setitem__(self, index, value):
-        from .numpy_functions import setitem
-        setitem(self, index, value)
+        _impl.setitem(self, index, value)
 
     def __iter__(self):
         shape = self.shape
@@ -217,8 +214,7 @@ class NumpyArray(NDArrayOperatorsMixin):
         # any other ndarray attribute: the real array answers (a graph break)
         if name.startswith("__") or name in ("_t", "scalar"):
             raise AttributeError(name)
-        from .numpy_functions import real_attribute
-        return real_attribute(self, name)
+        return _impl.real_attribute(self, name)
 
 
 def _rebuild(a):

@@ -12,6 +12,7 @@ ember error inside a handler falls back the same way, so NumPy, not ember, raise
 errors.
 """
 import operator
+import sys
 import warnings
 
 import numpy as np
@@ -21,6 +22,7 @@ from .. import ops as _ops
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from .exc import BackendCompilerFailed, RecompileLimitExceeded, Unsupported
+from . import numpy_array as _numpy_array
 from .numpy_array import NumpyArray, tensor_meta
 from .session import current_session
 
@@ -245,6 +247,7 @@ _SCALAR_OK = {np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide,
               np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift}
 # NumPy loops whose integer forms mean something else than ember's op
 _FLOAT_ONLY = {np.reciprocal}
+_LOOPS = {}  # (ufunc, operand dtypes, casting) -> the loop NumPy resolves
 _BOOL_IDENTITY = {np.absolute, np.fabs, np.positive}
 _REDUCE = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min,
            np.logical_and: np.all, np.logical_or: np.any}
@@ -278,56 +281,70 @@ def _ufunc_apply(ufunc, inputs, kwargs):
     fn = UFUNCS.get(ufunc)
     if fn is None:
         raise _Fallback(f"np.{ufunc.__name__} is not captured")
-    out = kwargs.pop("out", None)
-    dtype = kwargs.pop("dtype", None)
-    casting = kwargs.pop("casting", "same_kind")
-    kwargs.pop("order", None)
-    kwargs.pop("subok", None)
-    if kwargs.pop("where", True) is not True or kwargs:
-        raise _Fallback(f"np.{ufunc.__name__} with {sorted(kwargs) or ['where']}")
-    if any(isinstance(x, Tensor) for x in inputs):
-        # an ember Tensor among the operands: ember's (torch's) semantics, a Tensor result
-        return fn(*[x._t if type(x) is NumpyArray else x for x in inputs])
+    out = dtype = None
+    casting = "same_kind"
+    if kwargs:
+        out = kwargs.pop("out", None)
+        dtype = kwargs.pop("dtype", None)
+        casting = kwargs.pop("casting", "same_kind")
+        kwargs.pop("order", None)
+        kwargs.pop("subok", None)
+        if kwargs.pop("where", True) is not True or kwargs:
+            raise _Fallback(f"np.{ufunc.__name__} with {sorted(kwargs) or ['where']}")
     operands, dts = [], []
+    n_tensors = 0
     for x in inputs:
-        d = _dtype_operand(x)
-        if type(d) in (int, float, complex):  # a weak Python scalar: the ember op takes it
-            dts.append(type(d))
+        tx = type(x)
+        if tx is NumpyArray:
+            t = x._t
+            operands.append(t)
+            dts.append(_np_dtype(t))
+            n_tensors += 1
+        elif tx is float or tx is int or tx is complex:  # weak: the ember op takes it as is
             operands.append(x)
-            continue
-        dts.append(d)
-        if isinstance(x, np.generic) or type(x) is bool:
-            operands.append(x.item() if isinstance(x, np.generic) else x)
+            dts.append(tx)
+        elif isinstance(x, Tensor):
+            # an ember Tensor among the operands: ember's (torch's) semantics, a Tensor
+            return fn(*[y._t if type(y) is NumpyArray else y for y in inputs])
+        elif isinstance(x, np.generic) or tx is bool:  # a strong scalar
+            operands.append(x.item() if tx is not bool else x)
+            dts.append(_dtype_operand(x))
         else:
-            operands.append(arr(x)._t)
+            t = arr(x)._t
+            operands.append(t)
+            dts.append(_np_dtype(t))
+            n_tensors += 1
     sig = tuple(dts) + ((np.dtype(dtype) if dtype is not None else None),) * ufunc.nout
-    loop = ufunc.resolve_dtypes(sig, casting=casting)
-    if ufunc in _FLOAT_ONLY and loop[0].kind not in "fc":
-        raise _Fallback(f"np.{ufunc.__name__} on {loop[0]}")
+    key = (ufunc, sig, casting)
+    loop = _LOOPS.get(key)
+    if loop is None:
+        loop = _LOOPS[key] = ufunc.resolve_dtypes(sig, casting=casting)
+        if ufunc in _FLOAT_ONLY and loop[0].kind not in "fc":
+            del _LOOPS[key]
+            raise _Fallback(f"np.{ufunc.__name__} on {loop[0]}")
     if ufunc in _BOOL_IDENTITY and loop[0] == np.bool_:
         fn = ember.clone
+    scalars_ok = n_tensors and ufunc in _SCALAR_OK
     args = []
     for x, d in zip(operands, loop):
         if isinstance(x, Tensor):
-            args.append(cast(x, d))
-        elif ufunc not in _SCALAR_OK or all(not isinstance(o, Tensor) for o in operands):
-            args.append(_scalar_tensor(x, d))
+            args.append(x if _np_dtype(x) == d else cast(x, d))
         else:
-            args.append(x)
+            args.append(x if scalars_ok else _scalar_tensor(x, d))
     if ufunc is np.matmul:
         _check_matmul(tensor_meta(args[0])[0], tensor_meta(args[1])[0])
     res = fn(*args)
-    results = res if isinstance(res, tuple) else (res,)
-    results = [cast(r, d) for r, d in zip(results, loop[ufunc.nin:])]
-    scalar = _rank(results[0]) == 0
+    if ufunc.nout == 1:
+        r = res if _np_dtype(res) == loop[-1] else cast(res, loop[-1])
+        if out is not None:
+            return _finish(r, out=out)
+        return NumpyArray(r, _rank(r) == 0)
+    results = [cast(r, d) for r, d in zip(res, loop[ufunc.nin:])]
     if out is not None:
-        outs = out if isinstance(out, tuple) else (out,)
-        if len(outs) != len(results):
+        if len(out) != len(results):
             raise _Fallback("out= of another length")
-        done = [_finish(r, out=o) for r, o in zip(results, outs)]
-        return done[0] if len(done) == 1 else tuple(done)
-    done = [NumpyArray(r, scalar) for r in results]
-    return done[0] if len(done) == 1 else tuple(done)
+        return tuple(_finish(r, out=o) for r, o in zip(results, out))
+    return tuple(NumpyArray(r, _rank(r) == 0) for r in results)
 
 
 # ---- NumPy functions -------------------------------------------------------------------
@@ -1058,3 +1075,5 @@ def astype(a, dtype, casting="unsafe", copy=True):
         return NumpyArray(ember.clone(a._t), a.scalar) if copy else a
     return NumpyArray(cast(a._t, dtype), a.scalar)
 
+
+_numpy_array._impl = sys.modules[__name__]

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.state import STATE
+from . import numpy_functions  # noqa: F401  (binds the NumpyArray protocols)
 from .numpy_array import NumpyArray
 from .session import CaptureSession
 
@@ -59,12 +60,30 @@ class _NumpySession(CaptureSession):
             self._raised = 0
 
     def flush(self, reason="the function returned"):
+        _drop_proxies(self.trace)
         raised = self._raised
         STATE.overrides -= raised
         try:
             super().flush(reason)
         finally:
             STATE.overrides += raised
+
+
+def _drop_proxies(trace):
+    """Forget the ``_data`` proxies of the trace's lazy tensors before it runs.  A proxy
+    refers back to its tensor, a cycle that keeps dead intermediates alive until the cyclic
+    GC happens to run, and every live lazy tensor is a graph output: which ones are would
+    vary from call to call (and recompile).  Freed now, the dead ones go; a proxy is made
+    again on the next read.  (A workaround until lazy.py breaks the cycle itself.)"""
+    if trace is None:
+        return
+    for h in trace.holders:
+        t = h()
+        if t is not None:
+            lz = t.__dict__.get("_lazy")
+            if lz is not None:
+                lz.proxy = None
+        t = None
 
 
 def _tensor_numpy(t):

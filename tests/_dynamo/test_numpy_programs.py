@@ -10,12 +10,13 @@ from ember._dynamo.exc import Unsupported
 from dyn_helpers import compiled
 
 
-def check(fn, *args, graphs=1, **tol):
+def check(fn, *args, graphs=1, rtol=1e-6, atol=1e-9, **kwargs):
     """``fn`` compiled on fresh copies of ``args`` equals ``fn`` in NumPy (values, dtypes,
     array vs NumPy scalar), with ``graphs`` graphs compiled; returns the compiled result."""
     cf, cnt = compiled(fn)
-    got = cf(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
-    want = fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
+    got = cf(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args], **kwargs)
+    want = fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args], **kwargs)
+    tol = dict(rtol=rtol, atol=atol)
     assert_same(got, want, **tol)
     assert cnt.frame_count == graphs, cnt.frame_count
     return got
@@ -116,6 +117,35 @@ def test_broadcasting_pairwise_distances():
         d = a[:, None, :] - b[None, :, :]
         return np.sqrt((d ** 2).sum(axis=-1))
     check(f, X, X[:3])
+
+
+def test_linalg_sorting_and_gathering():
+    a = rng.standard_normal((4, 4))
+    b = rng.standard_normal((4, 3))
+    idx = np.array([0, 3, 3, 1])
+
+    def f(a, b, idx):
+        spd = a @ a.T + 4 * np.eye(4)
+        return (np.linalg.norm(a), np.linalg.norm(a, axis=1), np.linalg.norm(a[0], np.inf),
+                np.linalg.solve(spd, b), np.linalg.inv(spd), np.linalg.det(spd),
+                np.sort(a, axis=0), np.argsort(a[0]), np.take(a, idx, axis=1), np.take(a, 5),
+                np.split(a, 2), np.diff(a, axis=0), np.trace(a), np.tril(a), np.diag(a),
+                np.subtract.outer(a[0], a[1]), np.add.reduce(a), np.roll(a, 1, axis=1),
+                np.einsum("ij,jk->ik", a, b), np.cumprod(a[:2], axis=0))
+    check(f, a, b, idx, rtol=1e-9)
+
+
+def test_out_and_inplace_operators_write_the_callers_array():
+    def f(x):
+        np.exp(x[0], out=x[0])
+        x[:, 1] += 1
+        x *= 2
+        return x.sum()
+    a, b = X.copy(), X.copy()
+    cf, cnt = compiled(f)
+    assert_same(cf(a), f(b))
+    np.testing.assert_allclose(a, b)
+    assert cnt.frame_count == 1
 
 
 def test_where_clip_and_friends():
@@ -281,6 +311,21 @@ def test_guards_recompile_on_dtype_not_on_values():
     assert cnt.frame_count == 1
     assert cf(X32).dtype == np.float32
     assert cnt.frame_count == 2
+
+
+def test_varying_sizes_compile_once_more_as_symbolic():
+    cf, cnt = compiled(kmeans_step)
+    for n in (10, 20, 30, 40):
+        pts = rng.standard_normal((n, 2))
+        for g, w in zip(cf(pts, pts[:3]), kmeans_step(pts, pts[:3])):
+            assert_same(g, w)
+    assert cnt.frame_count == 2
+
+
+def test_arrays_in_lists_and_keywords():
+    def f(xs, *, scale):
+        return np.concatenate(xs) * scale
+    check(f, [X, X[:2]], scale=np.float32(2))
 
 
 def test_non_numeric_arrays_pass_through():
