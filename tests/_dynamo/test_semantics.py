@@ -421,3 +421,57 @@ def test_numpy_results_are_plain_arrays_after_the_call():
     arr = r.numpy()
     assert type(arr) is np.ndarray
     assert arr.tolist() == [4.0, 4.0, 4.0]
+
+
+def _data_write(x):
+    x.data.add_(1)
+    return x * 2
+
+
+def _t_(x):
+    return x.t_() * 1
+
+
+def _unsqueeze_(x):
+    return x.unsqueeze_(0) * 2
+
+
+def _replace_data(x):
+    x.data = ember.zeros(3)
+    return x + 1
+
+
+def _out_input(x, o):
+    ember.mul(x, 3, out=o)
+    return o.sum()
+
+
+def _xfail(reason):
+    return pytest.mark.xfail(reason=f"core bug reported: {reason}", strict=True)
+
+
+@pytest.mark.parametrize("fn, make", [
+    pytest.param(_data_write, lambda: (ember.ones(2, requires_grad=True),),
+                 marks=_xfail("a write through .data is not seen by later reads"), id="data"),
+    pytest.param(_t_, lambda: (ember.ones(2, 3),),
+                 marks=_xfail("in-place view ops on inputs fail"), id="t_"),
+    pytest.param(_unsqueeze_, lambda: (ember.ones(2),),
+                 marks=_xfail("in-place view ops on inputs fail"), id="unsqueeze_"),
+    pytest.param(_replace_data, lambda: (ember.ones(2),),
+                 marks=_xfail("replacing an input's .data fails"), id="set_data"),
+    pytest.param(_out_input, lambda: (ember.ones(2), ember.zeros(2)),
+                 marks=_xfail("out= an input fails"), id="out_input"),
+    pytest.param(lambda x: (x.resize_(6), x * 1)[1], lambda: (ember.arange(6.0).view(2, 3),),
+                 id="resize_"),
+    pytest.param(lambda x, y: x.copy_(y), lambda: (ember.zeros(2, 2), ember.arange(2.0)),
+                 id="copy_broadcast"),
+    pytest.param(lambda x: (x.__setitem__(x > 1, 0), x)[1], lambda: (ember.arange(4.0),),
+                 id="masked_setitem"),
+])
+def test_inplace_corner_cases_on_inputs(fn, make):
+    eager_args, compiled_args = make(), make()
+    expected = fn(*eager_args)
+    got = ember.compile(fn, backend="eager")(*compiled_args)
+    same(got, expected)
+    for a, b in zip(compiled_args, eager_args):
+        same(a, b)
