@@ -11,6 +11,7 @@ records.  Anything else needs the real array: the pending graph runs and NumPy a
 rather than an array (full reductions, ufuncs of 0-d operands, integer indexing): the
 compiled function returns it as one.
 """
+import math
 import operator
 
 import numpy as np
@@ -182,6 +183,19 @@ class NumpyArray(NDArrayOperatorsMixin):
 
     def __index__(self):
         return operator.index(self.materialize())
+
+    def __round__(self, ndigits=None):
+        a = self.materialize()
+        return round(a[()] if a.ndim == 0 else a, ndigits)
+
+    def __trunc__(self):
+        return math.trunc(self.materialize()[()])
+
+    def __floor__(self):
+        return math.floor(self.materialize()[()])
+
+    def __ceil__(self):
+        return math.ceil(self.materialize()[()])
 
     def __contains__(self, value):
         return value in self.materialize()

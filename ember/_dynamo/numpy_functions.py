@@ -441,6 +441,69 @@ HANDLERS[np.std] = _reduction(np.std, _var(ember.std))
 HANDLERS[np.var] = _reduction(np.var, _var(ember.var))
 
 
+def _quantile_of(func, a, q, axis, keepdims, scale, method="linear", **unsupported):
+    if unsupported or method != "linear" or not isinstance(q, (int, float, np.floating,
+                                                                np.integer)):
+        raise _Fallback("only a scalar q with linear interpolation is captured")
+    a = arr(a)
+    if isinstance(axis, (tuple, list)) or a.dtype.kind == "c":
+        raise _Fallback("several axes or complex numbers")
+    rdtype, scalar = _meta(func, a, **({"q": q} if func is not np.median else {}),
+                           axis=axis, keepdims=keepdims)
+    t = cast(a._t, rdtype if rdtype.kind == "f" else np.float64)
+    if axis is None:
+        r = ember.quantile(t.reshape(-1), float(q) / scale, dim=0)
+        if keepdims:
+            r = r.reshape((1,) * a.ndim)
+    else:
+        r = ember.quantile(t, float(q) / scale, dim=operator.index(axis),
+                           keepdim=bool(keepdims))
+    return NumpyArray(cast(r, rdtype), scalar)
+
+
+@handles(np.median)
+def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    if out is not None:
+        raise _Fallback("out=")
+    return _quantile_of(np.median, a, 0.5, axis, keepdims, 1)
+
+
+@handles(np.percentile)
+def _percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, **kw):
+    if out is not None:
+        raise _Fallback("out=")
+    return _quantile_of(np.percentile, a, q, axis, keepdims, 100, method, **kw)
+
+
+@handles(np.quantile)
+def _quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+              keepdims=False, **kw):
+    if out is not None:
+        raise _Fallback("out=")
+    return _quantile_of(np.quantile, a, q, axis, keepdims, 1, method, **kw)
+
+
+@handles(np.average)
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    if weights is not None or returned:
+        raise _Fallback("average with weights")
+    return np.mean(a, axis=axis, keepdims=keepdims)
+
+
+@handles(np.ptp)
+def _ptp(a, axis=None, out=None, keepdims=False):
+    return np.subtract(np.max(a, axis=axis, keepdims=keepdims),
+                       np.min(a, axis=axis, keepdims=keepdims), out=out)
+
+
+@handles(np.count_nonzero)
+def _count_nonzero(a, axis=None, *, keepdims=False):
+    if axis is None and not keepdims:
+        raise _Fallback("count_nonzero of the whole array (a Python int)")
+    return np.sum(np.not_equal(a, 0), axis=axis, keepdims=keepdims, dtype=np.intp)
+
+
 def _arg_reduction(func, op):
     @handles(func)
     def handler(a, axis=None, out=None, *, keepdims=False):
@@ -751,9 +814,39 @@ def _tile(A, reps):
     return NumpyArray(ember.tile(t, reps))
 
 
-@handles(np.atleast_1d, np.atleast_2d)
-def _atleast(*arys):
-    raise _Fallback("atleast_nd")
+def _atleast(nd):
+    def handler(*arys):
+        out = []
+        for a in arys:
+            a = arr(a)
+            t = a._t
+            if a.ndim < nd:
+                shape = {0: (1,) * nd, 1: (1,) + a.shape + (1,) * (nd - 2)}.get(
+                    a.ndim, a.shape + (1,))
+                t = t.reshape(shape[:nd] if a.ndim == 0 else shape)
+            out.append(NumpyArray(t))
+        return out[0] if len(out) == 1 else tuple(out)
+    return handler
+
+
+HANDLERS[np.atleast_1d] = _atleast(1)
+HANDLERS[np.atleast_2d] = _atleast(2)
+HANDLERS[np.atleast_3d] = _atleast(3)
+
+
+@handles(np.column_stack)
+def _column_stack(tup):
+    _, ts = _arrays(tup)
+    return NumpyArray(ember.cat([t.reshape(-1, 1) if _rank(t) < 2 else t for t in ts], dim=1))
+
+
+@handles(np.meshgrid)
+def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if sparse or indexing not in ("xy", "ij"):
+        raise _Fallback("sparse meshgrid")
+    _, ts = _arrays(xi)
+    grids = ember.meshgrid(*[t.reshape(-1) for t in ts], indexing=indexing)
+    return tuple(NumpyArray(ember.clone(g) if copy else g) for g in grids)
 
 
 @handles(np.split, np.array_split)

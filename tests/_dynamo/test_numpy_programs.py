@@ -135,6 +135,24 @@ def test_linalg_sorting_and_gathering():
     check(f, a, b, idx, rtol=1e-9)
 
 
+@pytest.mark.parametrize("x", [X, I64], ids=["f64", "i64"])
+def test_statistics_and_stacking(x):
+    def f(a):
+        return (np.median(a), np.median(a, axis=0), np.percentile(a, 30, axis=1, keepdims=True),
+                np.quantile(a, 0.7), np.average(a, axis=1), np.ptp(a, axis=0),
+                np.count_nonzero(a > 0, axis=0), np.atleast_2d(a[0]), np.atleast_1d(a[0, 0]),
+                np.column_stack([a[:, 0], a]), np.meshgrid(a[0], a[:3, 0]))
+    check(f, x)
+
+
+def test_python_number_protocols_read_the_value():
+    import math
+
+    def f(a):
+        return round(a.sum(), 2), math.floor(a.max()), int(a[0, 0] * 10), float(a.mean())
+    check(f, X, graphs=4)                 # each value read runs what is pending
+
+
 def test_out_and_inplace_operators_write_the_callers_array():
     def f(x):
         np.exp(x[0], out=x[0])
