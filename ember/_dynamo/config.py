@@ -1,5 +1,7 @@
 """Settings of ember.compile's capture (``ember._dynamo.config``, torch's names)."""
 import contextlib
+import sys
+import types
 
 # the first compile is static; a size seen to change is recompiled once as symbolic
 automatic_dynamic_shapes = True
@@ -34,6 +36,7 @@ def patch(arg1=None, arg2=None, **changes):
         changes.update(arg1)
     elif arg1 is not None:
         raise TypeError("config.patch: give a name and a value, a dict, or keywords")
+    changes = {_ALIASES.get(k, k): v for k, v in changes.items()}
     here = globals()
     for name in changes:
         if name.startswith("_") or name not in here or \
@@ -56,3 +59,23 @@ class _Patch(contextlib.ContextDecorator):
     def __exit__(self, *exc):
         globals().update(self.saved.pop())
         return False
+
+
+# torch's newer names for the same settings
+_ALIASES = {"recompile_limit": "cache_size_limit",
+            "accumulated_recompile_limit": "accumulated_cache_size_limit"}
+
+
+class _ConfigModule(types.ModuleType):
+    """This module, with torch's newer names as aliases (reads and writes)."""
+
+    def __getattr__(self, name):
+        if name in _ALIASES:
+            return getattr(self, _ALIASES[name])
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        super().__setattr__(_ALIASES.get(name, name), value)
+
+
+sys.modules[__name__].__class__ = _ConfigModule

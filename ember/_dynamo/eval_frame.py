@@ -91,6 +91,8 @@ class CompiledFunction:
         self.cache = FunctionCache(name, backend_fn, _backend_name(backend), dynamic=dynamic,
                                    fullgraph=fullgraph, options=options)
         self.mode = mode
+        self._compile_kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                    mode=mode, options=options)
         _CACHES.add(self.cache)
         self._sig_names = _param_names(fn)
         functools.update_wrapper(self, fn, updated=())
@@ -121,6 +123,15 @@ class CompiledFunction:
 
     def __repr__(self):
         return f"<compiled {self.fn!r}>"
+
+    def __reduce__(self):
+        # pickled and deep-copied as what was compiled and how: the copy starts with an
+        # empty cache of its own (compiled graphs are not data)
+        return (_rebuild_compiled_function, (self.fn, self.module, self._compile_kwargs))
+
+
+def _rebuild_compiled_function(fn, module, kwargs):
+    return CompiledFunction(fn, module=module, **kwargs)
 
 
 def _with_options(aot_backend, options):
@@ -188,6 +199,14 @@ class OptimizedModule(Module):
 
     def __repr__(self):
         return f"OptimizedModule(\n  (_orig_mod): {self._orig_mod!r}\n)"
+
+    def __reduce__(self):
+        # as torch's: the original module and how it was compiled (a fresh cache)
+        return (_rebuild_optimized_module, (self._orig_mod, self._compiled_call._compile_kwargs))
+
+
+def _rebuild_optimized_module(mod, kwargs):
+    return compile(mod, **kwargs)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,

@@ -215,6 +215,30 @@ def test_module_compile_in_place():
         nn.Linear(2, 2).compile(mode="bogus")
 
 
+def test_compiled_modules_deep_copy_and_pickle_with_a_fresh_cache():
+    import copy
+    import io
+    m = _two_layer(ember)
+    cnt = CompileCounter()
+    om = ember.compile(m, backend=cnt)
+    x = ember.randn(4, 3)
+    om.eval()
+    ref = om(x)
+    twin = copy.deepcopy(om)
+    assert isinstance(twin, OptimizedModule) and twin._orig_mod is not m
+    same(twin(x), ref)
+    assert twin._compiled_call.cache is not om._compiled_call.cache
+    buf = io.BytesIO()
+    inplace = _two_layer(ember).eval()
+    inplace.compile(backend="eager")
+    ember.save({"om": ember.compile(m, backend="eager"), "inplace": inplace}, buf)
+    buf.seek(0)
+    loaded = ember.load(buf, weights_only=False)
+    same(loaded["om"](x), ref)
+    same(loaded["inplace"](x), inplace(x))
+    assert loaded["inplace"]._compiled_call_impl.module is loaded["inplace"]
+
+
 # ---- backends --------------------------------------------------------------------------------------
 def test_backend_receives_graph_module_and_real_example_inputs():
     from ember.fx import GraphModule
@@ -340,6 +364,9 @@ def test_config_names_and_patch():
     assert static_only() is False and config.automatic_dynamic_shapes is True
     with pytest.raises(AttributeError):
         config.patch(no_such_setting=1)
+    with config.patch(recompile_limit=5):  # torch's newer name
+        assert config.cache_size_limit == config.recompile_limit == 5
+    assert config.recompile_limit == before
 
 
 def test_graph_break_outside_compiled_code_does_nothing():
