@@ -248,7 +248,12 @@ _SCALAR_OK = {np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide,
 # NumPy loops whose integer forms mean something else than ember's op
 _FLOAT_ONLY = {np.reciprocal}
 _LOOPS = {}  # (ufunc, operand dtypes, casting) -> the loop NumPy resolves
-_BOOL_IDENTITY = {np.absolute, np.fabs, np.positive}
+_BOOL_IDENTITY = {np.absolute, np.fabs, np.positive, np.floor, np.ceil, np.trunc}
+# ember has no complex kernel for these (NumPy orders complex numbers lexicographically)
+_NO_COMPLEX = {np.maximum, np.minimum, np.fmax, np.fmin, np.greater, np.greater_equal,
+               np.less, np.less_equal, np.rint, np.sign}
+# integer division by zero is 0 in NumPy (with a warning), an error in ember's kernels
+_INT_DIVISION = {np.floor_divide, np.remainder, np.fmod}
 _REDUCE = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min,
            np.logical_and: np.all, np.logical_or: np.any}
 _ACCUMULATE = {np.add: np.cumsum, np.multiply: np.cumprod}
@@ -319,7 +324,8 @@ def _ufunc_apply(ufunc, inputs, kwargs):
     loop = _LOOPS.get(key)
     if loop is None:
         loop = _LOOPS[key] = ufunc.resolve_dtypes(sig, casting=casting)
-        if ufunc in _FLOAT_ONLY and loop[0].kind not in "fc":
+        if ufunc in _FLOAT_ONLY and loop[0].kind not in "fc" or \
+                ufunc in _NO_COMPLEX and loop[0].kind == "c":
             del _LOOPS[key]
             raise _Fallback(f"np.{ufunc.__name__} on {loop[0]}")
     if ufunc in _BOOL_IDENTITY and loop[0] == np.bool_:
@@ -330,10 +336,15 @@ def _ufunc_apply(ufunc, inputs, kwargs):
         if isinstance(x, Tensor):
             args.append(x if _np_dtype(x) == d else cast(x, d))
         else:
+            if type(x) is bool and d != np.bool_:  # True - x: NumPy computes 1 - x
+                x = d.type(x).item()
             args.append(x if scalars_ok else _scalar_tensor(x, d))
     if ufunc is np.matmul:
         _check_matmul(tensor_meta(args[0])[0], tensor_meta(args[1])[0])
-    res = fn(*args)
+    if ufunc in _INT_DIVISION and loop[1].kind in "biu":
+        res = _int_division(fn, args[0], args[1], loop[1])
+    else:
+        res = fn(*args)
     if ufunc.nout == 1:
         r = res if _np_dtype(res) == loop[-1] else cast(res, loop[-1])
         if out is not None:
@@ -345,6 +356,17 @@ def _ufunc_apply(ufunc, inputs, kwargs):
             raise _Fallback("out= of another length")
         return tuple(_finish(r, out=o) for r, o in zip(results, out))
     return tuple(NumpyArray(r, _rank(r) == 0) for r in results)
+
+
+def _int_division(fn, a, b, dtype):
+    """``fn(a, b)`` on integers with NumPy's 0 where ``b`` is 0."""
+    if not isinstance(b, Tensor):
+        if b != 0:
+            return fn(a, b)
+        b = _scalar_tensor(b, dtype)
+    zero = ember.eq(b, 0)
+    r = fn(a, ember.where(zero, _scalar_tensor(1, dtype), b))
+    return ember.where(zero, _scalar_tensor(0, _np_dtype(r)), r)
 
 
 # ---- NumPy functions -------------------------------------------------------------------
@@ -386,12 +408,21 @@ def _meta(func, a, **kwargs):
     return np.asarray(r).dtype, isinstance(r, np.generic)
 
 
-def _reduction(func, compute, cast_input=True, takes_dtype=True):
+def _no_complex(a):
+    """ember's orderings and variances have no complex kernels (NumPy orders complex
+    numbers lexicographically): real NumPy answers."""
+    if a.dtype.kind == "c":
+        raise _Fallback("complex numbers")
+
+
+def _reduction(func, compute, cast_input=True, takes_dtype=True, real_only=False):
     def handler(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True,
                 initial=_NO, **extra):
         if where is not True or initial is not _NO:
             raise _Fallback("where= or initial=")
         a = arr(a)
+        if real_only:
+            _no_complex(a)
         kw = dict(axis=axis, keepdims=keepdims, **extra)
         if takes_dtype:
             kw["dtype"] = dtype
@@ -431,14 +462,16 @@ def _var(op):
 HANDLERS[np.sum] = _reduction(np.sum, lambda t, d, k: ember.sum(t, dim=d, keepdim=k))
 HANDLERS[np.mean] = _reduction(np.mean, lambda t, d, k: ember.mean(t, dim=d, keepdim=k))
 HANDLERS[np.prod] = _reduction(np.prod, _prod)
-HANDLERS[np.max] = HANDLERS[np.amax] = _reduction(np.max, _minmax(ember.amax), False, False)
-HANDLERS[np.min] = HANDLERS[np.amin] = _reduction(np.min, _minmax(ember.amin), False, False)
+HANDLERS[np.max] = HANDLERS[np.amax] = _reduction(np.max, _minmax(ember.amax), False, False,
+                                                  True)
+HANDLERS[np.min] = HANDLERS[np.amin] = _reduction(np.min, _minmax(ember.amin), False, False,
+                                                  True)
 HANDLERS[np.all] = _reduction(np.all, lambda t, d, k: ember.all(t, dim=d, keepdim=k), False,
                               False)
 HANDLERS[np.any] = _reduction(np.any, lambda t, d, k: ember.any(t, dim=d, keepdim=k), False,
                               False)
-HANDLERS[np.std] = _reduction(np.std, _var(ember.std))
-HANDLERS[np.var] = _reduction(np.var, _var(ember.var))
+HANDLERS[np.std] = _reduction(np.std, _var(ember.std), real_only=True)
+HANDLERS[np.var] = _reduction(np.var, _var(ember.var), real_only=True)
 
 
 def _quantile_of(func, a, q, axis, keepdims, scale, method="linear", **unsupported):
@@ -446,7 +479,7 @@ def _quantile_of(func, a, q, axis, keepdims, scale, method="linear", **unsupport
                                                                 np.integer)):
         raise _Fallback("only a scalar q with linear interpolation is captured")
     a = arr(a)
-    if isinstance(axis, (tuple, list)) or a.dtype.kind == "c":
+    if isinstance(axis, (tuple, list)) or a.dtype.kind in "cb":
         raise _Fallback("several axes or complex numbers")
     rdtype, scalar = _meta(func, a, **({"q": q} if func is not np.median else {}),
                            axis=axis, keepdims=keepdims)
@@ -508,6 +541,7 @@ def _arg_reduction(func, op):
     @handles(func)
     def handler(a, axis=None, out=None, *, keepdims=False):
         a = arr(a)
+        _no_complex(a)
         rdtype, scalar = _meta(func, a, axis=axis, keepdims=keepdims)
         if axis is None:
             r = op(a._t.reshape(-1), 0)
@@ -530,7 +564,7 @@ def _cumulative(func, op):
         t = cast(a._t, rdtype)
         if axis is None:
             t, axis = t.reshape(-1), 0
-        return _finish(op(t, operator.index(axis)), False, out)
+        return _finish(cast(op(t, operator.index(axis)), rdtype), False, out)
 
 
 _cumulative(np.cumsum, ember.cumsum)
@@ -566,6 +600,8 @@ def _clip(a, a_min=_NO, a_max=_NO, out=None, *, min=_NO, max=_NO, **kwargs):
 @handles(np.round, np.around)
 def _round(a, decimals=0, out=None):
     a = arr(a)
+    if a.dtype == np.bool_:
+        raise _Fallback("rounding booleans")
     if a.dtype.kind in "biu":
         if decimals < 0:
             raise _Fallback("rounding integers to negative decimals")
@@ -905,6 +941,7 @@ def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
         raise _Fallback("sort with order=")
     a = arr(a)
+    _no_complex(a)
     t = a._t if axis is not None else a._t.reshape(-1)
     return NumpyArray(ember.sort(t, dim=-1 if axis is None else axis, stable=True)[0])
 
@@ -914,6 +951,7 @@ def _argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
         raise _Fallback("argsort with order=")
     a = arr(a)
+    _no_complex(a)
     t = a._t if axis is not None else a._t.reshape(-1)
     return NumpyArray(ember.argsort(t, dim=-1 if axis is None else axis, stable=True))
 

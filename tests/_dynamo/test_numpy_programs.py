@@ -22,17 +22,18 @@ def check(fn, *args, graphs=1, rtol=1e-6, atol=1e-9, **kwargs):
     return got
 
 
-def assert_same(got, want, **tol):
+def assert_same(got, want, equal_nan=True, **tol):
     if isinstance(want, (tuple, list)):
         assert type(got) is type(want) and len(got) == len(want)
         for g, w in zip(got, want):
-            assert_same(g, w, **tol)
+            assert_same(g, w, equal_nan, **tol)
         return
     assert type(got) is type(want), (type(got), type(want))
     if isinstance(want, (np.ndarray, np.generic)):
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         assert np.shape(got) == np.shape(want)
-        np.testing.assert_allclose(got, want, **(tol or dict(rtol=1e-6, atol=1e-9)))
+        np.testing.assert_allclose(got, want, equal_nan=equal_nan,
+                                   **(tol or dict(rtol=1e-6, atol=1e-9)))
     else:
         assert got == want
 
@@ -403,3 +404,69 @@ def test_programs_through_inductor_equal_numpy(prog):
     for _ in range(2):
         assert_same(cf(*args), fn(*args), rtol=1e-5, atol=1e-6)
     assert cnt.frame_count == 1
+
+
+# ---- dtype sweeps: every captured ufunc and reduction against NumPy ------------------------
+SWEEP_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32,
+                np.float64, np.complex64, np.complex128]
+
+
+def sample(dtype, shape=(6,)):
+    r = np.random.default_rng(1)
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return r.random(shape) > 0.5
+    if kind in "iu":
+        return r.integers(0, 5, shape).astype(dtype)       # zeros included: x // 0 is 0
+    if kind == "c":
+        return (r.standard_normal(shape) + 1j * r.standard_normal(shape)).astype(dtype)
+    return (r.random(shape) * 3 + 0.5).astype(dtype)
+
+
+def same_or_same_error(fn, *args):
+    """``fn`` compiled equals ``fn`` in NumPy, or both raise the same exception type."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = fn(*args)
+        except Exception as e:
+            with pytest.raises(type(e)):
+                ember.compile(fn, backend="eager")(*args)
+            return
+        got = ember.compile(fn, backend="eager")(*args)
+    assert_same(got, want, rtol=2e-3, atol=2e-3, equal_nan=True)
+
+
+def _ufunc_ids():
+    from ember._dynamo.numpy_functions import UFUNCS
+    return [u for u in UFUNCS if u is not np.matmul]
+
+
+@pytest.mark.parametrize("ufunc", _ufunc_ids(), ids=lambda u: u.__name__)
+def test_every_captured_ufunc_matches_numpy_on_every_dtype(ufunc):
+    for d1 in SWEEP_DTYPES:
+        if ufunc.nin == 1:
+            same_or_same_error(ufunc, sample(d1))
+            continue
+        for d2 in SWEEP_DTYPES[::2] + [d1]:
+            same_or_same_error(ufunc, sample(d1), sample(d2)[::-1].copy())
+        for scalar in (2, 2.5, True):
+            same_or_same_error(lambda x, s=scalar: ufunc(x, s), sample(d1))
+
+
+REDUCTIONS = [np.sum, np.prod, np.mean, np.std, np.var, np.max, np.min, np.argmax, np.argmin,
+              np.all, np.any, np.median, np.ptp]
+
+
+@pytest.mark.parametrize("func", REDUCTIONS, ids=lambda f: f.__name__)
+def test_every_captured_reduction_matches_numpy_on_every_dtype(func):
+    for d in SWEEP_DTYPES:
+        x = sample(d, (3, 4))
+        for kw in ({}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"axis": (0, 1)},
+                   {"axis": None, "keepdims": True}):
+            if func in (np.argmax, np.argmin) and isinstance(kw.get("axis"), tuple):
+                continue
+            same_or_same_error(lambda x, kw=kw: func(x, **kw), x)
+        if func not in (np.argmax, np.argmin, np.all, np.any, np.median, np.ptp):
+            same_or_same_error(lambda x: func(x[:2], axis=1, dtype=np.float32), x)
