@@ -5,6 +5,8 @@ Each `ir.Kernel` becomes one Python function with the same arguments as its C tw
 broadcast over the kernel's space, expressions are the scalar-function table's NumPy
 forms in the same compute dtypes, reductions keep their dims, and stores write views of
 the output buffers.  Same fusion groups, same results, never an error for lack of C."""
+import math
+
 from .. import ir
 from .. import sizes as _sizes
 from .c_kernels import kernel_args
@@ -38,7 +40,10 @@ class _Gen:
             co, off = self.aff(e.index)
             t = f"_load({e.buf}, {co}, {off}, _SPACE, _dt({e.dtype!r}))"
         elif isinstance(e, ir.Const):
-            t = f"_const({e.value!r}, _dt({e.dtype!r}), {self.nd})"
+            v = e.value
+            text = f"float({str(v)!r})" if isinstance(v, float) and not math.isfinite(v) \
+                else repr(v)
+            t = f"_const({text}, _dt({e.dtype!r}), {self.nd})"
         elif isinstance(e, ir.SizeValue):
             t = f"_const({_sizes.py_text(e.size)}, _dt({e.dtype!r}), {self.nd})"
         elif isinstance(e, ir.ScalarArg):

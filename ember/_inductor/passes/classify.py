@@ -56,6 +56,10 @@ def scalar_compute(node):
         comp = compute_name(out.dtype)
     if comp not in _sf._CTYPES or not _sf.has_c(fn, comp):
         return None
+    kind = "b" if comp == "bool" else ("u" if comp.startswith("uint") else
+                                       ("i" if comp.startswith("int") else "f"))
+    if kind not in sf.kinds and not (kind == "u" and "i" in sf.kinds):
+        return None  # the op itself handles this dtype (sign of a bool), not the formula
     return comp
 
 

@@ -1,12 +1,14 @@
-"""Decompose a node whose sizes are symbolic (part of pass 1).
+"""Decompose a node into primitives that hold for every call (part of pass 1).
 
-A decomposition is Python over concrete tensors, so it is traced twice, at two assignments
-of the symbols (the example's sizes, and larger ones).  The two recordings must be the
+A decomposition is Python over concrete tensors, so it is traced twice: on zeros at the
+example's sizes, and on other values at other sizes for each symbol (larger ones); a
+static node is traced on two sets of values at the same sizes.  The two recordings must be the
 same program; an int param that differs between them is a size, and is replaced by the
 symbolic size (an input or output dim, or a product of adjacent dims) that takes both
 values.  The new nodes' metadata comes from each op's shape rule run on the symbolic
 input metadata.  Anything else that differs (a constant built from the sizes, a param no
-size explains) leaves the node whole: it then runs its eager kernel."""
+size explains, a param read off the input values) leaves the node whole: it then runs its
+eager kernel."""
 import operator
 
 import numpy as np
@@ -23,6 +25,11 @@ __all__ = ["decompose_symbolic", "CannotGeneralize"]
 
 class CannotGeneralize(Exception):
     pass
+
+
+# ops whose output shape depends on the values: params after them would hold the
+# stand-ins' sizes
+DATA_DEPENDENT = {"nonzero", "unique", "unique_consecutive", "bincount", "histogram"}
 
 
 def _flat(a):
@@ -57,7 +64,7 @@ def _envs(node):
             used |= _sizes.symbols_of(s)
             if str(s).isidentifier():
                 syms[str(s)] = int(d)
-    if not used or not used <= set(syms):
+    if not used <= set(syms):
         raise CannotGeneralize("a symbol no input size binds")
     env_b = {k: v + 3 + i for i, (k, v) in enumerate(sorted(syms.items()))}
     return syms, env_b
@@ -71,7 +78,18 @@ def _at(v, env):
     return v
 
 
-def _record(node, env):
+def _standin(shape, dtype, pattern):
+    """Zeros, or (``pattern``) a fixed pattern of small values: a decomposition whose
+    program changes between the two read its input values (one_hot's class count)."""
+    if not pattern:
+        return np.zeros(shape, dtype=dtype)
+    k = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) % 2
+    if dtype.kind == "f":
+        return (0.5 + 0.25 * k).astype(dtype)
+    return k.astype(dtype)
+
+
+def _record(node, env, pattern=False):
     from ...fx import Graph
     g = Graph()
     rec = Recorder(g, {})
@@ -81,7 +99,7 @@ def _record(node, env):
         if is_node(a):
             m = a.meta["val"]
             shape = tuple(_sizes.evaluate(_sizes.size(d), env) for d in m.shape)
-            t = wrap(np.zeros(shape, dtype=m.dtype.np))
+            t = wrap(_standin(shape, m.dtype.np, pattern))
             p = g.placeholder(f"in{len(inputs)}")
             inputs.append(a)
             rec.bind(t, p)
@@ -158,10 +176,13 @@ def _meta_args(a, metas):
 def decompose_symbolic(graph, node):
     """Replace ``node`` by its generalised decomposition, or raise `CannotGeneralize`."""
     env_a, env_b = _envs(node)
-    cls = type(_symints(node)[0])
+    syms = _symints(node)
+    cls = type(syms[0]) if syms else None
     ga, ins_a, outs_a, multi = _record(node, env_a)
-    gb, _, outs_b, _ = _record(node, env_b)
+    gb, _, outs_b, _ = _record(node, env_b, pattern=True)
     na = [n for n in ga.nodes if n.op == "call_function"]
+    if any(getattr(n.target, "name", None) in DATA_DEPENDENT for n in na):
+        raise CannotGeneralize("an op with a data-dependent shape")
     nb = [n for n in gb.nodes if n.op == "call_function"]
     if len(na) != len(nb) or any(a.target is not b.target for a, b in zip(na, nb)):
         raise CannotGeneralize("the decomposition's ops depend on the sizes")
@@ -189,8 +210,8 @@ def decompose_symbolic(graph, node):
             raise CannotGeneralize("params depend on the sizes")
         if a.target is operator.getitem:
             meta = metas[args[0]][args[1]]
-        elif isinstance(a.target, Op) and a.target.name == "tensor":
-            meta = a.meta["val"]
+        elif (isinstance(a.target, Op) and a.target.name == "tensor") or not syms:
+            meta = a.meta["val"]  # static: the recording's own metadata
         else:
             try:
                 rule = a.target.shape(*_meta_args(args, metas), **kwargs)

@@ -245,7 +245,7 @@ def constant_array(node):
     """The value of a ``tensor`` creation node."""
     kw = node.kwargs
     dt = node.meta["val"].dtype
-    return np.ascontiguousarray(np.asarray(kw["data"]).astype(dt.np, copy=False))
+    return np.array(np.asarray(kw["data"]).astype(dt.np, copy=False), order="C")  # keeps 0-d
 
 
 _ = _dt  # dtype names are compared as strings here
