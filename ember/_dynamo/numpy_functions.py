@@ -1157,6 +1157,12 @@ def _index(index):
             out.append(_from_real(np.asarray(i)))
         else:
             raise _Fallback(f"an index of type {type(i).__name__}")
+    if len(out) > 1 and any(isinstance(i, Tensor) and _rank(i) for i in out) and \
+            any(type(i) is int for i in out):
+        # with an array among the indices NumPy treats integers as arrays too: they take
+        # part in the advanced-index placement rule (torch's select does not).  A 1-element
+        # index broadcasts away against the others.
+        out = [ember.full((1,), i, dtype=_dt.int64) if type(i) is int else i for i in out]
     return tuple(out) if type(index) is tuple else out[0], any(i is Ellipsis for i in items)
 
 

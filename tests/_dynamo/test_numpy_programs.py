@@ -470,3 +470,24 @@ def test_every_captured_reduction_matches_numpy_on_every_dtype(func):
             same_or_same_error(lambda x, kw=kw: func(x, **kw), x)
         if func not in (np.argmax, np.argmin, np.all, np.any, np.median, np.ptp):
             same_or_same_error(lambda x: func(x[:2], axis=1, dtype=np.float32), x)
+
+
+A3 = np.arange(60.0).reshape(4, 5, 3)
+INDICES = [0, -1, (1, 2), (1, 2, 0), slice(1, 3), (slice(None), 2), (Ellipsis, 1), (None, 0),
+           (0, None, slice(1, 4, 2)), [0, 2], ([0, 1], [2, 3]), (slice(None), [0, 4]),
+           (np.array([0, 3]),), (slice(None), np.array([[0, 1], [2, 3]])),
+           (A3[:, 0, 0] > 20,), (A3 > 30,), (1, slice(None), [0, 2]),
+           ([0, 1], slice(None), [1, 2]), (slice(None, None, -1),), (np.int64(1),),
+           (np.array(1),), (), (Ellipsis,), (True,), ([True, False, True, False],),
+           (slice(10, 20),), (-5,), (5,)]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=lambda i: repr(i)[:40])
+def test_indexing_and_assignment_match_numpy(index):
+    same_or_same_error(lambda a: a[index] * 1, A3)
+
+    def assign(a):
+        b = a.copy()
+        b[index] = -1.0
+        return b
+    same_or_same_error(assign, A3)
