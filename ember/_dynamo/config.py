@@ -5,21 +5,30 @@ import types
 
 # the first compile is static; a size seen to change is recompiled once as symbolic
 automatic_dynamic_shapes = True
-# with automatic_dynamic_shapes, sizes start static (False: symbolic from the first call)
+# with automatic_dynamic_shapes, sizes start static (False: symbolic from the first call,
+# as dynamic=True, for functions compiled without a dynamic= of their own)
 assume_static_by_default = True
 # compiled graphs kept per compiled function before ember generalises what varies (marks
 # it dynamic) and says so once; beyond torch, there is no fall back to eager at the limit
 cache_size_limit = 8
-accumulated_cache_size_limit = 256
 # a Python number that changes between calls becomes a graph input after one recompile
+# (True: every value of an int / a float compiles its own graph)
 specialize_int = False
 specialize_float = False
-# .item() and friends: ember runs the pending graph and returns the value (a graph break)
+# raise at graph breaks instead of splitting the graph (fullgraph=True for every function)
+error_on_graph_break = False
+
+# Accepted so torch programs that set them run; they change nothing in ember:
+# - capture_scalar_outputs / capture_dynamic_output_shape_ops: .item(), nonzero() and other
+#   data-dependent results always run the pending graph (a graph break; with fullgraph=True
+#   an Unsupported error, where torch with these set would keep capturing)
+# - suppress_errors: a backend error is raised (BackendCompilerFailed); ember does not re-run
+#   the Python eagerly, which would repeat its side effects
+# - accumulated_cache_size_limit, verbose: nothing to limit or to print beyond the logs
 capture_scalar_outputs = False
 capture_dynamic_output_shape_ops = False
-# raise at graph breaks instead of splitting the graph (what fullgraph=True sets per call)
-error_on_graph_break = False
 suppress_errors = False
+accumulated_cache_size_limit = 256
 verbose = False
 # later calls whose guards match run the compiled graph without the Python, when the Python
 # that ran during capture is provably free of side effects (ember._dynamo.replay)

@@ -93,6 +93,7 @@ class CompiledFunction:
         self.mode = mode
         self._compile_kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                     mode=mode, options=options)
+        self._fullgraph, self._dynamic = fullgraph, dynamic
         _CACHES.add(self.cache)
         self._sig_names = _param_names(fn)
         functools.update_wrapper(self, fn, updated=())
@@ -107,6 +108,7 @@ class CompiledFunction:
         if _has_ndarray(args) or _has_ndarray(kwargs.values()):
             from .numpy_programs import run_numpy_program
             return run_numpy_program(self, args, kwargs, explain)
+        self._apply_config()
         session = CaptureSession(self.cache, explain=explain)
         session.module = self.module
         with session:
@@ -115,6 +117,15 @@ class CompiledFunction:
             if self.cache.dynamic is not False and not config.specialize_int:
                 args = session.bind_ints(args, self._sig_names)
             return self.fn(*args, **kwargs)
+
+    def _apply_config(self):
+        """The global settings that change how this call captures: error_on_graph_break
+        acts as fullgraph=True, assume_static_by_default=False as dynamic=True (where the
+        compile call did not say)."""
+        cache = self.cache
+        cache.fullgraph = self._fullgraph or config.error_on_graph_break
+        if self._dynamic is None:
+            cache.dynamic = None if config.assume_static_by_default else True
 
     def __get__(self, obj, objtype=None):
         if obj is None:

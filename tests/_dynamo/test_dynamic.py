@@ -246,3 +246,17 @@ def test_factory_sizes_reuse_the_symbolic_graph(fn):
         x = ember.ones(n, 4)
         same(cf(x), fn(x))
     assert cnt.frame_count == 2
+
+
+def test_assume_static_by_default_false_is_symbolic_from_the_first_call():
+    from ember._dynamo import config
+    cf, cnt = compiled(_pointwise)
+    with config.patch(assume_static_by_default=False):
+        for n in (3, 4, 5):
+            same(cf(ember.ones(n)), _pointwise(ember.ones(n)))
+    assert cnt.frame_count == 1
+    static, scnt = compiled(_pointwise, dynamic=False)
+    with config.patch(assume_static_by_default=False):
+        for n in (3, 4):
+            static(ember.ones(n))
+    assert scnt.frame_count == 2  # the function's own dynamic=False wins

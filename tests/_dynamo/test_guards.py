@@ -321,3 +321,30 @@ def test_int_then_float_number_argument():
         same(cf(ember.ones(2), s), ember.full((2,), float(s)))
     for s in (2, 3, 4):
         same(cf(ember.ones(2, dtype=ember.int64), s), ember.full((2,), s, dtype=ember.int64))
+
+
+def test_grad_mode_recompile_is_explained(capsys):
+    logs.set_logs(recompiles=True)
+    cf, _ = compiled(lambda w: (w * w).sum())
+    w = ember.ones(2, requires_grad=True)
+    cf(w)
+    with ember.no_grad():
+        cf(w)
+    (line,) = _log_lines(capsys.readouterr().err, "recompiles")
+    assert "grad mode changed from True to False" in line
+
+
+def test_output_code_of_the_inductor_backend(capsys):
+    logs.set_logs(output_code=True)
+    cf = ember.compile(lambda x: (x.sin() * 2).sum(), backend="inductor")
+    same(cf(ember.ones(4)), (ember.ones(4).sin() * 2).sum(), rtol=1e-5, atol=1e-6)
+    err = capsys.readouterr().err
+    assert "output code" in err and ("for (" in err or "def " in err)
+
+
+def test_error_on_graph_break_setting_acts_as_fullgraph():
+    cf, _ = compiled(lambda x: x + ember.rand(1))
+    with config.patch(error_on_graph_break=True):
+        with pytest.raises(ember._dynamo.Unsupported):
+            cf(ember.ones(1))
+    assert cf(ember.ones(1)).shape == (1,)
