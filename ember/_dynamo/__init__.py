@@ -19,7 +19,7 @@ from .explain import explain  # noqa: F401
 __all__ = ["optimize", "reset", "disable", "explain", "list_backends", "register_backend",
            "mark_dynamic", "mark_static", "maybe_mark_dynamic", "is_compiling", "config",
            "OptimizedModule", "allow_in_graph", "assume_constant_result", "graph_break",
-           "set_stance", "Unsupported"]
+           "set_stance", "Unsupported", "mark_static_address"]
 
 
 def allow_in_graph(fn):
@@ -32,6 +32,15 @@ def assume_constant_result(fn):
     """torch's hint that ``fn``'s result is a constant.  ember runs the user's Python on
     every call, so ``fn`` runs and is returned unchanged: its result is always right."""
     return fn
+
+
+def mark_static_address(t, guard=True):
+    """torch's hint that ``t`` keeps its memory address across calls (for CUDA graphs).
+    ember records no CUDA graphs and reads every tensor as a graph input, so there is
+    nothing to do; ``t`` must still be a tensor."""
+    from .._core.tensor import Tensor
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_static_address expects a Tensor, got {type(t).__name__}")
 
 
 _Module.compile = _module_compile
