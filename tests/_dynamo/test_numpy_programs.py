@@ -277,6 +277,25 @@ def test_explain_counts_breaks_with_reasons():
     assert "np.unique" in out.break_reasons[0].reason
 
 
+def test_fullgraph_compiles_a_pure_program():
+    cf = ember.compile(softmax, backend="eager", fullgraph=True)
+    assert_same(cf(X), softmax(X))
+
+
+def test_errors_leave_eager_mode_as_it_was():
+    from ember._core.state import STATE
+    before = STATE.overrides
+
+    def f(x):
+        np.exp(x)
+        raise KeyError("boom")
+    with pytest.raises(KeyError):
+        ember.compile(f, backend="eager")(X)
+    with pytest.raises(ValueError):          # NumPy's own error, not ember's
+        ember.compile(lambda a, b: a @ b, backend="eager")(X, X)
+    assert STATE.overrides == before
+
+
 def test_fullgraph_raises_at_an_unsupported_call():
     cf = ember.compile(lambda x: np.unique(x * 2), backend="eager", fullgraph=True)
     with pytest.raises(Unsupported, match="np.unique"):
