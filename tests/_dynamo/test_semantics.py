@@ -594,3 +594,54 @@ def test_sizes_returned_are_plain_ints():
         assert type(n0) is int and type(numel) is int
         assert all(type(d) is int for d in size)
         assert (n0, tuple(size), numel) == (n, (n, 2), 2 * n)
+
+
+# ---- errors, nesting, transforms ----------------------------------------------------------------
+def _write_then_raise(x):
+    x.add_(1)
+    y = x * 2
+    if y.shape[0] == 2:
+        raise KeyError("raised after a write")
+    return y
+
+
+def test_an_exception_leaves_the_eager_state_and_the_next_call_works():
+    cf, _ = compiled(_write_then_raise)
+    x = ember.zeros(2)
+    for expected in (1.0, 2.0):
+        with pytest.raises(KeyError, match="raised after a write"):
+            cf(x)
+        assert x.tolist() == [expected, expected]
+        assert type(x) is ember.Tensor and x.shape == (2,)  # an ordinary tensor again
+    same(cf(ember.zeros(3)), ember.full((3,), 2.0))
+
+
+def test_errors_of_ops_are_eager_errors():
+    def mismatched(x):
+        return x + ember.ones(5)
+
+    cf, _ = compiled(mismatched)
+    with pytest.raises(RuntimeError) as ours:
+        cf(ember.ones(3))
+    with pytest.raises(RuntimeError) as eager:
+        mismatched(ember.ones(3))
+    assert str(ours.value) == str(eager.value)
+
+
+def test_compiled_function_called_from_compiled_code_runs_inline():
+    inner, inner_cnt = compiled(lambda x: x * 3)
+    outer, outer_cnt = compiled(lambda x: inner(x) + 1)
+    same(outer(ember.ones(2)), ember.full((2,), 4.0))
+    assert outer_cnt.frame_count == 1 and inner_cnt.frame_count == 0  # one graph: mul, add
+
+
+def test_function_transforms_over_a_compiled_function():
+    from ember.func import grad, vmap
+
+    def f(x):
+        return (x.sin() * 2).sum()
+
+    cf = ember.compile(f, backend="eager")
+    x = ember.arange(6.0).view(2, 3)
+    same(vmap(cf)(x), vmap(f)(x))
+    same(grad(cf)(x[0]), grad(f)(x[0]))
