@@ -401,11 +401,24 @@ def function_call(func, args, kwargs):
 def _meta(func, a, **kwargs):
     """(dtype, is a NumPy scalar) of ``func`` on an array like ``a``, asked of NumPy on a
     one-element array of the same dtype and rank (it also validates axis and dtype)."""
+    try:
+        key = (func, a.dtype, a.ndim, tuple(kwargs.items()))
+        hit = _METAS.get(key)
+    except TypeError:  # an unhashable argument (a list of axes)
+        key = hit = None
+    if hit is not None:
+        return hit
     dummy = np.ones((1,) * a.ndim, dtype=a.dtype)
     with warnings.catch_warnings():  # ddof=1 of one element warns; only the dtype counts
         warnings.simplefilter("ignore")
         r = func(dummy, **kwargs)
-    return np.asarray(r).dtype, isinstance(r, np.generic)
+    hit = np.asarray(r).dtype, isinstance(r, np.generic)
+    if key is not None:
+        _METAS[key] = hit
+    return hit
+
+
+_METAS = {}  # (func, dtype, rank, kwargs) -> what `_meta` found
 
 
 def _no_complex(a):
