@@ -87,7 +87,8 @@ class CompiledFunction:
             from .backends.common import AotBackend
             if isinstance(backend_fn, AotBackend):
                 backend_fn = _with_options(backend_fn, options)
-        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        name = f"{type(module).__qualname__}.forward" if module is not None else \
+            getattr(fn, "__qualname__", None) or type(fn).__name__
         self.cache = FunctionCache(name, backend_fn, _backend_name(backend), dynamic=dynamic,
                                    fullgraph=fullgraph, options=options)
         self.mode = mode
@@ -95,7 +96,8 @@ class CompiledFunction:
                                     mode=mode, options=options)
         self._fullgraph, self._dynamic = fullgraph, dynamic
         _CACHES.add(self.cache)
-        self._sig_names = _param_names(fn)
+        # argument names for messages: a module's are its forward's (not `_call_impl(*args)`)
+        self._sig_names = _param_names(module.forward if module is not None else fn)
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):

@@ -348,3 +348,33 @@ def test_error_on_graph_break_setting_acts_as_fullgraph():
         with pytest.raises(ember._dynamo.Unsupported):
             cf(ember.ones(1))
     assert cf(ember.ones(1)).shape == (1,)
+
+
+@pytest.mark.parametrize("backend", [
+    "eager",
+    pytest.param("aot_eager", marks=pytest.mark.xfail(
+        reason="core bug reported: replay does not guard a parameter's requires_grad",
+        strict=True)),
+])
+def test_parameter_requires_grad_toggled(backend):
+    m = nn.Linear(2, 2)
+    om = ember.compile(m, backend=backend)
+    x = ember.ones(3, 2)
+    for _ in range(2):
+        om(x).sum().backward()
+    m.weight.requires_grad_(False)
+    m.weight.grad = m.bias.grad = None
+    om(x).sum().backward()
+    assert m.weight.grad is None and m.bias.grad.tolist() == [3.0, 3.0]
+    m.bias.requires_grad_(False)
+    out = om(x)
+    assert not out.requires_grad and out.grad_fn is None
+
+
+def test_module_recompile_names_the_forward_argument(capsys):
+    logs.set_logs(recompiles=True)
+    om = ember.compile(nn.Linear(2, 2), backend="eager")
+    om(ember.ones(1, 2))
+    om(ember.ones(3, 2))
+    (line,) = _log_lines(capsys.readouterr().err, "recompiles")
+    assert "Linear.forward" in line and "size 0 of input changed from 1 to 3" in line
