@@ -1137,11 +1137,23 @@ def _to_tensors(x):
 
 
 def ember_function_call(func, args, kwargs):
-    """``__ember_function__``: an ember function given arrays of this program takes their
-    tensors (``ember.from_numpy(a)`` is ``a``'s tensor, sharing its memory)."""
-    if func is ember.from_numpy and len(args) == 1 and type(args[0]) is NumpyArray:
-        return args[0]._t
-    return func(*_to_tensors(args), **_to_tensors(kwargs))
+    """``__ember_function__``: an ember function given arrays of this program.  The
+    functions that take ndarrays eagerly take the array's tensor (``ember.from_numpy(a)``
+    is ``a``'s tensor, sharing its memory; ``ember.tensor(a)`` a copy of it); any other
+    gets the real array, as it would eagerly (usually its TypeError)."""
+    if args and type(args[0]) is NumpyArray:
+        t = args[0]._t
+        if func is ember.from_numpy and len(args) == 1 and not kwargs:
+            return t
+        if func is ember.as_tensor or func is ember.asarray and not kwargs.get("copy"):
+            return func(t, *args[1:], **kwargs)
+        if func is ember.tensor and len(args) == 1 or func is ember.asarray:
+            dtype = kwargs.get("dtype")
+            r = ember.clone(t) if dtype is None or dtype == t.dtype else t.to(dtype)
+            if kwargs.get("requires_grad"):
+                r.requires_grad_(True)
+            return r
+    return func(*_to_real(args), **_to_real(kwargs))
 
 
 # ---- indexing ------------------------------------------------------------------------
