@@ -3,6 +3,7 @@ ember.compile, as one list of named passes.
 
     decompose  ops -> primitives (extern ops stay: matmul -> BLAS, sort, linalg, fft)
     cleanup    no-op views/casts, constant folding, CSE, dead code
+    algebra    value-preserving rewrites for less work (softmax: exp(A) / sum(exp(A)))
     fuse       buffers and loop nests: pointwise chains with their reductions/broadcasts
     loops      merge contiguous loop dims
     memory     reuse dead buffers, drop them after their last reader
@@ -18,6 +19,7 @@ from . import ir
 from .build import build_library, compiler_available
 from .codegen import c_kernels, cpp_wrapper, numpy_kernels, wrapper
 from .log import log_output_code
+from .passes.algebra import algebra
 from .passes.cleanup import cleanup
 from .passes.decompose import decompose
 from .passes.fuse import fuse
@@ -27,7 +29,7 @@ from .passes.verify import verify_graph
 
 __all__ = ["compile_fx", "CompiledGraph", "GRAPH_PASSES"]
 
-GRAPH_PASSES = [("decompose", decompose), ("cleanup", cleanup)]
+GRAPH_PASSES = [("decompose", decompose), ("cleanup", cleanup), ("algebra", algebra)]
 
 _OPTION_NAMES = {"cc", "cpp_wrapper", "verify_passes", "parallel_min_work", "decompose_random"}
 

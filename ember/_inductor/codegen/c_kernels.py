@@ -26,6 +26,7 @@ _CT = dict(_sf._CTYPES, float16="_Float16", bfloat16="uint16_t")
 
 PRELUDE_EXTRA = r"""
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 static inline float ek_bf16_to_f32(uint16_t h) {
@@ -110,6 +111,7 @@ def _minmax_init(kind, dt):
 class _Scope:
     def __init__(self, parent=None):
         self.parent, self.lines, self.cache = parent, [], {}
+        self.computed, self.fills = set(), set()
 
     def find(self, e):
         s = self
@@ -120,8 +122,21 @@ class _Scope:
         return None
 
 
+# elementwise functions cheap enough to recompute in every loop that needs them; any
+# other (exp, log, erf, div, ...) computed in one inner loop and needed in a later one of
+# the same row is kept in a row buffer instead (softmax: exp once per element)
+_CHEAP = {"add", "sub", "mul", "neg", "abs", "maximum", "minimum", "where", "eq", "ne", "lt",
+          "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "sign", "signbit",
+          "floor", "ceil", "trunc", "round"}
+
+
+def _expensive(e):
+    return isinstance(e, ir.Apply) and e.fn not in _CHEAP
+
+
 class _Emitter:
-    def __init__(self, kernel, parallel_inner, scalar_types):
+    def __init__(self, kernel, parallel_inner, scalar_types, row_cache=None):
         self.k = kernel
         self.inner = set(kernel.inner_dims)
         self.memo = {}
@@ -130,6 +145,9 @@ class _Emitter:
         self.scalar_types = scalar_types
         self.root = _Scope()
         self.ptr = {}
+        self.row_cache = row_cache or {}   # expr -> row buffer name
+        self.filled = set()                # row buffers written by an earlier loop
+        self.computed = []                 # per inner scope: the expensive exprs it computed
 
     def var(self, prefix="t"):
         self.n += 1
@@ -147,10 +165,20 @@ class _Emitter:
         hit = target.find(e)
         if hit is not None:
             return hit
-        text = self.text(e, target)
+        rc = self.row_cache.get(e) if target is not self.root else None
+        iv = f"i{min(self.inner)}" if self.inner else "0"
+        if rc is not None and rc in self.filled:
+            text = f"{rc}[{iv}]"
+        else:
+            text = self.text(e, target)
         v = self.var()
         target.lines.append(f"{_ctype(e.dtype)} {v} = {text};")
         target.cache[e] = v
+        if target is not self.root and _expensive(e):
+            target.computed.add(e)
+        if rc is not None and rc not in self.filled:
+            target.lines.append(f"{rc}[{iv}] = {v};")
+            target.fills.add(rc)
         return v
 
     def text(self, e, scope):
@@ -207,6 +235,7 @@ class _Emitter:
     def reduce(self, e):
         acc = self.var("acc")
         kind, dt = e.kind, e.dtype
+        self._reductions_first(e.x)
         inner = _Scope(self.root)
         x = self.val(e.x, inner)
         clause = f" reduction({_CLAUSE[kind]}:{acc})"
@@ -229,6 +258,7 @@ class _Emitter:
                 clause += f" reduction(|:{nan})"
                 post.append(f"if ({nan}) {acc} = NAN;")
         self.root.lines += self.loops(inner.lines, self._pragma(clause))
+        self._close(inner)
         self.root.lines += post
         res = acc if kind not in ("any", "all") else f"(_Bool){acc}"
         v = self.var()
@@ -253,12 +283,48 @@ class _Emitter:
             v = self.val(s.value, self.root)
             self.root.lines.append(self.store_text(s, v, s.value.dtype))
         if finals:
+            for s in finals:
+                self._reductions_first(s.value)
             sc = _Scope(self.root)
             for s in finals:
                 v = self.val(s.value, sc)
                 sc.lines.append(self.store_text(s, v, s.value.dtype))
             self.root.lines += self.loops(sc.lines, self._pragma())
+            self._close(sc)
+        if self.row_cache:
+            n = _sizes.c_text(self.k.space[min(self.inner)])
+            decl = [f"{_ctype(e.dtype)} *{rc} = ({_ctype(e.dtype)} *)malloc(sizeof("
+                    f"{_ctype(e.dtype)}) * ({n} + 1));" for e, rc in self.row_cache.items()]
+            self.root.lines = decl + self.root.lines + \
+                [f"free({rc});" for rc in self.row_cache.values()]
         return self.root.lines
+
+    def _reductions_first(self, e):
+        """Emit the loops of the reductions ``e`` reads before the loop that computes
+        ``e``, so values they leave in row buffers count as computed there."""
+        for r in ir.walk(e):
+            if isinstance(r, ir.Reduce) and self.root.find(r) is None:
+                self.val(r, self.root)
+
+    def _close(self, scope):
+        self.filled |= scope.fills
+        self.computed.append(scope.computed)
+
+
+def _row_cache_plan(kernel, outer, scalar_types):
+    """Expensive values that more than one inner loop of a row computes (a dry run tells),
+    each with a row buffer; only for kernels with outer loops and one inner dim."""
+    if not outer or len(kernel.inner_dims) != 1:
+        return {}
+    em = _Emitter(kernel, False, scalar_types)
+    em.body()
+    seen, again = set(), []
+    for comp in em.computed:
+        for e in comp:
+            if e in seen and e not in again:
+                again.append(e)
+        seen |= comp
+    return {e: f"row{k}" for k, e in enumerate(again)}
 
 
 def _work(kernel):
@@ -289,8 +355,9 @@ def kernel_source(kernel, symbols, parallel_min_work, scalar_types=None):
     outer = [d for d in range(len(kernel.space)) if d not in set(kernel.inner_dims)]
     lines = [f"void {kernel.name}({', '.join(args)}) {{",
              f"    int par = nt > 1 && ({_work(kernel)}) >= {int(parallel_min_work)};"]
+    plan = _row_cache_plan(kernel, outer, scalar_types)
     for parallel in (True, False):
-        em = _Emitter(kernel, parallel and not outer, scalar_types)
+        em = _Emitter(kernel, parallel and not outer, scalar_types, plan)
         body = em.body()
         block = []
         if outer:
