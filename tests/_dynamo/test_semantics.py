@@ -645,3 +645,43 @@ def test_function_transforms_over_a_compiled_function():
     x = ember.arange(6.0).view(2, 3)
     same(vmap(cf)(x), vmap(f)(x))
     same(grad(cf)(x[0]), grad(f)(x[0]))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_module_forward_hooks_and_tensor_hooks_run_every_call(backend):
+    seen = []
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+    m[2].register_forward_pre_hook(lambda mod, args: seen.append("pre"))
+    m[0].register_forward_hook(lambda mod, args, out: seen.append(("post", out.shape[0])))
+    om = ember.compile(m, backend=backend)
+    x = ember.ones(3, 2, requires_grad=True)
+    for _ in range(2):
+        om(x).sum().backward()
+    assert seen == [("post", 3), "pre"] * 2
+    grads = []
+
+    def f(w):
+        y = w * 2
+        y.register_hook(lambda g: grads.append(g.tolist()))
+        return (y * y).sum()
+
+    w = ember.ones(2, requires_grad=True)
+    ember.compile(f, backend=backend)(w).backward()
+    assert grads == [[4.0, 4.0]] and w.grad.tolist() == [8.0, 8.0]
+
+
+@_xfail("module backward hooks do not run under compile and cut the input's grad")
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_module_backward_hooks(backend):
+    def run(compile_it):
+        seen = []
+        ember.manual_seed(0)
+        m = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+        m[0].register_full_backward_hook(lambda mod, gi, go: seen.append(tuple(go[0].shape)))
+        x = ember.ones(3, 2, requires_grad=True)
+        (ember.compile(m, backend=backend) if compile_it else m)(x).sum().backward()
+        return seen, x.grad
+
+    (seen, grad), (eager_seen, eager_grad) = run(True), run(False)
+    assert seen == eager_seen == [(3, 2)]
+    same(grad, eager_grad)
