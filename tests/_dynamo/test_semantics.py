@@ -685,3 +685,35 @@ def test_module_backward_hooks(backend):
     (seen, grad), (eager_seen, eager_grad) = run(True), run(False)
     assert seen == eager_seen == [(3, 2)]
     same(grad, eager_grad)
+
+
+# ---- global modes the Python runs under ----------------------------------------------------------
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_autocast_inside_and_around_compiled_code(backend):
+    def f(x, w):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = x @ w
+            z = y.float().softmax(-1)
+        return y, z
+
+    ember.manual_seed(0)
+    x, w = ember.randn(2, 3), ember.randn(3, 4)
+    cf = ember.compile(f, backend=backend)
+    for got, expected in zip(cf(x, w), f(x, w)):
+        same(got.float(), expected.float(), rtol=1e-2, atol=1e-2)
+        assert got.dtype == expected.dtype
+    mm = ember.compile(lambda a, b: a @ b, backend=backend)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert mm(x, w).dtype == ember.bfloat16
+    assert mm(x, w).dtype == ember.float32
+
+
+def test_default_dtype_is_read_every_call():
+    cf, _ = compiled(lambda x: x + ember.ones(2) * 0.5)
+    try:
+        assert cf(ember.ones(2)).dtype == ember.float32
+        ember.set_default_dtype(ember.float64)
+        assert cf(ember.ones(2)).dtype == ember.float64
+    finally:
+        ember.set_default_dtype(ember.float32)
+    assert cf(ember.ones(2)).dtype == ember.float32
