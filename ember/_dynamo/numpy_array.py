@@ -3,9 +3,10 @@
 It holds an ember Tensor (zero-copy ``ember.from_numpy`` of the caller's array, or the lazy
 result of a captured op) and answers NumPy's protocols: ufuncs and operators arrive through
 ``__array_ufunc__``, NumPy functions through ``__array_function__``, ember functions
-(``ember.from_numpy(a)``, ``ember.sin(a)``) through ``__ember_function__``.  All of them are
-mapped to ember ops (`ember._dynamo.numpy_functions`), which the running capture session
-records.  Anything else needs the real array: the pending graph runs and NumPy answers.
+(``ember.from_numpy(a)``, ``ember.as_tensor(a)``) through ``__ember_function__``.  All of
+them become ember ops (`ember._dynamo.numpy_ufuncs`, ``numpy_reductions``,
+``numpy_functions``, ``numpy_indexing``) that the capture session records.  Anything else
+needs the real array: the pending graph runs and NumPy answers.
 
 ``scalar`` marks a value that NumPy would have returned as a NumPy scalar (``np.float64``)
 rather than an array (full reductions, ufuncs of 0-d operands, integer indexing): the

@@ -5,8 +5,8 @@ ndarray argument is handed to the function as a `NumpyArray` over ``ember.from_n
 it (zero-copy, so in-place writes reach the caller's array), inside the same kind of
 capture session as any compiled call: the NumPy calls the function makes arrive through
 NumPy's own protocols (``__array_ufunc__``, ``__array_function__``) and become ember ops
-that the session records (`ember._dynamo.numpy_functions`), with NumPy's dtypes (float64
-by default, NEP 50 promotion).  A NumPy call with no mapping is a graph break: the pending
+that the session records (`ember._dynamo.numpy_ufuncs`, ``numpy_functions`` ...), with
+NumPy's dtypes (float64 by default, NEP 50 promotion).  A NumPy call with no mapping is a graph break: the pending
 graph runs and real NumPy answers.  When the function returns, the graph runs and every
 NumpyArray in the result becomes an ``np.ndarray`` again (or the NumPy scalar NumPy would
 have returned).  Mixed programs stay one graph: ``ember.from_numpy(a)`` of such an array is

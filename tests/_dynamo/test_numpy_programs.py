@@ -482,7 +482,7 @@ def same_or_same_error(fn, *args):
 
 
 def _ufunc_ids():
-    from ember._dynamo.numpy_functions import UFUNCS
+    from ember._dynamo.numpy_ufuncs import UFUNCS
     return [u for u in UFUNCS if u is not np.matmul]
 
 
