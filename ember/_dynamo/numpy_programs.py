@@ -6,12 +6,16 @@ it (zero-copy, so in-place writes reach the caller's array), inside the same kin
 capture session as any compiled call: the NumPy calls the function makes arrive through
 NumPy's own protocols (``__array_ufunc__``, ``__array_function__``) and become ember ops
 that the session records (`ember._dynamo.numpy_ufuncs`, ``numpy_functions`` ...), with
-NumPy's dtypes (float64 by default, NEP 50 promotion).  A NumPy call with no mapping is a graph break: the pending
-graph runs and real NumPy answers.  When the function returns, the graph runs and every
-NumpyArray in the result becomes an ``np.ndarray`` again (or the NumPy scalar NumPy would
-have returned).  Mixed programs stay one graph: ``ember.from_numpy(a)`` of such an array is
-its tensor, and ``t.numpy()`` of a pending tensor answers a NumpyArray through the session's
-``numpy_hook``.
+NumPy's dtypes (float64 by default, NEP 50 promotion).  A NumPy call with no mapping is a
+graph break: the pending graph runs and real NumPy answers.  When the function returns, the
+graph runs and every NumpyArray in the result becomes an ``np.ndarray`` again (or the NumPy
+scalar NumPy would have returned).  Mixed programs stay one graph: ``ember.from_numpy(a)``
+of such an array is its tensor, and ``t.numpy()`` of a pending tensor answers a NumpyArray
+through the session's ``numpy_hook`` (once lazy.py consults it).
+
+Not captured: ``np.asarray(a)``/``np.array(a)`` (NumPy converts through ``__array__``, so the
+values leave the graph and what follows runs in NumPy), ``isinstance(a, np.ndarray)`` is
+False for a NumpyArray, and a NumpyArray stored outside the call (a global list) stays one.
 """
 import numpy as np
 
