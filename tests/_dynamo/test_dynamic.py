@@ -260,3 +260,62 @@ def test_assume_static_by_default_false_is_symbolic_from_the_first_call():
         for n in (3, 4):
             static(ember.ones(n))
     assert scnt.frame_count == 2  # the function's own dynamic=False wins
+
+
+# ---- one symbolic graph serves every later size, across kinds of ops ------------------------------
+def _seq(n, *shape):
+    """A deterministic tensor of shape (n, *shape) with varied values."""
+    numel = n
+    for s in shape:
+        numel *= s
+    return ember.arange(float(numel)).sin().view(n, *shape)
+
+
+def _cases():
+    import ember.nn.functional as F
+    bn, emb, ln = ember.nn.BatchNorm1d(3), ember.nn.Embedding(10, 4), ember.nn.LayerNorm(4)
+    return [
+        ("inplace_slice", lambda x: (x[1:].mul_(2), x.sum(0))[1], lambda n: (_seq(n, 3),)),
+        ("view_chain", lambda x: (x.view(-1, 3).t().contiguous() * 2).view(3, -1).sum(1),
+         lambda n: (_seq(n, 3),)),
+        ("expand", lambda x, y: x.unsqueeze(1).expand(-1, y.shape[0]) * y,
+         lambda n: (_seq(n), _seq(n + 1))),
+        ("index_tensor", lambda x, i: x[i] * 2,
+         lambda n: (_seq(n), ember.tensor([0, n - 1]))),
+        ("gather", lambda x, i: ember.gather(x, 1, i),
+         lambda n: (_seq(n, 3), ember.zeros(n, 2, dtype=ember.int64))),
+        ("matmul", lambda a, b: a @ b, lambda n: (_seq(n, 4), _seq(4, n))),
+        ("conv2d", lambda x, w: F.conv2d(x, w, padding=1),
+         lambda n: (_seq(2, 3, n + 2, n + 2), _seq(4, 3, 3, 3))),
+        ("max_pool2d", lambda x: F.max_pool2d(x, 2), lambda n: (_seq(1, 1, 2 * n, 2 * n),)),
+        ("batch_norm", lambda x: bn(x), lambda n: (_seq(n, 3),)),
+        ("embedding", lambda i: emb(i).sum(1), lambda n: (ember.arange(n) % 10,)),
+        ("layer_norm", lambda x: ln(x), lambda n: (_seq(n, 4),)),
+        ("mean_keepdim", lambda x: x - x.mean(0, keepdim=True), lambda n: (_seq(n, 2),)),
+        ("arange_of_size", lambda x: x + ember.arange(x.shape[-1]), lambda n: (_seq(2, n),)),
+        ("new_zeros", lambda x: x.new_zeros(x.shape[0], 2) + x[:, :2], lambda n: (_seq(n, 3),)),
+        ("repeat", lambda x: x.repeat(2, 1), lambda n: (_seq(n, 3),)),
+        ("pad", lambda x: F.pad(x, (1, 1)), lambda n: (_seq(n, 3),)),
+        ("causal_attention",
+         lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True),
+         lambda n: (_seq(1, 2, n, 4),)),
+        ("tril_mask_softmax",
+         lambda x: x.masked_fill(ember.ones(x.shape[-1], x.shape[-1]).tril() == 0,
+                                 float("-inf")).softmax(-1),
+         lambda n: (_seq(2, n, n),)),
+        ("cumsum_flip", lambda x: x.cumsum(0).flip(0), lambda n: (_seq(n),)),
+        ("where", lambda x: ember.where(x > 0, x, -x), lambda n: (_seq(n),)),
+        ("topk", lambda x: x.topk(2).values, lambda n: (_seq(n),)),
+        ("sort", lambda x: x.sort(descending=True).values * 2, lambda n: (_seq(n),)),
+    ]
+
+
+@pytest.mark.parametrize("name, fn, make", _cases(), ids=[c[0] for c in _cases()])
+def test_one_symbolic_graph_serves_later_sizes(name, fn, make):
+    cf, cnt = compiled(fn)
+    for n in (2, 3, 5, 8):
+        args, eager_args = make(n), make(n)
+        same(cf(*args), fn(*eager_args), rtol=1e-5, atol=1e-5)
+        for a, b in zip(args, eager_args):
+            same(a, b)
+    assert cnt.frame_count == 2
