@@ -46,6 +46,9 @@ def _unwrap(args):
             if SUBCLASS_OVERRIDES and type(a) in SUBCLASS_OVERRIDES:
                 raise NeedsOverride(a)
             d = a._data
+            if type(d) not in _XP and hasattr(d, "__ember_array__"):
+                # a tensor made from an array not computed then (ember.compile): it is now
+                d = a._data = d.__ember_array__()
             arrays.append(d)
             if a._requires_grad:
                 rg = True

@@ -176,6 +176,8 @@ def scalar_dtype(value):
         return _default[0]
     if t is builtins.complex or isinstance(value, np.complexfloating):
         return default_complex_dtype()
+    if isinstance(value, builtins.int):  # int subclasses (ember.compile's symbolic sizes)
+        return int64
     raise TypeError(f"expected a Tensor or a Python number, got {t.__name__}")
 
 

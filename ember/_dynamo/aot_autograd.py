@@ -9,9 +9,11 @@ backward's first inputs).  Both halves go to the backend's compilers.  At run ti
 forward runs without autograd and its differentiable outputs get one
 `CompiledFunctionBackward` node, whose ``apply`` runs the compiled backward.
 
-Graphs whose backward cannot be recorded this way (a vjp that needs values, dynamic sizes
-the backward cannot bind, Python numbers made inputs) run with autograd op by op instead,
-with the same results: ``compile_aot`` never fails where eager would not.
+Graphs whose backward cannot be recorded this way (a vjp that needs values, symbolic
+sizes, Python numbers made inputs) run with autograd op by op instead, with the same
+results: ``compile_aot`` never fails where eager would not.  Symbolic graphs are excluded
+because a vjp may turn a size into a plain int, which a backward reused for another size
+would then get wrong; the forward's key is recomputed every call, the backward's is not.
 """
 import numpy as np
 
@@ -197,6 +199,10 @@ def compile_aot(gm, example_inputs, backend, trace, spec):
     try:
         if spec.scalar_inputs or spec.size_inputs:
             raise _NotTraceable("Python numbers or sizes are graph inputs")
+        if spec.symbols:
+            # a vjp may turn a symbolic size into an int (a baked constant), and nothing
+            # re-derives the backward for another size: dynamic graphs take autograd per op
+            raise _NotTraceable("the graph has symbolic sizes")
         return _compile_partitioned(gm, example_inputs, backend, trace, spec)
     except _NotTraceable as e:
         logs.log("graph_code", f"backward of a graph not captured ({e}): autograd per op")
@@ -223,10 +229,14 @@ def _compile_partitioned(gm, example_inputs, backend, trace, spec):
     role = {}
     for n, k in enumerate(jspec.inputs):
         t = jt.inputs[k]
-        if any(t is e for e in examples):
-            role[n] = ("in", next(i for i, e in enumerate(examples) if e is t))
-        else:
-            role[n] = ("tangent", next(i for i, tz in enumerate(tangents) if tz is t))
+        i = next((i for i, e in enumerate(examples) if e is t), None)
+        if i is not None:
+            role[n] = ("in", i)
+            continue
+        i = next((i for i, tz in enumerate(tangents) if tz is t), None)
+        if i is None:
+            raise _NotTraceable("a derivative reads a tensor made outside the graph")
+        role[n] = ("tangent", i)
     joint = build_graph_module(jt, jspec, grad_nodes=False)
     tangent_ids = [i for i, t in enumerate(tangents) if t is not None]
     fw_gm, bw_gm, n_saved, saved_inputs = _partition(joint, role, len(fw_outs), n_inputs,

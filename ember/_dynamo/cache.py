@@ -52,6 +52,9 @@ class FunctionCache:
         self.warned_limit = False
         self.recompile_reasons = []
         self.by_ordinal = {}   # n -> the spec of the last graph compiled as a call's n-th
+        self.replay_plan = None     # ember._dynamo.replay: how to skip the Python
+        self.replay_failures = 0    # calls found not replayable (recording stops at 8)
+        self.replay_reason = None   # why the last one was not
 
     def reset(self):
         self.entries.clear()
@@ -62,6 +65,9 @@ class FunctionCache:
         self.compiles = 0
         self.recompile_reasons.clear()
         self.by_ordinal.clear()
+        self.replay_plan = None
+        self.replay_failures = 0
+        self.replay_reason = None
 
     # ---- lookup --------------------------------------------------------------------
     def lookup(self, trace, outputs, session):

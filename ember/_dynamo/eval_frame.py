@@ -15,6 +15,7 @@ from ..nn.modules.module import Module
 from . import config
 from .backends import lookup_backend
 from .cache import FunctionCache
+from .replay import MISS, Recorder, make_plan
 from .session import CaptureSession, current_session
 
 __all__ = ["compile", "optimize", "OptimizedModule", "CompiledFunction", "disable",
@@ -104,6 +105,11 @@ class CompiledFunction:
         if _DISABLED or _STANCE[0] != "default" or current_session() is not None or \
                 STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
+        plan = self.cache.replay_plan
+        if plan is not None and config.replay:
+            r = plan.run(args, kwargs)
+            if r is not MISS:
+                return r
         return self._run(args, kwargs)
 
     def _run(self, args, kwargs, explain=None):
@@ -113,12 +119,25 @@ class CompiledFunction:
         self._apply_config()
         session = CaptureSession(self.cache, explain=explain)
         session.module = self.module
+        cache = self.cache
+        recorder = Recorder() if (config.replay and explain is None and
+                                  cache.replay_failures < 8) else None
+        call_args = args
         with session:
             flat, names = _flat_tensors(args, kwargs, self._sig_names)
             session.bind_arguments(flat, names)
-            if self.cache.dynamic is not False and not config.specialize_int:
-                args = session.bind_ints(args, self._sig_names)
-            return self.fn(*args, **kwargs)
+            if cache.dynamic is not False and not config.specialize_int:
+                call_args = session.bind_ints(args, self._sig_names)
+            if recorder is None:
+                return self.fn(*call_args, **kwargs)
+            with recorder:
+                result = self.fn(*call_args, **kwargs)
+        plan, why = make_plan(self, recorder, session, args, kwargs, result)
+        cache.replay_plan = plan
+        if plan is None:
+            cache.replay_failures += 1
+            cache.replay_reason = why
+        return result
 
     def _apply_config(self):
         """The global settings that change how this call captures: error_on_graph_break
@@ -215,7 +234,10 @@ class OptimizedModule(Module):
 
     def __reduce__(self):
         # as torch's: the original module and how it was compiled (a fresh cache)
-        return (_rebuild_optimized_module, (self._orig_mod, self._compiled_call._compile_kwargs))
+        kwargs = getattr(self._compiled_call, "_compile_kwargs", None)
+        if kwargs is None:  # made by disable()
+            return (disable, (self._orig_mod,))
+        return (_rebuild_optimized_module, (self._orig_mod, kwargs))
 
 
 def _rebuild_optimized_module(mod, kwargs):
@@ -320,9 +342,12 @@ class _Suspended:
 
 def disable(fn=None, recursive=True, *, reason=None):
     """``fn`` runs eagerly even when called from compiled code (a graph break at the call);
-    usable as a decorator."""
+    usable as a decorator.  A module comes back wrapped as torch's does (an
+    `OptimizedModule` whose calls run eagerly)."""
     if fn is None:
         return lambda f: disable(f, recursive, reason=reason)
+    if isinstance(fn, Module):
+        return OptimizedModule(fn, disable(fn._call_impl, recursive, reason=reason))
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -17,6 +17,7 @@ generalise it (automatic dynamic shapes).
 import numpy as np
 
 from .._core import dtype as _dt
+from .symbolic import _LEAF_KINDS as _LEAVES
 from .symbolic import SymInt, render
 
 __all__ = ["GraphSpec", "spec_of"]
@@ -142,7 +143,11 @@ def spec_of(trace, out_values, state):
         shape, dtype, rg = trace.input_metas[k]
         rshape, sk = [], []
         for s in shape:
-            if isinstance(s, SymInt):
+            if isinstance(s, SymInt) and type(s.expr) is tuple and s.expr[0] not in _LEAVES:
+                # a size computed from others (a tangent shaped like an output)
+                rshape.append(render(s.expr, leaf_values, symbols))
+                sk.append("?")
+            elif isinstance(s, SymInt) and type(s.expr) is tuple:
                 lf = s.expr
                 v = int(s)
                 symbols.used.add(lf)

@@ -46,32 +46,57 @@ def run_trace(trace, session):
         mutated_refs[id(t)] = lz
         t.__class__ = lz.original
     results = {}
+    info = FlushInfo()
     if out_values and trace.ops:
-        results = _execute(trace, out_values, session)
+        results = _execute(trace, out_values, session, info)
+    pos = {j: n for n, j in enumerate(info.outputs)}
     # assign: plain lazies and written reals first, then views (their roots are ready)
+    settled = info.settled
     for t, lz in direct:
+        settled[id(t)] = ("out", pos.get(lz.index))
         _settle(t, lz, results[lz.index])
     for t in mutated:
         lz = mutated_refs[id(t)]
+        info.writes.append((t, pos.get(lz.index)))
         _write_back(t, results[lz.index])
     for t, lz in views:
+        root, chain, _ = lz.view
+        settled[id(t)] = ("view", root, chain, bool(t.__dict__.get("_requires_grad")))
         _derive_view(t, lz)
+    return info
     trace.holders.clear()
     trace.roots.clear()
     trace.mutated.clear()
 
 
-def _execute(trace, out_values, session):
+class FlushInfo:
+    """What one flush did, for the replay fast path (`ember._dynamo.replay`)."""
+    __slots__ = ("entry", "inputs", "extra_inputs", "outputs", "writes", "settled")
+
+    def __init__(self):
+        self.entry = None
+        self.inputs = []        # the graph's tensor inputs, in order
+        self.extra_inputs = []  # its size and scalar inputs' values
+        self.outputs = []       # value index of each graph output
+        self.writes = []        # (tensor written in place, output position)
+        self.settled = {}       # id(tensor) -> ("out", position) | ("view", root, chain, grad)
+
+
+def _execute(trace, out_values, session, info):
     from .graph_key import _Unhashable
     cache = session.cache
     try:
         entry, spec = cache.lookup(trace, out_values, session)
     except _Unhashable:
+        info.outputs = list(out_values)
         return _run_ops(trace, out_values)
     lv = trace.session.leaf_values
-    inputs = [trace.inputs[k] for k in spec.inputs] + \
-             [lv[lf] for _, lf in spec.size_inputs] + \
-             [trace.scalars[p] for p in spec.scalar_inputs]
+    info.entry = entry
+    info.inputs = [trace.inputs[k] for k in spec.inputs]
+    info.extra_inputs = [lv[lf] for _, lf in spec.size_inputs] + \
+        [trace.scalars[p] for p in spec.scalar_inputs]
+    info.outputs = list(spec.outputs)
+    inputs = info.inputs + info.extra_inputs
     prev = STATE.grad_enabled
     try:
         if not entry.needs_grad:

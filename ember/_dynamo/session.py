@@ -18,6 +18,7 @@ from .._core.tensor import Size, Tensor
 from . import logs
 from .exc import Unsupported
 from .materialize import run_trace
+from .random_ops import capture_draw, draws_random
 from .symbolic import SymInt, int_leaf, leaf
 from .trace import CannotCapture, Trace
 
@@ -55,6 +56,12 @@ class CaptureMode(DispatchMode):
                 return trace.record_inplace(base, args[0], args[1:], kwargs)
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
+            if draws_random(op):
+                r = capture_draw(trace, op, args, kwargs)
+                s.effects.append(f"{op.name} draws random numbers")
+                if r is None:
+                    raise CannotCapture(f"operator {op.name} draws random numbers")
+                return r
             return trace.record(op, args, kwargs)
         except CannotCapture as e:
             s.graph_break(f"{e} (operator {getattr(op, 'name', op)})")
@@ -110,6 +117,9 @@ class CaptureSession:
         self.module = None
         self.graph_ordinal = 0   # how many graphs this call has run so far
         self.int_names = []
+        self.flushes = []        # FlushInfo of each graph run (ember._dynamo.replay)
+        self.breaks = 0
+        self.effects = []        # what ran at the call and a replay would skip
         self.last_input_names = None
 
     # ---- arguments -----------------------------------------------------------------
@@ -199,6 +209,7 @@ class CaptureSession:
 
     # ---- graph breaks and flushes --------------------------------------------------
     def graph_break(self, reason):
+        self.breaks += 1
         where = user_location()
         if self.cache.fullgraph:
             self.abort()
@@ -221,9 +232,10 @@ class CaptureSession:
         STATE.modes = list(below)
         STATE.intercept = bool(below)
         try:
-            run_trace(trace, self)
+            info = run_trace(trace, self)
             if trace.ops:
                 self.graph_ordinal += 1
+                self.flushes.append(info)
         finally:
             STATE.modes = saved
             STATE.intercept = bool(saved)

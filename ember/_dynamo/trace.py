@@ -19,7 +19,8 @@ from .._core.meta import DataDependentShape, TensorMeta
 from .._core.op import REGISTRY, Category, Op
 from .._core.state import STATE
 from .._core.tensor import Tensor
-from .lazy import LazyRef, lazy_class
+from .lazy import LazyArray, LazyRef, lazy_class
+from .random_ops import RANDOM_NAMES as _RANDOM_NAMES
 from .symbolic import SymInt
 
 __all__ = ["Trace", "OpRecord", "CannotCapture"]
@@ -103,8 +104,16 @@ class Trace:
                     self._refresh_view(a, lz)
                 shape, dtype = self.metas[lz.index]
                 return ("v", lz.index), TensorMeta(shape, dtype), self.value_rg[lz.index]
-            if a.__dict__.get("_data") is None:
+            d = a.__dict__.get("_data")
+            if d is None:
                 raise CannotCapture(f"a tensor of type {type(a).__name__} without storage")
+            if type(d) is LazyArray:
+                # a tensor made from a lazy tensor's array (wrap(x._data)): it aliases x
+                src = d._tensor
+                slz = src.__dict__.get("_lazy")
+                if slz is not None and slz.trace is self:
+                    return self.ref_of(src)
+                a.__dict__["_data"] = d._real()
             k = self._input(a)
             shape, dtype, rg = self.input_metas[k]
             return ("i", k), TensorMeta(shape, dtype), a._requires_grad
@@ -125,6 +134,8 @@ class Trace:
         if op.category is Category.RANDOM or op.name in _EAGER_OPS or \
                 op.name.endswith("_step"):
             raise CannotCapture(f"operator {op.name} draws random numbers or has effects")
+        if op.name in _RANDOM_NAMES:
+            raise CannotCapture(f"operator {op.name} draws random numbers")
         n_scalars = len(self.scalars)
         n_inputs = len(self.inputs)
         try:

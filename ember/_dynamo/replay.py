@@ -1,0 +1,441 @@
+"""The replay fast path: later calls run the compiled graph without running the Python.
+
+Running the user's Python on every call keeps eager meaning, but costs the recording of
+every op.  Dynamo never re-runs the Python it captured; ember may skip it too when that
+is provably the same thing, that is, when the Python that ran during capture has no side
+effects and everything it read is guarded:
+
+* **The proof** is a conservative scan of what ran, collected with ``sys.setprofile``
+  during a capturing call: every Python function that ran is ember's own or user code
+  whose bytecode stores nothing outside its locals (no global, nonlocal, attribute or item
+  stores, no deletes, no imports, no raise), and every C function user code called is on
+  a list of pure builtins.  The call ran exactly one graph, at the return, with no graph
+  break.  Anything in doubt (a print, a list append, a random op, an optimizer step, a
+  global that holds a mutable object) leaves the function on the normal path, forever.
+* **The guards** cover what the Python read: every argument (tensors by type, shape,
+  dtype, requires_grad; numbers and strings by value; anything else by identity), the
+  globals and closure cells the scanned code loads (by identity), the state of the modules
+  involved (training flags, parameter, buffer, submodule and attribute identities), grad
+  mode, the default dtype and device, and that no dispatch mode is active.  Shapes are
+  guarded exactly: a call with other sizes runs the Python (and may make a new plan).
+
+A replayed call gathers the graph's inputs from where they came (argument positions,
+module parameters, globals), runs the compiled graph, writes back tensors written in
+place, and rebuilds the return value (graph outputs, views of them made again, arguments
+passed through, constants).
+"""
+import builtins
+import dis
+import math
+import operator
+import os
+import sys
+import types
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.state import STATE
+from .._core.tensor import Tensor, _version_of
+from .._core.device import _DEVICE_STACK, DEFAULT_DEVICE
+from ..nn.modules.module import Module
+from .materialize import _unaliased
+
+__all__ = ["Recorder", "ReplayPlan", "MISS"]
+
+MISS = object()
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+
+_IMPURE_OPS = frozenset((
+    "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF", "STORE_ATTR",
+    "DELETE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "STORE_SLICE", "DELETE_SLICE",
+    "IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR", "STORE_NAME", "DELETE_NAME",
+    "RAISE_VARARGS", "RERAISE", "PRINT_EXPR", "SETUP_ANNOTATIONS", "LOAD_CLASSDEREF",
+    "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS"))
+
+_PURE_BUILTINS = frozenset(
+    getattr(builtins, n) for n in ("len", "range", "isinstance", "issubclass", "min", "max", "abs", "int", "float",
+              "bool", "tuple", "list", "dict", "zip", "enumerate", "reversed", "sorted",
+              "sum", "any", "all", "iter", "next", "round", "divmod", "pow", "hash", "str",
+              "repr", "slice", "callable", "type", "hasattr", "getattr", "map", "filter",
+              "frozenset", "set", "complex", "id"))
+_PURE_MODULE_FUNCS = (math, operator)
+# methods of builtin containers that only read
+_PURE_METHODS = frozenset(("get", "items", "keys", "values", "index", "count", "copy",
+                           "startswith", "endswith", "format", "join", "split", "__getitem__",
+                           "__contains__", "__len__", "__iter__", "__next__"))
+
+
+def _lib_dirs():
+    dirs = [_EMBER_DIR, "<frozen importlib"]
+    for name in ("numpy", "scipy", "ml_dtypes"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            dirs.append(os.path.dirname(mod.__file__) + os.sep)
+    return tuple(dirs)
+
+
+_LIB_DIRS = _lib_dirs()
+
+
+def _is_ember_code(code):
+    # ember's own code, the array libraries it calls, and the import machinery an ember
+    # function runs (``from . import``): what they change, ember's ops see
+    return code.co_filename.startswith(_LIB_DIRS)
+
+
+def _scan(code, seen):
+    """(pure, globals loaded, free variables loaded) of ``code`` and its nested code."""
+    if code in seen:
+        return True, set(), set()
+    seen.add(code)
+    names, frees = set(), set()
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if op in _IMPURE_OPS:
+            return False, names, frees
+        if op in ("LOAD_GLOBAL", "LOAD_NAME"):
+            names.add(ins.argval)
+        elif op == "LOAD_DEREF" and ins.argval in code.co_freevars:
+            frees.add(ins.argval)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            ok, n, f = _scan(c, seen)
+            if not ok:
+                return False, names, frees
+            names |= n
+    return True, names, frees
+
+
+class Recorder:
+    """Collects what runs during one capturing call (``sys.setprofile``)."""
+
+    def __init__(self):
+        self.user_frames = {}       # code of each user function that ran -> its globals
+        self.impure = None          # the first reason the call is not pure
+        self.prev = None
+
+    def _profile(self, frame, event, arg):
+        if self.impure is not None:
+            return
+        if event == "call":
+            code = frame.f_code
+            if code not in self.user_frames and not _is_ember_code(code):
+                # the globals only: holding the frame would keep its locals (lazy tensors
+                # the graph would then have to produce) alive
+                self.user_frames[code] = frame.f_globals
+        elif event == "c_call":
+            caller = frame.f_code
+            if _is_ember_code(caller):
+                return
+            if arg in _PURE_BUILTINS:
+                return
+            mod = getattr(arg, "__module__", None)
+            if mod in ("math", "operator", "_operator"):
+                return
+            self_obj = getattr(arg, "__self__", None)
+            if getattr(arg, "__name__", None) in _PURE_METHODS and \
+                    isinstance(self_obj, (tuple, list, dict, str, frozenset, Module)):
+                return
+            if isinstance(self_obj, types.ModuleType) and \
+                    getattr(self_obj, "__name__", "").startswith("ember"):
+                return
+            self.impure = f"calls {getattr(arg, '__qualname__', arg)!r}"
+
+    def __enter__(self):
+        self.prev = sys.getprofile()
+        if self.prev is not None:
+            self.impure = "another profiler is active"
+            return self
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is None:
+            sys.setprofile(None)
+        if exc[0] is not None:
+            self.impure = "the call raised"
+
+
+def _guard_global(value):
+    """Whether a loaded global or closure value may be guarded by identity alone."""
+    return value is None or isinstance(value, (types.ModuleType, types.FunctionType,
+                                               types.BuiltinFunctionType, type, int, float,
+                                               bool, str, bytes, complex, Tensor,
+                                               types.MethodType, _dt.dtype, Module)) \
+        or callable(value) and type(value).__module__.startswith("ember")
+
+
+def _state_guard():
+    return (STATE.grad_enabled, STATE.inference, _dt.get_default_dtype(), DEFAULT_DEVICE[0],
+            _DEVICE_STACK and _DEVICE_STACK[-1])
+
+
+def _module_state(mods):
+    """Everything a forward may read of these modules, by identity."""
+    out = []
+    for root in mods:
+        for m in root.modules():
+            d = m.__dict__
+            out.append(m.training)
+            for k, v in d.items():
+                if k in ("_parameters", "_buffers", "_modules"):
+                    out.append(tuple((n, id(x)) for n, x in v.items()))
+                elif not k.startswith("_forward") and not k.startswith("_backward"):
+                    out.append((k, id(v)))
+                else:
+                    out.append((k, len(v) if hasattr(v, "__len__") else id(v)))
+    return tuple(out)
+
+
+def _arg_guard(a):
+    if isinstance(a, Tensor):
+        d = a.__dict__.get("_data")
+        if type(d) is not np.ndarray or "_lazy" in a.__dict__:
+            return None
+        return ("T", type(a), d.shape, d.dtype, a._requires_grad)
+    t = type(a)
+    if t in (int, float, bool, str, complex) or a is None:
+        return ("V", t, a)
+    if t in (tuple, list):
+        inner = tuple(_arg_guard(x) for x in a)
+        return None if None in inner else ("S", t, inner)
+    if t is dict:
+        inner = tuple((k, _arg_guard(v)) for k, v in a.items())
+        return None if any(g is None for _, g in inner) else ("D", inner)
+    return ("I", id(a))
+
+
+def _tensor_paths(args, kwargs):
+    """id(tensor) -> how to fetch it from (args, kwargs)."""
+    out = {}
+
+    def walk(x, path):
+        if isinstance(x, Tensor):
+            out.setdefault(id(x), path)
+        elif type(x) in (tuple, list):
+            for i, y in enumerate(x):
+                walk(y, path + (i,))
+        elif type(x) is dict:
+            for k, y in x.items():
+                walk(y, path + (k,))
+    for i, a in enumerate(args):
+        walk(a, ("a", i))
+    for k, v in kwargs.items():
+        walk(v, ("k", k))
+    return out
+
+
+def _fetch(args, kwargs, path):
+    x = args[path[1]] if path[0] == "a" else kwargs[path[1]]
+    for p in path[2:]:
+        x = x[p]
+    return x
+
+
+class ReplayPlan:
+    """See the module docstring."""
+
+    def __init__(self, compiled, entry, guards, module_roots, module_state, global_guards,
+                 sources, extra_inputs, writes, template, n_args, kw_names):
+        self.compiled = compiled
+        self.entry = entry
+        self.guards = guards
+        self.module_roots = module_roots
+        self.module_state = module_state
+        self.global_guards = global_guards
+        self.sources = sources
+        self.extra_inputs = extra_inputs
+        self.writes = writes
+        self.template = template
+        self.n_args = n_args
+        self.kw_names = kw_names
+        self.hits = 0
+
+    def run(self, args, kwargs):
+        if STATE.modes or len(args) != self.n_args or tuple(kwargs) != self.kw_names:
+            return MISS
+        if _state_guard() != self.guards[0]:
+            return MISS
+        ag = self.guards[1]
+        for a, g in zip(args, ag):
+            if _arg_guard(a) != g:
+                return MISS
+        for k, g in zip(kwargs.values(), self.guards[2]):
+            if _arg_guard(k) != g:
+                return MISS
+        for holder, name, ident in self.global_guards:
+            v = holder.get(name, _ABSENT) if type(holder) is dict else \
+                (holder.cell_contents if name is None else _ABSENT)
+            if v is not ident:
+                return MISS
+        if self.module_roots and _module_state(self.module_roots) != self.module_state:
+            return MISS
+        inputs = []
+        for kind, x in self.sources:
+            inputs.append(_fetch(args, kwargs, x) if kind == "arg" else x)
+        inputs.extend(self.extra_inputs)
+        entry = self.entry
+        prev = STATE.grad_enabled
+        try:
+            if not entry.needs_grad:
+                STATE.grad_enabled = False
+            outs = entry.run(*inputs)
+        finally:
+            STATE.grad_enabled = prev
+        outs = _unaliased(outs, inputs)
+        for input_pos, out_pos in self.writes:
+            t = inputs[input_pos]
+            r = outs[out_pos]
+            np.copyto(t._data, r._data, casting="unsafe")
+            _version_of(t)[0] += 1
+        self.hits += 1
+        return _build(self.template, outs, args, kwargs)
+
+
+_ABSENT = object()
+
+
+def _build(tpl, outs, args, kwargs):
+    kind = tpl[0]
+    if kind == "out":
+        return outs[tpl[1]]
+    if kind == "const":
+        return tpl[1]
+    if kind == "arg":
+        return _fetch(args, kwargs, tpl[1])
+    if kind == "view":
+        v = _build(tpl[1], outs, args, kwargs)
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = tpl[3]
+        try:
+            for op, params in tpl[2]:
+                v = op(v, **params)
+        finally:
+            STATE.grad_enabled = prev
+        return v
+    if kind == "seq":
+        items = [_build(t, outs, args, kwargs) for t in tpl[2]]
+        return tpl[1](items) if tpl[1] is not tuple else tuple(items)
+    if kind == "dict":
+        return {k: _build(t, outs, args, kwargs) for k, t in tpl[1]}
+    raise AssertionError(kind)
+
+
+def make_plan(compiled, recorder, session, args, kwargs, result):
+    """A ReplayPlan for the call just made, or None (with the reason in ``why``)."""
+    if recorder.impure is not None:
+        return None, recorder.impure
+    if session.effects:
+        return None, session.effects[0]
+    fl = session.flushes
+    if session.breaks or len(fl) != 1:
+        return None, "the call ran several graphs or had a graph break"
+    info = fl[0]
+    if info.entry is None or session.trace is not None:
+        return None, "the graph was not cached"
+    # the scan of every user function that ran
+    global_guards = []
+    seen = set()
+    for code, frame_globals in recorder.user_frames.items():
+        if code.co_filename.startswith(_STDLIB_DIR) and code.co_name in ("__enter__",
+                                                                         "__exit__"):
+            pass
+        ok, names, frees = _scan(code, seen)
+        if not ok:
+            return None, f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}) " \
+                         f"writes outside its locals"
+        g = frame_globals
+        for n in names:
+            if n in g:
+                v = g[n]
+                if not _guard_global(v):
+                    return None, f"global {n!r} holds a {type(v).__name__}"
+                global_guards.append((g, n, v))
+        closure = code.co_freevars
+        fn = getattr(compiled.fn, "__func__", compiled.fn)
+        func_closure = fn.__closure__ if getattr(fn, "__code__", None) is code else None
+        if frees and func_closure is None:
+            return None, "a closure that cannot be guarded"
+        for name, cell in zip(closure, func_closure or ()):
+            if name in frees:
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    return None, "an empty closure cell"
+                if not _guard_global(v):
+                    return None, f"closure variable {name!r} holds a {type(v).__name__}"
+                global_guards.append((cell, None, v))
+    guards = (_state_guard(), tuple(_arg_guard(a) for a in args),
+              tuple(_arg_guard(v) for v in kwargs.values()))
+    if any(g is None for g in guards[1]) or any(g is None for g in guards[2]):
+        return None, "an argument that cannot be guarded"
+    paths = _tensor_paths(args, kwargs)
+    roots = []
+    if compiled.module is not None:
+        roots.append(compiled.module)
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Module):
+            roots.append(a)
+    owned = {}
+    for r in roots:
+        for t in list(r.parameters()) + list(r.buffers()):
+            owned[id(t)] = t
+    for holder, name, v in global_guards:
+        if isinstance(v, Tensor):
+            owned[id(v)] = v
+    sources = []
+    for t in info.inputs:
+        p = paths.get(id(t))
+        if p is not None:
+            sources.append(("arg", p))
+        elif id(t) in owned:
+            sources.append(("obj", t))
+        else:
+            return None, "a graph input that is neither an argument nor module state"
+    writes = []
+    for t, out_pos in info.writes:
+        try:
+            writes.append((next(i for i, x in enumerate(info.inputs) if x is t), out_pos))
+        except StopIteration:
+            return None, "a tensor written in place that the graph does not read"
+    template = _template(result, info.settled, paths, 0)
+    if template is None:
+        return None, "the return value cannot be rebuilt"
+    plan = ReplayPlan(compiled, info.entry, guards, roots,
+                      _module_state(roots) if roots else None, global_guards, sources,
+                      info.extra_inputs, writes, template, len(args), tuple(kwargs))
+    return plan, None
+
+
+def _template(x, settled, paths, depth):
+    if depth > 4:
+        return None
+    if isinstance(x, Tensor):
+        how = settled.get(id(x))
+        if how is not None:
+            if how[0] == "out":
+                return ("out", how[1])
+            if how[0] == "view":
+                root = how[1]
+                rt = settled.get(id(root))
+                if rt is not None and rt[0] == "out":
+                    return ("view", ("out", rt[1]), how[2], how[3])
+                p = paths.get(id(root))
+                if p is not None:
+                    return ("view", ("arg", p), how[2], how[3])
+                return None
+            return None
+        p = paths.get(id(x))
+        return ("arg", p) if p is not None else None
+    t = type(x)
+    if x is None or t in (int, float, bool, str, complex):
+        return ("const", x)
+    if t in (tuple, list):
+        items = [_template(y, settled, paths, depth + 1) for y in x]
+        return None if None in items else ("seq", t, items)
+    if t is dict:
+        items = [(k, _template(v, settled, paths, depth + 1)) for k, v in x.items()]
+        return None if any(v is None for _, v in items) else ("dict", items)
+    return None
