@@ -486,3 +486,32 @@ def test_names_under_compat():
 
 
 _ = functools
+
+
+def test_disable_on_a_module_as_torch():
+    import copy
+    import torch
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(2, 2)
+            self.b = ember.compiler.disable(nn.ReLU())
+
+        def forward(self, x):
+            return self.b(self.a(x)) * 2
+
+    o = Outer()
+    assert isinstance(o.b, OptimizedModule)
+    cf, cnt = compiled(o)
+    x = ember.randn(3, 2)
+    same(cf(x), o(x))
+    assert cnt.frame_count == 2  # linear | relu eagerly | mul
+    assert ember._dynamo.explain(o)(x).graph_break_count == 1
+    tb = torch.compiler.disable(torch.nn.ReLU())
+    assert type(tb).__name__ == "OptimizedModule"
+    assert list(ember.compiler.disable(nn.Linear(2, 2)).state_dict()) == \
+        list(torch.compiler.disable(torch.nn.Linear(2, 2)).state_dict())
+    twin = copy.deepcopy(o.b)
+    assert isinstance(twin, OptimizedModule)
+    same(twin(x), o.b(x))
