@@ -13,14 +13,14 @@ import numpy as np
 
 from .._core import dtype as _dt
 from . import numpy_array as _numpy_array
-from . import numpy_reductions  # noqa: F401  (registers the reductions)
+from . import numpy_linalg, numpy_reductions  # noqa: F401  (register their handlers)
 from .numpy_array import NumpyArray
 from .numpy_indexing import astype, getitem, setitem
 from .numpy_operands import (Fallback, NO, supported, arr, rank_of, cast, result_type,
                              operand_tensor, axes_of, finish, to_real, ember, HANDLERS,
                              handles, numpy_meta, no_complex, real_array, real_attribute,
                              function_call)
-from .numpy_ufuncs import UFUNCS, check_matmul, ufunc_call
+from .numpy_ufuncs import UFUNCS, ufunc_call
 
 __all__ = ["ufunc_call", "function_call", "ember_function_call", "getitem", "setitem",
            "astype", "real_array", "real_attribute", "HANDLERS", "UFUNCS"]
@@ -437,128 +437,6 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
         axis = operator.index(axis) % a.ndim
         r = a._t[(slice(None),) * axis + (idx,)]
     return finish(r, scalar and axis is None, out)
-
-
-# ---- linear algebra --------------------------------------------------------------------
-def _matmul_operands(a, b):
-    a, b = arr(a), arr(b)
-    rdtype = np.result_type(a.dtype, b.dtype)
-    if rdtype == np.bool_:
-        raise Fallback("boolean matrix product")
-    return a, b, cast(a._t, rdtype), cast(b._t, rdtype)
-
-
-@handles(np.dot)
-def _dot(a, b, out=None):
-    a, b, ta, tb = _matmul_operands(a, b)
-    if a.ndim and b.ndim:
-        check_matmul(a.shape, b.shape)
-    if a.ndim == 0 or b.ndim == 0:
-        r = ember.mul(ta, tb)
-    elif b.ndim <= 2 and a.ndim <= 2 or b.ndim == 1:
-        r = ember.matmul(ta, tb)
-    else:
-        r = ember.tensordot(ta, tb, dims=([a.ndim - 1], [b.ndim - 2]))
-    return finish(r, rank_of(r) == 0, out)
-
-
-@handles(np.vdot)
-def _vdot(a, b):
-    a, b, ta, tb = _matmul_operands(a, b)
-    if a.size != b.size:
-        raise Fallback("vdot of arrays of different sizes")
-    r = ember.sum(ember.mul(ember.conj(ta).resolve_conj().reshape(-1), tb.reshape(-1)))
-    return NumpyArray(r, True)
-
-
-@handles(np.inner)
-def _inner(a, b):
-    a, b, ta, tb = _matmul_operands(a, b)
-    r = ember.inner(ta, tb)
-    return NumpyArray(r, rank_of(r) == 0)
-
-
-@handles(np.outer)
-def _outer(a, b, out=None):
-    a, b, ta, tb = _matmul_operands(a, b)
-    return finish(ember.outer(ta.reshape(-1), tb.reshape(-1)), False, out)
-
-
-@handles(np.tensordot)
-def _tensordot(a, b, axes=2):
-    a, b, ta, tb = _matmul_operands(a, b)
-    if not isinstance(axes, int):
-        axes = [list(x) if isinstance(x, (list, tuple)) else [x] for x in axes]
-    r = ember.tensordot(ta, tb, dims=axes)
-    return NumpyArray(r, rank_of(r) == 0)
-
-
-@handles(np.einsum)
-def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
-    if not operands or not isinstance(operands[0], str):
-        raise Fallback("einsum in the sublist form")
-    arrays = [arr(x) for x in operands[1:]]
-    rdtype = np.dtype(dtype) if dtype is not None else np.result_type(*[x.dtype for x in
-                                                                        arrays])
-    if rdtype == np.bool_:
-        raise Fallback("boolean einsum")
-    r = ember.einsum(operands[0], *[cast(x._t, rdtype) for x in arrays])
-    return finish(r, rank_of(r) == 0 and out is None, out)
-
-
-def _linalg_dtype(*arrays):
-    d = np.result_type(*[x.dtype for x in arrays])
-    if d.kind in "biu":
-        return np.dtype(np.float64)
-    if d not in (np.float32, np.float64, np.complex64, np.complex128):
-        raise Fallback(f"linalg on {d}")
-    return d
-
-
-@handles(np.linalg.norm)
-def _norm(x, ord=None, axis=None, keepdims=False):
-    x = arr(x)
-    rdtype, scalar = numpy_meta(np.linalg.norm, x, ord=ord, axis=axis, keepdims=keepdims) \
-        if x.ndim <= 2 or axis is not None else (None, False)
-    if rdtype is None:
-        raise Fallback("norm over all axes of an array of rank > 2")
-    t = cast(x._t, _linalg_dtype(x))
-    dims = axis if axis is None or isinstance(axis, int) else tuple(axis)
-    if axis is None and ord is None:
-        r = ember.linalg.vector_norm(t.reshape(-1), 2)
-        if keepdims:
-            r = r.reshape((1,) * x.ndim)
-    else:
-        r = ember.linalg.norm(t, ord, dim=dims, keepdim=bool(keepdims))
-    return NumpyArray(cast(r, rdtype), scalar)
-
-
-@handles(np.linalg.solve)
-def _solve(a, b):
-    a, b = arr(a), arr(b)
-    if b.ndim != 1 and b.ndim != a.ndim:
-        raise Fallback("solve with batched vector right-hand sides")
-    d = _linalg_dtype(a, b)
-    return NumpyArray(ember.linalg.solve(cast(a._t, d), cast(b._t, d)))
-
-
-@handles(np.linalg.inv)
-def _inv(a):
-    a = arr(a)
-    return NumpyArray(ember.linalg.inv(cast(a._t, _linalg_dtype(a))))
-
-
-@handles(np.linalg.det)
-def _det(a):
-    a = arr(a)
-    r = ember.linalg.det(cast(a._t, _linalg_dtype(a)))
-    return NumpyArray(r, rank_of(r) == 0)
-
-
-@handles(np.linalg.cholesky)
-def _cholesky(a, /, *, upper=False):
-    a = arr(a)
-    return NumpyArray(ember.linalg.cholesky(cast(a._t, _linalg_dtype(a)), upper=upper))
 
 
 # ---- ember functions called with NumPy arrays ----------------------------------------

@@ -154,6 +154,26 @@ def test_python_number_protocols_read_the_value():
     check(f, X, graphs=4)                 # each value read runs what is pending
 
 
+def test_decompositions_covariance_and_search():
+    a = rng.standard_normal((5, 4))
+    spd = a.T @ a + np.eye(4)
+
+    def f(a, spd):
+        return (np.linalg.eigh(spd), np.linalg.eigvalsh(spd), np.linalg.svd(a),
+                np.linalg.svd(a, full_matrices=False), np.linalg.svd(a, compute_uv=False),
+                np.linalg.qr(a), np.linalg.qr(a, mode="r"), np.linalg.slogdet(spd),
+                np.linalg.pinv(a), np.linalg.matrix_power(spd, 3), np.kron(a[:2, :2], spd[0]),
+                np.cross(a[:, :3], a[0, 1:]), np.cov(a), np.cov(a, rowvar=False, bias=True),
+                np.cov(a[0], a[1]), np.corrcoef(a), np.cov(a.astype(np.float32)),
+                np.searchsorted(np.sort(a[0]), a[1]), np.searchsorted(np.sort(a[0]), 0.3))
+    check(f, a, spd, rtol=1e-7, atol=1e-10)
+
+
+def test_eig_is_a_graph_break_with_numpys_result_type():
+    got = check(lambda a: np.linalg.eig(a @ a.T + 1), X[:4], graphs=1)
+    assert type(got).__name__ == "EigResult"
+
+
 def test_out_and_inplace_operators_write_the_callers_array():
     def f(x):
         np.exp(x[0], out=x[0])
