@@ -31,10 +31,12 @@ def tensor_meta(t):
     keeps dead intermediates alive until the next GC and so makes them graph outputs)."""
     lz = t.__dict__.get("_lazy")
     if lz is not None and lz.index is not None and not lz.trace.closed:
-        shape, dtype = lz.trace.metas[lz.index]
-        return tuple(shape), dtype.np
-    d = t._data
-    return tuple(t.shape), d.dtype
+        try:
+            shape, dtype = lz.trace.metas[lz.index]
+            return tuple(shape), dtype.np
+        except (AttributeError, IndexError, TypeError):  # the trace keeps them otherwise
+            pass
+    return tuple(t.shape), t._data.dtype
 
 
 class NumpyArray(NDArrayOperatorsMixin):

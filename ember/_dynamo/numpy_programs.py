@@ -81,11 +81,11 @@ def _drop_proxies(trace):
     again on the next read.  (A workaround until lazy.py breaks the cycle itself.)"""
     if trace is None:
         return
-    for h in trace.holders:
+    for h in getattr(trace, "holders", ()):
         t = h()
         if t is not None:
             lz = t.__dict__.get("_lazy")
-            if lz is not None:
+            if getattr(lz, "proxy", None) is not None:
                 lz.proxy = None
         t = None
 
