@@ -557,7 +557,94 @@ def _same_tensor_twice_after_two(i):
     return t, t
 
 
+_SEQ = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+_HOOKED = nn.Linear(2, 2)
+_HELPER = [None]
+_DICT = {"scale": 1.0}
+
+
+class _Klass:
+    k = 1.0
+
+    def times(self, x):
+        return x * self.k
+
+
+_KOBJ = _Klass()
+
+
+class _WithBuffer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("b", ember.zeros(2))
+        self.flag = True
+
+    def forward(self, x):
+        return x + self.b if self.flag else x - self.b
+
+
+_WB = _WithBuffer()
+_DROP = nn.Dropout(0.5)
+
+
+def _plus_one(x):
+    return x + 1
+
+
+def _minus_one(x):
+    return x - 1
+
+
+def _swap_activation(i):
+    _SEQ[1] = nn.Tanh() if i % 2 else nn.ReLU()
+
+
+def _hook_from_third_call(i):
+    if i == 2:
+        _HOOKED.register_forward_hook(lambda mod, args, out: out * 0)
+
+
+def _rebind_helper(i):
+    _HELPER[0] = _plus_one if i % 2 == 0 else _minus_one
+
+
+def _set_class_attribute(i):
+    _Klass.k = float(i + 1)
+
+
+def _set_dict(i):
+    _DICT["scale"] = float(i + 2)
+
+
+def _rebind_buffer_and_flag(i):
+    _WB.b = ember.full((2,), float(i))
+    _WB.flag = i % 2 == 0
+
+
+def _seed(i):
+    ember.manual_seed(100 + i)
+
+
+def _layouts(i):
+    return [(ember.arange(6.0).view(2, 3),), (ember.arange(6.0).view(3, 2).t(),),
+            (ember.arange(12.0).view(2, 6)[:, ::2],), (ember.arange(6.0).view(2, 3),)][i]
+
+
 _STATEFUL = [
+    pytest.param(lambda x: _SEQ(x), lambda i: (ember.full((1, 2), -1.0),), _swap_activation,
+                 id="submodule_replaced"),
+    pytest.param(lambda x: _HOOKED(x), _ones(1, 2), _hook_from_third_call,
+                 id="hook_added_later"),
+    pytest.param(lambda x: _HELPER[0](x) * 2, _ones(2), _rebind_helper, id="helper_rebound"),
+    pytest.param(lambda x: _KOBJ.times(x), _ones(2), _set_class_attribute,
+                 id="class_attribute"),
+    pytest.param(lambda x, c: x * c["scale"], lambda i: (ember.ones(2), _DICT), _set_dict,
+                 id="dict_argument_value"),
+    pytest.param(lambda x: _WB(x), _ones(2), _rebind_buffer_and_flag,
+                 id="buffer_rebound_and_flag"),
+    pytest.param(lambda x: _DROP(x), _ones(8), _seed, id="dropout_seeded"),
+    pytest.param(lambda x: x + ember.rand(2), _ones(2), _seed, id="rand_seeded"),
+    pytest.param(lambda x: x * 2 + 1, _layouts, lambda i: None, id="argument_layouts"),
     pytest.param(_scaled, _ones(2), _set_scale, id="global_number"),
     pytest.param(_times_global_tensor, _ones(2), _rebind_global_tensor, id="global_tensor_rebound"),
     pytest.param(_times_global_tensor, _ones(2), _write_global_tensor, id="global_tensor_written"),
