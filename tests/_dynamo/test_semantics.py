@@ -804,3 +804,25 @@ def test_default_dtype_is_read_every_call():
     finally:
         ember.set_default_dtype(ember.float32)
     assert cf(ember.ones(2)).dtype == ember.float32
+
+
+def _data_dependent_shapes(x):
+    y = x * 2
+    idx = y.nonzero()  # DDS-NONZERO
+    z = y[y > 2]  # DDS-MASK
+    return z + 1, idx
+
+
+def test_data_dependent_output_shapes_break_the_graph():
+    x = ember.arange(5.0)
+    cf, cnt = compiled(_data_dependent_shapes)
+    for got, expected in zip(cf(x), _data_dependent_shapes(x)):
+        same(got, expected)
+    out = ember._dynamo.explain(_data_dependent_shapes)(x)
+    assert out.graph_break_count == 2
+    first, second = out.break_reasons
+    assert "nonzero" in first.reason and "depends on the data" in first.reason
+    assert first.user_stack[-1] == f"{HERE}:{_line_of('DDS-NONZERO')}"
+    assert second.user_stack[-1] == f"{HERE}:{_line_of('DDS-MASK')}"
+    with pytest.raises(Unsupported, match="nonzero"):
+        ember.compile(_data_dependent_shapes, backend="eager", fullgraph=True)(x)
