@@ -263,6 +263,53 @@ def test_kmeans_loop_reuses_the_graph():
     assert cnt.frame_count == 1
 
 
+def logreg_step(w, b, X, y, lr):
+    p = 1.0 / (1.0 + np.exp(-(X @ w + b)))
+    loss = -np.mean(y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12))
+    gw = X.T @ (p - y) / len(y)
+    gb = np.sum(p - y) / len(y)
+    w -= lr * gw                          # the caller's weights are updated in place
+    return w, b - lr * gb, loss
+
+
+def test_logistic_regression_step_one_graph():
+    Xs = rng.standard_normal((32, 5))
+    y = (rng.random(32) > 0.5).astype(np.float64)
+    w_c, w_e = np.zeros(5), np.zeros(5)
+    cf, cnt = compiled(logreg_step)
+    b_c = b_e = 0.0
+    for _ in range(3):
+        got = cf(w_c, b_c, Xs, y, 0.1)
+        want = logreg_step(w_e, b_e, Xs, y, 0.1)
+        assert_same(got, want)
+        b_c, b_e = got[1], want[1]
+    np.testing.assert_allclose(w_c, w_e)
+    assert cnt.frame_count == 1
+
+
+def test_stencil_loop_with_slice_assignment_one_graph():
+    def heat(u, steps, alpha):
+        u = u.copy()
+        for _ in range(steps):
+            u[1:-1] = u[1:-1] + alpha * (u[2:] - 2 * u[1:-1] + u[:-2])
+        return u
+    check(heat, np.sin(np.linspace(0, 3, 50)), 20, 0.2)
+
+
+def test_float32_mlp_forward_with_inplace_normalisation():
+    def mlp(x, w1, b1, w2, b2):
+        h = np.tanh(x @ w1 + b1)
+        logits = h @ w2 + b2
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        return p, p.argmax(axis=1)
+    f32 = [a.astype(np.float32) for a in (X, rng.standard_normal((4, 8)), np.zeros(8),
+                                           rng.standard_normal((8, 3)), np.zeros(3))]
+    got = check(mlp, *f32, rtol=1e-5, atol=1e-6)
+    assert got[0].dtype == np.float32
+
+
 def test_numerically_stable_logsumexp_and_mse():
     def f(x, y):
         m = np.max(x, axis=1, keepdims=True)
