@@ -275,6 +275,30 @@ def test_torch_logs_and_torch_logging_under_compat():
     assert "dtype" in _log_lines(out.stderr, "recompiles")[0]
 
 
+_SCRIPT = """
+import torch
+def f(x):
+    y = x.sin()
+    print("sum", round(y.sum().item(), 3))
+    return y * 2
+g = torch.compile(f, backend="eager")
+g(torch.ones(3))
+"""
+
+
+def test_python_m_ember_compat_reads_torch_logs(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(_SCRIPT)
+    env = dict(os.environ, TORCH_LOGS="graph_breaks", PYTHONPATH=ROOT)
+    env.pop("EMBER_LOGS", None)
+    out = subprocess.run([sys.executable, "-m", "ember.compat", str(script)], env=env,
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "sum 2.524"
+    (line,) = _log_lines(out.stderr, "graph_breaks")
+    assert f"{script}:5" in line
+
+
 # ---- cache size limit ------------------------------------------------------------------------------
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int16", "int8")
 
