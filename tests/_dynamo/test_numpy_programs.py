@@ -272,7 +272,7 @@ def logreg_step(w, b, X, y, lr):
     return w, b - lr * gb, loss
 
 
-def test_logistic_regression_step_one_graph():
+def test_logistic_regression_steps_reuse_one_graph():
     Xs = rng.standard_normal((32, 5))
     y = (rng.random(32) > 0.5).astype(np.float64)
     w_c, w_e = np.zeros(5), np.zeros(5)
