@@ -27,7 +27,7 @@ def _symbolize(gm, sizes):
 
 def _fn(x, y):
     z = (x.exp() * 2 + x).sigmoid() * y
-    return z, z.sum(-1), x.amax(0), x.reshape(-1) * 3, F.softmax(x, -1)
+    return z, z.sum(-1), x.amax(1), x.reshape(-1) * 3, F.softmax(x, -1)
 
 
 @pytest.mark.parametrize("backend", ["c", "numpy", "cpp_wrapper"])
