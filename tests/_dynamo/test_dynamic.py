@@ -319,3 +319,40 @@ def test_one_symbolic_graph_serves_later_sizes(name, fn, make):
         for a, b in zip(args, eager_args):
             same(a, b)
     assert cnt.frame_count == 2
+
+
+def _attention_block(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(8)
+            self.qkv = nn.Linear(8, 24)
+            self.proj = nn.Linear(8, 8)
+            self.mlp = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, 2, C // 2).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp(x)
+
+    lib.manual_seed(0)
+    return Block()
+
+
+def test_attention_block_over_sequence_lengths_matches_torch():
+    import numpy as np
+    import torch
+    ours, theirs = _attention_block(ember), _attention_block(torch)
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy())
+                            for k, v in ours.state_dict().items()})
+    om, cnt = compiled(ours)
+    tm, tcnt = torch_compiled(theirs)
+    for T in (3, 5, 7, 16, 2):
+        x = np.random.RandomState(T).randn(2, T, 8).astype(np.float32)
+        same(om(ember.from_numpy(x)), tm(torch.from_numpy(x)), rtol=1e-5, atol=1e-5)
+    assert cnt.frame_count == tcnt.frame_count == 2
