@@ -1,11 +1,11 @@
 """``cpp_wrapper``: the whole graph as one C entry point.
 
 ``ek_entry(<input, constant and output buffers>, <sizes>, <scalar inputs>, int nt)`` takes
-the graph's buffers (the outputs allocated by a thin Python shim that reads the symbolic
-sizes off the inputs), allocates the intermediate buffers itself
-(``malloc``, sharing memory per the memory plan), calls the kernels in order and runs
-matmuls through SciPy's BLAS (`ember._inductor.extern_blas`), then frees its buffers.  One
-ctypes call runs the graph.
+the graph's buffers, allocated by a thin Python shim that reads the symbolic sizes off
+the inputs (intermediates from a per-thread pool that keeps them between calls; buffers
+share memory per the memory plan), calls the kernels in order and runs
+matmuls through SciPy's BLAS (`ember._inductor.extern_blas`).  One ctypes call runs the
+graph.
 
 A graph qualifies when every step is a generated kernel or a float32/float64 matmul of a
 contiguous operand and a contiguous or transposed 2-D matrix; any other eager step (a
@@ -76,12 +76,24 @@ def entry_source(sched):
             raise Ineligible("a transposed view read by something else than a matmul")
     io = [x for x in sched.inputs if isinstance(x, str)] + list(sched.constants)
     io += [o for o in dict.fromkeys(sched.outputs) if isinstance(o, str) and o not in io]
+    # intermediates come from the shim's per-thread pool: they stay allocated between calls
+    # (a fresh large malloc costs page faults every call)
+    for st in sched.steps:
+        if isinstance(st, ir.KernelStep):
+            outs = [s.buf for s in st.kernel.stores]
+        elif st.node in view_of:
+            continue
+        else:
+            outs = ["b_" + st.node.name]
+        for name in outs:
+            b = sched.buffers.get(name)
+            if b is not None and b.kind == "temp" and not b.reuses and name not in io:
+                io.append(name)
     scalars = [x[1] for x in sched.inputs if isinstance(x, tuple)]
     params = [f"{_CT[sched.buffers[n].dtype.name]} *{n}" for n in io]
     params += [f"int64_t {s}" for s in sorted(sched.symbols)]
     params += [f"double {s}" for s in scalars] + ["int nt"]
     L = [f"void ek_entry({', '.join(params)}) {{"]
-    owned = []
     declared = set(io)
     for i, st in enumerate(sched.steps):
         outs = [s.buf for s in st.kernel.stores] if isinstance(st, ir.KernelStep) else \
@@ -92,12 +104,7 @@ def entry_source(sched):
             declared.add(name)
             b = sched.buffers[name]
             ct = _CT[b.dtype.name]
-            if b.reuses:
-                L.append(f"    {ct} *{name} = ({ct} *){b.reuses};")
-            else:
-                count = _sizes.c_text(_sizes.prod(b.shape))
-                L.append(f"    {ct} *{name} = ({ct} *)malloc(sizeof({ct}) * ({count} + 1));")
-                owned.append(name)
+            L.append(f"    {ct} *{name} = ({ct} *){b.reuses};")  # per the memory plan
         if isinstance(st, ir.KernelStep):
             args = [a for a, _ in kernel_args(st.kernel, sched.symbols)]
             L.append(f"    {st.kernel.name}({', '.join(args)});")
@@ -108,8 +115,6 @@ def entry_source(sched):
             L.append(f"    ember_gemm_{sfx}({p['transa']}, {p['transb']}, {M}, {N}, {K}, 1, "
                      f"{p['a']}, {_sizes.c_text(p['lda'])}, "
                      f"{p['b']}, {_sizes.c_text(p['ldb'])}, 0, {p['c']}, {N}, ember_blas.{fn});")
-    for name in owned:
-        L.append(f"    free({name});")
     L.append("}")
     return "#include <stdlib.h>\n" + "\n".join(L) + "\n", io, bool(plans)
 
@@ -126,11 +131,13 @@ def shim_source(sched, io):
         L.append(f"    {s} = {sched.inputs[i]}.shape[{d}]")
     for name in sched.constants:
         L.append(f"    {name} = _CONST[{name!r}]")
-    for o in dict.fromkeys(sched.outputs):
-        if isinstance(o, str) and sched.buffers[o].kind == "output":
-            b = sched.buffers[o]
+    for o in io:
+        b = sched.buffers[o]
+        if b.kind in ("output", "temp"):
             shape = "(" + "".join(_sizes.py_text(d) + ", " for d in b.shape) + ")"
-            L.append(f"    {o} = _np.empty({shape}, _DT[{b.dtype.name!r}])")
+            alloc = f"_np.empty({shape}, _DT[{b.dtype.name!r}])" if b.kind == "output" else \
+                f"_pooled({shape}, _DT[{b.dtype.name!r}], {o!r})"
+            L.append(f"    {o} = {alloc}")
     args = [f"{n}.ctypes.data" for n in io] + sorted(sched.symbols)
     args += [x[1] for x in sched.inputs if isinstance(x, tuple)] + ["_threads()"]
     L.append(f"    ek_entry({', '.join(args)})")
