@@ -7,6 +7,7 @@ version ember supports behaves the same.
 """
 import functools
 import inspect
+import threading
 import weakref
 
 from .._core.state import STATE
@@ -23,7 +24,14 @@ __all__ = ["compile", "optimize", "OptimizedModule", "CompiledFunction", "disabl
            "maybe_mark_dynamic", "all_caches"]
 
 _CACHES = weakref.WeakSet()
-_DISABLED = []
+
+
+class _ThreadState(threading.local):
+    """Per thread: how many disabled regions (``disable``) the thread is inside."""
+    disabled = 0
+
+
+_LOCAL = _ThreadState()
 
 
 def all_caches():
@@ -102,7 +110,7 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
-        if _DISABLED or _STANCE[0] != "default" or current_session() is not None or \
+        if _LOCAL.disabled or _STANCE[0] != "default" or current_session() is not None or \
                 STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
         plan = self.cache.replay_plan
@@ -332,10 +340,10 @@ class _Suspended:
         self.saved = list(STATE.modes)
         STATE.modes[:] = [m for m in STATE.modes if m is not s.mode]
         STATE.intercept = bool(STATE.modes)
-        _DISABLED.append(True)
+        _LOCAL.disabled += 1
 
     def __exit__(self, *exc):
-        _DISABLED.pop()
+        _LOCAL.disabled -= 1
         STATE.modes[:] = self.saved
         STATE.intercept = bool(self.saved)
 
@@ -352,7 +360,7 @@ def disable(fn=None, recursive=True, *, reason=None):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         s = current_session()
-        if s is None or _DISABLED:
+        if s is None or _LOCAL.disabled:
             return fn(*args, **kwargs)
         s.graph_break(f"call to a function marked ember._dynamo.disable "
                       f"({getattr(fn, '__qualname__', fn)})" + (f": {reason}" if reason else ""))
@@ -364,14 +372,14 @@ def disable(fn=None, recursive=True, *, reason=None):
 
 def is_compiling():
     """True while code runs inside a compiled region (``torch.compiler.is_compiling``)."""
-    return current_session() is not None and not _DISABLED
+    return current_session() is not None and not _LOCAL.disabled
 
 
 def graph_break(msg=""):
     """End the current graph here and start the next one (``torch._dynamo.graph_break``);
     outside compiled code, nothing."""
     s = current_session()
-    if s is not None and not _DISABLED:
+    if s is not None and not _LOCAL.disabled:
         s.graph_break("ember._dynamo.graph_break() was called" + (f": {msg}" if msg else ""))
 
 
