@@ -255,14 +255,14 @@ def _eager_runs(op, templates):
     return True
 
 
-def _check_cache(compiled, call, where):
-    """The second call of the same inputs compiles nothing: every graph is a cache hit."""
-    if call == 1:
-        compiled.compiles_after_first = compiled.cache.compiles
-    else:
-        assert compiled.cache.compiles == compiled.compiles_after_first, \
+def _check_cache(compiled, call, compiles, where):
+    """After call 1: the compile count; after call 2 (the same inputs again): asserts that
+    it compiled nothing, every graph a cache hit."""
+    if call == 2:
+        assert compiled.cache.compiles == compiles, \
             f"{where}: the second call compiled again " \
-            f"({compiled.cache.compiles - compiled.compiles_after_first} graphs)"
+            f"({compiled.cache.compiles - compiles} graphs)"
+    return compiled.cache.compiles
 
 
 @pytest.fixture(autouse=True)
@@ -292,6 +292,7 @@ def test_compiled_forward_matches_eager(op, backend):
     for name, template, arrays, _ in cases:
         where = f"{op.name}[{dtype}] sample {name}"
         want_inputs, want, exc = _eager_or_error(op, template, arrays, seeded)
+        compiles = None
         for call in (1, 2):
             tensors = _tensors(arrays)
             if exc is not None:
@@ -302,7 +303,7 @@ def test_compiled_forward_matches_eager(op, backend):
             _compare_outputs(got, want, f"{where} call {call}", exact)
             for k, (g, w) in enumerate(zip(tensors, want_inputs)):
                 _assert_same(g, w, f"{where} call {call} input {k} afterwards", exact)
-            _check_cache(compiled, call, where)
+            compiles = _check_cache(compiled, call, compiles, where)
 
 
 # ---- backward -------------------------------------------------------------------------------
@@ -342,6 +343,19 @@ def _grads(fn, template, tensors, grad_idx, seeded):
     return out, ember.autograd.grad(loss, inputs, allow_unused=True)
 
 
+def _compare_grads(got, want, where, exact):
+    if want is None:
+        assert got is None, f"{where}: compiled outputs need grad, eager's do not"
+        return
+    assert got is not None, f"{where}: compiled outputs have no grad"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if w is None:
+            assert g is None, f"{where} grad {k}: eager has none"
+        else:
+            assert g is not None, f"{where} grad {k}: missing"
+            _assert_same(g, w, f"{where} grad {k}", exact)
+
+
 @pytest.mark.parametrize("op,backend", list(_params(
     BACKWARD_XFAIL, BACKWARD_XFAIL_BACKEND, keep=lambda op: op.grad and grad_dtype(op))))
 def test_compiled_backward_matches_eager(op, backend):
@@ -361,17 +375,9 @@ def test_compiled_backward_matches_eager(op, backend):
             with pytest.raises(type(exc)):
                 _grads(compiled, template, _tensors(arrays, idx), idx, seeded)
             continue
+        compiles = None
         for call in (1, 2):
             got_out, got = _grads(compiled, template, _tensors(arrays, idx), idx, seeded)
             _compare_outputs(got_out, want_out, f"{where} call {call}", exact)
-            if want is None:
-                assert got is None, f"{where} call {call}: compiled outputs need grad, eager not"
-                continue
-            assert got is not None, f"{where} call {call}: compiled outputs have no grad"
-            for k, (g, w) in enumerate(zip(got, want)):
-                if w is None:
-                    assert g is None, f"{where} call {call} grad {k}: eager has none"
-                    continue
-                assert g is not None, f"{where} call {call} grad {k}: missing"
-                _assert_same(g, w, f"{where} call {call} grad {k}", exact)
-            _check_cache(compiled, call, where)
+            _compare_grads(got, want, f"{where} call {call}", exact)
+            compiles = _check_cache(compiled, call, compiles, where)
