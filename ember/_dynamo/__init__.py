@@ -34,7 +34,7 @@ def assume_constant_result(fn):
     return fn
 
 
-def mark_static_address(t, guard=True):
+def mark_static_address(t, guard=False):
     """torch's hint that ``t`` keeps its memory address across calls (for CUDA graphs).
     ember records no CUDA graphs and reads every tensor as a graph input, so there is
     nothing to do; ``t`` must still be a tensor."""

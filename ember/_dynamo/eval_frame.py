@@ -87,7 +87,7 @@ class CompiledFunction:
     """``fn`` compiled: callable like ``fn``; ``_torchdynamo_orig_callable`` is ``fn``."""
 
     def __init__(self, fn, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-                 options=None, module=None):
+                 options=None, module=None, name=None):
         self._torchdynamo_orig_callable = fn
         self.fn = fn
         self.module = module
@@ -96,13 +96,14 @@ class CompiledFunction:
             from .backends.common import AotBackend
             if isinstance(backend_fn, AotBackend):
                 backend_fn = _with_options(backend_fn, options)
-        name = f"{type(module).__qualname__}.forward" if module is not None else \
-            getattr(fn, "__qualname__", None) or type(fn).__name__
+        if name is None:
+            name = f"{type(module).__qualname__}.forward" if module is not None else \
+                getattr(fn, "__qualname__", None) or type(fn).__name__
         self.cache = FunctionCache(name, backend_fn, _backend_name(backend), dynamic=dynamic,
                                    fullgraph=fullgraph, options=options)
         self.mode = mode
         self._compile_kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                                    mode=mode, options=options)
+                                    mode=mode, options=options, name=name)
         self._fullgraph, self._dynamic = fullgraph, dynamic
         _CACHES.add(self.cache)
         # argument names for messages: a module's are its forward's (not `_call_impl(*args)`)
@@ -253,7 +254,7 @@ def _rebuild_optimized_module(mod, kwargs):
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, disable=False):
+            options=None, name=None, disable=False):
     """Optimizes the given model or function with capture and a compiler backend.
 
     Works as a call and as a decorator, on functions, methods and ``nn.Module``s (which
@@ -262,21 +263,24 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     `ember._dynamo.exc.Unsupported` at the first graph break; ``dynamic``: None detects
     varying sizes automatically, True makes sizes symbolic from the first call, False
     never; ``backend``: "inductor" (the C code generator), "aot_eager", "eager" or a
-    callable ``(gm, example_inputs) -> callable``; ``disable=True`` returns ``model``
+    callable ``(gm, example_inputs) -> callable`` (None: the default, "inductor");
+    ``name`` names the function in logs and warnings; ``disable=True`` returns ``model``
     unchanged.
     """
     if model is None:
         def decorator(m):
             return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                           options=options, disable=disable)
+                           options=options, name=name, disable=disable)
         return decorator
+    if backend is None:
+        backend = "inductor"
     _check_mode_options(mode, options, backend)
     if disable:
         return model
     if not callable(model):
         raise RuntimeError(f"ember.compile: {model!r} is not callable")
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-              options=options)
+              options=options, name=name)
     if isinstance(model, Module):
         return OptimizedModule(model, CompiledFunction(model._call_impl, module=model, **kw))
     return CompiledFunction(model, **kw)
@@ -324,9 +328,9 @@ def _module_compile(self, *args, **kwargs):
 
 
 def _compile_kwargs(fullgraph=False, dynamic=None, backend="inductor", mode=None,
-                    options=None, disable=False):
-    return dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                options=options, disable=disable)
+                    options=None, name=None, disable=False):
+    return dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend or "inductor",
+                mode=mode, options=options, name=name, disable=disable)
 
 
 class _Suspended:

@@ -61,6 +61,22 @@ def test_compile_as_call_and_as_decorators():
     assert cnt.frame_count == 2
 
 
+def test_backend_none_is_the_default_and_name_names_the_function(capsys):
+    from ember._dynamo import logs
+    cf = ember.compile(lambda x: x + 1, backend=None, name="train_step")
+    assert cf.cache.backend_name == "inductor" and cf.cache.name == "train_step"
+    logs.set_logs(recompiles=True)
+    try:
+        cf(ember.ones(1))
+        cf(ember.ones(1, dtype=ember.float64))
+    finally:
+        logs.set_logs()
+    assert "Recompiling function train_step:" in capsys.readouterr().err
+    m = nn.Linear(1, 1)
+    m.compile(backend=None, name="linear")
+    assert m._compiled_call_impl.cache.name == "linear"
+
+
 def test_compile_decorates_methods():
     cnt = CompileCounter()
 
