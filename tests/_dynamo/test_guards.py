@@ -236,6 +236,19 @@ def test_dynamo_component_level_switches_its_artifacts():
     assert not logs.enabled("recompiles")
 
 
+@pytest.mark.parametrize("text, on", [
+    ("+dynamo", {"recompiles", "graph_breaks", "graph_code"}),
+    ("all", {"recompiles", "graph_breaks", "graph_code", "output_code"}),
+    ("inductor", {"output_code"}),
+    ("recompiles, output_code", {"recompiles", "output_code"}),
+    ("recompiles_verbose,graph", {"recompiles", "graph_code"}),
+    ("bytecode,no_such_thing", set()),
+])
+def test_ember_logs_names(monkeypatch, text, on):
+    monkeypatch.setenv("EMBER_LOGS", text)
+    assert {a for a in logs.ARTIFACTS if logs.enabled(a)} == on
+
+
 def test_ember_logs_environment_variable_is_read_when_it_changes(monkeypatch, capsys):
     cf, _ = compiled(_sin_plus)
     cf(ember.ones(3))
