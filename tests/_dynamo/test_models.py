@@ -508,3 +508,34 @@ def test_graph_outputs_do_not_depend_on_garbage_collection():
             gc.enable()
     np.testing.assert_array_equal(got, want)
     assert compiled._compiled_call.cache.compiles == 1
+
+
+# ---- torch as the oracle ------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("opt_kind", OPTIMIZERS)
+def test_compiled_mlp_step_matches_torch(opt_kind, backend):
+    """The compiled training step's trajectory is torch's: the same MLP (weights copied),
+    the same batches, torch's SGD/AdamW with the same settings, run eagerly in torch."""
+    torch = pytest.importorskip("torch")
+    losses, state, _ = _train("mlp", opt_kind, "step", backend)
+    model = _build("mlp")  # the same initial weights as _train's
+    tm = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32),
+                             torch.nn.Tanh(), torch.nn.Linear(32, 5))
+    tm.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy())
+                        for k, v in model.net.state_dict().items()})
+    if opt_kind == "sgd_momentum":
+        opt = torch.optim.SGD(tm.parameters(), lr=0.05, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(tm.parameters(), lr=3e-3, weight_decay=0.01, eps=1e-5)
+    want = []
+    for x, y in _mlp_batches():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x.numpy())),
+                                                 torch.from_numpy(y.numpy()))
+        loss.backward()
+        opt.step()
+        want.append(loss.item())
+    np.testing.assert_allclose(losses, want, rtol=RTOL, atol=ATOL)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(state["net." + k], v.numpy(), rtol=RTOL, atol=ATOL,
+                                   err_msg=k)
