@@ -128,12 +128,18 @@ class Kernel:
 
     @property
     def inner_dims(self):
-        """The dims of the inner (vectorised) loops: the reduced dims, or the last dim of a
-        pointwise kernel."""
+        """The dims of the inner loops: the reduced dims (plus the last dim when it is not
+        reduced: a column reduction vectorises along it), or the last dim of a pointwise
+        kernel."""
         r = tuple(d for d, f in enumerate(self.reduced) if f)
         if r:
-            return r
+            return r + ((len(self.space) - 1,) if self.column else ())
         return (len(self.space) - 1,) if self.space else ()
+
+    @property
+    def column(self):
+        """A reduction along other dims than the last: accumulators are vectors over it."""
+        return any(self.reduced) and not self.reduced[-1]
 
     def loads(self):
         return [e for s in self.stores for e in walk(s.value) if isinstance(e, Load)]

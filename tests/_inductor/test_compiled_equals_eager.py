@@ -52,6 +52,13 @@ def test_reductions(backend, dims, keepdim):
                      x.amin(dims, keepdim=keepdim), (x * 0.5).exp().prod(dims[0])), x)
 
 
+def test_column_reductions_fuse_with_their_producers(backend):
+    # a bias gradient's sum over rows: one kernel, accumulating whole rows (vectorised)
+    x, g = rand(64, 48), rand(64, 48, seed=1)
+    check(lambda x, g: ((g * x.sigmoid()).sum(0), (x * g).var(0), (x > 0).any(0)), x, g)
+    check(lambda x: (x.exp() * 2).sum(0), x, kernels=1)
+
+
 def test_mean_var_any_all(backend):
     x = rand(5, 40)
     check(lambda x: (x.mean(), x.var(-1), x.std(0), (x > 0).any(-1), (x > -3).all(0)), x)
@@ -60,9 +67,10 @@ def test_mean_var_any_all(backend):
 def test_nan_propagates_through_max(backend):
     x = rand(4, 8)
     x._data[1, 3] = np.nan
-    c = check(lambda x: (x.amax(-1), x.amin(-1)), x)
-    mx = c(x)[0]
+    c = check(lambda x: (x.amax(-1), x.amin(-1), x.amax(0), (x * 2).amin(0)), x)
+    mx, _, col, _ = c(x)
     assert np.isnan(np.asarray(mx._data)[1]) and not np.isnan(np.asarray(mx._data)[0])
+    assert np.isnan(np.asarray(col._data)[3]) and not np.isnan(np.asarray(col._data)[2])
 
 
 def test_softmax_is_one_kernel(backend):

@@ -148,6 +148,24 @@ class _Emitter:
         self.row_cache = row_cache or {}   # expr -> row buffer name
         self.filled = set()                # row buffers written by an earlier loop
         self.computed = []                 # per inner scope: the expensive exprs it computed
+        self.frees = []                    # accumulator vectors of a column reduction
+
+    def dep(self, e):
+        """Whether ``e`` varies inside the inner loops (then it is computed there)."""
+        if not self.k.column:
+            return ir.depends_on(e, self.inner, self.memo)
+        r = self.memo.get(e)
+        if r is None:
+            if isinstance(e, ir.Reduce):
+                r = True  # a vector of accumulators, read element by element
+            elif isinstance(e, (ir.Load, ir.Iota)):
+                r = bool(e.index.uses() & self.inner)
+            elif isinstance(e, (ir.Apply, ir.Cast)):
+                r = any(self.dep(c) for c in (e.args if isinstance(e, ir.Apply) else (e.x,)))
+            else:
+                r = False
+            self.memo[e] = r
+        return r
 
     def var(self, prefix="t"):
         self.n += 1
@@ -160,8 +178,8 @@ class _Emitter:
         if hit is not None:
             return hit
         if isinstance(e, ir.Reduce):
-            return self.reduce(e)
-        target = scope if ir.depends_on(e, self.inner, self.memo) else self.root
+            return self.reduce_column(e) if self.k.column else self.reduce(e)
+        target = scope if self.dep(e) else self.root
         hit = target.find(e)
         if hit is not None:
             return hit
@@ -266,6 +284,52 @@ class _Emitter:
         self.root.cache[e] = v
         return v
 
+    def column_loops(self, body, with_reduced, clause=""):
+        """Column mode: the reduced dims (sequential) around the last dim (vectorised)."""
+        last = len(self.k.space) - 1
+        dims = sorted(d for d in self.inner if d != last) if with_reduced else []
+        lines = []
+        for d in dims:
+            lines.append(f"for (int64_t i{d} = 0; i{d} < {_sizes.c_text(self.k.space[d])}; "
+                         f"i{d}++) {{")
+        lines.append(f"EK_PRAGMA(omp simd{clause})")
+        lines.append(f"for (int64_t i{last} = 0; i{last} < "
+                     f"{_sizes.c_text(self.k.space[last])}; i{last}++) {{")
+        lines += ["    " + ln for ln in body]
+        lines += ["}"] * (len(dims) + 1)
+        return lines
+
+    def reduce_column(self, e):
+        """A reduction into a vector of accumulators along the last dim: each reduced
+        iteration adds a contiguous row into it (NumPy's order for sum(axis=0))."""
+        acc = self.var("acc")
+        kind, dt = e.kind, e.dtype
+        last = len(self.k.space) - 1
+        n = _sizes.c_text(self.k.space[last])
+        at = "int" if kind in ("any", "all") else _ctype(dt)
+        init = str(_INIT[kind]) if kind in ("any", "all") else (
+            _literal(_INIT[kind], dt) if kind in ("sum", "prod") else _minmax_init(kind, dt))
+        self.root.lines.append(f"{at} *{acc} = ({at} *)malloc(sizeof({at}) * ({n} + 1));")
+        self.frees.append(acc)
+        self.root.lines += self.column_loops([f"{acc}[i{last}] = {init};"], False)
+        self._reductions_first(e.x)
+        inner = _Scope(self.root)
+        x = self.val(e.x, inner)
+        a = f"{acc}[i{last}]"
+        if kind in ("any", "all"):
+            inner.lines.append(f"{a} {'|=' if kind == 'any' else '&='} (({x}) != 0);")
+        elif kind in ("sum", "prod"):
+            inner.lines.append(f"{a} {'+=' if kind == 'sum' else '*='} {x};")
+        else:
+            cmp = ">" if kind == "amax" else "<"
+            nan = f" || ({x}) != ({x})" if dt.startswith("float") else ""
+            inner.lines.append(f"{a} = (({x}) {cmp} {a}{nan}) ? ({x}) : {a};")
+        self.root.lines += self.column_loops(inner.lines, True)
+        self._close(inner)
+        text = a if kind not in ("any", "all") else f"((_Bool){a})"
+        self.root.cache[e] = text
+        return text
+
     def store_text(self, s, v, dt):
         ref = f"{s.buf}[{_affine(s.index)}]"
         if s.storage == "bfloat16":
@@ -273,6 +337,8 @@ class _Emitter:
         return f"{ref} = ({_ctype(s.storage)})({v});"
 
     def body(self):
+        if self.k.column:
+            return self.column_body()
         finals = []
         for s in self.k.stores:
             inner_store = bool(s.index.uses() & self.inner) or \
@@ -297,6 +363,29 @@ class _Emitter:
                     f"{_ctype(e.dtype)}) * ({n} + 1));" for e, rc in self.row_cache.items()]
             self.root.lines = decl + self.root.lines + \
                 [f"free({rc});" for rc in self.row_cache.values()]
+        return self.root.lines
+
+    def column_body(self):
+        reduced = {d for d, f in enumerate(self.k.reduced) if f}
+        memo = {}
+        rows, full = [], []
+        for s in self.k.stores:
+            if (s.index.uses() & reduced) or ir.depends_on(s.value, reduced, memo):
+                full.append(s)
+            else:
+                rows.append(s)
+        for group, with_reduced in ((rows, False), (full, True)):
+            if not group:
+                continue
+            for s in group:
+                self._reductions_first(s.value)
+            sc = _Scope(self.root)
+            for s in group:
+                v = self.val(s.value, sc)
+                sc.lines.append(self.store_text(s, v, s.value.dtype))
+            self.root.lines += self.column_loops(sc.lines, with_reduced)
+            self._close(sc)
+        self.root.lines += [f"free({a});" for a in self.frees]
         return self.root.lines
 
     def _reductions_first(self, e):
@@ -357,7 +446,9 @@ def kernel_source(kernel, symbols, parallel_min_work, scalar_types=None):
              f"    int par = nt > 1 && ({_work(kernel)}) >= {int(parallel_min_work)};"]
     plan = _row_cache_plan(kernel, outer, scalar_types)
     for parallel in (True, False):
-        em = _Emitter(kernel, parallel and not outer, scalar_types, plan)
+        # a column reduction with no other outer loop runs on one thread (vectorised)
+        em = _Emitter(kernel, parallel and not outer and not kernel.column, scalar_types,
+                      plan)
         body = em.body()
         block = []
         if outer:

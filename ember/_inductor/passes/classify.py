@@ -32,11 +32,6 @@ def compute_name(dt):
     return "float32" if dt.name in HALVES else dt.name
 
 
-def _sizes_key(d):
-    from .. import sizes as _sizes
-    return _sizes.key(_sizes.size(d))
-
-
 def _meta(n):
     v = n.meta.get("val") if is_node(n) else None
     return v if isinstance(v, TensorMeta) else None
@@ -119,12 +114,6 @@ def kind_of(node):
     if name in REDUCTIONS:
         x = _meta(node.args[0])
         if x is None or x.ndim == 0 or not reduction_dims(node):
-            return "eager"
-        last = _sizes_key(x.shape[-1])
-        if x.ndim - 1 not in reduction_dims(node) and last != 1:
-            # a reduction along other dims than the innermost (a bias gradient's sum over
-            # rows): the generated loop would stride through memory a column at a time
-            # (measured 20x slower than NumPy's row-wise accumulation), so NumPy runs it
             return "eager"
         if name in ("sum", "prod") and node.kwargs.get("dtype") not in (None,):
             if compute_name(out.dtype) not in _sf._CTYPES:
