@@ -268,9 +268,10 @@ def _check_cache(compiled, call, compiles, where):
 @pytest.fixture(autouse=True)
 def _fresh_caches_no_cyclic_gc():
     """Fresh caches; the cyclic GC off while a test runs: which lazy tensors are alive at a
-    flush decides a graph's outputs, and garbage in reference cycles lives until the GC runs,
-    so with it on the "second call compiles nothing" check fails at random (core bug
-    reported: graphs depend on cyclic-GC timing)."""
+    flush decides a graph's outputs, and garbage in reference cycles (records define classes
+    and build modules inside the compiled function) lives until the GC runs, so with it on
+    the "second call compiles nothing" check could fail at random (core bug reported:
+    graphs depend on cyclic-GC timing)."""
     ember._dynamo.reset()
     gc.disable()
     try:
