@@ -2,8 +2,6 @@
 and nothing a call returns is overwritten by the next one."""
 import numpy as np
 
-import ember
-
 from .helpers import check, rand
 
 
@@ -40,4 +38,3 @@ def test_eager_result_aliasing_a_pooled_buffer_is_copied():
     np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
     fresh = np.ones(3)
     assert _unpooled(fresh, {"b_t": buf}, ("b_t",)) is fresh
-    _ = ember

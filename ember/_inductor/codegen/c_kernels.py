@@ -136,15 +136,13 @@ def _expensive(e):
 
 
 class _Emitter:
-    def __init__(self, kernel, parallel_inner, scalar_types, row_cache=None):
+    def __init__(self, kernel, parallel_inner, row_cache=None):
         self.k = kernel
         self.inner = set(kernel.inner_dims)
         self.memo = {}
         self.n = 0
         self.parallel_inner = parallel_inner
-        self.scalar_types = scalar_types
         self.root = _Scope()
-        self.ptr = {}
         self.row_cache = row_cache or {}   # expr -> row buffer name
         self.filled = set()                # row buffers written by an earlier loop
         self.computed = []                 # per inner scope: the expensive exprs it computed
@@ -400,12 +398,12 @@ class _Emitter:
         self.computed.append(scope.computed)
 
 
-def _row_cache_plan(kernel, outer, scalar_types):
+def _row_cache_plan(kernel, outer):
     """Expensive values that more than one inner loop of a row computes (a dry run tells),
     each with a row buffer; only for kernels with outer loops and one inner dim."""
     if not outer or len(kernel.inner_dims) != 1:
         return {}
-    em = _Emitter(kernel, False, scalar_types)
+    em = _Emitter(kernel, False)
     em.body()
     seen, again = set(), []
     for comp in em.computed:
@@ -420,7 +418,7 @@ def _work(kernel):
     return " * ".join(_sizes.c_text(d) for d in kernel.space) or "1"
 
 
-def kernel_source(kernel, symbols, parallel_min_work, scalar_types=None):
+def kernel_source(kernel, symbols, parallel_min_work):
     """The C text of one kernel."""
     args = []
     bufdt = {}
@@ -444,11 +442,10 @@ def kernel_source(kernel, symbols, parallel_min_work, scalar_types=None):
     outer = [d for d in range(len(kernel.space)) if d not in set(kernel.inner_dims)]
     lines = [f"void {kernel.name}({', '.join(args)}) {{",
              f"    int par = nt > 1 && ({_work(kernel)}) >= {int(parallel_min_work)};"]
-    plan = _row_cache_plan(kernel, outer, scalar_types)
+    plan = _row_cache_plan(kernel, outer)
     for parallel in (True, False):
         # a column reduction with no other outer loop runs on one thread (vectorised)
-        em = _Emitter(kernel, parallel and not outer and not kernel.column, scalar_types,
-                      plan)
+        em = _Emitter(kernel, parallel and not outer and not kernel.column, plan)
         body = em.body()
         block = []
         if outer:

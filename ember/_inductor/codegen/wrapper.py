@@ -273,7 +273,6 @@ def _reused_later(sched, name):
 def make_call(source, sched, kernels):
     """Compile the wrapper source with its globals: ``kernels`` maps kernel names to
     callables (ctypes functions or NumPy functions)."""
-    from ..._core import dtype as _dt
     nodes = {st.node.name: st.node for st in sched.steps if isinstance(st, ir.EagerStep)}
     from ..._core.op import REGISTRY
     g = {"_np": np, "_threads": threads, "_eager": eager, "_contig": contig, "_wrap": wrap,
@@ -282,6 +281,5 @@ def make_call(source, sched, kernels):
          "_NODES": nodes, "_CONST": dict(sched.constants),
          "_DT": {b.dtype.name: b.dtype.np for b in sched.buffers.values()}}
     g.update(kernels)
-    _ = _dt
     exec(compile(source, "<ember inductor wrapper>", "exec"), g)  # noqa: S102 - our own source
     return g["call"]

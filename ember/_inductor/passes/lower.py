@@ -3,7 +3,6 @@ of the loop variables, its inputs inlined (recomputed at the index they are read
 buffers, which are loaded.  Movement ops only transform the index."""
 import numpy as np
 
-from ..._core import dtype as _dt
 from ..._core import scalar_functions as _sf
 from .. import ir
 from .. import sizes as _sizes
@@ -247,5 +246,3 @@ def constant_array(node):
     dt = node.meta["val"].dtype
     return np.array(np.asarray(kw["data"]).astype(dt.np, copy=False), order="C")  # keeps 0-d
 
-
-_ = _dt  # dtype names are compared as strings here
