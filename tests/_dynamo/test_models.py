@@ -11,6 +11,7 @@ statistics) and optimizer state must agree to float32 tolerance.  Two ways of co
 and the default ("inductor").  Also: eval-mode inference, ``ember.compile(opt.step)``
 alone, dropout's random stream, and that a training loop stops recompiling.
 """
+import contextlib
 import functools
 import gc
 
@@ -379,7 +380,7 @@ def test_eval_inference_matches_eager(name, backend, no_grad):
     model.eval()
     compiled = ember.compile(model, backend=backend)
     for x, _ in data[3:8]:
-        with ember.no_grad() if no_grad else _nullcontext():
+        with ember.no_grad() if no_grad else contextlib.nullcontext():
             got = compiled(x)
             want = model(x)
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
@@ -393,14 +394,6 @@ def test_eval_inference_matches_eager(name, backend, no_grad):
         want.sum().backward()
         for a, b in zip(g_compiled, (p.grad.numpy() for p in model.parameters())):
             np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
-
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
