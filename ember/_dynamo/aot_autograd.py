@@ -79,7 +79,7 @@ class _State:
 
     def __init__(self, cache):
         self.dynamic_leaves = cache.dynamic_leaves
-        self.dynamic_scalars = ()
+        self.dynamic_scalars = {}
 
 
 class _Ctx:

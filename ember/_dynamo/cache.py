@@ -47,7 +47,8 @@ class FunctionCache:
         self.by_skeleton = {}
         self.dynamic_leaves = set()
         self.static_leaves = set()
-        self.dynamic_scalars = set()
+        self.dynamic_scalars = {}   # skeleton -> numbers (by position) made graph inputs
+        self.compiles_at = {}       # graph position in a call -> graphs compiled there
         self.compiles = 0
         self.warned_limit = False
         self.recompile_reasons = []
@@ -62,6 +63,7 @@ class FunctionCache:
         self.dynamic_leaves.clear()
         self.static_leaves.clear()
         self.dynamic_scalars.clear()
+        self.compiles_at.clear()
         self.compiles = 0
         self.recompile_reasons.clear()
         self.by_ordinal.clear()
@@ -92,6 +94,7 @@ class FunctionCache:
             self._explain(trace, spec, prev[-1].spec if prev else last, reason, session)
         e = self._compile(trace, spec, session)
         self.by_ordinal[ordinal] = spec
+        self.compiles_at[ordinal] = self.compiles_at.get(ordinal, 0) + 1
         self.entries[spec.key] = e
         self.by_skeleton.setdefault(spec.skeleton, []).append(e)
         return e, spec
@@ -108,7 +111,8 @@ class FunctionCache:
                 what = f"size {lf[2]} of {trace.session.arg_name(lf[1])}" if lf[0] == "a" \
                     else f"the int argument {trace.session.int_name(lf[1])}"
                 changed.append(f"{what} changed from {ov} to {v}")
-                if auto and lf not in self.dynamic_leaves and lf not in self.static_leaves:
+                if auto and lf not in self.dynamic_leaves and \
+                        lf not in trace.session.static_leaves:
                     self.dynamic_leaves.add(lf)
                     added = True
         if auto and not (config.specialize_int and config.specialize_float):
@@ -121,8 +125,9 @@ class FunctionCache:
                         (type(b) is float and config.specialize_float):
                     continue
                 changed.append(f"Python number #{n} passed to an op changed from {a!r} to {b!r}")
-                if n not in self.dynamic_scalars:
-                    self.dynamic_scalars.add(n)
+                marks = self.dynamic_scalars.setdefault(new.skeleton, set())
+                if n not in marks:
+                    marks.add(n)
                     added = True
         if changed and added:
             return "; ".join(changed) + " (now dynamic)", True
@@ -141,10 +146,12 @@ class FunctionCache:
         where = f" (graph {session.graph_ordinal + 1} of the call)" if session.graph_ordinal \
             else ""
         logs.log("recompiles", f"Recompiling function {self.name}{where}: {reason}")
-        if len(self.entries) >= config.cache_size_limit and not self.warned_limit:
+        n = self.compiles_at.get(session.graph_ordinal, 0)
+        if n >= config.cache_size_limit and not self.warned_limit:
             self.warned_limit = True
             summary = "; ".join(dict.fromkeys(self.recompile_reasons))[:2000]
-            warnings.warn(f"ember.compile: {self.name} has been compiled {len(self.entries) + 1} "
+            where = f"graph {session.graph_ordinal + 1} of " if session.graph_ordinal else ""
+            warnings.warn(f"ember.compile: {where}{self.name} has been compiled {n + 1} "
                           f"times (config.cache_size_limit={config.cache_size_limit}). "
                           f"Sizes and numbers that vary are compiled as dynamic; what still "
                           f"recompiles: {summary}. ember keeps compiling rather than falling "

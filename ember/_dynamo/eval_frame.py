@@ -18,6 +18,7 @@ from .backends import lookup_backend
 from .cache import FunctionCache
 from .replay import MISS, Recorder, make_plan
 from .session import CaptureSession, current_session
+from .symbolic import plain
 
 __all__ = ["compile", "optimize", "OptimizedModule", "CompiledFunction", "disable",
            "reset", "is_compiling", "graph_break", "set_stance", "mark_dynamic", "mark_static",
@@ -138,9 +139,9 @@ class CompiledFunction:
             if cache.dynamic is not False and not config.specialize_int:
                 call_args = session.bind_ints(args, self._sig_names)
             if recorder is None:
-                return self.fn(*call_args, **kwargs)
+                return plain(self.fn(*call_args, **kwargs))
             with recorder:
-                result = self.fn(*call_args, **kwargs)
+                result = plain(self.fn(*call_args, **kwargs))
         plan, why = make_plan(self, recorder, session, args, kwargs, result)
         cache.replay_plan = plan
         if plan is None:

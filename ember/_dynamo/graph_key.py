@@ -136,6 +136,9 @@ def spec_of(trace, out_values, state):
     # sizes: which leaves are bound by an input and dynamic -> symbols (duck sizing)
     leaf_values = trace.session.leaf_values
     dyn = state.dynamic_leaves
+    static = getattr(trace.session, "static_leaves", None)
+    if static:
+        dyn = dyn - static
     by_value = {}
     symbols = _Symbols(dyn, leaf_values, by_value)
     input_shapes, skeleton_inputs = [], []
@@ -165,10 +168,11 @@ def spec_of(trace, out_values, state):
                 sk.append(int(s))
         input_shapes.append(tuple(rshape))
         skeleton_inputs.append((tuple(sk), dtype, rg))
-    # scalars: a position (counted over the kept ops) marked dynamic becomes an input
-    skel_ops, key_ops = [], []
-    scalar_inputs, scalar_values, n_scalar = [], [], 0
-    slot_of = {}
+    # scalars: a position (counted over the kept ops) that the cache marked dynamic for
+    # this skeleton becomes an input; the marks are looked up once the skeleton is known
+    skel_ops, key_args, key_rest = [], [], []
+    scalar_slots = []   # (op position, arg position, scalar number, trace scalar index)
+    scalar_values = []
     value_slot = {}
     for i in kept:
         rec = ops[i]
@@ -185,18 +189,15 @@ def spec_of(trace, out_values, state):
                 args_s.append(a)
             elif kind == "s":
                 x = trace.scalars[r[1]]
-                scalar_values.append(x)
                 tx = type(x) if not isinstance(x, SymInt) else int
-                if n_scalar in state.dynamic_scalars:
-                    slot_of[r[1]] = len(scalar_inputs)
-                    args_k.append(("S", tx.__name__, len(scalar_inputs)))
-                    scalar_inputs.append(r[1])
-                elif isinstance(x, SymInt) and type(x.expr) is tuple:
+                scalar_slots.append((len(key_args), len(args_k), len(scalar_values), r[1],
+                                     tx.__name__))
+                scalar_values.append(x)
+                if isinstance(x, SymInt) and type(x.expr) is tuple:
                     args_k.append(("sym", render(x.expr, leaf_values, symbols)))
                 else:
                     args_k.append(("s", _freeze(x, leaf_values, symbols)))
                 args_s.append(("s", tx.__name__))
-                n_scalar += 1
             else:
                 a = ("c", _freeze(r[1], leaf_values, symbols))
                 args_k.append(a)
@@ -205,20 +206,27 @@ def spec_of(trace, out_values, state):
         pk = tuple((k, _freeze(v, leaf_values, symbols)) for k, v in params.items()) \
             if params else ()
         ps = tuple((k, _blank(v)) for k, v in params.items()) if params else ()
-        key_ops.append((rec.op, tuple(args_k), pk, rec.grad))
+        key_args.append(args_k)
+        key_rest.append((pk, rec.grad))
         skel_ops.append((rec.op, tuple(args_s), ps, rec.grad))
         for n in range(rec.n_out):
             value_slot[rec.out + n] = len(value_slot)
+    skeleton = (tuple(skel_ops), tuple(skeleton_inputs), len(out_values))
+    marks = state.dynamic_scalars.get(skeleton, ()) if state.dynamic_scalars else ()
+    scalar_inputs = []
+    for op_pos, arg_pos, n, idx, tname in scalar_slots:
+        if n in marks:
+            key_args[op_pos][arg_pos] = ("S", tname, len(scalar_inputs))
+            scalar_inputs.append(idx)
+    key_ops = [(ops[i].op, tuple(a), pk, grad)
+               for i, a, (pk, grad) in zip(kept, key_args, key_rest)]
     outs = tuple(value_slot[j] for j in out_values)
-    mutated = tuple(sorted(input_map[trace.input_ids[id(t)]] for t in trace.mutated.values()
-                           if id(t) in trace.input_ids and
-                           trace.input_ids[id(t)] in input_map))
     inputs_k = tuple((shape, trace.input_metas[k][1], trace.input_metas[k][2])
                      for shape, k in zip(input_shapes, input_order))
     spec = GraphSpec()
     spec.size_inputs = list(symbols.size_inputs)
     spec.key = (tuple(key_ops), inputs_k, tuple(n for n, _ in spec.size_inputs), outs)
-    spec.skeleton = (tuple(skel_ops), tuple(skeleton_inputs), outs, mutated)
+    spec.skeleton = skeleton
     spec.ops = kept
     spec.inputs = input_order
     spec.scalar_inputs = scalar_inputs

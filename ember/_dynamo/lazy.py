@@ -28,7 +28,7 @@ class LazyRef:
     real tensor) by the view ops ``chain``: after the graph runs, the view is derived from
     the root again, so it aliases it as in eager mode.  ``original``: the class to restore.
     """
-    __slots__ = ("trace", "index", "view", "original", "proxy", "real_data")
+    __slots__ = ("trace", "index", "view", "original", "proxy", "real_data")  # proxy: unused
 
     def __init__(self, trace, index, original, view=None, real_data=None):
         self.trace = trace
@@ -161,12 +161,11 @@ class _LazyMixin:
 
     @property
     def _data(self):
+        # a fresh stand-in per read: caching it on the tensor would make a reference cycle
+        # (tensor -> proxy -> tensor) that keeps dead intermediates alive as graph outputs
         lz = self.__dict__["_lazy"]
-        p = lz.proxy
-        if p is None:
-            shape, dtype = lz.trace.meta(lz.index)
-            p = lz.proxy = LazyArray(self, shape, dtype.np)
-        return p
+        shape, dtype = lz.trace.metas[lz.index]
+        return LazyArray(self, shape, dtype.np)
 
     @_data.setter
     def _data(self, value):
@@ -190,6 +189,24 @@ class _LazyMixin:
     def device(self):
         from .._core.device import CPU
         return CPU
+
+    def numpy(self, *, force=False):
+        lz = self.__dict__.get("_lazy")
+        if lz is not None:
+            if self._requires_grad and not force:
+                raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                                   "tensor.detach().numpy() instead.")
+            hook = getattr(lz.trace.session, "numpy_hook", None)
+            if hook is not None:
+                return hook(self)  # a compiled NumPy program: the array stays in the graph
+            lz.trace.flush("the values of a tensor were needed (numpy())")
+        return type(self).numpy(self, force=force)  # the flush restored the class
+
+    def __array__(self, dtype=None, copy=None):
+        lz = self.__dict__.get("_lazy")
+        if lz is not None:
+            lz.trace.flush("the values of a tensor were needed (NumPy)")
+        return type(self).__array__(self, dtype, copy)
 
     def detach(self):
         """A new tensor sharing storage with no autograd history (recorded, not run)."""

@@ -176,8 +176,7 @@ def _settle(t, lz, r):
         d["grad_fn"] = r.grad_fn
         d["_output_nr"] = r._output_nr
         d["_requires_grad"] = True
-    else:
-        d.pop("_requires_grad", None)
+    # else: history set on the lazy tensor itself (an autograd.Function's outputs) stays
 
 
 def _write_back(t, r):

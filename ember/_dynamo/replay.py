@@ -204,7 +204,37 @@ def _arg_guard(a):
     if t is dict:
         inner = tuple((k, _arg_guard(v)) for k, v in a.items())
         return None if any(g is None for _, g in inner) else ("D", inner)
-    return ("I", id(a))
+    if isinstance(a, (Module, types.FunctionType, types.BuiltinFunctionType, type,
+                      _dt.dtype)) or a is Ellipsis:
+        return ("I", id(a))  # modules: their state is guarded separately
+    return None  # an object whose attributes the Python may read: not replayable
+
+
+def _alias_pattern(args, kwargs):
+    """Which tensor arguments are one object, and which share memory: the graph was made
+    for exactly this aliasing (an in-place write through one must show through the other)."""
+    seen = {}
+    out = []
+    arrays = []
+    for x in _flat_args(args, kwargs):
+        if isinstance(x, Tensor):
+            out.append(seen.setdefault(id(x), len(seen)))
+            arrays.append(x.__dict__.get("_data"))
+    if len(arrays) > 1:
+        bases = [a if getattr(a, "base", None) is None else a.base for a in arrays]
+        if len(set(map(id, bases))) != len(set(map(id, arrays))):
+            out.append(tuple(bases.index(b) for b in bases))
+    return tuple(out)
+
+
+def _flat_args(args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if type(a) in (tuple, list):
+            yield from a
+        elif type(a) is dict:
+            yield from a.values()
+        else:
+            yield a
 
 
 def _tensor_paths(args, kwargs):
@@ -265,6 +295,8 @@ class ReplayPlan:
         for k, g in zip(kwargs.values(), self.guards[2]):
             if _arg_guard(k) != g:
                 return MISS
+        if _alias_pattern(args, kwargs) != self.guards[3]:
+            return MISS
         for holder, name, ident in self.global_guards:
             v = holder.get(name, _ABSENT) if type(holder) is dict else \
                 (holder.cell_contents if name is None else _ABSENT)
@@ -368,7 +400,7 @@ def make_plan(compiled, recorder, session, args, kwargs, result):
                     return None, f"closure variable {name!r} holds a {type(v).__name__}"
                 global_guards.append((cell, None, v))
     guards = (_state_guard(), tuple(_arg_guard(a) for a in args),
-              tuple(_arg_guard(v) for v in kwargs.values()))
+              tuple(_arg_guard(v) for v in kwargs.values()), _alias_pattern(args, kwargs))
     if any(g is None for g in guards[1]) or any(g is None for g in guards[2]):
         return None, "an argument that cannot be guarded"
     paths = _tensor_paths(args, kwargs)

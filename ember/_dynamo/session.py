@@ -119,6 +119,7 @@ class CaptureSession:
         self.int_names = []
         self.flushes = []        # FlushInfo of each graph run (ember._dynamo.replay)
         self.breaks = 0
+        self.static_leaves = set()   # sizes mark_static'd on this call's arguments
         self.effects = []        # what ran at the call and a replay would skip
         self.last_input_names = None
 
@@ -143,7 +144,7 @@ class CaptureSession:
                 self.leaf_values[lf] = v
                 leaves.append(leaf(a, d, v))
                 if d in static:
-                    cache.static_leaves.add(lf)
+                    self.static_leaves.add(lf)  # this call only: the mark is the tensor's
                 elif d in dyn or d in weak or cache.dynamic is True:
                     cache.dynamic_leaves.add(lf)
             sym = tuple(leaves)

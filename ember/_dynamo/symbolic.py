@@ -23,7 +23,9 @@ class SymInt(int):
     (C/Python syntax).
     """
 
-    def __new__(cls, value, expr):
+    def __new__(cls, value=0, expr=None):
+        if expr is None:  # ``type(n)(0)`` as generic code does: a plain int
+            return int(value)
         self = int.__new__(cls, value)
         self.expr = expr
         return self
@@ -108,6 +110,17 @@ def leaf(arg, dim, value):
 def int_leaf(arg, value):
     """The ``arg``-th int argument of a compiled call."""
     return SymInt(value, ("n", arg, 0))
+
+
+def plain(x):
+    """``x`` with SymInts made plain ints (top level and inside tuples/lists): what a compiled
+    function returns, so sizes that escape are ints as in eager mode."""
+    if isinstance(x, SymInt):
+        return int(x)
+    t = type(x)
+    if (t is tuple or t is list) and any(isinstance(v, SymInt) for v in x):
+        return t(int(v) if isinstance(v, SymInt) else v for v in x)
+    return x
 
 
 def is_symbolic(x):

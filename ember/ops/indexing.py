@@ -80,9 +80,30 @@ def _norm_slice(s, n):
         raise ValueError("slice step cannot be zero")
     if step < 0:
         raise ValueError("step must be greater than zero")
-    start = None if s.start is None else operator.index(s.start)
-    stop = None if s.stop is None else operator.index(s.stop)
-    return slice(start, stop, step).indices(n)
+    start = None if s.start is None else _as_index(s.start)
+    stop = None if s.stop is None else _as_index(s.stop)
+    if type(n) is int and type(start) in _PLAIN and type(stop) in _PLAIN:
+        return slice(start, stop, step).indices(n)
+    # int subclasses (ember.compile's symbolic sizes) stay: slice.indices would make ints
+    return _bound(start, n, 0), _bound(stop, n, n), step
+
+
+_PLAIN = (int, type(None))
+
+
+def _as_index(v):
+    # operator.index turns int subclasses into ints; ember.compile's sizes must stay
+    return v if isinstance(v, int) and type(v) is not bool else operator.index(v)
+
+
+def _bound(v, n, default):
+    """A slice bound clamped into [0, n] (positive step), as ``slice.indices``."""
+    if v is None:
+        return default
+    if v < 0:
+        v = v + n
+        return 0 if v < 0 else v
+    return n if v > n else v
 
 
 def _as_tuple(item):
