@@ -99,6 +99,12 @@ def test_dynamic_true_is_symbolic_from_the_first_call():
     assert ours == theirs == 1
 
 
+@pytest.mark.parametrize("sizes, graphs", [([1, 2, 3, 4], 2), ([2, 1, 3, 0, 5], 3)])
+def test_dynamic_true_still_specialises_zero_and_one(sizes, graphs):
+    ours, theirs, _ = _counts(_pointwise, sizes, _vec, _vec, dynamic=True)
+    assert ours == theirs == graphs
+
+
 def test_dynamic_false_never_generalises():
     ours, theirs, _ = _counts(_pointwise, [3, 4, 5, 3], _vec, _vec, dynamic=False)
     assert ours == theirs == 3
