@@ -268,8 +268,8 @@ _STEP_LIMIT_BUG = ("core bug reported: cache_size_limit counts every graph of a 
                    "of >= 8 graphs (eager backend) warns at its one legitimate recompile")
 _SLICE_BOUND_BUG = ("core bug reported: slicing a buffer with an argument's size "
                     "(mask[:t, :t]) keeps the bound concrete: a recompile per length")
-_DROPOUT_GRAD_BUG = ("core bug reported: inductor backward of a 2-layer GPT with dropout "
-                     "gives wrong gradients for block 0 (aot_eager exact)")
+_DROPOUT_GRAD_BUG = ("core bug reported: inductor memory planning reuses a buffer that a "
+                     "saved view output (permute of the dropped-out attention) still shows")
 
 
 def _known_bugs(model, backend, how):
