@@ -50,51 +50,24 @@ NOT_EXACT = {name: _FUSED_RNN for name in (
 
 # Known core bugs, each reported in /tmp/dynamo_bugs.md with a minimal repro; strict, so a fix
 # makes the test fail until its entry goes.
-_R_SECOND_CALL = "core bug reported: the second identical call recompiles (a Python number " \
-                 "made dynamic in one graph changes the key of another graph of the function)"
 _R_INPLACE_ERROR = "core bug reported: in-place op with a dtype and a broadcast error: " \
                    "compiled raises RuntimeError, eager NotImplementedError"
 _R_STRIDES = "core bug reported: empty_strided inside the region: stride() reads " \
              "C-contiguous strides, eager the given ones"
-_R_FUNCTION = "core bug reported: autograd.Function output in a compiled region has grad_fn " \
-              "but requires_grad False"
 
 # records whose compiled forward (FORWARD_XFAIL) or backward (BACKWARD_XFAIL) differs from
 # eager on both backends; *_BACKEND: (record, backend) pairs failing on one backend only
 FORWARD_XFAIL = {
-    'bitwise_and_inplace': _R_INPLACE_ERROR,
-    'bitwise_left_shift_inplace': _R_INPLACE_ERROR,
-    'bitwise_or_inplace': _R_INPLACE_ERROR,
-    'bitwise_right_shift_inplace': _R_INPLACE_ERROR,
-    'bitwise_xor_inplace': _R_INPLACE_ERROR,
-    'optim.ASGD': _R_SECOND_CALL,
-    'optim.Adadelta': _R_SECOND_CALL,
-    'optim.Adafactor': _R_SECOND_CALL,
-    'optim.Adafactor-vector-decay': _R_SECOND_CALL,
-    'optim.Adagrad': _R_SECOND_CALL,
-    'optim.Adam': _R_SECOND_CALL,
-    'optim.Adam-amsgrad-maximize': _R_SECOND_CALL,
-    'optim.AdamW': _R_SECOND_CALL,
-    'optim.Adamax': _R_SECOND_CALL,
-    'optim.Muon': _R_SECOND_CALL,
-    'optim.Muon-no-nesterov': _R_SECOND_CALL,
-    'optim.NAdam': _R_SECOND_CALL,
-    'optim.NAdam-decoupled': _R_SECOND_CALL,
-    'optim.RAdam': _R_SECOND_CALL,
-    'optim.RMSprop': _R_SECOND_CALL,
-    'optim.RMSprop-centered-momentum': _R_SECOND_CALL,
-    'optim.Rprop': _R_SECOND_CALL,
-    'optim.SGD-momentum-nesterov': _R_SECOND_CALL,
-    'optim.SparseAdam': _R_SECOND_CALL,
-    'empty_strided': _R_STRIDES,
+    "bitwise_and_inplace": _R_INPLACE_ERROR,
+    "bitwise_left_shift_inplace": _R_INPLACE_ERROR,
+    "bitwise_or_inplace": _R_INPLACE_ERROR,
+    "bitwise_right_shift_inplace": _R_INPLACE_ERROR,
+    "bitwise_xor_inplace": _R_INPLACE_ERROR,
+    "empty_strided": _R_STRIDES,
 }
-FORWARD_XFAIL_BACKEND = {
-}
-BACKWARD_XFAIL = {
-    'autograd.Function': _R_FUNCTION,
-}
-BACKWARD_XFAIL_BACKEND = {
-}
+FORWARD_XFAIL_BACKEND = {}
+BACKWARD_XFAIL = {}
+BACKWARD_XFAIL_BACKEND = {}
 
 
 def _marks(name, backend, table, per_backend):
