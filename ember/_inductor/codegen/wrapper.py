@@ -41,9 +41,8 @@ def threads():
     return max(1, int(get())) if get is not None else (os.cpu_count() or 1)
 
 
-def eager(node, env, pooled=()):
-    """Run ``node``'s op on the buffers of ``env`` (the wrapper's values it reads); a result that
-    may share memory with a pooled buffer (which the next call overwrites) is copied."""
+def eager(node, env):
+    """Run ``node``'s op on the buffers of ``env`` (the wrapper's values it reads)."""
     def conv(a):
         if is_node(a):
             if "a_" + a.name in env:
@@ -67,17 +66,8 @@ def eager(node, env, pooled=()):
     with autograd.no_grad():
         out = op(*conv(node.args), **conv(dict(node.kwargs)))
     if isinstance(out, (tuple, list)):
-        return tuple(_unpooled(o._data, env, pooled) if isinstance(o, Tensor) else o
-                     for o in out)
-    return _unpooled(out._data if isinstance(out, Tensor) else np.asarray(out), env, pooled)
-
-
-def _unpooled(a, env, pooled):
-    for name in pooled:
-        b = env.get(name)
-        if b is not None and np.may_share_memory(a, b):
-            return a.copy()
-    return a
+        return tuple(o._data if isinstance(o, Tensor) else o for o in out)
+    return out._data if isinstance(out, Tensor) else np.asarray(out)
 
 
 def contig(a):
@@ -89,8 +79,8 @@ def contig(a):
 def poolable(sched):
     """Intermediate buffers that may stay allocated from call to call (fresh large
     allocations cost page faults every call, measured 1.3 ms -> 100+ ms on a busy machine):
-    kernel-written temporaries that share memory with no other buffer.  An eager step's
-    result that may alias one is copied (`eager`), so nothing the caller keeps does."""
+    kernel-written temporaries that share memory with no other buffer.  An output an eager
+    step made that may alias one is copied (``_fresh``), so nothing the caller keeps does."""
     shared = {b.reuses for b in sched.buffers.values() if b.reuses} | \
         {n for n, b in sched.buffers.items() if b.reuses}
     out = set()
@@ -119,6 +109,11 @@ def make_pool():
         if a is None or a.shape != shape or a.dtype != dtype:
             a = tls.bufs[name] = np.empty(shape, dtype)
         return a
+
+    def fresh(a):
+        """``a``, or a copy when it shares memory with one of this thread's buffers."""
+        return a.copy() if any(np.may_share_memory(a, b) for b in tls.bufs.values()) else a
+    pooled.fresh = fresh
     return pooled
 
 
@@ -170,9 +165,6 @@ def wrapper_source(sched, dead_after, c_mode):
             n = st.node
             m = n.meta.get("val")
             target = ("b_" if hasattr(m, "shape") else "t_") + n.name
-            reads = sorted(p for p in pooled if p[2:] in {a.name for a in n.all_input_nodes})
-            extra = f", {tuple(reads)!r}" if reads else ""
-            direct_extra = f", ({''.join(r + ', ' for r in reads)})" if reads else ""
             # only the names the op reads (locals() of a long wrapper costs ~50 us a call)
             names = []
             for a in n.all_input_nodes:
@@ -184,9 +176,9 @@ def wrapper_source(sched, dead_after, c_mode):
                     names.append("t_" + a.name)
             names += sorted(sched.symbols)
             env = "{" + ", ".join(f"{x!r}: {x}" for x in dict.fromkeys(names)) + "}"
-            direct = _direct_call(n, names, direct_extra, consts)
+            direct = _direct_call(n, names, consts)
             L.append(f"    {target} = " + (direct if direct is not None else
-                                           f"_eager(_NODES[{n.name!r}], {env}{extra})"))
+                                           f"_eager(_NODES[{n.name!r}], {env})"))
             b = sched.buffers.get("b_" + n.name)
             if b is not None and b.contiguous and hasattr(m, "shape"):
                 L.append(f"    {target} = _contig({target})")
@@ -202,13 +194,24 @@ def wrapper_source(sched, dead_after, c_mode):
         # saved inputs: copying them would cost a copy of every weight per step); constants
         # live across calls, so the caller gets its own copy of those
         b = sched.buffers[o]
-        outs.append(f"_wrap(_np.array({o}, copy=True))" if b.kind == "constant" else
-                    f"_wrap({o})")
+        if b.kind == "constant":
+            outs.append(f"_wrap(_np.array({o}, copy=True))")
+        elif pooled and not _kernel_made(sched, o) and b.kind != "input":
+            # an eager op may have returned a view of a pooled buffer, which the next call
+            # overwrites: such an output is copied
+            outs.append(f"_wrap(_fresh({o}))")
+        else:
+            outs.append(f"_wrap({o})")
     L.append("    return (" + "".join(x + ", " for x in outs) + ")")
     return "\n".join(L) + "\n"
 
 
-def _direct_call(n, names, extra, consts):
+def _kernel_made(sched, name):
+    return any(isinstance(st, ir.KernelStep) and any(s.buf == name for s in st.kernel.stores)
+               for st in sched.steps)
+
+
+def _direct_call(n, names, consts):
     """Source calling ``n``'s kernel on the arrays themselves (what the dispatcher would do
     with no mode, autograd or device to consider: about 15 us less per step), or None when
     a param is symbolic (it is evaluated per call by `eager`) or the target is no
@@ -235,9 +238,7 @@ def _direct_call(n, names, extra, consts):
     args = ", ".join(["_np"] + [text(a) for a in n.args])
     kw = ", ".join(f"{k}={text(v)}" for k, v in n.kwargs.items())
     call = f"_KERNELS[{name!r}]({args}{', ' if kw else ''}{kw})"
-    if op.n_out == 1:
-        return f"_arr({call}{extra})" if extra else f"_arr({call})"
-    return f"_arrs({call}{extra})" if extra else f"_arrs({call})"
+    return f"_arr({call})" if op.n_out == 1 else f"_arrs({call})"
 
 
 def _leaves(a):
@@ -248,17 +249,12 @@ def _leaves(a):
     return [a]
 
 
-def _arr(r, pooled=None):
-    a = r if type(r) is np.ndarray else np.asarray(r)
-    return a if pooled is None else _unpooled_any(a, pooled)
+def _arr(r):
+    return r if type(r) is np.ndarray else np.asarray(r)
 
 
-def _arrs(r, pooled=None):
-    return tuple(_arr(x, pooled) for x in r)
-
-
-def _unpooled_any(a, pooled):
-    return a.copy() if any(np.may_share_memory(a, b) for b in pooled) else a
+def _arrs(r):
+    return tuple(_arr(x) for x in r)
 
 
 def _args(k, sched):
@@ -275,8 +271,9 @@ def make_call(source, sched, kernels):
     callables (ctypes functions or NumPy functions)."""
     nodes = {st.node.name: st.node for st in sched.steps if isinstance(st, ir.EagerStep)}
     from ..._core.op import REGISTRY
+    pool = make_pool()
     g = {"_np": np, "_threads": threads, "_eager": eager, "_contig": contig, "_wrap": wrap,
-         "_pooled": make_pool(), "_arr": _arr, "_arrs": _arrs, "_CONSTS": getattr(sched, "wrapper_consts", []),
+         "_pooled": pool, "_fresh": pool.fresh, "_arr": _arr, "_arrs": _arrs, "_CONSTS": getattr(sched, "wrapper_consts", []),
          "_KERNELS": {name: op.kernel for name, op in REGISTRY.items()},
          "_NODES": nodes, "_CONST": dict(sched.constants),
          "_DT": {b.dtype.name: b.dtype.np for b in sched.buffers.values()}}
