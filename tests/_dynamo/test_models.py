@@ -264,10 +264,8 @@ def _assert_same_training(name, opt_kind, losses, state):
 
 # Core bugs reported in /tmp/dynamo_bugs.md: the affected cases are strictly xfailed, so the
 # suite stays green and each mark goes as soon as its fix lands.
-_STEP_LIMIT_BUG = ("core bug reported: cache_size_limit counts every graph of a call: a step "
-                   "of >= 8 graphs (eager backend) warns at its one legitimate recompile")
-_SLICE_BOUND_BUG = ("core bug reported: slicing a buffer with an argument's size "
-                    "(mask[:t, :t]) keeps the bound concrete: a recompile per length")
+_SLICE_BOUND_BUG = ("core bug reported: mask[:t, :t] with t equal to the mask's size is "
+                    "another program (full slice elided): 4 compiles instead of 2")
 _DROPOUT_GRAD_BUG = ("core bug reported: inductor memory planning reuses a buffer that a "
                      "saved view output (permute of the dropped-out attention) still shows")
 
@@ -277,12 +275,6 @@ def _known_bugs(model, backend, how):
     bugs = []
     if how == "opt_step":  # the model runs eagerly
         return bugs
-    # with the "eager" backend, backward() inside the step breaks the graph many times: the
-    # first call has 9 (cnn eval) to 11 (gpt) graphs, and the optimizer state made at step 1
-    # recompiles one of them once at step 2
-    if how == "step" and backend == "eager" and model in ("cnn_bn_eval", "gpt_sdpa",
-                                                          "gpt_manual_softmax"):
-        bugs.append(_STEP_LIMIT_BUG)
     return bugs
 
 
