@@ -193,3 +193,10 @@ def test_python_scalar_input(backend):
     for s in (0.5, 2.0):  # one build serves every value of the scalar
         np.testing.assert_allclose(np.asarray(c(xs, s)[0]._data),
                                    np.exp(np.asarray(xs._data) * s), rtol=1e-6)
+
+
+def test_clone_output_does_not_alias_its_input(backend):
+    x = rand(3, 4)
+    c = check(lambda x: (x.clone(), x.to(ember.float32, copy=True), x * 1), x)
+    for out in c(x):
+        assert not np.shares_memory(out._data, x._data)

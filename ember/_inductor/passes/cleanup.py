@@ -111,7 +111,8 @@ def cleanup(gm):
         if n.op != "call_function":
             continue
         x = _noop_input(n) or _noop_mul_left(n)
-        if x is not None:
+        # a graph output stays a distinct value (clone() must not return its input)
+        if x is not None and not any(u.op == "output" for u in n.users):
             n.replace_all_uses_with(x)
             graph.erase_node(n)
             continue
