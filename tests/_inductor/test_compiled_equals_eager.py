@@ -200,3 +200,10 @@ def test_clone_output_does_not_alias_its_input(backend):
     c = check(lambda x: (x.clone(), x.to(ember.float32, copy=True), x * 1), x)
     for out in c(x):
         assert not np.shares_memory(out._data, x._data)
+
+
+def test_equal_outputs_stay_distinct_tensors(backend):
+    x = rand(3, 4)
+    c = check(lambda x: (x.clone(), x.clone(), x + 1, x + 1), x)
+    a, b, p, q = c(x)
+    assert not np.shares_memory(a._data, b._data) and not np.shares_memory(p._data, q._data)

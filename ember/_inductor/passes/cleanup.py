@@ -122,7 +122,9 @@ def cleanup(gm):
             continue
         key = (id(n.target), _hashable(n.args), _hashable(n.kwargs))
         prior = seen.get(key)
-        if prior is not None:
+        # two outputs stay two tensors (x.clone(), x.clone() may be written separately)
+        if prior is not None and not (any(u.op == "output" for u in n.users) and
+                                      any(u.op == "output" for u in prior.users)):
             n.replace_all_uses_with(prior)
             graph.erase_node(n)
         else:
