@@ -207,3 +207,14 @@ def test_equal_outputs_stay_distinct_tensors(backend):
     c = check(lambda x: (x.clone(), x.clone(), x + 1, x + 1), x)
     a, b, p, q = c(x)
     assert not np.shares_memory(a._data, b._data) and not np.shares_memory(p._data, q._data)
+
+
+def test_zero_dim_inputs_decompose(backend):
+    # a loss gradient's 0-d incoming gradient: its decomposition is traced on 0-d stand-ins
+    from ember._core.op import REGISTRY
+    op = REGISTRY["_cross_entropy_backward"]
+    x, g = rand(16, 10), rand()
+    t = ember.from_numpy(np.arange(16) % 10)
+    c = check(lambda g, x, t: op(g, x, t, None, ignore_index=-100, reduction="mean",
+                                 smoothing=0.0), g, x, t)
+    assert "_eager" not in c.source

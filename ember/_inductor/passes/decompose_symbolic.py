@@ -85,8 +85,8 @@ def _standin(shape, dtype, pattern):
         return np.zeros(shape, dtype=dtype)
     k = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) % 2
     if dtype.kind == "f":
-        return (0.5 + 0.25 * k).astype(dtype)
-    return k.astype(dtype)
+        return np.asarray(0.5 + 0.25 * k).astype(dtype)  # 0-d arithmetic gives a scalar
+    return np.asarray(k).astype(dtype)
 
 
 def _record(node, env, pattern=False):
