@@ -12,7 +12,7 @@ from .device import backend_for_type, namespace_of
 from .errors import NUMPY_ERRORS, translate
 from .node import record
 from .state import STATE
-from .tensor import Tensor, _version_of, wrap
+from .tensor import Tensor, _version_of, real_array, storage_changing, wrap
 
 __all__ = ["apply_inplace", "copy_into", "write_out", "mark_multi_output_views",
            "regenerate_view_grad_fn"]
@@ -83,6 +83,8 @@ def copy_into(target, r):
         if src.category > dst.category:
             raise RuntimeError(f"result type {_cat_name(src)} can't be cast to the desired output "
                                f"type {_cat_name(dst)}")
+    if type(r) is not _ndarray:
+        r = real_array(r)  # a result not computed yet (ember.compile): computed now
     if type(td) is _ndarray and type(r) is _ndarray:
         _np.copyto(td, r, casting="unsafe")
     else:
@@ -204,6 +206,7 @@ def write_out(out, result):
                           f"{list(out._data.shape)}, which does not match the required output "
                           f"shape {list(result._data.shape)}. This behavior is deprecated.",
                           UserWarning, stacklevel=3)
+        storage_changing(out)
         out._data = namespace_of(out._data).empty(result._data.shape, dtype=out._data.dtype)
         out._base = None
     copy_into(out, result._data)

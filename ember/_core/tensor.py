@@ -304,7 +304,9 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        self._data = value._data
+        if STORAGE_HOOKS:
+            storage_changing(self)
+        self._data = real_array(value._data)
         self._version = None
         self._base = None
         self._view_chain = None
@@ -440,6 +442,21 @@ class Tensor:
         return new
 
 
+
+
+# called with a tensor whose storage is about to be replaced (``t_``, ``.data = ``, a resize):
+# ember.compile registers one that runs a pending graph reading that tensor first
+STORAGE_HOOKS = []
+
+
+def storage_changing(t):
+    for hook in STORAGE_HOOKS:
+        hook(t)
+
+
+def real_array(a):
+    """``a``, or the array it stands for when it is a stand-in not computed yet."""
+    return a.__ember_array__() if hasattr(type(a), "__ember_array__") else a
 
 
 def _host(a):

@@ -180,7 +180,10 @@ def _module_state(mods):
             d = m.__dict__
             out.append(m.training)
             for k, v in d.items():
-                if k in ("_parameters", "_buffers", "_modules"):
+                if k in ("_parameters", "_buffers"):
+                    out.append(tuple((n, id(x), x is not None and x._requires_grad)
+                                     for n, x in v.items()))
+                elif k == "_modules":
                     out.append(tuple((n, id(x)) for n, x in v.items()))
                 elif not k.startswith("_forward") and not k.startswith("_backward"):
                     out.append((k, id(v)))

@@ -14,7 +14,7 @@ import sys
 from .._core.dispatch import DispatchMode
 from .._core.op import Op
 from .._core.state import STATE
-from .._core.tensor import Size, Tensor
+from .._core.tensor import STORAGE_HOOKS, Size, Tensor
 from . import logs
 from .exc import Unsupported
 from .materialize import run_trace
@@ -98,6 +98,18 @@ _SESSION = []
 
 def current_session():
     return _SESSION[-1] if _SESSION else None
+
+
+def _storage_changing(t):
+    """A tensor's storage is about to be replaced: a pending graph that reads it runs first."""
+    s = current_session()
+    if s is None or s.trace is None:
+        return
+    if "_lazy" in t.__dict__ or id(t) in s.trace.input_ids:
+        s.graph_break("a tensor's storage was replaced (t_, unsqueeze_, .data =, a resize)")
+
+
+STORAGE_HOOKS.append(_storage_changing)
 
 
 class CaptureSession:

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import meta as _meta
-from .._core.tensor import Size, _wrap_dim, host_tensor
+from .._core.tensor import Size, _wrap_dim, host_tensor, real_array, storage_changing
 from ._batching import _FULL_SLICE, _dims_rule, _index_view_rule, _move_to_front, _view_shape_rule
 from ._batching_index import _backward_with_shape_rule
 from ._helpers import Op, Tensor, _E, apply, handle_override, jvp_linear
@@ -258,12 +258,14 @@ Tensor.mH = property(adjoint)
 
 
 def _transpose_(self, dim0, dim1):
-    self._data = transpose(self, dim0, dim1)._data.view()
+    storage_changing(self)
+    self._data = real_array(transpose(self, dim0, dim1)._data).view()
     return self
 
 
 def _t_(self):
-    self._data = t(self)._data
+    storage_changing(self)
+    self._data = real_array(t(self)._data)
     return self
 
 
@@ -328,12 +330,14 @@ Tensor.ravel = lambda self: reshape(self, (-1,))
 
 
 def _unsqueeze_(self, dim):
-    self._data = unsqueeze(self, dim)._data
+    storage_changing(self)
+    self._data = real_array(unsqueeze(self, dim)._data)
     return self
 
 
 def _squeeze_(self, dim=None):
-    self._data = squeeze(self, dim)._data
+    storage_changing(self)
+    self._data = real_array(squeeze(self, dim)._data)
     return self
 
 

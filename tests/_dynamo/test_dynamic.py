@@ -146,8 +146,6 @@ def test_maybe_mark_dynamic():
     assert ours == theirs == 1
 
 
-@pytest.mark.xfail(reason="core bug reported: mark_static on one tensor makes the dimension "
-                          "static for every later call", strict=True)
 def test_mark_static_keeps_a_dimension_static():
     import torch
 

@@ -344,8 +344,6 @@ def test_cache_size_limit_generalises_what_varies():
     assert cnt.frame_count == 3
 
 
-@pytest.mark.xfail(reason="core bug reported: a number argument turning from float to int "
-                          "crashes (SymInt reaches the kernel)", strict=True)
 def test_number_argument_changing_type():
     cf, _ = compiled(lambda x, s: x * s)
     for s in (2.0, 3.0, 3, 4, 2.5):
@@ -389,9 +387,7 @@ def test_error_on_graph_break_setting_acts_as_fullgraph():
 
 @pytest.mark.parametrize("backend", [
     "eager",
-    pytest.param("aot_eager", marks=pytest.mark.xfail(
-        reason="core bug reported: replay does not guard a parameter's requires_grad",
-        strict=True)),
+    "aot_eager",
 ])
 def test_parameter_requires_grad_toggled(backend):
     m = nn.Linear(2, 2)

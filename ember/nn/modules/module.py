@@ -14,7 +14,7 @@ from typing import Any, Dict, TypeVar
 
 from ..._core import dtype as _dt
 from ..._core.state import STATE
-from ..._core.tensor import Tensor
+from ..._core.tensor import Tensor, real_array, storage_changing
 from ..parameter import Parameter, is_lazy
 
 __all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
@@ -670,7 +670,8 @@ class Module:
             with no_grad():
                 new = fn(p)
             if new is not p:
-                p._data = new._data
+                storage_changing(p)
+                p._data = real_array(new._data)
                 p._version = None
                 p._base = None
             if p._grad is not None:
