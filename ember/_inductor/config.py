@@ -15,3 +15,8 @@ verify_passes = os.environ.get("EMBER_INDUCTOR_VERIFY", "0") == "1"
 parallel_min_work = 1 << 16
 # decompose random operators too (off: they keep drawing from the eager generator per call)
 decompose_random = False
+# ops kept whole (their eager kernels run from the wrapper) although they decompose:
+# their decompositions gather/scatter through index tables (col2im's scatter-add is
+# NumPy's slow ufunc.at), while their kernels use strided windows and BLAS; measured on a
+# small CNN training step
+keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward"))

@@ -33,7 +33,7 @@ def _decomposable(node):
         return False
     if op.category in ("random", "distributions") and not config.decompose_random:
         return False
-    if node.meta.get("no_decompose"):
+    if node.meta.get("no_decompose") or op.name in config.keep_whole:
         return False
     for a in _flat(node.args) + _flat(list(node.kwargs.values())):
         if hasattr(a, "op") and not isinstance(a.meta.get("val"), TensorMeta):
