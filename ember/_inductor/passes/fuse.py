@@ -73,7 +73,6 @@ def fuse(gm):
             kinds[n] = "item"
 
     realized = {n for n, k in kinds.items() if k in ("eager", "item", "reduction")}
-    eager_views = set()
 
     def need_buffer(n, for_eager):
         if not is_node(n) or kinds.get(n) in ("placeholder", "scalar_input", "constant", "eager",
@@ -81,8 +80,7 @@ def fuse(gm):
             realized.add(n)
             return
         if for_eager and n.target.name in MOVEMENT and n not in outputs:
-            kinds[n] = "eager"
-            eager_views.add(n)
+            kinds[n] = "eager"  # a NumPy view of its input's buffer: no copy
             realized.add(n)
             need_buffer(n.args[0], True)
             return
@@ -105,7 +103,6 @@ def fuse(gm):
     # ---- groups, in topological order, merged where the spaces match -------------------
     steps = []          # _Group or ("eager", node)
     where = {}          # node -> index in steps
-    order = {n: i for i, n in enumerate(nodes)}
 
     def deps(n, seen=None):
         """The realized nodes ``n``'s computation reads (through inlined values)."""
