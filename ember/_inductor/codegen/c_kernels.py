@@ -224,6 +224,18 @@ class _Emitter:
                 return f"(_Bool)(({x}) != 0)"
             return f"({_ctype(e.dtype)})({x})"
         if isinstance(e, ir.Apply):
+            if e.fn == "div" and e.dtype.startswith("float") and scope is not self.root \
+                    and not self.dep(e.args[1]) and self.dep(e.args[0]):
+                # a row's divisor (softmax's sum): one reciprocal per row, a multiply per
+                # element (as torch's inductor does; within an ulp of the division)
+                a = self.val(e.args[0], scope)
+                b = self.val(e.args[1], self.root)
+                r = self.root.find(("rcp", e.args[1]))
+                if r is None:
+                    r = self.var("rcp")
+                    self.root.lines.append(f"{_ctype(e.dtype)} {r} = ({_ctype(e.dtype)})1 / {b};")
+                    self.root.cache[("rcp", e.args[1])] = r
+                return f"(({a}) * {r})"
             ops = [self.val(a, scope) for a in e.args]
             opdt = e.args[1].dtype if e.fn == "where" else e.args[0].dtype
             return _sf.c_expr(e.fn, opdt, *ops)
