@@ -46,17 +46,20 @@ def _unwrap(args):
             if SUBCLASS_OVERRIDES and type(a) in SUBCLASS_OVERRIDES:
                 raise NeedsOverride(a)
             d = a._data
-            if type(d) not in _XP and hasattr(d, "__ember_array__"):
-                # a tensor made from an array not computed then (ember.compile): it is now
-                d = a._data = d.__ember_array__()
+            if xp is None:
+                t0 = type(d)
+                xp = _XP.get(t0)
+                if xp is None:
+                    d = _healed(a, d)
+                    t0 = type(d)
+                    xp = _XP.get(t0) or _xp_of_subclass(t0)
+            elif type(d) is not t0:
+                d = _healed(a, d)
+                if type(d) is not t0 and backend_for_type(type(d)) is not backend_for_type(t0):
+                    _raise_device_mismatch(args)
             arrays.append(d)
             if a._requires_grad:
                 rg = True
-            if xp is None:
-                t0 = type(d)
-                xp = _XP.get(t0) or _xp_of_subclass(t0)
-            elif type(d) is not t0 and backend_for_type(type(d)) is not backend_for_type(t0):
-                _raise_device_mismatch(args)
         elif a is None or type(a) in _SCALARS or isinstance(a, (numbers.Number, _np.generic)):
             arrays.append(a)
         elif type(a).__dict__.get("__ember_function__") is not None or \
@@ -66,6 +69,13 @@ def _unwrap(args):
             raise TypeError(f"expected Tensor as element {len(arrays)} in argument list, but got "
                             f"{type(a).__name__}")
     return arrays, rg, xp or _np
+
+
+def _healed(t, d):
+    """A tensor made from an array not computed then (ember.compile's stand-in): it is now."""
+    if hasattr(d, "__ember_array__"):
+        d = t._data = d.__ember_array__()
+    return d
 
 
 def _xp_of_subclass(array_type):

@@ -485,8 +485,6 @@ def test_other_ember_functions_see_the_real_array_as_eagerly():
         ember.compile(lambda x: ember.relu(x), backend="eager")(X)
 
 
-@pytest.mark.xfail(reason="core bug reported: a lazy tensor's .numpy() raises TypeError "
-                          "(needs the session numpy_hook in lazy.py)", strict=True)
 def test_mixed_tensor_numpy_one_graph():
     def f(x):
         t = ember.from_numpy(x) * 2

@@ -6,7 +6,7 @@ partitions the joint forward+backward graph and runs both halves op by op, and
 more; ``ember.compile(backend=callable)`` takes any callable.
 """
 from .common import aot_autograd
-from .pycode import python_runner
+from .pycode import array_runner, python_runner
 
 __all__ = ["register_backend", "lookup_backend", "list_backends", "aot_autograd"]
 
@@ -42,8 +42,14 @@ def list_backends(exclude_tags=("debug", "experimental")):
 
 
 def eager(gm, example_inputs):
-    """Run the captured graph op by op, autograd recording each op (torch's "eager")."""
-    return python_runner(gm)
+    """Run the captured graph op by op, autograd recording each op (torch's "eager").
+    A graph run without autograd (no grad-mode nodes, no input requiring grad) calls the
+    kernels on the arrays directly."""
+    from ..graph_build import set_grad_enabled
+    if any(n.target is set_grad_enabled for n in gm.graph.nodes) or any(
+            n.meta.get("requires_grad") for n in gm.graph.nodes if n.op == "placeholder"):
+        return python_runner(gm)
+    return array_runner(gm)
 
 
 def _inductor_inner(gm, example_inputs):
