@@ -266,8 +266,6 @@ def _assert_same_training(name, opt_kind, losses, state):
 # suite stays green and each mark goes as soon as its fix lands.
 _SLICE_BOUND_BUG = ("core bug reported: mask[:t, :t] with t equal to the mask's size is "
                     "another program (full slice elided): 4 compiles instead of 2")
-_DROPOUT_GRAD_BUG = ("core bug reported: inductor memory planning reuses a buffer that a "
-                     "saved view output (permute of the dropped-out attention) still shows")
 
 
 def _known_bugs(model, backend, how):
@@ -408,8 +406,7 @@ def test_batchnorm_train_eval_switch_on_one_compiled_module(backend):
 
 
 # ---- dropout: the compiled program draws eager's random stream -------------------------------
-@pytest.mark.parametrize("backend", [
-    _param(b, bugs=[_DROPOUT_GRAD_BUG] if b == "inductor" else [], id=b) for b in BACKENDS])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_gpt_with_dropout_trains_like_eager(backend):
     """Random ops run eagerly at a graph break, in program order, so a seeded compiled
     training run with dropout draws exactly eager's numbers."""

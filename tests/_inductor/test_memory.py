@@ -2,7 +2,9 @@
 and nothing a call returns is overwritten by the next one."""
 import numpy as np
 
-from .helpers import check, rand
+import ember
+
+from .helpers import assert_close, check, rand
 
 
 def _fn(x):
@@ -49,3 +51,20 @@ def test_view_of_a_temporary_as_output_survives_later_calls():
     c(y)
     for a, b in zip(first, kept):
         np.testing.assert_array_equal(a, np.asarray(b._data))
+
+
+
+def test_buffer_seen_by_a_live_view_is_not_reused():
+    """Memory planning frees a buffer only once nothing can see it: an eager view of it
+    read later (or returned) keeps it alive.  The 2-layer GPT's saved permute of its
+    dropped-out attention was overwritten by a later kernel (issue 11)."""
+    def fn(x, w):
+        t1 = (x + 1).exp()         # a kernel's temporary
+        v = t1.t()                 # an eager NumPy view of it (its readers are matmuls)
+        m = t1 @ w                 # t1's last direct reader
+        t2 = (m * 3).sin()         # same size: may not take t1's memory while v is read
+        return (v @ t2).sort(-1)[0]
+    x, w = rand(8, 8, dtype=ember.float64), rand(8, 8, seed=4, dtype=ember.float64)
+    c = check(fn, x, w)
+    kept = c(x, w)[0]
+    assert_close((kept,), (fn(x, w),))
