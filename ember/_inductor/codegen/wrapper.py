@@ -63,8 +63,8 @@ def eager(node, env):
         # (eager permutes), which eager view refuses to reshape across
         from ..._core.op import REGISTRY
         op = REGISTRY["_reshape_copy"]
-    with autograd.no_grad():
-        out = op(*conv(node.args), **conv(dict(node.kwargs)))
+    with autograd.no_grad():  # params are where symbolic sizes usually are: evaluate them
+        out = op(*conv(node.args), **{k: conv(v) for k, v in node.kwargs.items()})
     if isinstance(out, (tuple, list)):
         return tuple(o._data if isinstance(o, Tensor) else o for o in out)
     return out._data if isinstance(out, Tensor) else np.asarray(out)
