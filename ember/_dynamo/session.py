@@ -17,6 +17,7 @@ from .._core.state import STATE
 from .._core.tensor import STORAGE_HOOKS, Size, Tensor
 from . import logs
 from .exc import Unsupported
+from ..ops.decompositions import FUNCTIONALIZED
 from .materialize import run_trace
 from .random_ops import capture_draw, draws_random
 from .symbolic import SymInt, int_leaf, leaf
@@ -56,6 +57,9 @@ class CaptureMode(DispatchMode):
                 return trace.record_inplace(base, args[0], args[1:], kwargs)
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
+            if op.name in FUNCTIONALIZED and op.decomp is not None:
+                trace.record_functional_write(op, args, kwargs)
+                return None
             if draws_random(op):
                 r = capture_draw(trace, op, args, kwargs)
                 s.effects.append(f"{op.name} draws random numbers")

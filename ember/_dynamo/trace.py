@@ -132,7 +132,7 @@ class Trace:
         if op.shape is None:
             raise CannotCapture(f"operator {op.name} has no shape rule")
         if op.category is Category.RANDOM or op.name in _EAGER_OPS or \
-                op.name.endswith("_step"):
+                op.name.endswith("_step"):  # an optimizer update without a decomposition
             raise CannotCapture(f"operator {op.name} draws random numbers or has effects")
         if op.name in _RANDOM_NAMES:
             raise CannotCapture(f"operator {op.name} draws random numbers")
@@ -271,6 +271,46 @@ class Trace:
             nlz = new.__dict__["_lazy"]
         self.assign(target, nlz.index, where)
         return target
+
+    def record_functional_write(self, op, args, params, where=None):
+        """Record ``op`` (an operator that writes its inputs in place and returns nothing,
+        `ember.ops.decompositions.FUNCTIONALIZED`) through its functional decomposition:
+        each written input is rebound to its new value."""
+        for a in args:
+            if isinstance(a, Tensor):
+                lz = a.__dict__.get("_lazy")
+                if lz is None:
+                    if a.__dict__.get("_base") is not None:
+                        raise CannotCapture("an optimizer update of a view")
+                elif lz.view is not None:
+                    raise CannotCapture("an optimizer update of a lazy view")
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = False  # the update is not differentiable (as the fused op)
+        try:
+            news = op.decomp(*args, **params)
+        finally:
+            STATE.grad_enabled = prev
+        # the decomposition may have needed a value (a graph break): write in the trace
+        # that is pending now
+        trace = self.session.trace
+        if trace is None:  # the flush was the decomposition's last event: a fresh trace
+            trace = self.session.trace = Trace(self.session)
+        for t, new in zip(args, news):
+            if new is None:
+                continue
+            nlz = new.__dict__.get("_lazy")
+            STATE.grad_enabled = False
+            try:
+                if nlz is None:  # the new value is a real tensor (an input returned as it is)
+                    new = trace.record(REGISTRY["clone"], (new,), {}, where)
+                    nlz = new.__dict__["_lazy"]
+                shape, dtype = trace._meta_of(t)
+                if trace.metas[nlz.index][1] != dtype:
+                    new = trace.record(REGISTRY["_to_copy"], (new,), {"dtype": dtype.np}, where)
+                    nlz = new.__dict__["_lazy"]
+            finally:
+                STATE.grad_enabled = prev
+            trace.assign(t, nlz.index, where)
 
     def _meta_of(self, t):
         lz = t.__dict__.get("_lazy")
