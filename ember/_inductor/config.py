@@ -20,3 +20,6 @@ decompose_random = False
 # NumPy's slow ufunc.at), while their kernels use strided windows and BLAS; measured on a
 # small CNN training step
 keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward"))
+# a pointwise chain inlined deeper than this is cut into kernels at a buffer: the passes
+# recurse over expression trees (about 4 Python frames a level; the limit is 1000)
+max_inline_depth = 128

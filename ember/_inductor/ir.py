@@ -7,7 +7,9 @@ access is affine in the loop variables (`Affine`): movement ops (expand, permute
 select, unsqueeze) only change coefficients, so they cost nothing in a fused loop.
 
 Expressions are immutable and compared by value, so one subexpression reached twice (at
-the same index) is computed once in the generated code.  ``dtype`` is the name of the
+the same index) is computed once in the generated code.  Each keeps its hash once computed
+(`_expr`): the passes use expressions as dict keys at every node of trees hundreds deep,
+and a recomputed hash would walk the whole subtree each time (quadratic compile time).  ``dtype`` is the name of the
 dtype an expression computes in (halves load as float32 and are rounded on store).
 
 The wrapper runs a list of steps: `KernelStep` (a generated kernel), `EagerStep` (a node
@@ -21,7 +23,33 @@ __all__ = ["Affine", "Load", "Const", "SizeValue", "ScalarArg", "Iota", "Apply",
            "Kernel", "Buffer", "KernelStep", "EagerStep", "Schedule", "depends_on", "walk"]
 
 
-@dataclasses.dataclass(frozen=True)
+def _expr(cls):
+    """A frozen dataclass whose hash is computed once per object (children keep theirs, so
+    hashing a new node is O(its fields)), and whose equality tries identity and the hashes
+    before comparing fields."""
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    field_hash, field_eq = cls.__hash__, cls.__eq__
+
+    def __hash__(self):
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = field_hash(self)
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        return field_eq(self, other)
+    cls.__hash__, cls.__eq__ = __hash__, __eq__
+    return cls
+
+
+@_expr
 class Affine:
     """``offset + sum(coeffs[d] * i_d)`` over the loop variables ``i_d`` of the space."""
     coeffs: tuple
@@ -46,12 +74,12 @@ class Affine:
         return {d for d, c in enumerate(self.coeffs) if c != 0}
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Expr:
     pass
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Load(Expr):
     buf: str
     index: Affine
@@ -59,13 +87,13 @@ class Load(Expr):
     dtype: str     # what the load computes in (halves: float32)
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Const(Expr):
     value: object
     dtype: str
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class SizeValue(Expr):
     """A symbolic size used as a number (a mean's divisor): its C expression over the
     kernel's size arguments."""
@@ -73,14 +101,14 @@ class SizeValue(Expr):
     dtype: str
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class ScalarArg(Expr):
     """A Python-scalar graph input, passed to the kernel per call."""
     name: str
     dtype: str
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Iota(Expr):
     """The value of an affine form of the loop variables (arange)."""
     index: Affine
@@ -89,28 +117,28 @@ class Iota(Expr):
     dtype: str
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Apply(Expr):
     fn: str        # a scalar-function table entry
     args: tuple
     dtype: str
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Cast(Expr):
     x: Expr
     dtype: str
     round_to: str = None  # a half dtype the value is rounded through (an explicit cast)
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Reduce(Expr):
     kind: str      # sum, prod, amax, amin, any, all
     x: Expr
     dtype: str
 
 
-@dataclasses.dataclass(frozen=True)
+@_expr
 class Store:
     buf: str
     index: Affine

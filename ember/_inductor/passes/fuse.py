@@ -1,8 +1,9 @@
 """Pass 3, fuse: decide which values live in buffers and which loops run together, and
 lower each group to one `ir.Kernel`.
 
-1. Realize: graph outputs, inputs of eager steps, reductions, and inputs of reshapes that
-   are not just unsqueezes/squeezes get buffers; every other pointwise value is inlined
+1. Realize: graph outputs, inputs of eager steps, reductions, inputs of reshapes that
+   are not just unsqueezes/squeezes, and every ``config.max_inline_depth``-th value of a
+   long chain get buffers; every other pointwise value is inlined
    into the loops that read it (recomputed there rather than stored and reloaded).
    A movement op whose only readers are eager steps stays an eager NumPy view (no copy).
 2. Group (vertical and horizontal fusion): each realized value is a candidate loop nest;
@@ -99,6 +100,7 @@ def fuse(gm):
     for o in outputs:
         if is_node(o):
             need_buffer(o, False)
+    cuts = _bound_inline_depth(nodes, kinds, realized)
 
     # ---- groups, in topological order, merged where the spaces match -------------------
     steps = []          # _Group or ("eager", node)
@@ -155,8 +157,8 @@ def fuse(gm):
             if not isinstance(g, _Group):
                 continue
             sp = merged_space(g, n)
-            if sp is None:
-                continue
+            if sp is None or any(p in cuts and where.get(p) == gi for p in d):
+                continue  # (a cut's readers load it: a kernel inlines its own members)
             outside = [p for p in d if p in where and where[p] != gi]
             if all(where[p] < gi for p in outside):
                 target = gi
@@ -183,6 +185,26 @@ def fuse(gm):
             steps.append(_Group(space, red, [n]))
 
     return _build_schedule(gm, nodes, kinds, realized, steps, where, outputs, deps)
+
+
+def _bound_inline_depth(nodes, kinds, realized):
+    """Realize a pointwise value whose inlined expression would be deeper than
+    ``config.max_inline_depth`` (a long chain becomes several kernels): lowering and C
+    generation recurse over the expression, and Python's recursion limit would otherwise
+    send a 300-op chain back to eager.  Returns the values cut there: their readers go
+    to other kernels, which load them."""
+    from .. import config
+    depth, cuts = {}, set()
+    for n in nodes:
+        if n.op != "call_function" or n in realized:
+            continue
+        d = 1 + max((depth.get(a, 0) for a in _inputs(n) if a not in realized), default=0)
+        if kinds.get(n) == "pointwise" and d >= config.max_inline_depth:
+            realized.add(n)
+            cuts.add(n)
+        else:
+            depth[n] = d
+    return cuts
 
 
 def _step_reads(step, deps):
