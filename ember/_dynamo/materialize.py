@@ -97,6 +97,12 @@ def _execute(trace, out_values, session, info):
         [trace.scalars[p] for p in spec.scalar_inputs]
     info.outputs = list(spec.outputs)
     inputs = info.inputs + info.extra_inputs
+    return dict(zip(spec.outputs, run_entry(entry, inputs)))
+
+
+def run_entry(entry, inputs):
+    """Run compiled graph ``entry`` on ``inputs`` (without autograd unless it needs it);
+    its outputs, none sharing memory with another or with an input."""
     prev = STATE.grad_enabled
     try:
         if not entry.needs_grad:
@@ -104,7 +110,7 @@ def _execute(trace, out_values, session, info):
         outs = entry.run(*inputs)
     finally:
         STATE.grad_enabled = prev
-    return dict(zip(spec.outputs, _unaliased(outs, inputs)))
+    return _unaliased(outs, inputs)
 
 
 def _unaliased(outs, inputs):

@@ -39,7 +39,7 @@ from .._core.state import STATE
 from .._core.tensor import Tensor, _version_of
 from .._core.device import _DEVICE_STACK, DEFAULT_DEVICE
 from ..nn.modules.module import Module
-from .materialize import _unaliased
+from .materialize import run_entry
 
 __all__ = ["Recorder", "ReplayPlan", "MISS"]
 
@@ -285,6 +285,10 @@ class ReplayPlan:
         self.n_args = n_args
         self.kw_names = kw_names
         self.hits = 0
+        # aliasing can only differ between calls with two or more tensor arguments
+        self.check_aliasing = sum(g is not None and g[0] == "T" for g in guards[1]) + \
+            sum(g is not None and g[0] == "T" for g in guards[2]) > 1 or any(
+                g is not None and g[0] in ("S", "D") for g in guards[1] + guards[2])
 
     def run(self, args, kwargs):
         if STATE.modes or len(args) != self.n_args or tuple(kwargs) != self.kw_names:
@@ -298,7 +302,7 @@ class ReplayPlan:
         for k, g in zip(kwargs.values(), self.guards[2]):
             if _arg_guard(k) != g:
                 return MISS
-        if _alias_pattern(args, kwargs) != self.guards[3]:
+        if self.check_aliasing and _alias_pattern(args, kwargs) != self.guards[3]:
             return MISS
         for holder, name, ident in self.global_guards:
             v = holder.get(name, _ABSENT) if type(holder) is dict else \
@@ -311,15 +315,7 @@ class ReplayPlan:
         for kind, x in self.sources:
             inputs.append(_fetch(args, kwargs, x) if kind == "arg" else x)
         inputs.extend(self.extra_inputs)
-        entry = self.entry
-        prev = STATE.grad_enabled
-        try:
-            if not entry.needs_grad:
-                STATE.grad_enabled = False
-            outs = entry.run(*inputs)
-        finally:
-            STATE.grad_enabled = prev
-        outs = _unaliased(outs, inputs)
+        outs = run_entry(self.entry, inputs)
         for input_pos, out_pos in self.writes:
             t = inputs[input_pos]
             r = outs[out_pos]

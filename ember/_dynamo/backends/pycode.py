@@ -40,6 +40,23 @@ def _has_sym(v):
     return False
 
 
+def _bindings(node, array, bound):
+    """Lines binding the symbols placeholder ``node`` defines: a size input's symbol, or
+    the symbolic sizes of a tensor input (``array`` is the expression of its array)."""
+    val = node.meta.get("val")
+    out = []
+    if isinstance(val, SymInt) and type(val.expr) is str and val.expr != node.name:
+        out.append(f"    {val.expr} = int({node.name})")
+        bound.add(val.expr)
+    if array is not None:
+        for d, s in enumerate(getattr(val, "shape", ())):
+            if isinstance(s, SymInt) and type(s.expr) is str and s.expr.isidentifier() \
+                    and s.expr not in bound:
+                bound.add(s.expr)
+                out.append(f"    {s.expr} = {array}.shape[{d}]")
+    return out
+
+
 def python_source(gm):
     """(source, globals) of a function running ``gm``'s graph."""
     consts = {}
@@ -51,15 +68,7 @@ def python_source(gm):
         if node.op == "placeholder":
             params.append(node.name)
             names[node] = node.name
-            val = node.meta.get("val")
-            if isinstance(val, SymInt) and type(val.expr) is str and val.expr != node.name:
-                lines.append(f"    {val.expr} = int({node.name})")
-                bound.add(val.expr)
-            for d, s in enumerate(getattr(val, "shape", ())):
-                if isinstance(s, SymInt) and type(s.expr) is str and s.expr.isidentifier() \
-                        and s.expr not in bound:
-                    bound.add(s.expr)
-                    lines.append(f"    {s.expr} = {node.name}._data.shape[{d}]")
+            lines.extend(_bindings(node, f"{node.name}._data", bound))
         elif node.op == "call_function":
             fn = f"_f_{node.name}"
             consts[fn] = node.target
@@ -113,18 +122,11 @@ def array_runner(gm):
             val = node.meta.get("val")
             if isinstance(val, SymInt) or not hasattr(val, "shape"):
                 names[node] = node.name
-                if isinstance(val, SymInt) and type(val.expr) is str and \
-                        val.expr != node.name:
-                    lines.append(f"    {val.expr} = int({node.name})")
-                    bound.add(val.expr)
+                lines.extend(_bindings(node, None, bound))
                 continue
             lines.append(f"    a_{node.name} = {node.name}._data")
             names[node] = f"a_{node.name}"
-            for d, s_ in enumerate(val.shape):
-                if isinstance(s_, SymInt) and type(s_.expr) is str and s_.expr.isidentifier() \
-                        and s_.expr not in bound:
-                    bound.add(s_.expr)
-                    lines.append(f"    {s_.expr} = a_{node.name}.shape[{d}]")
+            lines.extend(_bindings(node, f"a_{node.name}", bound))
         elif node.op == "call_function":
             if node.target is operator.getitem:
                 lines.append(f"    {node.name} = {names[node.args[0]]}[{node.args[1]}]")
