@@ -102,6 +102,11 @@ class Trace:
                     raise CannotCapture("a lazy tensor of another compiled region")
                 if lz.view is not None:
                     self._refresh_view(a, lz)
+                elif STATE.grad_enabled and id(a) in self.mutated and a._requires_grad:
+                    # a leaf written in place here (an optimizer step): its gradient must
+                    # reach the leaf itself, which only a graph reading it as an input does
+                    raise CannotCapture("a tensor that requires grad was written in place in "
+                                        "this graph and is read with grad mode on")
                 shape, dtype = self.metas[lz.index]
                 return ("v", lz.index), TensorMeta(shape, dtype), self.value_rg[lz.index]
             d = a.__dict__.get("_data")
