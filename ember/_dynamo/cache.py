@@ -19,6 +19,10 @@ from .symbolic import SymInt
 __all__ = ["FunctionCache", "Entry"]
 
 
+class RunEagerly(Exception):
+    """No compiled graph fits and none may be compiled now (stance eager_on_recompile)."""
+
+
 class Entry:
     """One compiled graph: ``run(inputs)`` -> output tensors, in ``spec.outputs`` order."""
     __slots__ = ("spec", "run", "gm", "aot", "hits", "needs_grad")
@@ -90,6 +94,13 @@ class FunctionCache:
                     return e, spec
         ordinal = session.graph_ordinal
         last = self.by_ordinal.get(ordinal)
+        if last is not None and config.STANCE[0] in ("fail_on_recompile",
+                                                     "eager_on_recompile"):
+            if config.STANCE[0] == "fail_on_recompile":
+                raise RuntimeError(f"Detected recompile when torch.compile stance is "
+                                   f"'fail_on_recompile' (function {self.name}: "
+                                   f"{_diff_reason(spec, last, session)})")
+            raise RunEagerly()
         if last is not None or prev:
             self._explain(trace, spec, prev[-1].spec if prev else last, reason, session)
         e = self._compile(trace, spec, session)

@@ -88,3 +88,6 @@ class _ConfigModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _ConfigModule
+
+# the stance of torch.compiler.set_stance, shared by the call path and the cache
+STANCE = ["default"]

@@ -14,6 +14,7 @@ from .._core.state import STATE
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from . import config
+from .config import STANCE
 from .backends import lookup_backend
 from .cache import FunctionCache
 from .replay import MISS, Recorder, make_plan
@@ -112,7 +113,7 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
-        if _LOCAL.disabled or _STANCE[0] != "default" or current_session() is not None or \
+        if _LOCAL.disabled or _STANCE[0] == "force_eager" or current_session() is not None or \
                 STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
         plan = self.cache.replay_plan
@@ -388,14 +389,16 @@ def graph_break(msg=""):
         s.graph_break("ember._dynamo.graph_break() was called" + (f": {msg}" if msg else ""))
 
 
-_STANCE = ["default"]
-_STANCES = ("default", "force_eager")
+_STANCE = STANCE  # shared with the cache, which acts on the recompile stances
+_STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
 
 
 class set_stance:
     """How compiled functions behave from now on (``torch.compiler.set_stance``):
     ``"default"`` compiles, ``"force_eager"`` runs every compiled function eagerly (its
-    compiled graphs are kept for later).  A plain call changes the stance; used as a
+    compiled graphs are kept for later), ``"eager_on_recompile"`` uses graphs compiled
+    already and runs eagerly where another would have to be compiled,
+    ``"fail_on_recompile"`` raises where a graph would be compiled again.  A plain call changes the stance; used as a
     context manager or a decorator, the previous stance comes back afterwards."""
 
     def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):

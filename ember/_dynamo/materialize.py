@@ -83,11 +83,12 @@ class FlushInfo:
 
 
 def _execute(trace, out_values, session, info):
+    from .cache import RunEagerly
     from .graph_key import _Unhashable
     cache = session.cache
     try:
         entry, spec = cache.lookup(trace, out_values, session)
-    except _Unhashable:
+    except (_Unhashable, RunEagerly):
         info.outputs = list(out_values)
         return _run_ops(trace, out_values)
     lv = trace.session.leaf_values

@@ -459,7 +459,24 @@ def test_set_stance_force_eager():
     finally:
         ember.compiler.set_stance("default")
     with pytest.raises(NotImplementedError):
-        ember.compiler.set_stance("fail_on_recompile")
+        ember.compiler.set_stance("no_such_stance")
+
+
+def test_set_stance_on_recompile():
+    """fail_on_recompile raises where a graph would be compiled again; eager_on_recompile
+    runs those calls eagerly and keeps using the graphs compiled already (as torch)."""
+    cnt = CompileCounter()
+    cf = ember.compile(lambda x: x + 1, backend=cnt)
+    cf(ember.ones(3))
+    with ember.compiler.set_stance("fail_on_recompile"):
+        assert cf(ember.ones(3)).tolist() == [2.0, 2.0, 2.0]
+        with pytest.raises(RuntimeError, match="fail_on_recompile"):
+            cf(ember.ones(2, 2))
+    with ember.compiler.set_stance("eager_on_recompile"):
+        out = cf(ember.ones(2, 2, dtype=ember.float64))
+        assert out.dtype == ember.float64 and out.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+        assert cf(ember.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert cnt.frame_count == 1
 
 
 # ---- ember.compat ----------------------------------------------------------------------------------
