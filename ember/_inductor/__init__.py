@@ -13,8 +13,11 @@ kernel arguments; a Python wrapper calling kernels and the ops' eager kernels (m
 other externs, and every node the generator does not loop over), or with ``cpp_wrapper``
 one C entry point (kernels and SciPy-BLAS matmuls) for graphs without other eager steps.
 
-Not done: Welford statistics (var/mean take two passes over a row, each in cache); flash
-attention blocks (attention runs as its decomposition: matmuls and a fused softmax); explicit
+var/std/layer_norm statistics of long rows take one blocked Welford pass
+(``codegen/welford.py``; shorter rows keep two passes over a row in cache, which measured
+faster).
+
+Not done: flash attention blocks (attention runs as its decomposition: matmuls and a fused softmax); explicit
 intrinsics (the compiler vectorises the ``omp simd`` loops for the CPU capability's ISA)."""
 from . import config
 from .compile_fx import CompiledGraph, compile_fx

@@ -19,6 +19,7 @@ import numpy as np
 from ..._core import scalar_functions as _sf
 from .. import ir
 from .. import sizes as _sizes
+from .welford import BLOCK, welford_parts
 
 __all__ = ["kernel_source", "kernel_args", "PRELUDE_EXTRA"]
 
@@ -260,7 +261,77 @@ class _Emitter:
                    f"schedule(static))"
         return f"EK_PRAGMA(omp simd{col}{clauses})"
 
+    def welford(self, e):
+        """``(x, s)`` when reduction ``e`` runs as one Welford pass (`welford`): a row
+        kernel with one inner dim and outer loops (a whole-tensor reduction keeps its
+        thread-parallel two passes), rows of at least ``config.welford_min_row``
+        elements, neither statistic computed yet."""
+        if self.parallel_inner or self.k.column or len(self.inner) != 1 or \
+                len(self.inner) == len(self.k.space):
+            return None
+        length = self.k.space[min(self.inner)]
+        from .. import config
+        if config.welford_min_row and not (isinstance(length, int) and
+                                           length >= config.welford_min_row):
+            return None
+        parts = welford_parts(e, length)
+        if parts is None or self.root.find(parts[1]) is not None:
+            return None
+        return parts
+
+    def reduce_welford(self, e, x, s):
+        """The row's sum(x) and sum((x - mean)**2) in one blocked pass (see `welford`)."""
+        d = min(self.inner)
+        n = _sizes.c_text(self.k.space[d])
+        ct = _ctype(e.dtype)
+        self._reductions_first(x)
+        tot, mean, m2, blk, cnt = (self.var(p) for p in ("wsum", "wmean", "wm2", "wb", "wn"))
+        bs, bm, bq, delta, frac = (self.var(p) for p in ("bsum", "bmean", "bm2", "dlt", "frc"))
+        # the merge runs once a block: in double, so float32 rows lose nothing to it
+        L = [f"{ct} {tot} = 0;", f"double {mean} = 0, {m2} = 0;",
+             f"for (int64_t {blk} = 0; {blk} < {n}; {blk} += {BLOCK}) {{",
+             f"    int64_t {cnt} = {n} - {blk} < {BLOCK} ? {n} - {blk} : {BLOCK};",
+             f"    {ct} {bs} = 0;"]
+        head = f"for (int64_t i{d} = {blk}; i{d} < {blk} + {cnt}; i{d}++) {{"
+        first = _Scope(self.root)
+        v = self.val(x, first)
+        first.lines.append(f"{bs} += {v};")
+        self._close(first)
+        L += ["    " + ln for ln in
+              [f"EK_PRAGMA(omp simd reduction(+:{bs}))", head]
+              + ["    " + ln for ln in first.lines] + ["}"]]
+        bd = self.var("bdev")
+        L += [f"    {ct} {bm} = {bs} / ({ct}){cnt};", f"    {ct} {bq} = 0, {bd} = 0;"]
+        second = _Scope(self.root)
+        v = self.val(x, second)
+        dev = self.var("dev")
+        second.lines += [f"{ct} {dev} = {v} - {bm};", f"{bq} += {dev} * {dev};",
+                         f"{bd} += {dev};"]
+        self._close(second)
+        L += ["    " + ln for ln in
+              [f"EK_PRAGMA(omp simd reduction(+:{bq}, {bd}))", head]
+              + ["    " + ln for ln in second.lines] + ["}"]]
+        # Chan's merge of the block (count cnt) into the rows so far (count blk)
+        # bm is the block mean to a rounding of the block sum: the deviations' own sum
+        # corrects it and the block's M2 (the corrected two-pass form)
+        L += [f"    double {delta} = (double){bm} + (double){bd} / (double){cnt} - {mean};",
+              f"    double {frac} = (double){cnt} / (double)({blk} + {cnt});",
+              f"    {tot} += {bs};",
+              f"    {mean} += {delta} * {frac};",
+              f"    {m2} += (double){bq} - (double){bd} * (double){bd} / (double){cnt}"
+              f" + {delta} * {delta} * (double){blk} * {frac};",
+              "}"]
+        self.root.lines += L
+        self.root.cache[s] = tot
+        v = self.var()
+        self.root.lines.append(f"{ct} {v} = ({ct}){m2};")
+        self.root.cache[e] = v
+        return v
+
     def reduce(self, e):
+        parts = self.welford(e)
+        if parts is not None:
+            return self.reduce_welford(e, *parts)
         acc = self.var("acc")
         kind, dt = e.kind, e.dtype
         self._reductions_first(e.x)
@@ -350,6 +421,8 @@ class _Emitter:
         if self.k.column:
             return self.column_body()
         finals = []
+        for s in self.k.stores:  # variances first: the mean a store reads comes with one
+            self._variances_first(s.value)
         for s in self.k.stores:
             inner_store = bool(s.index.uses() & self.inner) or \
                 ir.depends_on(s.value, self.inner, self.memo)
@@ -400,9 +473,17 @@ class _Emitter:
 
     def _reductions_first(self, e):
         """Emit the loops of the reductions ``e`` reads before the loop that computes
-        ``e``, so values they leave in row buffers count as computed there."""
+        ``e``, so values they leave in row buffers count as computed there.  Variances
+        go first: their Welford pass computes the sum their mean reads as well."""
+        self._variances_first(e)
         for r in ir.walk(e):
             if isinstance(r, ir.Reduce) and self.root.find(r) is None:
+                self.val(r, self.root)
+
+    def _variances_first(self, e):
+        for r in ir.walk(e):
+            if isinstance(r, ir.Reduce) and self.root.find(r) is None and \
+                    self.welford(r) is not None:
                 self.val(r, self.root)
 
     def _close(self, scope):
