@@ -192,3 +192,4 @@ _lowering.install()
 # ember.compile: capture (ember._dynamo) and its public controls (ember.compiler)
 from . import _dynamo, compiler  # noqa: E402,F401
 from ._dynamo.eval_frame import compile  # noqa: E402,F401
+from ._dynamo.control_flow import cond  # noqa: E402,F401
