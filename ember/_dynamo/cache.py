@@ -57,6 +57,7 @@ class FunctionCache:
         self.warned_limit = False
         self.recompile_reasons = []
         self.by_ordinal = {}   # n -> the spec of the last graph compiled as a call's n-th
+        self.signatures = set()     # argument signatures of calls that ran compiled
         self.replay_plan = None     # ember._dynamo.replay: how to skip the Python
         self.replay_failures = 0    # calls found not replayable (recording stops at 8)
         self.replay_reason = None   # why the last one was not
@@ -71,6 +72,7 @@ class FunctionCache:
         self.compiles = 0
         self.recompile_reasons.clear()
         self.by_ordinal.clear()
+        self.signatures.clear()
         self.replay_plan = None
         self.replay_failures = 0
         self.replay_reason = None

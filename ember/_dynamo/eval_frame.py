@@ -68,6 +68,20 @@ def _flat_tensors(args, kwargs, sig_names):
     return out, names
 
 
+def _signature(args, kwargs):
+    """What torch's entry guards check of the arguments: tensor metadata, numbers' types."""
+    out = []
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            d = a.__dict__.get("_data")
+            out.append((getattr(d, "shape", None), getattr(d, "dtype", None), a._requires_grad))
+        elif isinstance(a, (int, float, bool, str)) or a is None:
+            out.append(type(a))
+        else:
+            out.append(id(a))
+    return tuple(out)
+
+
 def _has_ndarray(values):
     import numpy as np
     for v in values:
@@ -121,7 +135,15 @@ class CompiledFunction:
             r = plan.run(args, kwargs)
             if r is not MISS:
                 return r
-        return self._run(args, kwargs)
+        signature = _signature(args, kwargs)
+        if _STANCE[0] == "eager_on_recompile" and self.cache.entries and \
+                signature not in self.cache.signatures:
+            # arguments no compiled graph was made for: torch's guards fail on entry and
+            # the function runs eagerly (is_compiling() is False inside)
+            return self.fn(*args, **kwargs)
+        result = self._run(args, kwargs)
+        self.cache.signatures.add(signature)
+        return result
 
     def _run(self, args, kwargs, explain=None):
         if _has_ndarray(args) or _has_ndarray(kwargs.values()):
