@@ -10,6 +10,17 @@ import ember
 from _dist_specs import SPECS, build
 
 
+@pytest.fixture(autouse=True)
+def _torch_validates():
+    """torch.compile switches torch's argument validation off for the whole process (its
+    Dynamo patches Distribution.set_default_validate_args(False)); other tests in the same
+    worker may have compiled: the oracle validates here, as torch does by default."""
+    prev = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(prev)
+
+
 def _msg(fn):
     with pytest.raises(Exception) as info:
         fn()
