@@ -89,5 +89,11 @@ class _ConfigModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _ConfigModule
 
+# capture the fused optimizer updates (optimizer.step()) through their functional
+# decompositions, so a compiled training step is one graph more; off by default: measured
+# on the MLP step of benchmarks/compile_capture.py, recording the decomposed updates costs
+# more per call than the fused eager kernels they replace (a graph break runs those)
+capture_optimizer_updates = False
+
 # the stance of torch.compiler.set_stance, shared by the call path and the cache
 STANCE = ["default"]

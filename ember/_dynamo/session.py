@@ -15,7 +15,7 @@ from .._core.dispatch import DispatchMode
 from .._core.op import Op
 from .._core.state import STATE
 from .._core.tensor import STORAGE_HOOKS, Size, Tensor
-from . import logs
+from . import config, logs
 from .exc import Unsupported
 from ..ops.decompositions import FUNCTIONALIZED
 from .materialize import run_trace
@@ -57,7 +57,8 @@ class CaptureMode(DispatchMode):
                 return trace.record_inplace(base, args[0], args[1:], kwargs)
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
-            if op.name in FUNCTIONALIZED and op.decomp is not None:
+            if op.name in FUNCTIONALIZED and op.decomp is not None and \
+                    config.capture_optimizer_updates:
                 trace.record_functional_write(op, args, kwargs)
                 return None
             if draws_random(op):
