@@ -136,8 +136,11 @@ class Trace:
         """Record ``op(*args, **params)``; returns its lazy result(s)."""
         if op.shape is None:
             raise CannotCapture(f"operator {op.name} has no shape rule")
-        if op.category is Category.RANDOM or op.name in _EAGER_OPS or \
-                op.name.endswith("_step"):  # an optimizer update without a decomposition
+        if op.name.endswith("_step"):
+            raise CannotCapture(f"operator {op.name} is an optimizer update that writes its "
+                                f"inputs (ember._dynamo.config.capture_optimizer_updates "
+                                f"records it instead)")
+        if op.category is Category.RANDOM or op.name in _EAGER_OPS:
             raise CannotCapture(f"operator {op.name} draws random numbers or has effects")
         if op.name in _RANDOM_NAMES:
             raise CannotCapture(f"operator {op.name} draws random numbers")
