@@ -52,8 +52,6 @@ NOT_EXACT = {name: _FUSED_RNN for name in (
 # makes the test fail until its entry goes.
 _R_INPLACE_ERROR = "core bug reported: in-place op with a dtype and a broadcast error: " \
                    "compiled raises RuntimeError, eager NotImplementedError"
-_R_SECOND_CALL = "core bug reported: the second identical call recompiles (SparseAdam's steps: " \
-                 "a Python number already made dynamic recompiles again)"
 _R_STRIDES = "core bug reported: empty_strided inside the region: stride() reads " \
              "C-contiguous strides, eager the given ones"
 
@@ -66,7 +64,6 @@ FORWARD_XFAIL = {
     "bitwise_right_shift_inplace": _R_INPLACE_ERROR,
     "bitwise_xor_inplace": _R_INPLACE_ERROR,
     "empty_strided": _R_STRIDES,
-    "optim.SparseAdam": _R_SECOND_CALL,
 }
 FORWARD_XFAIL_BACKEND = {}
 BACKWARD_XFAIL = {}
