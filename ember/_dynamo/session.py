@@ -10,6 +10,7 @@ prints and data-dependent branches therefore happen exactly as in eager mode.
 """
 import os
 import sys
+import threading
 
 from .._core.dispatch import DispatchMode
 from .._core.op import Op
@@ -98,11 +99,19 @@ def _sym_class(cls, _cache={}):
     return sc
 
 
-_SESSION = []
+class _Sessions(threading.local):
+    """The capture sessions of this thread: capture, like the mode stack, is per thread."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_SESSIONS = _Sessions()
 
 
 def current_session():
-    return _SESSION[-1] if _SESSION else None
+    stack = _SESSIONS.stack
+    return stack[-1] if stack else None
 
 
 def _storage_changing(t):
@@ -271,7 +280,7 @@ class CaptureSession:
 
     # ---- the session as a context ----------------------------------------------------
     def __enter__(self):
-        _SESSION.append(self)
+        _SESSIONS.stack.append(self)
         self.mode.__enter__()
         return self
 
@@ -283,7 +292,7 @@ class CaptureSession:
                 self.abort()
         finally:
             self.mode.__exit__(exc_type, exc, tb)
-            _SESSION.pop()
+            _SESSIONS.stack.pop()
             self.unbind_arguments()
 
 

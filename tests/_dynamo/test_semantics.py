@@ -823,7 +823,6 @@ def test_data_dependent_output_shapes_break_the_graph():
         ember.compile(_data_dependent_shapes, backend="eager", fullgraph=True)(x)
 
 
-@_xfail("the capture session stack is process-global, not per thread")
 def test_compiling_in_one_thread_does_not_affect_another():
     import threading
     inside, done = threading.Event(), threading.Event()
