@@ -113,13 +113,14 @@ def int_leaf(arg, value):
 
 
 def plain(x):
-    """``x`` with SymInts made plain ints (top level and inside tuples/lists): what a compiled
+    """``x`` with SymInts made plain ints (inside tuples, lists and Sizes too): what a compiled
     function returns, so sizes that escape are ints as in eager mode."""
     if isinstance(x, SymInt):
         return int(x)
-    t = type(x)
-    if (t is tuple or t is list) and any(isinstance(v, SymInt) for v in x):
-        return t(int(v) if isinstance(v, SymInt) else v for v in x)
+    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
+        items = [plain(v) for v in x]
+        if any(a is not b for a, b in zip(items, x)):
+            return type(x)(items)
     return x
 
 
