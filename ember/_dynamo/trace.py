@@ -81,6 +81,9 @@ class Trace:
         arr = t.__dict__["_data"]
         if type(arr) is not np.ndarray:
             raise CannotCapture("a tensor on another device than the CPU")
+        if self.mutated and any(m.__dict__["_data"] is arr for m in self.mutated.values()):
+            # another tensor object on the same array (``x.data``, ``detach()``) was written
+            raise CannotCapture("a tensor that shares memory with one written in place")
         if self.mutated and arr.base is not None or self.mutated and any(
                 m.__dict__["_data"].base is not None for m in self.mutated.values()):
             for m in self.mutated.values():
@@ -341,8 +344,10 @@ class Trace:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
         for k, t in enumerate(self.inputs):
-            if t is not target and (arr.base is not None or t.__dict__["_data"].base is not None) \
-                    and np.may_share_memory(arr, t.__dict__["_data"]):
+            other = t.__dict__["_data"]
+            if t is not target and (other is arr or (arr.base is not None or
+                                                     other.base is not None)
+                                    and np.may_share_memory(arr, other)):
                 raise CannotCapture("an in-place write to a tensor that shares memory with "
                                     "another input")
 
