@@ -208,8 +208,10 @@ def _derive_view(t, lz):
         d["_data"] = root._data
         d["_version"] = _version_of(root)
         return
+    own = d.get("grad_fn")  # history an autograd.Function gave this very tensor
+    own_nr, own_rg = d.get("_output_nr"), d.get("_requires_grad")
     prev = STATE.grad_enabled
-    STATE.grad_enabled = bool(d.get("_requires_grad"))
+    STATE.grad_enabled = bool(d.get("_requires_grad")) and own is None
     try:
         v = root
         for op, params in chain:
@@ -218,5 +220,7 @@ def _derive_view(t, lz):
         STATE.grad_enabled = prev
     for k, x in v.__dict__.items():
         d[k] = x
-    if not v._requires_grad:
+    if own is not None:
+        d["grad_fn"], d["_output_nr"], d["_requires_grad"] = own, own_nr, own_rg
+    elif not v._requires_grad:
         d.pop("_requires_grad", None)

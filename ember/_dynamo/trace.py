@@ -103,6 +103,10 @@ class Trace:
             if lz is not None:
                 if lz.trace is not self:
                     raise CannotCapture("a lazy tensor of another compiled region")
+                if a.__dict__.get("grad_fn") is not None:
+                    # an autograd.Function's output: its history is that Function's node,
+                    # outside this graph; it enters the next graph as a real input
+                    raise CannotCapture("the output of an autograd.Function is read")
                 if lz.view is not None:
                     self._refresh_view(a, lz)
                 elif STATE.grad_enabled and id(a) in self.mutated and a._requires_grad:

@@ -749,7 +749,6 @@ def test_module_forward_hooks_and_tensor_hooks_run_every_call(backend):
     assert grads == [[4.0, 4.0]] and w.grad.tolist() == [8.0, 8.0]
 
 
-@_xfail("module backward hooks do not run under compile and cut the input's grad")
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_module_backward_hooks(backend):
     def run(compile_it):
