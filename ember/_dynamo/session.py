@@ -281,7 +281,12 @@ class CaptureSession:
     # ---- the session as a context ----------------------------------------------------
     def __enter__(self):
         _SESSIONS.stack.append(self)
-        self.mode.__enter__()
+        if STATE.modes:
+            self.effects.append("a dispatch mode was active around the call")
+        # the capture sits below the modes already active (autocast, a profiler): they
+        # see each call first, and what they make of it (autocast's casts) is recorded
+        STATE.modes.insert(0, self.mode)
+        STATE.intercept = True
         return self
 
     def __exit__(self, exc_type, exc, tb):

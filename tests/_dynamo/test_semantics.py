@@ -766,8 +766,7 @@ def test_module_backward_hooks(backend):
 
 
 # ---- global modes the Python runs under ----------------------------------------------------------
-@pytest.mark.parametrize("backend", ["eager", "aot_eager", pytest.param("inductor", marks=_xfail(
-    "autocast entered around a compiled call is lost with the inductor backend"))])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_autocast_inside_and_around_compiled_code(backend):
     def f(x, w):
         with ember.autocast("cpu", dtype=ember.bfloat16):
