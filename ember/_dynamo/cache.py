@@ -58,6 +58,7 @@ class FunctionCache:
         self.recompile_reasons = []
         self.by_ordinal = {}   # n -> the spec of the last graph compiled as a call's n-th
         self.signatures = set()     # argument signatures of calls that ran compiled
+        self.called = False         # whether a call came (set_stance eager_then_compile)
         self.replay_plan = None     # ember._dynamo.replay: how to skip the Python
         self.replay_failures = 0    # calls found not replayable (recording stops at 8)
         self.replay_reason = None   # why the last one was not
@@ -175,7 +176,13 @@ class FunctionCache:
         from .aot_autograd import compile_aot
         needs_grad = any(trace.value_rg[j] for j in spec.outputs)
         names = session.input_names(trace, spec)
-        aot = needs_grad and isinstance(self.backend, AotBackend)
+        backend, backend_name = self.backend, self.backend_name
+        if config.FORCE_BACKEND[0] is not None:  # set_stance(force_backend=...)
+            from .backends import lookup_backend
+            backend = lookup_backend(config.FORCE_BACKEND[0])
+            backend_name = getattr(config.FORCE_BACKEND[0], "__name__",
+                                   config.FORCE_BACKEND[0])
+        aot = needs_grad and isinstance(backend, AotBackend)
         gm = build_graph_module(trace, spec, grad_nodes=needs_grad and not aot,
                                 input_names=names)
         lv = trace.session.leaf_values
@@ -187,13 +194,13 @@ class FunctionCache:
         logs.log("graph_code", f"captured graph of {self.name}:\n{gm.code}")
         try:
             if aot:
-                run, aot_info = compile_aot(gm, example, self.backend, trace, spec)
+                run, aot_info = compile_aot(gm, example, backend, trace, spec)
                 return Entry(spec, gm, run, aot_info, needs_grad)
-            run = self.backend(gm, example)
+            run = backend(gm, example)
         except Exception as e:
-            if isinstance(e, (BackendCompilerFailed,)) or not callable(self.backend):
+            if isinstance(e, (BackendCompilerFailed,)) or not callable(backend):
                 raise
-            raise BackendCompilerFailed(self.backend_name, e) from e
+            raise BackendCompilerFailed(backend_name, e) from e
         src = getattr(run, "__ember_source__", None)
         if src is not None:
             logs.log("output_code", f"output code of {self.name}:\n{src}")

@@ -97,3 +97,5 @@ capture_optimizer_updates = False
 
 # the stance of torch.compiler.set_stance, shared by the call path and the cache
 STANCE = ["default"]
+# set_stance("default", force_backend=...): the backend graphs compiled from now on use
+FORCE_BACKEND = [None]

@@ -14,7 +14,7 @@ from .._core.state import STATE
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from . import config
-from .config import STANCE
+from .config import FORCE_BACKEND, STANCE
 from .backends import lookup_backend
 from .cache import FunctionCache
 from .replay import MISS, Recorder, make_plan
@@ -130,6 +130,14 @@ class CompiledFunction:
         if _LOCAL.disabled or _STANCE[0] == "force_eager" or current_session() is not None or \
                 STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
+        first = not self.cache.called
+        self.cache.called = True
+        if first and _STANCE[0] == "eager_then_compile":
+            return self.fn(*args, **kwargs)
+        if first and _STANCE[0] == "aot_eager_then_compile":
+            # the first call runs through aot_eager, compiled graphs come with later calls
+            return CompiledFunction(self.fn, backend="aot_eager", module=self.module,
+                                    fullgraph=self._fullgraph)._run(args, kwargs)
         plan = self.cache.replay_plan
         if plan is not None and config.replay:
             r = plan.run(args, kwargs)
@@ -412,46 +420,55 @@ def graph_break(msg=""):
 
 
 _STANCE = STANCE  # shared with the cache, which acts on the recompile stances
-_STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
+_STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
+            "eager_then_compile", "aot_eager_then_compile")
 
 
 class set_stance:
     """How compiled functions behave from now on (``torch.compiler.set_stance``):
-    ``"default"`` compiles, ``"force_eager"`` runs every compiled function eagerly (its
-    compiled graphs are kept for later), ``"eager_on_recompile"`` uses graphs compiled
-    already and runs eagerly where another would have to be compiled,
-    ``"fail_on_recompile"`` raises where a graph would be compiled again.  A plain call changes the stance; used as a
-    context manager or a decorator, the previous stance comes back afterwards."""
+
+    * ``"default"`` compiles; with ``force_backend``, graphs compiled from now on use that
+      backend (graphs compiled before are still used);
+    * ``"force_eager"`` runs every compiled function eagerly (its graphs are kept);
+    * ``"eager_on_recompile"`` uses graphs compiled already and runs eagerly where
+      another would have to be compiled; ``"fail_on_recompile"`` raises there;
+    * ``"eager_then_compile"`` runs a compiled function's first call eagerly and compiles
+      from the second; ``"aot_eager_then_compile"`` runs the first call with "aot_eager".
+
+    ``skip_guard_eval_unsafe`` is accepted; beyond torch, ember evaluates the guards
+    anyway, so results stay right.  A plain call changes the stance; used as a context
+    manager or a decorator, the previous stance comes back afterwards.  An unknown stance
+    raises ValueError (torch accepts any name and ignores it)."""
 
     def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
         if stance not in _STANCES:
-            raise NotImplementedError(f"set_stance({stance!r}): ember supports the stances "
-                                      f"{list(_STANCES)}")
-        if force_backend is not None or skip_guard_eval_unsafe:
-            raise NotImplementedError("set_stance: force_backend and skip_guard_eval_unsafe "
-                                      "are not supported by ember")
+            raise ValueError(f"set_stance({stance!r}): the stances are {list(_STANCES)}")
+        if force_backend is not None:
+            if stance != "default":
+                raise RuntimeError("non-default stance cannot have force_backend set")
+            lookup_backend(force_backend)  # an unknown backend fails now, not at a compile
         self.stance = stance
-        self.prev = _STANCE[0]
-        _STANCE[0] = stance
+        self.prev = (_STANCE[0], FORCE_BACKEND[0])
+        _STANCE[0], FORCE_BACKEND[0] = stance, force_backend
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _STANCE[0] = self.prev
+        _STANCE[0], FORCE_BACKEND[0] = self.prev
 
     def __call__(self, fn):
-        _STANCE[0] = self.prev  # as a decorator it applies during the calls only
-        stance = self.stance
+        mine = (_STANCE[0], FORCE_BACKEND[0])
+        _STANCE[0], FORCE_BACKEND[0] = self.prev  # as a decorator it applies during calls
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev = _STANCE[0]
-            _STANCE[0] = stance
+            prev = (_STANCE[0], FORCE_BACKEND[0])
+            _STANCE[0], FORCE_BACKEND[0] = mine
             try:
                 return fn(*args, **kwargs)
             finally:
-                _STANCE[0] = prev
+                _STANCE[0], FORCE_BACKEND[0] = prev
         return wrapper
 
 

@@ -458,8 +458,33 @@ def test_set_stance_force_eager():
         assert cnt.frame_count == 1
     finally:
         ember.compiler.set_stance("default")
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="the stances are"):
         ember.compiler.set_stance("no_such_stance")
+    with pytest.raises(RuntimeError, match="force_backend"):
+        ember.compiler.set_stance("force_eager", force_backend="eager")
+
+
+def test_set_stance_force_backend_and_then_compile():
+    """force_backend: graphs compiled under it use that backend; eager_then_compile runs
+    the first call eagerly (is_compiling() False), aot_eager_then_compile through
+    aot_eager, and both compile from the second call (torch's stances)."""
+    used = CompileCounter()
+    cf = ember.compile(lambda x: x * 2, backend="eager")
+    with ember.compiler.set_stance("default", force_backend=used):
+        assert cf(ember.ones(2)).tolist() == [2.0, 2.0]
+    assert used.frame_count == 1
+    with pytest.raises(Exception, match="nope"):
+        ember.compiler.set_stance("default", force_backend="nope")
+
+    def f(x):
+        return x + 1 if ember.compiler.is_compiling() else x - 1
+    for stance in ("eager_then_compile", "aot_eager_then_compile"):
+        cnt = CompileCounter()
+        g = ember.compile(f, backend=cnt)
+        with ember.compiler.set_stance(stance):
+            first, second = g(ember.zeros(1)), g(ember.zeros(1))
+        assert second.item() == 1.0 and cnt.frame_count == 1
+        assert first.item() == (-1.0 if stance == "eager_then_compile" else 1.0)
 
 
 def test_set_stance_on_recompile():

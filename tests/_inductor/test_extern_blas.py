@@ -41,8 +41,8 @@ _TOL = {np.float32: dict(rtol=2e-5, atol=2e-5), np.float64: dict(rtol=1e-12, ato
 
 @pytest.fixture(scope="module")
 def lib():
-    if ckbuild.find_compiler() is None:
-        pytest.skip("no C compiler")
+    # the real component: generated C really calls SciPy's BLAS (gcc is a project requirement)
+    assert ckbuild.find_compiler() is not None, "no C compiler found"
     lib, _ = ckbuild.build("ember_test_extern_blas", _TEST_SOURCE, lambda l: l.tb_abi() == 11)
     P, N, D = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
     for s in ("f32", "f64"):

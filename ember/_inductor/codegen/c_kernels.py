@@ -240,7 +240,7 @@ class _Emitter:
             ops = [self.val(a, scope) for a in e.args]
             opdt = e.args[1].dtype if e.fn == "where" else e.args[0].dtype
             return _sf.c_expr(e.fn, opdt, *ops)
-        raise NotImplementedError(type(e).__name__)
+        raise TypeError(f"internal error: no C form for IR node {type(e).__name__}")
 
     def loops(self, body, pragma):
         """The inner loop nest over the kernel's inner dims around ``body`` lines."""

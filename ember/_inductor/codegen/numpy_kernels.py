@@ -59,7 +59,7 @@ class _Gen:
         elif isinstance(e, ir.Reduce):
             t = f"_reduce({e.kind!r}, {self.val(e.x)}, {self.axes!r}, _SPACE, _dt({e.dtype!r}))"
         else:
-            raise NotImplementedError(type(e).__name__)
+            raise TypeError(f"internal error: no NumPy form for IR node {type(e).__name__}")
         self.n += 1
         v = f"t{self.n}"
         self.lines.append(f"{v} = {t}")
