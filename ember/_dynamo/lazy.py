@@ -16,6 +16,7 @@ graph runs and the new value is written back into its memory.
 """
 import numpy as np
 
+from .._core.array_meta import ArrayMeta
 from .._core.tensor import Tensor
 
 __all__ = ["LazyArray", "lazy_class", "is_lazy", "LazyRef"]
@@ -39,34 +40,14 @@ class LazyRef:
         self.real_data = real_data  # a mutated real tensor's own array (written back)
 
 
-class LazyArray:
+class LazyArray(ArrayMeta):
     """What ``_data`` of a lazy tensor reads as: metadata now, the real array on demand."""
-    __slots__ = ("_tensor", "shape", "dtype")
+    __slots__ = ("_tensor",)
     __array_priority__ = 1e9
 
     def __init__(self, tensor, shape, dtype):
+        ArrayMeta.__init__(self, shape, dtype)
         self._tensor = tensor
-        self.shape = shape
-        self.dtype = dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n = n * s
-        return n
-
-    @property
-    def itemsize(self):
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self):
-        return self.size * self.dtype.itemsize
 
     @property
     def flags(self):

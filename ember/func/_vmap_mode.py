@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from .._core.array_meta import ArrayMeta
 from .._core.dispatch import DispatchMode
 from .._core.op import REGISTRY, Category, InplaceOp
 from .._core.state import STATE
@@ -78,33 +79,13 @@ def make_batched(value, bdim, level):
     return t
 
 
-class _LogicalMeta:
+class _LogicalMeta(ArrayMeta):
     """The shape and dtype of a logical (per-example) tensor, in the attribute names of an
     array so that Tensor's metadata properties read it; it holds no data, so anything that
     tries to compute on a BatchedTensor's storage instead of going through an operator
     fails loudly."""
-    __slots__ = ("shape", "dtype", "ndim")
+    __slots__ = ()
     logical = True   # tells code below func that a tensor's values are not readable here
-
-    def __init__(self, shape, dtype):
-        self.shape = shape
-        self.dtype = dtype
-        self.ndim = len(shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def itemsize(self):
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self):
-        return self.size * self.dtype.itemsize
 
     @property
     def strides(self):
