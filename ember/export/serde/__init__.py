@@ -1,0 +1,80 @@
+"""The ember program file: what `ember.export.save` writes and `ember.export.load` reads.
+
+Unlike a pickle, a program file holds no code: loading it builds a graph from operator
+names in ember's registry, literal arguments and raw weight bytes, so a file from an
+untrusted source cannot run anything.  The same file runs without ember in `ember_lite`.
+
+Layout (a zip archive, members stored uncompressed)
+---------------------------------------------------
+``version``
+    The format version, ASCII digits (this ember writes ``1`` and reads ``1``).  A reader
+    that meets a version it does not know raises ``RuntimeError("this file has format
+    version N; ember reads 1..M")``.
+``program.json``
+    The program (schema below), UTF-8 JSON.
+``lite/program.json``
+    The same program with its graph decomposed to ember's primitive set
+    (`ember.ops.primitives.PRIMITIVES`, by `ember._inductor.passes.decompose`), which is
+    what `ember_lite` runs.  Same schema, ``kind`` ``"LiteProgram"``.
+``data/<n>``
+    Raw storages: the bytes of one C-contiguous array, little-endian.
+``extra/<name>``
+    The user's ``extra_files``, verbatim.
+
+program.json (schema version 1)
+-------------------------------
+``schema_version``: 1.  ``kind``: ``"ExportedProgram"`` (from `ember.export.export`) or
+``"GraphModule"`` (a bare graph; every placeholder a user input).
+``opset_version``: ``{"ember": 1, ...}``, the operator-set versions (``opset_version=`` of
+save adds namespaces; ``expected_opset_version=`` of load checks them).
+
+``graph``: the nodes in execution order, each ``{"name", "op", ...}``:
+
+* ``{"op": "placeholder"}``: one per input, in the order the graph takes them (parameters,
+  buffers, lifted constants, then the user's flattened tensor inputs);
+* ``{"op": "call_function", "target": NAME, "args": [...], "kwargs": {...}}``: NAME is an
+  operator of `ember._core.op.REGISTRY` (a name ember does not know fails to load with a
+  RuntimeError naming it), or ``"getitem"`` (output ``i`` of a multi-output node: args
+  ``[node, i]``), or ``"set_grad_enabled"`` (grad-mode switches of a compile capture);
+* ``{"op": "output", "args": [[...]]}``: the flat list of outputs.
+
+Each node may carry ``"meta"``: ``{"shape": [...], "dtype": NAME}`` (a list of those for a
+node with several outputs).  A size is an int or a string expression over the symbols
+(``"s0"``, ``"2*s0"``): integers, symbol names and ``+ - * // %`` only, parsed with
+``ast`` and never evaluated as code.  Dtype names are NumPy's (``"float32"``, ``"int64"``,
+``"bool"``, ``"complex64"``) and ml_dtypes' (``"bfloat16"``, ``"float8_e4m3fn"``,
+``"float8_e5m2"``).
+
+Arguments are JSON values with tags for what JSON lacks: numbers, strings, booleans and
+null are themselves, a JSON list is a Python list, and one-key objects are
+``{"node": name}`` (another node's value), ``{"tuple": [...]}``, ``{"float": "inf" |
+"-inf" | "nan"}``, ``{"complex": [re, im]}``, ``{"dtype": NAME}`` (an ember dtype),
+``{"np_dtype": NAME}`` (a NumPy dtype), ``{"sym": "s0*4"}`` (a symbolic size),
+``{"slice": [start, stop, step]}`` and ``{"ellipsis": true}``.
+
+``input_specs``: per placeholder ``{"kind", "name", "target", "persistent"}``, kind one of
+``USER_INPUT``, ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR`` (torch's InputKind), name the
+placeholder's, target the state_dict/constants key.  ``output_specs``: per output ``{"kind",
+"name", "target"}``, kind ``USER_OUTPUT``, ``BUFFER_MUTATION`` (the new value of buffer
+``target``) or ``USER_INPUT_MUTATION``.
+
+``state_dict`` and ``constants``: ``{key: {"storage": "data/<n>", "dtype", "shape",
+"strides", "offset"}}`` (strides and offset in elements; tensors may share a storage).
+Loading checks that the view fits in the storage.
+
+``symbols``: ``{"s0": {"hint": example value, "min": lower bound, "max": upper bound or
+null}}``, the dynamic sizes and their range constraints.  ``in_spec``/``out_spec``: the
+pytree specs of the user's inputs and outputs (null when absent).  ``example_inputs``:
+``{"args": [...], "kwargs": {...}}`` with each tensor as ``{"tensor": meta}``, other values
+as ``{"value": argument}`` and containers as ``{"seq": [...]}``/``{"dict": {...}}``.
+
+Errors: a file that is not a zip, a truncated one, a missing member, invalid JSON, an
+unknown version, dtype, operator or argument tag, or a shape that does not fit its storage
+raises RuntimeError or ValueError naming the file and what is wrong, never a zipfile, JSON
+or NumPy exception.
+"""
+from ._program import (FORMAT_VERSION, OPSET_VERSION, SCHEMA_VERSION, load_program,
+                       save_program)
+
+__all__ = ["save_program", "load_program", "FORMAT_VERSION", "SCHEMA_VERSION",
+           "OPSET_VERSION"]

@@ -1,0 +1,307 @@
+"""save_program / load_program: the zip container (see the package docstring)."""
+import copy
+import io
+import json
+import os
+import tempfile
+import zipfile
+import zlib
+
+import numpy as np
+
+from ..._dynamo.symbolic import SymInt
+from ._graph import decode_graph, encode_graph
+from ._storage import StorageWriter, read_tensor_array
+from ._values import check_expr, encode_meta, encode_value
+
+__all__ = ["save_program", "load_program", "FORMAT_VERSION", "SCHEMA_VERSION",
+           "OPSET_VERSION", "read_archive"]
+
+FORMAT_VERSION = 1      # the zip layout (the ``version`` member)
+SCHEMA_VERSION = 1      # the JSON schema of program.json and lite/program.json
+OPSET_VERSION = {"ember": 1}  # the operator set the graphs call
+_READS = range(1, FORMAT_VERSION + 1)
+_MAX_JSON = 256 << 20   # a program's JSON beyond this is a corrupt or hostile file
+
+
+# ---- what a program holds, whatever object it came from ----------------------------------
+def _specs(ep, gm):
+    """(input specs, output specs) as JSON, from an ExportedProgram's graph signature, or
+    every placeholder a user input and every output a user output for a bare GraphModule."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    sig = getattr(ep, "graph_signature", None)
+    if sig is None:
+        ins = [{"kind": "USER_INPUT", "name": n.name, "target": None, "persistent": None}
+               for n in placeholders]
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        n_out = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
+        outs = [{"kind": "USER_OUTPUT", "name": None, "target": None} for _ in range(n_out)]
+        return ins, outs
+    ins = [{"kind": s.kind.name, "name": getattr(s.arg, "name", None), "target": s.target,
+            "persistent": getattr(s, "persistent", None)} for s in sig.input_specs]
+    outs = [{"kind": s.kind.name, "name": getattr(s.arg, "name", None), "target": s.target}
+            for s in sig.output_specs]
+    return ins, outs
+
+
+def _array(t):
+    data = getattr(t, "_data", None)
+    return np.asarray(data if data is not None else t)
+
+
+def _symbols(gm, range_constraints):
+    """``{"s0": {"hint": example value, "min": lo, "max": hi or None}}``."""
+    out = {}
+    for n in gm.graph.nodes:
+        val = n.meta.get("val")
+        for m in (val if isinstance(val, (tuple, list)) else (val,)):
+            for s in getattr(m, "shape", ()):
+                e = getattr(s, "expr", None)
+                if isinstance(s, SymInt) and isinstance(e, str) and e.isidentifier():
+                    out.setdefault(e, {"hint": int(s), "min": 0, "max": None})
+    for name, r in (range_constraints or {}).items():
+        lo, hi = getattr(r, "lower", None), getattr(r, "upper", None)
+        entry = out.setdefault(str(name), {"hint": None, "min": 0, "max": None})
+        entry["min"] = int(lo) if lo is not None and np.isfinite(float(lo)) else 0
+        entry["max"] = int(hi) if hi is not None and np.isfinite(float(hi)) else None
+    return out
+
+
+def _example_inputs(ep):
+    ex = getattr(ep, "example_inputs", None)
+    if ex is None:
+        return None
+    args, kwargs = ex if isinstance(ex, tuple) and len(ex) == 2 else (ex, {})
+
+    def enc(v):
+        if hasattr(v, "_data") and hasattr(v, "dtype"):
+            return {"tensor": encode_meta(_meta_of(v))}
+        if isinstance(v, (tuple, list)):
+            return {"seq": [enc(x) for x in v]}
+        if isinstance(v, dict):
+            return {"dict": {str(k): enc(x) for k, x in v.items()}}
+        try:
+            return {"value": encode_value(v, lambda _: None)}
+        except ValueError:
+            return {"value": None}
+    return {"args": [enc(a) for a in args], "kwargs": {str(k): enc(v) for k, v in
+                                                       (kwargs or {}).items()}}
+
+
+def _meta_of(t):
+    from ..._core.meta import meta_of
+    return meta_of(t)
+
+
+def _tensors_json(ep, writer):
+    out = {}
+    for group in ("state_dict", "constants"):
+        table = {}
+        tensors = getattr(ep, group, None) if hasattr(ep, "graph_module") else None
+        for k, t in (tensors or {}).items():
+            if not hasattr(t, "_data"):
+                continue  # torch's constants may hold non-tensors (script objects): none here
+            table[str(k)] = writer.add(_array(t))
+        out[group] = table
+    return out
+
+
+def _spec_json(spec):
+    """A pytree spec as JSON (`ember.export._tree` specs encode themselves)."""
+    if spec is None:
+        return None
+    to_json = getattr(spec, "to_json", None)
+    return to_json() if to_json is not None else None
+
+
+def _lite_graph(gm):
+    from ..._inductor.passes.decompose import decompose
+    return encode_graph(decompose(copy.deepcopy(gm)).graph)
+
+
+def _program_json(ep, gm, writer, opset_version):
+    ins, outs = _specs(ep, gm)
+    rc = getattr(ep, "range_constraints", None)
+    tensors = _tensors_json(ep, writer)
+    symbols = _symbols(gm, rc)
+    common = {"schema_version": SCHEMA_VERSION, "opset_version": opset_version,
+              "input_specs": ins, "output_specs": outs, "symbols": symbols, **tensors}
+    full = dict(common, kind="ExportedProgram" if hasattr(ep, "graph_signature") else
+                "GraphModule",
+                graph=encode_graph(gm.graph),
+                in_spec=_spec_json(getattr(ep, "in_spec", None)),
+                out_spec=_spec_json(getattr(ep, "out_spec", None)),
+                example_inputs=_example_inputs(ep),
+                verifiers=[])
+    lite = dict(common, kind="LiteProgram", graph=_lite_graph(gm))
+    return full, lite
+
+
+def save_program(ep, f, *, extra_files=None, opset_version=None):
+    """Save an ExportedProgram (or a GraphModule of ember ops) to ``f``, a path, an
+    ``os.PathLike`` or a writable binary file object, in the program format of this
+    package's docstring.  ``extra_files``: ``{name: str or bytes}`` stored alongside;
+    ``opset_version``: ``{namespace: version}`` recorded with ember's own."""
+    gm = ep if not hasattr(ep, "graph_module") else ep.graph_module
+    if not hasattr(gm, "graph"):
+        raise TypeError(f"ember.export.save: expected an ExportedProgram, got "
+                        f"{type(ep).__name__}")
+    opset = dict(OPSET_VERSION)
+    for k, v in (opset_version or {}).items():
+        if not isinstance(k, str) or type(v) is not int:
+            raise TypeError("ember.export.save: opset_version must map namespace names to "
+                            f"int versions, got {k!r}: {v!r}")
+        opset[k] = v
+    writer = StorageWriter()
+    full, lite = _program_json(ep, gm, writer, opset)
+    members = {"version": str(FORMAT_VERSION).encode(),
+               "program.json": json.dumps(full, allow_nan=False).encode(),
+               "lite/program.json": json.dumps(lite, allow_nan=False).encode()}
+    members.update(writer.blobs)
+    for name, content in (extra_files or {}).items():
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"ember.export.save: extra file name {name!r} must be a plain "
+                             f"file name")
+        members[f"extra/{name}"] = content.encode() if isinstance(content, str) else \
+            bytes(content)
+    _write_zip(f, members)
+
+
+def _write_zip(f, members):
+    def write(fileobj):
+        with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED) as z:
+            for name, data in members.items():
+                z.writestr(name, data)
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        d = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".ember-export-")
+        try:  # atomic: a crash leaves the old file or the new one, never half of one
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    else:
+        write(f)
+
+
+# ---- reading ---------------------------------------------------------------------------
+class _Archive:
+    """The members of a program file, with every container error turned into a clear one."""
+
+    def __init__(self, f):
+        self.label = os.fspath(f) if isinstance(f, (str, os.PathLike)) else \
+            getattr(f, "name", "<file object>")
+        try:
+            if isinstance(f, (str, os.PathLike)):
+                with open(f, "rb") as fh:
+                    data = fh.read()
+            else:
+                data = f.read()
+            self.zip = zipfile.ZipFile(io.BytesIO(data))
+            self.names = set(self.zip.namelist())
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+            raise RuntimeError(f"{self.label} is not an ember program file (not a readable "
+                               f"zip archive: {e})") from None
+
+    def read(self, name):
+        if name not in self.names:
+            raise RuntimeError(f"{self.label}: the program file has no member {name!r} "
+                               f"(truncated or not an ember program)")
+        try:
+            return self.zip.read(name)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
+            raise RuntimeError(f"{self.label}: member {name!r} is corrupt ({e})") from None
+
+    def json(self, name):
+        raw = self.read(name)
+        if len(raw) > _MAX_JSON:
+            raise ValueError(f"{self.label}: {name} is implausibly large ({len(raw)} bytes)")
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            raise ValueError(f"{self.label}: {name} is not valid JSON ({e})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{self.label}: {name} must hold a JSON object")
+        return obj
+
+
+def read_archive(f):
+    """(archive, its program.json), after the format and schema version checks."""
+    ar = _Archive(f)
+    raw = ar.read("version").strip()
+    try:
+        version = int(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"{ar.label}: malformed format version {raw[:20]!r}") from None
+    if version not in _READS:
+        raise RuntimeError(f"{ar.label}: this file has format version {version}; ember reads "
+                           f"{_READS.start}..{_READS.stop - 1}")
+    prog = ar.json("program.json")
+    sv = prog.get("schema_version")
+    if sv != SCHEMA_VERSION:
+        raise RuntimeError(f"{ar.label}: program.json has schema version {sv!r}; ember reads "
+                           f"{SCHEMA_VERSION}")
+    return ar, prog
+
+
+def _hints(prog, where):
+    symbols = prog.get("symbols", {})
+    if not isinstance(symbols, dict):
+        raise ValueError(f"{where}: 'symbols' must be an object")
+    hints = {}
+    for name, e in symbols.items():
+        if not (isinstance(name, str) and name.isidentifier() and isinstance(e, dict)):
+            raise ValueError(f"{where}: malformed symbol entry {name!r}: {e!r}")
+        check_expr(name)
+        h = e.get("hint")
+        hints[name] = h if type(h) is int else max(2, e.get("min") or 0)
+    return hints
+
+
+def _tensor_table(ar, prog, group):
+    from ..._core.tensor import wrap
+    table = prog.get(group, {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{ar.label}: {group!r} must be an object")
+    return {k: wrap(read_tensor_array(e, ar.read, f"{ar.label}: {group}[{k!r}]"))
+            for k, e in table.items()}
+
+
+def _check_opset(ar, prog, expected):
+    stored = prog.get("opset_version") or {}
+    for ns, v in (expected or {}).items():
+        if stored.get(ns) != v:
+            raise RuntimeError(f"{ar.label}: the program was saved with opset {ns!r} version "
+                               f"{stored.get(ns)}, but version {v} was expected")
+    ours = OPSET_VERSION["ember"]
+    if type(stored.get("ember")) is int and stored["ember"] > ours:
+        raise RuntimeError(f"{ar.label}: the program uses ember opset version "
+                           f"{stored['ember']}; this ember reads up to {ours}")
+
+
+def load_program(f, *, extra_files=None, expected_opset_version=None):
+    """Load a program saved by `save_program`.  Never runs code from the file: the graph is
+    rebuilt from operator names in ember's registry and tagged literals, sizes are
+    expressions parsed with ``ast`` (integers, symbols, ``+ - * // %``), and weights are raw
+    bytes.  ``extra_files``: ``{name: ignored}``, filled in with the stored contents (str
+    when they are UTF-8 text, else bytes)."""
+    ar, prog = read_archive(f)
+    _check_opset(ar, prog, expected_opset_version)
+    where = f"{ar.label}: program.json"
+    hints = _hints(prog, where)
+    gm = decode_graph(prog.get("graph"), hints, f"{where}: graph")
+    state_dict = _tensor_table(ar, prog, "state_dict")
+    constants = _tensor_table(ar, prog, "constants")
+    if extra_files is not None:
+        for name in list(extra_files):
+            raw = ar.read(f"extra/{name}")
+            try:
+                extra_files[name] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                extra_files[name] = raw
+    from ._rebuild import rebuild
+    return rebuild(prog, gm, state_dict, constants, where)

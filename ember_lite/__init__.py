@@ -1,0 +1,28 @@
+"""ember_lite: a small runtime for ember program files, on NumPy alone (SciPy for special
+functions, LAPACK and FFT).
+
+``ember_lite.load(path_or_file)`` reads the ``lite/program.json`` graph of a file written by
+``ember.export.save`` (the format is documented in `ember.export.serde`) and its weights,
+and gives a `Program`: ``program(*arrays)`` returns a tuple of NumPy arrays (the user
+outputs); ``program.input_specs`` and ``program.output_names`` describe it.  Dynamic sizes
+bind from the input shapes.
+
+It never imports ember (no autograd, nn, fx or compiler), so a deployment needs NumPy and
+SciPy only, and it loads in a fraction of ember's import time (see
+``benchmarks/lite_runtime.py``).  Loading runs no code from the file: operator names must
+be primitives this runtime has a kernel for, sizes are ``ast``-checked expressions.
+
+The kernels (`ember_lite.kernels`) are a deliberate second implementation of ember's
+primitive set (`ember.ops.primitives.PRIMITIVES`, extern library calls included), kept
+minimal: one NumPy call where NumPy has one, with torch's semantics as ember's own kernels
+define them, and every result cast to the dtype the graph recorded.  What keeps the two
+implementations equal is tests/export/test_lite_ops.py: every primitive runs through a saved
+one-op program here and in ember eager, and the outputs must agree.
+
+One runtime reads every program format version ember has written (``ember_lite.READS``);
+tests/export/data keeps a file of each.
+"""
+from ._format import READS
+from ._program import Program, load
+
+__all__ = ["load", "Program", "READS"]
