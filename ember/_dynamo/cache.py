@@ -129,6 +129,7 @@ class FunctionCache:
                         lf not in trace.session.static_leaves:
                     self.dynamic_leaves.add(lf)
                     added = True
+                    logs.log("dynamic", f"{what} is dynamic from now on (was {ov}, now {v})")
         if auto and not (config.specialize_int and config.specialize_float):
             for n, (a, b) in enumerate(zip(old.scalar_values, new.scalar_values)):
                 if type(a) is not type(b) or a == b or a != a:

@@ -20,14 +20,14 @@ import sys
 __all__ = ["enabled", "set_logs", "log", "ARTIFACTS"]
 
 # the artifacts ember emits
-ARTIFACTS = ("recompiles", "graph_breaks", "output_code", "graph_code")
+ARTIFACTS = ("recompiles", "graph_breaks", "output_code", "graph_code", "dynamic")
 # torch artifact names that mean one of ember's
 _ALIASES = {"recompiles_verbose": "recompiles", "graph": "graph_code",
             "graph_code_verbose": "graph_code", "aot_graphs": "graph_code",
             "aot_joint_graph": "graph_code", "kernel_code": "output_code"}
 # components: their artifacts
 _COMPONENTS = {"all": ARTIFACTS, "dynamo": ("recompiles", "graph_breaks", "graph_code"),
-               "aot": ("graph_code",), "inductor": ("output_code",), "dynamic": ()}
+               "aot": ("graph_code",), "inductor": ("output_code",), "dynamic": ("dynamic",)}
 # torch's other switches: accepted so torch programs run; ember has nothing to say for them
 _SILENT = frozenset((
     "autograd", "distributed", "c10d", "ddp", "fsdp", "dtensor", "onnx", "export", "bytecode",

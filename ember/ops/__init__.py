@@ -34,3 +34,19 @@ del linalg, special, fft, distributions
 from . import nn  # noqa: E402
 del nn
 from . import decompositions  # noqa: E402,F401  (decompositions by op name; after every op)
+from . import op_namespaces as _op_namespaces  # noqa: E402  (ember.ops.aten, ember.ops.<ns>)
+del op_namespaces  # noqa: F821  (kept out of ``from ember.ops import *``; still importable)
+import importlib as _importlib  # noqa: E402
+
+
+def __getattr__(name):
+    """``ember.ops.aten``, ``ember.ops.<custom namespace>``: operator namespaces made on
+    demand, as ``torch.ops`` makes them (``op_namespaces``); a submodule of ember.ops
+    dropped from this namespace above still imports as itself."""
+    if name.startswith("__") or not name.isidentifier():
+        raise AttributeError(f"module 'ember.ops' has no attribute '{name}'")
+    if _importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if _op_namespaces.is_namespace_name(name):
+        return _op_namespaces.namespace(name)
+    raise AttributeError(f"module 'ember.ops' has no attribute '{name}'")
