@@ -38,6 +38,9 @@ def symbolic_value(v, leaf_values, symbols):
             symbolic_value(x, leaf_values, symbols) for x in v)
     if t is dict:
         return {k: symbolic_value(x, leaf_values, symbols) for k, x in v.items()}
+    r = getattr(v, "_ember_render_", None)
+    if r is not None:  # a param holding sizes inside (a higher-order op's Subgraph)
+        return r(lambda x: symbolic_value(x, leaf_values, symbols))
     return v
 
 

@@ -57,6 +57,9 @@ def _freeze(v, values, symbols):
                 _freeze(v.step, values, symbols))
     if v is Ellipsis:
         return "..."
+    key = getattr(v, "_ember_key_", None)
+    if key is not None:  # a param holding sizes inside (a higher-order op's Subgraph)
+        return key(lambda x: _freeze(x, values, symbols))
     try:
         hash(v)
     except TypeError:
@@ -104,6 +107,9 @@ def _blank(v):
         return ("tuple" if isinstance(v, tuple) else "list",) + tuple(_blank(x) for x in v)
     if t is dict:
         return ("dict",) + tuple((k, _blank(x)) for k, x in v.items())
+    key = getattr(v, "_ember_key_", None)
+    if key is not None:  # a Subgraph: its structure, sizes blanked
+        return key(_blank)
     return None  # the key holds the rest
 
 
