@@ -40,12 +40,12 @@ RANKS = {
     "nn": 3, "optim": 3, "utils.data": 3, "utils.checkpoint": 3, "utils.safetensors": 3,
     "amp": 3, "cuda": 3, "random": 3, "fft": 3, "linalg": 3, "special": 3, "sparse": 3,
     "distributions": 3, "serialization": 3, "storage": 3, "types": 3, "futures": 3,
-    "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3,
+    "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3, "library": 3,
     "func": 4,
     "fx": 5,
     "_higher_order_ops": 6,
     "_dynamo": 6, "_inductor": 6, "compiler": 6, "export": 6, "ao": 6, "distributed": 6,
-    "utils.benchmark": 6, "compat": 6, "hub": 6, "multiprocessing": 6, "utils": 6,
+    "utils.benchmark": 6, "compat": 6, "hub": 6, "multiprocessing": 6, "utils": 6, "_logging": 6,
     "": 7, "_toplevel_extras": 7,
 }
 
