@@ -99,7 +99,7 @@ def _where(dt, c, a, b):
     return np.where(c, _as(a, cdt), _as(b, cdt))
 
 
-def _polygamma(dt, n, x):
+def _polygamma(dt, x, n):
     return _sp().polygamma(n, _as(x, _compute(dt)))
 
 
@@ -180,7 +180,7 @@ _FLOAT_UNARY = {
     "special_scaled_modified_bessel_k1": _special("k1e"),
 }
 _SAME = {
-    "abs": np.abs, "neg": np.negative, "sign": _sign, "floor": np.floor, "ceil": np.ceil,
+    "neg": np.negative, "sign": _sign, "floor": np.floor, "ceil": np.ceil,
     "trunc": np.trunc, "bitwise_not": np.invert,
     "mul": np.multiply, "div": np.true_divide, "pow": np.power, "maximum": np.maximum,
     "minimum": np.minimum, "fmod": np.fmod, "remainder": np.remainder,
@@ -201,6 +201,7 @@ _COMPARE = {
 ELEMENTWISE = {name: _in_result(fn) for name, fn in {**_FLOAT_UNARY, **_SAME}.items()}
 ELEMENTWISE.update({name: _compare(fn) for name, fn in _COMPARE.items()})
 ELEMENTWISE.update({
+    "abs": lambda dt, x: np.abs(x if x.dtype.kind == "c" else _as(x, _compute(dt))),
     "add": _add, "sub": _sub, "round": _round, "where": _where, "polygamma": _polygamma,
     "standard_gamma_grad": _standard_gamma_grad,
     "isnan": lambda dt, x: np.isnan(x) if x.dtype.kind in "fcV" else np.zeros(x.shape, bool),
