@@ -8,12 +8,30 @@ decomposition.  Calling an Op runs it through the dispatcher.
 """
 import enum
 
-__all__ = ["Op", "REGISTRY", "ON_REGISTER", "Category", "RULES", "JVP_FROM_VJP", "mark_unsupported"]
+__all__ = ["Op", "REGISTRY", "ON_REGISTER", "Category", "RULES", "JVP_FROM_VJP", "mark_unsupported",
+           "OPS"]
 
 REGISTRY = {}
 # called with each Op as it is declared: ember.ops fills in its decomposition and lowering
 # path, so ops declared on first use get them too
 ON_REGISTER = []
+
+
+class _Registry:
+    """Every registered `Op` as an attribute (``OPS.add``): how generated graph code names
+    its ops (``ops.add(x, y)``)."""
+
+    def __getattr__(self, name):
+        try:
+            return REGISTRY[name]
+        except KeyError:
+            raise AttributeError(f"no operator named {name!r} is registered") from None
+
+    def __repr__(self):
+        return "<ember operator registry>"
+
+
+OPS = _Registry()
 
 
 class Category(enum.StrEnum):

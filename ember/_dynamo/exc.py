@@ -1,6 +1,7 @@
 """Exceptions of ember.compile, with torch's names."""
 
-__all__ = ["Unsupported", "InvalidBackend", "BackendCompilerFailed", "RecompileLimitExceeded"]
+__all__ = ["Unsupported", "InvalidBackend", "BackendCompilerFailed", "RecompileLimitExceeded",
+           "UserError"]
 
 
 class Unsupported(RuntimeError):
@@ -23,3 +24,9 @@ class BackendCompilerFailed(RuntimeError):
 
 class RecompileLimitExceeded(RuntimeError):
     pass
+
+
+class UserError(RuntimeError):
+    """A program ember.export cannot capture as written (data-dependent control flow, a
+    dynamic dimension the program specializes, ...): the message says why, where, and
+    how to fix it."""

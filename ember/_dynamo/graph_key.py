@@ -77,22 +77,33 @@ class _Symbols(dict):
     graph, unless an equal size already has a symbol (duck sizing).  Every leaf rendered
     is noted in ``used``."""
 
-    def __init__(self, dyn, values, by_value):
+    def __init__(self, dyn, values, by_value, leaf_symbol=None):
         super().__init__()
         self.dyn = dyn
         self.values = values
         self.by_value = by_value
+        self.leaf_symbol = leaf_symbol
         self.size_inputs = []
         self.used = set()
+
+    def name_of(self, leaf, v):
+        """The symbol of dynamic ``leaf`` (value ``v``): duck sizing by value, unless the
+        cache names leaves itself (ember.export: one symbol per `Dim`)."""
+        if self.leaf_symbol is not None:
+            return self.leaf_symbol(leaf, v, self.by_value)
+        name = self.by_value.get(v)
+        if name is None:
+            name = self.by_value[v] = f"s{len(self.by_value)}"
+        return name
 
     def get(self, leaf, default=None):
         self.used.add(leaf)
         name = dict.get(self, leaf)
         if name is None and leaf in self.dyn and self.values[leaf] > 1:
             v = self.values[leaf]
-            name = self.by_value.get(v)
-            if name is None:
-                name = self.by_value[v] = f"s{len(self.by_value)}"
+            known = len(self.by_value)
+            name = self.name_of(leaf, v)
+            if len(self.by_value) > known:
                 self.size_inputs.append((name, leaf))
             self[leaf] = name
         return name
@@ -146,7 +157,7 @@ def spec_of(trace, out_values, state):
     if static:
         dyn = dyn - static
     by_value = {}
-    symbols = _Symbols(dyn, leaf_values, by_value)
+    symbols = _Symbols(dyn, leaf_values, by_value, getattr(state, "leaf_symbol", None))
     input_shapes, skeleton_inputs = [], []
     for k in input_order:
         shape, dtype, rg = trace.input_metas[k]
@@ -161,9 +172,7 @@ def spec_of(trace, out_values, state):
                 v = int(s)
                 symbols.used.add(lf)
                 if lf in dyn and v > 1:
-                    name = by_value.get(v)
-                    if name is None:
-                        name = by_value[v] = f"s{len(by_value)}"
+                    name = symbols.name_of(lf, v)
                     dict.__setitem__(symbols, lf, name)
                     rshape.append(name)
                 else:

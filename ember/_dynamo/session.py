@@ -62,7 +62,7 @@ class CaptureMode(DispatchMode):
                     config.capture_optimizer_updates:
                 trace.record_functional_write(op, args, kwargs)
                 return None
-            if draws_random(op):
+            if draws_random(op) and not s.record_random:
                 r = capture_draw(trace, op, args, kwargs)
                 s.effects.append(f"{op.name} draws random numbers")
                 if r is None:
@@ -128,6 +128,8 @@ STORAGE_HOOKS.append(_storage_changing)
 
 class CaptureSession:
     """State of one compiled call; ``cache`` is the compiled function's `FunctionCache`."""
+    # random ops drawn at the call (compile) or recorded as graph nodes (export)
+    record_random = False
 
     def __init__(self, cache, explain=None):
         self.cache = cache

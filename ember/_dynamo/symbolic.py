@@ -88,6 +88,61 @@ class SymInt(int):
     def __index__(self):
         return int(self)
 
+    # comparisons are the int's; under ember.export they are also noted as guards
+    __hash__ = int.__hash__
+
+    def __eq__(self, o):
+        return self._cmp(o, operator.eq, "==")
+
+    def __ne__(self, o):
+        return self._cmp(o, operator.ne, "!=")
+
+    def __lt__(self, o):
+        return self._cmp(o, operator.lt, "<")
+
+    def __le__(self, o):
+        return self._cmp(o, operator.le, "<=")
+
+    def __gt__(self, o):
+        return self._cmp(o, operator.gt, ">")
+
+    def __ge__(self, o):
+        return self._cmp(o, operator.ge, ">=")
+
+    def __bool__(self):
+        r = int(self) != 0
+        if GUARDS:
+            GUARDS[-1].append(("!=", self.expr, 0, r))
+        return r
+
+    # a float made from a size bakes the size in: under export, a specialisation
+    def __truediv__(self, o):
+        self._specialised(o)
+        return int(self) / (int(o) if isinstance(o, SymInt) else o)
+
+    def __rtruediv__(self, o):
+        self._specialised(o)
+        return o / int(self)
+
+    def __float__(self):
+        self._specialised(None)
+        return float(int(self))
+
+    def _specialised(self, other):
+        if GUARDS:
+            GUARDS[-1].append(("==", self.expr, int(self), True))
+            if isinstance(other, SymInt):
+                GUARDS[-1].append(("==", other.expr, int(other), True))
+
+    def _cmp(self, other, op, sym):
+        if type(other) is bool or not isinstance(other, int):
+            return NotImplemented
+        r = op(int(self), int(other))
+        if GUARDS:
+            GUARDS[-1].append((sym, self.expr, other.expr if isinstance(other, SymInt)
+                               else int(other), r))
+        return r
+
     def __reduce__(self):
         return (int, (int(self),))  # a pickled size is its value
 
@@ -97,6 +152,10 @@ class SymInt(int):
     def __deepcopy__(self, memo):
         return self
 
+
+# the guard lists of the exports under way (innermost last): each comparison of a SymInt
+# appends ``(op, lhs expr, rhs expr or int, result)`` (see ember.export.guards)
+GUARDS = []
 
 # leaves: ("a", arg, dim) a size of a tensor argument, ("n", arg, 0) an int argument
 _LEAF_KINDS = ("a", "n")

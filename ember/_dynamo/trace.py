@@ -147,9 +147,11 @@ class Trace:
             raise CannotCapture(f"operator {op.name} is an optimizer update that writes its "
                                 f"inputs (ember._dynamo.config.capture_optimizer_updates "
                                 f"records it instead)")
-        if op.category is Category.RANDOM or op.name in _EAGER_OPS:
-            raise CannotCapture(f"operator {op.name} draws random numbers or has effects")
-        if op.name in _RANDOM_NAMES:
+        random = op.category is Category.RANDOM or op.name in _RANDOM_NAMES
+        if op.name in _EAGER_OPS:
+            raise CannotCapture(f"operator {op.name} has effects")
+        if random and not self.session.record_random:
+            # compile draws at the call (random_ops); export records the draw as a node
             raise CannotCapture(f"operator {op.name} draws random numbers")
         n_scalars = len(self.scalars)
         n_inputs = len(self.inputs)

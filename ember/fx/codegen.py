@@ -11,6 +11,7 @@ import math
 import operator
 import sys
 
+from .._core.op import OPS, REGISTRY, Op
 from ._namespace import ember_namespace
 from .graph import PythonCode, _Namespace
 from .node import Node
@@ -45,6 +46,7 @@ class _Globals:
         self.globals = {}
         self.imports = {}
         self._by_id = {}
+        self._ops = None
 
     def _module(self, name, module):
         self.globals[name] = module
@@ -67,6 +69,12 @@ class _Globals:
         return expr
 
     def _public_name(self, obj):
+        if type(obj) is Op and obj.name.isidentifier() and REGISTRY.get(obj.name) is obj:
+            if self._ops is None:
+                self._ops = self.ns.create_name("ops")
+                self.globals[self._ops] = OPS
+                self.imports[self._ops] = f"from ember._core.op import OPS as {self._ops}"
+            return f"{self._ops}.{obj.name}"
         ember = ember_namespace()
         short = getattr(obj, "__name__", None)
         if isinstance(short, str):

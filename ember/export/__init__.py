@@ -1,0 +1,103 @@
+"""``ember.export``: sound whole-graph capture into a serialisable program (torch.export).
+
+``export(mod, args)`` runs ``mod`` once under ember.compile's capture in a strict,
+whole-graph mode and gives an `ExportedProgram`: a functional graph of ember ops with the
+parameters and buffers lifted to inputs, its signature, weights and the ranges of its
+dynamic dimensions.  ``save``/``load`` write and read it as a documented, versioned zip
+that never runs code on load (`ember.export.serde`); the lite runtime (``ember_lite``)
+runs saved programs with NumPy alone.
+"""
+
+from .._dynamo.exc import UserError
+from ..nn.modules.module import Module
+from .capture import capture
+from .decompositions import default_decompositions
+from .dynamic_shapes import Dim, ShapesCollection, dims
+from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
+from .graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
+                              OutputSpec)
+from .guards import check_guards
+
+__all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
+           "default_decompositions", "ExportGraphSignature", "InputKind", "InputSpec",
+           "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError"]
+
+
+class _FunctionModule(Module):
+    """A function exported as a module (beyond torch, whose export takes modules only)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self._fn = fn
+
+    def forward(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+
+def _program(mod, args, kwargs, dynamic_shapes, strict, training):
+    auto_static = set()
+    for _ in range(3):
+        c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static)
+        ranges, more = check_guards(c)
+        if not more - auto_static:
+            break
+        auto_static |= more   # Dim.AUTO dims the program specialised: capture them static
+    return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges,
+                           example_inputs=(tuple(args), dict(kwargs or {})),
+                           constants=c.constants, in_spec=c.in_spec, out_spec=c.out_spec,
+                           training=training)
+
+
+def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=True,
+           preserve_module_call_signature=(), prefer_deferred_runtime_asserts_over_guards=False):
+    """Capture ``mod(*args, **kwargs)`` as an `ExportedProgram` (torch.export.export).
+
+    ``dynamic_shapes`` declares the dimensions that may vary (`Dim`, see
+    `ember.export.dynamic_shapes`); every other dimension is static and checked when the
+    program's module is called.  ``strict=True`` also rejects Python that would be baked in
+    silently (``id()`` of a tensor); both modes reject a branch on a tensor's value, with a
+    message naming the line and suggesting `ember.cond`.  Beyond torch: ``mod`` may be a
+    plain function, and the program keeps both training modes (see `ExportedProgram`)."""
+    if not isinstance(args, tuple):
+        raise ValueError(f"Expecting `args` to be a tuple of example positional inputs, got "
+                         f"{type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise ValueError(f"Expecting `kwargs` to be a dict, got {type(kwargs).__name__}")
+    if not isinstance(mod, Module):
+        if not callable(mod):
+            raise ValueError(f"Expected `mod` to be an instance of `ember.nn.Module` or a "
+                             f"callable, got {type(mod).__name__}")
+        mod = _FunctionModule(mod)
+    training = mod.training
+    ep = _program(mod, args, kwargs, dynamic_shapes, strict, training)
+    # the program of the other mode, kept when it differs (ExportedProgram.module())
+    try:
+        mod.train(not training)
+        other = _program(mod, args, kwargs, dynamic_shapes, strict, not training)
+    except Exception as e:
+        other = None
+        ep.alternate_error = f"{type(e).__name__}: {e}"
+    finally:
+        mod.train(training)
+    if other is not None and other.graph_module.code != ep.graph_module.code:
+        ep.alternate = other
+    return ep
+
+
+def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
+    """Write ``ep`` to ``f`` (a path or a binary file) in ember's program format
+    (`ember.export.serde`; torch.export.save)."""
+    if not isinstance(ep, ExportedProgram):
+        raise TypeError(f"The 'ep' parameter must be an instance of 'ExportedProgram', got "
+                        f"'{type(ep).__name__}' instead.")
+    from .serde import save_program
+    save_program(ep, f, extra_files=extra_files, opset_version=opset_version)
+
+
+def load(f, *, extra_files=None, expected_opset_version=None):
+    """Read a program written by `save` (torch.export.load); runs no code from the file."""
+    from .serde import load_program
+    return load_program(f, extra_files=extra_files, expected_opset_version=expected_opset_version)
+
+
+

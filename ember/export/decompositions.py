@@ -1,0 +1,121 @@
+"""``ExportedProgram.run_decompositions`` and ``default_decompositions``.
+
+A program is decomposed by capturing it again: its graph runs under export's capture with
+the ops of the table replaced by their decompositions where the table gives a function of
+its own, and then ember's decomposition pass (the compiler's, `ember._inductor.passes
+.decompose`) lowers the ops the table names down to the primitive set.
+"""
+import re
+
+from .._core.op import REGISTRY, Op
+from .dynamic_shapes import Dim
+
+__all__ = ["default_decompositions", "run_decompositions"]
+
+
+class CustomDecompTable(dict):
+    """op -> decomposition function (torch.export.decomp_utils.CustomDecompTable): every op
+    that lowers through a decomposition, with its own."""
+
+    def copy(self):
+        return CustomDecompTable(self)
+
+
+def default_decompositions():
+    """The table of every op that decomposes into primitives (torch.export
+    .default_decompositions, with ember's primitive set in place of core ATen)."""
+    table = CustomDecompTable()
+    for op in list(REGISTRY.values()):
+        low = op.lowering
+        if op.decomp is not None and low is not None and low.kind == "decomposition":
+            table[op] = op.decomp
+    return table
+
+
+def _target_name(key):
+    if isinstance(key, Op):
+        return key.name
+    for attr in ("_opname", "__name__"):
+        v = getattr(key, attr, None)
+        if isinstance(v, str):
+            return v.split("::")[-1].split(".")[0]
+    return None
+
+
+def _dynamic_shapes_of(ep):
+    """The dynamic_shapes that reproduce ``ep``'s symbols on a new capture."""
+    from .graph_signature import InputKind
+    from .._dynamo.symbolic import SymInt
+    dims = {}
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    specs = []
+    for s in ep.graph_signature.input_specs:
+        if s.kind is not InputKind.USER_INPUT or not hasattr(s.arg, "name") or \
+                hasattr(s.arg, "value"):
+            continue
+        meta = placeholders[s.arg.name].meta["val"]
+        spec = {}
+        for d, size in enumerate(meta.shape):
+            if isinstance(size, SymInt) and isinstance(size.expr, str):
+                m = re.fullmatch(r"\(?(?:(\d+)\*)?(s\d+)(?: ([+-]) (\d+))?\)?", size.expr)
+                if m is None:
+                    continue
+                a, sym, sign, b = m.groups()
+                r = ep.range_constraints.get(sym)
+                root = dims.get(sym)
+                if root is None:
+                    root = dims[sym] = Dim(sym, min=getattr(r, "lower", 0),
+                                           max=getattr(r, "upper", None))
+                dim = root
+                if a or b:
+                    dim = root * int(a or 1) + (int(b) if sign == "+" else -int(b or 0))
+                spec[d] = dim
+        specs.append(spec or None)
+    return specs
+
+
+def _example_inputs(ep):
+    args, kwargs = ep.example_inputs if ep.example_inputs is not None else ((), {})
+    return tuple(args), dict(kwargs or {})
+
+
+def run_decompositions(ep, decomp_table):
+    from .exported_program import _ExportedModule
+    from . import export as _export
+    overrides = {}
+    names = None
+    if decomp_table is not None:
+        defaults = {op.name: op.decomp for op in REGISTRY.values() if op.decomp is not None}
+        names = set()
+        for key, fn in decomp_table.items():
+            name = _target_name(key)
+            if name is None:
+                continue
+            names.add(name)
+            if defaults.get(name) is not fn:
+                overrides[name] = fn
+    module = _ExportedModule(ep)
+    module._decomp_overrides = overrides
+    args, kwargs = _example_inputs(ep)
+    dyn = _dynamic_shapes_of(ep)
+    new = _export(module, args, kwargs or None,
+                  dynamic_shapes=tuple(dyn) if any(d for d in dyn) else None, strict=False)
+    if decomp_table is None or names:
+        _decompose(new, names)
+        if new.alternate is not None:
+            _decompose(new.alternate, names)
+    return new
+
+
+def _decompose(ep, names):
+    from .._inductor.passes.decompose import decompose
+    gm = ep.graph_module
+    if names is not None:
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and isinstance(node.target, Op) and \
+                    node.target.name not in names:
+                node.meta["no_decompose"] = True
+    decompose(gm)
+    for node in gm.graph.nodes:
+        node.meta.pop("no_decompose", None)
+    gm.recompile()

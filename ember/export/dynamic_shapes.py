@@ -1,0 +1,301 @@
+"""Dynamic shapes for ``ember.export``: `Dim`, `dims` and the ``dynamic_shapes`` argument.
+
+``dynamic_shapes`` says, per input, which dimensions may vary: a dict keyed by the
+forward's argument names or a tuple in argument order (torch's two forms), each entry a
+dict ``{dim: Dim}`` or a tuple with one entry per dimension (``None`` or ``Dim.STATIC`` for
+a static dim).  Nested inputs take nested specs of the same structure.  A `Dim` has a name
+and a range; the same `Dim` object on two dimensions says they are equal; ``2 * dx`` (a
+derived dim) says a dimension is always twice ``dx``.  ``Dim.AUTO`` lets export decide
+(dynamic unless the program specialises it) and ``Dim.DYNAMIC`` asks for dynamic and fails
+if the program specialises it, as ``Dim("name")`` does.
+"""
+import enum
+import inspect
+
+from .._core.tensor import Tensor
+
+__all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection"]
+
+_INT_MAX = 2 ** 63 - 1
+
+
+class _DimHint(enum.Enum):
+    AUTO = "auto"
+    STATIC = "static"
+    DYNAMIC = "dynamic"
+
+    def __repr__(self):
+        return f"Dim.{self.name}"
+
+    def __call__(self, min=None, max=None):
+        """``Dim.AUTO(min=2, max=64)``: the hint with a range (torch 2.6+)."""
+        return _RangedHint(self, min, max)
+
+
+class _RangedHint:
+    __slots__ = ("hint", "min", "max")
+
+    def __init__(self, hint, min, max):
+        self.hint, self.min, self.max = hint, min, max
+
+    def __repr__(self):
+        return f"{self.hint!r}(min={self.min}, max={self.max})"
+
+
+class Dim:
+    """A named symbolic dimension with the range ``[min, max]`` (torch.export.Dim).
+
+    ``Dim.AUTO``, ``Dim.STATIC`` and ``Dim.DYNAMIC`` are hints instead of names (see the
+    module docstring).  ``a * dim + b`` makes a `DerivedDim`."""
+    AUTO = _DimHint.AUTO
+    STATIC = _DimHint.STATIC
+    DYNAMIC = _DimHint.DYNAMIC
+
+    def __init__(self, name, *, min=None, max=None):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"Dim name must be a valid identifier, got {name!r}")
+        lo = 0 if min is None else int(min)
+        hi = _INT_MAX if max is None else int(max)
+        if hi < 2:
+            raise ValueError(f"Dim {name!r}: max must be at least 2 (sizes 0 and 1 are "
+                             f"specialized), got {hi}")
+        if lo > hi:
+            raise ValueError(f"Dim {name!r}: min ({lo}) must not exceed max ({hi})")
+        self.__name__ = name
+        self.min = lo
+        self.max = hi
+
+    def __repr__(self):
+        if self.min == 0 and self.max == _INT_MAX:
+            return f"Dim({self.__name__!r})"
+        return f"Dim({self.__name__!r}, min={self.min}, max={self.max})"
+
+    def __mul__(self, k):
+        return self._derive(k, 0)
+
+    __rmul__ = __mul__
+
+    def __add__(self, k):
+        return self._derive(1, k)
+
+    __radd__ = __add__
+
+    def __sub__(self, k):
+        return self._derive(1, -k)
+
+    def _derive(self, a, b):
+        if type(a) is not int or type(b) is not int:
+            raise NotImplementedError(
+                f"a derived Dim is an integer linear function of its root (a * {self.__name__} "
+                f"+ b with ints a, b), got {a!r} and {b!r}")
+        return DerivedDim(self, a, b)
+
+
+class DerivedDim:
+    """``a * root + b``: a dimension that is a linear function of another `Dim`."""
+
+    def __init__(self, root, a, b):
+        if isinstance(root, DerivedDim):
+            a, b, root = a * root.a, a * root.b + b, root.root
+        if a < 1:
+            raise ValueError(f"a derived Dim must grow with its root, got {a} * {root.__name__}")
+        self.root, self.a, self.b = root, a, b
+        self.__name__ = _affine_text(root.__name__, a, b)
+
+    def __repr__(self):
+        return self.__name__
+
+    def __mul__(self, k):
+        return Dim._derive(self, k, 0)
+
+    __rmul__ = __mul__
+
+    def __add__(self, k):
+        return Dim._derive(self, 1, k)
+
+    __radd__ = __add__
+
+    def __sub__(self, k):
+        return Dim._derive(self, 1, -k)
+
+    _derive = Dim._derive
+
+    def value(self, root_value):
+        return self.a * root_value + self.b
+
+    @property
+    def min(self):
+        return self.value(self.root.min)
+
+    @property
+    def max(self):
+        return self.value(self.root.max) if self.root.max != _INT_MAX else _INT_MAX
+
+
+def _affine_text(name, a, b):
+    s = name if a == 1 else f"{a}*{name}"
+    return s if b == 0 else f"{s} + {b}" if b > 0 else f"{s} - {-b}"
+
+
+def dims(*names, min=None, max=None):
+    """One `Dim` per name, all with the range ``[min, max]`` (torch.export.dims)."""
+    return tuple(Dim(n, min=min, max=max) for n in names)
+
+
+class ShapesCollection:
+    """Dynamic shapes keyed by the tensors themselves (torch.export.ShapesCollection):
+    ``sc[x] = {0: batch}``; ``dynamic_shapes(m, args, kwargs)`` gives the nested form."""
+
+    def __init__(self):
+        self._shapes = {}
+
+    def __setitem__(self, t, shape):
+        if not isinstance(t, Tensor):
+            raise ValueError(f"ShapesCollection keys are tensors, got {type(t).__name__}")
+        self._shapes[id(t)] = (t, shape)
+
+    def __getitem__(self, t):
+        return self._shapes.setdefault(id(t), (t, {}))[1]
+
+    def dynamic_shapes(self, m, args, kwargs=None):
+        def spec(x):
+            if isinstance(x, Tensor):
+                return self._shapes.get(id(x), (x, None))[1]
+            if isinstance(x, (tuple, list)):
+                return type(x)(spec(v) for v in x)
+            if isinstance(x, dict):
+                return {k: spec(v) for k, v in x.items()}
+            return None
+        out = spec(tuple(args))
+        if kwargs:
+            return _named(m, out, spec(dict(kwargs)))
+        return out
+
+
+def _named(m, positional, keyword):
+    names = _argument_names(m, len(positional), keyword)
+    d = dict(zip(names, positional))
+    d.update(keyword)
+    return d
+
+
+def _argument_names(m, n_args, kwargs):
+    fn = m.forward if hasattr(m, "forward") else m
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [f"args_{i}" for i in range(n_args)]
+    names = []
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            names.extend(f"{p.name}_{i}" for i in range(n_args - len(names)))
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+    while len(names) < n_args:
+        names.append(f"args_{len(names)}")
+    return names[:n_args]
+
+
+class DimSpec:
+    """What export makes of one input dimension: ``kind`` "static", "auto" or "dynamic";
+    ``dim`` the `Dim`/`DerivedDim` (None for hints); ``min``/``max`` its range."""
+    __slots__ = ("kind", "dim", "min", "max")
+
+    def __init__(self, kind, dim=None, min=0, max=_INT_MAX):
+        self.kind, self.dim, self.min, self.max = kind, dim, min, max
+
+
+def _dim_spec(entry, where):
+    if entry is None or entry is Dim.STATIC:
+        return DimSpec("static")
+    if isinstance(entry, _RangedHint):
+        kind = "static" if entry.hint is Dim.STATIC else entry.hint.value
+        return DimSpec(kind, None, entry.min or 0, _INT_MAX if entry.max is None else entry.max)
+    if entry is Dim.AUTO or entry is Dim.DYNAMIC:
+        return DimSpec(entry.value)
+    if isinstance(entry, (Dim, DerivedDim)):
+        return DimSpec("dynamic", entry, entry.min, entry.max)
+    if type(entry) is int:
+        return DimSpec("static")
+    raise ValueError(f"dynamic_shapes{where}: expected a Dim, Dim.AUTO/STATIC/DYNAMIC, an int "
+                     f"or None for a dimension, got {entry!r}")
+
+
+def input_dim_specs(mod, args, kwargs, dynamic_shapes, flat_inputs, flat_paths):
+    """``{position in flat_inputs: {dim: DimSpec}}`` from ``dynamic_shapes`` (see the
+    module docstring); every dimension not named is static."""
+    out = {}
+    if dynamic_shapes is None:
+        return out
+    if isinstance(dynamic_shapes, ShapesCollection):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
+    if isinstance(dynamic_shapes, dict):
+        names = _argument_names(mod, len(args), kwargs)
+        by_name = dict(zip(names, args))
+        by_name.update(kwargs or {})
+        unknown = [k for k in dynamic_shapes if k not in by_name]
+        if unknown:
+            raise ValueError(
+                f"dynamic_shapes names {unknown} that are not arguments of the exported "
+                f"function; its arguments are {list(by_name)}. (When dynamic_shapes is a "
+                f"dict, its keys must be the argument names of forward.)")
+        specs = tuple(dynamic_shapes.get(n) for n in names) + \
+            (({k: dynamic_shapes.get(k) for k in kwargs},) if kwargs else ())
+        trees = tuple(args) + ((dict(kwargs),) if kwargs else ())
+    elif isinstance(dynamic_shapes, (tuple, list)):
+        if len(dynamic_shapes) != len(args) + (1 if kwargs else 0) and \
+                len(dynamic_shapes) != len(args):
+            raise ValueError(
+                f"dynamic_shapes has {len(dynamic_shapes)} entries but the exported function "
+                f"takes {len(args)} positional inputs; give one spec per input")
+        specs = tuple(dynamic_shapes)
+        trees = tuple(args) + ((dict(kwargs),) if kwargs and len(specs) > len(args) else ())
+    else:
+        raise ValueError(f"dynamic_shapes must be a dict, a tuple or a list, got "
+                         f"{type(dynamic_shapes).__name__}")
+    position = {id(t): i for i, t in enumerate(flat_inputs)}
+    for tree, spec in zip(trees, specs):
+        _walk(tree, spec, position, flat_paths, out)
+    return out
+
+
+def _walk(tree, spec, position, paths, out):
+    if spec is None:
+        return
+    if isinstance(tree, Tensor):
+        i = position.get(id(tree))
+        if i is None:
+            return
+        where = f" for input {paths[i]}"
+        if isinstance(spec, dict):
+            items = spec.items()
+        elif isinstance(spec, (tuple, list)):
+            if len(spec) != tree.ndim:
+                raise ValueError(
+                    f"dynamic_shapes{where}: a tuple spec needs one entry per dimension; the "
+                    f"input has {tree.ndim} dimensions, the spec {len(spec)}")
+            items = enumerate(spec)
+        else:
+            raise ValueError(f"dynamic_shapes{where}: expected a dict {{dim: Dim}} or a tuple "
+                             f"per dimension, got {type(spec).__name__}")
+        dims_ = out.setdefault(i, {})
+        for d, entry in items:
+            if not isinstance(d, int) or not -tree.ndim <= d < tree.ndim:
+                raise ValueError(f"dynamic_shapes{where}: dimension {d!r} is out of range for "
+                                 f"a tensor of {tree.ndim} dimensions")
+            dims_[d % tree.ndim] = _dim_spec(entry, where)
+        return
+    if isinstance(tree, (tuple, list)):
+        if not isinstance(spec, (tuple, list)) or len(spec) != len(tree):
+            raise ValueError(f"dynamic_shapes: expected a {type(tree).__name__} of "
+                             f"{len(tree)} specs to match the input, got {spec!r}")
+        for t, s in zip(tree, spec):
+            _walk(t, s, position, paths, out)
+    elif isinstance(tree, dict):
+        if not isinstance(spec, dict):
+            raise ValueError(f"dynamic_shapes: expected a dict spec to match a dict input, got "
+                             f"{spec!r}")
+        for k, t in tree.items():
+            _walk(t, spec.get(k), position, paths, out)
+

@@ -1,0 +1,294 @@
+"""Checking what an exported program assumed about its dynamic dimensions.
+
+While export captures, every comparison of a symbolic size is noted (`symbolic.GUARDS`):
+a broadcast compares sizes with 1, a matmul compares inner sizes, user code may branch on
+``x.shape[0] > 4``.  Each comparison's outcome is an assumption of the captured graph.
+Here each one that involves a dynamic dimension is tested over the dimension's declared
+range (at its ends, the example value and points between).  One that does not hold for the
+whole range is a constraint violation, reported as torch does, with a suggested fix: a
+narrower range (``Dim("batch", min=5)``), a specialisation (``batch = 8``), or an equality
+of two dims (``dy = dx``).  For ``Dim.AUTO`` dimensions export applies the fix itself: the
+range narrows, or the dimension becomes static.
+"""
+import operator
+import random
+
+from .._dynamo.exc import UserError
+from .._dynamo.symbolic import _LEAF_KINDS
+
+__all__ = ["check_guards", "ValueRanges"]
+
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+        ">": operator.gt, ">=": operator.ge}
+_NEGATE = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+          "%": operator.mod}
+INT_OO = 2 ** 63 - 1
+_SEARCH_CAP = 1 << 40    # the largest size a search for a range end tries
+
+
+class ValueRanges:
+    """The range ``[lower, upper]`` of a symbol (torch's ValueRanges; ``int_oo`` when
+    unbounded)."""
+    __slots__ = ("lower", "upper")
+
+    def __init__(self, lower, upper):
+        self.lower, self.upper = lower, upper
+
+    def __repr__(self):
+        hi = "int_oo" if self.upper >= INT_OO else self.upper
+        return f"VR[{self.lower}, {hi}]"
+
+    def __eq__(self, other):
+        return isinstance(other, ValueRanges) and (self.lower, self.upper) == \
+            (other.lower, other.upper)
+
+
+class _Var:
+    """One free size: a `Dim` (all its dims, derived ones too) or one hinted dimension."""
+    __slots__ = ("key", "name", "lo", "hi", "example", "auto", "leaves", "symbol")
+
+    def __init__(self, key, name, lo, hi, example, auto):
+        self.key, self.name, self.lo, self.hi = key, name, lo, hi
+        self.example, self.auto = example, auto
+        self.leaves = []
+        self.symbol = None
+
+
+def _variables(c):
+    """leaf -> (var, a, b): the leaf's size is ``a * var + b``."""
+    vars_, of_leaf = {}, {}
+    for lf, ds in c.leaf_specs.items():
+        v = c.leaf_values[lf]
+        dim = ds.dim
+        path = f"{c.flat_paths[c.arg_of_leaf[lf[1]]]}.shape[{lf[2]}]"
+        if dim is None:
+            key, name, a, b = ("leaf", lf), path, 1, 0
+            lo, hi, example = ds.min, ds.max, v
+        elif hasattr(dim, "root"):
+            root = dim.root
+            key, name, a, b = ("dim", root.__name__), root.__name__, dim.a, dim.b
+            lo, hi, example = root.min, root.max, (v - dim.b) // dim.a
+        else:
+            key, name, a, b = ("dim", dim.__name__), dim.__name__, 1, 0
+            lo, hi, example = dim.min, dim.max, v
+        var = vars_.get(key)
+        if var is None:
+            # sizes 0 and 1 are specialized: a dynamic size is at least 2
+            var = vars_[key] = _Var(key, name, max(lo, _least_root(a, b)), hi, example,
+                                    ds.kind == "auto")
+        var.leaves.append(lf)
+        sym = c.symbols.get(lf)
+        if sym is not None and a == 1 and b == 0:
+            var.symbol = sym
+        of_leaf[lf] = (var, a, b)
+    for var in vars_.values():
+        if var.symbol is None:
+            for lf in var.leaves:
+                s = c.symbols.get(lf, "")
+                var.symbol = next((t for t in _tokens(s) if t.startswith("s")), None)
+                if var.symbol:
+                    break
+    return vars_, of_leaf
+
+
+def _least_root(a, b):
+    """The least root value whose derived size ``a * r + b`` is at least 2."""
+    r = 0
+    while a * r + b < 2:
+        r += 1
+    return r
+
+
+def _tokens(s):
+    out, cur = [], ""
+    for ch in s:
+        if ch.isalnum() or ch == "_":
+            cur += ch
+        else:
+            if cur:
+                out.append(cur)
+            cur = ""
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _eval(expr, env):
+    if type(expr) is not tuple:
+        return int(expr)
+    if expr[0] in _LEAF_KINDS:
+        return env[expr]
+    return _ARITH[expr[0]](_eval(expr[1], env), _eval(expr[2], env))
+
+
+def _leaves(expr, out):
+    if type(expr) is tuple:
+        if expr[0] in _LEAF_KINDS:
+            out.add(expr)
+        else:
+            _leaves(expr[1], out)
+            _leaves(expr[2], out)
+    return out
+
+
+def _text(expr, c, of_leaf):
+    if type(expr) is not tuple:
+        return str(int(expr))
+    if not any(lf in of_leaf for lf in _leaves(expr, set())):
+        return str(_eval(expr, c.leaf_values))
+    if expr[0] == "*" and _text(expr[1], c, of_leaf) == "1":
+        return _text(expr[2], c, of_leaf)
+    if expr[0] in _LEAF_KINDS:
+        got = of_leaf.get(expr)
+        if got is None:
+            return str(c.leaf_values[expr])
+        var, a, b = got
+        s = var.name if a == 1 else f"{a}*{var.name}"
+        return s if b == 0 else f"({s} + {b})"
+    return f"({_text(expr[1], c, of_leaf)} {expr[0]} {_text(expr[2], c, of_leaf)})"
+
+
+def _holds(guard, env):
+    op, lhs, rhs, _ = guard
+    try:
+        return _OPS[op](_eval(lhs, env), _eval(rhs, env))
+    except ZeroDivisionError:
+        return False
+
+
+def _env(c, of_leaf, values):
+    env = dict(c.leaf_values)
+    for lf, (var, a, b) in of_leaf.items():
+        env[lf] = a * values[var.key] + b
+    return env
+
+
+def _candidates(var):
+    hi = min(var.hi, _SEARCH_CAP)
+    pts = {var.lo, var.lo + 1, var.example, hi, (var.lo + hi) // 2, var.example + 1,
+           max(var.lo, var.example - 1), var.example * 2, var.example * 3 + 1}
+    rng = random.Random(hash(var.key) & 0xffff)
+    for _ in range(4):
+        pts.add(rng.randint(var.lo, min(hi, max(var.lo, var.example * 8))))
+    return sorted(p for p in pts if var.lo <= p <= hi)
+
+
+def _interval(guard, var, base, c, of_leaf):
+    """The largest interval of values of ``var`` around its example on which ``guard``
+    holds (the guards are monotone in practice: comparisons of linear sizes)."""
+    def ok(x):
+        values = dict(base)
+        values[var.key] = x
+        return _holds(guard, _env(c, of_leaf, values))
+    lo, hi = var.example, var.example
+    top = min(var.hi, _SEARCH_CAP)
+    step = 1
+    while lo > var.lo and ok(lo - 1):   # walk down, doubling, then bisect
+        nxt = max(var.lo, lo - step)
+        if ok(nxt):
+            lo, step = nxt, step * 2
+        else:
+            step = max(1, step // 2)
+            if step == 1 and not ok(lo - 1):
+                break
+    step = 1
+    while hi < top and ok(hi + 1):
+        nxt = min(top, hi + step)
+        if ok(nxt):
+            hi, step = nxt, step * 2
+        else:
+            step = max(1, step // 2)
+            if step == 1 and not ok(hi + 1):
+                break
+    if hi == top and top == _SEARCH_CAP:
+        hi = var.hi
+    return lo, hi
+
+
+def check_guards(c):
+    """Check the guards of capture ``c``: ``(range_constraints, leaves to make static,
+    symbol of each variable)``; raises `UserError` for a declared dimension the program
+    does not allow over its whole range."""
+    vars_, of_leaf = _variables(c)
+    base = {k: v.example for k, v in vars_.items()}
+    auto_static = set()
+    errors, violated, seen = [], [], set()
+    for guard in c.guards:
+        op, lhs, rhs, result = guard
+        if type(lhs) is not tuple or (type(rhs) is not tuple and type(rhs) is not int):
+            continue
+        leaves = {lf for lf in _leaves(lhs, set()) | _leaves(rhs, set()) if lf in of_leaf}
+        if not leaves:
+            continue
+        g = (op if result else _NEGATE[op], lhs, rhs, True)
+        if g in seen:
+            continue
+        seen.add(g)
+        involved = {of_leaf[lf][0].key: of_leaf[lf][0] for lf in leaves}
+        bad = None
+        for var in involved.values():
+            for x in _candidates(var):
+                values = dict(base)
+                values[var.key] = x
+                if not _holds(g, _env(c, of_leaf, values)):
+                    bad = var
+                    break
+            if bad is not None:
+                break
+        if bad is None:
+            continue
+        text = f"{_text(g[1], c, of_leaf)} {g[0]} {_text(g[2], c, of_leaf)}"
+        if len(involved) == 1:
+            var = bad
+            lo, hi = _interval(g, var, base, c, of_leaf)
+            if lo == hi:
+                if var.auto:
+                    auto_static.update(var.leaves)
+                    continue
+                violated.append(var.name)
+                errors.append(
+                    f"  - Not all values of {var.name} in the specified range "
+                    f"{_range_text(var)} satisfy the generated guard {text}: the program "
+                    f"specializes {var.name} to {var.example}.\n    Suggested fix: "
+                    f"{var.name} = {var.example}   (or Dim.STATIC for that dimension)")
+            else:
+                if var.auto:
+                    var.lo, var.hi = max(var.lo, lo), min(var.hi, hi)
+                    continue
+                violated.append(var.name)
+                errors.append(
+                    f"  - Not all values of {var.name} in the specified range "
+                    f"{_range_text(var)} satisfy the generated guard {text}.\n    Suggested "
+                    f"fix: {var.name} = Dim({var.name!r}"
+                    + (f", min={lo}" if lo > var.lo or lo > 0 else "")
+                    + (f", max={hi}" if hi < INT_OO else "") + ")")
+        else:
+            autos = [v for v in involved.values() if v.auto]
+            if autos:
+                for v in autos:
+                    auto_static.update(v.leaves)
+                continue
+            names = [v.name for v in involved.values()]
+            violated.extend(names)
+            if g[0] == "==" and len(names) == 2:
+                errors.append(
+                    f"  - The values of {names[1]} and {names[0]} must always be equal "
+                    f"(guard {text}).\n    Suggested fix: {names[1]} = {names[0]}")
+            else:
+                errors.append(f"  - The program assumes {text}, which does not hold for every "
+                              f"value of {', '.join(names)} in their ranges.")
+    if errors:
+        raise UserError("Constraints violated (" + ", ".join(dict.fromkeys(violated))
+                        + ")! For more information, run with TORCH_LOGS=\"+dynamic\".\n"
+                        + "\n".join(errors))
+    ranges = {}
+    for var in vars_.values():
+        if var.symbol is not None and not (var.auto and set(var.leaves) <= auto_static):
+            ranges[var.symbol] = ValueRanges(var.lo, var.hi)
+    return ranges, auto_static
+
+
+def _range_text(var):
+    hi = "int_oo" if var.hi >= INT_OO else var.hi
+    return f"{var.lo} <= {var.name} <= {hi}"
