@@ -169,27 +169,41 @@ class Program:
                                f"{sorted(set(missing))} (not in the primitive set it runs)")
         if output is None or len(output) != 1:
             raise ValueError(f"{where}: the graph has no output node")
+        # inputs the program baked in as constants have no placeholder
+        specs = [sp for sp in specs if not (isinstance(sp, dict) and "constant" in
+                                            (sp.get("arg") or {}))]
         if len(specs) != len(placeholders):
             raise ValueError(f"{where}: {len(specs)} input specs for {len(placeholders)} "
                              f"placeholders")
         self._steps = steps
         self._inputs = []   # (placeholder name, weight key or None, meta)
-        for (name, meta), s in zip(placeholders, specs):
-            kind = s.get("kind") if isinstance(s, dict) else None
+        for (name, meta), sp in zip(placeholders, specs):
+            kind = sp.get("kind") if isinstance(sp, dict) else None
             if kind == "USER_INPUT":
                 self._inputs.append((name, None, meta))
             elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
-                if s.get("target") not in self._weights:
-                    raise ValueError(f"{where}: input {name} reads weight {s.get('target')!r}, "
-                                     f"which the file does not hold")
-                self._inputs.append((name, s["target"], meta))
+                if sp.get("target") not in self._weights:
+                    raise ValueError(f"{where}: input {name} reads weight "
+                                     f"{sp.get('target')!r}, which the file does not hold")
+                self._inputs.append((name, sp["target"], meta))
             else:
                 raise ValueError(f"{where}: unsupported input kind {kind!r}")
-        outs = output[0] if isinstance(output[0], (tuple, list)) else (output[0],)
-        ospecs = prog.get("output_specs") or [{"kind": "USER_OUTPUT"}] * len(outs)
-        if len(ospecs) != len(outs):
-            raise ValueError(f"{where}: {len(ospecs)} output specs for {len(outs)} outputs")
-        self._outputs = [(o, s.get("kind"), s.get("target")) for o, s in zip(outs, ospecs)]
+        outs = list(output[0]) if isinstance(output[0], (tuple, list)) else [output[0]]
+        ospecs = prog.get("output_specs")
+        if not isinstance(ospecs, list) or not all(isinstance(o, dict) for o in ospecs):
+            raise ValueError(f"{where}: output_specs must be a list of objects")
+        self._outputs = []  # (value: a _Ref, or a constant; kind; buffer target)
+        it = iter(outs)
+        for sp in ospecs:
+            arg = sp.get("arg") or {}
+            if "constant" in arg:  # a Python value the program returned as it was
+                self._outputs.append((np.asarray(_decode(arg["constant"], names, where)),
+                                      sp.get("kind"), None))
+                continue
+            try:
+                self._outputs.append((next(it), sp.get("kind"), sp.get("target")))
+            except StopIteration:
+                raise ValueError(f"{where}: more output specs than graph outputs") from None
 
     # ---- introspection ------------------------------------------------------------------
     @property

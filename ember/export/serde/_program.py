@@ -12,7 +12,7 @@ import numpy as np
 from ..._dynamo.symbolic import SymInt
 from ._graph import decode_graph, encode_graph
 from ._storage import StorageWriter, read_tensor_array
-from ._values import check_expr, encode_meta, encode_value
+from ._values import check_expr, encode_value
 
 __all__ = ["save_program", "load_program", "FORMAT_VERSION", "SCHEMA_VERSION",
            "OPSET_VERSION", "read_archive"]
@@ -21,25 +21,33 @@ FORMAT_VERSION = 1      # the zip layout (the ``version`` member)
 SCHEMA_VERSION = 1      # the JSON schema of program.json and lite/program.json
 OPSET_VERSION = {"ember": 1}  # the operator set the graphs call
 _READS = range(1, FORMAT_VERSION + 1)
+_INT_OO = 2 ** 63 - 1   # torch's int_oo: no upper bound
 _MAX_JSON = 256 << 20   # a program's JSON beyond this is a corrupt or hostile file
 
 
 # ---- what a program holds, whatever object it came from ----------------------------------
+def _arg_json(arg):
+    if hasattr(arg, "value"):  # ConstantArgument: a Python value the program baked in
+        return {"constant": encode_value(arg.value, lambda _: None)}
+    kind = "symint" if type(arg).__name__ == "SymIntArgument" else "tensor"
+    return {kind: getattr(arg, "name", None)}
+
+
 def _specs(ep, gm):
     """(input specs, output specs) as JSON, from an ExportedProgram's graph signature, or
     every placeholder a user input and every output a user output for a bare GraphModule."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     sig = getattr(ep, "graph_signature", None)
     if sig is None:
-        ins = [{"kind": "USER_INPUT", "name": n.name, "target": None, "persistent": None}
-               for n in placeholders]
+        ins = [{"kind": "USER_INPUT", "arg": {"tensor": n.name}, "target": None,
+                "persistent": None} for n in gm.graph.nodes if n.op == "placeholder"]
         out = next(n for n in gm.graph.nodes if n.op == "output")
-        n_out = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
-        outs = [{"kind": "USER_OUTPUT", "name": None, "target": None} for _ in range(n_out)]
+        vals = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+        outs = [{"kind": "USER_OUTPUT", "arg": {"tensor": getattr(v, "name", None)},
+                 "target": None} for v in vals]
         return ins, outs
-    ins = [{"kind": s.kind.name, "name": getattr(s.arg, "name", None), "target": s.target,
+    ins = [{"kind": s.kind.name, "arg": _arg_json(s.arg), "target": s.target,
             "persistent": getattr(s, "persistent", None)} for s in sig.input_specs]
-    outs = [{"kind": s.kind.name, "name": getattr(s.arg, "name", None), "target": s.target}
+    outs = [{"kind": s.kind.name, "arg": _arg_json(s.arg), "target": s.target}
             for s in sig.output_specs]
     return ins, outs
 
@@ -63,11 +71,14 @@ def _symbols(gm, range_constraints):
         lo, hi = getattr(r, "lower", None), getattr(r, "upper", None)
         entry = out.setdefault(str(name), {"hint": None, "min": 0, "max": None})
         entry["min"] = int(lo) if lo is not None and np.isfinite(float(lo)) else 0
-        entry["max"] = int(hi) if hi is not None and np.isfinite(float(hi)) else None
+        entry["max"] = int(hi) if hi is not None and np.isfinite(float(hi)) and \
+            int(hi) < _INT_OO else None
     return out
 
 
-def _example_inputs(ep):
+def _example_inputs(ep, writer):
+    """The example inputs: tensors as storages (``{"tensor": entry}``), other values as
+    arguments, containers as ``{"seq"}``/``{"dict"}``."""
     ex = getattr(ep, "example_inputs", None)
     if ex is None:
         return None
@@ -75,22 +86,17 @@ def _example_inputs(ep):
 
     def enc(v):
         if hasattr(v, "_data") and hasattr(v, "dtype"):
-            return {"tensor": encode_meta(_meta_of(v))}
+            return {"tensor": writer.add(_array(v))}
         if isinstance(v, (tuple, list)):
-            return {"seq": [enc(x) for x in v]}
+            return {"seq": [enc(x) for x in v], "list": isinstance(v, list)}
         if isinstance(v, dict):
-            return {"dict": {str(k): enc(x) for k, x in v.items()}}
+            return {"dict": [[encode_value(k, lambda _: None), enc(x)] for k, x in v.items()]}
         try:
             return {"value": encode_value(v, lambda _: None)}
         except ValueError:
             return {"value": None}
-    return {"args": [enc(a) for a in args], "kwargs": {str(k): enc(v) for k, v in
-                                                       (kwargs or {}).items()}}
-
-
-def _meta_of(t):
-    from ..._core.meta import meta_of
-    return meta_of(t)
+    return {"args": [enc(a) for a in args],
+            "kwargs": {str(k): enc(v) for k, v in (kwargs or {}).items()}}
 
 
 def _tensors_json(ep, writer):
@@ -101,17 +107,29 @@ def _tensors_json(ep, writer):
         for k, t in (tensors or {}).items():
             if not hasattr(t, "_data"):
                 continue  # torch's constants may hold non-tensors (script objects): none here
-            table[str(k)] = writer.add(_array(t))
+            entry = writer.add(_array(t))
+            if getattr(t, "requires_grad", False):
+                entry["requires_grad"] = True
+            table[str(k)] = entry
         out[group] = table
     return out
 
 
 def _spec_json(spec):
-    """A pytree spec as JSON (`ember.export._tree` specs encode themselves)."""
+    """A pytree spec (`ember.func._pytree`) as JSON: ``{"kind", "children", ...}`` with
+    dict keys and namedtuple type names and fields spelled out."""
     if spec is None:
         return None
-    to_json = getattr(spec, "to_json", None)
-    return to_json() if to_json is not None else None
+    kind = spec.kind
+    node = {"kind": kind, "children": [_spec_json(c) for c in spec.children]}
+    if kind == "dict":
+        node["keys"] = [encode_value(k, lambda _: None) for k in spec.meta]
+    elif kind == "namedtuple":
+        node["type"] = spec.meta.__name__
+        node["fields"] = list(spec.meta._fields)
+    elif kind not in ("leaf", "tuple", "list"):
+        raise ValueError(f"ember.export.save: cannot encode a pytree node of kind {kind!r}")
+    return node
 
 
 def _lite_graph(gm):
@@ -119,21 +137,30 @@ def _lite_graph(gm):
     return encode_graph(decompose(copy.deepcopy(gm)).graph)
 
 
-def _program_json(ep, gm, writer, opset_version):
+def _graph_part(ep, gm):
     ins, outs = _specs(ep, gm)
+    return {"graph": encode_graph(gm.graph), "input_specs": ins, "output_specs": outs,
+            "training": getattr(ep, "training", None)}
+
+
+def _program_json(ep, gm, writer, opset_version):
     rc = getattr(ep, "range_constraints", None)
     tensors = _tensors_json(ep, writer)
     symbols = _symbols(gm, rc)
+    main = _graph_part(ep, gm)
     common = {"schema_version": SCHEMA_VERSION, "opset_version": opset_version,
-              "input_specs": ins, "output_specs": outs, "symbols": symbols, **tensors}
-    full = dict(common, kind="ExportedProgram" if hasattr(ep, "graph_signature") else
-                "GraphModule",
-                graph=encode_graph(gm.graph),
-                in_spec=_spec_json(getattr(ep, "in_spec", None)),
-                out_spec=_spec_json(getattr(ep, "out_spec", None)),
-                example_inputs=_example_inputs(ep),
-                verifiers=[])
-    lite = dict(common, kind="LiteProgram", graph=_lite_graph(gm))
+              "symbols": symbols, **tensors}
+    exported = hasattr(ep, "graph_signature")
+    alternate = getattr(ep, "alternate", None)
+    full = dict(common, kind="ExportedProgram" if exported else "GraphModule", **main,
+                in_spec=_spec_json(getattr(ep, "_in_spec", None)),
+                out_spec=_spec_json(getattr(ep, "_out_spec", None)),
+                example_inputs=_example_inputs(ep, writer) if exported else None,
+                alternate=_graph_part(alternate, alternate.graph_module)
+                if alternate is not None else None,
+                alternate_error=getattr(ep, "alternate_error", None))
+    lite = dict(common, kind="LiteProgram", graph=_lite_graph(gm),
+                input_specs=main["input_specs"], output_specs=main["output_specs"])
     return full, lite
 
 
@@ -267,8 +294,13 @@ def _tensor_table(ar, prog, group):
     table = prog.get(group, {})
     if not isinstance(table, dict):
         raise ValueError(f"{ar.label}: {group!r} must be an object")
-    return {k: wrap(read_tensor_array(e, ar.read, f"{ar.label}: {group}[{k!r}]"))
-            for k, e in table.items()}
+    out = {}
+    for k, e in table.items():
+        t = wrap(read_tensor_array(e, ar.read, f"{ar.label}: {group}[{k!r}]"))
+        if isinstance(e, dict) and e.get("requires_grad") is True:
+            t.requires_grad_(True)
+        out[k] = t
+    return out
 
 
 def _check_opset(ar, prog, expected):
@@ -304,4 +336,4 @@ def load_program(f, *, extra_files=None, expected_opset_version=None):
             except UnicodeDecodeError:
                 extra_files[name] = raw
     from ._rebuild import rebuild
-    return rebuild(prog, gm, state_dict, constants, where)
+    return rebuild(prog, gm, state_dict, constants, hints, ar, where)
