@@ -90,7 +90,7 @@ ATEN = {
                None)],
     "clone": [("default", "(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", None)],
     "alias": [("default", "(Tensor(a) self) -> Tensor(a)", _A.alias)],
-    "detach": [("default", "(Tensor(a) self) -> Tensor(a)", None)],
+    "detach": [("default", "(Tensor(a) self) -> Tensor(a)", _method("detach"))],
     "contiguous": [("default", "(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format)"
                                " -> Tensor(a)", _method("contiguous"))],
     "_to_copy": [("default", "(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, "
@@ -206,9 +206,10 @@ _BINARY_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "remain
 for _n in _UNARY_OPS:
     ATEN.setdefault(_n, [("default", _UNARY, None)])
 for _n in _BINARY_OPS:
-    ATEN.setdefault(_n, [("Tensor", _BIN, None)] +
-                    ([("Scalar", _BIN_S, None)] if _n not in ("maximum", "minimum", "atan2",
-                                                            "logical_and", "logical_or") else []))
+    if _n in ("maximum", "minimum", "atan2", "logical_and", "logical_or"):
+        ATEN.setdefault(_n, [("default", _BIN, None)])
+    else:
+        ATEN.setdefault(_n, [("Tensor", _BIN, None), ("Scalar", _BIN_S, None)])
 for _n in ("add", "sub", "mul", "div", "relu", "sigmoid", "tanh", "neg", "exp", "sqrt", "abs",
            "clamp", "fill", "zero", "sin", "cos", "log", "pow", "masked_fill", "index_put"):
     if _n + "_" not in ATEN:
@@ -218,6 +219,8 @@ for _n in ("add", "sub", "mul", "div", "relu", "sigmoid", "tanh", "neg", "exp", 
             for ov, sig, _ in entries if sig.startswith("(Tensor self") and ov != "out"]
 ATEN["fill_"] = [("Scalar", "(Tensor(a!) self, Scalar value) -> Tensor(a!)", _method("fill_")),
                  ("Tensor", "(Tensor(a!) self, Tensor value) -> Tensor(a!)", _method("fill_"))]
+ATEN["pow_"] = [("Scalar", "(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", _method("pow_")),
+                ("Tensor", "(Tensor(a!) self, Tensor exponent) -> Tensor(a!)", _method("pow_"))]
 ATEN["zero_"] = [("default", "(Tensor(a!) self) -> Tensor(a!)", _method("zero_"))]
 ATEN["clamp"] = [("default", "(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", None),
                  ("Tensor", "(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", None)]
