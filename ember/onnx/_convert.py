@@ -1,0 +1,266 @@
+"""An ember export graph -> an ONNX ModelProto.
+
+The graph (placeholders, ``call_function`` nodes on ember `Op`s, ``getitem`` of multi-output
+ops, one output of a flat tuple; see ``ember.export``) is lowered node by node through the
+table of `_registry.LOWERINGS`.  Ops with a direct lowering (matmul, linear, softmax,
+layer/batch norm statistics, LSTM/GRU cells, attention, convolution's im2col chain, ...) keep
+one or a few ONNX nodes; any other op is first replaced in a copy of the graph by its
+decomposition into primitives (`ember._inductor.passes.decompose_symbolic`, the same
+rewrite the compiler uses, which keeps symbolic sizes symbolic), and an op that neither
+lowers nor decomposes fails with `UnsupportedOperatorError` naming it.
+"""
+import operator
+
+from .._core.meta import TensorMeta
+from .._core.op import Op
+from ..fx import Graph
+from ..fx.node import map_arg
+from .._inductor.passes.decompose_symbolic import decompose_symbolic
+from . import _ops_elementwise, _ops_indexing, _ops_nn, _ops_tensor  # noqa: F401 (register)
+from ._builder import Builder, Value, onnx_dtype
+from ._registry import LOWERINGS, LoweringContext
+from .errors import OnnxExporterError, UnsupportedOperatorError
+
+__all__ = ["GraphInput", "GraphOutput", "convert", "DEFAULT_OPSET", "MIN_OPSET"]
+
+DEFAULT_OPSET = 18
+MIN_OPSET = 18   # the lowerings use opset-18 forms (Reduce* axes as inputs, Pad, BitwiseNot)
+
+_MAX_ROUNDS = 16
+
+
+class GraphInput:
+    """A placeholder that becomes an ONNX graph input (``array`` None) or initializer."""
+
+    def __init__(self, node, name, array=None, dim_names=None):
+        self.node, self.name, self.array = node, name, array
+        self.dim_names = dim_names or {}
+
+
+class GraphOutput:
+    def __init__(self, index, name, dim_names=None):
+        self.index, self.name = index, name
+        self.dim_names = dim_names or {}
+
+
+def _is_op_node(n):
+    return n.op == "call_function" and isinstance(n.target, Op)
+
+
+def _needs_decomposition(n):
+    op = n.target
+    return _is_op_node(n) and op.name not in LOWERINGS and op.decomp is not None and \
+        not n.meta.get("onnx_no_decompose")
+
+
+def decompose_unlowered(graph):
+    """Replace, in place, every op node of ``graph`` with no ONNX lowering by its
+    decomposition, until none is left that can be decomposed."""
+    for _ in range(_MAX_ROUNDS):
+        todo = [n for n in graph.nodes if _needs_decomposition(n)]
+        if not todo:
+            return
+        for node in todo:
+            try:
+                decompose_symbolic(graph, node)
+            except Exception as e:  # noqa: BLE001 - reported with the op when lowering
+                node.meta["onnx_no_decompose"] = f"{type(e).__name__}: {e}"
+
+
+def _metas(v):
+    return v if isinstance(v, tuple) else (v,)
+
+
+def _check_meta(node):
+    for m in _metas(node.meta.get("val")):
+        if isinstance(m, TensorMeta) and m.dtype.is_complex:
+            name = getattr(node.target, "name", node.name)
+            raise UnsupportedOperatorError(
+                name, None, None, node=node.name,
+                reason="complex tensors have no ONNX lowering here (ONNX Runtime computes "
+                       "almost no operator on complex64/complex128)")
+
+
+def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_graph",
+            doc_string=""):
+    """The ModelProto of ``graph`` (an ember.fx Graph, not modified) with the placeholders
+    described by ``inputs`` (`GraphInput`, in placeholder order) and the output tuple's
+    elements ``outputs`` (`GraphOutput`)."""
+    import onnx
+    from onnx import helper
+    graph, val_map = _copy(graph)
+    inputs = [GraphInput(val_map[i.node], i.name, i.array, i.dim_names) for i in inputs]
+    _unlift_sizes(graph)
+    decompose_unlowered(graph)
+    b = Builder(opset)
+    env = {}
+    graph_inputs, sym_names = [], {}
+    for gi in inputs:
+        meta = gi.node.meta.get("val")
+        if not isinstance(meta, TensorMeta):
+            raise OnnxExporterError(f"ember.onnx.export: the graph input {gi.node.name!r} is not "
+                                    f"a tensor ({meta!r}); only tensor inputs can be exported")
+        b.reserve(gi.name)
+        v = Value(gi.name, meta.shape, meta.dtype)
+        env[gi.node] = v
+        if gi.array is not None:
+            b.initializer(gi.name, gi.array)
+            continue
+        b.bind_symbols(v)
+        dims = []
+        for i, d in enumerate(meta.shape):
+            if i in gi.dim_names:
+                dims.append(gi.dim_names[i])
+                if not b.is_static(d):
+                    sym_names.setdefault(str(getattr(d, "expr", d)), gi.dim_names[i])
+            elif b.is_static(d):
+                dims.append(int(d))
+            else:
+                dims.append(_dim_text(d))
+        graph_inputs.append(helper.make_tensor_value_info(gi.name, onnx_dtype(meta.dtype), dims))
+    for go in outputs:
+        b.reserve(go.name)
+    out_node = None
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            if node not in env:
+                raise OnnxExporterError(f"ember.onnx.export: no value for graph input "
+                                        f"{node.name!r}")
+        elif node.op == "output":
+            out_node = node
+        elif node.op == "call_function":
+            _lower_node(b, env, node, opset)
+        elif node.op == "get_attr":
+            raise OnnxExporterError(f"ember.onnx.export: graph node {node.name!r} reads the "
+                                    f"attribute {node.target!r}; export graphs lift attributes "
+                                    f"to inputs")
+    results = out_node.args[0]
+    results = results if isinstance(results, (tuple, list)) else (results,)
+    graph_outputs = []
+    for go in outputs:
+        v = env.get(results[go.index]) if hasattr(results[go.index], "op") else None
+        if not isinstance(v, Value):
+            raise OnnxExporterError(f"ember.onnx.export: output {go.index} is not a tensor "
+                                    f"({results[go.index]!r})")
+        b.nodes.append(helper.make_node("Identity", [v.name], [go.name],
+                                        name=b.fresh("n_output")))
+        dims = []
+        for i, d in enumerate(v.shape):
+            if i in go.dim_names:
+                dims.append(go.dim_names[i])
+            elif b.is_static(d):
+                dims.append(int(d))
+            else:
+                text = str(getattr(d, "expr", d))
+                dims.append(sym_names.get(text, _dim_text(d)))
+        graph_outputs.append(helper.make_tensor_value_info(go.name, onnx_dtype(v.dtype), dims))
+    g = helper.make_graph(b.nodes, graph_name, graph_inputs, graph_outputs, b.initializers,
+                          doc_string=doc_string or None)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="ember")
+    model.ir_version = min(model.ir_version, _max_ir_version(onnx, opset))
+    return model
+
+
+_SIZE_ARITH = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+               operator.neg)
+
+
+def _unlift_sizes(graph):
+    """Put symbolic sizes back into the op params.  An exported graph computes them in nodes
+    (``sym_size(x, 0)``, ``mul(sym_size, 4)``); here they become the SymInts they stand for
+    (expressions over the input dims' symbols), which the builder computes in the ONNX graph
+    from ``Shape`` -- and which decompositions can generalise over."""
+    value = {}
+
+    def resolve(a):
+        return value[a] if a in value else a
+
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        fn = node.target
+        if getattr(fn, "__name__", "") == "sym_size" and not isinstance(fn, Op):
+            src, dim = node.args[0], node.args[1]
+            value[node] = src.meta["val"].shape[dim]
+        elif fn in _SIZE_ARITH and not any(isinstance(a.meta.get("val"), TensorMeta)
+                                           for a in node.args if hasattr(a, "meta")):
+            value[node] = fn(*[resolve(a) for a in node.args])
+        else:
+            if any(a in value for a in node.all_input_nodes):
+                node.args = map_arg(node.args, resolve)
+                node.kwargs = map_arg(node.kwargs, resolve)
+    for node in reversed(list(value)):
+        if not node.users:
+            graph.erase_node(node)
+
+
+def _copy(graph):
+    """A copy of ``graph`` (decomposition rewrites it) and the map old node -> new node."""
+    g = Graph()
+    val_map = {}
+    rv, old_out = g.graph_copy(graph, val_map, return_output_node=True)
+    g.output(rv)
+    return g, val_map
+
+
+def _max_ir_version(onnx, opset):
+    # the IR version that goes with the opset, so older runtimes accept the file
+    for ir, op_v in ((8, 17), (8, 18), (9, 20), (10, 22), (11, 23)):
+        if opset <= op_v:
+            return ir
+    return onnx.IR_VERSION
+
+
+def _dim_text(d):
+    from .._inductor import sizes as _sizes
+    return str(_sizes.size(d))
+
+
+def _arg(env, a, node):
+    if hasattr(a, "op") and hasattr(a, "users"):  # an fx Node
+        v = env.get(a)
+        if v is None:
+            raise OnnxExporterError(f"ember.onnx.export: graph node {node.name!r} reads "
+                                    f"{a.name!r}, which has no ONNX value")
+        return v
+    if isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+        return type(a)(_arg(env, x, node) for x in a)
+    return a
+
+
+def _lower_node(b, env, node, opset):
+    target = node.target
+    if target is operator.getitem:
+        src = env[node.args[0]]
+        env[node] = src[node.args[1]]
+        return
+    if not isinstance(target, Op):
+        if getattr(target, "__name__", "") == "set_grad_enabled":
+            return  # a grad-mode switch of the compile capture: no tensor meaning
+        name = getattr(target, "__name__", repr(target))
+        raise UnsupportedOperatorError(name, opset, None, node=node.name,
+                                       reason="not an ember operator")
+    _check_meta(node)
+    fn = LOWERINGS.get(target.name)
+    if fn is None:
+        why = node.meta.get("onnx_no_decompose")
+        reason = ("it has no ONNX lowering and its decomposition could not be generalised "
+                  f"({why})") if why else "it has no ONNX lowering and no decomposition"
+        raise UnsupportedOperatorError(target.name, opset, None, node=node.name, reason=reason)
+    meta = node.meta.get("val")
+    ctx = LoweringContext(target.name, meta, opset, node.name)
+    args = _arg(env, node.args, node)
+    kwargs = {k: _arg(env, v, node) for k, v in node.kwargs.items()}
+    out = fn(b, ctx, *args, **kwargs)
+    if out is None:
+        raise UnsupportedOperatorError(target.name, opset, None, node=node.name,
+                                       reason="this form of the operator (its params or input "
+                                              "dtypes) has no ONNX lowering")
+    if isinstance(out, tuple):
+        metas = _metas(meta)
+        env[node] = tuple(None if o is None else Value(o, m.shape, m.dtype)
+                          for o, m in zip(out, metas))
+    else:
+        m = _metas(meta)[0]
+        env[node] = Value(out, m.shape, m.dtype)

@@ -1,0 +1,356 @@
+"""`ember.onnx.export`: a model or ExportedProgram -> an ONNX model."""
+import enum
+import os
+import time
+
+from ._capture import from_exported_program, from_module
+from .errors import OnnxExporterError
+
+__all__ = ["export", "TrainingMode", "OperatorExportTypes", "is_in_onnx_export"]
+
+
+class TrainingMode(enum.IntEnum):
+    """The legacy ``training`` argument of `export` (deprecated, as in torch): export the
+    model in the training mode it is in."""
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+    def __str__(self):
+        return f"TrainingMode.{self.name}"
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """The legacy ``operator_export_type`` argument of `export`: only ONNX is supported."""
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+    def __str__(self):
+        return f"OperatorExportTypes.{self.name}"
+
+
+_IN_EXPORT = [False]
+
+
+def is_in_onnx_export():
+    """Whether an `ember.onnx.export` call is running (tracing the model)."""
+    return _IN_EXPORT[0]
+
+
+def _is_exported_program(model):
+    return type(model).__name__ == "ExportedProgram" and hasattr(model, "graph_signature")
+
+
+def _export_ready():
+    try:
+        from ..export import export as _  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _axes_spec(name, spec):
+    """{dim: dim name} of one ``dynamic_axes`` entry (a dict, or a list of dims)."""
+    if isinstance(spec, dict):
+        return {int(d): str(n) for d, n in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return {int(d): f"{name}_dynamic_axes_{i + 1}" for i, d in enumerate(spec)}
+    raise TypeError(f"dynamic_axes[{name!r}] must be a dict {{axis: name}} or a list of axes, "
+                    f"got {type(spec).__name__}")
+
+
+def _dims_of_dynamic_shapes(dynamic_shapes, n_inputs, names):
+    """{flat input index: {dim: name}} from a ``dynamic_shapes`` of the torch.export forms."""
+    out = {}
+    if dynamic_shapes is None:
+        return out
+    entries = list(dynamic_shapes.values()) if isinstance(dynamic_shapes, dict) else \
+        list(dynamic_shapes)
+    for i, spec in enumerate(entries[:n_inputs]):
+        if spec is None:
+            continue
+        if isinstance(spec, dict):
+            out[i] = {int(d): getattr(v, "__name__", None) or f"{names[i]}_dim_{d}"
+                      for d, v in spec.items() if v is not None}
+        elif isinstance(spec, (list, tuple)):
+            out[i] = {d: getattr(v, "__name__", None) or f"{names[i]}_dim_{d}"
+                      for d, v in enumerate(spec) if v is not None}
+    return out
+
+
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None,
+           output_names=None, opset_version=None, dynamo=True, external_data=True,
+           dynamic_shapes=None, custom_translation_table=None, report=False, optimize=True,
+           verify=False, profile=False, dump_exported_program=False, artifacts_dir=".",
+           export_params=True, keep_initializers_as_inputs=False, dynamic_axes=None,
+           training=TrainingMode.EVAL, operator_export_type=OperatorExportTypes.ONNX,
+           do_constant_folding=True, custom_opsets=None, export_modules_as_functions=False,
+           autograd_inlining=True):
+    """Exports a model into ONNX format.
+
+    ``model`` is an ``nn.Module``, a function, or an `ember.export.ExportedProgram` (used
+    as is).  A module or function is captured whole with ``args``/``kwargs`` as example
+    inputs: tensor arguments become the graph inputs (in the order they occur), anything else
+    is baked in.  Parameters, buffers and constant tensors become ONNX initializers.  Each
+    ember operator of the graph is lowered to ONNX operators; an operator with no lowering is
+    first decomposed into ember's primitives, and one that has neither fails with
+    `UnsupportedOperatorError` naming it.
+
+    Args:
+        f: where to save the model: a path or a binary file object (None: not saved; use the
+            returned program's ``save``).
+        input_names, output_names: the graph's input/output names, in order (default: the
+            argument names of ``forward``, and ``output``/``output_0, output_1, ...``).
+        opset_version: the ai.onnx opset (default 18; at least 18).
+        dynamic_axes: ``{name: {axis: axis name}}`` or ``{name: [axes]}`` for inputs and
+            outputs: those dims are exported as symbolic (``dim_param``), and the sizes the
+            model computes from them are computed in the ONNX graph.
+        dynamic_shapes: the torch.export form (a dict by argument name or a tuple, of
+            ``{dim: Dim}``); used like ``dynamic_axes``.
+        external_data: with ``f`` a path, store the weights in ``<f>.data`` next to the model
+            (False: in the model file).
+        export_params: with ``f``, False leaves the weights out of the file (they become
+            graph inputs).
+        keep_initializers_as_inputs: with ``f``, list the weights among the graph inputs too.
+        custom_translation_table: ``{op or op name: fn}`` lowerings that take precedence, with
+            ember's lowering convention ``fn(builder, ctx, *args, **params)`` (see
+            ``ember.onnx._registry``).
+        verify: run the model with ONNX Runtime on the example inputs and check the outputs
+            equal the model's (rtol 1e-4, atol 1e-5).
+        verbose: print the ONNX graph.  report / dump_exported_program: write a Markdown
+            report / the captured graph's code to ``artifacts_dir``.  profile: print how
+            long each phase took.  optimize: drop nodes whose results are unused.
+        dynamo, training, do_constant_folding, custom_opsets, export_modules_as_functions,
+            autograd_inlining: deprecated in torch and ignored (ember has one exporter; the
+            model is exported in the training mode it is in).  operator_export_type must be
+            ``OperatorExportTypes.ONNX``.
+
+    Returns:
+        an `ONNXProgram` (``model_proto``, ``save``, callable with ONNX Runtime).
+    """
+    from ._convert import DEFAULT_OPSET, MIN_OPSET, GraphInput, GraphOutput, convert
+    from ._deps import require_onnx
+    from ._program import ONNXProgram
+    from ._registry import LOWERINGS
+    onnx = require_onnx()
+    if operator_export_type != OperatorExportTypes.ONNX:
+        raise ValueError(f"ember.onnx.export: operator_export_type={operator_export_type} is "
+                         f"not supported; only OperatorExportTypes.ONNX is")
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    max_opset = onnx.defs.onnx_opset_version()
+    if not MIN_OPSET <= opset <= max_opset:
+        raise ValueError(f"ember.onnx.export: opset_version={opset_version} is not supported; "
+                         f"use {MIN_OPSET} to {max_opset}")
+    if args is None:
+        args = ()
+    if not isinstance(args, tuple):
+        args = (args,)
+    times = {}
+    t0 = time.perf_counter()
+    _IN_EXPORT[0] = True
+    try:
+        captured, dim_names = _capture(model, args, kwargs, input_names, dynamic_axes,
+                                       dynamic_shapes)
+    finally:
+        _IN_EXPORT[0] = False
+    times["capture"] = time.perf_counter() - t0
+    n_out = len(captured.user_outputs)
+    out_names = list(output_names or [])
+    if len(out_names) > n_out:
+        raise ValueError(f"ember.onnx.export: {len(out_names)} output_names for {n_out} outputs")
+    default_out = ["output"] if n_out == 1 else [f"output_{i}" for i in range(n_out)]
+    out_names += default_out[len(out_names):]
+    in_names = _input_names(captured, input_names)
+    for key in (dynamic_axes or {}):
+        if key not in in_names and key not in out_names:
+            raise ValueError(f"ember.onnx.export: dynamic_axes names {key!r}, which is neither "
+                             f"an input name {in_names} nor an output name {out_names}")
+    inputs = [GraphInput(node, name, None, dim_names.get(i, {}))
+              for i, (node, name) in enumerate(zip(captured.user_inputs, in_names))]
+    inputs += [GraphInput(node, name, arr) for node, name, arr in captured.weights]
+    outputs = [GraphOutput(idx, name, _axes_spec(name, (dynamic_axes or {})[name])
+                           if name in (dynamic_axes or {}) else None)
+               for idx, name in zip(captured.user_outputs, out_names)]
+    saved = dict(LOWERINGS)
+    try:
+        for key, fn in (custom_translation_table or {}).items():
+            LOWERINGS[key if isinstance(key, str) else key.name] = fn
+        t0 = time.perf_counter()
+        model_proto = convert(captured.graph, inputs, outputs, opset=opset)
+    finally:
+        LOWERINGS.clear()
+        LOWERINGS.update(saved)
+    if optimize:
+        _remove_unused(model_proto)
+    times["lowering"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        onnx.checker.check_model(model_proto)
+    except onnx.checker.ValidationError as e:
+        raise OnnxExporterError(f"ember.onnx.export: the ONNX model does not pass "
+                                f"onnx.checker: {e}") from e
+    times["check"] = time.perf_counter() - t0
+    program = ONNXProgram(model_proto, captured.exported_program)
+    if verify:
+        _verify(program, model, args, kwargs, captured)
+    if verbose:
+        print(onnx.helper.printable_graph(model_proto.graph))
+    if report or dump_exported_program:
+        _write_artifacts(artifacts_dir, model_proto, captured, report, dump_exported_program)
+    if profile:
+        print("ember.onnx.export: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
+                                                for k, v in times.items()))
+    if f is not None:
+        program.save(f, include_initializers=export_params,
+                     keep_initializers_as_inputs=keep_initializers_as_inputs,
+                     external_data=bool(external_data) if not hasattr(f, "write") else False)
+    return program
+
+
+def _capture(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes):
+    """(Captured, {flat user input index: {dim: name}})."""
+    from ._capture import flatten_inputs
+    if _is_exported_program(model):
+        captured = from_exported_program(model)
+        names = list(input_names or []) + captured.input_names[len(input_names or []):]
+        dims = {}
+        for i, name in enumerate(names):
+            if name in (dynamic_axes or {}):
+                dims[i] = _axes_spec(name, dynamic_axes[name])
+        _check_dynamic(captured, dims, names)
+        return captured, dims
+    flat = flatten_inputs(model, args, kwargs)
+    names = list(input_names or []) + [n for n, _ in flat][len(input_names or []):]
+    dims = {}
+    for i, name in enumerate(names[:len(flat)]):
+        if name in (dynamic_axes or {}):
+            dims[i] = _axes_spec(name, dynamic_axes[name])
+    for i, d in _dims_of_dynamic_shapes(dynamic_shapes, len(flat), names).items():
+        dims.setdefault(i, {}).update(d)
+    if _export_ready():
+        captured = _capture_with_export(model, args, kwargs, flat, dims)
+    else:
+        captured, unused = from_module(model, args, kwargs, dims)
+        dims = _renumber(dims, unused, len(flat))
+        names = [n for i, n in enumerate(names[:len(flat)]) if i not in unused]
+        captured.input_names = names
+    _check_dynamic(captured, dims, captured.input_names)
+    return captured, dims
+
+
+def _capture_with_export(model, args, kwargs, flat, dims):
+    from ..export import Dim
+    from ..export import export as ember_export
+    by_name = {}
+    dynamic = None
+    if dims:
+        # dynamic_shapes in the flat tuple form works for top-level tensor arguments
+        if len(flat) != len(args) + len(kwargs or {}):
+            raise OnnxExporterError("ember.onnx.export: dynamic_axes on tensors nested in "
+                                    "tuples/dicts is not supported; pass them as arguments")
+        specs = []
+        for i in range(len(flat)):
+            d = dims.get(i)
+            specs.append(None if not d else {k: by_name.setdefault(v, Dim(v))
+                                             for k, v in d.items()})
+        if any(specs[len(args):]):
+            raise OnnxExporterError("ember.onnx.export: dynamic_axes on keyword arguments is "
+                                    "not supported; pass those tensors positionally")
+        dynamic = tuple(specs[:len(args)])
+    ep = ember_export(model, tuple(args), kwargs, dynamic_shapes=dynamic)
+    return from_exported_program(ep)
+
+
+def _renumber(dims, unused, n):
+    keep = [i for i in range(n) if i not in unused]
+    return {keep.index(i): d for i, d in dims.items() if i in keep}
+
+
+def _check_dynamic(captured, dims, names):
+    from .._inductor import sizes as _sizes
+    for i, d in dims.items():
+        if i >= len(captured.user_inputs):
+            continue
+        shape = captured.user_inputs[i].meta["val"].shape
+        for axis in d:
+            if axis >= len(shape) or axis < -len(shape):
+                raise ValueError(f"ember.onnx.export: dynamic_axes: input {names[i]!r} has "
+                                 f"{len(shape)} dims, no axis {axis}")
+            if isinstance(_sizes.size(shape[axis]), int):
+                raise OnnxExporterError(
+                    f"ember.onnx.export: dynamic_axes: dim {axis} of input {names[i]!r} was "
+                    f"specialised to the constant {int(shape[axis])} while capturing (sizes 0 and "
+                    f"1 always are, and code that branches on the size specialises it); use an "
+                    f"example input with a size of 2 or more in that dim")
+
+
+def _input_names(captured, input_names):
+    names = list(input_names or [])
+    n = len(captured.user_inputs)
+    if len(names) > n:
+        raise ValueError(f"ember.onnx.export: {len(names)} input_names for {n} tensor inputs")
+    return names + captured.input_names[len(names):n]
+
+
+def _remove_unused(model):
+    """Drop nodes (and initializers) no graph output depends on."""
+    g = model.graph
+    needed = {o.name for o in g.output}
+    keep = []
+    for node in reversed(list(g.node)):
+        if any(o in needed for o in node.output):
+            keep.append(node)
+            needed.update(i for i in node.input if i)
+    keep.reverse()
+    if len(keep) != len(g.node):
+        del g.node[:]
+        g.node.extend(keep)
+    inits = [t for t in g.initializer if t.name in needed]
+    if len(inits) != len(g.initializer):
+        del g.initializer[:]
+        g.initializer.extend(inits)
+
+
+def _verify(program, model, args, kwargs, captured):
+    import numpy as np
+
+    from .._core.tensor import Tensor
+    from ._capture import flatten_inputs
+    if _is_exported_program(model):
+        args, kwargs = model.example_inputs if model.example_inputs else (args, kwargs)
+        expected = model.module()(*args, **(kwargs or {}))
+        flat_in = [t for _, t in flatten_inputs(model.module(), args, kwargs)]
+    else:
+        expected = model(*args, **(kwargs or {}))
+        flat_in = [t for _, t in flatten_inputs(model, args, kwargs)]
+    exp = []
+    from ._capture import _flatten
+    _flatten(expected, "o", exp)
+    got = program(*flat_in[:len(captured.user_inputs)])
+    for i, ((_, e), g) in enumerate(zip(exp, got)):
+        e = e.detach().numpy() if isinstance(e, Tensor) else np.asarray(e)
+        if not np.allclose(g.numpy(), e, rtol=1e-4, atol=1e-5, equal_nan=True):
+            raise OnnxExporterError(f"ember.onnx.export(verify=True): output {i} of the ONNX "
+                                    f"model differs from the model's (max abs difference "
+                                    f"{np.max(np.abs(g.numpy() - e))})")
+
+
+def _write_artifacts(artifacts_dir, model_proto, captured, report, dump):
+    import collections
+    os.makedirs(artifacts_dir, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    if report:
+        ember_ops = collections.Counter(getattr(n.target, "name", str(n.target))
+                                        for n in captured.graph.nodes if n.op == "call_function")
+        onnx_ops = collections.Counter(n.op_type for n in model_proto.graph.node)
+        lines = ["# ember.onnx.export report", "", f"Exported at {stamp}: success.", "",
+                 "## ember operators", ""] + [f"- {k}: {v}" for k, v in sorted(ember_ops.items())]
+        lines += ["", "## ONNX operators", ""] + [f"- {k}: {v}"
+                                                   for k, v in sorted(onnx_ops.items())]
+        with open(os.path.join(artifacts_dir, f"onnx_export_{stamp}_success.md"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    if dump:
+        with open(os.path.join(artifacts_dir, f"onnx_export_{stamp}.pt2.txt"), "w") as fh:
+            fh.write(str(captured.graph))
