@@ -52,21 +52,34 @@ null are themselves, a JSON list is a Python list, and one-key objects are
 ``{"np_dtype": NAME}`` (a NumPy dtype), ``{"sym": "s0*4"}`` (a symbolic size),
 ``{"slice": [start, stop, step]}`` and ``{"ellipsis": true}``.
 
-``input_specs``: per placeholder ``{"kind", "name", "target", "persistent"}``, kind one of
-``USER_INPUT``, ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR`` (torch's InputKind), name the
-placeholder's, target the state_dict/constants key.  ``output_specs``: per output ``{"kind",
-"name", "target"}``, kind ``USER_OUTPUT``, ``BUFFER_MUTATION`` (the new value of buffer
-``target``) or ``USER_INPUT_MUTATION``.
+``input_specs``: per graph input ``{"kind", "arg", "target", "persistent"}``, kind one of
+``USER_INPUT``, ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR`` (torch's InputKind), arg
+``{"tensor": placeholder name}``, ``{"symint": name}`` or ``{"constant": argument}`` (a
+Python value the program baked in; it has no placeholder), target the state_dict/constants
+key.  ``output_specs``: per output ``{"kind", "arg", "target"}``, kind ``USER_OUTPUT``,
+``BUFFER_MUTATION`` (the new value of buffer ``target``) or ``USER_INPUT_MUTATION``; a
+constant output is not a graph output.  ``training``: the mode the program was captured in;
+``alternate``: ``{"graph", "input_specs", "output_specs", "training"}``, the program of the
+other mode when it differs (ExportedProgram.module() switches with ``train()``/``eval()``),
+or null, with ``alternate_error`` saying why it could not be captured.
 
 ``state_dict`` and ``constants``: ``{key: {"storage": "data/<n>", "dtype", "shape",
-"strides", "offset"}}`` (strides and offset in elements; tensors may share a storage).
+"strides", "offset"}}`` (strides and offset in elements; tensors may share a storage;
+``"requires_grad": true`` where it was set).
 Loading checks that the view fits in the storage.
 
 ``symbols``: ``{"s0": {"hint": example value, "min": lower bound, "max": upper bound or
 null}}``, the dynamic sizes and their range constraints.  ``in_spec``/``out_spec``: the
-pytree specs of the user's inputs and outputs (null when absent).  ``example_inputs``:
-``{"args": [...], "kwargs": {...}}`` with each tensor as ``{"tensor": meta}``, other values
-as ``{"value": argument}`` and containers as ``{"seq": [...]}``/``{"dict": {...}}``.
+pytree specs of the user's inputs and outputs (null when absent).  A spec node is
+``{"kind": "leaf" | "tuple" | "list" | "dict" | "namedtuple", "children": [...]}`` with
+``"keys"`` (arguments) for a dict and ``"type"``/``"fields"`` for a namedtuple (loading
+makes a namedtuple of that name and fields: the user's class is not needed).
+``example_inputs``: ``{"args": [...], "kwargs": {...}}`` with each tensor a storage entry
+``{"tensor": entry}``, other values ``{"value": argument}``, containers ``{"seq": [...],
+"list": bool}`` and ``{"dict": [[key, value], ...]}``.
+
+The lite graph's JSON has ``schema_version``, ``opset_version``, ``symbols``,
+``state_dict``, ``constants``, ``input_specs``, ``output_specs`` and ``graph`` as above.
 
 Errors: a file that is not a zip, a truncated one, a missing member, invalid JSON, an
 unknown version, dtype, operator or argument tag, or a shape that does not fit its storage
