@@ -19,3 +19,6 @@ __all__ = ["trace", "trace_module", "script", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TracedModule", "TopLevelTracedModule", "TracerWarning",
            "TracingCheckError", "is_scripting", "is_tracing", "annotate", "Final", "export",
            "ignore", "unused", "frontend"]
+from ._serialization import load, save
+__all__ += ["save", "load"]
+from . import mobile

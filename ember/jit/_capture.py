@@ -60,7 +60,7 @@ def capture_program(method, owner, example):
     return program_of_exported(ep, example, out_spec)
 
 
-def program_of_exported(ep, example, out_spec):
+def program_of_exported(ep, example, out_spec, check_inputs=True):
     """The `Program` of ExportedProgram ``ep`` (its user inputs flattened from ``example``)."""
     from ..export import InputKind, OutputKind
     flat_in = []
@@ -82,7 +82,7 @@ def program_of_exported(ep, example, out_spec):
         else:
             specs.append(("input", user))
             user += 1
-    if user != len(flat_in):
+    if check_inputs and user != len(flat_in):
         raise RuntimeError(f"jit: the exported program takes {user} tensor inputs, the example "
                            f"has {len(flat_in)}")
     mutations = [s.target for s in ep.graph_signature.output_specs

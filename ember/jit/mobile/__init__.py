@@ -1,0 +1,126 @@
+"""The lite interpreter (``torch.jit.mobile``), on ``ember_lite``.
+
+``module._save_for_lite_interpreter(f)`` writes the module's program file, whose
+``lite/program.json`` holds each graph decomposed to ember's primitive set;
+`_load_for_lite_interpreter` loads it with ``ember_lite``, the small NumPy-only runtime,
+and returns a `LiteScriptModule` that takes and returns ember Tensors (converted to and
+from NumPy at the boundary).  Introspection as in torch: `_get_model_bytecode_version`
+(here: the program file's format version) and `_export_operator_list`, the set of
+operator names the lite program calls -- ember's primitive names with an ``ember::``
+namespace prefix (torch gives ``aten::...`` names), e.g. ``{"ember::add", "ember::matmul"}``.
+"""
+import io
+import json
+import zipfile
+
+import numpy as np
+
+from ..._core.tensor import wrap
+from .._serialization import METHOD_PREFIX, read_bytes, read_meta
+from .._tree import flatten, unflatten
+
+__all__ = ["LiteScriptModule", "_load_for_lite_interpreter", "_get_model_bytecode_version",
+           "_export_operator_list"]
+
+
+def _lite_op_names(data):
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        prog = json.loads(z.read("lite/program.json").decode("utf-8"))
+    names = set()
+
+    def walk(nodes):
+        for n in nodes:
+            if n.get("op") == "call_function" and n.get("target") != "getitem":
+                names.add("ember::" + n["target"])
+            for v in (n.get("kwargs") or {}).values():  # sub-graphs of cond / while_loop
+                if isinstance(v, dict) and isinstance(v.get("graph"), list):
+                    walk(v["graph"])
+    walk(prog.get("graph") or [])
+    return names
+
+
+class LiteScriptModule:
+    """A module loaded for the lite interpreter (torch.jit.mobile.LiteScriptModule): call it
+    like the saved module; it runs on ``ember_lite``."""
+
+    def __init__(self, methods, meta, op_names):
+        self._methods = methods  # name -> (ember_lite.Program, method metadata)
+        self._meta = meta
+        self._op_names = op_names
+
+    def __call__(self, *input):
+        return self.forward(*input)
+
+    def forward(self, *input):
+        return self.run_method("forward", *input)
+
+    def find_method(self, method_name):
+        return method_name in self._methods
+
+    def run_method(self, method_name, *input):
+        if method_name not in self._methods:
+            raise RuntimeError(f"Method '{method_name}' is not defined in the lite module "
+                               f"(it has {sorted(self._methods)})")
+        program, entry = self._methods[method_name]
+        flat = []
+        spec = flatten(tuple(input), flat)
+        if spec != entry["in_spec"]:
+            raise RuntimeError(f"{method_name}(): the inputs do not have the structure the "
+                               f"program was saved with")
+        arrays = [np.asarray(t.detach().cpu().numpy()) for t in flat]
+        outs = program(*arrays)
+        return unflatten(entry["out_spec"], iter(wrap(np.array(o)) for o in outs))
+
+    def __repr__(self):
+        return f"LiteScriptModule({self._meta.get('name')})"
+
+
+def _load_for_lite_interpreter(f, map_location=None):
+    """Load a file written by ``_save_for_lite_interpreter`` (or ``jit.save``) into a
+    `LiteScriptModule` that runs on ``ember_lite``.  ``map_location``: only the CPU."""
+    if map_location is not None and str(map_location) != "cpu":
+        raise ValueError(f"map_location should be either None, string or torch.device for the "
+                         f"CPU, but got {map_location!r}: the lite runtime runs on the CPU")
+    import ember_lite
+    data = read_bytes(f)
+    label = str(f) if isinstance(f, str) else "_load_for_lite_interpreter"
+    meta = read_meta(data, label)
+    if meta is None:
+        raise RuntimeError(f"{label}: not a file written by _save_for_lite_interpreter or "
+                           f"ember.jit.save (no ember.jit metadata)")
+    methods = {}
+    ops = set()
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for name, entry in meta["methods"].items():
+            raw = data if entry["file"] is None else z.read("extra/" + entry["file"])
+            methods[name] = (ember_lite.load(io.BytesIO(raw)), entry)
+            ops |= _lite_op_names(raw)
+    return LiteScriptModule(methods, meta, ops)
+
+
+def _get_model_bytecode_version(f_input):
+    """The format version of the program file ``f_input`` (torch: the bytecode version)."""
+    data = read_bytes(f_input)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            raw = z.read("version")
+    except (zipfile.BadZipFile, KeyError):
+        raise RuntimeError("_get_model_bytecode_version: not an ember program file") from None
+    return int(raw.decode("ascii").strip())
+
+
+def _export_operator_list(module):
+    """The set of operator names the lite program of ``module`` calls (``"ember::add"``,
+    ...; see the module docstring).  ``module``: a `LiteScriptModule`, or a ScriptModule
+    (its program is decomposed as a lite file would hold it)."""
+    if isinstance(module, LiteScriptModule):
+        return set(module._op_names)
+    from .._script_module import ScriptModule
+    if isinstance(module, ScriptModule):
+        buf = io.BytesIO()
+        module._save_for_lite_interpreter(buf)
+        return _export_operator_list(_load_for_lite_interpreter(io.BytesIO(buf.getvalue())))
+    raise TypeError(f"_export_operator_list expects a LiteScriptModule, got "
+                    f"{type(module).__name__}")
+
+
