@@ -22,8 +22,9 @@ from .custom_ops import OPS, CustomOpDef, custom_op
 from .fake_ctx import get_ctx
 from .infer_schema import infer_schema, qualname_parts
 
-__all__ = ["Library", "impl", "define", "impl_abstract", "register_fake", "register_kernel",
-           "register_autograd", "get_ctx", "custom_op", "infer_schema", "CustomOpDef"]
+__all__ = ["Library", "impl", "define", "fallthrough_kernel", "impl_abstract", "register_fake",
+           "register_kernel", "register_autograd", "register_autocast", "register_vmap",
+           "get_ctx", "custom_op", "infer_schema", "CustomOpDef"]
 
 # dispatch keys that name a device type's kernel
 _DEVICE_KEYS = {"CPU": "cpu", "CUDA": "cuda", "XPU": "xpu", "MPS": "mps", "Meta": "meta",
@@ -53,7 +54,15 @@ def _lookup(op):
     return found
 
 
+def fallthrough_kernel():
+    """A dummy function to pass to ``Library.impl`` in order to register a fallthrough:
+    the op keeps the implementation it has for that dispatch key."""
+    raise NotImplementedError("fallthrough_kernel() should never be called.")
+
+
 def _register_by_key(op_def, fn, key):
+    if fn is fallthrough_kernel:
+        return  # a fallthrough: nothing registered for this key
     if key in ("", "CompositeExplicitAutograd", "Default"):
         op_def.register_kernel(None, fn)
     elif key == "Meta":
@@ -170,6 +179,22 @@ def register_kernel(op, device_types, func=None, /, *, lib=None):
         _lookup(op).register_kernel(device_types, f)
         return f
     return register(func) if func is not None else register
+
+
+def register_vmap(op, func=None, /, *, lib=None):
+    """Register a vmap implementation to support ``ember.vmap`` for this custom op:
+    ``func(info, in_dims, *args) -> (output, out_dims)``.  Usable as a decorator."""
+    def register(f):
+        _lookup(op).register_vmap(f)
+        return f
+    return register(func) if func is not None else register
+
+
+def register_autocast(op, device_type, cast_inputs, /, *, lib=None):
+    """Register an autocast dispatch rule for this custom op: under autocast on
+    ``device_type`` its floating Tensor inputs are cast to ``cast_inputs`` and it runs
+    with autocast off."""
+    _lookup(op).register_autocast(device_type, cast_inputs)
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):

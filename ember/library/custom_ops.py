@@ -75,6 +75,8 @@ class CustomOpDef:
         self._backward_fn = None
         self._setup_context_fn = None
         self._composite = None    # Library.impl(..., "CompositeImplicitAutograd")
+        self._autocast = {}       # device type -> dtype floating inputs are cast to
+        self._vmap_fn = None
         self._check_schema()
         self._op = self._make_op()
         self._public = overridable(self._call, name=None)
@@ -172,6 +174,10 @@ class CustomOpDef:
     def _call(self, *args, **kwargs):
         if self._composite is not None:
             return self._composite(*args, **kwargs)
+        if self._autocast:
+            cast = self._autocast_call(args, kwargs)
+            if cast is not None:
+                return cast
         values = self._bind(args, kwargs)
         inputs, params = self._split(values)
         out = self._op(*inputs, **params)
@@ -186,6 +192,46 @@ class CustomOpDef:
 
     def __call__(self, *args, **kwargs):
         return self._public(*args, **kwargs)
+
+    def _autocast_call(self, args, kwargs):
+        """Under autocast for a registered device type: floating Tensor arguments cast to
+        the registered dtype, the op run with autocast off (torch's register_autocast)."""
+        from ..amp import autocast, is_autocast_enabled
+        for device_type, dtype in self._autocast.items():
+            if is_autocast_enabled(device_type):
+                def cast(v):
+                    if isinstance(v, Tensor) and v.is_floating_point():
+                        return v.to(dtype)
+                    if isinstance(v, (list, tuple)):
+                        return type(v)(cast(x) for x in v)
+                    return v
+                with autocast(device_type, enabled=False):
+                    return self._call(*[cast(a) for a in args],
+                                      **{k: cast(v) for k, v in kwargs.items()})
+        return None
+
+    def _batch(self, op, args, bdims, params, batch_size):
+        """The vmap rule of the op from ``register_vmap``: the user's function gets
+        ``(info, in_dims, *args)`` with one in_dim per argument (None for non-Tensors)."""
+        from ..ops._batching import current_mode
+        values = self._join(list(args), params)
+        it = iter(bdims)
+        in_dims = []
+        for a in self._schema.arguments:
+            if a.is_tensor:
+                in_dims.append(next(it))
+            elif a.is_tensor_list:
+                in_dims.append(tuple(next(it) for _ in range(params[a.name])))
+            else:
+                in_dims.append(None)
+        info = _VmapInfo(batch_size, getattr(current_mode(), "randomness", "error"))
+        pos = [v for a, v in zip(self._schema.arguments, values) if not a.kwarg_only]
+        kw = {a.name: v for a, v in zip(self._schema.arguments, values) if a.kwarg_only}
+        out, out_dims = self._vmap_fn(info, tuple(in_dims), *pos, **kw)
+        if self._mutated:
+            raise NotImplementedError(f"{self._qualname}: register_vmap on an op that mutates "
+                                      f"its arguments is not supported")
+        return out, out_dims
 
     def _kernel_fn(self, inputs):
         if not self._kernels:
@@ -333,6 +379,21 @@ class CustomOpDef:
             return f
         return register(fn) if fn is not None else register
 
+    def register_vmap(self, func=None, /):
+        """Register a vmap rule: ``func(info, in_dims, *args) -> (output, out_dims)``, with
+        ``info.batch_size`` and ``info.randomness``; usable as a decorator."""
+        def register(f):
+            self._vmap_fn = f
+            self._op.unsupported.pop("batch", None)
+            self._op.batch = self._batch
+            return f
+        return register(func) if func is not None else register
+
+    def register_autocast(self, device_type, cast_inputs):
+        """Under autocast on ``device_type``, cast floating Tensor inputs to
+        ``cast_inputs`` and run the op with autocast off."""
+        self._autocast[device_type] = cast_inputs
+
     def register_autograd(self, backward, /, *, setup_context=None):
         """Register ``backward(ctx, *grads)`` (one gradient per argument, None for
         non-Tensor ones) and optional ``setup_context(ctx, inputs, output)``, which saves
@@ -342,6 +403,14 @@ class CustomOpDef:
 
     def __repr__(self):
         return f"<CustomOpDef({self._qualname})>"
+
+
+class _VmapInfo:
+    """``info`` of a vmap rule: the batch size and vmap's randomness setting."""
+
+    def __init__(self, batch_size, randomness):
+        self.batch_size = batch_size
+        self.randomness = randomness
 
 
 class _AutogradCtx:

@@ -276,3 +276,48 @@ def test_get_ctx_new_dynamic_size_marks_data_dependent():
     np.testing.assert_array_equal(positives(ember.tensor([1.0, -1.0, 2.0])).numpy(), [1, 2])
     with pytest.raises(RuntimeError, match="outside of a fake"):
         ember.library.get_ctx()
+
+
+def test_register_vmap_rule_is_used_with_torchs_in_dims():
+    @ember.library.custom_op("emtest::vsin", mutates_args=())
+    def vsin(x: ember.Tensor, k: int) -> ember.Tensor:
+        return ember.sin(x) * k
+
+    @torch.library.custom_op("emtest::vsin", mutates_args=())
+    def t_vsin(x: torch.Tensor, k: int) -> torch.Tensor:
+        return torch.sin(x) * k
+    seen = {}
+
+    def rule(lib_op, info, in_dims, x, k):
+        seen.setdefault(lib_op, []).append((info.batch_size, in_dims))
+        return lib_op(x, k), in_dims[0]
+    ember.library.register_vmap("emtest::vsin", lambda *a: rule(vsin, *a))
+    torch.library.register_vmap("emtest::vsin", lambda *a: rule(t_vsin, *a))
+    a = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    got = ember.vmap(vsin, in_dims=(1, None))(ember.tensor(a), 2)
+    want = torch.vmap(t_vsin, in_dims=(1, None))(torch.tensor(a), 2)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    assert seen[vsin] == seen[t_vsin] == [(3, (1, None))]
+
+
+def test_register_autocast_casts_floating_inputs():
+    @ember.library.custom_op("emtest::double_it", mutates_args=())
+    def double_it(x: ember.Tensor, i: ember.Tensor) -> ember.Tensor:
+        return x * 2 + i
+    ember.library.register_autocast("emtest::double_it", "cpu", ember.bfloat16)
+    x, i = ember.ones(3), ember.arange(3)
+    assert double_it(x, i).dtype == ember.float32
+    with ember.autocast("cpu"):
+        out = double_it(x, i)
+    assert out.dtype == ember.bfloat16
+    np.testing.assert_array_equal(out.float().numpy(), [2, 3, 4])
+
+
+def test_fallthrough_kernel_keeps_the_implementation():
+    lib = ember.library.Library("emtest3", "DEF")
+    lib.define("neg_it(Tensor x) -> Tensor")
+    lib.impl("neg_it", lambda x: -x, "CompositeExplicitAutograd")
+    lib.impl("neg_it", ember.library.fallthrough_kernel, "CPU")
+    np.testing.assert_array_equal(ember.ops.emtest3.neg_it(ember.ones(2)).numpy(), [-1, -1])
+    with pytest.raises(NotImplementedError, match="should never be called"):
+        ember.library.fallthrough_kernel()
