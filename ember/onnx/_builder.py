@@ -106,7 +106,7 @@ class Builder:
 
     def initializer(self, name, array):
         """A named initializer (a parameter or buffer), exactly ``name``."""
-        self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(array),
+        self.initializers.append(self._numpy_helper.from_array(np.array(array, order="C"),
                                                                name))
         return name
 
@@ -118,7 +118,7 @@ class Builder:
         if key is not None and key in self._consts:
             return self._consts[key]
         name = self.fresh("const")
-        self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        self.initializers.append(self._numpy_helper.from_array(np.array(arr, order="C"), name))
         if key is not None:
             self._consts[key] = name
         return name
@@ -178,8 +178,11 @@ class Builder:
                 raise OnnxExporterError(
                     f"ember.onnx.export: the size {text!r} uses symbol {e.id!r}, which no input "
                     f"dimension of the graph provides")
-            src, dim = self.symbols[e.id]
-            return self.op("Shape", [src], start=dim, end=dim + 1, name_hint=e.id)
+            if e.id not in self._sizes:
+                src, dim = self.symbols[e.id]
+                self._sizes[e.id] = self.op("Shape", [src], start=dim, end=dim + 1,
+                                            name_hint=e.id)
+            return self._sizes[e.id]
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             return self.op("Neg", [self._emit(e.operand, text)])
         if isinstance(e, ast.BinOp):

@@ -7,7 +7,6 @@ padded batch is a packed one whose batch size never shrinks.  When every step ha
 same batch size and no mode is active, a whole LSTM (without projections) or GRU layer
 direction is one operator instead (``_lstm_layer`` / ``_gru_layer``).
 """
-import numpy as np
 
 from ..._core.state import STATE
 from ...ops import addmm, cat, stack
@@ -85,10 +84,10 @@ def _run_direction(mode, xw, bs, offs, state0, w, reverse):
     outs = [None] * T
     uniform = T and bs[0] == bs[-1]
     if uniform:
-        fused = _run_fused(mode, xw, T, int(bs[0]), state0, w, reverse)
+        fused = _run_fused(mode, xw, T, bs[0], state0, w, reverse)  # a SymInt stays symbolic
         if fused is not None:
             return fused
-        xs = xw.reshape((T, int(bs[0]), xw.shape[-1])).unbind(0)
+        xs = xw.reshape((T, bs[0], xw.shape[-1])).unbind(0)
         state = state0
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             state = step(xs[t], state, w)
@@ -129,8 +128,10 @@ def rnn_layers(mode, data, batch_sizes, hx, layer_weights, num_layers, bidirecti
     layer_weights[layer * D + d]: dict with w_ih, w_hh, b_ih, b_hh, w_hr (or None).
     Returns (output rows (N, D * out_size), tuple of final states stacked like hx).
     """
-    bs = np.asarray(batch_sizes, dtype=np.int64)
-    offs = np.concatenate([[0], np.cumsum(bs)[:-1]]).astype(np.int64) if bs.size else bs
+    bs = list(batch_sizes)  # a list: np.asarray would turn symbolic batch sizes into ints
+    offs = [0] * len(bs)
+    for t in range(1, len(bs)):
+        offs[t] = offs[t - 1] + bs[t - 1]
     D = 2 if bidirectional else 1
     finals = [[] for _ in hx]
     x = data
