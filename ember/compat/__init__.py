@@ -24,7 +24,6 @@ _ALIASES = {
     "torch.utils.data.dataset": "ember.utils.data.dataset",
     "torch.utils.data.sampler": "ember.utils.data.sampler",
     "torch.random": "ember.random",
-    "torch._logging": "ember._dynamo.logs",  # set_logs; TORCH_LOGS is read once installed
 }
 
 
