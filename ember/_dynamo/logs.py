@@ -3,7 +3,8 @@
 ``EMBER_LOGS="recompiles,graph_breaks,output_code"`` (comma-separated): ``recompiles``
 explains each recompile in one line, ``graph_breaks`` each graph break with the user's
 file:line, ``output_code`` prints what the backend generated, ``graph_code`` the captured
-graphs.  A component name (``dynamo``, ``aot``, ``inductor``, ``all``; a leading ``+`` is
+graphs, ``dynamic`` each size made symbolic (``set_logs(dynamic=logging.DEBUG)``).
+A component name (``dynamo``, ``aot``, ``inductor``, ``all``; a leading ``+`` is
 allowed) switches on every artifact of that component.  Under ``ember.compat``
 ``TORCH_LOGS`` is read too.  `set_logs` is the in-process switch with torch's signature
 (``torch._logging.set_logs`` resolves to it under compat); like torch's, each call

@@ -238,7 +238,7 @@ def test_dynamo_component_level_switches_its_artifacts():
 
 @pytest.mark.parametrize("text, on", [
     ("+dynamo", {"recompiles", "graph_breaks", "graph_code"}),
-    ("all", {"recompiles", "graph_breaks", "graph_code", "output_code"}),
+    ("all", {"recompiles", "graph_breaks", "graph_code", "output_code", "dynamic"}),
     ("inductor", {"output_code"}),
     ("recompiles, output_code", {"recompiles", "output_code"}),
     ("recompiles_verbose,graph", {"recompiles", "graph_code"}),
