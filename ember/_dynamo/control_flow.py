@@ -21,6 +21,7 @@ shapes and dtypes, and ``body_fn`` the shapes and dtypes of the carried values.
 from .._core.meta import TensorMeta
 from .._core.tensor import Tensor
 from .higher_order_capture import build_subgraphs, capture, flatten, unflatten
+from .higher_order_ops import COND, MAP, WHILE_LOOP, truth
 from .trace import CannotCapture
 
 __all__ = ["cond", "while_loop", "map"]
@@ -87,7 +88,6 @@ def _check_branches(spec_t, spec_f, metas_t, metas_f):
 
 def _cond_node(session, pred, true_fn, false_fn, operands):
     """One ``cond`` node with both branches as sub-graphs."""
-    from .higher_order_ops import COND
     sub_t, out_t, spec_t = capture(session, true_fn, operands, "cond's true_fn")
     sub_f, out_f, spec_f = capture(session, false_fn, operands, "cond's false_fn",
                                    seed=sub_t.lifted)
@@ -119,7 +119,6 @@ def while_loop(cond_fn, body_fn, carried_inputs):
     boolean scalar tensor (or True); returns the last carried values, a tuple (see the
     module docstring).  ``body_fn`` must return as many tensors (or ints) as
     ``carried_inputs``, of the same shapes and dtypes."""
-    from .higher_order_ops import truth
     if not callable(cond_fn) or not callable(body_fn):
         raise RuntimeError("while_loop: expected cond_fn and body_fn to be callable")
     if not isinstance(carried_inputs, (tuple, list)):
@@ -175,7 +174,6 @@ def _check_body(out, metas):
 
 
 def _while_loop_node(session, cond_fn, body_fn, carried):
-    from .higher_order_ops import WHILE_LOOP
 
     def pred_of(*args):
         p = cond_fn(*args)
@@ -249,7 +247,6 @@ def map(f, xs, *args):
 
 
 def _map_node(session, f, flat_xs, xs_spec, args):
-    from .higher_order_ops import MAP
     nx = len(flat_xs)
 
     def body(*a):

@@ -139,9 +139,11 @@ _MARKS = {
 
 
 def _declare(name, impl, shape, doc):
+    from ..ops.decompositions import no_decomposition
     op = REGISTRY.get(name)
     if op is not None and op.kernel.__name__ == impl.__name__.replace("_impl", "_kernel"):
         return op  # this module imported again (a reload)
+    no_decomposition(name, _MARKS["decomp"])
     return Op(name, _kernel(impl), _vjp(impl), shape=shape, n_out=2, save_inputs=True,
               unsupported=dict(_MARKS), doc=doc)
 

@@ -25,6 +25,9 @@ NO_RECORD = {
                       "test_decompositions.py checks those against the kernels",
     "_to_device": "copies between device backends: never dispatched with only cpu registered; "
                   "tests/_core/test_dispatch.py and tests/ops/test_backend_neutral.py register one",
+    **dict.fromkeys(("cond", "while_loop", "map"),
+                    "higher-order ops: recorded by ember.compile's capture, never called eagerly; "
+                    "tests/_dynamo/test_higher_order.py runs them against torch"),
 }
 
 
