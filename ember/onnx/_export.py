@@ -3,7 +3,7 @@ import enum
 import os
 import time
 
-from ._capture import from_exported_program, from_module
+from ._capture import from_exported_program
 from .errors import OnnxExporterError
 
 __all__ = ["export", "TrainingMode", "OperatorExportTypes", "is_in_onnx_export"]
@@ -41,14 +41,6 @@ def is_in_onnx_export():
 
 def _is_exported_program(model):
     return type(model).__name__ == "ExportedProgram" and hasattr(model, "graph_signature")
-
-
-def _export_ready():
-    try:
-        from ..export import export as _  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _axes_spec(name, spec):
@@ -210,62 +202,51 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
 
 
 def _capture(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes):
-    """(Captured, {flat user input index: {dim: name}})."""
+    """(Captured, {user input index: {dim: dim name}})."""
+    from ..export import export as ember_export
     from ._capture import flatten_inputs
     if _is_exported_program(model):
         captured = from_exported_program(model)
-        names = list(input_names or []) + captured.input_names[len(input_names or []):]
-        dims = {}
-        for i, name in enumerate(names):
-            if name in (dynamic_axes or {}):
-                dims[i] = _axes_spec(name, dynamic_axes[name])
-        _check_dynamic(captured, dims, names)
-        return captured, dims
-    flat = flatten_inputs(model, args, kwargs)
-    names = list(input_names or []) + [n for n, _ in flat][len(input_names or []):]
-    dims = {}
-    for i, name in enumerate(names[:len(flat)]):
-        if name in (dynamic_axes or {}):
-            dims[i] = _axes_spec(name, dynamic_axes[name])
-    for i, d in _dims_of_dynamic_shapes(dynamic_shapes, len(flat), names).items():
-        dims.setdefault(i, {}).update(d)
-    if _export_ready():
-        captured = _capture_with_export(model, args, kwargs, flat, dims)
+        names = captured.input_names
+        named = {}
     else:
-        captured, unused = from_module(model, args, kwargs, dims)
-        dims = _renumber(dims, unused, len(flat))
-        names = [n for i, n in enumerate(names[:len(flat)]) if i not in unused]
-        captured.input_names = names
-    _check_dynamic(captured, dims, captured.input_names)
+        flat = flatten_inputs(model, args, kwargs)
+        names = [n for n, _ in flat]
+        given = list(input_names or [])
+        by_input = {}
+        for i, name in enumerate(given[:len(flat)] + names[len(given):]):
+            if name in (dynamic_axes or {}):
+                by_input[i] = _axes_spec(name, dynamic_axes[name])
+        if dynamic_shapes is not None and by_input:
+            raise ValueError("ember.onnx.export: give dynamic_shapes or dynamic_axes, not both")
+        named = _dims_of_dynamic_shapes(dynamic_shapes, len(flat), names)
+        if dynamic_shapes is None and by_input:
+            dynamic_shapes = _dynamic_shapes_of_axes(by_input, args, kwargs, flat)
+        captured = from_exported_program(ember_export(model, tuple(args), kwargs,
+                                                      dynamic_shapes=dynamic_shapes))
+        if len(captured.user_inputs) == len(flat):
+            captured.input_names = names
+    names = list(input_names or []) + captured.input_names[len(input_names or []):]
+    dims = {i: dict(d) for i, d in named.items()}
+    for i, name in enumerate(names):
+        if name in (dynamic_axes or {}):
+            dims.setdefault(i, {}).update(_axes_spec(name, dynamic_axes[name]))
+    _check_dynamic(captured, dims, names)
     return captured, dims
 
 
-def _capture_with_export(model, args, kwargs, flat, dims):
+def _dynamic_shapes_of_axes(by_input, args, kwargs, flat):
+    """The torch.export ``dynamic_shapes`` (tuple form, one entry per argument) that makes
+    the dims of ``dynamic_axes`` dynamic; dims sharing a name share a `Dim`."""
     from ..export import Dim
-    from ..export import export as ember_export
-    by_name = {}
-    dynamic = None
-    if dims:
-        # dynamic_shapes in the flat tuple form works for top-level tensor arguments
-        if len(flat) != len(args) + len(kwargs or {}):
-            raise OnnxExporterError("ember.onnx.export: dynamic_axes on tensors nested in "
-                                    "tuples/dicts is not supported; pass them as arguments")
-        specs = []
-        for i in range(len(flat)):
-            d = dims.get(i)
-            specs.append(None if not d else {k: by_name.setdefault(v, Dim(v))
-                                             for k, v in d.items()})
-        if any(specs[len(args):]):
-            raise OnnxExporterError("ember.onnx.export: dynamic_axes on keyword arguments is "
-                                    "not supported; pass those tensors positionally")
-        dynamic = tuple(specs[:len(args)])
-    ep = ember_export(model, tuple(args), kwargs, dynamic_shapes=dynamic)
-    return from_exported_program(ep)
-
-
-def _renumber(dims, unused, n):
-    keep = [i for i in range(n) if i not in unused]
-    return {keep.index(i): d for i, d in dims.items() if i in keep}
+    if len(flat) != len(args) + len(kwargs or {}) or \
+            any(i >= len(args) for i in by_input):
+        raise OnnxExporterError("ember.onnx.export: dynamic_axes applies to tensors passed as "
+                                "positional arguments, not to tensors nested in "
+                                "tuples/dicts or passed by keyword; use dynamic_shapes")
+    dims = {}
+    return tuple({d: dims.setdefault(n, Dim(n)) for d, n in by_input[i].items()}
+                 if i in by_input else None for i in range(len(args)))
 
 
 def _check_dynamic(captured, dims, names):
@@ -325,9 +306,8 @@ def _verify(program, model, args, kwargs, captured):
     else:
         expected = model(*args, **(kwargs or {}))
         flat_in = [t for _, t in flatten_inputs(model, args, kwargs)]
-    exp = []
-    from ._capture import _flatten
-    _flatten(expected, "o", exp)
+    from ._capture import flatten_outputs
+    exp = flatten_outputs(expected)
     got = program(*flat_in[:len(captured.user_inputs)])
     for i, ((_, e), g) in enumerate(zip(exp, got)):
         e = e.detach().numpy() if isinstance(e, Tensor) else np.asarray(e)
