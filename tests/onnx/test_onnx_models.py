@@ -1,0 +1,173 @@
+"""ember.onnx.export on whole models: the ONNX model passes onnx.checker and ONNX Runtime's
+outputs equal ember eager, at batch sizes other than the export's (dynamic batch)."""
+import io
+
+import numpy as np
+import onnx
+import pytest
+from onnx_helpers import assert_close, run, session
+
+import ember
+import ember.nn as nn
+import ember.onnx
+from ember.export import Dim
+
+
+def _check_dynamic_batch(model, example, batch_dim=0, sizes=(3, 7), rtol=1e-5, atol=1e-5):
+    program = ember.onnx.export(model, (example,), input_names=["x"],
+                                dynamic_axes={"x": {batch_dim: "batch"}})
+    x_info = program.model_proto.graph.input[0]
+    assert x_info.type.tensor_type.shape.dim[batch_dim].dim_param == "batch"
+    sess = session(program)
+    for b in sizes:
+        shape = list(example.shape)
+        shape[batch_dim] = b
+        x = ember.randn(*shape)
+        with ember.no_grad():
+            expected = model(x)
+        assert_close(run(sess, x), expected, rtol=rtol, atol=atol)
+    return program
+
+
+def test_mlp():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
+                          nn.Linear(16, 3))
+    program = _check_dynamic_batch(model, ember.randn(5, 4))
+    ops = [n.op_type for n in program.model_proto.graph.node]
+    assert ops.count("Gemm") == 3  # linear layers stay one node each
+    out = program.model_proto.graph.output[0]
+    assert out.type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert out.type.tensor_type.shape.dim[1].dim_value == 3
+
+
+def test_cnn_with_batchnorm_eval():
+    ember.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 4, 3, stride=2, padding=1, groups=2), nn.BatchNorm2d(4), nn.ReLU(),
+        nn.AvgPool2d(2), nn.Flatten(), nn.Linear(4, 5)).eval()
+    for m in model:  # non-trivial running statistics
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(ember.randn(m.num_features))
+            m.running_var.copy_(ember.rand(m.num_features) + 0.5)
+    _check_dynamic_batch(model, ember.randn(2, 3, 8, 8))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_lstm(batch_first):
+    ember.manual_seed(0)
+    model = nn.LSTM(4, 6, num_layers=2, batch_first=batch_first)
+    example = ember.randn(2, 5, 4) if batch_first else ember.randn(5, 2, 4)
+    program = _check_dynamic_batch(model, example, batch_dim=0 if batch_first else 1)
+    assert len(program.model_proto.graph.output) == 3  # output, h_n, c_n
+
+
+def test_gru():
+    ember.manual_seed(0)
+    model = nn.GRU(3, 5, batch_first=True)
+    _check_dynamic_batch(model, ember.randn(2, 4, 3))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_transformer_encoder_layer(batch_first):
+    ember.manual_seed(0)
+    model = nn.TransformerEncoderLayer(16, 4, 32, batch_first=batch_first).eval()
+    example = ember.randn(2, 6, 16) if batch_first else ember.randn(6, 2, 16)
+    _check_dynamic_batch(model, example, batch_dim=0 if batch_first else 1, atol=2e-5)
+
+
+def test_transformer_encoder_layer_gelu_norm_first():
+    ember.manual_seed(0)
+    model = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", norm_first=True,
+                                       batch_first=True).eval()
+    _check_dynamic_batch(model, ember.randn(2, 5, 8), atol=2e-5)
+
+
+def test_exported_program_with_its_dims():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU()).eval()
+    x = ember.randn(4, 4)
+    ep = ember.export.export(model, (x,), dynamic_shapes=({0: Dim("n")},))
+    program = ember.onnx.export(ep, output_names=["y"])
+    assert program.exported_program is ep
+    g = program.model_proto.graph
+    assert [o.name for o in g.output] == ["y"]
+    # parameters and buffers are initializers named by their state_dict keys
+    assert {"0.weight", "0.bias", "1.running_mean", "1.running_var"} <= \
+        {t.name for t in g.initializer}
+    sess = session(program)
+    for n in (2, 9):
+        x = ember.randn(n, 4)
+        with ember.no_grad():
+            assert_close(run(sess, x), model(x))
+
+
+def test_dynamic_shapes_argument_names_the_dim():
+    model = nn.Linear(3, 2)
+    program = ember.onnx.export(model, (ember.randn(4, 3),), dynamic_shapes=({0: Dim("rows")},))
+    dims = program.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "rows" and dims[1].dim_value == 3
+    assert program.model_proto.graph.input[0].name == "input"  # forward's argument name
+
+
+def test_static_export_has_fixed_shapes():
+    model = nn.Linear(3, 2)
+    program = ember.onnx.export(model, (ember.randn(4, 3),))
+    dims = program.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in dims] == [4, 3]
+
+
+def test_save_to_path_and_file_object(tmp_path):
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Sigmoid())
+    x = ember.randn(2, 3)
+    path = tmp_path / "model.onnx"
+    ember.onnx.export(model, (x,), str(path), external_data=False)
+    buf = io.BytesIO()
+    ember.onnx.export(model, (x,), buf)
+    for proto in (onnx.load(str(path)), onnx.load_from_string(buf.getvalue())):
+        onnx.checker.check_model(proto)
+        import onnxruntime as ort
+        sess = ort.InferenceSession(proto.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        assert_close(run(sess, x), model(x))
+
+
+def test_external_data_and_export_params(tmp_path):
+    model = nn.Linear(64, 64)  # 16 KB of weights: stored outside the model file
+    x = ember.randn(2, 64)
+    path = tmp_path / "big.onnx"
+    ember.onnx.export(model, (x,), str(path))
+    assert (tmp_path / "big.onnx.data").exists()
+    proto = onnx.load(str(path))
+    w = next(t for t in proto.graph.initializer if t.name == "weight")
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(w), model.weight.detach().numpy())
+    lean = tmp_path / "lean.onnx"
+    ember.onnx.export(model, (x,), str(lean), export_params=False, external_data=False)
+    proto = onnx.load(str(lean))
+    assert len(proto.graph.initializer) == 0
+    assert {"weight", "bias"} <= {i.name for i in proto.graph.input}
+
+
+def test_onnx_program_call_and_verify():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Softmax(dim=-1))
+    x = ember.randn(5, 3)
+    program = ember.onnx.export(model, (x,), verify=True)
+    (out,) = program(x)
+    np.testing.assert_allclose(out.numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert "ONNXProgram(inputs=['input']" in repr(program)
+
+
+def test_is_in_onnx_export():
+    seen = []
+
+    class M(nn.Module):
+        def forward(self, x):
+            seen.append(ember.onnx.is_in_onnx_export())
+            return x * 2
+
+    ember.onnx.export(M(), (ember.randn(2),))
+    assert seen and all(seen)
+    assert not ember.onnx.is_in_onnx_export()
