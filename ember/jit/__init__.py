@@ -22,3 +22,5 @@ __all__ = ["trace", "trace_module", "script", "ScriptModule", "ScriptFunction",
 from ._serialization import load, save
 __all__ += ["save", "load"]
 from . import mobile
+from ._freeze import freeze, optimize_for_inference, run_frozen_optimizations
+__all__ += ["freeze", "optimize_for_inference", "run_frozen_optimizations"]

@@ -44,10 +44,11 @@ class ModuleState:
 class ProgramMethod:
     """A method that runs a fixed `Program` (traced or loaded)."""
 
-    def __init__(self, name, program, arg_names=None):
+    def __init__(self, name, program, arg_names=None, defaults=None):
         self.name = name
         self._program = program
         self.arg_names = arg_names
+        self.defaults = dict(defaults or {})  # trailing arguments' defaults (scripted methods)
 
     def program(self):
         return self._program
@@ -91,16 +92,18 @@ class ScriptMethod:
 
 
 def _positional(method, args, kwargs):
-    if not kwargs:
+    names = getattr(method, "arg_names", None) or []
+    defaults = getattr(method, "defaults", None) or {}
+    if not kwargs and (len(args) >= len(names) or not defaults):
         return args
-    names = getattr(method, "arg_names", None)
-    if not names:
-        raise RuntimeError(f"{method.name}() got unexpected keyword arguments {sorted(kwargs)}")
     args = list(args)
     for n in names[len(args):]:
-        if n not in kwargs:
+        if n in kwargs:
+            args.append(kwargs.pop(n))
+        elif n in defaults:
+            args.append(defaults[n])
+        else:
             raise RuntimeError(f"{method.name}() is missing value for argument {n!r}")
-        args.append(kwargs.pop(n))
     if kwargs:
         raise RuntimeError(f"{method.name}() got unexpected keyword arguments {sorted(kwargs)}")
     return tuple(args)

@@ -122,6 +122,7 @@ def _file_bytes(obj, _extra_files, main=None):
         program = m.program()
         meta["methods"][name] = {"in_spec": program.in_spec, "out_spec": program.out_spec,
                                  "arg_names": list(m.arg_names or []),
+                                 "defaults": _json_defaults(m),
                                  "code": program_code(program, name, owner is not None),
                                  "file": None if name == main else METHOD_PREFIX + name}
         if name != main:
@@ -135,6 +136,13 @@ def _file_bytes(obj, _extra_files, main=None):
         extra[k] = v
     extra[META] = json.dumps(meta)
     return _program_bytes(methods[main].program(), owner, extra)
+
+
+def _json_defaults(method):
+    """The defaults of a method's trailing arguments that JSON can hold (Python constants)."""
+    sig = getattr(method, "signature", None)
+    d = sig.defaults if sig is not None else getattr(method, "defaults", {}) or {}
+    return {k: v for k, v in d.items() if v is None or type(v) in (bool, int, float, str)}
 
 
 def save(m, f, _extra_files=None):
@@ -248,7 +256,8 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
             raw = sub_extra[entry["file"]]
             sub = _load_program(raw if isinstance(raw, bytes) else raw.encode("utf-8"))
         eps[name] = sub
-        methods.append(ProgramMethod(name, _program_from(sub, entry), entry["arg_names"]))
+        methods.append(ProgramMethod(name, _program_from(sub, entry), entry["arg_names"],
+                                     entry.get("defaults")))
     if meta["kind"] == "function":
         fn = ScriptFunction(methods[0], meta.get("qualified_name") or methods[0].name)
         return fn
