@@ -44,3 +44,24 @@ def graph_ops(fn, inputs):
     """The ember op names of ``fn``'s exported graph."""
     ep = ember.export.export(fn, tuple(inputs))
     return {getattr(n.target, "name", None) for n in ep.graph.nodes if n.op == "call_function"}
+
+
+def one_op_program(name, inputs, params, expected):
+    """An ONNXProgram of one ``name`` node on ``inputs`` (metadata from the tensors and the
+    eager result ``expected``), built without ember.export."""
+    from ember._core.meta import TensorMeta
+    from ember._core.op import REGISTRY
+    from ember.fx import Graph
+    from ember.onnx._convert import GraphInput, GraphOutput, convert
+    g = Graph()
+    phs = []
+    for i, t in enumerate(inputs):
+        p = g.placeholder(f"x{i}")
+        p.meta["val"] = TensorMeta(tuple(t.shape), t.dtype)
+        phs.append(p)
+    node = g.call_function(REGISTRY[name], tuple(phs), dict(params))
+    outs = flat(expected)
+    node.meta["val"] = TensorMeta(tuple(outs[0].shape), outs[0].dtype)
+    g.output((node,))
+    model = convert(g, [GraphInput(p, f"x{i}") for i, p in enumerate(phs)], [GraphOutput(0, "y")])
+    return ember.onnx.ONNXProgram(model, None)
