@@ -7,7 +7,7 @@ describes the design, which differs from torch's IR interpreter).  Both give obj
 ``graph``, ``code`` and ``save``; ``load`` runs a saved program without the Python class,
 and ``ember.jit.mobile`` runs the lite-interpreter files through ``ember_lite``.
 """
-from ._annotations import Final, annotate, export, ignore, unused
+from ._annotations import Attribute, Final, annotate, export, ignore, unused
 from ._script import script
 from ._script_module import (RecursiveScriptModule, ScriptFunction, ScriptModule,
                              TopLevelTracedModule, TracedModule)
@@ -15,7 +15,7 @@ from ._state import is_scripting, is_tracing
 from ._trace import TracerWarning, TracingCheckError, trace, trace_module
 from . import frontend
 
-__all__ = ["trace", "trace_module", "script", "ScriptModule", "ScriptFunction",
+__all__ = ["Attribute", "trace", "trace_module", "script", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TracedModule", "TopLevelTracedModule", "TracerWarning",
            "TracingCheckError", "is_scripting", "is_tracing", "annotate", "Final", "export",
            "ignore", "unused", "frontend"]
@@ -24,3 +24,7 @@ __all__ += ["save", "load"]
 from . import mobile
 from ._freeze import freeze, optimize_for_inference, run_frozen_optimizations
 __all__ += ["freeze", "optimize_for_inference", "run_frozen_optimizations"]
+from ._builtins import (Error, Future, ScriptWarning, export_opnames, fork, isinstance,
+                        optimized_execution, script_if_tracing, set_fusion_strategy, wait)
+__all__ += ["Error", "Future", "ScriptWarning", "export_opnames", "fork", "isinstance",
+            "optimized_execution", "script_if_tracing", "set_fusion_strategy", "wait"]

@@ -5,13 +5,18 @@ The decorators mark a method (``fn._torchscript_modifier``, torch's attribute) a
 it unchanged, so the module keeps working as Python; ``jit.script`` reads the mark (see
 ``ember.jit._script``).
 """
+import collections
 import enum
 import typing
 
-__all__ = ["FunctionModifiers", "export", "ignore", "unused", "annotate", "Final",
+__all__ = ["Attribute", "FunctionModifiers", "export", "ignore", "unused", "annotate", "Final",
            "get_modifier"]
 
 Final = typing.Final
+
+# ``self.x = jit.Attribute(value, type)`` in a module's ``__init__``: the value with its
+# TorchScript type; a scripted module holds the value itself (torch.jit.Attribute)
+Attribute = collections.namedtuple("Attribute", ["value", "type"])
 
 
 class FunctionModifiers(enum.Enum):

@@ -37,7 +37,7 @@ import inspect
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from . import _runtime
-from ._annotations import FunctionModifiers, get_modifier
+from ._annotations import Attribute, FunctionModifiers, get_modifier
 from ._rewrite import RT, rewrite_function
 from ._script_module import RecursiveScriptModule, ScriptFunction, ScriptMethod, ScriptModule
 from ._state import scripting
@@ -249,7 +249,7 @@ def _script_module(mod, memo):
     scls = _scripted_class(cls)
     new = scls.__new__(scls)
     d = new.__dict__
-    d.update(mod.__dict__)
+    d.update({k: v.value if isinstance(v, Attribute) else v for k, v in mod.__dict__.items()})
     d["_parameters"] = dict(mod._parameters)
     d["_buffers"] = dict(mod._buffers)
     d["_non_persistent_buffers_set"] = set(mod._non_persistent_buffers_set)

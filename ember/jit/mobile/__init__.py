@@ -19,7 +19,7 @@ from ..._core.tensor import wrap
 from .._serialization import METHOD_PREFIX, read_bytes, read_meta
 from .._tree import flatten, unflatten
 
-__all__ = ["LiteScriptModule", "_load_for_lite_interpreter", "_get_model_bytecode_version",
+__all__ = ["LiteScriptModule", "validate_map_location", "_load_for_lite_interpreter", "_get_model_bytecode_version",
            "_export_operator_list"]
 
 
@@ -43,10 +43,10 @@ class LiteScriptModule:
     """A module loaded for the lite interpreter (torch.jit.mobile.LiteScriptModule): call it
     like the saved module; it runs on ``ember_lite``."""
 
-    def __init__(self, methods, meta, op_names):
-        self._methods = methods  # name -> (ember_lite.Program, method metadata)
-        self._meta = meta
-        self._op_names = op_names
+    def __init__(self, cpp_module):
+        # torch wraps its C++ module; ember's is the loaded lite programs: cpp_module is
+        # (methods: name -> (ember_lite.Program, method metadata), metadata, op names)
+        self._methods, self._meta, self._op_names = cpp_module
 
     def __call__(self, *input):
         return self.forward(*input)
@@ -75,12 +75,25 @@ class LiteScriptModule:
         return f"LiteScriptModule({self._meta.get('name')})"
 
 
+def validate_map_location(map_location=None):
+    """``map_location`` as a device (a string is parsed), or None; anything else raises
+    ValueError (torch.jit.mobile.validate_map_location)."""
+    from ..._core.device import device
+    if isinstance(map_location, str):
+        map_location = device(map_location)
+    elif not (map_location is None or isinstance(map_location, device)):
+        raise ValueError(f"map_location should be either None, string or torch.device, but "
+                         f"got type: {type(map_location)}")
+    return map_location
+
+
 def _load_for_lite_interpreter(f, map_location=None):
     """Load a file written by ``_save_for_lite_interpreter`` (or ``jit.save``) into a
     `LiteScriptModule` that runs on ``ember_lite``.  ``map_location``: only the CPU."""
-    if map_location is not None and str(map_location) != "cpu":
-        raise ValueError(f"map_location should be either None, string or torch.device for the "
-                         f"CPU, but got {map_location!r}: the lite runtime runs on the CPU")
+    map_location = validate_map_location(map_location)
+    if map_location is not None and map_location.type != "cpu":
+        raise ValueError(f"map_location must be the CPU for the lite interpreter (ember_lite "
+                         f"runs on NumPy), got {map_location}")
     import ember_lite
     data = read_bytes(f)
     label = str(f) if isinstance(f, str) else "_load_for_lite_interpreter"
@@ -95,7 +108,7 @@ def _load_for_lite_interpreter(f, map_location=None):
             raw = data if entry["file"] is None else z.read("extra/" + entry["file"])
             methods[name] = (ember_lite.load(io.BytesIO(raw)), entry)
             ops |= _lite_op_names(raw)
-    return LiteScriptModule(methods, meta, ops)
+    return LiteScriptModule((methods, meta, ops))
 
 
 def _get_model_bytecode_version(f_input):
