@@ -29,7 +29,7 @@ from .._core.tensor import Tensor, wrap
 from .symbolic import SymInt, leaves_of
 from .trace import CannotCapture, Trace
 
-__all__ = ["Subgraph", "SubTrace", "capture", "build_subgraphs"]
+__all__ = ["Subgraph", "SubTrace", "capture", "build_subgraphs", "map_subgraphs"]
 
 
 class SubTrace(Trace):
@@ -303,6 +303,8 @@ class Subgraph:
     # keys: graph_key and graph_build call these with their own value functions
     def _ember_key_(self, fn):
         """The structural key with every size-bearing value passed through ``fn``."""
+        if self.ops is None:
+            return self._graph_key(fn)
         return ("Subgraph",
                 tuple((fn(s), d) for s, d in self.inputs),
                 fn(self.sizes),
@@ -314,6 +316,8 @@ class Subgraph:
 
     def _ember_render_(self, fn):
         """This Subgraph with its sizes, params and metas rendered by ``fn``."""
+        if self.ops is None:
+            return self._graph_render(fn)
         return Subgraph(tuple((fn(s), d) for s, d in self.inputs),
                         tuple(fn(s) for s in self.sizes),
                         tuple((op, tuple(a if a[0] == "v" else ("k", fn(a[1])) for a in args),
@@ -322,6 +326,77 @@ class Subgraph:
                               for op, args, params, metas in self.ops),
                         self.outputs,
                         tuple((fn(s), d) for s, d in self.out_metas))
+
+    # ---- Subgraphs made from a GraphModule (a loaded or rewritten graph) ----------------
+    @classmethod
+    def from_graph_module(cls, gm):
+        """The Subgraph running ``gm`` (a graph in the format of `graph_module`: tensor
+        placeholders with a TensorMeta ``meta["val"]``, then size placeholders, an output
+        tuple), e.g. one a pass rewrote or a program file held.  ``ops`` is None: the
+        GraphModule is the graph."""
+        inputs, sizes = [], []
+        out_metas = ()
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                val = node.meta.get("val")
+                if isinstance(val, TensorMeta):
+                    if sizes:
+                        raise ValueError("Subgraph.from_graph_module: tensor placeholders must "
+                                         "come before the size placeholders")
+                    inputs.append((tuple(val.shape), val.dtype))
+                elif isinstance(val, int):
+                    sizes.append(val)
+                else:
+                    raise ValueError(f"Subgraph.from_graph_module: placeholder {node.name} has "
+                                     f"no TensorMeta or int meta['val'] (got {val!r})")
+            elif node.op == "output":
+                outs = node.args[0]
+                out_metas = tuple((tuple(o.meta["val"].shape), o.meta["val"].dtype)
+                                  for o in outs)
+        sub = cls(tuple(inputs), tuple(sizes), None, None, out_metas)
+        sub._gm = gm
+        return sub
+
+    def _graph_key(self, fn):
+        from ..fx.node import map_arg
+        index = {}
+        items = []
+        for node in self._gm.graph.nodes:
+            index[node] = len(index)
+
+            def ref(v):
+                return ("node", index[v])
+            args = map_arg(node.args, ref)
+            kwargs = map_arg(node.kwargs, ref)
+            val = node.meta.get("val")
+            meta = (fn(tuple(val.shape)), val.dtype) if isinstance(val, TensorMeta) else \
+                tuple((fn(tuple(v.shape)), v.dtype) for v in val) if isinstance(val, tuple) \
+                else fn(val) if isinstance(val, int) else None
+            items.append((node.op, node.target if node.op != "placeholder" else None,
+                          fn(args), fn(kwargs), meta))
+        return ("Subgraph.gm", tuple(items))
+
+    def _graph_render(self, fn):
+        from ..fx import Graph, GraphModule
+        from ..nn.modules.module import Module
+        g = Graph()
+        env = {}
+        for node in self._gm.graph.nodes:
+            if node.op == "output":
+                g.output(tuple(env[o] for o in node.args[0]))
+                continue
+            new = g.node_copy(node, lambda n: env[n])
+            new.args = _map_values(new.args, fn)
+            new.kwargs = _map_values(new.kwargs, fn)
+            val = node.meta.get("val")
+            if isinstance(val, TensorMeta):
+                new.meta["val"] = TensorMeta(fn(tuple(val.shape)), val.dtype)
+            elif isinstance(val, tuple):
+                new.meta["val"] = tuple(TensorMeta(fn(tuple(v.shape)), v.dtype) for v in val)
+            elif isinstance(val, int):
+                new.meta["val"] = fn(val)
+            env[node] = new
+        return Subgraph.from_graph_module(GraphModule(Module(), g))
 
     def __eq__(self, other):
         return type(other) is Subgraph and self._ember_key_(_hashable) == \
@@ -333,10 +408,14 @@ class Subgraph:
         return self._hash
 
     def __repr__(self):
-        return (f"Subgraph({len(self.inputs)} inputs, {len(self.ops)} ops, "
-                f"{len(self.outputs)} outputs)")
+        n_ops = len(self.ops) if self.ops is not None else sum(
+            1 for n in self._gm.graph.nodes if n.op == "call_function")
+        return (f"Subgraph({len(self.inputs)} inputs, {n_ops} ops, "
+                f"{len(self.out_metas)} outputs)")
 
     def __reduce__(self):
+        if self.ops is None:
+            return (Subgraph.from_graph_module, (self._gm,))
         return (Subgraph, (self.inputs, tuple(_plain(s) for s in self.sizes), self.ops,
                            self.outputs, self.out_metas))
 
@@ -380,8 +459,72 @@ class Subgraph:
         autograd records its ops when grad mode is on."""
         if self._runner is None:
             from .backends.pycode import python_runner
-            self._runner = python_runner(self.graph_module)
-        return self._runner(*inputs)
+            if self.ops is None and _has_node_params(self._gm):
+                self._runner = self._gm  # its own code computes sizes given as graph nodes
+            else:
+                self._runner = python_runner(self.graph_module)
+        return tuple(self._runner(*inputs))
+
+
+def _has_node_params(gm):
+    from ..fx.node import Node
+    found = []
+
+    def look(v):
+        if isinstance(v, Node):
+            found.append(v)
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                look(x)
+        elif type(v) is dict:
+            for x in v.values():
+                look(x)
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            look(node.kwargs)
+    return bool(found)
+
+
+def _map_values(v, fn):
+    """``v`` (node args or kwargs) with every value that is not a Node passed through ``fn``."""
+    from ..fx.node import Node
+    if isinstance(v, Node):
+        return v
+    if isinstance(v, tuple):
+        return tuple(_map_values(x, fn) for x in v)
+    if isinstance(v, list):
+        return [_map_values(x, fn) for x in v]
+    if type(v) is dict:
+        return {k: _map_values(x, fn) for k, x in v.items()}
+    return fn(v)
+
+
+def map_subgraphs(gm, fn):
+    """Rewrite every higher-order node of ``gm`` (and of its sub-graphs, innermost first):
+    each `Subgraph` param becomes ``Subgraph.from_graph_module(fn(copy))``, where ``copy`` is
+    a copy of its GraphModule that ``fn`` may rewrite in place and return (a pass such as
+    ``ember._inductor.passes.decompose.decompose``).  Returns ``gm``."""
+    import copy
+    from ..fx import GraphModule
+    from ..nn.modules.module import Module
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if not any(isinstance(v, Subgraph) for v in node.kwargs.values()):
+            continue
+        new_kwargs = dict(node.kwargs)
+        for k, v in node.kwargs.items():
+            if isinstance(v, Subgraph):
+                inner = GraphModule(Module(), copy.deepcopy(v.graph_module.graph))
+                map_subgraphs(inner, fn)
+                out = fn(inner)
+                new_kwargs[k] = Subgraph.from_graph_module(out if out is not None else inner)
+        node.kwargs = new_kwargs
+        changed = True
+    if changed:
+        gm.recompile()
+    return gm
 
 
 def run_on_arrays(fn, arrays):

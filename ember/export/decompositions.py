@@ -108,8 +108,15 @@ def run_decompositions(ep, decomp_table):
 
 
 def _decompose(ep, names):
-    from .._inductor.passes.decompose import decompose
+    from .._dynamo.higher_order_capture import map_subgraphs
     gm = ep.graph_module
+    # the bodies of cond/while_loop/map nodes are graphs too: decomposed the same way
+    map_subgraphs(gm, lambda sub: _decompose_graph(sub, names))
+    _decompose_graph(gm, names)
+
+
+def _decompose_graph(gm, names):
+    from .._inductor.passes.decompose import decompose
     if names is not None:
         for node in gm.graph.nodes:
             if node.op == "call_function" and isinstance(node.target, Op) and \

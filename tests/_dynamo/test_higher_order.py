@@ -327,3 +327,62 @@ def test_cond_and_map_errors():
         ember.map(lambda a: a, ember.tensor(1.0))
     with pytest.raises(RuntimeError, match="must return tensors"):
         ember.compile(lambda xs: ember.map(lambda a: 3, xs), backend="eager")(ember.ones(2, 2))
+
+
+# ---- export: the nodes survive, run, decompose -------------------------------------------
+
+class _Model(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ember.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = ember.cond(x.sum() > 0, lambda a: ember.nn.functional.gelu(self.lin(a)),
+                       lambda a: a.softmax(-1), (x,))
+        z = ember.map(lambda r: r.logsumexp(0), y)
+        return ember.while_loop(lambda i, w: i < 3, lambda i, w: (i + 1, w * 2),
+                                (ember.zeros((), dtype=ember.int64), z))[1]
+
+
+def _hop_nodes(gm):
+    return {n.target.name: n for n in gm.graph.nodes if n.op == "call_function"
+            and getattr(n.target, "name", None) in ("cond", "map", "while_loop")}
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_export_keeps_the_control_flow_and_decomposes_its_bodies(dynamic):
+    m = _Model()
+    x = ember.tensor(_rand(4, 3))
+    dyn = {"x": {0: ember.export.Dim("b")}} if dynamic else None
+    ep = ember.export.export(m, (x,), dynamic_shapes=dyn)
+    assert sorted(_hop_nodes(ep.graph_module)) == ["cond", "map", "while_loop"]
+    dec = ep.run_decompositions()
+    nodes = _hop_nodes(dec.graph_module)
+    bodies = [nodes["cond"].kwargs["true_graph"], nodes["cond"].kwargs["false_graph"],
+              nodes["map"].kwargs["body_graph"]]
+    names = {n.target.name for b in bodies for n in b.graph_module.graph.nodes
+             if n.op == "call_function" and hasattr(n.target, "name")}
+    from ember.ops.primitives import PRIMITIVES
+    assert {"linear", "gelu", "softmax", "logsumexp"}.isdisjoint(names)
+    assert names <= set(PRIMITIVES), names - set(PRIMITIVES)
+    rows = (4, 6) if dynamic else (4,)
+    for n in rows:
+        for sign in (1.0, -1.0):
+            xx = ember.tensor(sign * (np.abs(_rand(n, 3, seed=n)) + 0.1))
+            want = _np(m(xx))
+            np.testing.assert_allclose(_np(ep.module()(xx)), want, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(_np(dec.module()(xx)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_subgraph_from_graph_module_keys_and_runs_like_its_source():
+    g = Graphs()
+    ember.compile(_cond_fn(ember), backend=g, fullgraph=True)(ember.ones(3), ember.ones(3))
+    sub = g.nodes("cond")[0].kwargs["false_graph"]
+    a = Subgraph.from_graph_module(sub.graph_module)
+    b = Subgraph.from_graph_module(sub.graph_module)
+    assert a == b and hash(a) == hash(b) and a.out_metas == sub.out_metas
+    x, y = ember.tensor(_rand(3)), ember.tensor(_rand(3, seed=1))
+    for got, want in zip(a(x, y, *sub.sizes), sub(x, y, *sub.sizes)):
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6)
+    other = Subgraph.from_graph_module(g.nodes("cond")[0].kwargs["true_graph"].graph_module)
+    assert other != a
