@@ -88,14 +88,26 @@ def promote(*xs):
 
 
 def broadcast_shapes(*shapes):
-    """Broadcast shapes with plain size arithmetic (a size that is not 1 wins)."""
+    """Broadcast shapes with plain size arithmetic (a size that is not 1 wins); sizes that
+    cannot broadcast raise torch's error.  The comparisons are what a symbolic size records
+    as the program's assumptions (ember.export's guards)."""
     n = max((len(s) for s in shapes), default=0)
     out = [1] * n
     for s in shapes:
         for i, d in enumerate(s, n - len(s)):
             if not is_one(d):
+                if not is_one(out[i]) and not sizes_equal(d, out[i]):
+                    raise RuntimeError(
+                        f"The size of tensor a ({out[i]}) must match the size of tensor b "
+                        f"({d}) at non-singleton dimension {i}")
                 out[i] = d
     return tuple(out)
+
+
+def sizes_equal(a, b):
+    """Whether sizes ``a`` and ``b`` may be equal (True for symbolic sizes that cannot say)."""
+    r = a == b
+    return not isinstance(r, (bool, np.bool_)) or bool(r)
 
 
 def is_one(d):

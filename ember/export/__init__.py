@@ -9,6 +9,7 @@ runs saved programs with NumPy alone.
 """
 
 from .._dynamo.exc import UserError
+from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from ..nn.modules.module import Module
 from .capture import capture
 from .decompositions import default_decompositions
@@ -38,7 +39,10 @@ def _program(mod, args, kwargs, dynamic_shapes, strict, training):
     auto_static = set()
     for _ in range(3):
         c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static)
-        ranges, more = check_guards(c)
+        try:
+            ranges, more = check_guards(c)
+        except ConstraintViolationError as e:
+            raise UserError(str(e))   # torch's chain: the violation, then the user error
         if not more - auto_static:
             break
         auto_static |= more   # Dim.AUTO dims the program specialised: capture them static

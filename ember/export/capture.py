@@ -10,10 +10,6 @@ branch on a tensor's value, a call that cannot be recorded) is an error here, na
 user's file:line, as torch.export's is.  Comparisons of symbolic sizes are noted as guards
 (`ember.export.guards` checks them against the declared ranges).
 """
-import builtins
-import os
-import sys
-
 from .._core.tensor import Tensor
 from .._dynamo import symbolic
 from .._dynamo.backends import lookup_backend
@@ -32,7 +28,6 @@ from .graph_signature import (ExportGraphSignature, InputKind, InputSpec, Output
 
 __all__ = ["capture"]
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _ExportSession(CaptureSession):
@@ -54,36 +49,6 @@ class _ExportSession(CaptureSession):
         else:
             hint = "ember.export captures one whole graph and cannot break it here."
         raise UserError(f"{hint}\n  reason: {reason}\n  at {where}")
-
-
-class _Unsupported_builtin:
-    """Strict mode: a builtin that reads a tensor's identity (``id``) cannot be captured
-    (its value would be baked into the graph); non-strict export lets it through."""
-
-    def __init__(self, session):
-        self.session = session
-        self.prev = None
-
-    def _profile(self, frame, event, arg):
-        if event == "c_call" and arg is builtins.id and \
-                not frame.f_code.co_filename.startswith(_EMBER_DIR):
-            sys.setprofile(self.prev)
-            self.session.abort()
-            raise UserError(
-                f"ember.export (strict=True) cannot capture a call to builtin id(): its "
-                f"result is not a tensor operation and would be baked into the graph as a "
-                f"constant; export with strict=False to allow that\n  at "
-                f"{frame.f_code.co_filename}:{frame.f_lineno}")
-
-    def __enter__(self):
-        self.prev = sys.getprofile()
-        if self.prev is None:
-            sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        if sys.getprofile() == self._profile:
-            sys.setprofile(self.prev)
 
 
 def _module_state(mod):
@@ -191,15 +156,8 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=()):
             cache.leaf_symbol = _LeafSymbols(leaf_specs, session.leaf_values, paths,
                                              tensor_pos, session)
             _check_hints(leaf_specs, session, paths, tensor_pos)
-            blocker = _Unsupported_builtin(session) if strict else None
-            try:
-                if blocker is not None:
-                    blocker.__enter__()
-                with _reparametrize(mod, stand_ins, True, False):
-                    out = mod(*args, **kwargs)
-            finally:
-                if blocker is not None:
-                    blocker.__exit__(None, None, None)
+            with _reparametrize(mod, stand_ins, True, False):
+                out = mod(*args, **kwargs)
             result["capture"] = _graph_of(session, out, role, flat, tensor_pos, names,
                                           stand_ins, non_persistent, params, buffers)
     except Unsupported as e:

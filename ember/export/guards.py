@@ -13,7 +13,7 @@ range narrows, or the dimension becomes static.
 import operator
 import random
 
-from .._dynamo.exc import UserError
+from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from .._dynamo.symbolic import _LEAF_KINDS
 
 __all__ = ["check_guards", "ValueRanges"]
@@ -208,7 +208,7 @@ def _interval(guard, var, base, c, of_leaf):
 
 def check_guards(c):
     """Check the guards of capture ``c``: ``(range_constraints, leaves to make static,
-    symbol of each variable)``; raises `UserError` for a declared dimension the program
+    symbol of each variable)``; raises `ConstraintViolationError` for a declared dimension the program
     does not allow over its whole range."""
     vars_, of_leaf = _variables(c)
     base = {k: v.example for k, v in vars_.items()}
@@ -279,7 +279,7 @@ def check_guards(c):
                 errors.append(f"  - The program assumes {text}, which does not hold for every "
                               f"value of {', '.join(names)} in their ranges.")
     if errors:
-        raise UserError("Constraints violated (" + ", ".join(dict.fromkeys(violated))
+        raise ConstraintViolationError("Constraints violated (" + ", ".join(dict.fromkeys(violated))
                         + ")! For more information, run with TORCH_LOGS=\"+dynamic\".\n"
                         + "\n".join(errors))
     ranges = {}

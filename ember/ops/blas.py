@@ -148,6 +148,13 @@ def _matmul_kernel(xp, a, b):
 
 def _matmul_shape(a, b):
     sa, sb = tuple(a.shape), tuple(b.shape)
+    if not sa or not sb:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{len(sa)}D and {len(sb)}D")
+    k = sb[0] if len(sb) == 1 else sb[-2]
+    if not _meta.sizes_equal(sa[-1], k):
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                           f"({'x'.join(map(str, sa))} and {'x'.join(map(str, sb))})")
     if len(sa) == 1 and len(sb) == 1:
         return (), a.dtype
     if len(sb) == 1:

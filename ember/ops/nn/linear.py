@@ -3,6 +3,7 @@ all leading dims)."""
 import numpy as np
 
 from ..._core.blas_threads import matmul as _gemm
+from ..._core import meta as _meta
 from ..._core.op import Op
 from .._batching import _batched_front, _move_to_front
 from .._helpers import _F32, _HALF, apply, cj, jvp_sum
@@ -67,6 +68,10 @@ def _linear_vjp(ctx, g, x, w, b=None):
 
 
 def _linear_shape(x, w, b=None):
+    if x.shape and w.shape and not _meta.sizes_equal(x.shape[-1], w.shape[-1]):
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                           f"({'x'.join(map(str, x.shape))} and "
+                           f"{'x'.join(map(str, reversed(w.shape)))})")
     return tuple(x.shape[:-1]) + tuple(w.shape[:-1]), x.dtype
 
 
