@@ -4,12 +4,13 @@ import os
 import time
 
 from ._capture import from_exported_program
+from ._exportable import ExportableModule
 from .errors import OnnxExporterError
 
 __all__ = ["export", "TrainingMode", "OperatorExportTypes", "is_in_onnx_export"]
 
 
-class TrainingMode(enum.IntEnum):
+class TrainingMode(enum.Enum):
     """The legacy ``training`` argument of `export` (deprecated, as in torch): export the
     model in the training mode it is in."""
     EVAL = 0
@@ -20,7 +21,7 @@ class TrainingMode(enum.IntEnum):
         return f"TrainingMode.{self.name}"
 
 
-class OperatorExportTypes(enum.IntEnum):
+class OperatorExportTypes(enum.Enum):
     """The legacy ``operator_export_type`` argument of `export`: only ONNX is supported."""
     ONNX = 0
     ONNX_ATEN = 1
@@ -64,12 +65,18 @@ def _dims_of_dynamic_shapes(dynamic_shapes, n_inputs, names):
         if spec is None:
             continue
         if isinstance(spec, dict):
-            out[i] = {int(d): getattr(v, "__name__", None) or f"{names[i]}_dim_{d}"
-                      for d, v in spec.items() if v is not None}
+            out[i] = {int(d): _dim_name(v, names[i], d) for d, v in spec.items()
+                      if v is not None}
         elif isinstance(spec, (list, tuple)):
-            out[i] = {d: getattr(v, "__name__", None) or f"{names[i]}_dim_{d}"
-                      for d, v in enumerate(spec) if v is not None}
+            out[i] = {d: _dim_name(v, names[i], d) for d, v in enumerate(spec) if v is not None}
     return out
+
+
+def _dim_name(v, input_name, d):
+    if isinstance(v, str):
+        return v
+    name = getattr(v, "__name__", None)
+    return name if isinstance(name, str) else f"{input_name}_dim_{d}"
 
 
 def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None,
@@ -127,6 +134,13 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     from ._program import ONNXProgram
     from ._registry import LOWERINGS
     onnx = require_onnx()
+    if isinstance(model, ExportableModule):
+        if not args and kwargs is None:
+            args, kwargs = model.example_arguments()
+        input_names = model.input_names() if input_names is None else input_names
+        output_names = model.output_names() if output_names is None else output_names
+        if dynamic_shapes is None and dynamic_axes is None:
+            dynamic_shapes = model.dynamic_shapes()
     if operator_export_type != OperatorExportTypes.ONNX:
         raise ValueError(f"ember.onnx.export: operator_export_type={operator_export_type} is "
                          f"not supported; only OperatorExportTypes.ONNX is")
@@ -222,6 +236,7 @@ def _capture(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes):
         named = _dims_of_dynamic_shapes(dynamic_shapes, len(flat), names)
         if dynamic_shapes is None and by_input:
             dynamic_shapes = _dynamic_shapes_of_axes(by_input, args, kwargs, flat)
+        dynamic_shapes = _named_dims(dynamic_shapes, {})
         captured = from_exported_program(ember_export(model, tuple(args), kwargs,
                                                       dynamic_shapes=dynamic_shapes))
         if len(captured.user_inputs) == len(flat):
@@ -233,6 +248,19 @@ def _capture(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes):
             dims.setdefault(i, {}).update(_axes_spec(name, dynamic_axes[name]))
     _check_dynamic(captured, dims, names)
     return captured, dims
+
+
+def _named_dims(spec, dims):
+    """``dynamic_shapes`` with each dim given by a string name made a `Dim` of that name
+    (as torch.onnx accepts); dims sharing a name share the Dim."""
+    from ..export import Dim
+    if isinstance(spec, str):
+        return dims.setdefault(spec, Dim(spec))
+    if isinstance(spec, dict):
+        return {k: _named_dims(v, dims) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(_named_dims(v, dims) for v in spec)
+    return spec
 
 
 def _dynamic_shapes_of_axes(by_input, args, kwargs, flat):

@@ -47,6 +47,7 @@ NAMESPACES = [
     "torch.backends.openmp", "torch.backends.opt_einsum", "torch.backends.cpu",
     "torch.serialization", "torch.storage", "torch.hub", "torch.overrides", "torch.types",
     "torch.distributions", "torch.profiler", "torch.library", "torch.version",
+    "torch.onnx", "torch.onnx.errors",
     "torch.jit", "torch.jit.mobile",
 ]
 

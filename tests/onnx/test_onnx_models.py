@@ -171,3 +171,37 @@ def test_is_in_onnx_export():
     ember.onnx.export(M(), (ember.randn(2),))
     assert seen and all(seen)
     assert not ember.onnx.is_in_onnx_export()
+
+
+class _Exportable(ember.onnx.ExportableModule):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+    def example_arguments(self):
+        return (ember.randn(4, 3),), None
+
+    def input_names(self):
+        return ("features",)
+
+    def output_names(self):
+        return ("scores",)
+
+    def dynamic_shapes(self):
+        return ({0: "batch_size"},)  # a dim named by a string, as torch.onnx accepts
+
+
+def test_exportable_module():
+    m = _Exportable()
+    for program in (m.to_onnx(), ember.onnx.export(m)):
+        g = program.model_proto.graph
+        assert [i.name for i in g.input] == ["features"]
+        assert [o.name for o in g.output] == ["scores"]
+        assert g.input[0].type.tensor_type.shape.dim[0].dim_param == "batch_size"
+        x = ember.randn(6, 3)
+        assert_close(run(session(program), x), m(x))
+    with pytest.raises(TypeError):
+        ember.onnx.ExportableModule()  # abstract: example_arguments is required
