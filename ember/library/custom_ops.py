@@ -352,7 +352,15 @@ class CustomOpDef:
             REGISTRY.pop(self._op_name)
             OPS.pop(self._op_name, None)
         n_out = None if self._list_return else self._n_ret + len(self._mutated)
-        return Op(self._op_name, self._kernel, self._vjp, shape=self._shape, n_out=n_out,
+
+        def kernel(xp, *arrays, **params):
+            return self._kernel(xp, *arrays, **params)
+        # the kernel is the user's code: it carries their module, so ember's registry
+        # checks (every ember op has a record, a decomposition...) do not count it
+        kernel.__module__ = getattr(self._init_fn, "__module__", None) or \
+            f"<custom operator {self._op_name}>"
+        kernel.__qualname__ = kernel.__name__ = self._name
+        return Op(self._op_name, kernel, self._vjp, shape=self._shape, n_out=n_out,
                   save_output=True, category=None,
                   doc=f"custom operator {self._qualname}{str(self._schema)[len(self._qualname):]}",
                   unsupported={
