@@ -21,13 +21,13 @@ class _Sym:
         self.expr = expr
 
 
-def _decode(v, names, where):
+def _decode(v, names, where, arrays=None):
     """A node argument (the tagged JSON of the format) with node references as `_Ref` and
     symbolic sizes as `_Sym`, resolved per call."""
     if v is None or type(v) in (bool, int, float, str):
         return v
     if isinstance(v, list):
-        return [_decode(x, names, where) for x in v]
+        return [_decode(x, names, where, arrays) for x in v]
     if not isinstance(v, dict) or len(v) != 1:
         raise ValueError(f"{where}: malformed argument {v!r:.100}")
     (tag, body), = v.items()
@@ -38,18 +38,20 @@ def _decode(v, names, where):
     if tag == "float" and body in ("inf", "-inf", "nan"):
         return float(body)
     if tag == "complex" and isinstance(body, list) and len(body) == 2:
-        return complex(*(_decode(x, names, where) for x in body))
+        return complex(*(_decode(x, names, where, arrays) for x in body))
     if tag == "tuple" and isinstance(body, list):
-        return tuple(_decode(x, names, where) for x in body)
+        return tuple(_decode(x, names, where, arrays) for x in body)
     if tag in ("dtype", "np_dtype"):
         return np_dtype(body, where)
     if tag == "sym":
         eval_size(body, _Anything())  # validates the syntax now
         return _Sym(body)
     if tag == "slice" and isinstance(body, list) and len(body) == 3:
-        return slice(*(_decode(x, names, where) for x in body))
+        return slice(*(_decode(x, names, where, arrays) for x in body))
     if tag == "ellipsis":
         return Ellipsis
+    if tag == "array" and arrays is not None:  # an index table a decomposition made
+        return arrays(body)
     raise ValueError(f"{where}: unknown argument tag {tag!r}")
 
 
@@ -66,6 +68,8 @@ def _has_dynamic(v):
         return True
     if isinstance(v, (list, tuple)):
         return any(_has_dynamic(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_dynamic(x) for x in v.values())
     if isinstance(v, slice):
         return any(_has_dynamic(x) for x in (v.start, v.stop, v.step))
     return False
@@ -80,6 +84,8 @@ def _resolve(v, env, syms):
         return tuple(_resolve(x, env, syms) for x in v)
     if isinstance(v, list):
         return [_resolve(x, env, syms) for x in v]
+    if isinstance(v, dict):
+        return {k: _resolve(x, env, syms) for k, x in v.items()}
     if isinstance(v, slice):
         return slice(*(_resolve(x, env, syms) for x in (v.start, v.stop, v.step)))
     return v
@@ -127,9 +133,9 @@ class Program:
             if not (isinstance(name, str) and name.isidentifier() and isinstance(e, dict)):
                 raise ValueError(f"{where}: malformed symbol {name!r}")
             self._symbols[name] = (e.get("min") or 0, e.get("max"))
-        self._compile_graph(prog, where)
+        self._compile_graph(prog, where, lambda e: read_array(e, ar, f"{where}: array"))
 
-    def _compile_graph(self, prog, where):
+    def _compile_graph(self, prog, where, arrays):
         nodes = prog.get("graph")
         specs = prog.get("input_specs")
         if not isinstance(nodes, list) or not isinstance(specs, list):
@@ -145,8 +151,9 @@ class Program:
                 placeholders.append((name, n.get("meta")))
             elif kind == "call_function":
                 t = n.get("target")
-                args = [_decode(a, names, at) for a in n.get("args", [])]
-                kwargs = {k: _decode(v, names, at) for k, v in n.get("kwargs", {}).items()}
+                args = [_decode(a, names, at, arrays) for a in n.get("args", [])]
+                kwargs = {k: _decode(v, names, at, arrays) for k, v in
+                          n.get("kwargs", {}).items()}
                 dts = _meta_dtypes(n.get("meta"), at)
                 if t == "getitem":
                     fn = None

@@ -8,10 +8,20 @@ from ._values import decode_meta, decode_value, encode_meta, encode_value
 
 __all__ = ["encode_graph", "decode_graph", "lookup_op"]
 
-# targets that are not Ops: the tuple projection after a multi-output op, and grad-mode
-# switches the compile capture records
+# targets that are not Ops: the tuple projection after a multi-output op, grad-mode
+# switches the compile capture records, and the size arithmetic of exported graphs
+# (``sym_size(x, dim)`` and ``operator`` nodes over it, `ember.export.sizes`)
 _GETITEM = "getitem"
 _SET_GRAD = "set_grad_enabled"
+SIZE_OPS = {"operator.add": operator.add, "operator.sub": operator.sub,
+            "operator.mul": operator.mul, "operator.floordiv": operator.floordiv,
+            "operator.mod": operator.mod, "operator.neg": operator.neg}
+_SIZE_NAMES = {f: n for n, f in SIZE_OPS.items()}
+
+
+def _sym_size():
+    from ..sizes import sym_size
+    return sym_size
 
 
 def _set_grad_target():
@@ -47,12 +57,17 @@ def _target_name(node):
         return _GETITEM
     if getattr(t, "__name__", None) == _SET_GRAD and "_dynamo" in getattr(t, "__module__", ""):
         return _SET_GRAD
+    if t is _sym_size():
+        return "sym_size"
+    if t in _SIZE_NAMES:
+        return _SIZE_NAMES[t]
     raise ValueError(f"ember.export.save: node {node.name} calls {t!r}, which is not an ember "
                      f"operator; only graphs of ember ops can be saved")
 
 
-def encode_graph(graph):
-    """The JSON form of an fx Graph of ember ops (placeholders, call_function, output)."""
+def encode_graph(graph, arrays=None):
+    """The JSON form of an fx Graph of ember ops (placeholders, call_function, output);
+    ``arrays``: where NumPy array literals go (`encode_value`)."""
     nodes = []
 
     def name_of(v):
@@ -64,21 +79,24 @@ def encode_graph(graph):
             pass
         elif n.op == "call_function":
             entry["target"] = _target_name(n)
-            entry["args"] = [encode_value(a, name_of) for a in n.args]
-            entry["kwargs"] = {k: encode_value(v, name_of) for k, v in n.kwargs.items()}
+            entry["args"] = [encode_value(a, name_of, arrays) for a in n.args]
+            entry["kwargs"] = {k: encode_value(v, name_of, arrays) for k, v in n.kwargs.items()}
         elif n.op == "output":
-            entry["args"] = [encode_value(a, name_of) for a in n.args]
+            entry["args"] = [encode_value(a, name_of, arrays) for a in n.args]
         else:
             raise ValueError(f"ember.export.save: node {n.name} is a {n.op!r} node; a program "
                              f"file holds placeholder, call_function and output nodes only")
-        meta = encode_meta(n.meta.get("val"))
+        val = n.meta.get("val")
+        meta = encode_meta(val)
         if meta is not None:
             entry["meta"] = meta
+        elif val is int:  # a size computed in the graph
+            entry["meta"] = "int"
         nodes.append(entry)
     return nodes
 
 
-def decode_graph(nodes_json, hints, where):
+def decode_graph(nodes_json, hints, where, arrays=None):
     """An fx GraphModule built from `encode_graph`'s JSON; ``hints`` bind the size symbols
     to example values (the SymInts of the metadata need one)."""
     if not isinstance(nodes_json, list):
@@ -105,20 +123,26 @@ def decode_graph(nodes_json, hints, where):
                 target = operator.getitem
             elif t == _SET_GRAD:
                 target = _set_grad_target()
+            elif t == "sym_size":
+                target = _sym_size()
+            elif t in SIZE_OPS:
+                target = SIZE_OPS[t]
             else:
                 target = lookup_op(t, at)
             node = graph.create_node(
                 "call_function", target,
-                tuple(decode_value(a, nodes, hints, at) for a in args),
-                {str(k): decode_value(v, nodes, hints, at) for k, v in kwargs.items()},
+                tuple(decode_value(a, nodes, hints, at, arrays) for a in args),
+                {str(k): decode_value(v, nodes, hints, at, arrays) for k, v in kwargs.items()},
                 name=name)
         elif kind == "output":
             if len(args) != 1:
                 raise ValueError(f"{at}: the output node takes one argument")
-            node = graph.output(decode_value(args[0], nodes, hints, at))
+            node = graph.output(decode_value(args[0], nodes, hints, at, arrays))
         else:
             raise ValueError(f"{at}: unknown node kind {kind!r}")
-        if "meta" in e:
+        if e.get("meta") == "int":
+            node.meta["val"] = int
+        elif "meta" in e:
             node.meta["val"] = decode_meta(e["meta"], hints, at)
         nodes[name] = node
     if not nodes_json or nodes_json[-1].get("op") != "output":

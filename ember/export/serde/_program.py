@@ -1,9 +1,8 @@
 """save_program / load_program: the zip container (see the package docstring)."""
-import copy
 import io
 import json
 import os
-import tempfile
+import uuid
 import zipfile
 import zlib
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from ..._dynamo.symbolic import SymInt
 from ._graph import decode_graph, encode_graph
+from ._lite_graph import lite_graph
 from ._storage import StorageWriter, read_tensor_array
 from ._values import check_expr, encode_value
 
@@ -132,14 +132,9 @@ def _spec_json(spec):
     return node
 
 
-def _lite_graph(gm):
-    from ..._inductor.passes.decompose import decompose
-    return encode_graph(decompose(copy.deepcopy(gm)).graph)
-
-
-def _graph_part(ep, gm):
+def _graph_part(ep, gm, writer):
     ins, outs = _specs(ep, gm)
-    return {"graph": encode_graph(gm.graph), "input_specs": ins, "output_specs": outs,
+    return {"graph": encode_graph(gm.graph, writer.add), "input_specs": ins, "output_specs": outs,
             "training": getattr(ep, "training", None)}
 
 
@@ -147,7 +142,7 @@ def _program_json(ep, gm, writer, opset_version):
     rc = getattr(ep, "range_constraints", None)
     tensors = _tensors_json(ep, writer)
     symbols = _symbols(gm, rc)
-    main = _graph_part(ep, gm)
+    main = _graph_part(ep, gm, writer)
     common = {"schema_version": SCHEMA_VERSION, "opset_version": opset_version,
               "symbols": symbols, **tensors}
     exported = hasattr(ep, "graph_signature")
@@ -156,10 +151,12 @@ def _program_json(ep, gm, writer, opset_version):
                 in_spec=_spec_json(getattr(ep, "_in_spec", None)),
                 out_spec=_spec_json(getattr(ep, "_out_spec", None)),
                 example_inputs=_example_inputs(ep, writer) if exported else None,
-                alternate=_graph_part(alternate, alternate.graph_module)
+                alternate=_graph_part(alternate, alternate.graph_module, writer)
                 if alternate is not None else None,
                 alternate_error=getattr(ep, "alternate_error", None))
-    lite = dict(common, kind="LiteProgram", graph=_lite_graph(gm),
+    hints = {k: e["hint"] if e["hint"] is not None else max(2, e["min"])
+             for k, e in symbols.items()}
+    lite = dict(common, kind="LiteProgram", graph=lite_graph(gm, hints, writer.add),
                 input_specs=main["input_specs"], output_specs=main["output_specs"])
     return full, lite
 
@@ -201,10 +198,10 @@ def _write_zip(f, members):
                 z.writestr(name, data)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".ember-export-")
+        d, base = os.path.split(os.path.abspath(path))
+        tmp = os.path.join(d, f".{base}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
         try:  # atomic: a crash leaves the old file or the new one, never half of one
-            with os.fdopen(fd, "wb") as fh:
+            with open(tmp, "xb") as fh:  # the umask's permissions, as a plain open gives
                 write(fh)
             os.replace(tmp, path)
         except BaseException:
@@ -303,6 +300,12 @@ def _tensor_table(ar, prog, group):
     return out
 
 
+def _array_reader(ar, where):
+    def read(entry):
+        return read_tensor_array(entry, ar.read, f"{where}: array literal")
+    return read
+
+
 def _check_opset(ar, prog, expected):
     stored = prog.get("opset_version") or {}
     for ns, v in (expected or {}).items():
@@ -325,7 +328,8 @@ def load_program(f, *, extra_files=None, expected_opset_version=None):
     _check_opset(ar, prog, expected_opset_version)
     where = f"{ar.label}: program.json"
     hints = _hints(prog, where)
-    gm = decode_graph(prog.get("graph"), hints, f"{where}: graph")
+    arrays = _array_reader(ar, where)
+    gm = decode_graph(prog.get("graph"), hints, f"{where}: graph", arrays)
     state_dict = _tensor_table(ar, prog, "state_dict")
     constants = _tensor_table(ar, prog, "constants")
     if extra_files is not None:
@@ -336,4 +340,4 @@ def load_program(f, *, extra_files=None, expected_opset_version=None):
             except UnicodeDecodeError:
                 extra_files[name] = raw
     from ._rebuild import rebuild
-    return rebuild(prog, gm, state_dict, constants, hints, ar, where)
+    return rebuild(prog, gm, state_dict, constants, hints, ar, arrays, where)

@@ -125,8 +125,10 @@ def _encode_float(x):
     return {"float": repr(x)}  # 'inf', '-inf', 'nan'
 
 
-def encode_value(v, node_name):
-    """``node_name(v)`` gives the name of an fx Node or None for other values."""
+def encode_value(v, node_name, arrays=None):
+    """``node_name(v)`` gives the name of an fx Node or None for other values;
+    ``arrays(ndarray)`` stores a NumPy array literal (decompositions' index tables) and
+    gives its storage entry."""
     name = node_name(v)
     if name is not None:
         return {"node": name}
@@ -143,17 +145,20 @@ def encode_value(v, node_name):
     if isinstance(v, (complex, np.complexfloating)):
         return {"complex": [_encode_float(v.real), _encode_float(v.imag)]}
     if isinstance(v, tuple):
-        return {"tuple": [encode_value(x, node_name) for x in v]}
+        return {"tuple": [encode_value(x, node_name, arrays) for x in v]}
     if isinstance(v, list):
-        return [encode_value(x, node_name) for x in v]
+        return [encode_value(x, node_name, arrays) for x in v]
     if isinstance(v, _dt.dtype):
         return {"dtype": dtype_name(v)}
     if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
         return {"np_dtype": dtype_name(v)}
     if isinstance(v, slice):
-        return {"slice": [encode_value(x, node_name) for x in (v.start, v.stop, v.step)]}
+        return {"slice": [encode_value(x, node_name, arrays) for x in (v.start, v.stop,
+                                                                      v.step)]}
     if v is Ellipsis:
         return {"ellipsis": True}
+    if isinstance(v, np.ndarray) and arrays is not None:
+        return {"array": arrays(v)}
     raise ValueError(f"ember.export.save: cannot encode the argument {v!r} "
                      f"({type(v).__name__}) in a program file")
 
@@ -166,12 +171,13 @@ def _decode_float(x, where):
     raise ValueError(f"{where}: malformed float {x!r}")
 
 
-def decode_value(v, nodes, hints, where):
-    """The inverse of `encode_value`; ``nodes`` maps names to the Nodes built so far."""
+def decode_value(v, nodes, hints, where, arrays=None):
+    """The inverse of `encode_value`; ``nodes`` maps names to the Nodes built so far,
+    ``arrays(entry)`` reads an array literal."""
     if v is None or type(v) in (bool, int, float, str):
         return v
     if isinstance(v, list):
-        return [decode_value(x, nodes, hints, where) for x in v]
+        return [decode_value(x, nodes, hints, where, arrays) for x in v]
     if not isinstance(v, dict) or len(v) != 1:
         raise ValueError(f"{where}: malformed argument {v!r}")
     (tag, body), = v.items()
@@ -185,7 +191,7 @@ def decode_value(v, nodes, hints, where):
     if tag == "complex" and isinstance(body, list) and len(body) == 2:
         return complex(_decode_float(body[0], where), _decode_float(body[1], where))
     if tag == "tuple" and isinstance(body, list):
-        return tuple(decode_value(x, nodes, hints, where) for x in body)
+        return tuple(decode_value(x, nodes, hints, where, arrays) for x in body)
     if tag == "dtype":
         return ember_dtype_from_name(body, where)
     if tag == "np_dtype":
@@ -193,7 +199,9 @@ def decode_value(v, nodes, hints, where):
     if tag == "sym":
         return _decode_size(body, hints, where)
     if tag == "slice" and isinstance(body, list) and len(body) == 3:
-        return slice(*(decode_value(x, nodes, hints, where) for x in body))
+        return slice(*(decode_value(x, nodes, hints, where, arrays) for x in body))
     if tag == "ellipsis":
         return Ellipsis
+    if tag == "array" and arrays is not None:
+        return arrays(body)
     raise ValueError(f"{where}: unknown argument tag {tag!r}")

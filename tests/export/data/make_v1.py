@@ -1,0 +1,51 @@
+"""Writes program_v1.ember (a program file of format version 1) and expected_v1.json (its
+inputs and the outputs ember eager computed for them when the file was made).
+
+Kept so that every runtime release is tested against the files older embers wrote: never
+regenerate an existing version's file; add make_v<N>.py for a new format version.
+Run from the repository root: ``python tests/export/data/make_v1.py``."""
+import json
+import pathlib
+
+import numpy as np
+
+import ember
+import ember.nn as nn
+from ember.export import Dim, export, save
+
+HERE = pathlib.Path(__file__).parent
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.norm = nn.LayerNorm(6)
+        self.fc2 = nn.Linear(6, 2)
+        self.register_buffer("offset", ember.tensor([-0.3, 0.3]))
+
+    def forward(self, x):
+        h = nn.functional.gelu(self.fc1(x))
+        y = self.fc2(self.norm(h)) + self.offset
+        return y, y.argmax(dim=1)
+
+
+def main():
+    ember.manual_seed(2026)
+    net = Net().eval()
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal((n, 4)).astype(np.float32) for n in (3, 5)]
+    ep = export(net, (ember.from_numpy(inputs[0]),),
+                dynamic_shapes=({0: Dim("batch", min=1, max=1024)},))
+    save(ep, HERE / "program_v1.ember", extra_files={"made_by": "make_v1.py"})
+    cases = []
+    for x in inputs:
+        y, idx = net(ember.from_numpy(x))
+        cases.append({"input": x.tolist(), "output": y.detach().numpy().tolist(),
+                      "argmax": idx.numpy().tolist()})
+    (HERE / "expected_v1.json").write_text(json.dumps({"format_version": 1, "cases": cases},
+                                                      indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
