@@ -4,7 +4,7 @@
 ``torch.jit.frontend.NotSupportedError``) at the first construct outside the subset,
 naming it with ``File "...", line N`` and the offending line, as torch does:
 
-- generators (``yield``, generator expressions), ``async``/``await``;
+- generators (``yield``), ``async``/``await``;
 - ``try``/``except``/``finally``, ``global``/``nonlocal``, ``import`` inside the function;
 - lambdas, ``class`` definitions, the walrus ``:=``, set literals and comprehensions;
 - ``*args``/``**kwargs`` and keyword-only arguments in the signature, starred arguments
@@ -105,7 +105,6 @@ _NODE_MESSAGES = {
     ast.ClassDef: "class definitions aren't supported",
     ast.Yield: "yield statements aren't supported (generators cannot be compiled)",
     ast.YieldFrom: "yield statements aren't supported (generators cannot be compiled)",
-    ast.GeneratorExp: "generator expressions aren't supported",
     ast.Await: "await expressions aren't supported",
     ast.AsyncFunctionDef: "async functions aren't supported",
     ast.AsyncFor: "async for loops aren't supported",
@@ -161,7 +160,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node):
         for a in node.args:
             if isinstance(a, ast.Starred):
-                self.fail(a, "Starred expressions are not supported in calls (f(*args))")
+                self.fail(a, "cannot statically infer the expected size of a list in this "
+                             "context (starred arguments f(*args) are not supported)")
         for k in node.keywords:
             if k.arg is None:
                 self.fail(k.value, "keyword-arg expansion (f(**kwargs)) is not supported")
