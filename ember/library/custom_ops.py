@@ -409,6 +409,12 @@ class CustomOpDef:
         self._backward_fn = backward
         self._setup_context_fn = setup_context
 
+    @property
+    def _opoverload(self):
+        """The `OpOverload` of this op (``ember.ops.<ns>.<name>.default``)."""
+        from ..ops.op_namespaces import find_overload
+        return find_overload(self._namespace, self._name, self._schema.overload_name or "default")
+
     def __repr__(self):
         return f"<CustomOpDef({self._qualname})>"
 

@@ -51,6 +51,8 @@ def test_eager_value_and_namespace_handle():
     assert ember.ops.emtest.scaled_relu.overloads() == ["default"]
     assert str(ember.ops.emtest.scaled_relu.default) == str(torch.ops.emtest.scaled_relu.default)
     assert repr(scaled_relu) == repr(t_scaled_relu) == "<CustomOpDef(emtest::scaled_relu)>"
+    assert scaled_relu._opoverload is ember.ops.emtest.scaled_relu.default
+    assert str(scaled_relu._opoverload) == str(t_scaled_relu._opoverload)
 
 
 def test_schema_inferred_like_torch():
