@@ -323,3 +323,42 @@ def test_fallthrough_kernel_keeps_the_implementation():
     np.testing.assert_array_equal(ember.ops.emtest3.neg_it(ember.ones(2)).numpy(), [-1, -1])
     with pytest.raises(NotImplementedError, match="should never be called"):
         ember.library.fallthrough_kernel()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_compiled_training_with_growing_sizes_matches_eager(backend):
+    @ember.library.custom_op(f"emtest::cube_{backend}", mutates_args=())
+    def cube(x: ember.Tensor) -> ember.Tensor:
+        return x * x * x
+
+    @cube.register_fake
+    def _(x):
+        return ember.empty_like(x)
+    cube.register_autograd(lambda ctx, g: g * 3 * ctx.saved_tensors[0] ** 2,
+                           setup_context=lambda ctx, inputs, out: ctx.save_for_backward(inputs[0]))
+
+    def f(x):
+        return (cube(x.sin()) * 2).sum()
+    cf = ember.compile(f, backend=backend)
+    for n in (3, 5, 7):
+        x = ember.randn(n, requires_grad=True)
+        y = cf(x)
+        y.backward()
+        x2 = x.detach().requires_grad_()
+        want = f(x2)
+        want.backward()
+        np.testing.assert_allclose(y.item(), want.item(), rtol=1e-5)
+        np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_symbolic_sizes_survive_the_shape_rule():
+    gms = []
+
+    def backend(gm, example_inputs):
+        gms.append(gm)
+        return gm.forward
+    cf = ember.compile(lambda x: scaled_relu(x) + 1, backend=backend)
+    for n in (3, 5, 7):
+        cf(ember.randn(n, 2))
+    node = next(n for n in gms[-1].graph.nodes if n.target is REGISTRY["emtest::scaled_relu"])
+    assert [getattr(s, "expr", s) for s in node.meta["val"].shape] == ["s0", 2]
