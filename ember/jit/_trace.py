@@ -16,6 +16,7 @@ import warnings
 
 from .._core.random import get_rng_state, set_rng_state
 from .._core.tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ._recorder import Recorder
 from ._script_module import ModuleState, ProgramMethod, ScriptFunction, TopLevelTracedModule
@@ -47,27 +48,40 @@ class TracingCheckError(Exception):
         super().__init__(self.message)
 
 
-def _check_traceable(x, what):
+def _traceable(x):
     if isinstance(x, Tensor):
-        return
+        return True
     if isinstance(x, (tuple, list)):
-        for v in x:
-            _check_traceable(v, what)
-        return
+        return all(_traceable(v) for v in x)
     if isinstance(x, dict):
-        for v in x.values():
-            _check_traceable(v, what)
-        return
-    raise RuntimeError(f"Type '{type(x).__name__}' cannot be traced. Only Tensors and (possibly "
-                       f"nested) Lists, Dicts, and Tuples of Tensors can be traced ({what})")
+        return all(_traceable(v) for v in x.values())
+    return False
+
+
+def _type_name(x):
+    """TorchScript's name of ``x``'s type (``Tuple[Tensor, int]``), as torch's errors say."""
+    if isinstance(x, Tensor):
+        return "Tensor"
+    if isinstance(x, tuple):
+        return "Tuple[" + ", ".join(_type_name(v) for v in x) + "]"
+    if isinstance(x, list):
+        return f"List[{_type_name(x[0]) if x else 'Tensor'}]"
+    if isinstance(x, dict):
+        k, v = next(iter(x.items())) if x else ("", None)
+        return f"Dict[{type(k).__name__}, {_type_name(v) if x else 'Tensor'}]"
+    return type(x).__name__
+
+
+def _check_traceable(x):
+    if not _traceable(x):
+        raise RuntimeError(f"Type '{_type_name(x)}' cannot be traced. Only Tensors and (possibly "
+                           f"nested) Lists, Dicts, and Tuples of Tensors can be traced")
 
 
 def _check_output(x):
-    try:
-        _check_traceable(x, "output")
-    except RuntimeError:
+    if not _traceable(x):
         raise RuntimeError(f"Only tensors, lists, tuples of tensors, or dictionary of tensors can "
-                           f"be output from traced functions; got {type(x).__name__}") from None
+                           f"be output from traced functions; got {_type_name(x)}")
 
 
 def _arg_names(fn, n):
@@ -102,8 +116,7 @@ def _as_args(example, is_kwarg, fn):
 
 def _record(call, args, params, buffers, input_names):
     """Run ``call(*args)`` under a Recorder; the program and the eager outputs."""
-    for i, a in enumerate(args):
-        _check_traceable(a, f"argument {input_names[i]!r}")
+    _check_traceable(tuple(args))
     flat_in = []
     in_spec = flatten(tuple(args), flat_in)
     rec = Recorder(flat_in, params, buffers)
@@ -158,24 +171,32 @@ def _clone(x):
     return x
 
 
-def _check(program, call, owner, example_args, out, rng_before, check_inputs, tolerance, kwarg,
-           fn):
-    """check_trace: the program against the Python function (see the module docstring)."""
+def _check(program, call, owner, example_args, rng_before, check_inputs, tolerance, kwarg, fn):
+    """check_trace: the program against the Python function, rerun on the example inputs
+    with the random state of the trace and the module's buffers restored afterwards (so
+    checking leaves no trace), then on each of ``check_inputs``."""
     state = ModuleState(owner, write_buffers=False) if owner is not None else None
     rng_after = get_rng_state()
-    set_rng_state(rng_before)
+    saved = [(b, b.detach().clone()) for b in owner.buffers()] if owner is not None else []
     try:
+        set_rng_state(rng_before)
         got = program(state, _clone(example_args))
+        set_rng_state(rng_before)
+        with tracing():
+            expected = call(*_clone(example_args))
     finally:
         set_rng_state(rng_after)
-    err = _compare(out, got, tolerance, "on the example inputs")
+        with no_grad():
+            for b, v in saved:
+                b.copy_(v)
+    err = _compare(expected, got, tolerance, "on the example inputs")
     if err is not None:
         warnings.warn("Trace had nondeterministic nodes or diverged from the Python function. "
                       + err, TracerWarning, stacklevel=4)
     for inputs in check_inputs or ():
         args = _as_args(inputs, kwarg, fn)
-        expected = call(*_clone(args))
-        got = program(state, args)
+        got = program(state, _clone(args))
+        expected = call(*args)
         err = _compare(expected, got, tolerance, "on check_inputs")
         if err is not None:
             raise TracingCheckError(None, err)
@@ -224,7 +245,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     rng = get_rng_state()
     program, out = _record(func, args, [], [], names)
     if check_trace:
-        _check(program, func, None, args, out, rng, check_inputs, check_tolerance, kwarg, func)
+        _check(program, func, None, args, rng, check_inputs, check_tolerance, kwarg, func)
     method = ProgramMethod(getattr(func, "__name__", "forward"), program, names)
     return ScriptFunction(method, getattr(func, "__qualname__", method.name))
 
@@ -251,7 +272,7 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
         program, out = _record(call, args, params, buffers, names)
         if check_trace:
             checks = [c[name] for c in check_inputs if name in c] if check_inputs else None
-            _check(program, call, mod, args, out, rng, checks, check_tolerance,
+            _check(program, call, mod, args, rng, checks, check_tolerance,
                    example_inputs_is_kwarg, fn)
         methods.append(ProgramMethod(name, program, names))
     return TopLevelTracedModule._from_module(mod, methods)
