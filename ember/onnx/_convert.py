@@ -19,6 +19,7 @@ from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from . import _ops_elementwise, _ops_indexing, _ops_nn, _ops_tensor  # noqa: F401 (register)
 from ._builder import Builder, Value, onnx_dtype
 from ._registry import LOWERINGS, LoweringContext
+from ._unsupported import reason_of
 from .errors import OnnxExporterError, UnsupportedOperatorError
 
 __all__ = ["GraphInput", "GraphOutput", "convert", "DEFAULT_OPSET", "MIN_OPSET"]
@@ -245,8 +246,13 @@ def _lower_node(b, env, node, opset):
     fn = LOWERINGS.get(target.name)
     if fn is None:
         why = node.meta.get("onnx_no_decompose")
-        reason = ("it has no ONNX lowering and its decomposition could not be generalised "
-                  f"({why})") if why else "it has no ONNX lowering and no decomposition"
+        if reason_of(target.name):
+            reason = "no ONNX lowering: " + reason_of(target.name)
+        elif why:
+            reason = f"it has no ONNX lowering and its decomposition could not be generalised " \
+                     f"({why})"
+        else:
+            reason = "it has no ONNX lowering and no decomposition into operators that have one"
         raise UnsupportedOperatorError(target.name, opset, None, node=node.name, reason=reason)
     meta = node.meta.get("val")
     ctx = LoweringContext(target.name, meta, opset, node.name)

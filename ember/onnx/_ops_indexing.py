@@ -223,3 +223,25 @@ def _topk(b, ctx, x, k, dim, largest=True):
 @lowers("nonzero")
 def _nonzero(b, ctx, x):
     return b.op("Transpose", [b.op("NonZero", [x])], perm=[1, 0])
+
+
+@lowers("searchsorted")
+def _searchsorted(b, ctx, seq, values, sorter=None, side="left", out_int32=False):
+    """The insertion index counts the sorted row's elements before the value: those < it
+    (side 'left') or <= it ('right')."""
+    s = seq.name if sorter is None else b.op("GatherElements", [seq, sorter], axis=-1)
+    dt = ctx.out.dtype
+    from .._core import meta as _meta
+    from .._core.meta import TensorMeta
+    cdt = _meta.promote(TensorMeta(seq.shape, seq.dtype),
+                        TensorMeta(values.shape, values.dtype) if isinstance(values, Value)
+                        else values)
+    s = b.cast(s, cdt, seq.dtype)
+    v = operand(b, values, cdt)
+    last = b.const(np.array([-1], dtype=np.int64))
+    v = b.op("Unsqueeze", [v, last])                                     # [..., m, 1]
+    if seq.ndim > 1:
+        s = b.op("Unsqueeze", [s, b.const(np.array([-2], dtype=np.int64))])  # [..., 1, n]
+    before = b.op("Less" if side == "left" else "LessOrEqual", [s, v])
+    count = b.op("ReduceSum", [b.cast(before, _dt.int64, _dt.bool), last], keepdims=0)
+    return b.cast(count, dt, _dt.int64)

@@ -260,3 +260,74 @@ def _arange(b, ctx, *, start, end, step, dtype, device=None):
 @lowers("tensor")
 def _tensor(b, ctx, *, data, dtype, device=None):
     return b.op("Identity", [b.const(np.array(data, dtype=as_dtype(dtype).np))])
+
+
+# ---- scans with no ONNX operator: through an n x n triangle --------------------------------
+
+def _triangle(b, x, axis, reverse):
+    """(x with ``axis`` last and a new second-to-last dim: [..., 1, n], the bool [n, n]
+    matrix keeping j <= i (j >= i reversed), the permutation used)."""
+    perm = [d for d in range(x.ndim) if d != axis] + [axis]
+    xt = x.name if axis == x.ndim - 1 else b.op("Transpose", [x], perm=perm)
+    n = x.shape[axis]
+    ones = b.op("ConstantOfShape", [ints(b, (n, n))], value=_int_value(1))
+    keep = b.cast(b.op("Trilu", [ones], upper=int(bool(reverse))), _dt.bool, _dt.int64)
+    return b.op("Unsqueeze", [xt, b.const(np.array([-2], dtype=np.int64))]), keep, perm
+
+
+def _int_value(v):
+    from onnx import numpy_helper
+    return numpy_helper.from_array(np.array([v], dtype=np.int64), "value")
+
+
+def _restore(b, v, perm):
+    if perm == list(range(len(perm))):
+        return v
+    return b.op("Transpose", [v], perm=[perm.index(d) for d in range(len(perm))])
+
+
+@lowers("cumprod")
+def _cumprod(b, ctx, x, dim, reverse=False, dtype=None):
+    dt = ctx.out.dtype
+    v = b.cast(x, dt)
+    if x.ndim == 0:
+        return b.op("Identity", [v])
+    from ._builder import Value
+    axis = int(dim) % x.ndim
+    row, keep, perm = _triangle(b, Value(v, x.shape, dt), axis, reverse)
+    full = b.op("Where", [keep, row, b.scalar(1, dt)])  # [..., n(i), n(j)]
+    r = b.op("ReduceProd", [full, b.const(np.array([-1], dtype=np.int64))], keepdims=0)
+    return _restore(b, r, perm)
+
+
+@lowers("cummax", "cummin")
+def _cummax(b, ctx, x, dim):
+    if x.ndim == 0:
+        return b.op("Identity", [x]), b.const(np.array(0, dtype=np.int64))
+    axis = int(dim) % x.ndim
+    row, keep, perm = _triangle(b, x, axis, False)
+    big = np.inf if x.dtype.is_floating_point else (
+        True if x.dtype == _dt.bool else np.iinfo(x.dtype.np).max)
+    work = _dt.int32 if x.dtype == _dt.bool else x.dtype
+    row = b.cast(row, work, x.dtype)
+    fill = b.scalar(-big if ctx.name == "cummax" else big, work)
+    full = b.op("Where", [keep, row, fill])
+    last = b.const(np.array([-1], dtype=np.int64))
+    kind = "ReduceMax" if ctx.name == "cummax" else "ReduceMin"
+    values = b.op(kind, [full, last], keepdims=1)                       # [..., n, 1]
+    # the index: the last j <= i holding the running extreme (torch's tie rule)
+    n = x.shape[axis]
+    j = b.op("Range", [b.const(np.array(0, dtype=np.int64)), b.size0(n),
+                       b.const(np.array(1, dtype=np.int64))])
+    hit = b.op("And", [keep, b.op("Equal", [row, values])])
+    idx = b.op("ReduceMax", [b.op("Where", [hit, j, b.const(np.array(-1, dtype=np.int64))]),
+                             last], keepdims=0)
+    values = b.op("Squeeze", [values, last])
+    return _restore(b, b.cast(values, x.dtype, work), perm), _restore(b, idx, perm)
+
+
+@lowers("linalg_det")
+def _det(b, ctx, a):
+    if not a.dtype.is_floating_point:
+        return None
+    return b.op("Det", [a])

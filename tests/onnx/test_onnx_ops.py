@@ -109,6 +109,11 @@ for _name in ("any", "all"):
 case("cumsum", op("cumsum", dim=1), f32(3, 4))
 case("cumsum", op("cumsum", dim=0, reverse=True), f32(3, 4), id="cumsum_reverse")
 case("cumsum", op("cumsum", dim=0), i64(5), id="cumsum_int")
+case("cumprod", op("cumprod", dim=1), f32(3, 4))
+case("cumprod", op("cumprod", dim=0, reverse=True), i64(4, 3), id="cumprod_reverse_int")
+case("cummax", op("cummax", dim=0), ember.tensor(np.array([1., 3., 3., 2., 5., 5.], np.float32)))
+case("cummin", op("cummin", dim=1), f32(3, 4).round(), id="cummin")
+case("cummax", op("cummax", dim=1), i64(3, 5), id="cummax_int")
 
 # ---- movement
 case("view", op("view", shape=(4, 3)), f32(3, 4))
@@ -164,6 +169,15 @@ case("arange", lambda x: x * R["arange"](start=1, end=9, step=2, dtype=np.dtype(
      f32(4))
 case("sort", op("sort", dim=1, descending=True), f32(3, 5))
 case("sort", op("sort", dim=0), f32(4, 2), id="sort_ascending")
+case("searchsorted", lambda s, v: ember.searchsorted(s, v), ember.tensor(np.array(
+    [0.5, 1.0, 1.0, 2.0], np.float32)), ember.tensor(np.array([[1.0, 0.0], [3.0, 1.5]], np.float32)))
+case("searchsorted", lambda s, v: ember.searchsorted(s, v, right=True, out_int32=True),
+     ember.tensor(np.sort(rng.integers(0, 5, (2, 6)), 1)), i64(2, 3, lo=0, hi=6),
+     id="searchsorted_batched_right")
+case("searchsorted", lambda s, v, o: ember.searchsorted(s, v, sorter=o),
+     ember.tensor(np.array([3.0, 1.0, 2.0], np.float32)), f32(4, lo=0, hi=4),
+     ember.tensor(np.array([1, 2, 0])), id="searchsorted_sorter")
+case("linalg_det", lambda a: ember.linalg.det(a), f32(2, 3, 3), rtol=1e-4)
 case("topk", op("topk", k=2, dim=1), f32(3, 5))
 case("topk", op("topk", k=3, dim=0, largest=False), f32(4, 2), id="topk_smallest")
 
