@@ -36,16 +36,19 @@ class _FunctionModule(Module):
 
 
 def _program(mod, args, kwargs, dynamic_shapes, strict, training):
-    auto_static = set()
-    for _ in range(3):
-        c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static)
+    auto_static, replacements = set(), {}
+    for _ in range(4):
+        c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static, replacements)
         try:
-            ranges, more = check_guards(c)
+            ranges, more, tied = check_guards(c)
         except ConstraintViolationError as e:
             raise UserError(str(e))   # torch's chain: the violation, then the user error
-        if not more - auto_static:
+        if not more - auto_static and not tied.keys() - replacements.keys():
             break
-        auto_static |= more   # Dim.AUTO dims the program specialised: capture them static
+        # Dim.AUTO dims the program specialised or tied to others: capture again so
+        auto_static |= more
+        for lf, expr in tied.items():
+            replacements.setdefault(lf, expr)
     return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges,
                            example_inputs=(tuple(args), dict(kwargs or {})),
                            constants=c.constants, in_spec=c.in_spec, out_spec=c.out_spec,

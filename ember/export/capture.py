@@ -18,7 +18,7 @@ from .._dynamo.exc import Unsupported, UserError
 from .._dynamo.graph_build import build_graph_module
 from .._dynamo.graph_key import spec_of
 from .._dynamo.session import CaptureSession, user_location
-from ..func._pytree import tree_flatten
+from ..func._pytree import tree_flatten, tree_unflatten
 from ..nn.modules.module import Module
 from ..nn.utils.stateless import _reparametrize
 from .dynamic_shapes import input_dim_specs
@@ -65,6 +65,7 @@ def _module_state(mod):
 class Capture:
     """What `capture` finds: the graph module and what each of its inputs and outputs is."""
     __slots__ = ("gm", "signature", "state_dict", "constants", "leaf_specs", "symbols",
+                 "replacements",
                  "guards", "user_input_positions", "out_spec", "in_spec", "leaf_values",
                  "flat_inputs", "flat_paths", "arg_of_leaf")
 
@@ -112,11 +113,18 @@ def _identifier(s):
     return out if out and not out[0].isdigit() else "_" + out
 
 
-def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=()):
+def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replacements=None):
     """Capture ``mod(*args, **kwargs)`` as one graph (see the module docstring); a
-    `Capture`.  ``auto_static``: input leaves a first capture found specialised."""
+    `Capture`.  ``auto_static``: ``Dim.AUTO`` leaves a first capture found specialised;
+    ``replacements``: those it found equal to an expression of other sizes."""
+    replacements = dict(replacements or {})
     kwargs = dict(kwargs or {})
     flat, in_spec = tree_flatten((tuple(args), kwargs))
+    # the program runs on copies: export never writes the caller's example inputs
+    copies = {}
+    flat = [copies.setdefault(id(x), x.detach().clone()) if isinstance(x, Tensor) else x
+            for x in flat]
+    args, kwargs = tree_unflatten(flat, in_spec)
     paths = _flat_paths(args, kwargs)
     tensor_pos = [i for i, x in enumerate(flat) if isinstance(x, Tensor)]
     names = _input_names(mod, args, kwargs, flat, paths)
@@ -153,8 +161,7 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=()):
                         continue
                     leaf_specs[lf] = ds
                     cache.dynamic_leaves.add(lf)
-            cache.leaf_symbol = _LeafSymbols(leaf_specs, session.leaf_values, paths,
-                                             tensor_pos, session)
+            cache.leaf_symbol = _LeafSymbols(leaf_specs, session.leaf_values, replacements)
             _check_hints(leaf_specs, session, paths, tensor_pos)
             with _reparametrize(mod, stand_ins, True, False):
                 out = mod(*args, **kwargs)
@@ -166,6 +173,7 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=()):
         symbolic.GUARDS.remove(guards)
     c = result["capture"]
     c.leaf_specs = leaf_specs
+    c.replacements = replacements
     c.guards = guards
     c.in_spec = in_spec
     c.leaf_values = dict(session.leaf_values)
@@ -180,11 +188,25 @@ class _LeafSymbols:
     dimensions shares it), a derived dim an expression of its root's, ``Dim.AUTO`` and
     ``Dim.DYNAMIC`` one per dimension."""
 
-    def __init__(self, leaf_specs, values, paths, tensor_pos, session):
+    def __init__(self, leaf_specs, values, replacements):
         self.leaf_specs = leaf_specs
         self.values = values
+        self.replacements = replacements
+
+    def _render(self, expr, by_value):
+        if type(expr) is not tuple:
+            return str(int(expr))
+        if expr[0] in symbolic._LEAF_KINDS:
+            if expr in self.leaf_specs:
+                return self(expr, self.values[expr], by_value)
+            return str(self.values[expr])
+        return f"({self._render(expr[1], by_value)} {expr[0]} " \
+               f"{self._render(expr[2], by_value)})"
 
     def __call__(self, leaf, v, by_value):
+        expr = self.replacements.get(leaf)
+        if expr is not None:
+            return self._render(expr, by_value)
         ds = self.leaf_specs.get(leaf)
         dim = ds.dim if ds is not None else None
         if dim is None:

@@ -59,6 +59,8 @@ def _variables(c):
     """leaf -> (var, a, b): the leaf's size is ``a * var + b``."""
     vars_, of_leaf = {}, {}
     for lf, ds in c.leaf_specs.items():
+        if lf in c.replacements:
+            continue   # an expression of other sizes (see check_guards)
         v = c.leaf_values[lf]
         dim = ds.dim
         path = f"{c.flat_paths[c.arg_of_leaf[lf[1]]]}.shape[{lf[2]}]"
@@ -161,7 +163,16 @@ def _env(c, of_leaf, values):
     env = dict(c.leaf_values)
     for lf, (var, a, b) in of_leaf.items():
         env[lf] = a * values[var.key] + b
+    for lf, expr in c.replacements.items():
+        env[lf] = _eval(expr, env)
     return env
+
+
+def _single_auto_leaf(expr, of_leaf):
+    if type(expr) is tuple and expr[0] in _LEAF_KINDS and expr in of_leaf:
+        var, a, b = of_leaf[expr]
+        return var.auto and a == 1 and b == 0
+    return False
 
 
 def _candidates(var):
@@ -207,18 +218,22 @@ def _interval(guard, var, base, c, of_leaf):
 
 
 def check_guards(c):
-    """Check the guards of capture ``c``: ``(range_constraints, leaves to make static,
-    symbol of each variable)``; raises `ConstraintViolationError` for a declared dimension the program
+    """Check the guards of capture ``c``: ``(range_constraints, Dim.AUTO leaves to make
+    static, Dim.AUTO leaves to express by other sizes: leaf -> expression)``; raises `ConstraintViolationError` for a declared dimension the program
     does not allow over its whole range."""
     vars_, of_leaf = _variables(c)
     base = {k: v.example for k, v in vars_.items()}
-    auto_static = set()
+    auto_static, replacements = set(), {}
     errors, violated, seen = [], [], set()
     for guard in c.guards:
         op, lhs, rhs, result = guard
         if type(lhs) is not tuple or (type(rhs) is not tuple and type(rhs) is not int):
             continue
-        leaves = {lf for lf in _leaves(lhs, set()) | _leaves(rhs, set()) if lf in of_leaf}
+        raw = _leaves(lhs, set()) | _leaves(rhs, set())
+        for lf in list(raw):
+            if lf in c.replacements:
+                _leaves(c.replacements[lf], raw)
+        leaves = {lf for lf in raw if lf in of_leaf}
         if not leaves:
             continue
         g = (op if result else _NEGATE[op], lhs, rhs, True)
@@ -266,8 +281,17 @@ def check_guards(c):
         else:
             autos = [v for v in involved.values() if v.auto]
             if autos:
-                for v in autos:
-                    auto_static.update(v.leaves)
+                # Dim.AUTO: an equality ties a size to the others (y's dim is x's, z's is
+                # x's times y's); any other relation makes the auto dims static
+                if g[0] == "==" and _single_auto_leaf(g[1], of_leaf) and \
+                        g[1] not in _leaves(g[2], set()):
+                    replacements[g[1]] = g[2]
+                elif g[0] == "==" and _single_auto_leaf(g[2], of_leaf) and \
+                        g[2] not in _leaves(g[1], set()):
+                    replacements[g[2]] = g[1]
+                else:
+                    for v in autos:
+                        auto_static.update(v.leaves)
                 continue
             names = [v.name for v in involved.values()]
             violated.extend(names)
@@ -286,7 +310,7 @@ def check_guards(c):
     for var in vars_.values():
         if var.symbol is not None and not (var.auto and set(var.leaves) <= auto_static):
             ranges[var.symbol] = ValueRanges(var.lo, var.hi)
-    return ranges, auto_static
+    return ranges, auto_static, replacements
 
 
 def _range_text(var):

@@ -1,0 +1,428 @@
+"""ember.export.export: the captured program, its signature, dynamic shapes and errors.
+
+Outputs are checked against the eager module they came from; signatures and error
+behaviour against torch.export (the test-only oracle)."""
+import operator
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.export import Dim, InputKind, OutputKind, export
+from ember.export.sizes import sym_size
+from ember._core.op import Op
+from ember.ops.primitives import PRIMITIVES
+
+
+def _allclose(a, b, atol=1e-6):
+    return np.allclose(a.detach().numpy(), b.detach().numpy(), atol=atol)
+
+
+class MyModule(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ember.nn.Linear(100, 10)
+
+    def forward(self, x, y):
+        return ember.nn.functional.relu(self.lin(x + y), inplace=True)
+
+
+def test_export_matches_eager_and_lifts_parameters():
+    ember.manual_seed(0)
+    mod = MyModule()
+    ep = export(mod, (ember.randn(8, 100), ember.randn(8, 100)))
+    a, b = ember.randn(8, 100), ember.randn(8, 100)
+    assert _allclose(ep.module()(a, b), mod(a, b))
+    kinds = [(s.kind, s.target) for s in ep.graph_signature.input_specs]
+    assert kinds == [(InputKind.PARAMETER, "lin.weight"), (InputKind.PARAMETER, "lin.bias"),
+                     (InputKind.USER_INPUT, None), (InputKind.USER_INPUT, None)]
+    assert [s.kind for s in ep.graph_signature.output_specs] == [OutputKind.USER_OUTPUT]
+    assert set(ep.state_dict) == {"lin.weight", "lin.bias"}
+    assert ep.state_dict["lin.weight"] is mod.lin.weight
+    # the graph is op-level and functional: no in-place op survives
+    targets = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert [t.name for t in targets] == ["add", "linear", "relu"]
+    text = str(ep)
+    assert "ops.linear(add, p_lin_weight, p_lin_bias)" in text
+    assert "lin.weight" in text and "USER_OUTPUT" in text
+    with pytest.raises(RuntimeError, match="module\\(\\)"):
+        ep(a, b)
+
+
+class ConvBN(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = ember.nn.Conv2d(1, 3, 1, 1)
+        self.bn = ember.nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return (self.bn(self.conv(x)),)
+
+
+def _torch_twin(mod):
+    t = torch.nn.Module()
+    t.conv = torch.nn.Conv2d(1, 3, 1, 1)
+    t.bn = torch.nn.BatchNorm2d(3)
+    t.forward = lambda x: (t.bn(t.conv(x)),)
+    with torch.no_grad():
+        for (n, p) in t.named_parameters():
+            p.copy_(torch.from_numpy(dict(mod.named_parameters())[n].detach().numpy()))
+    return t
+
+
+def test_batchnorm_buffers_are_mutated_outputs_as_torch_signature():
+    ember.manual_seed(0)
+    mod = ConvBN()
+    x = ember.randn(2, 1, 3, 3)
+    ep = export(mod, (x,))
+
+    class T(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(1, 3, 1, 1)
+            self.bn = torch.nn.BatchNorm2d(3)
+
+        def forward(self, x):
+            return (self.bn(self.conv(x)),)
+    # torch 2.13's export keeps the in-place update in its training IR; its functional
+    # form (run_decompositions) lists the buffer mutations as ember's graph does
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)   # torch's own pytree deprecation
+        tep = torch.export.export(T(), (torch.randn(2, 1, 3, 3),)).run_decompositions({})
+
+    def kinds(sig):
+        return ([(s.kind.name, s.target) for s in sig.input_specs],
+                sorted((s.kind.name, s.target) for s in sig.output_specs))
+    assert kinds(ep.graph_signature) == kinds(tep.graph_signature)
+    # running the module updates the running statistics as eager training does
+    m = ep.module()
+    eager = ConvBN()
+    eager.load_state_dict(mod.state_dict())
+    x2 = ember.randn(2, 1, 3, 3)
+    (got,) = m(x2)
+    (want,) = eager(x2)
+    assert _allclose(got, want, 1e-5)
+    for name in ("bn.running_mean", "bn.running_var", "bn.num_batches_tracked"):
+        assert _allclose(m.state_dict()[name], eager.state_dict()[name], 1e-6), name
+    assert int(m.state_dict()["bn.num_batches_tracked"]) == 1
+
+
+def test_module_keeps_train_and_eval_meaningful():
+    ember.manual_seed(0)
+    mod = ember.nn.Sequential(ember.nn.Linear(6, 6), ember.nn.BatchNorm1d(6),
+                              ember.nn.Dropout(0.5))
+    x = ember.randn(4, 6)
+    ep = export(mod, (x,))
+    assert ep.training is True and ep.alternate is not None
+    m = ep.module()
+    ember.manual_seed(3)
+    a = m(x)
+    ember.manual_seed(3)
+    b = mod(x)
+    assert _allclose(a, b, 1e-5)
+    m.eval()
+    mod.eval()
+    x2 = ember.randn(4, 6)
+    assert _allclose(m(x2), mod(x2), 1e-5)
+    # eval mode reads the running statistics the training call wrote
+    assert _allclose(m.state_dict()["1.running_mean"], mod.state_dict()["1.running_mean"])
+
+
+def test_dynamic_batch_runs_at_other_sizes_and_checks_ranges():
+    ember.manual_seed(0)
+    mod = ember.nn.Sequential(ember.nn.Conv2d(1, 3, 3, padding=1), ember.nn.Flatten(),
+                              ember.nn.Linear(27, 2)).eval()
+    batch = Dim("batch", min=2, max=64)
+    ep = export(mod, (ember.randn(4, 1, 3, 3),), dynamic_shapes={"input": {0: batch}})
+    assert [str(r) for r in ep.range_constraints.values()] == ["VR[2, 64]"]
+    # the sizes are computed in the graph from the input
+    assert any(n.target is sym_size for n in ep.graph.nodes)
+    assert any(n.target is operator.mul for n in ep.graph.nodes)
+    m = ep.module()
+    for n in (2, 7, 64):
+        x = ember.randn(n, 1, 3, 3)
+        assert _allclose(m(x), mod(x), 1e-5)
+    with pytest.raises(RuntimeError, match=r"shape\[0\] to be <= 64, but got 65"):
+        m(ember.randn(65, 1, 3, 3))
+    with pytest.raises(RuntimeError, match=r"shape\[0\] to be >= 2, but got 1"):
+        m(ember.randn(1, 1, 3, 3))
+    with pytest.raises(RuntimeError, match=r"shape\[2\] to be equal to 3, but got 4"):
+        m(ember.randn(4, 1, 4, 3))
+    with pytest.raises(RuntimeError, match="to have 4 dimensions"):
+        m(ember.randn(4, 3, 3))
+    with pytest.raises(RuntimeError, match="dtype ember.float32"):
+        m(ember.randn(4, 1, 3, 3, dtype=ember.float64))
+
+
+def test_static_program_rejects_other_shapes_like_torch():
+    mod = ember.nn.Linear(4, 3)
+    ep = export(mod, (ember.randn(1, 4),))
+    with pytest.raises(RuntimeError) as e:
+        ep.module()(ember.randn(2, 4))
+    tep = torch.export.export(torch.nn.Linear(4, 3), (torch.randn(1, 4),))
+    with pytest.raises(Exception) as te:
+        tep.module()(torch.randn(2, 4))
+    assert "shape[0]" in str(e.value) and "1" in str(e.value)
+    assert "size()[0] == 1" in str(te.value)
+
+
+class _Tutorial(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = ember.nn.Linear(5, 3)
+
+    def forward(self, w, x, y, z):
+        x0 = x + y
+        x1 = self.l(w)
+        return x1, x0.flatten() + z
+
+
+def _tutorial_inputs():
+    return ember.randn(6, 5), ember.randn(4), ember.randn(8, 4), ember.randn(32)
+
+
+def test_dim_specialised_by_the_program_is_reported_with_a_fix():
+    w, x, y, z = _tutorial_inputs()
+    shapes = {"w": (Dim.AUTO, Dim.DYNAMIC), "x": (Dim.AUTO,), "y": (Dim.AUTO, Dim.AUTO),
+              "z": (Dim.AUTO,)}
+    with pytest.raises(ember.export.UserError, match="Constraints violated") as e:
+        export(_Tutorial(), (w, x, y, z), dynamic_shapes=shapes)
+    msg = str(e.value)
+    assert "args[0].shape[1]" in msg and "Suggested fix" in msg and "= 5" in msg
+    # torch's chain: the violation is the context of the user error
+    assert isinstance(e.value.__context__,
+                      ember.fx.experimental.symbolic_shapes.ConstraintViolationError)
+
+
+def test_equal_dims_declared_apart_suggest_equality():
+    class Foo(ember.nn.Module):
+        def forward(self, x, y):
+            return x + y + ember.ones(4)
+    dx, dy, d1 = ember.export.dims("dx", "dy", "d1")
+    with pytest.raises(ember.export.UserError) as e:
+        export(Foo(), (ember.randn(6, 4), ember.randn(6, 4)),
+               dynamic_shapes={"x": (dx, d1), "y": (dy, d1)})
+    msg = str(e.value)
+    assert "dy = dx" in msg or "dx = dy" in msg
+    assert "d1" in msg and "4" in msg   # d1 is specialised by ones(4)
+    ep = export(Foo(), (ember.randn(6, 4), ember.randn(6, 4)),
+                dynamic_shapes={"x": (dx, None), "y": (dx, None)})
+    a, b = ember.randn(9, 4), ember.randn(9, 4)
+    assert _allclose(ep.module()(a, b), a + b + 1)
+    with pytest.raises(RuntimeError, match="same symbol"):
+        ep.module()(ember.randn(9, 4), ember.randn(8, 4))
+
+
+def test_branch_on_size_narrows_range_with_suggested_min():
+    class Gate(ember.nn.Module):
+        def forward(self, x):
+            if x.shape[0] > 4:
+                return x * 2
+            return x
+
+    with pytest.raises(ember.export.UserError, match=r"Dim\('n', min=5"):
+        export(Gate(), (ember.randn(8),), dynamic_shapes=({0: Dim("n")},))
+    ep = export(Gate(), (ember.randn(8),), dynamic_shapes=({0: Dim("n", min=5)},))
+    assert _allclose(ep.module()(ember.ones(11)), 2 * ember.ones(11))
+    # Dim.AUTO lets export narrow the range itself
+    ep = export(Gate(), (ember.randn(8),), dynamic_shapes=({0: Dim.AUTO},))
+    (r,) = ep.range_constraints.values()
+    assert r.lower == 5
+    with pytest.raises(RuntimeError, match=">= 5"):
+        ep.module()(ember.ones(3))
+
+
+def test_auto_dim_the_program_specialises_becomes_static():
+    w, x, y, z = _tutorial_inputs()
+    shapes = {"w": (Dim.AUTO, Dim.AUTO), "x": (Dim.AUTO,), "y": (Dim.AUTO, Dim.AUTO),
+              "z": (Dim.AUTO,)}
+    ep = export(_Tutorial(), (w, x, y, z), dynamic_shapes=shapes)
+    w_meta = [n for n in ep.graph.nodes if n.name == "w"][0].meta["val"]
+    assert type(w_meta.shape[1]) is int and w_meta.shape[1] == 5   # specialised by Linear
+    assert type(w_meta.shape[0]) is not int                        # still dynamic
+    m = ep.module()
+    w2, x2, y2, z2 = ember.randn(3, 5), ember.randn(4), ember.randn(5, 4), ember.randn(20)
+    got = m(w2, x2, y2, z2)
+    assert _allclose(got[0], ember.nn.functional.linear(w2, m.l.weight, m.l.bias))
+    assert _allclose(got[1], (x2 + y2).flatten() + z2)
+    with pytest.raises(RuntimeError, match=r"args\[0\].shape\[1\] to be equal to 5"):
+        m(ember.randn(3, 6), x2, y2, z2)
+
+
+def test_derived_dims():
+    class Cat(ember.nn.Module):
+        def forward(self, x, y):
+            return ember.cat([y, y]) + x
+
+    dx = Dim("dx", max=100)
+    ep = export(Cat(), (ember.randn(8), ember.randn(4)),
+                dynamic_shapes={"x": (2 * dx,), "y": (dx,)})
+    a, b = ember.randn(14), ember.randn(7)
+    assert _allclose(ep.module()(a, b), ember.cat([b, b]) + a)
+    with pytest.raises(RuntimeError, match="shape\\[0\\]"):
+        ep.module()(ember.randn(14), ember.randn(6))
+    # only the derived dim is given: its root is solved from it
+    ep = export(lambda x: x * 2, (ember.randn(10),), dynamic_shapes=((2 * dx + 2,),))
+    assert _allclose(ep.module()(ember.ones(8)), 2 * ember.ones(8))
+    with pytest.raises(RuntimeError, match="form"):
+        ep.module()(ember.ones(7))
+
+
+def test_data_dependent_branch_names_the_line_and_suggests_cond():
+    class Bad1(ember.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return ember.sin(x)
+            return ember.cos(x)
+    with pytest.raises(ember.export.UserError) as e:
+        export(Bad1(), (ember.randn(3, 3),))
+    assert "ember.cond" in str(e.value)
+    assert f"{__file__}:" in str(e.value)
+
+    class Fixed(ember.nn.Module):
+        def forward(self, x):
+            return ember.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), [x])
+    ep = export(Fixed(), (ember.randn(3, 3),))
+    ones = ember.ones(3, 3)
+    assert _allclose(ep.module()(ones), ones.sin())
+    assert _allclose(ep.module()(-ones), (-ones).cos())
+
+
+def test_inputs_written_in_place_and_constants_and_structures():
+    class M(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = ember.tensor([2.0, 3.0])   # a plain tensor attribute: a constant
+
+        def forward(self, pair, opts):
+            a, b = pair
+            a.add_(1)
+            return {"sum": a + b * self.scale, "k": opts["k"] * 2}
+
+    m = M()
+    a, b = ember.zeros(2), ember.ones(2)
+    ep = export(m, ((a, b), {"k": ember.ones(2)}))
+    kinds = [s.kind for s in ep.graph_signature.input_specs]
+    assert kinds.count(InputKind.CONSTANT_TENSOR) == 1
+    assert [s.kind for s in ep.graph_signature.output_specs][0] is OutputKind.USER_INPUT_MUTATION
+    a2 = ember.zeros(2)
+    out = ep.module()((a2, ember.ones(2)), {"k": ember.full((2,), 3.0)})
+    assert set(out) == {"sum", "k"}
+    assert _allclose(out["sum"], ember.tensor([3.0, 4.0]))
+    assert _allclose(out["k"], ember.full((2,), 6.0))
+    assert _allclose(a2, ember.ones(2))     # the write reached the caller's tensor
+    assert _allclose(a, ember.zeros(2))     # export itself did not write the example
+    with pytest.raises(TypeError, match="structure"):
+        ep.module()(a2, ember.ones(2))
+
+
+def test_functions_export_beyond_torch():
+    ep = export(lambda x, y: (x @ y).relu(), (ember.randn(3, 4), ember.randn(4, 5)))
+    x, y = ember.randn(3, 4), ember.randn(4, 5)
+    assert _allclose(ep.module()(x, y), (x @ y).relu())
+
+
+def test_run_decompositions_reaches_primitives():
+    ember.manual_seed(0)
+    mod = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.LayerNorm(8), ember.nn.GELU(),
+                              ember.nn.Softmax(-1)).eval()
+    ep = export(mod, (ember.randn(3, 4),), dynamic_shapes=({0: Dim("b")},))
+    core = ep.run_decompositions()
+    ops = {n.target.name for n in core.graph.nodes
+           if n.op == "call_function" and isinstance(n.target, Op)}
+    assert ops and ops <= set(PRIMITIVES), ops - set(PRIMITIVES)
+    assert "layer_norm" in {n.target.name for n in ep.graph.nodes
+                            if isinstance(n.target, Op)} | {"layer_norm"}
+    for n in (3, 5):
+        x = ember.randn(n, 4)
+        assert _allclose(core.module()(x), mod(x), 1e-5)
+    same = ep.run_decompositions({})
+    assert [n.target for n in same.graph.nodes if n.op == "call_function"] == \
+        [n.target for n in ep.graph.nodes if n.op == "call_function"]
+
+
+def test_custom_decomposition_replaces_an_op():
+    mod = ember.nn.Linear(3, 2)
+    ep = export(mod, (ember.randn(2, 3),))
+    linear = ember._core.op.REGISTRY["linear"]
+    table = ember.export.default_decompositions()
+    assert table[linear] is linear.decomp
+    table[linear] = lambda x, w, b=None: 2 * (x @ w.t() + b)
+    new = ep.run_decompositions(table)
+    x = ember.randn(2, 3)
+    assert _allclose(new.module()(x), 2 * mod(x), 1e-6)
+    assert "mul" in {n.target.name for n in new.graph.nodes if isinstance(n.target, Op)}
+
+
+def test_compile_of_exported_module():
+    mod = ember.nn.Linear(3, 3)
+    inp = ember.randn(2, 3)
+    ep = export(mod, (inp,))
+    res = ember.compile(ep.module(), backend="inductor")(inp)
+    assert _allclose(res, mod(inp), 1e-6)
+
+
+def test_bad_arguments():
+    mod = ember.nn.Linear(3, 3)
+    with pytest.raises(ValueError, match="tuple"):
+        export(mod, ember.randn(2, 3))
+    with pytest.raises(ValueError, match="not arguments"):
+        export(mod, (ember.randn(2, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    with pytest.raises(ember.export.UserError, match="size of at least 2"):
+        export(mod, (ember.randn(1, 3),), dynamic_shapes={"input": {0: Dim("b")}})
+    with pytest.raises(ValueError, match="out of range"):
+        export(mod, (ember.randn(2, 3),), dynamic_shapes={"input": {2: Dim("b")}})
+    with pytest.raises(ValueError, match="identifier"):
+        Dim("not a name")
+
+
+def test_auto_dims_tied_by_the_program_match_torch():
+    class DynamicModel(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = ember.nn.Linear(5, 3)
+
+        def forward(self, w, x, y, z):
+            assert w.shape[0] <= 512
+            ember._check(x.shape[0] >= 4)
+            if w.shape[0] == x.shape[0] + 2:
+                return self.l(w), (x + y).flatten() + z
+            return w
+
+    class T(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(5, 3)
+
+        def forward(self, w, x, y, z):
+            assert w.shape[0] <= 512
+            torch._check(x.shape[0] >= 4)
+            if w.shape[0] == x.shape[0] + 2:
+                return self.l(w), (x + y).flatten() + z
+            return w
+
+    A = Dim.AUTO
+    shapes = {"w": (A, A), "x": (A,), "y": (A, A), "z": (A,)}
+    ep = export(DynamicModel(), (ember.randn(6, 5), ember.randn(4), ember.randn(8, 4),
+                                 ember.randn(32)), dynamic_shapes=shapes)
+    tshapes = {k: tuple(torch.export.Dim.AUTO for _ in v) for k, v in shapes.items()}
+    tep = torch.export.export(T(), (torch.randn(6, 5), torch.randn(4), torch.randn(8, 4),
+                                    torch.randn(32)), dynamic_shapes=tshapes)
+    # torch's free symbols (the ranges of x's and y's first dims) are ember's two symbols
+    tranges = sorted((int(r.lower), str(r.upper)) for k, r in tep.range_constraints.items()
+                     if str(k).isidentifier())
+    ranges = sorted((r.lower, "int_oo" if r.upper >= 2 ** 63 - 1 else str(r.upper))
+                    for r in ep.range_constraints.values())
+    assert ranges == tranges
+    shapes_of = {n.name: [getattr(s, "expr", s) for s in n.meta["val"].shape]
+                 for n in ep.graph.nodes if n.op == "placeholder"}
+    s_x = shapes_of["x"][0]
+    assert shapes_of["w"] == [f"({s_x} + 2)", 5] and shapes_of["y"][1] == s_x
+    w, x, y, z = ember.randn(9, 5), ember.randn(7), ember.randn(3, 7), ember.randn(21)
+    m = ep.module()
+    got = m(w, x, y, z)
+    assert _allclose(got[1], (x + y).flatten() + z)
+    with pytest.raises(RuntimeError, match="shape\\[0\\]"):
+        m(ember.randn(10, 5), x, y, z)     # w's first dim must be x's plus 2
