@@ -29,7 +29,8 @@ def _method(name):
 def _public(name):
     for space in (_ops, _F):
         f = getattr(space, name, None)
-        if callable(f) and not isinstance(f, type) and getattr(f, "__module__", "").startswith("ember"):
+        if callable(f) and not isinstance(f, type) and \
+                getattr(f, "__module__", "").startswith("ember"):
             return f
     for prefix, space in (("special_", _special), ("linalg_", _linalg), ("fft_", _fft)):
         if name.startswith(prefix):
@@ -171,9 +172,11 @@ ATEN = {
                            "Tensor", None)],
     "cumsum": [("default", "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", None)],
     "zeros": [("default", "(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
-                          "Device? device=None, bool? pin_memory=None) -> Tensor", _A.factory("zeros"))],
+                          "Device? device=None, bool? pin_memory=None) -> Tensor",
+               _A.factory("zeros"))],
     "ones": [("default", "(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
-                         "Device? device=None, bool? pin_memory=None) -> Tensor", _A.factory("ones"))],
+                         "Device? device=None, bool? pin_memory=None) -> Tensor",
+              _A.factory("ones"))],
     "empty": [("memory_format", "(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None,"
                                 " Device? device=None, bool? pin_memory=None, MemoryFormat? "
                                 "memory_format=None) -> Tensor", _A.factory("empty"))],

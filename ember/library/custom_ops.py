@@ -242,7 +242,8 @@ class CustomOpDef:
             return self._init_fn
         if fn is None:
             raise NotImplementedError(f"{self._qualname}: no kernel registered for device "
-                                      f"type {dev!r} (registered: {sorted(map(str, self._kernels))})")
+                                      f"type {dev!r} (registered: "
+                                      f"{sorted(map(str, self._kernels))})")
         return fn
 
     def _run(self, fn, inputs, params, copy_mutated):
@@ -264,7 +265,8 @@ class CustomOpDef:
         for o in outs:
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"{self._qualname}: the function returned "
-                                   f"{type(o).__name__} where the schema says Tensor ({self._schema})")
+                                   f"{type(o).__name__} where the schema says Tensor "
+                                   f"({self._schema})")
         names = [a.name for a in self._schema.arguments]
         outs += [values[names.index(n)] for n in self._mutated]
         return outs

@@ -1,4 +1,4 @@
-"""Operator schemas in torch's text form: ``ns::name.overload(Tensor self, *, Scalar alpha=1) -> Tensor``.
+"""Operator schemas in torch's text form: ``ns::name.overload(Tensor self) -> Tensor``.
 
 `parse_schema` reads the signature language of torch's ``native_functions.yaml`` (the
 form ``torch.library.define`` and ``custom_op(schema=...)`` take) into a `FunctionSchema`
@@ -124,7 +124,9 @@ def _format_default(v):
     return str(v)
 
 
-_TYPE = re.compile(r"^(?P<base>[A-Za-z_]\w*)(?:\((?P<alias>\w+)(?:->\*)?(?P<bang>!?)\))?(?P<suffix>(?:\?|\[\d*\])*\??)$")
+# a type: base name, optional alias annotation ``(a)``/``(a!)``/``(a->*)``, then ``?``/``[n]``
+_TYPE = re.compile(r"^(?P<base>[A-Za-z_]\w*)(?:\((?P<alias>\w+)(?:->\*)?(?P<bang>!?)\))?"
+                   r"(?P<suffix>(?:\?|\[\d*\])*\??)$")
 
 
 def _split_top(text, sep=","):
