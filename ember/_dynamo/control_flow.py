@@ -7,10 +7,11 @@ carried values (torch.while_loop).  ``map(f, xs, *args)`` applies ``f`` to each 
 ``xs`` (a tensor or a tuple/list/dict of tensors) along dim 0, with ``args`` whole, and
 stacks the results (``torch._higher_order_ops.map.map``).
 
-Eagerly they are plain Python: ``cond`` with a Python bool or a computed tensor runs only
-the chosen branch, the loops loop.  Inside a compiled region, where branching in Python on
-a pending value would need that value (a graph break, an error under ``fullgraph=True``),
-each function is captured once as a sub-graph and ONE higher-order node is recorded
+Eagerly they are plain Python: ``cond`` runs only the chosen branch, the loops loop.
+Inside a compiled region, where branching in Python on a pending value would need that
+value (a graph break, an error under ``fullgraph=True``) and a branch taken on a tensor
+input would bake that input's value into the graph, each function is captured once as a
+sub-graph and ONE higher-order node is recorded
 (`ember._dynamo.higher_order_ops`), so the graph stays whole and export keeps the control
 flow.  A function that cannot be a sub-graph (it needs a value, writes to a tensor from
 outside, draws random numbers) runs as Python instead: ``cond`` then records both branches
@@ -58,22 +59,24 @@ def cond(pred, true_fn, false_fn, operands=(), **kwargs):
     if not isinstance(operands, (tuple, list)):
         raise RuntimeError(f"cond: operands must be a tuple or list of tensors, got "
                            f"{type(operands).__name__}")
+    session = None
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
             raise RuntimeError(f"cond: expected pred to be a bool or a tensor with a single "
                                f"element, got a tensor of shape {list(pred.shape)}")
-        if "_lazy" not in pred.__dict__:
-            pred = bool(pred)
+        # in a compiled region a tensor predicate is a graph value even when it is computed
+        # (an input): the node keeps both branches, so the graph serves either value
+        session = _session_of([pred])
     elif not isinstance(pred, (bool, int)):
         raise RuntimeError(f"cond: expected pred to be a bool or a tensor, got "
                            f"{type(pred).__name__}")
-    if not isinstance(pred, Tensor):
-        return (true_fn if pred else false_fn)(*operands)
-    session = pred.__dict__["_lazy"].trace.session
-    try:
-        return _cond_node(session, pred, true_fn, false_fn, list(operands))
-    except CannotCapture:
-        return _cond_select(pred, true_fn, false_fn, operands)
+    if session is not None:
+        try:
+            return _cond_node(session, pred, true_fn, false_fn, list(operands))
+        except CannotCapture:
+            if "_lazy" in pred.__dict__:
+                return _cond_select(pred, true_fn, false_fn, operands)
+    return (true_fn if pred else false_fn)(*operands)
 
 
 def _check_branches(spec_t, spec_f, metas_t, metas_f):

@@ -386,3 +386,30 @@ def test_subgraph_from_graph_module_keys_and_runs_like_its_source():
         np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6)
     other = Subgraph.from_graph_module(g.nodes("cond")[0].kwargs["true_graph"].graph_module)
     assert other != a
+
+
+def test_cond_on_a_tensor_input_keeps_both_branches():
+    """A predicate that is an input (not computed in the region) is a graph value too: the
+    graph does not bake the first call's branch in."""
+    g = Graphs()
+    compiled = ember.compile(lambda p, x: ember.cond(p, lambda a: a + 1, lambda a: a - 1, (x,)),
+                             backend=g, fullgraph=True)
+    x = ember.zeros(2)
+    preds = (True, True, True, False, False, True, False)
+    got = [float(compiled(ember.tensor(p), x)[0]) for p in preds]
+    want = [float(torch.cond(torch.tensor(p), lambda a: a + 1, lambda a: a - 1, (torch.zeros(2),))[0])
+            for p in preds]
+    assert got == want == [1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0]
+    assert len(g.gms) == 1 and len(g.nodes("cond")) == 1
+
+
+def test_export_of_a_tensor_predicate_input_keeps_the_cond():
+    class M(ember.nn.Module):
+        def forward(self, p, x):
+            return ember.cond(p, lambda a: a.sin(), lambda a: a.cos(), (x,))
+    x = ember.tensor(_rand(3))
+    ep = ember.export.export(M(), (ember.tensor(True), x))
+    assert "cond" in _hop_nodes(ep.graph_module)
+    for p in (True, False):
+        np.testing.assert_allclose(_np(ep.module()(ember.tensor(p), x)),
+                                   np.sin(x.numpy()) if p else np.cos(x.numpy()), rtol=1e-6)
