@@ -186,7 +186,8 @@ class CustomOpDef:
         outs = out if isinstance(out, tuple) else (out,)
         by_name = dict(zip((a.name for a in self._schema.arguments), values))
         for name, new in zip(self._mutated, outs[self._n_ret:]):
-            by_name[name].copy_(new)
+            if by_name[name] is not None:
+                by_name[name].copy_(new)
         user = outs[:self._n_ret]
         return None if not user else user[0] if len(user) == 1 else tuple(user)
 
