@@ -16,12 +16,13 @@ prefix, and every top-level entry of ``ember/`` must be listed:
   3  the libraries on autograd: nn, optim, utils.data, utils.checkpoint,
      utils.safetensors, amp, cuda (device queries and cuda.amp), random, fft, linalg,
      special, sparse, distributions, serialization (save/load: knows nn.Parameter),
-     storage, types, futures, backends, accelerator, testing, profiler, version
+     storage, types, futures, backends, accelerator, testing, profiler, version,
+     library (custom operators and ember.ops.aten's table, on nn.functional)
   4  func          vmap, grad, jacrev, jacfwd, functional_call
   5  fx            tracing, Graph, GraphModule, passes
   6  the programs on top: _dynamo, _inductor, export, ao, distributed, utils.benchmark
-     (times whole programs), compat, hub, multiprocessing (spawns DDP workers), and
-     ``ember.utils`` itself (its ``__init__`` gathers utils.benchmark)
+     (times whole programs), compat, hub, multiprocessing (spawns DDP workers), _logging
+     (set_logs over _dynamo's logs), and ``ember.utils`` itself (its ``__init__`` gathers utils.benchmark)
   7  ``ember`` (ember/__init__.py, with ``_toplevel_extras``, the top-level switches and
      aliases it re-exports): the public namespace; no module inside the package
      imports it -- each imports the lower module that defines what it needs.
