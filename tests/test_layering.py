@@ -22,7 +22,8 @@ prefix, and every top-level entry of ``ember/`` must be listed:
   5  fx            tracing, Graph, GraphModule, passes
   6  the programs on top: _dynamo, _inductor, export, ao, distributed, utils.benchmark
      (times whole programs), compat, hub, multiprocessing (spawns DDP workers), _logging
-     (set_logs over _dynamo's logs), and ``ember.utils`` itself (its ``__init__`` gathers utils.benchmark)
+     (set_logs over _dynamo's logs), and ``ember.utils`` itself (its ``__init__`` gathers
+     utils.benchmark)
   7  ``ember`` (ember/__init__.py, with ``_toplevel_extras``, the top-level switches and
      aliases it re-exports): the public namespace; no module inside the package
      imports it -- each imports the lower module that defines what it needs.
