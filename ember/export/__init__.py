@@ -35,7 +35,7 @@ class _FunctionModule(Module):
         return self._fn(*args, **kwargs)
 
 
-def _program(mod, args, kwargs, dynamic_shapes, strict, training):
+def _program(mod, args, kwargs, dynamic_shapes, strict, training, log=True):
     auto_static, replacements = set(), {}
     for _ in range(4):
         c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static, replacements)
@@ -49,10 +49,29 @@ def _program(mod, args, kwargs, dynamic_shapes, strict, training):
         auto_static |= more
         for lf, expr in tied.items():
             replacements.setdefault(lf, expr)
+    if log:
+        _log_symbols(c, ranges)
     return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges,
                            example_inputs=(tuple(args), dict(kwargs or {})),
                            constants=c.constants, in_spec=c.in_spec, out_spec=c.out_spec,
                            training=training)
+
+
+def _log_symbols(c, ranges):
+    """``TORCH_LOGS=+dynamic`` / ``set_logs(dynamic=DEBUG)``: each symbol and what the
+    program assumed of it, as torch's symbolic-shapes log reports them."""
+    from .._dynamo import logs
+    if not logs.enabled("dynamic"):
+        return
+    for lf, name in c.symbols.items():
+        if lf[0] == "a" and name.isidentifier() and name in ranges and \
+                lf not in c.replacements:
+            path = f"{c.flat_paths[c.arg_of_leaf[lf[1]]]}.size()[{lf[2]}]"
+            logs.log("dynamic", f"create_symbol {name} = {c.leaf_values[lf]} for {path} "
+                                f"{ranges[name]}")
+    for lf, expr in c.replacements.items():
+        path = f"{c.flat_paths[c.arg_of_leaf[lf[1]]]}.size()[{lf[2]}]"
+        logs.log("dynamic", f"set_replacement {path} = {c.symbols.get(lf, expr)}")
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=True,
@@ -77,10 +96,12 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=True,
         mod = _FunctionModule(mod)
     training = mod.training
     ep = _program(mod, args, kwargs, dynamic_shapes, strict, training)
+    if isinstance(mod, _FunctionModule):
+        return ep   # a function has no training mode to read
     # the program of the other mode, kept when it differs (ExportedProgram.module())
     try:
         mod.train(not training)
-        other = _program(mod, args, kwargs, dynamic_shapes, strict, not training)
+        other = _program(mod, args, kwargs, dynamic_shapes, strict, not training, log=False)
     except Exception as e:
         other = None
         ep.alternate_error = f"{type(e).__name__}: {e}"

@@ -180,7 +180,7 @@ def _named(m, positional, keyword):
 
 
 def _argument_names(m, n_args, kwargs):
-    fn = m.forward if hasattr(m, "forward") else m
+    fn = getattr(m, "_fn", None) or (m.forward if hasattr(m, "forward") else m)
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

@@ -187,6 +187,21 @@ class _ExportedModule(Module):
                 _owner(self, s.target).register_buffer(s.target.rsplit(".", 1)[-1], t,
                                                        persistent=persistent)
 
+    @property
+    def graph(self):
+        """The graph of the program this module runs in its current mode."""
+        return self._program_for_mode().graph
+
+    @property
+    def code(self):
+        return self._program_for_mode().graph_module.code
+
+    def print_readable(self, print_output=True):
+        text = self.code
+        if print_output:
+            print(text)
+        return text
+
     def _program_for_mode(self):
         ep = self._program
         if ep.training is None or bool(ep.training) == self.training:

@@ -4,6 +4,7 @@ nested argument structures nodes take."""
 import builtins
 import operator
 
+from .._core.op import Op
 from ._namespace import ember_namespace
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]
@@ -45,6 +46,8 @@ def map_arg(a, fn):
 
 
 def _qualified_name(fn):
+    if type(fn) is Op:
+        return repr(fn)   # ember.ops.<name>
     if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():
         return f"operator.{fn.__name__}"
     if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
