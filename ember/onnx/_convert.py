@@ -18,6 +18,9 @@ from ..fx.node import map_arg
 from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from . import _ops_elementwise, _ops_indexing, _ops_nn, _ops_tensor  # noqa: F401 (register)
 from ._builder import Builder, Value, onnx_dtype
+from ._fusion import conv as _fused_conv
+from ._fold import fold_constants, needed_nodes
+from ._fusion import fuse_convolutions
 from ._registry import LOWERINGS, LoweringContext
 from ._unsupported import reason_of
 from .errors import OnnxExporterError, UnsupportedOperatorError
@@ -83,15 +86,17 @@ def _check_meta(node):
 
 
 def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_graph",
-            doc_string=""):
+            doc_string="", fold=True):
     """The ModelProto of ``graph`` (an ember.fx Graph, not modified) with the placeholders
     described by ``inputs`` (`GraphInput`, in placeholder order) and the output tuple's
-    elements ``outputs`` (`GraphOutput`)."""
+    elements ``outputs`` (`GraphOutput`).  ``fold``: compute what depends on weights
+    only once, here, as initializers (`_fold`)."""
     import onnx
     from onnx import helper
     graph, val_map = _copy(graph)
     inputs = [GraphInput(val_map[i.node], i.name, i.array, i.dim_names) for i in inputs]
     _unlift_sizes(graph)
+    fuse_convolutions(graph)
     decompose_unlowered(graph)
     b = Builder(opset)
     env = {}
@@ -121,22 +126,27 @@ def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_gra
         graph_inputs.append(helper.make_tensor_value_info(gi.name, onnx_dtype(meta.dtype), dims))
     for go in outputs:
         b.reserve(go.name)
-    out_node = None
+    out_node = graph.output_node()
+    results = out_node.args[0]
+    results = results if isinstance(results, (tuple, list)) else (results,)
+    weights = {gi.node: gi.array for gi in inputs if gi.array is not None}
+    folded = fold_constants(graph, weights) if fold else weights
+    needed = needed_nodes([results[go.index] for go in outputs], folded)
     for node in graph.nodes:
+        if node not in needed or node in weights:
+            continue
         if node.op == "placeholder":
             if node not in env:
                 raise OnnxExporterError(f"ember.onnx.export: no value for graph input "
                                         f"{node.name!r}")
-        elif node.op == "output":
-            out_node = node
+        elif node in folded:
+            _initializer_for(b, env, node, folded[node])
         elif node.op == "call_function":
             _lower_node(b, env, node, opset)
         elif node.op == "get_attr":
             raise OnnxExporterError(f"ember.onnx.export: graph node {node.name!r} reads the "
                                     f"attribute {node.target!r}; export graphs lift attributes "
                                     f"to inputs")
-    results = out_node.args[0]
-    results = results if isinstance(results, (tuple, list)) else (results,)
     graph_outputs = []
     for go in outputs:
         v = env.get(results[go.index]) if hasattr(results[go.index], "op") else None
@@ -196,6 +206,16 @@ def _unlift_sizes(graph):
             graph.erase_node(node)
 
 
+def _initializer_for(b, env, node, value):
+    metas = _metas(node.meta.get("val"))
+    if isinstance(value, tuple):
+        env[node] = tuple(Value(b.initializer(b.fresh(f"{node.name}_{i}"), v), m.shape, m.dtype)
+                          for i, (v, m) in enumerate(zip(value, metas)))
+    else:
+        env[node] = Value(b.initializer(b.fresh(node.name), value), metas[0].shape,
+                          metas[0].dtype)
+
+
 def _copy(graph):
     """A copy of ``graph`` (decomposition rewrites it) and the map old node -> new node."""
     g = Graph()
@@ -236,6 +256,9 @@ def _lower_node(b, env, node, opset):
         src = env[node.args[0]]
         env[node] = src[node.args[1]]
         return
+    if target is _fused_conv:
+        _lower_with(b, env, node, LOWERINGS[_fused_conv], "conv", opset)
+        return
     if not isinstance(target, Op):
         if getattr(target, "__name__", "") == "set_grad_enabled":
             return  # a grad-mode switch of the compile capture: no tensor meaning
@@ -254,13 +277,17 @@ def _lower_node(b, env, node, opset):
         else:
             reason = "it has no ONNX lowering and no decomposition into operators that have one"
         raise UnsupportedOperatorError(target.name, opset, None, node=node.name, reason=reason)
+    _lower_with(b, env, node, fn, target.name, opset)
+
+
+def _lower_with(b, env, node, fn, name, opset):
     meta = node.meta.get("val")
-    ctx = LoweringContext(target.name, meta, opset, node.name)
+    ctx = LoweringContext(name, meta, opset, node.name)
     args = _arg(env, node.args, node)
     kwargs = {k: _arg(env, v, node) for k, v in node.kwargs.items()}
     out = fn(b, ctx, *args, **kwargs)
     if out is None:
-        raise UnsupportedOperatorError(target.name, opset, None, node=node.name,
+        raise UnsupportedOperatorError(name, opset, None, node=node.name,
                                        reason="this form of the operator (its params or input "
                                               "dtypes) has no ONNX lowering")
     if isinstance(out, tuple):

@@ -121,9 +121,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         verbose: print the ONNX graph.  report / dump_exported_program: write a Markdown
             report / the captured graph's code to ``artifacts_dir``.  profile: print how
             long each phase took.  optimize: drop nodes whose results are unused.
-        dynamo, training, do_constant_folding, custom_opsets, export_modules_as_functions,
-            autograd_inlining: deprecated in torch and ignored (ember has one exporter; the
-            model is exported in the training mode it is in).  operator_export_type must be
+        do_constant_folding: compute what depends only on weights at export time, as
+            initializers (BatchNorm's scale and shift, transposed weights).
+        dynamo, training, custom_opsets, export_modules_as_functions, autograd_inlining:
+            deprecated in torch and ignored (ember has one exporter; the model is exported in
+            the training mode it is in).  operator_export_type must be
             ``OperatorExportTypes.ONNX``.
 
     Returns:
@@ -184,7 +186,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         for key, fn in (custom_translation_table or {}).items():
             LOWERINGS[key if isinstance(key, str) else key.name] = fn
         t0 = time.perf_counter()
-        model_proto = convert(captured.graph, inputs, outputs, opset=opset)
+        model_proto = convert(captured.graph, inputs, outputs, opset=opset,
+                              fold=bool(do_constant_folding))
     finally:
         LOWERINGS.clear()
         LOWERINGS.update(saved)

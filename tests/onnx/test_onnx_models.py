@@ -51,7 +51,10 @@ def test_cnn_with_batchnorm_eval():
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.copy_(ember.randn(m.num_features))
             m.running_var.copy_(ember.rand(m.num_features) + 0.5)
-    _check_dynamic_batch(model, ember.randn(2, 3, 8, 8))
+    program = _check_dynamic_batch(model, ember.randn(2, 3, 8, 8))
+    ops = [n.op_type for n in program.model_proto.graph.node]
+    # each convolution is one Conv node; BatchNorm folds to a multiply and an add
+    assert ops.count("Conv") == 2 and ops.count("Mul") == 2 and "Sqrt" not in ops
 
 
 @pytest.mark.parametrize("batch_first", [True, False])
@@ -93,14 +96,20 @@ def test_exported_program_with_its_dims():
     assert program.exported_program is ep
     g = program.model_proto.graph
     assert [o.name for o in g.output] == ["y"]
-    # parameters and buffers are initializers named by their state_dict keys
-    assert {"0.weight", "0.bias", "1.running_mean", "1.running_var"} <= \
-        {t.name for t in g.initializer}
-    sess = session(program)
-    for n in (2, 9):
-        x = ember.randn(n, 4)
-        with ember.no_grad():
-            assert_close(run(sess, x), model(x))
+    # parameters are initializers named by their state_dict keys; BatchNorm's statistics
+    # are folded into one scale and one shift
+    names = {t.name for t in g.initializer}
+    assert {"0.weight", "0.bias"} <= names and "1.running_var" not in names
+    unfolded = ember.onnx.export(ep, do_constant_folding=False)
+    assert {"1.running_mean", "1.running_var"} <= \
+        {t.name for t in unfolded.model_proto.graph.initializer}
+    assert len(unfolded.model_proto.graph.node) > len(g.node)
+    for p in (program, unfolded):
+        sess = session(p)
+        for n in (2, 9):
+            x = ember.randn(n, 4)
+            with ember.no_grad():
+                assert_close(run(sess, x), model(x))
 
 
 def test_dynamic_shapes_argument_names_the_dim():

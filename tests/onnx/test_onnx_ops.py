@@ -193,6 +193,8 @@ case("im2col", lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, dilation=2
      f32(4, 3, 3, 3), f32(4))
 case("im2col", lambda x, w: F.conv1d(x, w, padding=2, groups=2), f32(2, 4, 7), f32(6, 2, 3),
      id="conv1d_groups")
+case("im2col", lambda x: F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=2),
+     f32(2, 3, 6, 7), id="unfold")
 case("max_pool", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), f32(2, 3, 8, 8))
 case("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, count_include_pad=False),
      f32(2, 3, 7, 7))
@@ -231,7 +233,8 @@ def test_op_lowering_matches_eager(name, fn, inputs, rtol, atol):
     ("index", (f32(3, 4), bools(3, 4)), {}),
     ("index", (f32(2, 3, 4), bools(2, 3)), {}),
     ("tensor", (), {"data": [[1, 2], [3, 4]], "dtype": np.dtype(np.int32)}),
-], ids=["nonzero", "index_mask", "index_mask_leading", "tensor"])
+    ("_from_cbl", (f32(4, 2 * 3 * 5), f32(4)), {"shape": (2, 4, 3, 5)}),
+], ids=["nonzero", "index_mask", "index_mask_leading", "tensor", "_from_cbl"])
 def test_op_lowering_on_built_graph(name, inputs, params):
     expected = R[name](*inputs, **params)
     program = one_op_program(name, inputs, params, expected)
