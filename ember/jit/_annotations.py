@@ -25,7 +25,8 @@ class FunctionModifiers(enum.Enum):
     IGNORE = "ignore (leave as a call to Python, cannot be torch.jit.save'd)"
     EXPORT = "export (compile this function even if nothing calls it)"
     DEFAULT = "default (compile if called from a exported function / forward)"
-    COPY_TO_SCRIPT_WRAPPER = "if this method is not scripted, copy the python method onto the scripted model"
+    COPY_TO_SCRIPT_WRAPPER = ("if this method is not scripted, copy the python method onto the "
+                              "scripted model")
     _DROP = "_drop (function is fully ignored, declaration can be unscriptable)"
     IGNORE_DROP = "ignore with drop=True (like unused)"
 

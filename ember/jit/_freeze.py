@@ -16,7 +16,6 @@ from .._core.op import Op
 from .._core.tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..fx import Graph, GraphModule
-from ..nn.modules.module import Module
 from ._program import Program
 from ._script_module import ModuleState, ProgramMethod, RecursiveScriptModule, ScriptModule
 

@@ -167,7 +167,8 @@ def _body(graph, names, indent, gm, out, mutations=()):
             for buf, r in zip(mutations, res):
                 out.append(f"{indent}{_state_expr(buf, 'buffer')}.copy_({_py_arg(r, names)})")
             vals = [_py_arg(r, names) for r in res[len(mutations):]]
-            out.append(f"{indent}return {vals[0] if len(vals) == 1 else '(' + ', '.join(vals) + ')'}")
+            ret = vals[0] if len(vals) == 1 else "(" + ", ".join(vals) + ")"
+            out.append(f"{indent}return {ret}")
             continue
         if n.op == "get_attr":
             sub = _get_attr(gm, n.target)

@@ -8,7 +8,6 @@ user's flattened outputs.  ``input_specs`` says what each placeholder is bound t
 A program reads parameters and buffers from the module that owns it at every call, so
 ``load_state_dict`` and optimizer steps on that module are seen, as in torch.
 """
-from .._core.tensor import Tensor
 from ._tree import flatten, unflatten
 
 __all__ = ["Program"]
@@ -97,6 +96,3 @@ def _describe(spec):
         return "{" + ", ".join(f"{k}: {_describe(s)}" for k, s in zip(spec[1], spec[2])) + "}"
     return repr(spec[1])
 
-
-def is_tensor(x):
-    return isinstance(x, Tensor)

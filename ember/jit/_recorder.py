@@ -14,7 +14,7 @@ import operator
 
 from .._core.dispatch import DispatchMode
 from .._core.meta import TensorMeta
-from .._core.op import InplaceOp, Op
+from .._core.op import InplaceOp
 from .._core.tensor import Tensor
 from ..fx import Graph, GraphModule
 from ..nn.modules.module import Module
@@ -27,7 +27,8 @@ class Recorder(DispatchMode):
     """Records the ops run while active; see the module docstring."""
 
     def __init__(self, inputs, params, buffers):
-        self.sources = {}  # id(tensor) -> ("input", i) | ("parameter", n) | ("buffer", n) | ("op", k, j)
+        # id(tensor) -> ("input", i) | ("parameter", n) | ("buffer", n) | ("op", k, j)
+        self.sources = {}
         self.by_data = {}  # id(array) -> ref: detach() and .data give new tensors on one array
         self.keep = []  # the tensors behind the ids, kept alive so ids stay unique
         self.records = []  # (op, args as refs, params, n_out, metas)
@@ -125,6 +126,3 @@ def _set_metas(env, params, buffers, constants):
         for name, t in items:
             env[(kind, name)].meta["val"] = TensorMeta(tuple(t.shape), t.dtype)
 
-
-def is_op(x):
-    return isinstance(x, Op)

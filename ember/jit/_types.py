@@ -10,7 +10,6 @@ import inspect
 import typing
 
 from .._core.tensor import Tensor
-from ..nn.modules.module import Module
 
 __all__ = ["Signature"]
 
@@ -152,6 +151,3 @@ class Signature:
                     f"{v!r} to {tn}")
         return tuple(args)
 
-
-def is_module_type(t):
-    return isinstance(t, type) and issubclass(t, Module)

@@ -16,11 +16,11 @@ import zipfile
 import numpy as np
 
 from ..._core.tensor import wrap
-from .._serialization import METHOD_PREFIX, read_bytes, read_meta
+from .._serialization import read_bytes, read_meta
 from .._tree import flatten, unflatten
 
-__all__ = ["LiteScriptModule", "validate_map_location", "_load_for_lite_interpreter", "_get_model_bytecode_version",
-           "_export_operator_list"]
+__all__ = ["LiteScriptModule", "validate_map_location", "_load_for_lite_interpreter",
+           "_get_model_bytecode_version", "_export_operator_list"]
 
 
 def _lite_op_names(data):
