@@ -91,9 +91,10 @@ def _check_branches(spec_t, spec_f, metas_t, metas_f):
 
 def _cond_node(session, pred, true_fn, false_fn, operands):
     """One ``cond`` node with both branches as sub-graphs."""
-    sub_t, out_t, spec_t = capture(session, true_fn, operands, "cond's true_fn")
+    sub_t, out_t, spec_t = capture(session, true_fn, operands, "cond's true_fn",
+                                   mutation_is_error=True)
     sub_f, out_f, spec_f = capture(session, false_fn, operands, "cond's false_fn",
-                                   seed=sub_t.lifted)
+                                   seed=sub_t.lifted, mutation_is_error=True)
     _check_branches(spec_t, spec_f, [sub_t.metas[j] for j in out_t],
                     [sub_f.metas[j] for j in out_f])
     tensors = [a for a in operands if isinstance(a, Tensor)] + sub_f.lifted

@@ -38,10 +38,12 @@ class SubTrace(Trace):
     ``placeholders``: value indices of the stand-ins, in input order (the operands, then
     the lifted tensors); ``lifted``: the outer tensors read by the function."""
 
-    def __init__(self, session, outer, what):
+    def __init__(self, session, outer, what, mutation_is_error=False):
         super().__init__(session)
         self.outer = outer
         self.what = what
+        # running the function as Python instead would not keep the write's meaning
+        self.mutation_is_error = mutation_is_error
         self.placeholders = []
         self.placeholder_metas = []
         self.lifted = []
@@ -83,20 +85,26 @@ class SubTrace(Trace):
         root = lz.view[0] if lz is not None and lz.view is not None else target
         rlz = root.__dict__.get("_lazy")
         if rlz is None or rlz.trace is not self or rlz.index in self.placeholders:
-            raise CannotCapture(f"{self.what} writes in place to a tensor it did not create")
+            msg = f"{self.what} writes in place to a tensor it did not create"
+            if self.mutation_is_error:
+                raise RuntimeError(f"{msg} (its input or a tensor from outside): as in torch, "
+                                   f"the functions must not mutate their inputs; clone first")
+            raise CannotCapture(msg)
         super().assign(target, j, where)
 
 
-def capture(session, fn, args, what, seed=()):
+def capture(session, fn, args, what, seed=(), mutation_is_error=False):
     """Run ``fn`` on stand-ins of ``args`` (tensors and `TensorMeta`s become placeholders,
-    anything else is passed as it is) and return ``(sub, outputs)``: the `SubTrace` and the flat list of the
-    value indices ``fn`` returned, with its output structure ``spec`` (see `flatten`).
+    anything else is passed as it is) and return ``(sub, outputs, spec)``: the `SubTrace`,
+    the value indices ``fn`` returned (flat) and its output structure (see `flatten`).
     ``seed``: outer tensors lifted first, in this order (another function of the same op
-    lifted them)."""
+    lifted them).  ``mutation_is_error``: an in-place write to a tensor from outside raises
+    RuntimeError instead of `CannotCapture` (for ``cond``, whose Python fallback would run
+    both branches)."""
     outer = session.trace
     if outer is None:
         outer = session.trace = Trace(session)
-    sub = SubTrace(session, outer, what)
+    sub = SubTrace(session, outer, what, mutation_is_error)
     stand_ins = []
     for a in args:
         if isinstance(a, Tensor):

@@ -413,3 +413,26 @@ def test_export_of_a_tensor_predicate_input_keeps_the_cond():
     for p in (True, False):
         np.testing.assert_allclose(_np(ep.module()(ember.tensor(p), x)),
                                    np.sin(x.numpy()) if p else np.cos(x.numpy()), rtol=1e-6)
+
+
+def test_branch_output_never_aliases_and_mutating_an_input_is_an_error():
+    def f(x):
+        return ember.cond(x.sum() > 0, lambda a: a, lambda a: a * 2, (x[1:3],))
+    x = ember.ones(4)
+    out = ember.compile(f, backend="eager", fullgraph=True)(x)
+    out.add_(5)  # a fresh tensor, as torch.cond's outputs are
+    np.testing.assert_allclose(x.numpy(), np.ones(4))
+    np.testing.assert_allclose(out.numpy(), [6.0, 6.0])
+    with pytest.raises(RuntimeError, match="true_fn writes in place to a tensor it did not "
+                                           "create .* clone first"):
+        ember.compile(lambda x: ember.cond(x.sum() > 0, lambda a: a.add_(1), lambda a: a * 2,
+                                           (x,)), backend="eager")(ember.ones(2))
+
+
+def test_loop_body_that_mutates_its_input_runs_as_python():
+    def f(x):
+        return ember.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, h.mul_(2)),
+                                (ember.zeros((), dtype=ember.int64), x))[1]
+    x, y = ember.ones(2), ember.ones(2)
+    np.testing.assert_allclose(_np(ember.compile(f, backend="eager")(x)), _np(f(y)))
+    np.testing.assert_allclose(x.numpy(), y.numpy())  # the write happened as eagerly
