@@ -45,7 +45,7 @@ def __getattr__(name):
     dropped from this namespace above still imports as itself."""
     if name.startswith("__") or not name.isidentifier():
         raise AttributeError(f"module 'ember.ops' has no attribute '{name}'")
-    if _importlib.util.find_spec(f"{__name__}.{name}") is not None:
+    if _op_namespaces.is_submodule(name):
         return _importlib.import_module(f"{__name__}.{name}")
     if _op_namespaces.is_namespace_name(name):
         return _op_namespaces.namespace(name)

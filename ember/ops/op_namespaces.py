@@ -16,7 +16,7 @@ import importlib.util
 from .op_schema import parse_schema
 
 __all__ = ["OpOverload", "OpOverloadPacket", "namespace", "register_provider",
-           "define_overload", "find_overload", "is_namespace_name"]
+           "define_overload", "find_overload", "is_namespace_name", "is_submodule"]
 
 # namespace -> provider(op_name) -> {overload_name: (schema text, implementation)} or None
 _PROVIDERS = {}
@@ -208,13 +208,23 @@ def find_overload(ns, op_name, overload="default"):
     return getattr(getattr(namespace(ns), op_name), overload)
 
 
+_SUBMODULES = {}  # name -> whether ember.ops.<name> is a module (asked on attribute misses)
+
+
+def is_submodule(name):
+    """Whether ``ember.ops.<name>`` is a submodule (cached: ``getattr(ember.ops, name,
+    None)`` is asked on hot paths and the file system need not be)."""
+    found = _SUBMODULES.get(name)
+    if found is None:
+        found = _SUBMODULES[name] = importlib.util.find_spec(f"{__package__}.{name}") is not None
+    return found
+
+
 def is_namespace_name(name):
     """Whether ``ember.ops.<name>`` is an operator namespace: one with a provider (aten) or
     with operators defined in it.  torch makes an empty namespace for any name; ember
     answers AttributeError for a name nothing defines, so ``getattr(ember.ops, name,
     default)`` keeps meaning "is there such a function" for ember's own code."""
-    if not name.isidentifier() or name.startswith("__"):
-        return False
-    if importlib.util.find_spec(f"{__package__}.{name}") is not None:
+    if not name.isidentifier() or name.startswith("__") or is_submodule(name):
         return False
     return name in _NAMESPACES or name in _PROVIDERS or any(k[0] == name for k in _DEFINED)
