@@ -1,6 +1,7 @@
 """Reading a program file (the layout `ember.export.serde` documents) without ember: the zip
 container, version checks, dtypes by name, size expressions, and weight storages."""
 import ast
+import functools
 import io
 import json
 import os
@@ -35,14 +36,19 @@ _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
         ast.Mod: lambda a, b: a % b}
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(text):
+    try:
+        return ast.parse(text, mode="eval").body if isinstance(text, str) and \
+            len(text) < 1000 else None
+    except SyntaxError:
+        return None
+
+
 def eval_size(text, env):
     """A size expression ("s0", "2*s0+1") with the symbols of ``env``: parsed with ``ast``;
     only integers, names and + - * // % are allowed (nothing is executed)."""
-    try:
-        tree = ast.parse(text, mode="eval").body if isinstance(text, str) and \
-            len(text) < 1000 else None
-    except SyntaxError:
-        tree = None
+    tree = _parse(text) if isinstance(text, str) else None
     if tree is None:
         raise ValueError(f"malformed size expression {text!r}")
 

@@ -44,7 +44,10 @@ def _decode(v, names, where, arrays=None):
     if tag in ("dtype", "np_dtype"):
         return np_dtype(body, where)
     if tag == "sym":
-        eval_size(body, _Anything())  # validates the syntax now
+        try:
+            eval_size(body, _Anything())  # validates the syntax now
+        except ZeroDivisionError:
+            pass
         return _Sym(body)
     if tag == "slice" and isinstance(body, list) and len(body) == 3:
         return slice(*(_decode(x, names, where, arrays) for x in body))
@@ -75,20 +78,30 @@ def _has_dynamic(v):
     return False
 
 
-def _resolve(v, env, syms):
-    if isinstance(v, _Ref):
-        return env[v.name]
-    if isinstance(v, _Sym):
-        return eval_size(v.expr, syms)
-    if isinstance(v, tuple):
-        return tuple(_resolve(x, env, syms) for x in v)
-    if isinstance(v, list):
-        return [_resolve(x, env, syms) for x in v]
+def _resolver(v):
+    """``f(env, syms)`` giving ``v`` with node references and sizes resolved, built once
+    so that a call pays no type dispatch over constant arguments."""
+    if not _has_dynamic(v):
+        return lambda env, syms: v
+    if type(v) is _Ref:
+        name = v.name
+        return lambda env, syms: env[name]
+    if type(v) is _Sym:
+        expr = v.expr
+        return lambda env, syms: eval_size(expr, syms)
+    if isinstance(v, (tuple, list)):
+        fs = [_resolver(x) for x in v]
+        kind = type(v)
+        return lambda env, syms: kind([f(env, syms) for f in fs])
     if isinstance(v, dict):
-        return {k: _resolve(x, env, syms) for k, x in v.items()}
-    if isinstance(v, slice):
-        return slice(*(_resolve(x, env, syms) for x in (v.start, v.stop, v.step)))
-    return v
+        fs = {k: _resolver(x) for k, x in v.items()}
+        return lambda env, syms: {k: f(env, syms) for k, f in fs.items()}
+    fs = [_resolver(x) for x in (v.start, v.stop, v.step)]  # a slice
+    return lambda env, syms: slice(*(f(env, syms) for f in fs))
+
+
+def _resolve(v, env, syms):
+    return _resolver(v)(env, syms)
 
 
 def _meta_dtypes(meta, where):
@@ -164,8 +177,7 @@ class Program:
                 else:
                     missing.append(str(t))
                     fn = None
-                steps.append((name, t, fn, args, kwargs, dts,
-                              _has_dynamic(args) or _has_dynamic(kwargs)))
+                steps.append((name, t, fn, _resolver(args), _resolver(kwargs), dts))
             elif kind == "output":
                 output = [_decode(a, names, at) for a in n.get("args", [])]
             else:
@@ -266,10 +278,9 @@ class Program:
         for name, key, meta in self._inputs:
             if key is not None:
                 env[name] = self._weights[key]
-        for name, target, fn, args, kwargs, dts, dynamic in self._steps:
-            if dynamic:
-                args = _resolve(args, env, syms)
-                kwargs = _resolve(kwargs, env, syms)
+        for name, target, fn, args_of, kwargs_of, dts in self._steps:
+            args = args_of(env, syms)
+            kwargs = kwargs_of(env, syms)
             if fn is None:  # getitem
                 env[name] = args[0][args[1]]
                 continue

@@ -4,6 +4,8 @@ counter-based RNG: NumPy calls with ember's parameter conventions (``dims`` tupl
 ``((dim, lo, hi), ...)``)."""
 import numpy as np
 
+from ._blas import matmul
+
 __all__ = ["STRUCTURAL"]
 
 _F32 = np.dtype(np.float32)
@@ -262,7 +264,7 @@ def _scatter_reduce(dt, x, idx, src, dim, reduce, include_self):
 
 def _matmul(dt, a, b):
     w = _work(dt)
-    return np.matmul(a.astype(w, copy=False), b.astype(w, copy=False))
+    return matmul(a.astype(w, copy=False), b.astype(w, copy=False))
 
 
 # ---- creation ----------------------------------------------------------------------------

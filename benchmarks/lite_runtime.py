@@ -1,0 +1,160 @@
+"""The lite runtime against full ember and torch (issue 12), in one run:
+
+    python -m benchmarks.lite_runtime [--repeat N] [--json PATH]
+
+(a) import    seconds to import the package, in a fresh interpreter each time (the median
+              of ``--repeat`` runs): ``import ember_lite`` vs ``import ember`` vs
+              ``import torch``.
+(b) memory    peak resident memory (``VmHWM``, else ``ru_maxrss``) of a fresh process that imports the
+              package, loads a saved program (an MLP 64-256-256-10 with LayerNorm and GELU,
+              exported with a dynamic batch) and runs it once on a batch of 32: ember_lite
+              (``ember_lite.load``), ember (``ember.export.load(...).module()``), torch
+              (``torch.export.load(...).module()`` of the same model exported by torch).
+(c) run       the median time of one call of the loaded program in that process.
+(d) disk      the size of the package's directory on disk (``__pycache__`` excluded).
+
+Each runtime runs in its own subprocess, so one's imports never count for another.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+
+_IMPORT = "import time; t = time.perf_counter(); import {mod}; print(time.perf_counter() - t)"
+
+_RUN = {
+    "ember_lite": """
+        import ember_lite, numpy as np
+        prog = ember_lite.load({path!r})
+        x = np.load({x!r})
+        run = lambda: prog(x)[0]
+    """,
+    "ember": """
+        import ember, numpy as np
+        from ember.export import load
+        mod = load({path!r}).module()
+        x = ember.from_numpy(np.load({x!r}))
+        def run():
+            with ember.no_grad():
+                return mod(x).numpy()
+    """,
+    "torch": """
+        import torch, numpy as np
+        mod = torch.export.load({path!r}).module()
+        x = torch.from_numpy(np.load({x!r}))
+        def run():
+            with torch.no_grad():
+                return mod(x).numpy()
+    """,
+}
+
+_MEASURE = """
+    import resource, time, statistics, json
+    out = run()
+    times = []
+    for _ in range(20):
+        t = time.perf_counter(); run(); times.append(time.perf_counter() - t)
+    # VmHWM: this process's own peak (ru_maxrss would start from the forking parent's)
+    try:
+        status = open("/proc/self/status").read().split("VmHWM:")[1]
+        rss_kib = int(status.split()[0])
+    except (OSError, IndexError):
+        rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    np.save({out!r}, np.asarray(out))
+    print(json.dumps({{"rss_mib": rss_kib / 1024, "run_s": statistics.median(times)}}))
+"""
+
+
+def _python(code):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError(r.stderr[-2000:])
+    return r.stdout.strip().splitlines()[-1]
+
+
+def import_seconds(mod, repeat):
+    return statistics.median(float(_python(_IMPORT.format(mod=mod))) for _ in range(repeat))
+
+
+def package_dir(mod):
+    spec = __import__("importlib.util").util.find_spec(mod)
+    return pathlib.Path(spec.origin).parent
+
+
+def disk_mib(mod):
+    total = 0
+    for root, dirs, files in os.walk(package_dir(mod)):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total / 2 ** 20
+
+
+def _models(tmp):
+    """The same MLP (same weights) saved by ember and by torch; an input batch."""
+    import torch
+
+    import ember
+    import ember.nn as nn
+    from ember.export import Dim, export, save
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(64, 256), nn.LayerNorm(256), nn.GELU(), nn.Linear(256, 256),
+                      nn.GELU(), nn.Linear(256, 10)).eval()
+    x = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
+    save(export(m, (ember.from_numpy(x),), dynamic_shapes=({0: Dim("batch", max=4096)},)),
+         tmp / "mlp.ember")
+    tm = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.LayerNorm(256),
+                             torch.nn.GELU(), torch.nn.Linear(256, 256), torch.nn.GELU(),
+                             torch.nn.Linear(256, 10)).eval()
+    tm.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy())
+                        for k, v in m.state_dict().items()})
+    tx = torch.from_numpy(x)
+    batch = torch.export.Dim("batch", max=4096)
+    torch.export.save(torch.export.export(tm, (tx,), dynamic_shapes=({0: batch},)),
+                      str(tmp / "mlp.pt2"))
+    np.save(tmp / "x.npy", x)
+    return m(ember.from_numpy(x)).detach().numpy()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    rows = {}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = pathlib.Path(d)
+        want = _models(tmp)
+        for mod in ("ember_lite", "ember", "torch"):
+            path = tmp / ("mlp.pt2" if mod == "torch" else "mlp.ember")
+            code = textwrap.dedent(_RUN[mod].format(path=str(path), x=str(tmp / "x.npy"))) + \
+                textwrap.dedent(_MEASURE.format(out=str(tmp / f"out_{mod}.npy")))
+            measured = json.loads(_python(code))
+            got = np.load(tmp / f"out_{mod}.npy")
+            err = float(np.abs(got - want).max())
+            rows[mod] = {"import_s": import_seconds(mod, args.repeat),
+                         "disk_mib": disk_mib(mod), "max_abs_err": err, **measured}
+    base = rows["ember_lite"]
+    print(f"{'runtime':<11} {'import s':>9} {'peak RSS MiB':>13} {'one run ms':>11} "
+          f"{'disk MiB':>9} {'max |err|':>10}")
+    for mod, r in rows.items():
+        print(f"{mod:<11} {r['import_s']:9.3f} {r['rss_mib']:13.1f} {r['run_s'] * 1e3:11.3f} "
+              f"{r['disk_mib']:9.1f} {r['max_abs_err']:10.2e}")
+    print("ratios to ember_lite: " + ", ".join(
+        f"{m} import x{r['import_s'] / base['import_s']:.1f}, RSS x"
+        f"{r['rss_mib'] / base['rss_mib']:.1f}, disk x{r['disk_mib'] / base['disk_mib']:.0f}"
+        for m, r in rows.items() if m != "ember_lite"))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Matrix products with a small-product threading policy.
+
+OpenBLAS threads every GEMM; for small products on a busy machine the threads' wake-up
+and spin-waiting cost more than the product (a 32x64 by 64x256 product measured 0.7 ms
+threaded against 13 us on one thread).  Products below ``SMALL_MACS`` multiply-adds run
+with one BLAS thread when threadpoolctl (optional) can reach NumPy's OpenBLAS; the thread
+count is restored right after."""
+import numpy as np
+
+__all__ = ["matmul"]
+
+SMALL_MACS = 1 << 23
+_threads = None  # (get, set) of NumPy's OpenBLAS, () when out of reach
+
+
+def _find():
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return ()
+    for lib in ThreadpoolController().lib_controllers:
+        if lib.internal_api != "openblas" or "numpy" not in lib.filepath:
+            continue
+        for name in ("scipy_openblas_{}_num_threads64_", "openblas_{}_num_threads64_",
+                     "openblas_{}_num_threads"):
+            get = getattr(lib.dynlib, name.format("get"), None)
+            put = getattr(lib.dynlib, name.format("set"), None)
+            if get is not None and put is not None:
+                return get, put
+    return ()
+
+
+def matmul(a, b):
+    global _threads
+    if _threads is None:
+        try:
+            _threads = _find()
+        except Exception:  # noqa: BLE001 - no control over this BLAS: leave it alone
+            _threads = ()
+    if _threads and b.ndim > 1 and a.size * b.shape[-1] < SMALL_MACS:
+        get, put = _threads
+        prev = get()
+        if prev != 1:
+            put(1)
+            try:
+                return np.matmul(a, b)
+            finally:
+                put(prev)
+    return np.matmul(a, b)
