@@ -296,7 +296,7 @@ class Subgraph:
     with several outputs).
     """
     __slots__ = ("inputs", "sizes", "ops", "outputs", "out_metas", "_gm", "_runner",
-                 "_hash")
+                 "_fast", "_hash")
 
     def __init__(self, inputs, sizes, ops, outputs, out_metas):
         self.inputs = inputs
@@ -306,6 +306,7 @@ class Subgraph:
         self.out_metas = out_metas
         self._gm = None
         self._runner = None
+        self._fast = None
         self._hash = None
 
     # keys: graph_key and graph_build call these with their own value functions
@@ -472,6 +473,18 @@ class Subgraph:
             else:
                 self._runner = python_runner(self.graph_module)
         return tuple(self._runner(*inputs))
+
+
+    def run_no_grad(self, *inputs):
+        """Like calling it, for a caller that runs without autograd (an op's kernel): the
+        graph's kernels are called on the arrays directly, as the "eager" backend does."""
+        if self._fast is None:
+            if self.ops is None and _has_node_params(self._gm):
+                self._fast = self._gm
+            else:
+                from .backends.pycode import array_runner
+                self._fast = array_runner(self.graph_module)
+        return tuple(self._fast(*inputs))
 
 
 def _has_node_params(gm):

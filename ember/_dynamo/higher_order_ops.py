@@ -14,8 +14,8 @@ the sub-graphs use (ints, symbolic in a dynamic graph):
   ``xs`` (and the ``others`` whole), its outputs stacked along a new leading dim.
 
 Every one returns a tuple of tensors (``n_out`` is 2, "several outputs": a graph node is
-followed by ``operator.getitem`` nodes).  The kernel runs the sub-graphs op by op;
-the vjp recomputes the forward with autograd and differentiates it (an unrolled vjp, for
+followed by ``operator.getitem`` nodes).  The kernel runs the sub-graphs' kernels on the
+arrays (`Subgraph.run_no_grad`); the vjp recomputes the forward with autograd and differentiates it (an unrolled vjp, for
 ``while_loop`` too, as torch 2.13 does).
 """
 from .._core.op import JVP_FROM_VJP, REGISTRY, Op
@@ -41,28 +41,37 @@ def truth(pred, what):
 
 # ---- the ops on tensors (kernels run these without autograd, vjps with it) ---------------
 
-def _cond_impl(pred, *rest, true_graph, false_graph):
+def _autograd(graph, *args):
+    return graph(*args)
+
+
+def _no_grad(graph, *args):
+    return graph.run_no_grad(*args)
+
+
+def _cond_impl(run, pred, *rest, true_graph, false_graph):
     graph = true_graph if bool(pred) else false_graph
-    return tuple(graph(*rest))
+    return tuple(run(graph, *rest))
 
 
-def _while_loop_impl(*rest, cond_graph, body_graph, n_carried):
+def _while_loop_impl(run, *rest, cond_graph, body_graph, n_carried):
     n = len(body_graph.inputs)
     tensors, sizes = rest[:n], rest[n:]
     carried, additional = list(tensors[:n_carried]), tensors[n_carried:]
     moved = False
-    while truth(cond_graph(*carried, *additional, *sizes)[0], "while_loop's cond_fn"):
-        carried = list(body_graph(*carried, *additional, *sizes))
+    while truth(run(cond_graph, *carried, *additional, *sizes)[0], "while_loop's cond_fn"):
+        carried = list(run(body_graph, *carried, *additional, *sizes))
         moved = True
     return tuple(c if moved else c.clone() for c in carried)
 
 
-def _map_impl(*rest, body_graph, n_xs):
+def _map_impl(run, *rest, body_graph, n_xs):
     from ..ops.shape import stack
     n = len(body_graph.inputs)
     tensors, sizes = rest[:n], rest[n:]
     xs, others = tensors[:n_xs], tensors[n_xs:]
-    rows = [body_graph(*(x[i] for x in xs), *others, *sizes) for i in range(xs[0].shape[0])]
+    rows = [run(body_graph, *(x[i] for x in xs), *others, *sizes)
+            for i in range(xs[0].shape[0])]
     if not rows:
         raise RuntimeError("map: xs must not be empty along dim 0")
     return tuple(stack([r[k] for r in rows]) for k in range(len(rows[0])))
@@ -72,7 +81,7 @@ def _map_impl(*rest, body_graph, n_xs):
 
 def _kernel(impl):
     def kernel(xp, *arrays, **params):
-        return run_on_arrays(lambda ins: impl(*ins, **params), arrays)
+        return run_on_arrays(lambda ins: impl(_no_grad, *ins, **params), arrays)
     kernel.__name__ = impl.__name__.replace("_impl", "_kernel")
     return kernel
 
@@ -116,7 +125,7 @@ def _vjp(impl):
         prev = STATE.grad_enabled
         STATE.grad_enabled = True
         try:
-            outs = impl(*xs, **params)
+            outs = impl(_autograd, *xs, **params)
         finally:
             STATE.grad_enabled = prev
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o._requires_grad]
