@@ -36,6 +36,15 @@ class _MethodModule(Module):
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
              for n in method.arg_names])
         d["forward"] = forward
+        d["_jit_owner"] = owner
+
+    def train(self, mode=True):
+        # export captures both training modes: the method reads the owner's own flag
+        super().train(mode)
+        owner = self.__dict__["_jit_owner"]
+        if owner is not None:
+            owner.__dict__["training"] = bool(mode)
+        return self
 
 
 def _auto_shapes(x):
@@ -88,4 +97,9 @@ def program_of_exported(ep, example, out_spec, check_inputs=True):
     mutations = [s.target for s in ep.graph_signature.output_specs
                  if s.kind == OutputKind.BUFFER_MUTATION]
     constants = dict(ep.constants)
-    return Program(ep.graph_module, specs, constants, in_spec, out_spec, mutations, exported=ep)
+    program = Program(ep.graph_module, specs, constants, in_spec, out_spec, mutations,
+                      exported=ep, training=getattr(ep, "training", None))
+    alternate = getattr(ep, "alternate", None)
+    if alternate is not None:  # the program of the other training mode
+        program.alternate = program_of_exported(alternate, example, out_spec, check_inputs)
+    return program

@@ -17,7 +17,7 @@ class Program:
     """A method's graph module with its input bindings and pytree specs."""
 
     def __init__(self, graph_module, input_specs, constants, in_spec, out_spec,
-                 buffer_mutations=(), exported=None):
+                 buffer_mutations=(), exported=None, training=None, alternate=None):
         self.graph_module = graph_module
         self.input_specs = list(input_specs)
         self.constants = dict(constants)
@@ -25,6 +25,17 @@ class Program:
         self.out_spec = out_spec
         self.buffer_mutations = list(buffer_mutations)
         self.exported = exported  # the ExportedProgram it came from, when it came from export
+        # the training mode the graph was captured in (None: either), and the Program of the
+        # other mode when it differs (a module's .train()/.eval() picks; see `for_mode`)
+        self.training = training
+        self.alternate = alternate
+
+    def for_mode(self, training):
+        """The program for a module in mode ``training``."""
+        if self.alternate is not None and self.training is not None and \
+                bool(training) != bool(self.training):
+            return self.alternate
+        return self
 
     @property
     def graph(self):

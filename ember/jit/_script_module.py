@@ -54,7 +54,8 @@ class ProgramMethod:
         return self._program
 
     def run(self, owner, args):
-        return self._program(ModuleState(owner), args)
+        program = self._program if owner is None else self._program.for_mode(owner.training)
+        return program(ModuleState(owner), args)
 
 
 class ScriptMethod:

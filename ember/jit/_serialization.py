@@ -84,11 +84,15 @@ def exported_program_of(program, owner):
                  for i, o in enumerate(outs)]
     ep = program.exported
     ranges = dict(ep.range_constraints) if ep is not None else {}
+    alternate = exported_program_of(program.alternate, owner) \
+        if program.alternate is not None else None
+    if alternate is not None:  # the file's symbol table serves both graphs
+        ranges = {**alternate.range_constraints, **ranges}
     return ExportedProgram(gm, gm.graph, ExportGraphSignature(in_specs, out_specs), state_dict,
                            ranges, constants=constants,
                            in_spec=getattr(ep, "_in_spec", None) if ep is not None else None,
                            out_spec=getattr(ep, "_out_spec", None) if ep is not None else None,
-                           training=owner.training if owner is not None else None)
+                           training=program.training, alternate=alternate)
 
 
 def _program_bytes(program, owner, extra):
@@ -197,6 +201,8 @@ def _program_from(ep, entry):
     from ._capture import program_of_exported
     p = program_of_exported(ep, (), entry["out_spec"], check_inputs=False)
     p.in_spec = entry["in_spec"]
+    if p.alternate is not None:
+        p.alternate.in_spec = entry["in_spec"]
     return p
 
 

@@ -149,3 +149,15 @@ class BadMethod(nn.Module):
             return x
         finally:
             pass
+
+
+class ModeDependent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        if self.training:
+            return self.bn(self.lin(x)) * 2
+        return self.bn(self.lin(x))

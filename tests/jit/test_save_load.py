@@ -208,3 +208,41 @@ def test_lite_interpreter_round_trip(tmp_path):
                        timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), _np(m(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_both_training_modes_survive_saving():
+    m = M.ModeDependent()
+    s = jit.script(m)
+    x = ember.randn(5, 4)
+    s(x)  # first call (and capture) in training mode
+    m.eval()
+    s.eval()
+    buf = io.BytesIO()
+    s.save(buf)
+    loaded = jit.load(io.BytesIO(buf.getvalue()))
+    assert loaded.training is False
+    np.testing.assert_allclose(_np(loaded(x)), _np(m(x)), rtol=1e-5, atol=1e-6)
+    loaded.train()
+    m.train()
+    np.testing.assert_allclose(_np(loaded(x)), _np(m(x)), rtol=1e-5, atol=1e-6)
+    # training mode wrote the running statistics of the loaded module's own buffers
+    np.testing.assert_allclose(_np(loaded.bn.running_mean), _np(m.bn.running_mean), rtol=1e-5,
+                               atol=1e-7)
+
+
+def test_traced_function_round_trip_and_export_files(tmp_path):
+    x, y = ember.randn(3, 3), ember.randn(3, 3)
+    t = jit.trace(M.branchy, (x, y))
+    t.save(str(tmp_path / "fn.pt"))
+    outs = _run_fresh(tmp_path, """
+        f = jit.load("fn.pt")
+        assert isinstance(f, jit.ScriptFunction), type(f)
+        outs = [f(inputs[0], inputs[1]), f(-inputs[0], inputs[1])]
+    """, [_np(x), _np(y)])
+    # the trace froze the example's branch, for both inputs
+    np.testing.assert_array_equal(outs[0], _np(M.branchy(x, y)))
+    np.testing.assert_array_equal(outs[1], _np(M.branchy(x, y)))
+    ep = ember.export.export(M.Plain().eval(), (ember.randn(2, 4),))
+    ember.export.save(ep, str(tmp_path / "ep.pt2"))
+    with pytest.raises(RuntimeError, match="without ember.jit's metadata.*ember.export.load"):
+        jit.load(str(tmp_path / "ep.pt2"))
