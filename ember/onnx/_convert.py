@@ -96,6 +96,7 @@ def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_gra
     graph, val_map = _copy(graph)
     inputs = [GraphInput(val_map[i.node], i.name, i.array, i.dim_names) for i in inputs]
     _unlift_sizes(graph)
+    _propagate_metas(graph)
     fuse_convolutions(graph)
     decompose_unlowered(graph)
     b = Builder(opset)
@@ -214,6 +215,39 @@ def _initializer_for(b, env, node, value):
     else:
         env[node] = Value(b.initializer(b.fresh(node.name), value), metas[0].shape,
                           metas[0].dtype)
+
+
+def _propagate_metas(graph):
+    """Recompute each op node's output metadata with the op's shape rule, from the input
+    placeholders' (symbolic) shapes and the params' SymInts: a size that varies must be
+    symbolic here, or a lowering that reads it would bake in the example's value.  A node
+    whose rule fails keeps the metadata it has."""
+    from .._core.meta import DataDependentShape
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem:
+            src = node.args[0].meta.get("val")
+            if isinstance(src, tuple):
+                node.meta["val"] = src[node.args[1]]
+            continue
+        op = node.target
+        if not isinstance(op, Op) or op.shape is None:
+            continue
+        args = map_arg(node.args, lambda a: a.meta.get("val"))
+        if any(hasattr(a, "op") for a in node.all_input_nodes
+               if not isinstance(a.meta.get("val"), TensorMeta)):
+            continue
+        try:
+            r = op.shape(*args, **node.kwargs)
+        except (DataDependentShape, Exception):  # noqa: BLE001 - keep the captured metadata
+            continue
+        old = node.meta.get("val")
+        if op.n_out == 1 and isinstance(old, TensorMeta):
+            node.meta["val"] = TensorMeta(r[0], r[1])
+        elif isinstance(old, tuple) and len(old) == len(r):
+            node.meta["val"] = tuple(TensorMeta(sh, dt) if isinstance(o, TensorMeta) else o
+                                     for (sh, dt), o in zip(r, old))
 
 
 def _copy(graph):

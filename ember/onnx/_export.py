@@ -285,7 +285,10 @@ def _check_dynamic(captured, dims, names):
     for i, d in dims.items():
         if i >= len(captured.user_inputs):
             continue
-        shape = captured.user_inputs[i].meta["val"].shape
+        node = captured.user_inputs[i]
+        if not node.users:
+            continue  # an input the program never reads: its sizes do not matter
+        shape = node.meta["val"].shape
         for axis in d:
             if axis >= len(shape) or axis < -len(shape):
                 raise ValueError(f"ember.onnx.export: dynamic_axes: input {names[i]!r} has "

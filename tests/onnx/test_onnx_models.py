@@ -214,3 +214,36 @@ def test_exportable_module():
         assert_close(run(session(program), x), m(x))
     with pytest.raises(TypeError):
         ember.onnx.ExportableModule()  # abstract: example_arguments is required
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: x.reshape(-1)[: x.shape[0] + 1],            # a slice bound computed from b
+    lambda x, y: x.sum(1) + ember.arange(x.shape[0]),         # a Range of symbolic length
+    lambda x, y: ember.cat([x, y], 0).sort(0).values,         # b + c rows, sorted whole
+    lambda x, y: ember.cat([x, y], 0).cumsum(0)[-1] + y.var(0),
+], ids=["slice_bound", "arange", "cat_sort", "cat_scan"])
+def test_sizes_computed_in_the_graph(fn):
+    """Sizes the program computes from dynamic dims are computed by the ONNX graph: at other
+    sizes the outputs (and the declared output shapes) follow."""
+    program = ember.onnx.export(fn, (ember.randn(4, 6), ember.randn(3, 6)),
+                                dynamic_shapes=({0: Dim("b")}, {0: Dim("c")}))
+    out_dims = program.model_proto.graph.output[0].type.tensor_type.shape.dim
+    sess = session(program)
+    for b, c in ((6, 2), (10, 7)):
+        x, y = ember.randn(b, 6), ember.randn(c, 6)
+        expected = fn(x, y)
+        assert_close(run(sess, x, y), expected)
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in out_dims]
+        assert all(d is None or d == e for d, e in zip(declared, expected.shape))
+
+
+@pytest.mark.parametrize("opset", [18, 20, 23])
+def test_opsets(opset):
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.GELU(), nn.Flatten(),
+                          nn.LayerNorm(12), nn.Linear(12, 2)).eval()
+    x = ember.randn(2, 2, 4, 4)
+    program = ember.onnx.export(model, (x,), opset_version=opset)
+    assert program.model_proto.opset_import[0].version == opset
+    with ember.no_grad():
+        assert_close(run(session(program), x), model(x))
