@@ -362,3 +362,28 @@ def test_symbolic_sizes_survive_the_shape_rule():
         cf(ember.randn(n, 2))
     node = next(n for n in gms[-1].graph.nodes if n.target is REGISTRY["emtest::scaled_relu"])
     assert [getattr(s, "expr", s) for s in node.meta["val"].shape] == ["s0", 2]
+
+
+_LIBS = []
+
+
+def test_composite_implicit_autograd_is_traced_through_like_torch():
+    for m in (ember, torch):
+        lib = m.library.Library("emtest4", "FRAGMENT")
+        lib.define("softplus2(Tensor x) -> Tensor")
+        lib.impl("softplus2", lambda x, m=m: m.log1p(m.exp(2 * x)), "CompositeImplicitAutograd")
+        _LIBS.append(lib)  # torch unregisters a Library when it is collected
+    a = np.linspace(-2, 2, 5)
+    e, t = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ember.ops.emtest4.softplus2(e).sum().backward()  # no register_autograd: its ops' grads
+    torch.ops.emtest4.softplus2(t).sum().backward()
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+def test_builtin_operators_are_not_registered_over():
+    with pytest.raises(ValueError, match="aten"):
+        ember.library.Library("aten", "DEF")
+    with pytest.raises(NotImplementedError, match="built-in"):
+        ember.library.register_fake("aten::add.Tensor", lambda x, y: x)
+    with pytest.raises(RuntimeError, match="does not exist"):
+        ember.library.register_fake("emtest::never_defined", lambda x: x)
