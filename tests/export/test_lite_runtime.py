@@ -152,3 +152,70 @@ def test_random_program_matches_ember():
     buf.seek(0)
     got, = ember_lite.load(buf)(seed.numpy(), off.numpy())
     np.testing.assert_array_equal(got, f(seed, off).numpy())
+
+
+class _CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        return self.fc(self.pool(ember.relu(self.bn(self.conv(x)))).flatten(1))
+
+
+class _LSTMHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, batch_first=True)
+        self.fc = nn.Linear(6, 2)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out[:, -1])
+
+
+class _Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, idx):
+        return ember.softmax(self.fc(self.emb(idx)).mean(1), -1)
+
+
+def _models():
+    ember.manual_seed(5)
+    return [
+        ("cnn", _CNN(), lambda b: (ember.randn(b, 3, 8, 8),)),
+        ("lstm", _LSTMHead(), lambda b: (ember.randn(b, 5, 4),)),
+        ("transformer_layer", nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                         batch_first=True),
+         lambda b: (ember.randn(b, 5, 8),)),
+        ("embedding", _Embed(), lambda b: (ember.randint(0, 10, (b, 3)),)),
+        ("attention", nn.MultiheadAttention(8, 2, batch_first=True),
+         lambda b: tuple(ember.randn(b, 4, 8) for _ in range(3))),
+    ]
+
+
+@pytest.mark.parametrize("name,model,make", _models(), ids=[m[0] for m in _models()])
+def test_common_models_with_a_dynamic_batch(name, model, make):
+    model.eval()
+    args = make(2)
+    dyn = tuple({0: Dim("batch", min=1, max=16)} for _ in args)
+    ep = export(model, args, dynamic_shapes=dyn)
+    buf = io.BytesIO()
+    save(ep, buf)
+    buf.seek(0)
+    prog = ember_lite.load(buf)
+    for b in (2, 7):
+        xs = make(b)
+        want = model(*xs)
+        want = [w for w in (want if isinstance(want, tuple) else (want,)) if w is not None]
+        got = prog(*[x.numpy() for x in xs])
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.detach().numpy(), rtol=1e-5, atol=1e-6)

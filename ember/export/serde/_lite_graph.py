@@ -7,6 +7,7 @@ size nodes are first folded back into symbolic sizes (SymInts over ``s0``, ...) 
 arguments, then the graph is decomposed."""
 import copy
 import operator
+import re
 
 from ..._dynamo.symbolic import SymInt
 from ._graph import SIZE_OPS, _sym_size, encode_graph
@@ -108,7 +109,6 @@ def _propagate_shapes(gm):
     derived from dynamic ones are symbolic everywhere (decomposition retraces at other
     sizes and needs them)."""
     from ..._core.op import Op
-    vals = {}
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -127,12 +127,14 @@ def _propagate_shapes(gm):
                 return type(v)(arg(x) for x in v)
             return v
         try:
-            vals[node] = _meta(node.target.shape(*arg(node.args),
-                                                 **{k: arg(v) for k, v in node.kwargs.items()}))
+            out = _meta(node.target.shape(*arg(node.args),
+                                          **{k: arg(v) for k, v in node.kwargs.items()}))
         except Exception:  # noqa: BLE001 - data-dependent shapes: the recorded meta stays
-            continue
+            out = node.meta.get("val")
+            if out is None or isinstance(out, tuple):
+                continue
+            out = copy.copy(out)
         shape = node.kwargs.get("shape")
-        out = vals[node]
         if isinstance(shape, (tuple, list)) and not isinstance(out, tuple) and \
                 len(shape) == len(out.shape):
             # a shape param is the output shape: its symbolic entries are the sizes
@@ -142,16 +144,119 @@ def _propagate_shapes(gm):
     return gm
 
 
+_ALIAS = "zalias"
+
+
+def _alias_value(v, aliases):
+    """``v`` with each SymInt of a compound expression replaced by its alias symbol."""
+    if isinstance(v, SymInt) and isinstance(v.expr, str) and not v.expr.isidentifier():
+        name = aliases.setdefault(v.expr, f"{_ALIAS}{len(aliases)}")
+        return SymInt(int(v), name)
+    if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        return tuple(_alias_value(x, aliases) for x in v)
+    if isinstance(v, list):
+        return [_alias_value(x, aliases) for x in v]
+    if isinstance(v, dict):
+        return {k: _alias_value(x, aliases) for k, x in v.items()}
+    return v
+
+
+def _alias_meta(m, aliases):
+    from ..._core.meta import TensorMeta
+    if isinstance(m, tuple):
+        return tuple(_alias_meta(x, aliases) for x in m)
+    if isinstance(m, TensorMeta):
+        return TensorMeta(_alias_value(tuple(m.shape), aliases), m.dtype)
+    return m
+
+
+def _unalias(v, back):
+    """The inverse of `_alias_value` on the nodes a decomposition made."""
+    from ..._core.meta import TensorMeta
+    if isinstance(v, SymInt) and isinstance(v.expr, str) and _ALIAS in v.expr:
+        return SymInt(int(v), re.sub(rf"\b{_ALIAS}\d+\b", lambda m: f"({back[m.group(0)]})",
+                                     v.expr))
+    if isinstance(v, TensorMeta):
+        return TensorMeta(_unalias(tuple(v.shape), back), v.dtype)
+    if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        return tuple(_unalias(x, back) for x in v)
+    if isinstance(v, list):
+        return [_unalias(x, back) for x in v]
+    if isinstance(v, dict):
+        return {k: _unalias(x, back) for k, x in v.items()}
+    return v
+
+
+def _decompose_aliased(graph, node):
+    """Decompose ``node`` with its compound sizes ("5*s0") seen as fresh symbols: the
+    inductor's generalisation binds symbols from bare input sizes only, and an op whose
+    sizes are all compound (a linear after a reshape to (5*s0, 8)) would stay whole, which
+    the lite runtime cannot run.  The decomposition holds for every value of the alias,
+    so substituting the expressions back is sound."""
+    from ..._inductor.passes.decompose_symbolic import decompose_symbolic
+    aliases = {}
+    inputs = [a for a in node.all_input_nodes]
+    saved = {a: a.meta.get("val") for a in inputs}
+    saved_self = (node.args, node.kwargs, node.meta.get("val"))
+    before = set(graph.nodes)
+    try:
+        for a in inputs:
+            a.meta["val"] = _alias_meta(saved[a], aliases)
+        node.args = _alias_value(node.args, aliases)
+        node.kwargs = _alias_value(node.kwargs, aliases)
+        node.meta["val"] = _alias_meta(saved_self[2], aliases)
+        decompose_symbolic(graph, node)
+    except Exception:
+        if node in set(graph.nodes):
+            node.args, node.kwargs = saved_self[0], saved_self[1]
+            node.meta["val"] = saved_self[2]
+        raise
+    finally:
+        for a, v in saved.items():
+            a.meta["val"] = v
+    back = {v: k for k, v in aliases.items()}
+    for n in graph.nodes:
+        if n not in before:
+            n.args = _unalias(n.args, back)
+            n.kwargs = _unalias(n.kwargs, back)
+            n.meta["val"] = _unalias(n.meta.get("val"), back)
+
+
+def _decompose(gm):
+    """The inductor's decompose pass, with `_decompose_aliased` as the second try."""
+    from ..._inductor.passes.decompose import _decomposable
+    from ..._inductor.passes.decompose_symbolic import decompose_symbolic
+    graph = gm.graph
+    for _ in range(16):
+        todo = [n for n in graph.nodes if _decomposable(n)]
+        done = 0
+        for node in todo:
+            try:
+                decompose_symbolic(graph, node)
+                done += 1
+                continue
+            except Exception:  # noqa: BLE001 - tried again with aliases below
+                pass
+            try:
+                _decompose_aliased(graph, node)
+                done += 1
+            except Exception:  # noqa: BLE001 - the node stays (the lite runtime names it)
+                node.meta["no_decompose"] = True
+        if not done:
+            break
+    gm.recompile()
+    return gm
+
+
 def lite_graph(gm, hints, arrays):
     """The JSON nodes of ``gm`` with sizes folded and ops decomposed (on a copy);
     ``arrays`` stores the array literals decompositions make."""
     from ..._inductor import config
-    from ..._inductor.passes.decompose import decompose
     work = _propagate_shapes(_fold_sizes(copy.deepcopy(gm), hints))
     # the compiler keeps some ops whole for its fast eager kernels; the lite runtime has
     # primitives only
     saved, config.keep_whole = config.keep_whole, frozenset()
     try:
-        return encode_graph(decompose(work).graph, arrays)
+        return encode_graph(_decompose(work).graph, arrays)
     finally:
         config.keep_whole = saved
