@@ -7,8 +7,8 @@ from ..nn import functional as _F
 __all__ = ["view", "expand", "slice_", "alias", "to_copy", "sym_size", "sym_numel",
            "sym_stride", "softmax", "log_softmax", "convolution", "native_batch_norm",
            "native_batch_norm_functional", "native_batch_norm_no_training",
-           "native_layer_norm", "layer_norm", "max_pool2d", "avg_pool2d", "embedding",
-           "factory", "full", "scalar_tensor"]
+           "native_layer_norm", "layer_norm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+           "embedding", "factory", "full", "scalar_tensor"]
 
 
 def view(self, size):
@@ -127,6 +127,10 @@ def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
                divisor_override=None):
     return _F.avg_pool2d(self, kernel_size, stride or None, padding, ceil_mode,
                          count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool2d(self, output_size):
+    return _F.adaptive_avg_pool2d(self, list(output_size))
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):

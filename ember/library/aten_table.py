@@ -159,6 +159,12 @@ ATEN = {
     "avg_pool2d": [("default", "(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
                                "padding=0, bool ceil_mode=False, bool count_include_pad=True, "
                                "int? divisor_override=None) -> Tensor", _A.avg_pool2d)],
+    "adaptive_avg_pool2d": [("default", "(Tensor self, SymInt[2] output_size) -> Tensor",
+                             _A.adaptive_avg_pool2d)],
+    "_adaptive_avg_pool2d": [("default", "(Tensor self, SymInt[2] output_size) -> Tensor",
+                              _A.adaptive_avg_pool2d)],
+    "hardtanh": [("default", "(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
+                  None)],
     "embedding": [("default", "(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool "
                               "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
                    _A.embedding)],
@@ -240,9 +246,17 @@ def _out_adapter(fn):
     return call
 
 
+# argument names that torch's schemas give to tensors
+_TENSOR_NAMES = frozenset(("input", "self", "other", "tensor", "x", "y", "weight", "bias",
+                           "mat", "mat1", "mat2", "vec", "vec1", "vec2", "target", "condition",
+                           "index", "indices", "mask", "src", "source", "values", "exponent",
+                           "end", "tensor1", "tensor2", "A", "B", "LU", "a", "b"))
+
+
 def _signature_schema(name, fn):
     """A ``default`` schema read from a public function's signature (names outside the
-    table): parameters without a default are Tensors, the others typed by their default."""
+    table): required parameters named as torch names tensors are Tensors (others ``Any``),
+    the others typed by their default."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -256,7 +270,7 @@ def _signature_schema(name, fn):
             kw = True
         d = p.default
         if d is p.empty:
-            parts.append(f"Tensor {p.name}")
+            parts.append(f"{'Tensor' if p.name in _TENSOR_NAMES else 'Any'} {p.name}")
         elif isinstance(d, bool):
             parts.append(f"bool {p.name}={d}")
         elif isinstance(d, int):
