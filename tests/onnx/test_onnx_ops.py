@@ -7,6 +7,7 @@ from onnx_helpers import assert_close, graph_ops, one_op_program, run, session
 import ember
 import ember.nn.functional as F
 import ember.onnx
+from ember.export import Dim
 from ember._core.op import REGISTRY as R
 
 rng = np.random.default_rng(0)
@@ -239,3 +240,29 @@ def test_op_lowering_on_built_graph(name, inputs, params):
     expected = R[name](*inputs, **params)
     program = one_op_program(name, inputs, params, expected)
     assert_close(run(session(program), *inputs), expected)
+
+
+# cases whose program fixes the size of dim 0 itself, so it cannot vary
+STATIC_DIM0 = {
+    "view": "reshapes to a fixed shape", "expand": "expands to a fixed shape",
+    "addmm": "the bias has the fixed output width", "full": "adds a fixed-shape constant",
+    "arange": "multiplies by a fixed-length range",
+    "searchsorted": "the grown sequence would not be sorted",
+    "searchsorted_sorter": "the grown sequence would not be sorted",
+    "_normalize_group": "group_norm's reshape specialises the batch in ember.export",
+}
+DYNAMIC_CASES = [p for p in CASES if p.values[2] and p.values[2][0].dim() and
+                 p.values[2][0].shape[0] >= 2 and p.id not in STATIC_DIM0]
+
+
+@pytest.mark.parametrize("name, fn, inputs, rtol, atol", DYNAMIC_CASES)
+def test_op_lowering_with_a_dynamic_dim(name, fn, inputs, rtol, atol):
+    """The same programs with dim 0 dynamic (for every input of the first one's size there),
+    run at a size two larger than the export's: the sizes a lowering reads are computed in
+    the ONNX graph, not baked in."""
+    n0, n = inputs[0].shape[0], Dim("n")
+    spec = tuple({0: n} if t.dim() and t.shape[0] == n0 else None for t in inputs)
+    program = ember.onnx.export(fn, tuple(inputs), dynamic_shapes=spec)
+    grown = [t if s is None else ember.tensor(np.concatenate([t.numpy(), t.numpy()[:2]], 0))
+             for t, s in zip(inputs, spec)]
+    assert_close(run(session(program), *grown), fn(*grown), rtol=rtol, atol=atol)
