@@ -129,7 +129,9 @@ class Program:
     (NumPy arrays, or anything `numpy.asarray` accepts) in the order the exported function
     took them; weights come from the file.  Returns a tuple of NumPy arrays, the user
     outputs.  Buffers the program writes (BatchNorm's running statistics in training mode)
-    keep their new values for the next call, as in the exported module."""
+    keep their new values for the next call, as in the exported module, and a user input the
+    program writes in place is written into the array passed (which must be a writable
+    NumPy array of the input's dtype)."""
 
     def __init__(self, prog, ar):
         where = f"{ar.label}: lite/program.json"
@@ -293,6 +295,8 @@ class Program:
             v = _resolve(o, env, syms)
             if kind == "BUFFER_MUTATION":
                 self._weights[target] = np.array(v)
+            elif kind == "USER_INPUT_MUTATION":  # written into the caller's array, as torch
+                np.copyto(env[target], v)
             elif kind == "USER_OUTPUT":
                 results.append(v if not isinstance(v, np.ndarray) else v)
         return tuple(results)

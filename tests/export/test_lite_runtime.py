@@ -219,3 +219,17 @@ def test_common_models_with_a_dynamic_batch(name, model, make):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_input_mutation_is_written_back():
+    def f(x):
+        x.add_(1)
+        return x * 2
+    ep = export(f, (ember.zeros(3),))
+    buf = io.BytesIO()
+    save(ep, buf)
+    buf.seek(0)
+    a = np.array([1.0, 2.0, 3.0], np.float32)
+    y, = ember_lite.load(buf)(a)
+    np.testing.assert_array_equal(a, [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(y, [4.0, 6.0, 8.0])
