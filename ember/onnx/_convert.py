@@ -1,25 +1,33 @@
 """An ember export graph -> an ONNX ModelProto.
 
 The graph (placeholders, ``call_function`` nodes on ember `Op`s, ``getitem`` of multi-output
-ops, one output of a flat tuple; see ``ember.export``) is lowered node by node through the
-table of `_registry.LOWERINGS`.  Ops with a direct lowering (matmul, linear, softmax,
-layer/batch norm statistics, LSTM/GRU cells, attention, convolution's im2col chain, ...) keep
-one or a few ONNX nodes; any other op is first replaced in a copy of the graph by its
-decomposition into primitives (`ember._inductor.passes.decompose_symbolic`, the same
-rewrite the compiler uses, which keeps symbolic sizes symbolic), and an op that neither
-lowers nor decomposes fails with `UnsupportedOperatorError` naming it.
+ops, one output of a flat tuple; see ``ember.export``) is lowered in a copy, in these steps:
+
+1. sizes: the ``sym_size``/arithmetic nodes of an exported graph become SymInts in the op
+   params again, and each op's metadata is recomputed with its shape rule, so every size
+   that varies is symbolic (`_unlift_sizes`, `_propagate_metas`);
+2. fusion: a convolution's im2col/matmul/_from_cbl chain becomes one node (`_fusion`);
+3. decomposition: an op with no ONNX lowering is replaced by its decomposition into
+   primitives (`ember._inductor.passes.decompose_symbolic`, the rewrite the compiler uses,
+   which keeps symbolic sizes symbolic);
+4. constant folding: what depends on weights only is computed now (`_fold`);
+5. lowering: the nodes the user outputs need, one by one, through the table of
+   `_registry.LOWERINGS` (ops with an ONNX counterpart -- matmul, linear, softmax, the norm
+   statistics, LSTM/GRU cells, attention, pooling -- stay one or a few ONNX nodes).  An op
+   that neither lowers nor decomposes fails with `UnsupportedOperatorError` naming it and
+   why (`_unsupported`).
 """
 import operator
 
 from .._core.meta import TensorMeta
 from .._core.op import Op
+from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from ..fx import Graph
 from ..fx.node import map_arg
-from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from . import _ops_elementwise, _ops_indexing, _ops_nn, _ops_tensor  # noqa: F401 (register)
 from ._builder import Builder, Value, onnx_dtype
-from ._fusion import conv as _fused_conv
 from ._fold import fold_constants, needed_nodes
+from ._fusion import conv as _fused_conv
 from ._fusion import fuse_convolutions
 from ._registry import LOWERINGS, LoweringContext
 from ._unsupported import reason_of

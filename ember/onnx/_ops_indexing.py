@@ -107,7 +107,7 @@ def _index_tensors(b, x, indices):
         if i is None:
             per_dim.append(None)
             continue
-        if i.dtype in (_dt.bool, _dt.uint8) and i.dtype == _dt.bool:
+        if i.dtype == _dt.bool:
             nz = b.op("NonZero", [i])  # (mask.ndim, k): one coordinate row per masked dim
             for r in range(i.ndim):
                 row = b.op("Gather", [nz, b.const(np.array(r, dtype=np.int64))], axis=0)

@@ -128,7 +128,8 @@ case("select", op("select", key=((None, None, None), -1)), f32(3, 4), id="select
 case("cat", op("cat", dim=1, sizes=(2, 3)), f32(3, 2), f32(3, 3))
 case("flip", op("flip", dims=(0, 1)), f32(3, 4))
 for _mode in ("constant", "reflect", "replicate", "circular"):
-    case("pad", lambda x, m=_mode: F.pad(x, (1, 2, 2, 1), mode=m), f32(1, 2, 4, 5), id="pad_" + _mode)
+    case("pad", lambda x, m=_mode: F.pad(x, (1, 2, 2, 1), mode=m), f32(1, 2, 4, 5),
+         id="pad_" + _mode)
 case("pad", lambda x: F.pad(x, (1, -1), value=3.0), f32(3, 4), id="pad_crop_value")
 
 # ---- gather / scatter / advanced indexing
@@ -170,8 +171,9 @@ case("arange", lambda x: x * R["arange"](start=1, end=9, step=2, dtype=np.dtype(
      f32(4))
 case("sort", op("sort", dim=1, descending=True), f32(3, 5))
 case("sort", op("sort", dim=0), f32(4, 2), id="sort_ascending")
-case("searchsorted", lambda s, v: ember.searchsorted(s, v), ember.tensor(np.array(
-    [0.5, 1.0, 1.0, 2.0], np.float32)), ember.tensor(np.array([[1.0, 0.0], [3.0, 1.5]], np.float32)))
+case("searchsorted", lambda s, v: ember.searchsorted(s, v),
+     ember.tensor(np.array([0.5, 1.0, 1.0, 2.0], np.float32)),
+     ember.tensor(np.array([[1.0, 0.0], [3.0, 1.5]], np.float32)))
 case("searchsorted", lambda s, v: ember.searchsorted(s, v, right=True, out_int32=True),
      ember.tensor(np.sort(rng.integers(0, 5, (2, 6)), 1)), i64(2, 3, lo=0, hi=6),
      id="searchsorted_batched_right")
