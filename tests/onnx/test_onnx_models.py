@@ -247,3 +247,63 @@ def test_opsets(opset):
     assert program.model_proto.opset_import[0].version == opset
     with ember.no_grad():
         assert_close(run(session(program), x), model(x))
+
+
+class _LanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.rnn = nn.LSTM(8, 16, batch_first=True, num_layers=2)
+        self.out = nn.Linear(16, 20)
+
+    def forward(self, idx):
+        h, _ = self.rnn(self.emb(idx))
+        return self.out(h).log_softmax(-1)
+
+
+class _SelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x)  # the output and the averaged attention weights
+
+
+class _BiGRU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 5, bidirectional=True)
+
+    def forward(self, x):
+        return self.gru(x)[0]
+
+
+@pytest.mark.parametrize("make, example, batch_dim", [
+    (_LanguageModel, lambda: ember.randint(0, 20, (2, 7)), 0),
+    (_SelfAttention, lambda: ember.randn(2, 5, 8), 0),
+    (_BiGRU, lambda: ember.randn(5, 2, 4), 1),
+], ids=["embedding_lstm_lm", "multihead_attention_weights", "bidirectional_gru"])
+def test_more_models_with_dynamic_batch(make, example, batch_dim):
+    ember.manual_seed(0)
+    model = make().eval()
+    x = example()
+    program = ember.onnx.export(model, (x,), dynamic_shapes=({batch_dim: Dim("b")},))
+    sess = session(program)
+    for b in (3, 6):
+        shape = list(x.shape)
+        shape[batch_dim] = b
+        xi = ember.randint(0, 20, tuple(shape)) if x.dtype == ember.int64 else ember.randn(*shape)
+        with ember.no_grad():
+            assert_close(run(sess, xi), model(xi))
+
+
+def test_transformer_encoder_with_padding_mask():
+    ember.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = ember.randn(2, 5, 8)
+    mask = ember.tensor(np.array([[False] * 5, [False] * 3 + [True] * 2]))
+    program = ember.onnx.export(lambda x, m: model(x, src_key_padding_mask=m), (x, mask))
+    with ember.no_grad():
+        assert_close(run(session(program), x, mask), model(x, src_key_padding_mask=mask))
