@@ -210,7 +210,7 @@ def _scripted_class(cls):
                     get_modifier(v) is None:
                 helpers.add(n)
                 todo.append(n)
-    body = {}
+    body = {}  # what differs from cls: the rest is inherited (super() calls work)
     for k, v in ns.items():
         mod = get_modifier(v) if inspect.isfunction(v) else None
         if k in compiled:
@@ -220,12 +220,12 @@ def _scripted_class(cls):
             body[k] = _unused_stub(k)
         elif k in helpers:
             body[k] = compile_function(v)
-        else:
-            body[k] = v
+    for k in ("extra_repr", "_get_name", "__repr__"):
+        body.setdefault(k, getattr(ScriptModule, k))
     body["__module__"] = cls.__module__
     body["__qualname__"] = cls.__qualname__
     body["_jit_compiled_names"] = tuple(sorted(compiled))
-    new = type(cls.__name__, (RecursiveScriptModule,), body)
+    new = type(cls.__name__, (RecursiveScriptModule, cls), body)
     _CLASS_CACHE[cls] = new
     return new
 

@@ -10,7 +10,8 @@ naming it with ``File "...", line N`` and the offending line, as torch does:
 - ``*args``/``**kwargs`` and keyword-only arguments in the signature, starred arguments
   (``f(*xs)``, ``f(**kw)``) in calls;
 - ``else`` branches of ``for``/``while`` loops;
-- type annotations TorchScript has no type for (``set``, arbitrary classes).
+- type annotations TorchScript has no type for (``set``, arbitrary classes): a
+  `UnknownTypeError`, a RuntimeError as torch's is.
 
 Everything else of Python that real models write is accepted: type annotations with
 ``List``/``Dict``/``Tuple``/``Optional`` (and their builtin spellings), ``if``/``for``/
@@ -21,7 +22,7 @@ import ast
 import inspect
 import textwrap
 
-__all__ = ["NotSupportedError", "UnsupportedNodeError", "FrontendError", "parse_function",
+__all__ = ["NotSupportedError", "UnsupportedNodeError", "UnknownTypeError", "FrontendError", "parse_function",
            "check_function", "check_annotation"]
 
 
@@ -40,6 +41,10 @@ class NotSupportedError(FrontendError):
 
 class UnsupportedNodeError(NotSupportedError):
     """An AST node kind TorchScript does not support (torch's name)."""
+
+
+class UnknownTypeError(FrontendError, RuntimeError):
+    """A type annotation TorchScript has no type for (torch raises a RuntimeError)."""
 
 
 class SourceRange:
@@ -174,9 +179,9 @@ class _Checker(ast.NodeVisitor):
         except Exception:  # an annotation written as a string TorchScript parses itself
             return
         if not check_annotation(value):
-            self.fail(ann, f"Unknown type annotation: '{ast.unparse(ann)}' (TorchScript types "
-                           f"are Tensor, int, float, bool, str, None, List, Dict, Tuple, "
-                           f"Optional, and modules)")
+            self.fail(ann, f"Unknown type name '{ast.unparse(ann)}' (TorchScript types are "
+                           f"Tensor, int, float, bool, str, None, List, Dict, Tuple, Optional, "
+                           f"and modules)", UnknownTypeError)
 
 
 def check_annotation(t):

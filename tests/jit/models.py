@@ -161,3 +161,17 @@ class ModeDependent(nn.Module):
         if self.training:
             return self.bn(self.lin(x)) * 2
         return self.bn(self.lin(x))
+
+
+class ReluLinear(nn.Linear):
+    """A subclass of one of ember's modules, calling its forward through super()."""
+
+    def forward(self, x):
+        y = super().forward(x)
+        if y.sum() > 0:
+            return y.relu()
+        return y
+
+
+def returns_set(x) -> set:
+    return set()

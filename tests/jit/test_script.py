@@ -216,3 +216,21 @@ def test_annotations_pass_through():
     fut = jit.fork(lambda a, b: a * b, ember.tensor(2.0), 3)
     assert float(jit.wait(fut)) == 6.0
     assert re.search("Final", repr(jit.Final))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_subclass_of_an_ember_module_with_super(sign):
+    m = M.ReluLinear(3, 2)
+    s = jit.script(m)
+    x = ember.randn(4, 3) * sign
+    np.testing.assert_array_equal(s(x).detach().numpy(), m(x).detach().numpy())
+    assert s.in_features == 3 and s.weight is m.weight
+    assert "ember.ops.cond(" in s.code
+
+
+def test_unknown_return_annotation():
+    with pytest.raises(RuntimeError, match="Unknown type name 'set'") as e:
+        jit.script(M.returns_set)
+    assert f"line {_line_of(M.returns_set, '-> set')}" in str(e.value)
+    with pytest.raises(RuntimeError, match="Unknown type name 'set'"):
+        torch.jit.script(M.returns_set)
