@@ -192,7 +192,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         LOWERINGS.clear()
         LOWERINGS.update(saved)
     if optimize:
-        _remove_unused(model_proto)
+        remove_unused(model_proto)
     times["lowering"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
@@ -309,7 +309,7 @@ def _input_names(captured, input_names):
     return names + captured.input_names[len(names):n]
 
 
-def _remove_unused(model):
+def remove_unused(model):
     """Drop nodes (and initializers) no graph output depends on."""
     g = model.graph
     needed = {o.name for o in g.output}

@@ -307,3 +307,33 @@ def test_transformer_encoder_with_padding_mask():
     program = ember.onnx.export(lambda x, m: model(x, src_key_padding_mask=m), (x, mask))
     with ember.no_grad():
         assert_close(run(session(program), x, mask), model(x, src_key_padding_mask=mask))
+
+
+def test_onnx_program_methods():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    x = ember.randn(5, 3)
+    program = ember.onnx.export(model, (x,), dynamic_shapes=({0: Dim("batch")},))
+    expected = model(x)
+    # the reference evaluator agrees with ONNX Runtime
+    assert_close([t.numpy() for t in program.call_reference(x)], expected)
+    # any intermediate value by name: the first Gemm is the first layer's output
+    first = next(n.output[0] for n in program.model_proto.graph.node if n.op_type == "Gemm")
+    (h,) = program.compute_values([first], (x,))
+    np.testing.assert_allclose(h.numpy(), model[0](x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="no value named 'nope'"):
+        program.compute_values(["nope"], (x,))
+    # new weights, then a new session
+    program(x)
+    new = {k: v * 2 for k, v in model.state_dict().items()}
+    program.apply_weights(new)
+    model.load_state_dict(new)
+    assert_close([t.numpy() for t in program(x)], model(x))
+    with pytest.raises(ValueError, match="is float32 \\[2, 4\\] in the model"):
+        program.apply_weights({"2.weight": ember.zeros(3, 3)})
+    program.rename_axes({"batch": "N"})
+    dims = program.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "N"
+    program.optimize()
+    program.release()
+    assert_close([t.numpy() for t in program(x)], model(x))
