@@ -18,6 +18,10 @@ __all__ = ["_check", "_check_with", "_check_is_size", "_check_index", "_check_va
            "_check_type", "_check_not_implemented", "_check_tensor_all",
            "_check_tensor_all_with"]
 
+# called after each check that holds: ember.export takes the comparison just made (of a
+# symbolic size) as an assumption of the program rather than a guard
+CHECK_HOOKS = []
+
 _DEFAULT_MESSAGE = ("Expected cond to be True, but got False. (Could this error message be "
                     "improved? If so, please report an enhancement request to PyTorch.)")
 
@@ -30,6 +34,8 @@ def _check_with(error_type, cond, message):
                             "torch._check_tensor_all() to assert that all elements are true.")
         raise TypeError(f"cond must be a bool, but got {type(cond)}")
     if cond:
+        for hook in CHECK_HOOKS:
+            hook()
         return
     if not (isinstance(error_type, type) and issubclass(error_type, Exception)) or \
             issubclass(error_type, Warning):

@@ -343,9 +343,17 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted "
                                f"to Scalar")
         _check_not_batched(self)
+        if VALUE_HOOKS:
+            r = VALUE_HOOKS[-1](self, "item")
+            if r is not NotImplemented:
+                return r
         return _host(self._data).reshape(()).item()
 
     def tolist(self):
+        if VALUE_HOOKS:
+            r = VALUE_HOOKS[-1](self, "tolist")
+            if r is not NotImplemented:
+                return r
         return _host(self._data).tolist()
 
     def numpy(self, *, force=False):
@@ -443,6 +451,10 @@ class Tensor:
 
 
 
+
+# ``hook(tensor, "item" | "tolist")`` answers a Python read of a tensor's values instead of the
+# data (NotImplemented: read the data): ember.export makes the values of its inputs symbols
+VALUE_HOOKS = []
 
 # called with a tensor whose storage is about to be replaced (``t_``, ``.data = ``, a resize):
 # ember.compile registers one that runs a pending graph reading that tensor first

@@ -99,7 +99,7 @@ class _Symbols(dict):
     def get(self, leaf, default=None):
         self.used.add(leaf)
         name = dict.get(self, leaf)
-        if name is None and leaf in self.dyn and self.values[leaf] > 1:
+        if name is None and leaf in self.dyn and (self.values[leaf] > 1 or leaf[0] == "u"):
             v = self.values[leaf]
             known = len(self.by_value)
             name = self.name_of(leaf, v)

@@ -130,6 +130,8 @@ class CaptureSession:
     """State of one compiled call; ``cache`` is the compiled function's `FunctionCache`."""
     # random ops drawn at the call (compile) or recorded as graph nodes (export)
     record_random = False
+    # tensor literals (``ember.tensor([...])``) made at the call or recorded (export)
+    record_literals = False
 
     def __init__(self, cache, explain=None):
         self.cache = cache

@@ -86,6 +86,9 @@ class SymInt(int):
         return self if int(self) >= 0 else -self
 
     def __index__(self):
+        # an index or a range bound takes the value: under export, a specialisation
+        if GUARDS:
+            self._specialised(None)
         return int(self)
 
     # comparisons are the int's; under ember.export they are also noted as guards
@@ -157,8 +160,9 @@ class SymInt(int):
 # appends ``(op, lhs expr, rhs expr or int, result)`` (see ember.export.guards)
 GUARDS = []
 
-# leaves: ("a", arg, dim) a size of a tensor argument, ("n", arg, 0) an int argument
-_LEAF_KINDS = ("a", "n")
+# leaves: ("a", arg, dim) a size of a tensor argument, ("n", arg, 0) an int argument,
+# ("u", k, 0) a value read from an input tensor under ember.export (unbacked, torch's u0)
+_LEAF_KINDS = ("a", "n", "u")
 
 
 def leaf(arg, dim, value):

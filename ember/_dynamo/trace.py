@@ -148,7 +148,7 @@ class Trace:
                                 f"inputs (ember._dynamo.config.capture_optimizer_updates "
                                 f"records it instead)")
         random = op.category is Category.RANDOM or op.name in _RANDOM_NAMES
-        if op.name in _EAGER_OPS:
+        if op.name in _EAGER_OPS and not (op.name == "tensor" and self.session.record_literals):
             raise CannotCapture(f"operator {op.name} has effects")
         if random and not self.session.record_random:
             # compile draws at the call (random_ops); export records the draw as a node

@@ -40,7 +40,7 @@ def _program(mod, args, kwargs, dynamic_shapes, strict, training, log=True):
     for _ in range(4):
         c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static, replacements)
         try:
-            ranges, more, tied = check_guards(c)
+            ranges, more, tied, asserts = check_guards(c)
         except ConstraintViolationError as e:
             raise UserError(str(e))   # torch's chain: the violation, then the user error
         if not more - auto_static and not tied.keys() - replacements.keys():
@@ -49,12 +49,33 @@ def _program(mod, args, kwargs, dynamic_shapes, strict, training, log=True):
         auto_static |= more
         for lf, expr in tied.items():
             replacements.setdefault(lf, expr)
+    _insert_asserts(c, asserts)
     if log:
         _log_symbols(c, ranges)
     return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges,
                            example_inputs=(tuple(args), dict(kwargs or {})),
                            constants=c.constants, in_spec=c.in_spec, out_spec=c.out_spec,
                            training=training)
+
+
+def _insert_asserts(c, asserts):
+    """``assert_size`` nodes for what the program assumed of values read from its inputs,
+    before its first operation."""
+    from .._core.op import Op
+    from .._dynamo.symbolic import render
+    from .sizes import assert_size
+    if not asserts:
+        return
+    graph = c.gm.graph
+    first = next(n for n in graph.nodes if n.op == "output" or isinstance(n.target, Op))
+    names = dict(c.symbols)
+    names.update({("u", k, 0): f"u{k}" for k in c.unbacked})
+    for (op, lhs, rhs, _), text in asserts:
+        a, b = (render(e, c.leaf_values, names) for e in (lhs, rhs))
+        a, b = (c.sizes.node(x, first) if type(x) is str else x for x in (a, b))
+        with graph.inserting_before(first):
+            graph.call_function(assert_size, (a, op, b, text))
+    c.gm.recompile()
 
 
 def _log_symbols(c, ranges):

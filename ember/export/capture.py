@@ -12,8 +12,7 @@ user's file:line, as torch.export's is.  Comparisons of symbolic sizes are noted
 """
 from .._core.tensor import Tensor
 from .._dynamo import symbolic
-from .._dynamo.backends import lookup_backend
-from .._dynamo.cache import FunctionCache
+from .._dynamo.cache import FunctionCache, RunEagerly
 from .._dynamo.exc import Unsupported, UserError
 from .._dynamo.graph_build import build_graph_module
 from .._dynamo.graph_key import spec_of
@@ -21,19 +20,30 @@ from .._dynamo.session import CaptureSession, user_location
 from ..func._pytree import tree_flatten, tree_unflatten
 from ..nn.modules.module import Module
 from ..nn.utils.stateless import _reparametrize
-from .dynamic_shapes import input_dim_specs
+from .._dynamo.symbolic import render
+from .dynamic_shapes import INT_OO, DimSpec, input_dim_specs
+from .unbacked import UnbackedValues
 from .sizes import lift_sizes
 from .graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
-                              OutputSpec, TensorArgument, ConstantArgument)
+                              OutputSpec, TensorArgument, ConstantArgument, SymIntArgument)
 
 __all__ = ["capture"]
 
+
+
+class _ExportCache(FunctionCache):
+    """The capture's cache: the trace is made a graph by export itself, and what remains
+    pending when the session ends runs op by op (it only settles the stand-ins)."""
+
+    def lookup(self, trace, out_values, session):
+        raise RunEagerly()
 
 
 class _ExportSession(CaptureSession):
     """A capture session in which every graph break is an export error and random ops
     are graph nodes (a program draws anew each run)."""
     record_random = True
+    record_literals = True
 
     def __init__(self, cache, strict):
         super().__init__(cache)
@@ -65,7 +75,7 @@ def _module_state(mod):
 class Capture:
     """What `capture` finds: the graph module and what each of its inputs and outputs is."""
     __slots__ = ("gm", "signature", "state_dict", "constants", "leaf_specs", "symbols",
-                 "replacements",
+                 "replacements", "sizes", "unbacked",
                  "guards", "user_input_positions", "out_spec", "in_spec", "leaf_values",
                  "flat_inputs", "flat_paths", "arg_of_leaf")
 
@@ -141,8 +151,8 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replaceme
     for name in buffers:
         role[id(stand_ins[name])] = ("buffer", name)
 
-    cache = FunctionCache(f"{type(mod).__qualname__}.forward", lookup_backend("eager"),
-                          "eager", dynamic=False, fullgraph=True)
+    cache = _ExportCache(f"{type(mod).__qualname__}.forward", None, "export",
+                         dynamic=False, fullgraph=True)
     session = _ExportSession(cache, strict)
     session.module = mod
     leaf_specs = {}
@@ -163,10 +173,15 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replaceme
                     cache.dynamic_leaves.add(lf)
             cache.leaf_symbol = _LeafSymbols(leaf_specs, session.leaf_values, replacements)
             _check_hints(leaf_specs, session, paths, tensor_pos)
-            with _reparametrize(mod, stand_ins, True, False):
+            readable = {id(t): t for t in user_tensors}
+            readable.update((id(t), t) for t in stand_ins.values())
+            unbacked = UnbackedValues(session, readable, leaf_specs,
+                                      lambda: DimSpec("unbacked", None, -INT_OO, INT_OO))
+            with _reparametrize(mod, stand_ins, True, False), unbacked:
                 out = mod(*args, **kwargs)
             result["capture"] = _graph_of(session, out, role, flat, tensor_pos, names,
-                                          stand_ins, non_persistent, params, buffers)
+                                          stand_ins, non_persistent, params, buffers,
+                                          unbacked.sources)
     except Unsupported as e:
         raise UserError(str(e)) from None
     finally:
@@ -204,6 +219,8 @@ class _LeafSymbols:
                f"{self._render(expr[2], by_value)})"
 
     def __call__(self, leaf, v, by_value):
+        if leaf[0] == "u":
+            return f"u{leaf[1]}"
         expr = self.replacements.get(leaf)
         if expr is not None:
             return self._render(expr, by_value)
@@ -263,7 +280,7 @@ def _check_hints(leaf_specs, session, paths, tensor_pos):
 
 
 def _graph_of(session, out, role, flat, tensor_pos, names, stand_ins, non_persistent,
-              params, buffers):
+              params, buffers, unbacked):
     """Build the exported graph from the pending trace at the function's return."""
     trace = session.trace
     flat_out, out_spec = tree_flatten(out)
@@ -306,11 +323,12 @@ def _graph_of(session, out, role, flat, tensor_pos, names, stand_ins, non_persis
         symbols = {}
     return _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
                  mutated, stand_ins, non_persistent, params, buffers, symbols,
-                 len(mutation_values), out_spec, session)
+                 len(mutation_values), out_spec, session, unbacked)
 
 
 def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan, mutated,
-          stand_ins, non_persistent, params, buffers, symbols, n_mut, out_spec, session):
+          stand_ins, non_persistent, params, buffers, symbols, n_mut, out_spec, session,
+          unbacked):
     """Re-order the placeholders as torch's (parameters, buffers, constants, user inputs),
     every parameter and buffer included, and write the signature."""
     from .._core.meta import TensorMeta
@@ -405,6 +423,10 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
             raise UserError("ember.export: the program writes in place into a tensor that is "
                             "neither an input nor a buffer")
         results.append(node)
+    sources = {f"u{k}": (new_nodes[id(t)], index) for k, (t, index) in unbacked.items()}
+    sizes = lift_sizes(gm, sources)
+    names = dict(symbols)
+    names.update({("u", k, 0): f"u{k}" for k in unbacked})
     it = iter(produced)
     for kind, x in out_plan:
         if kind == "value":
@@ -417,11 +439,19 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
             results.append(node)
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(node.name),
                                            None))
+        elif isinstance(x, symbolic.SymInt) and type(x.expr) is tuple and \
+                type(render(x.expr, session.leaf_values, names)) is str:
+            # a size or a value read from an input, returned: computed by the graph
+            node = sizes.node(render(x.expr, session.leaf_values, names), out_node)
+            results.append(node)
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, SymIntArgument(node.name),
+                                           None))
         else:
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", x),
                                            None))
     out_node.args = (tuple(results),)
-    lift_sizes(gm)
+    gm.recompile()
+    c_sizes = sizes
     c = Capture()
     c.gm = gm
     c.signature = ExportGraphSignature(input_specs, output_specs)
@@ -438,4 +468,6 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
     c.symbols = symbols
     c.out_spec = out_spec
     c.user_input_positions = tensor_pos
+    c.sizes = c_sizes
+    c.unbacked = unbacked
     return c

@@ -16,7 +16,7 @@ from .._core.tensor import Tensor
 
 __all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection"]
 
-_INT_MAX = 2 ** 63 - 1
+_INT_MAX = INT_OO = 2 ** 63 - 1
 
 
 class _DimHint(enum.Enum):

@@ -36,8 +36,9 @@ class ValueRanges:
         self.lower, self.upper = lower, upper
 
     def __repr__(self):
+        lo = "-int_oo" if self.lower <= -INT_OO else self.lower
         hi = "int_oo" if self.upper >= INT_OO else self.upper
-        return f"VR[{self.lower}, {hi}]"
+        return f"VR[{lo}, {hi}]"
 
     def __eq__(self, other):
         return isinstance(other, ValueRanges) and (self.lower, self.upper) == \
@@ -46,13 +47,14 @@ class ValueRanges:
 
 class _Var:
     """One free size: a `Dim` (all its dims, derived ones too) or one hinted dimension."""
-    __slots__ = ("key", "name", "lo", "hi", "example", "auto", "leaves", "symbol")
+    __slots__ = ("key", "name", "lo", "hi", "example", "auto", "leaves", "symbol", "unbacked")
 
     def __init__(self, key, name, lo, hi, example, auto):
         self.key, self.name, self.lo, self.hi = key, name, lo, hi
         self.example, self.auto = example, auto
         self.leaves = []
         self.symbol = None
+        self.unbacked = False
 
 
 def _variables(c):
@@ -63,6 +65,14 @@ def _variables(c):
             continue   # an expression of other sizes (see check_guards)
         v = c.leaf_values[lf]
         dim = ds.dim
+        if ds.kind == "unbacked":   # a value read from an input: any int until checked
+            var = vars_[("leaf", lf)] = _Var(("leaf", lf), f"u{lf[1]}", ds.min, ds.max, v,
+                                             False)
+            var.unbacked = True
+            var.symbol = f"u{lf[1]}"
+            var.leaves.append(lf)
+            of_leaf[lf] = (var, 1, 0)
+            continue
         path = f"{c.flat_paths[c.arg_of_leaf[lf[1]]]}.shape[{lf[2]}]"
         if dim is None:
             key, name, a, b = ("leaf", lf), path, 1, 0
@@ -219,16 +229,32 @@ def _interval(guard, var, base, c, of_leaf):
 
 def check_guards(c):
     """Check the guards of capture ``c``: ``(range_constraints, Dim.AUTO leaves to make
-    static, Dim.AUTO leaves to express by other sizes: leaf -> expression)``; raises `ConstraintViolationError` for a declared dimension the program
-    does not allow over its whole range."""
+    static, Dim.AUTO leaves to express by other sizes: leaf -> expression, runtime
+    assertions: (guard, text))``; raises `ConstraintViolationError` for a declared dimension
+    the program does not allow over its whole range."""
     vars_, of_leaf = _variables(c)
     base = {k: v.example for k, v in vars_.items()}
     auto_static, replacements = set(), {}
     errors, violated, seen = [], [], set()
-    for guard in c.guards:
-        op, lhs, rhs, result = guard
+    asserts = []
+    # assumptions first (ember._check on a value read from an input): they narrow its range
+    guards = [g for g in c.guards if len(g) > 4] + [g for g in c.guards if len(g) == 4]
+    for guard in guards:
+        op, lhs, rhs, result = guard[:4]
         if type(lhs) is not tuple or (type(rhs) is not tuple and type(rhs) is not int):
             continue
+        if len(guard) > 4:
+            g = (op if result else _NEGATE[op], lhs, rhs, True)
+            involved = {of_leaf[lf][0].key: of_leaf[lf][0]
+                        for lf in _leaves(lhs, set()) | _leaves(rhs, set()) if lf in of_leaf}
+            if any(v.unbacked for v in involved.values()):
+                asserts.append((g, f"{_text(g[1], c, of_leaf)} {g[0]} "
+                                   f"{_text(g[2], c, of_leaf)}"))
+                if len(involved) == 1:
+                    (var,) = involved.values()
+                    var.lo, var.hi = _interval(g, var, base, c, of_leaf)
+                seen.add(g)
+                continue
         raw = _leaves(lhs, set()) | _leaves(rhs, set())
         for lf in list(raw):
             if lf in c.replacements:
@@ -254,6 +280,10 @@ def check_guards(c):
         if bad is None:
             continue
         text = f"{_text(g[1], c, of_leaf)} {g[0]} {_text(g[2], c, of_leaf)}"
+        if any(v.unbacked for v in involved.values()):
+            # what the program assumed of a value read from an input: checked when it runs
+            asserts.append((g, text))
+            continue
         if len(involved) == 1:
             var = bad
             lo, hi = _interval(g, var, base, c, of_leaf)
@@ -310,7 +340,7 @@ def check_guards(c):
     for var in vars_.values():
         if var.symbol is not None and not (var.auto and set(var.leaves) <= auto_static):
             ranges[var.symbol] = ValueRanges(var.lo, var.hi)
-    return ranges, auto_static, replacements
+    return ranges, auto_static, replacements, asserts
 
 
 def _range_text(var):

@@ -137,6 +137,10 @@ def _parse(shape, item):
             conv.append(int(it))
             consumed += 1
             continue
+        if isinstance(it, int):   # a symbolic size or value (compile, export): kept as is
+            conv.append(it)
+            consumed += 1
+            continue
         if isinstance(it, Tensor) and it.dim() == 0 and not (it.dtype.is_floating_point or it.dtype.is_complex) \
                 and it.dtype not in (_dt.bool, _dt.uint8):
             conv.append(int(it._data))
@@ -185,7 +189,7 @@ def _parse(shape, item):
             adv.extend([None] * k)
             d += k
             consumed = ndim  # a second Ellipsis expands to nothing
-        elif type(c) is int:
+        elif type(c) is int or isinstance(c, int) and not isinstance(c, bool):
             n = shape[d]
             if not -n <= c < n:
                 raise IndexError(f"index {c} is out of bounds for dimension {d} with size {n}")
@@ -226,7 +230,7 @@ def _basic_view(x, key):
         return x
     if len(key) == 1 or all(k == _FULL for k in key[:-1]):
         last = key[-1]
-        if type(last) is int:
+        if isinstance(last, int):
             return apply(SELECT, (x,), {"key": key})
         if type(last) is tuple:
             return apply(SLICE, (x,), {"key": key})

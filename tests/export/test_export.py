@@ -426,3 +426,64 @@ def test_auto_dims_tied_by_the_program_match_torch():
     assert _allclose(got[1], (x + y).flatten() + z)
     with pytest.raises(RuntimeError, match="shape\\[0\\]"):
         m(ember.randn(10, 5), x, y, z)     # w's first dim must be x's plus 2
+
+
+def test_values_read_from_inputs_are_symbols_not_baked_in():
+    class Foo(ember.nn.Module):
+        def forward(self, x, y):
+            return y.tolist() + [x.item()]
+    ep = export(Foo(), (ember.tensor(1), ember.tensor([2, 3])))
+    assert ep.module()(ember.tensor(7), ember.tensor([5, 6])) == [5, 6, 7]
+    assert sorted(ep.range_constraints) == ["u0", "u1", "u2"]
+
+    class Scale(ember.nn.Module):
+        def forward(self, x, y):
+            return y * x.item()
+    ep = export(Scale(), (ember.tensor(3), ember.ones(2)))
+    assert _allclose(ep.module()(ember.tensor(5), ember.ones(2)), ember.full((2,), 5.0))
+
+
+def test_checked_values_narrow_ranges_and_are_asserted_at_run_time():
+    class Foo(ember.nn.Module):
+        def forward(self, x, y):
+            a = x.item()
+            ember._check(a >= 10)
+            ember._check(a <= 60)
+            if a // 2 >= 5:
+                return y + 2
+            return y * 5
+    ep = export(Foo(), (ember.tensor(32), ember.randn(4)))
+    assert str(ep.range_constraints["u0"]) == "VR[10, 60]"
+    assert _allclose(ep.module()(ember.tensor(12), ember.zeros(4)), ember.full((4,), 2.0))
+    with pytest.raises(RuntimeError, match="Runtime assertion failed for expression u0 >= 10"):
+        ep.module()(ember.tensor(2), ember.zeros(4))
+
+
+def test_value_used_as_index_and_size_is_computed_in_the_graph():
+    class Pick(ember.nn.Module):
+        def forward(self, x, y):
+            return y[x.item()]
+    ep = export(Pick(), (ember.tensor(32), ember.randn(60)))
+    y = ember.randn(60)
+    assert _allclose(ep.module()(ember.tensor(5), y), y[5])
+    assert _allclose(ep.module()(ember.tensor(-3), y), y[-3])
+    with pytest.raises(RuntimeError, match="u0 < 60"):
+        ep.module()(ember.tensor(70), y)
+
+    class Rep(ember.nn.Module):
+        def forward(self, x, y):
+            a = x.item()
+            return y.unsqueeze(0).repeat(a, 1) + a
+    ep = export(Rep(), (ember.tensor(32), ember.randn(60)), strict=False)
+    out = ep.module()(ember.tensor(3), ember.zeros(60))
+    assert out.shape == (3, 60) and _allclose(out, ember.full((3, 60), 3.0))
+
+
+def test_float_value_reads_and_literals():
+    class F(ember.nn.Module):
+        def forward(self, x, y):
+            return y * x.item()
+    with pytest.raises(ember.export.UserError, match="values of an input"):
+        export(F(), (ember.tensor(0.5), ember.ones(2)))
+    ep = export(lambda x: x + ember.tensor([1.0, 2.0]), (ember.zeros(2),))
+    assert _allclose(ep.module()(ember.ones(2)), ember.tensor([2.0, 3.0]))

@@ -118,6 +118,11 @@ def decode_meta(obj, hints, where):
                       ember_dtype_from_name(obj.get("dtype"), where))
 
 
+def _device_type():
+    from ..._core.device import device
+    return device
+
+
 # ---- arguments ----------------------------------------------------------------------------
 def _encode_float(x):
     if math.isfinite(x):
@@ -159,6 +164,8 @@ def encode_value(v, node_name, arrays=None):
         return {"ellipsis": True}
     if isinstance(v, np.ndarray) and arrays is not None:
         return {"array": arrays(v)}
+    if isinstance(v, _device_type()):
+        return {"device": str(v)}
     raise ValueError(f"ember.export.save: cannot encode the argument {v!r} "
                      f"({type(v).__name__}) in a program file")
 
@@ -204,4 +211,9 @@ def decode_value(v, nodes, hints, where, arrays=None):
         return Ellipsis
     if tag == "array" and arrays is not None:
         return arrays(body)
+    if tag == "device" and isinstance(body, str):
+        try:
+            return _device_type()(body)
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise ValueError(f"{where}: unknown device {body!r} ({e})") from None
     raise ValueError(f"{where}: unknown argument tag {tag!r}")
