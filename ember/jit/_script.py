@@ -93,11 +93,13 @@ class ScriptedMethod:
     """A scripted function or method: runs its rewritten Python; captures its program from
     the first call's inputs when the program is first needed."""
 
-    def __init__(self, name, original, owner=None):
+    def __init__(self, name, original, owner=None, trusted=False):
         self.name = name
         self.original = original
-        self.compiled = compile_function(original)
-        self.signature = Signature(original, skip_self=owner is not None)
+        # ember's own modules (trusted) run their forward as it is: no subset check, no
+        # rewrite (their control flow on tensors is already cond/where), no type check
+        self.compiled = original if trusted else compile_function(original)
+        self.signature = Signature(original, skip_self=owner is not None, typed=not trusted)
         self.arg_names = self.signature.names
         self.owner = owner
         self.example = None
@@ -230,14 +232,29 @@ def _scripted_class(cls):
     return new
 
 
-def _script_module(mod, memo):
+def _builtin_class(cls):
+    """The RecursiveScriptModule subclass for one of ember's own module classes (scripted
+    at the top: ``jit.script(nn.Sequential(...))``): ``forward`` as it is."""
+    if cls in _CLASS_CACHE:
+        return _CLASS_CACHE[cls]
+    body = {"forward": _CompiledMethod("forward"), "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__, "_jit_compiled_names": ("forward",),
+            "_jit_trusted": True}
+    for k in ("extra_repr", "_get_name", "__repr__"):
+        body[k] = getattr(ScriptModule, k)
+    new = type(cls.__name__, (RecursiveScriptModule, cls), body)
+    _CLASS_CACHE[cls] = new
+    return new
+
+
+def _script_module(mod, memo, top=False):
     if isinstance(mod, ScriptModule) or mod is None:
         return mod
     if id(mod) in memo:
         return memo[id(mod)]
     children = {n: _script_module(c, memo) for n, c in mod._modules.items()}
     cls = type(mod)
-    if not _is_user_class(cls):
+    if not _is_user_class(cls) and not top:
         if all(children[n] is c for n, c in mod._modules.items()):
             result = mod
         else:  # an ember container holding user modules: the same container, scripted children
@@ -246,7 +263,7 @@ def _script_module(mod, memo):
             result.__dict__["_modules"] = children
         memo[id(mod)] = result
         return result
-    scls = _scripted_class(cls)
+    scls = _scripted_class(cls) if _is_user_class(cls) else _builtin_class(cls)
     new = scls.__new__(scls)
     d = new.__dict__
     d.update({k: v.value if isinstance(v, Attribute) else v for k, v in mod.__dict__.items()})
@@ -255,7 +272,8 @@ def _script_module(mod, memo):
     d["_non_persistent_buffers_set"] = set(mod._non_persistent_buffers_set)
     d["_modules"] = children
     d["_jit_original_name"] = cls.__name__
-    d["_jit_methods"] = {n: ScriptedMethod(n, getattr(cls, n), owner=new)
+    trusted = getattr(scls, "_jit_trusted", False)
+    d["_jit_methods"] = {n: ScriptedMethod(n, getattr(cls, n), owner=new, trusted=trusted)
                          for n in scls._jit_compiled_names}
     memo[id(mod)] = new
     return new
@@ -276,12 +294,7 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     if isinstance(obj, (ScriptModule, ScriptFunction)):
         return obj
     if isinstance(obj, Module):
-        out = _script_module(obj, {})
-        if not isinstance(out, ScriptModule):
-            raise RuntimeError(f"jit.script: {type(obj).__name__} is one of ember's own "
-                               f"modules; script the module that uses it, or trace it with "
-                               f"ember.jit.trace")
-        return out
+        return _script_module(obj, {}, top=True)
     if inspect.isclass(obj):
         raise NotSupportedError(None, f"jit.script of a class ({obj.__qualname__}) is not "
                                       f"supported by ember: script the functions and modules "

@@ -85,22 +85,27 @@ def matches(v, t):
 class Signature:
     """The parameters (after ``self``) of a scripted function, their types and defaults."""
 
-    def __init__(self, fn, skip_self):
+    def __init__(self, fn, skip_self, typed=True):
         sig = inspect.signature(fn)
         try:
-            hints = typing.get_type_hints(fn)
+            hints = typing.get_type_hints(fn) if typed else {}
         except Exception:  # forward references TorchScript would resolve itself
             hints = {}
         params = list(sig.parameters.values())
         if skip_self:
             params = params[1:]
+        self.varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+        params = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.fn_name = fn.__name__
         self.names = [p.name for p in params]
         self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
         self.types = []
         self.inferred = []
         for p in params:
-            if p.name in hints:
+            if not typed:  # ember's own modules: their forward checks its inputs itself
+                self.types.append(typing.Any)
+                self.inferred.append(False)
+            elif p.name in hints:
                 self.types.append(hints[p.name])
                 self.inferred.append(False)
             elif p.default is p.empty or isinstance(p.default, Tensor):
@@ -122,7 +127,7 @@ class Signature:
 
     def bind(self, args, kwargs):
         """The full positional argument tuple of a call, type-checked."""
-        if len(args) > len(self.names):
+        if len(args) > len(self.names) and not self.varargs:
             raise RuntimeError(f"{self.fn_name}() expected at most {len(self.names)} "
                                f"argument(s) but received {len(args)} argument(s). "
                                f"Declaration: {self.declaration()}")
@@ -138,6 +143,7 @@ class Signature:
         if kwargs:
             raise RuntimeError(f"{self.fn_name}() got unexpected keyword argument(s) "
                                f"{sorted(kwargs)}. Declaration: {self.declaration()}")
+        # (extra *args, which only ember's own modules take, are passed unchecked)
         for i, (v, n, t, inf) in enumerate(zip(args, self.names, self.types, self.inferred)):
             if not matches(v, t):
                 tn = type_name(t)

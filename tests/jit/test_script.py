@@ -234,3 +234,14 @@ def test_unknown_return_annotation():
     assert f"line {_line_of(M.returns_set, '-> set')}" in str(e.value)
     with pytest.raises(RuntimeError, match="Unknown type name 'set'"):
         torch.jit.script(M.returns_set)
+
+
+def test_script_of_embers_own_modules():
+    m = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 2))
+    s = jit.script(m)
+    x = ember.randn(3, 4)
+    np.testing.assert_array_equal(s(x).detach().numpy(), m(x).detach().numpy())
+    assert [n for n, _ in s.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert isinstance(s, jit.RecursiveScriptModule) and s.original_name == "Sequential"
+    assert "ember.ops.linear(input_1, self.get_parameter('0.weight'), " \
+           "self.get_parameter('0.bias'))" in s.code
