@@ -26,8 +26,10 @@ module's class, sharing its parameters, buffers and attributes.  ``forward`` and
 marked ``@jit.export`` are compiled (checked, rewritten, with programs); methods they call
 on ``self`` are checked and rewritten; ``@jit.ignore`` methods stay plain Python (their
 tensor ops still land in the program, as ops of any Python would); ``@jit.unused`` methods
-raise when called.  Submodules of user classes are scripted recursively; ember's own
-modules (``nn.Linear``, containers) run as they are.  Functions a scripted function calls
+raise when called.  The scripted module's class derives from the module's class, so
+inherited methods and ``super()`` work.  Submodules of user classes are scripted
+recursively; ember's own modules (``nn.Linear``, containers) run as they are, and scripting
+one directly (``jit.script(nn.Sequential(...))``) captures its ``forward`` unchanged.  Functions a scripted function calls
 run as Python (a tensor ``if`` inside them cannot be captured and fails at capture with
 export's error naming the line).
 """
