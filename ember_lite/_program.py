@@ -55,6 +55,8 @@ def _decode(v, names, where, arrays=None):
         return Ellipsis
     if tag == "array" and arrays is not None:  # an index table a decomposition made
         return arrays(body)
+    if tag == "device" and isinstance(body, str):  # NumPy has one device: the host
+        return body
     raise ValueError(f"{where}: unknown argument tag {tag!r}")
 
 

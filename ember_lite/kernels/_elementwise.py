@@ -19,7 +19,10 @@ def _compute(dt):
 def _as(x, dt):
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
         return x.astype(dt, copy=False) if x.dtype != dt else x
-    return x  # Python scalars stay weak, as in torch
+    if type(x) is int and dt is not None and dt.kind in "iu":
+        # torch wraps a Python int into the integer dtype (uint8 and -2 -> 254)
+        return np.asarray(x, np.int64).astype(dt)
+    return x  # other Python scalars stay weak, as in torch
 
 
 def _sp():
@@ -80,6 +83,17 @@ def _add(dt, a, b, alpha=1):
 def _sub(dt, a, b, alpha=1):
     a, b = _as(a, _compute(dt)), _as(b, _compute(dt))
     return a - b * alpha if alpha != 1 else a - b
+
+
+def _pow(a, b):
+    if isinstance(b, np.ndarray) and b.dtype.kind in "iu" and \
+            np.asarray(a).dtype.kind in "iu" and (b < 0).any():
+        # torch's integer pow: 1 ** -n = 1, (-1) ** -n = +-1, anything else ** -n = 0
+        neg = b < 0
+        r = np.power(a, np.where(neg, 0, b))
+        sign = np.where(b % 2 == 1, -1, 1)
+        return np.where(neg, np.where(a == 1, 1, np.where(a == -1, sign, 0)), r)
+    return np.power(a, b)
 
 
 def _trunc_divide(a, b):
@@ -182,7 +196,7 @@ _FLOAT_UNARY = {
 _SAME = {
     "neg": np.negative, "sign": _sign, "floor": np.floor, "ceil": np.ceil,
     "trunc": np.trunc, "bitwise_not": np.invert,
-    "mul": np.multiply, "div": np.true_divide, "pow": np.power, "maximum": np.maximum,
+    "mul": np.multiply, "div": np.true_divide, "pow": _pow, "maximum": np.maximum,
     "minimum": np.minimum, "fmod": np.fmod, "remainder": np.remainder,
     "floor_divide": np.floor_divide, "trunc_divide": _trunc_divide, "atan2": np.arctan2,
     "hypot": np.hypot, "copysign": np.copysign, "bitwise_and": np.bitwise_and,
