@@ -35,7 +35,11 @@ save adds namespaces; ``expected_opset_version=`` of load checks them).
 * ``{"op": "call_function", "target": NAME, "args": [...], "kwargs": {...}}``: NAME is an
   operator of `ember._core.op.REGISTRY` (a name ember does not know fails to load with a
   RuntimeError naming it), or ``"getitem"`` (output ``i`` of a multi-output node: args
-  ``[node, i]``), or ``"set_grad_enabled"`` (grad-mode switches of a compile capture);
+  ``[node, i]``), ``"set_grad_enabled"`` (grad-mode switches of a compile capture), or
+  the size arithmetic of exported graphs: ``"sym_size"`` (args ``[node, dim]``, the size of
+  an input dimension) and ``"operator.add"``, ``"operator.sub"``, ``"operator.mul"``,
+  ``"operator.floordiv"``, ``"operator.mod"``, ``"operator.neg"`` over sizes (their
+  ``meta`` is ``"int"``);
 * ``{"op": "output", "args": [[...]]}``: the flat list of outputs.
 
 Each node may carry ``"meta"``: ``{"shape": [...], "dtype": NAME}`` (a list of those for a
@@ -50,7 +54,14 @@ null are themselves, a JSON list is a Python list, and one-key objects are
 ``{"node": name}`` (another node's value), ``{"tuple": [...]}``, ``{"float": "inf" |
 "-inf" | "nan"}``, ``{"complex": [re, im]}``, ``{"dtype": NAME}`` (an ember dtype),
 ``{"np_dtype": NAME}`` (a NumPy dtype), ``{"sym": "s0*4"}`` (a symbolic size),
-``{"slice": [start, stop, step]}`` and ``{"ellipsis": true}``.
+``{"slice": [start, stop, step]}``, ``{"ellipsis": true}``, ``{"device": "cpu"}`` and
+``{"array": entry}`` (a NumPy array literal, e.g. the index tables decompositions build,
+stored like a weight: see ``state_dict`` below).
+
+In ``lite/program.json`` the size nodes are folded back into ``{"sym": ...}`` arguments (the
+lite runtime binds the symbols from the input shapes) and every operator is a primitive,
+except ops that cannot be decomposed once for all calls (random draws, ops whose output
+shape depends on the values): `ember_lite` names those when it loads the file.
 
 ``input_specs``: per graph input ``{"kind", "arg", "target", "persistent"}``, kind one of
 ``USER_INPUT``, ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR`` (torch's InputKind), arg
