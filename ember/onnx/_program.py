@@ -4,6 +4,16 @@ import os
 __all__ = ["ONNXProgram"]
 
 
+def _ort_session_initializer(model):
+    """An ONNX Runtime session on the CPU for ``model`` (serialized bytes or a path)."""
+    try:
+        import onnxruntime
+    except ImportError as e:
+        raise ImportError("running an ONNXProgram needs onnxruntime: "
+                          "pip install onnxruntime") from e
+    return onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+
 class ONNXProgram:
     """An exported ONNX model (``model_proto``, an ``onnx.ModelProto``) with the
     `ExportedProgram` it was made from (``exported_program``, or None)."""
@@ -72,19 +82,9 @@ class ONNXProgram:
         return {n: (v.detach().numpy() if isinstance(v, Tensor) else np.asarray(v))
                 for n, v in zip(names, values)}
 
-    def initialize_inference_session(self, initializer=None):
+    def initialize_inference_session(self, initializer=_ort_session_initializer):
         """Create the ONNX Runtime session that `__call__` uses (``initializer``: a function
         from the serialized model to an ``InferenceSession``; default: the CPU provider)."""
-        if initializer is None:
-            try:
-                import onnxruntime
-            except ImportError as e:
-                raise ImportError("running an ONNXProgram needs onnxruntime: "
-                                  "pip install onnxruntime") from e
-
-            def initializer(model_bytes):
-                return onnxruntime.InferenceSession(model_bytes,
-                                                    providers=["CPUExecutionProvider"])
         self._session = initializer(self.model.SerializeToString())
 
     def release(self):

@@ -68,6 +68,7 @@ CLASSES = {
     "torch.Size": "ember.Size",
     "torch.TypedStorage": "ember.TypedStorage",
     "torch.UntypedStorage": "ember.UntypedStorage",
+    "torch.onnx.ONNXProgram": "ember.onnx.ONNXProgram",
 }
 
 # a few members exist only on instances (set in __init__) on one side or the other
