@@ -29,9 +29,8 @@ tensor ops still land in the program, as ops of any Python would); ``@jit.unused
 raise when called.  The scripted module's class derives from the module's class, so
 inherited methods and ``super()`` work.  Submodules of user classes are scripted
 recursively; ember's own modules (``nn.Linear``, containers) run as they are, and scripting
-one directly (``jit.script(nn.Sequential(...))``) captures its ``forward`` unchanged.  Functions a scripted function calls
-run as Python (a tensor ``if`` inside them cannot be captured and fails at capture with
-export's error naming the line).
+one directly (``jit.script(nn.Sequential(...))``) captures its ``forward`` unchanged.  User functions a scripted function
+calls by a global name are scripted too (checked, rewritten), as torch compiles them.
 """
 import ast
 import inspect
@@ -40,7 +39,7 @@ from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from . import _runtime
 from ._annotations import Attribute, FunctionModifiers, get_modifier
-from ._rewrite import RT, rewrite_function
+from ._rewrite import RT, assigned_names, rewrite_function
 from ._script_module import RecursiveScriptModule, ScriptFunction, ScriptMethod, ScriptModule
 from ._state import scripting
 from ._types import Signature
@@ -49,8 +48,56 @@ from .frontend import NotSupportedError, check_function
 __all__ = ["script", "ScriptedMethod", "compile_function"]
 
 
+_COMPILED = {}  # function -> its rewritten version (a recursive call finds None: Python)
+
+
+def _callees(fdef, fn, params):
+    """The user functions ``fn`` calls by a global name: ``{name: function}``."""
+    local = set(params) | set(assigned_names(fdef.body)) | set(fn.__code__.co_freevars)
+    out = {}
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            f = fn.__globals__.get(name)
+            if name in local or not inspect.isfunction(f) or not _is_user_module(f.__module__):
+                continue
+            if get_modifier(f) in (FunctionModifiers.IGNORE,):
+                continue
+            out[name] = f
+    return out
+
+
+def _is_user_module(name):
+    return not (name or "").startswith(("ember", "torch", "numpy", "builtins", "typing",
+                                        "functools", "math", "operator", "collections"))
+
+
+def _compiled_callee(f):
+    """A user function called from scripted code, scripted too (as torch compiles what a
+    scripted function calls): checked and rewritten, or a stub if marked unused."""
+    if get_modifier(f) in (FunctionModifiers.UNUSED, FunctionModifiers.IGNORE_DROP):
+        return _unused_function(f.__name__)
+    if f in _COMPILED:
+        return _COMPILED[f] or f
+    return compile_function(f)
+
+
 def compile_function(fn):
-    """The rewritten version of ``fn`` (see the module docstring), after the subset check."""
+    """The rewritten version of ``fn`` (see the module docstring), after the subset check.
+    User functions it calls by name are compiled too and bound in place of the globals."""
+    if _COMPILED.get(fn) is not None:
+        return _COMPILED[fn]
+    _COMPILED[fn] = None
+    try:
+        new = _compile(fn)
+    except BaseException:
+        del _COMPILED[fn]
+        raise
+    _COMPILED[fn] = new
+    return new
+
+
+def _compile(fn):
     parsed = check_function(fn)
     fdef = rewrite_function(parsed)
     a = fdef.args
@@ -59,9 +106,12 @@ def compile_function(fn):
         arg.annotation = None
     fdef.returns = None
     freevars = list(fn.__code__.co_freevars)
+    callees = _callees(fdef, fn, [x.arg for x in a.posonlyargs + a.args])
+    callee_names = [n for n in callees if n not in freevars and n != RT]
     factory = ast.FunctionDef(
         name="__ember_jit_factory",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in [RT] + freevars],
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in
+                                                 [RT] + freevars + callee_names],
                            vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=[fdef, ast.Return(ast.Name(id=fdef.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_params=[])
@@ -72,13 +122,22 @@ def compile_function(fn):
     ns = {}
     exec(code, fn.__globals__, ns)
     cells = [c.cell_contents for c in (fn.__closure__ or ())]
-    new = ns["__ember_jit_factory"](_runtime, *cells)
+    compiled_callees = [_compiled_callee(callees[n]) for n in callee_names]
+    new = ns["__ember_jit_factory"](_runtime, *cells, *compiled_callees)
     new.__defaults__ = fn.__defaults__
     new.__doc__ = fn.__doc__
     new.__qualname__ = fn.__qualname__
     new.__module__ = fn.__module__
     new.__wrapped__ = fn
     return new
+
+
+def _unused_function(name):
+    def unused(*args, **kwargs):
+        raise RuntimeError(f"{name}() is marked @ember.jit.unused: it was left out of the "
+                           f"scripted code, and calling it raises")
+    unused.__name__ = name
+    return unused
 
 
 def _snapshot(x):

@@ -175,3 +175,24 @@ class ReluLinear(nn.Linear):
 
 def returns_set(x) -> set:
     return set()
+
+
+def _signed(x, y):
+    if x.sum() < 0:
+        return -y
+    return y
+
+
+def calls_a_helper(x, y):
+    return _signed(x, y) * 2
+
+
+def _bad_helper(x):
+    try:
+        return x
+    except Exception:
+        return x
+
+
+def calls_a_bad_helper(x):
+    return _bad_helper(x)

@@ -245,3 +245,16 @@ def test_script_of_embers_own_modules():
     assert isinstance(s, jit.RecursiveScriptModule) and s.original_name == "Sequential"
     assert "ember.ops.linear(input_1, self.get_parameter('0.weight'), " \
            "self.get_parameter('0.bias'))" in s.code
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_called_functions_are_scripted_too(sign):
+    s = jit.script(M.calls_a_helper)
+    x, y = ember.randn(3) * sign, ember.randn(3)
+    np.testing.assert_array_equal(s(x, y).numpy(), M.calls_a_helper(x, y).numpy())
+    assert "ember.ops.cond(" in s.code  # the helper's tensor if is in the program
+    with pytest.raises(NotSupportedError, match="try blocks") as e:
+        jit.script(M.calls_a_bad_helper)
+    assert f"line {_line_of(M._bad_helper, 'try:')}" in str(e.value)
+    with pytest.raises(Exception, match="try blocks"):
+        torch.jit.script(M.calls_a_bad_helper)
