@@ -189,7 +189,10 @@ class Program:
             names.add(name)
         if missing:
             raise RuntimeError(f"{self._label}: the lite runtime has no kernel for operator(s) "
-                               f"{sorted(set(missing))} (not in the primitive set it runs)")
+                               f"{sorted(set(missing))} (not in the primitive set it runs: "
+                               f"random draws and ops whose output shape depends on the values "
+                               f"stay whole; a model exported in training mode keeps its "
+                               f"dropout, so call .eval() before ember.export.export)")
         if output is None or len(output) != 1:
             raise ValueError(f"{where}: the graph has no output node")
         # inputs the program baked in as constants have no placeholder
