@@ -29,8 +29,9 @@ tensor ops still land in the program, as ops of any Python would); ``@jit.unused
 raise when called.  The scripted module's class derives from the module's class, so
 inherited methods and ``super()`` work.  Submodules of user classes are scripted
 recursively; ember's own modules (``nn.Linear``, containers) run as they are, and scripting
-one directly (``jit.script(nn.Sequential(...))``) captures its ``forward`` unchanged.  User functions a scripted function
-calls by a global name are scripted too (checked, rewritten), as torch compiles them.
+one directly (``jit.script(nn.Sequential(...))``) captures its ``forward`` unchanged.
+User functions a scripted function calls by a global name are scripted too (checked,
+rewritten), as torch compiles them.
 """
 import ast
 import inspect
