@@ -5,8 +5,8 @@
 (a) import    seconds to import the package, in a fresh interpreter each time (the median
               of ``--repeat`` runs): ``import ember_lite`` vs ``import ember`` vs
               ``import torch``.
-(b) memory    peak resident memory (``VmHWM``, else ``ru_maxrss``) of a fresh process that imports the
-              package, loads a saved program (an MLP 64-256-256-10 with LayerNorm and GELU,
+(b) memory    peak resident memory (``VmHWM``, else ``ru_maxrss``) of a fresh process
+              that imports the package, loads a saved program (an MLP 64-256-256-10 with LayerNorm and GELU,
               exported with a dynamic batch) and runs it once on a batch of 32: ember_lite
               (``ember_lite.load``), ember (``ember.export.load(...).module()``), torch
               (``torch.export.load(...).module()`` of the same model exported by torch).
