@@ -3,7 +3,9 @@
 ``.graph`` is a `ProgramGraph`: its ``str`` reads like torch's IR (``%y : Float(5, 5) =
 ember::neg(%x)``), one line per op with the output's dtype and shape (``s0`` for a dynamic
 size); subgraphs (the branches of ``cond``, the body of ``while_loop``) print after it.
-Everything else is the underlying ``ember.fx.Graph``'s (``nodes``, ``find_nodes``, ...).
+``nodes()``, ``inputs()`` and ``outputs()`` iterate as torch's Graph methods do (over
+``ember.fx`` nodes); everything else is the underlying ``ember.fx.Graph``'s
+(``fx_graph``, ``find_nodes``, ...).
 ``.code`` is the method as Python over ember's ops (``ember.ops.neg(x)``), with
 parameters and buffers read as ``self.<name>`` and lifted constants as ``CONSTANTS.<name>``.
 """
@@ -94,6 +96,17 @@ class ProgramGraph:
 
     def __getattr__(self, name):
         return getattr(self.__dict__["fx_graph"], name)
+
+    # torch's Graph API: methods returning the graph's nodes, inputs and outputs
+    def nodes(self):
+        return iter([n for n in self.fx_graph.nodes if n.op not in ("placeholder", "output")])
+
+    def inputs(self):
+        return iter([n for n in self.fx_graph.nodes if n.op == "placeholder"])
+
+    def outputs(self):
+        out = self.fx_graph.output_node().args[0]
+        return iter(out if isinstance(out, (tuple, list)) else (out,))
 
     def __str__(self):
         text, subs = graph_text(self.fx_graph)

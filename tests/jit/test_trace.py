@@ -134,3 +134,12 @@ def test_is_tracing_and_trace_module_methods():
     np.testing.assert_array_equal(_np(t(ember.ones(2))), [2.0, 2.0])
     with pytest.raises(AttributeError, match="expected torch.nn.Module"):
         jit.trace_module(lambda x: x, {"forward": (ember.ones(1),)})
+
+
+def test_graph_api():
+    t = jit.trace(M.Plain().eval(), ember.randn(2, 4))
+    g = t.graph
+    assert [n.name for n in g.inputs()][-1] == "x"
+    assert "linear" in [n.name for n in g.nodes()]
+    assert [n.name for n in g.outputs()] == ["linear_1"]
+X
