@@ -193,6 +193,7 @@ _lowering.install()
 from . import _dynamo, compiler  # noqa: E402,F401
 from . import export  # noqa: E402,F401
 from . import jit  # noqa: E402,F401  (TorchScript API: trace, script, save/load, mobile)
+from . import onnx  # noqa: E402,F401  (torch.onnx; the onnx package itself loads on export)
 from ._dynamo.eval_frame import compile  # noqa: E402,F401
 from ._dynamo.control_flow import cond, map, while_loop  # noqa: E402,F401
 from ._core.checks import *  # noqa: E402,F401,F403  (_check, _check_index, ... torch._check)

@@ -92,7 +92,7 @@ def test_missing_onnx_package_says_how_to_install(monkeypatch):
 
 
 def test_import_ember_onnx_does_not_import_onnx():
-    code = ("import sys, ember, ember.onnx; "
+    code = ("import sys, ember; assert callable(ember.onnx.export); "  # as torch.onnx
             "assert 'onnx' not in sys.modules, 'onnx imported'; "
             "assert 'onnxruntime' not in sys.modules; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
