@@ -142,4 +142,5 @@ def test_graph_api():
     assert [n.name for n in g.inputs()][-1] == "x"
     assert "linear" in [n.name for n in g.nodes()]
     assert [n.name for n in g.outputs()] == ["linear_1"]
-X
+    # the fx Graph's own API: 6 parameters, 3 BatchNorm buffers, the input
+    assert len(g.find_nodes(op="placeholder")) == 10
