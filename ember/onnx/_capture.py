@@ -62,13 +62,17 @@ def from_exported_program(ep):
     """The `Captured` of an ember `ExportedProgram` (parameters, buffers and constants from
     its ``state_dict``/``constants``, outputs of kind USER_OUTPUT)."""
     graph = ep.graph_module.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    specs = list(ep.graph_signature.input_specs)
-    if len(specs) != len(placeholders):
-        raise OnnxExporterError(f"ember.onnx.export: the ExportedProgram's signature lists "
-                                f"{len(specs)} inputs for {len(placeholders)} placeholders")
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    # inputs that are Python values (ConstantArgument) are baked into the graph: no placeholder
+    specs = [s for s in ep.graph_signature.input_specs
+             if type(s.arg).__name__ in ("TensorArgument", "SymIntArgument")]
+    if [s.arg.name for s in specs] != list(placeholders):
+        raise OnnxExporterError(f"ember.onnx.export: the ExportedProgram's signature "
+                                f"({[s.arg.name for s in specs]}) does not match its "
+                                f"placeholders ({list(placeholders)})")
     user, weights, names = [], [], []
-    for node, spec in zip(placeholders, specs):
+    for spec in specs:
+        node = placeholders[spec.arg.name]
         kind = spec.kind.name
         if kind == "USER_INPUT":
             user.append(node)

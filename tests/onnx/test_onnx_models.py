@@ -337,3 +337,31 @@ def test_onnx_program_methods():
     program.optimize()
     program.release()
     assert_close([t.numpy() for t in program(x)], model(x))
+
+
+class _WithKeywords(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x, k, mask=None, scale=1.0):
+        y = self.lin(x) * scale
+        if mask is not None:
+            y = y.masked_fill(mask, 0.0)
+        return {"y": y, "pair": (y.sum(-1), x[:, :k])}
+
+
+def test_keyword_and_python_arguments_nested_outputs():
+    """Tensor kwargs become inputs, Python values are baked in, nested outputs flatten in
+    order."""
+    ember.manual_seed(0)
+    model = _WithKeywords()
+    x = ember.randn(4, 3)
+    mask = x > 0
+    program = ember.onnx.export(model, (x, 2), kwargs={"mask": mask, "scale": 2.0})
+    g = program.model_proto.graph
+    assert [i.name for i in g.input] == ["x", "mask"]
+    assert [o.name for o in g.output] == ["output_0", "output_1", "output_2"]
+    x2 = ember.randn(4, 3)
+    out = model(x2, 2, mask=x2 > 0, scale=2.0)
+    assert_close(run(session(program), x2, x2 > 0), [out["y"], out["pair"][0], out["pair"][1]])
