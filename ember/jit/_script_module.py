@@ -6,6 +6,7 @@ A method runs either its `Program` (traced and loaded modules: the recorded grap
 rewritten Python (scripted modules: eager meaning, see ``ember.jit._script``); either way
 it has a program, shown by ``.graph`` and ``.code`` and written by ``save``.
 """
+from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ._printing import ProgramGraph, program_code
 
@@ -25,18 +26,14 @@ class ModuleState:
         owner = self.module.get_submodule(mod) if mod else self.module
         if leaf in owner._parameters:
             return owner._parameters[leaf]
-        if leaf in owner._buffers:
+        if leaf in owner._buffers and owner._buffers[leaf] is not None:
             return owner._buffers[leaf]
-        v = getattr(owner, leaf, None)  # a frozen module keeps constants as plain attributes
-        if v is None:
-            raise RuntimeError(f"jit: the module has no parameter or buffer {name!r} that its "
-                               f"program reads")
-        return v
+        raise RuntimeError(f"jit: the module has no parameter or buffer {name!r} that its "
+                           f"program reads")
 
     def set_buffer(self, name, value):
         if not self.write_buffers:
             return
-        from ..autograd.grad_mode import no_grad
         with no_grad():
             self.get(name).copy_(value)
 
