@@ -123,13 +123,16 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             long each phase took.  optimize: drop nodes whose results are unused.
         do_constant_folding: compute what depends only on weights at export time, as
             initializers (BatchNorm's scale and shift, transposed weights).
-        dynamo, training, custom_opsets, export_modules_as_functions, autograd_inlining:
-            deprecated in torch and ignored (ember has one exporter; the model is exported in
-            the training mode it is in).  operator_export_type must be
+        dynamo: False only changes the return value (torch's legacy exporter returns None);
+            ember has one exporter.
+        training, custom_opsets, export_modules_as_functions, autograd_inlining: deprecated
+            in torch and ignored (the model is exported in the training mode it is in).  operator_export_type must be
             ``OperatorExportTypes.ONNX``.
 
     Returns:
-        an `ONNXProgram` (``model_proto``, ``save``, callable with ONNX Runtime).
+        an `ONNXProgram` (``model_proto``, ``save``, callable with ONNX Runtime); None with
+        ``dynamo=False``, as torch's legacy exporter returns (the model is then only saved
+        to ``f``).
     """
     from ._convert import DEFAULT_OPSET, MIN_OPSET, GraphInput, GraphOutput, convert
     from ._deps import require_onnx
@@ -215,7 +218,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         program.save(f, include_initializers=export_params,
                      keep_initializers_as_inputs=keep_initializers_as_inputs,
                      external_data=bool(external_data) if not hasattr(f, "write") else False)
-    return program
+    return program if dynamo else None  # torch's legacy exporter (dynamo=False) returns None
 
 
 def _capture(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes):

@@ -143,6 +143,21 @@ def test_save_to_path_and_file_object(tmp_path):
         assert_close(run(sess, x), model(x))
 
 
+def test_legacy_call_returns_none_and_saves(tmp_path):
+    model = nn.Linear(3, 2)
+    x = ember.randn(2, 3)
+    path = tmp_path / "legacy.onnx"
+    assert ember.onnx.export(model, x, str(path), dynamo=False, input_names=["x"],
+                             output_names=["y"], dynamic_axes={"x": {0: "n"}, "y": {0: "n"}},
+                             external_data=False) is None
+    proto = onnx.load(str(path))
+    assert [i.name for i in proto.graph.input] == ["x"]
+    import onnxruntime as ort
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    x5 = ember.randn(5, 3)
+    assert_close(run(sess, x5), model(x5))
+
+
 def test_external_data_and_export_params(tmp_path):
     model = nn.Linear(64, 64)  # 16 KB of weights: stored outside the model file
     x = ember.randn(2, 64)
