@@ -13,7 +13,9 @@
 (c) run       the median time of one call of the loaded program in that process.
 (d) disk      the size of the package's directory on disk (``__pycache__`` excluded).
 
-Each runtime runs in its own subprocess, so one's imports never count for another.
+Each runtime runs in its own subprocess, so one's imports never count for another; each
+uses its default thread count unless ``--threads N`` sets all (on a busy machine torch's
+spinning OpenMP pool makes a small run many times slower at its default).
 """
 import argparse
 import json
@@ -72,9 +74,12 @@ _MEASURE = """
 """
 
 
+_ENV = dict(os.environ)
+
+
 def _python(code):
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=600, env=_ENV)
     if r.returncode:
         raise RuntimeError(r.stderr[-2000:])
     return r.stdout.strip().splitlines()[-1]
@@ -127,7 +132,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="OMP/OpenBLAS threads of every runtime (default: each its own)")
     args = ap.parse_args(argv)
+    if args.threads:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            _ENV[var] = str(args.threads)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     rows = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
