@@ -2,10 +2,11 @@
 import enum
 import os
 import time
+import warnings
 
 from ._capture import from_exported_program
 from ._exportable import ExportableModule
-from .errors import OnnxExporterError
+from .errors import OnnxExporterError, OnnxExporterWarning
 
 __all__ = ["export", "TrainingMode", "OperatorExportTypes", "is_in_onnx_export"]
 
@@ -102,7 +103,9 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             returned program's ``save``).
         input_names, output_names: the graph's input/output names, in order (default: the
             argument names of ``forward``, and ``output``/``output_0, output_1, ...``).
-        opset_version: the ai.onnx opset (default 18; at least 18).
+        opset_version: the ai.onnx opset (default 18).  Below 18 (the lowest ember writes)
+            the model is converted down with ``onnx.version_converter`` where it can be, and
+            kept at 18 otherwise, with a warning either way (as torch does).
         dynamic_axes: ``{name: {axis: axis name}}`` or ``{name: [axes]}`` for inputs and
             outputs: those dims are exported as symbolic (``dim_param``), and the sizes the
             model computes from them are computed in the ONNX graph.
@@ -151,9 +154,16 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                          f"not supported; only OperatorExportTypes.ONNX is")
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     max_opset = onnx.defs.onnx_opset_version()
-    if not MIN_OPSET <= opset <= max_opset:
+    if not 7 <= opset <= max_opset:
         raise ValueError(f"ember.onnx.export: opset_version={opset_version} is not supported; "
-                         f"use {MIN_OPSET} to {max_opset}")
+                         f"use {MIN_OPSET} to {max_opset} (lower ones down to 7 by conversion)")
+    target_opset = opset
+    if opset < MIN_OPSET:  # as torch: export at the lowest opset written, then convert down
+        warnings.warn(f"ember.onnx.export: opset_version={opset} is below {MIN_OPSET}, the "
+                      f"lowest ember writes: the model is exported at {MIN_OPSET} and converted "
+                      f"with onnx.version_converter; if that fails it stays at {MIN_OPSET}",
+                      OnnxExporterWarning, stacklevel=2)
+        opset = MIN_OPSET
     if args is None:
         args = ()
     if not isinstance(args, tuple):
@@ -196,6 +206,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         LOWERINGS.update(saved)
     if optimize:
         remove_unused(model_proto)
+    if target_opset != opset:
+        model_proto = _convert_down(onnx, model_proto, target_opset)
     times["lowering"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
@@ -310,6 +322,20 @@ def _input_names(captured, input_names):
     if len(names) > n:
         raise ValueError(f"ember.onnx.export: {len(names)} input_names for {n} tensor inputs")
     return names + captured.input_names[len(names):n]
+
+
+def _convert_down(onnx, model, target):
+    """``model`` converted to opset ``target``, or unchanged where the converter cannot."""
+    from onnx import version_converter
+    try:
+        converted = version_converter.convert_version(model, target)
+        onnx.checker.check_model(converted)
+    except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError/ValidationError
+        warnings.warn(f"ember.onnx.export: converting the model to opset {target} failed "
+                      f"({str(e).splitlines()[0][:200]}); it is kept at opset "
+                      f"{model.opset_import[0].version}", OnnxExporterWarning, stacklevel=3)
+        return model
+    return converted
 
 
 def remove_unused(model):

@@ -61,8 +61,10 @@ def test_custom_translation_table_lowers_an_op():
 def test_bad_arguments():
     m = nn.Linear(2, 2)
     x = ember.randn(3, 2)
-    with pytest.raises(ValueError, match="opset_version=11 is not supported; use 18 to"):
-        ember.onnx.export(m, (x,), opset_version=11)
+    with pytest.raises(ValueError, match="opset_version=5 is not supported; use 18 to"):
+        ember.onnx.export(m, (x,), opset_version=5)
+    with pytest.raises(ValueError, match="opset_version=99 is not supported"):
+        ember.onnx.export(m, (x,), opset_version=99)
     with pytest.raises(ValueError, match="dynamic_axes names 'y'"):
         ember.onnx.export(m, (x,), input_names=["x"], dynamic_axes={"y": [0]})
     with pytest.raises(ValueError, match="3 input_names for 1 tensor inputs"):
@@ -97,3 +99,19 @@ def test_import_ember_onnx_does_not_import_onnx():
             "assert 'onnxruntime' not in sys.modules; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_opsets_below_18_convert_down_or_stay_at_18():
+    from ember.onnx.errors import OnnxExporterWarning
+    mlp = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    x = ember.randn(2, 3)
+    with pytest.warns(OnnxExporterWarning, match="below 18"):
+        p = ember.onnx.export(mlp, (x,), opset_version=17)
+    assert p.model_proto.opset_import[0].version == 17
+    assert_close(run(session(p), x), mlp(x))
+    # onnx's converter has no adapters below opset 18 for Gemm: kept at 18, and said so
+    with pytest.warns(OnnxExporterWarning) as record:
+        p = ember.onnx.export(mlp, (x,), opset_version=11)
+    assert "kept at opset 18" in str(record[-1].message)
+    assert p.model_proto.opset_import[0].version == 18
+    assert_close(run(session(p), x), mlp(x))
