@@ -144,3 +144,22 @@ def test_graph_api():
     assert [n.name for n in g.outputs()] == ["linear_1"]
     # the fx Graph's own API: 6 parameters, 3 BatchNorm buffers, the input
     assert len(g.find_nodes(op="placeholder")) == 10
+
+
+def test_in_place_writes_through_views_are_recorded():
+    def f(x, y):
+        z = x.clone()
+        z[0] = y[1]  # a write into a view of z
+        z.add_(1)
+        w = z.view(-1)
+        w.mul_(2)  # in place on a view: z changes too
+        return z, w[1:3] * 1
+    x, y = ember.randn(3, 2), ember.randn(3, 2)
+    t = jit.trace(f, (x, y))
+    x2, y2 = ember.randn(3, 2), ember.randn(3, 2)
+    for got, want in zip(t(x2, y2), f(x2, y2)):
+        np.testing.assert_array_equal(_np(got), _np(want))
+    tx, ty = torch.from_numpy(_np(x2).copy()), torch.from_numpy(_np(y2).copy())
+    ours = t(x2, y2)[0]
+    theirs = torch.jit.trace(f, (torch.randn(3, 2), torch.randn(3, 2)))(tx, ty)[0]
+    np.testing.assert_allclose(_np(ours), theirs.numpy(), rtol=1e-6)
