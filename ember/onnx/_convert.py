@@ -21,6 +21,7 @@ import operator
 
 from .._core.meta import TensorMeta
 from .._core.op import Op
+from .._dynamo.random_ops import draws_random
 from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from ..fx import Graph
 from ..fx.node import map_arg
@@ -59,10 +60,15 @@ def _is_op_node(n):
     return n.op == "call_function" and isinstance(n.target, Op)
 
 
+def _is_random(op):
+    return draws_random(op) or op.category == "distributions" or op.name == "_rng_uniform"
+
+
 def _needs_decomposition(n):
     op = n.target
+    # a random op's decomposition would freeze one draw into the model
     return _is_op_node(n) and op.name not in LOWERINGS and op.decomp is not None and \
-        not n.meta.get("onnx_no_decompose")
+        not _is_random(op) and not n.meta.get("onnx_no_decompose")
 
 
 def decompose_unlowered(graph):
@@ -311,7 +317,10 @@ def _lower_node(b, env, node, opset):
     fn = LOWERINGS.get(target.name)
     if fn is None:
         why = node.meta.get("onnx_no_decompose")
-        if reason_of(target.name):
+        if _is_random(target):
+            reason = ("it draws random numbers, which ONNX's random operators cannot reproduce; "
+                      "export the model in eval mode (model.eval()), where dropout draws none")
+        elif reason_of(target.name):
             reason = "no ONNX lowering: " + reason_of(target.name)
         elif why:
             reason = f"it has no ONNX lowering and its decomposition could not be generalised " \

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
+from .._dynamo.random_ops import draws_random
 from .._inductor import sizes as _sizes
 
 __all__ = ["fold_constants", "needed_nodes"]
@@ -53,8 +54,8 @@ def fold_constants(graph, consts):
                 values[node] = src[node.args[1]]
             continue
         op = node.target
-        if not isinstance(op, Op) or op.name in _NEVER or op.category in ("random",
-                                                                          "distributions"):
+        if not isinstance(op, Op) or op.name in _NEVER or draws_random(op) or \
+                op.category == "distributions":
             continue
         if not _static(node.args) or not _static(node.kwargs):
             continue

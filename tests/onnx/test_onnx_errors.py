@@ -115,3 +115,13 @@ def test_opsets_below_18_convert_down_or_stay_at_18():
     assert "kept at opset 18" in str(record[-1].message)
     assert p.model_proto.opset_import[0].version == 18
     assert_close(run(session(p), x), mlp(x))
+
+
+def test_dropout_in_training_mode_says_to_use_eval():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    with pytest.raises(UnsupportedOperatorError, match=r"'native_dropout'.*random numbers.*"
+                                                       r"model\.eval\(\)"):
+        ember.onnx.export(model, (ember.randn(2, 3),))
+    model.eval()
+    x = ember.randn(2, 3)
+    assert_close(run(session(ember.onnx.export(model, (x,))), x), model(x))
