@@ -17,15 +17,27 @@ REGISTRY = {}
 ON_REGISTER = []
 
 
+def op_by_name(name):
+    """The registered `Op` called ``name`` (how a pickled op is found again)."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise RuntimeError(f"no operator named {name!r} is registered (a custom operator is "
+                           f"registered when the module defining it is imported)") from None
+
+
 class _Registry:
-    """Every registered `Op` as an attribute (``OPS.add``): how generated graph code names
-    its ops (``ops.add(x, y)``)."""
+    """Every registered `Op` as an attribute (``OPS.add``) or by name (``OPS["ns::op"]``):
+    how generated graph code names its ops (``ops.add(x, y)``)."""
 
     def __getattr__(self, name):
         try:
             return REGISTRY[name]
         except KeyError:
             raise AttributeError(f"no operator named {name!r} is registered") from None
+
+    def __getitem__(self, name):
+        return op_by_name(name)
 
     def __repr__(self):
         return "<ember operator registry>"
@@ -151,7 +163,7 @@ class Op:
         return f"ember.ops.{self.name}"
 
     def __reduce__(self):
-        return (REGISTRY.__getitem__, (self.name,))
+        return (op_by_name, (self.name,))   # by reference: the registered op
 
     @property
     def inplace(self):

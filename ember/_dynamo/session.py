@@ -15,7 +15,7 @@ import threading
 from .._core.dispatch import DispatchMode
 from .._core.op import Op
 from .._core.state import STATE
-from .._core.tensor import STORAGE_HOOKS, Size, Tensor
+from .._core.tensor import STORAGE_HOOKS, VALUE_HOOKS, Size, Tensor
 from . import config, logs
 from .exc import Unsupported
 from ..ops.decompositions import FUNCTIONALIZED
@@ -283,7 +283,15 @@ class CaptureSession:
             self.explain.graphs.append(gm)
 
     # ---- the session as a context ----------------------------------------------------
+    def _value_read(self, t, kind):
+        """A Python read of a tensor's values (``bool``, ``item``, ``tolist``): the Python
+        after it may branch on them, which a replay (that skips the Python) cannot see."""
+        if "_lazy" not in t.__dict__:
+            self.effects.append(f"the values of a tensor were read ({kind}())")
+        return NotImplemented
+
     def __enter__(self):
+        VALUE_HOOKS.append(self._value_read)
         _SESSIONS.stack.append(self)
         if STATE.modes:
             self.effects.append("a dispatch mode was active around the call")
@@ -302,6 +310,7 @@ class CaptureSession:
         finally:
             self.mode.__exit__(exc_type, exc, tb)
             _SESSIONS.stack.pop()
+            VALUE_HOOKS.remove(self._value_read)
             self.unbind_arguments()
 
 

@@ -35,6 +35,9 @@ def default_decompositions():
 def _target_name(key):
     if isinstance(key, Op):
         return key.name
+    op = getattr(key, "ember_op", None)   # an OpOverload of a custom op ("ns::name")
+    if isinstance(op, Op):
+        return op.name
     for attr in ("_opname", "__name__"):
         v = getattr(key, attr, None)
         if isinstance(v, str):

@@ -69,12 +69,14 @@ class _Globals:
         return expr
 
     def _public_name(self, obj):
-        if type(obj) is Op and obj.name.isidentifier() and REGISTRY.get(obj.name) is obj:
+        if type(obj) is Op and REGISTRY.get(obj.name) is obj:
             if self._ops is None:
                 self._ops = self.ns.create_name("ops")
                 self.globals[self._ops] = OPS
                 self.imports[self._ops] = f"from ember._core.op import OPS as {self._ops}"
-            return f"{self._ops}.{obj.name}"
+            if obj.name.isidentifier():
+                return f"{self._ops}.{obj.name}"
+            return f"{self._ops}[{obj.name!r}]"   # a custom op: "namespace::name"
         ember = ember_namespace()
         short = getattr(obj, "__name__", None)
         if isinstance(short, str):

@@ -841,3 +841,22 @@ def test_compiling_in_one_thread_does_not_affect_another():
         t.join()
     assert not seen_here
     assert cnt.frame_count == 1
+
+
+def test_python_branch_on_an_input_tensor_value_is_never_replayed_stale():
+    def f(p, x):
+        if p:
+            return x + 1
+        return x - 1
+    c = ember.compile(f, backend="eager")
+    x = ember.zeros(2)
+    t, fl = ember.tensor(True), ember.tensor(False)
+    got = [c(p, x).tolist()[0] for p in (t, t, t, fl, t, fl)]
+    assert got == [1.0, 1.0, 1.0, -1.0, 1.0, -1.0]
+
+
+def test_ops_pickle_by_reference_so_graphs_pickle():
+    import pickle
+    from ember._core.op import REGISTRY
+    op = REGISTRY["neg"]
+    assert pickle.loads(pickle.dumps(op)) is op
