@@ -129,8 +129,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         dynamo: False only changes the return value (torch's legacy exporter returns None);
             ember has one exporter.
         training, custom_opsets, export_modules_as_functions, autograd_inlining: deprecated
-            in torch and ignored (the model is exported in the training mode it is in).  operator_export_type must be
-            ``OperatorExportTypes.ONNX``.
+            in torch and ignored (the model is exported in the training mode it is in).
+        operator_export_type: must be ``OperatorExportTypes.ONNX``.
 
     Returns:
         an `ONNXProgram` (``model_proto``, ``save``, callable with ONNX Runtime); None with
@@ -220,7 +220,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if verify:
         _verify(program, model, args, kwargs, captured)
     if verbose:
-        print(onnx.helper.printable_graph(model_proto.graph))
+        print(onnx.printer.to_text(model_proto.graph))
     if report or dump_exported_program:
         _write_artifacts(artifacts_dir, model_proto, captured, report, dump_exported_program)
     if profile:

@@ -380,3 +380,19 @@ def test_keyword_and_python_arguments_nested_outputs():
     x2 = ember.randn(4, 3)
     out = model(x2, 2, mask=x2 > 0, scale=2.0)
     assert_close(run(session(program), x2, x2 > 0), [out["y"], out["pair"][0], out["pair"][1]])
+
+
+def test_verbose_report_dump_profile(tmp_path, capsys):
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    x = ember.randn(2, 3)
+    ember.onnx.export(model, (x,), verbose=True, profile=True, report=True,
+                      dump_exported_program=True, artifacts_dir=str(tmp_path / "art"))
+    printed = capsys.readouterr().out
+    assert "Gemm" in printed and "Relu" in printed          # the graph
+    assert "capture" in printed and "lowering" in printed   # the phase times
+    files = sorted(p.name for p in (tmp_path / "art").iterdir())
+    report = next(f for f in files if f.endswith("_success.md"))
+    text = (tmp_path / "art" / report).read_text()
+    assert "- linear: 1" in text and "- Gemm: 1" in text
+    dump = next(f for f in files if f.endswith(".pt2.txt"))
+    assert "linear" in (tmp_path / "art" / dump).read_text()
