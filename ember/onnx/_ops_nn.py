@@ -155,13 +155,18 @@ def _from_cbl(b, ctx, y, bias, shape):
 
 @lowers("max_pool")
 def _max_pool(b, ctx, x, ks, stride, pad, dil, ceil, need_idx):
-    if need_idx:
-        return None
     pads = [int(p) for p in pad] * 2
-    y = b.op("MaxPool", [x], kernel_shape=list(ks), strides=list(stride), pads=pads,
-             dilations=list(dil), ceil_mode=int(bool(ceil)))
-    empty = b.const(np.zeros((0,), dtype=np.int64))
-    return y, empty
+    attrs = dict(kernel_shape=list(ks), strides=list(stride), pads=pads, dilations=list(dil),
+                 ceil_mode=int(bool(ceil)))
+    if not need_idx:
+        y = b.op("MaxPool", [x], **attrs)
+        return y, b.const(np.zeros((0,), dtype=np.int64))
+    y, idx = b.op("MaxPool", [x], outputs=2, **attrs)
+    # ONNX numbers the max over the whole (N, C, *L) tensor, torch within each (*L) plane
+    plane = 1
+    for d in x.shape[x.ndim - len(ks):]:
+        plane = plane * d
+    return y, b.op("Mod", [idx, b.size0(plane)])
 
 
 @lowers("avg_pool")

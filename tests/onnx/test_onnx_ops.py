@@ -199,6 +199,10 @@ case("im2col", lambda x, w: F.conv1d(x, w, padding=2, groups=2), f32(2, 4, 7), f
 case("im2col", lambda x: F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=2),
      f32(2, 3, 6, 7), id="unfold")
 case("max_pool", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), f32(2, 3, 8, 8))
+case("max_pool", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True),
+     f32(2, 3, 7, 6), id="max_pool_indices")
+case("max_pool", lambda x: F.max_pool1d(x, 2, dilation=2, return_indices=True, ceil_mode=True),
+     f32(2, 3, 9), id="max_pool1d_indices_ceil")
 case("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, count_include_pad=False),
      f32(2, 3, 7, 7))
 case("embedding", lambda i, w: F.embedding(i, w), ember.tensor(np.array([[0, 3], [2, 2]])),
