@@ -171,9 +171,15 @@ def _max_pool(b, ctx, x, ks, stride, pad, dil, ceil, need_idx):
 
 @lowers("avg_pool")
 def _avg_pool(b, ctx, x, ks, stride, pad, ceil, include_pad, override):
-    if override is not None:
-        return None
     pads = [int(p) for p in pad] * 2
+    if override is not None:  # the window sums (a depthwise convolution of ones) / override
+        C = x.shape[1] if x.ndim == len(ks) + 2 else None
+        if C is None or not b.is_static(C) or ceil:
+            return None
+        ones = b.const(np.ones((int(C), 1) + tuple(ks), dtype=x.dtype.np))
+        total = b.op("Conv", [x, ones], group=int(C), kernel_shape=list(ks),
+                     strides=list(stride), pads=pads)
+        return b.op("Div", [total, b.scalar(override, x.dtype)])
     return b.op("AveragePool", [x], kernel_shape=list(ks), strides=list(stride), pads=pads,
                 ceil_mode=int(bool(ceil)), count_include_pad=int(bool(include_pad)))
 

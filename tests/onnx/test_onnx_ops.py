@@ -205,6 +205,8 @@ case("max_pool", lambda x: F.max_pool1d(x, 2, dilation=2, return_indices=True, c
      f32(2, 3, 9), id="max_pool1d_indices_ceil")
 case("avg_pool", lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, count_include_pad=False),
      f32(2, 3, 7, 7))
+case("avg_pool", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, divisor_override=4),
+     f32(2, 3, 7, 7), id="avg_pool_divisor_override")
 case("embedding", lambda i, w: F.embedding(i, w), ember.tensor(np.array([[0, 3], [2, 2]])),
      f32(4, 5))
 case("_flash_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
