@@ -53,9 +53,10 @@ class Program:
         flat = []
         spec = flatten(tuple(args), flat)
         if spec != self.in_spec:
-            raise RuntimeError(f"jit: the program was made for inputs of structure "
-                               f"{_describe(self.in_spec)}, but was called with "
-                               f"{_describe(spec)}")
+            raise RuntimeError(f"jit: the program was made for inputs {_describe(self.in_spec)}"
+                               f", but was called with {_describe(spec)}; Python values (not "
+                               f"tensors) among the inputs are part of the program, with the "
+                               f"values of the call it was captured from")
         bound = []
         for kind, target in self.input_specs:
             if kind == "input":

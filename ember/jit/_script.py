@@ -19,7 +19,10 @@ original Python runs**, so results, errors and side effects are exactly eager's.
    ``.code``, ``save`` -- from the inputs of the method's first call (kept, detached).  A
    method that was never called has no example to capture from: reading its program or
    saving its module raises a RuntimeError that says to call it once on an example input
-   (or to use ``jit.trace``).  ``is_scripting()`` is True during that capture.
+   (or to use ``jit.trace``).  ``is_scripting()`` is True during that capture.  Python
+   values among the arguments (an ``int`` flag) are part of the program with the values of
+   that first call: the scripted module itself accepts any value (it runs as Python), a
+   loaded program raises a clear error for another value.
 
 Modules: ``script(module)`` returns a `RecursiveScriptModule` of a class made for the
 module's class, sharing its parameters, buffers and attributes.  ``forward`` and methods
