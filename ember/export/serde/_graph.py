@@ -4,7 +4,7 @@ import operator
 
 from ..._core.op import REGISTRY, Op
 from ...fx import Graph, GraphModule
-from ._values import decode_meta, decode_value, encode_meta, encode_value
+from ._values import decode_meta, decode_value, encode_meta, encode_size, encode_value
 
 __all__ = ["encode_graph", "decode_graph", "lookup_op"]
 
@@ -65,9 +65,9 @@ def _target_name(node):
                      f"operator; only graphs of ember ops can be saved")
 
 
-def encode_graph(graph, arrays=None):
+def encode_graph(graph, ctx=None):
     """The JSON form of an fx Graph of ember ops (placeholders, call_function, output);
-    ``arrays``: where NumPy array literals go (`encode_value`)."""
+    ``ctx``: how array literals and sub-graphs are encoded (`encode_value`)."""
     nodes = []
 
     def name_of(v):
@@ -79,10 +79,10 @@ def encode_graph(graph, arrays=None):
             pass
         elif n.op == "call_function":
             entry["target"] = _target_name(n)
-            entry["args"] = [encode_value(a, name_of, arrays) for a in n.args]
-            entry["kwargs"] = {k: encode_value(v, name_of, arrays) for k, v in n.kwargs.items()}
+            entry["args"] = [encode_value(a, name_of, ctx) for a in n.args]
+            entry["kwargs"] = {k: encode_value(v, name_of, ctx) for k, v in n.kwargs.items()}
         elif n.op == "output":
-            entry["args"] = [encode_value(a, name_of, arrays) for a in n.args]
+            entry["args"] = [encode_value(a, name_of, ctx) for a in n.args]
         else:
             raise ValueError(f"ember.export.save: node {n.name} is a {n.op!r} node; a program "
                              f"file holds placeholder, call_function and output nodes only")
@@ -92,11 +92,13 @@ def encode_graph(graph, arrays=None):
             entry["meta"] = meta
         elif val is int:  # a size computed in the graph
             entry["meta"] = "int"
+        elif isinstance(val, int) and not isinstance(val, bool):  # a sub-graph's size input
+            entry["meta"] = {"int": encode_size(val)}
         nodes.append(entry)
     return nodes
 
 
-def decode_graph(nodes_json, hints, where, arrays=None):
+def decode_graph(nodes_json, hints, where, ctx=None):
     """An fx GraphModule built from `encode_graph`'s JSON; ``hints`` bind the size symbols
     to example values (the SymInts of the metadata need one)."""
     if not isinstance(nodes_json, list):
@@ -131,13 +133,13 @@ def decode_graph(nodes_json, hints, where, arrays=None):
                 target = lookup_op(t, at)
             node = graph.create_node(
                 "call_function", target,
-                tuple(decode_value(a, nodes, hints, at, arrays) for a in args),
-                {str(k): decode_value(v, nodes, hints, at, arrays) for k, v in kwargs.items()},
+                tuple(decode_value(a, nodes, hints, at, ctx) for a in args),
+                {str(k): decode_value(v, nodes, hints, at, ctx) for k, v in kwargs.items()},
                 name=name)
         elif kind == "output":
             if len(args) != 1:
                 raise ValueError(f"{at}: the output node takes one argument")
-            node = graph.output(decode_value(args[0], nodes, hints, at, arrays))
+            node = graph.output(decode_value(args[0], nodes, hints, at, ctx))
         else:
             raise ValueError(f"{at}: unknown node kind {kind!r}")
         if e.get("meta") == "int":

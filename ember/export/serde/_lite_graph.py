@@ -38,6 +38,14 @@ def _fold_sizes(gm, hints):
     sizes = set(SIZE_OPS.values())
     exprs, values = {}, {}
     for node in list(graph.nodes):
+        val = node.meta.get("val")
+        if node.op == "placeholder" and isinstance(val, int) and not isinstance(val, bool):
+            # a sub-graph's size input: its users read the size as a symbolic int (the
+            # placeholder stays, the lite runtime binds its symbol from the argument)
+            exprs[node] = val.expr if isinstance(val, SymInt) and isinstance(val.expr, str) \
+                else str(int(val))
+            values[node] = val
+            continue
         if node.op != "call_function":
             continue
         if node.target is sym_size:
@@ -72,7 +80,7 @@ def _fold_sizes(gm, hints):
             node.args = sub(node.args)
             node.kwargs = sub(node.kwargs)
     for node in reversed(list(values)):
-        if not node.users:
+        if node.op != "placeholder" and not node.users:
             graph.erase_node(node)
     gm.recompile()
     return gm
@@ -248,15 +256,16 @@ def _decompose(gm):
     return gm
 
 
-def lite_graph(gm, hints, arrays):
-    """The JSON nodes of ``gm`` with sizes folded and ops decomposed (on a copy);
-    ``arrays`` stores the array literals decompositions make."""
+def lite_graph(gm, hints, ctx):
+    """The JSON nodes of ``gm`` with sizes folded and ops decomposed (on a copy); ``ctx``
+    (`LiteEncoder`) stores the array literals decompositions make and lowers sub-graphs
+    the same way."""
     from ..._inductor import config
     work = _propagate_shapes(_fold_sizes(copy.deepcopy(gm), hints))
     # the compiler keeps some ops whole for its fast eager kernels; the lite runtime has
     # primitives only
     saved, config.keep_whole = config.keep_whole, frozenset()
     try:
-        return encode_graph(_decompose(work).graph, arrays)
+        return encode_graph(_decompose(work).graph, ctx)
     finally:
         config.keep_whole = saved

@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 
 from ..._dynamo.symbolic import SymInt
+from ._context import Decoder, Encoder, LiteEncoder
 from ._graph import decode_graph, encode_graph
 from ._lite_graph import lite_graph
 from ._storage import StorageWriter, read_tensor_array
@@ -134,8 +135,8 @@ def _spec_json(spec):
 
 def _graph_part(ep, gm, writer):
     ins, outs = _specs(ep, gm)
-    return {"graph": encode_graph(gm.graph, writer.add), "input_specs": ins, "output_specs": outs,
-            "training": getattr(ep, "training", None)}
+    return {"graph": encode_graph(gm.graph, Encoder(writer)), "input_specs": ins,
+            "output_specs": outs, "training": getattr(ep, "training", None)}
 
 
 def _program_json(ep, gm, writer, opset_version):
@@ -156,7 +157,8 @@ def _program_json(ep, gm, writer, opset_version):
                 alternate_error=getattr(ep, "alternate_error", None))
     hints = {k: e["hint"] if e["hint"] is not None else max(2, e["min"])
              for k, e in symbols.items()}
-    lite = dict(common, kind="LiteProgram", graph=lite_graph(gm, hints, writer.add),
+    lite = dict(common, kind="LiteProgram",
+                graph=lite_graph(gm, hints, LiteEncoder(writer, hints)),
                 input_specs=main["input_specs"], output_specs=main["output_specs"])
     return full, lite
 
@@ -300,12 +302,6 @@ def _tensor_table(ar, prog, group):
     return out
 
 
-def _array_reader(ar, where):
-    def read(entry):
-        return read_tensor_array(entry, ar.read, f"{where}: array literal")
-    return read
-
-
 def _check_opset(ar, prog, expected):
     stored = prog.get("opset_version") or {}
     for ns, v in (expected or {}).items():
@@ -328,8 +324,8 @@ def load_program(f, *, extra_files=None, expected_opset_version=None):
     _check_opset(ar, prog, expected_opset_version)
     where = f"{ar.label}: program.json"
     hints = _hints(prog, where)
-    arrays = _array_reader(ar, where)
-    gm = decode_graph(prog.get("graph"), hints, f"{where}: graph", arrays)
+    ctx = Decoder(ar, hints, where)
+    gm = decode_graph(prog.get("graph"), hints, f"{where}: graph", ctx)
     state_dict = _tensor_table(ar, prog, "state_dict")
     constants = _tensor_table(ar, prog, "constants")
     if extra_files is not None:
@@ -340,4 +336,4 @@ def load_program(f, *, extra_files=None, expected_opset_version=None):
             except UnicodeDecodeError:
                 extra_files[name] = raw
     from ._rebuild import rebuild
-    return rebuild(prog, gm, state_dict, constants, hints, ar, arrays, where)
+    return rebuild(prog, gm, state_dict, constants, hints, ar, ctx, where)

@@ -104,7 +104,7 @@ def _state_as_parameters(sig, state_dict):
             state_dict[s.target] = Parameter(t.detach(), requires_grad=t.requires_grad)
 
 
-def rebuild(prog, gm, state_dict, constants, hints, ar, arrays, where):
+def rebuild(prog, gm, state_dict, constants, hints, ar, ctx, where):
     kind = prog.get("kind")
     if kind == "GraphModule":
         return gm
@@ -124,7 +124,7 @@ def rebuild(prog, gm, state_dict, constants, hints, ar, arrays, where):
     if alt is not None:
         if not isinstance(alt, dict):
             raise ValueError(f"{where}: 'alternate' must be an object")
-        agm = decode_graph(alt.get("graph"), hints, f"{where}: alternate graph", arrays)
+        agm = decode_graph(alt.get("graph"), hints, f"{where}: alternate graph", ctx)
         alternate = ExportedProgram(agm, agm.graph, _signature(alt, f"{where}: alternate"),
                                     state_dict, ranges, training=alt.get("training"),
                                     **common)

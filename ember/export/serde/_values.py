@@ -95,7 +95,11 @@ def _decode_size(s, hints, where):
         return s
     if isinstance(s, str):
         check_expr(s)
-        return SymInt(eval_expr(s, hints), s)
+        try:
+            hint = eval_expr(s, hints)
+        except (ValueError, ZeroDivisionError):  # a symbol only a sub-graph binds
+            hint = 2
+        return SymInt(hint, s)
     raise ValueError(f"{where}: a size must be an int or an expression string, got {s!r}")
 
 
@@ -110,6 +114,8 @@ def encode_meta(val):
 def decode_meta(obj, hints, where):
     if obj is None:
         return None
+    if isinstance(obj, dict) and set(obj) == {"int"}:  # a size placeholder of a sub-graph
+        return _decode_size(obj["int"], hints, where)
     if isinstance(obj, list):
         return tuple(decode_meta(v, hints, where) for v in obj)
     if not isinstance(obj, dict) or not isinstance(obj.get("shape"), list):
@@ -130,10 +136,11 @@ def _encode_float(x):
     return {"float": repr(x)}  # 'inf', '-inf', 'nan'
 
 
-def encode_value(v, node_name, arrays=None):
-    """``node_name(v)`` gives the name of an fx Node or None for other values;
-    ``arrays(ndarray)`` stores a NumPy array literal (decompositions' index tables) and
-    gives its storage entry."""
+def encode_value(v, node_name, ctx=None):
+    """``node_name(v)`` gives the name of an fx Node or None for other values; ``ctx``
+    (optional) encodes what needs the file: ``ctx.array(ndarray)`` stores a NumPy array
+    literal (decompositions' index tables) and gives its storage entry,
+    ``ctx.subgraph(sub)`` gives the JSON of a higher-order op's `Subgraph`."""
     name = node_name(v)
     if name is not None:
         return {"node": name}
@@ -150,20 +157,22 @@ def encode_value(v, node_name, arrays=None):
     if isinstance(v, (complex, np.complexfloating)):
         return {"complex": [_encode_float(v.real), _encode_float(v.imag)]}
     if isinstance(v, tuple):
-        return {"tuple": [encode_value(x, node_name, arrays) for x in v]}
+        return {"tuple": [encode_value(x, node_name, ctx) for x in v]}
     if isinstance(v, list):
-        return [encode_value(x, node_name, arrays) for x in v]
+        return [encode_value(x, node_name, ctx) for x in v]
     if isinstance(v, _dt.dtype):
         return {"dtype": dtype_name(v)}
     if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
         return {"np_dtype": dtype_name(v)}
     if isinstance(v, slice):
-        return {"slice": [encode_value(x, node_name, arrays) for x in (v.start, v.stop,
+        return {"slice": [encode_value(x, node_name, ctx) for x in (v.start, v.stop,
                                                                       v.step)]}
     if v is Ellipsis:
         return {"ellipsis": True}
-    if isinstance(v, np.ndarray) and arrays is not None:
-        return {"array": arrays(v)}
+    if isinstance(v, np.ndarray) and ctx is not None:
+        return {"array": ctx.array(v)}
+    if type(v).__name__ == "Subgraph" and ctx is not None:
+        return {"subgraph": ctx.subgraph(v)}
     if isinstance(v, _device_type()):
         return {"device": str(v)}
     raise ValueError(f"ember.export.save: cannot encode the argument {v!r} "
@@ -178,13 +187,14 @@ def _decode_float(x, where):
     raise ValueError(f"{where}: malformed float {x!r}")
 
 
-def decode_value(v, nodes, hints, where, arrays=None):
+def decode_value(v, nodes, hints, where, ctx=None):
     """The inverse of `encode_value`; ``nodes`` maps names to the Nodes built so far,
-    ``arrays(entry)`` reads an array literal."""
+    ``ctx.array(entry)`` reads an array literal, ``ctx.subgraph(nodes, where)`` builds a
+    Subgraph."""
     if v is None or type(v) in (bool, int, float, str):
         return v
     if isinstance(v, list):
-        return [decode_value(x, nodes, hints, where, arrays) for x in v]
+        return [decode_value(x, nodes, hints, where, ctx) for x in v]
     if not isinstance(v, dict) or len(v) != 1:
         raise ValueError(f"{where}: malformed argument {v!r}")
     (tag, body), = v.items()
@@ -198,7 +208,7 @@ def decode_value(v, nodes, hints, where, arrays=None):
     if tag == "complex" and isinstance(body, list) and len(body) == 2:
         return complex(_decode_float(body[0], where), _decode_float(body[1], where))
     if tag == "tuple" and isinstance(body, list):
-        return tuple(decode_value(x, nodes, hints, where, arrays) for x in body)
+        return tuple(decode_value(x, nodes, hints, where, ctx) for x in body)
     if tag == "dtype":
         return ember_dtype_from_name(body, where)
     if tag == "np_dtype":
@@ -206,11 +216,13 @@ def decode_value(v, nodes, hints, where, arrays=None):
     if tag == "sym":
         return _decode_size(body, hints, where)
     if tag == "slice" and isinstance(body, list) and len(body) == 3:
-        return slice(*(decode_value(x, nodes, hints, where, arrays) for x in body))
+        return slice(*(decode_value(x, nodes, hints, where, ctx) for x in body))
     if tag == "ellipsis":
         return Ellipsis
-    if tag == "array" and arrays is not None:
-        return arrays(body)
+    if tag == "array" and ctx is not None:
+        return ctx.array(body)
+    if tag == "subgraph" and ctx is not None:
+        return ctx.subgraph(body, where)
     if tag == "device" and isinstance(body, str):
         try:
             return _device_type()(body)
