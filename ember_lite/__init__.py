@@ -5,7 +5,8 @@ functions, LAPACK and FFT).
 ``ember.export.save`` (the format is documented in `ember.export.serde`) and its weights,
 and gives a `Program`: ``program(*arrays)`` returns a tuple of NumPy arrays (the user
 outputs); ``program.input_specs`` and ``program.output_names`` describe it.  Dynamic sizes
-bind from the input shapes.
+bind from the input shapes.  Data-dependent control flow saved as ``cond``/``while_loop``/
+``map`` runs its sub-graphs (`ember_lite._control_flow`), so every branch survives.
 
 It never imports ember (no autograd, nn, fx or compiler), so a deployment needs NumPy and
 SciPy only, and it loads in a fraction of ember's import time (see

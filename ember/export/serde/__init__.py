@@ -56,7 +56,10 @@ null are themselves, a JSON list is a Python list, and one-key objects are
 ``{"np_dtype": NAME}`` (a NumPy dtype), ``{"sym": "s0*4"}`` (a symbolic size),
 ``{"slice": [start, stop, step]}``, ``{"ellipsis": true}``, ``{"device": "cpu"}`` and
 ``{"array": entry}`` (a NumPy array literal, e.g. the index tables decompositions build,
-stored like a weight: see ``state_dict`` below).
+stored like a weight: see ``state_dict`` below) and ``{"subgraph": [nodes]}`` (a function
+of a higher-order op, ``cond``'s branches or ``while_loop``/``map``'s bodies: a graph in
+this same format whose placeholders are its tensors, then its sizes, each size
+placeholder with ``"meta": {"int": size}``).
 
 In ``lite/program.json`` the size nodes are folded back into ``{"sym": ...}`` arguments (the
 lite runtime binds the symbols from the input shapes) and every operator is a primitive,
