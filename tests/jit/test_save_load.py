@@ -242,3 +242,25 @@ def test_traced_function_round_trip_and_export_files(tmp_path):
     ember.export.save(ep, str(tmp_path / "ep.pt2"))
     with pytest.raises(RuntimeError, match="without ember.jit's metadata.*ember.export.load"):
         jit.load(str(tmp_path / "ep.pt2"))
+
+
+def test_lite_interpreter_runs_both_branches_of_a_scripted_module(tmp_path):
+    m = M.Net().eval()
+    s = jit.script(m)
+    s(ember.randn(3, 4))
+    with pytest.raises(RuntimeError, match=r"encode\(\) has no program yet"):
+        s._save_for_lite_interpreter(io.BytesIO())  # every compiled method needs a call
+    s.encode(ember.randn(3, 4))
+    path = str(tmp_path / "net.ptl")
+    s._save_for_lite_interpreter(path)
+    lite = _load_for_lite_interpreter(path)
+    for v in (ember.randn(5, 4).abs(), -ember.randn(5, 4).abs()):
+        np.testing.assert_allclose(_np(lite(v)), _np(m(v)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(_np(lite.run_method("encode", v)), _np(m.encode(v)),
+                                   rtol=1e-5, atol=1e-6)
+    ops = _export_operator_list(lite)
+    # the ops inside the branches and the loop body are listed too
+    assert {"ember::cond", "ember::while_loop", "ember::neg", "ember::abs", "ember::lt"} <= ops
+    with pytest.raises(RuntimeError, match=r"saved for inputs \(Tensor, 1\), but was called "
+                                           r"with \(Tensor, 2\)"):
+        lite(ember.randn(2, 4), 2)

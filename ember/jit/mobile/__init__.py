@@ -17,6 +17,7 @@ import numpy as np
 
 from ..._core.tensor import wrap
 from .._serialization import read_bytes, read_meta
+from .._program import _describe
 from .._tree import flatten, unflatten
 
 __all__ = ["LiteScriptModule", "validate_map_location", "_load_for_lite_interpreter",
@@ -29,12 +30,26 @@ def _lite_op_names(data):
     names = set()
 
     def walk(nodes):
-        for n in nodes:
+        if isinstance(nodes, dict):  # a graph object: its node list
+            nodes = nodes.get("graph", nodes.get("nodes", []))
+        for n in nodes if isinstance(nodes, list) else ():
+            if not isinstance(n, dict):
+                continue
             if n.get("op") == "call_function" and n.get("target") != "getitem":
-                names.add("ember::" + n["target"])
-            for v in (n.get("kwargs") or {}).values():  # sub-graphs of cond / while_loop
-                if isinstance(v, dict) and isinstance(v.get("graph"), list):
-                    walk(v["graph"])
+                names.add("ember::" + str(n["target"]))
+            find(n.get("args"))
+            find(n.get("kwargs"))
+
+    def find(v):  # sub-graphs of cond / while_loop / map, tagged {"subgraph": ...}
+        if isinstance(v, dict):
+            if "subgraph" in v:
+                walk(v["subgraph"])
+            else:
+                for x in v.values():
+                    find(x)
+        elif isinstance(v, list):
+            for x in v:
+                find(x)
     walk(prog.get("graph") or [])
     return names
 
@@ -62,11 +77,14 @@ class LiteScriptModule:
             raise RuntimeError(f"Method '{method_name}' is not defined in the lite module "
                                f"(it has {sorted(self._methods)})")
         program, entry = self._methods[method_name]
+        names, defaults = entry.get("arg_names") or [], entry.get("defaults") or {}
+        input = tuple(input) + tuple(defaults[n] for n in names[len(input):] if n in defaults)
         flat = []
-        spec = flatten(tuple(input), flat)
+        spec = flatten(input, flat)
         if spec != entry["in_spec"]:
-            raise RuntimeError(f"{method_name}(): the inputs do not have the structure the "
-                               f"program was saved with")
+            raise RuntimeError(f"{method_name}(): the program was saved for inputs "
+                               f"{_describe(entry['in_spec'])}, but was called with "
+                               f"{_describe(spec)}")
         arrays = [np.asarray(t.detach().cpu().numpy()) for t in flat]
         outs = program(*arrays)
         return unflatten(entry["out_spec"], iter(wrap(np.array(o)) for o in outs))
