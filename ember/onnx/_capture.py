@@ -88,8 +88,16 @@ def from_exported_program(ep):
             raise OnnxExporterError(f"ember.onnx.export: no value for {kind.lower()} "
                                     f"{target!r} in the ExportedProgram")
         weights.append((node, target, _array(value)))
-    outs = [i for i, s in enumerate(ep.graph_signature.output_specs)
-            if s.kind.name in ("USER_OUTPUT", "LOSS_OUTPUT")]
+    outs = []
+    for i, s in enumerate(ep.graph_signature.output_specs):
+        if s.kind.name not in ("USER_OUTPUT", "LOSS_OUTPUT"):
+            continue  # buffer and input mutations: an ONNX model writes no state
+        if type(s.arg).__name__ != "TensorArgument":
+            value = getattr(s.arg, "value", s.arg)
+            raise OnnxExporterError(f"ember.onnx.export: output {len(outs)} of the program is "
+                                    f"the Python value {value!r}, not a tensor; an ONNX model "
+                                    f"outputs tensors only")
+        outs.append(i)
     return Captured(graph, user, weights, outs, names, ep)
 
 

@@ -125,3 +125,8 @@ def test_dropout_in_training_mode_says_to_use_eval():
     model.eval()
     x = ember.randn(2, 3)
     assert_close(run(session(ember.onnx.export(model, (x,))), x), model(x))
+
+
+def test_python_value_output_is_reported():
+    with pytest.raises(OnnxExporterError, match="output 0 of the program is the Python value"):
+        ember.onnx.export(lambda a, b: ember.equal(a, b), (ember.randn(3), ember.randn(3)))
