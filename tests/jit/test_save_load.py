@@ -264,3 +264,16 @@ def test_lite_interpreter_runs_both_branches_of_a_scripted_module(tmp_path):
     with pytest.raises(RuntimeError, match=r"saved for inputs \(Tensor, 1\), but was called "
                                            r"with \(Tensor, 2\)"):
         lite(ember.randn(2, 4), 2)
+
+
+def test_load_map_location_and_file_objects(tmp_path):
+    m = M.Plain().eval()
+    t = jit.trace(m, ember.randn(2, 4))
+    with open(tmp_path / "p.pt", "wb") as fh:
+        jit.save(t, fh)
+    with open(tmp_path / "p.pt", "rb") as fh:
+        loaded = jit.load(fh, map_location="cpu")
+    assert loaded.l1.weight.device == ember.device("cpu")
+    assert isinstance(loaded.l1.weight, ember.nn.Parameter)
+    x = ember.randn(2, 4)
+    np.testing.assert_allclose(_np(loaded(x)), _np(m(x)), rtol=1e-6)
