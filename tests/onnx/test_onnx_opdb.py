@@ -3,8 +3,6 @@ real dtype): the exported model, run by ONNX Runtime, equals ember eager -- or t
 fails clearly: ember.export cannot capture the program (data-dependent shapes, graph breaks:
 its own errors), or `UnsupportedOperatorError` names an op with the reason it has no ONNX
 form.  No record may export to a model that computes something else."""
-import os
-import sys
 import warnings
 
 import numpy as np
@@ -16,16 +14,40 @@ import ember.onnx
 from ember._dynamo.exc import Unsupported, UserError
 from ember.onnx.errors import OnnxExporterError, UnsupportedOperatorError
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "_dynamo"))
-from opdb.all import OPS  # noqa: E402
-from opdb.core import to_lib  # noqa: E402
-from opdb_compile_cases import leaves, rebuild  # noqa: E402
+from opdb.all import OPS
+from opdb.core import to_lib
 
 _REAL = ("float32", "float64", "int64", "bool")
 
 
 def _dtype(op):
     return next((d for d in _REAL if d in op.dtypes), None)
+
+
+def leaves(x, acc=None):
+    """The NumPy arrays of a sample template (nested in tuples, lists, dicts), in order."""
+    acc = [] if acc is None else acc
+    if isinstance(x, np.ndarray):
+        acc.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            leaves(y, acc)
+    elif isinstance(x, dict):
+        for y in x.values():
+            leaves(y, acc)
+    return acc
+
+
+def rebuild(x, it):
+    """The template ``x`` with its arrays replaced, in order, by the items of ``it``."""
+    if isinstance(x, np.ndarray):
+        return next(it)
+    if isinstance(x, (list, tuple)):
+        return type(x)(rebuild(y, it) for y in x) if type(x) in (list, tuple) else \
+            type(x)(*[rebuild(y, it) for y in x])
+    if isinstance(x, dict):
+        return {k: rebuild(v, it) for k, v in x.items()}
+    return x
 
 
 def _first_sample(op):
