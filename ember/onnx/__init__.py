@@ -10,8 +10,9 @@ imported only when an export runs, so ``import ember.onnx`` costs nothing withou
 from . import errors
 from ._export import OperatorExportTypes, TrainingMode, export, is_in_onnx_export
 from ._exportable import ExportableModule
+from ._observer import InputObserver
 from ._program import ONNXProgram
 from .errors import OnnxExporterError
 
 __all__ = ["errors", "export", "is_in_onnx_export", "OnnxExporterError", "ONNXProgram",
-           "ExportableModule", "TrainingMode", "OperatorExportTypes"]
+           "ExportableModule", "InputObserver", "TrainingMode", "OperatorExportTypes"]

@@ -396,3 +396,27 @@ def test_verbose_report_dump_profile(tmp_path, capsys):
     assert "- linear: 1" in text and "- Gemm: 1" in text
     dump = next(f for f in files if f.endswith(".pt2.txt"))
     assert "linear" in (tmp_path / "art" / dump).read_text()
+
+
+def test_input_observer():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    observer = ember.onnx.InputObserver()
+    calls = [ember.randn(2, 3), ember.randn(5, 3), ember.randn(4, 3), ember.randn(7, 3)]
+    with observer(model, store_n_calls=3):
+        for x in calls:
+            model(x)
+    assert "forward" not in vars(model)  # the method is restored
+    assert observer.num_obs() == 3
+    args = observer.infer_arguments()
+    assert isinstance(args, tuple) and args[0].shape == (2, 3)
+    shapes = observer.infer_dynamic_shapes()
+    assert list(shapes[0]) == [0]                   # dim 0 varied, dim 1 did not
+    program = ember.onnx.export(model, args, dynamic_shapes=shapes)
+    rows = observer.check_discrepancies(program)
+    assert [r["SUCCESS"] for r in rows] == [True] * 3 and max(r["abs"] for r in rows) < 1e-5
+    assert observer.infer_arguments(1, flat=True)[0].shape == (5, 3)
+    a, kw = observer.infer_arguments(as_args_kwargs=True)
+    assert kw == {} and len(a) == 1
+    with pytest.raises(RuntimeError, match="no call was observed"):
+        ember.onnx.InputObserver().infer_arguments()
