@@ -22,7 +22,9 @@ original Python runs**, so results, errors and side effects are exactly eager's.
    (or to use ``jit.trace``).  ``is_scripting()`` is True during that capture.  Python
    values among the arguments (an ``int`` flag) are part of the program with the values of
    that first call: the scripted module itself accepts any value (it runs as Python), a
-   loaded program raises a clear error for another value.
+   loaded program raises a clear error for another value.  ``script(obj, example_inputs=...)`` (torch's
+   profile-directed typing) types the unannotated parameters from the first example and
+   captures the program from it, with no call needed.
 
 Modules: ``script(module)`` returns a `RecursiveScriptModule` of a class made for the
 module's class, sharing its parameters, buffers and attributes.  ``forward`` and methods
@@ -172,6 +174,16 @@ class ScriptedMethod:
 
     def bind(self, args, kwargs):
         return self.signature.bind(args, dict(kwargs))
+
+    def use_examples(self, examples):
+        """``script(..., example_inputs=[(args...), ...])``: the unannotated parameters take
+        the types of the first example's values (torch infers them from the examples), and
+        that example is the one the program is captured from (no first call needed)."""
+        if not examples:
+            return
+        first = tuple(examples[0])
+        self.signature.infer_from(first)
+        self.example = _snapshot(self.signature.bind(first, {}))
 
     def run(self, owner, args):
         args = self.signature.bind(args, {})
@@ -344,6 +356,20 @@ def _script_module(mod, memo, top=False):
     return new
 
 
+def _use_examples(scripted, example_inputs, original):
+    """``example_inputs`` of a module: ``{module or its method: [(args...), ...]}`` or a
+    list (for ``forward``)."""
+    if not example_inputs or not isinstance(scripted, ScriptModule):
+        return
+    methods = scripted.__dict__["_jit_methods"]
+    if not isinstance(example_inputs, dict):
+        example_inputs = {original: example_inputs}
+    for key, examples in example_inputs.items():
+        name = "forward" if isinstance(key, Module) else getattr(key, "__name__", None)
+        if name in methods and hasattr(methods[name], "use_examples"):
+            methods[name].use_examples(examples)
+
+
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """Script the function or ``nn.Module`` ``obj`` (see the module docstring for ember's
     design): returns a `ScriptFunction` or `RecursiveScriptModule` that runs like the
@@ -359,7 +385,9 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     if isinstance(obj, (ScriptModule, ScriptFunction)):
         return obj
     if isinstance(obj, Module):
-        return _script_module(obj, {}, top=True)
+        out = _script_module(obj, {}, top=True)
+        _use_examples(out, example_inputs, obj)
+        return out
     if inspect.isclass(obj):
         raise NotSupportedError(None, f"jit.script of a class ({obj.__qualname__}) is not "
                                       f"supported by ember: script the functions and modules "
@@ -370,6 +398,10 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
         if get_modifier(obj) in (FunctionModifiers.IGNORE, FunctionModifiers.UNUSED):
             return obj
         method = ScriptedMethod(obj.__name__, obj)
+        if example_inputs is not None:
+            if isinstance(example_inputs, dict):
+                example_inputs = example_inputs.get(obj)
+            method.use_examples(example_inputs)
         return ScriptFunction(method, obj.__qualname__)
     raise RuntimeError(f"Type '{type(obj).__name__}' cannot be compiled since it inherits from "
                        f"nn.Module, pass in an instance instead" if isinstance(obj, type) else

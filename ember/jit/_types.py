@@ -120,6 +120,12 @@ class Signature:
         ret = hints.get("return", _INFERRED)
         self.return_type = ret
 
+    def infer_from(self, example):
+        """Unannotated parameters take the types of ``example``'s values."""
+        for i, v in enumerate(example[:len(self.names)]):
+            if self.inferred[i] and self.types[i] is not typing.Any:
+                self.types[i] = Tensor if isinstance(v, Tensor) else type(v)
+
     def declaration(self):
         args = ", ".join(f"{type_name(t)} {n}" for n, t in zip(self.names, self.types))
         ret = "Tensor" if self.return_type is _INFERRED else type_name(self.return_type)

@@ -258,3 +258,17 @@ def test_called_functions_are_scripted_too(sign):
     assert f"line {_line_of(M._bad_helper, 'try:')}" in str(e.value)
     with pytest.raises(Exception, match="try blocks"):
         torch.jit.script(M.calls_a_bad_helper)
+
+
+def test_example_inputs_type_the_arguments_and_give_the_program():
+    def add(x, y):
+        return x + y
+    s = jit.script(add, example_inputs=[(ember.ones(2), 3)])
+    assert "ember::add" in str(s.graph)  # no call needed: the example is the capture's
+    np.testing.assert_array_equal(s(ember.ones(2), 3).numpy(), [4.0, 4.0])
+    with pytest.raises(RuntimeError, match="Expected a value of type 'int \\(inferred\\)' for "
+                                           "argument 'y' but instead found type 'Tensor'"):
+        s(ember.ones(2), ember.ones(2))
+    m = M.Plain().eval()
+    sm = jit.script(m, example_inputs={m: [(ember.randn(3, 4),)]})
+    assert "ember::linear" in str(sm.graph)
