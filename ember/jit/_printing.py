@@ -33,7 +33,9 @@ def _type_str(val):
 
 
 def _dtype_name(dtype):
-    return str(dtype).replace("ember.", "").capitalize() if dtype is not None else "Tensor"
+    if dtype is None:
+        return "Tensor"
+    return str(getattr(dtype, "name", dtype)).rsplit(".", 1)[-1].capitalize()
 
 
 def _target_name(t):
@@ -158,7 +160,7 @@ def _py_arg(a, names):
     if isinstance(expr, str):
         return expr
     if isinstance(a, np.dtype) or type(a).__name__ == "dtype":
-        return "ember." + str(a).replace("ember.", "")
+        return "ember." + str(getattr(a, "name", a)).rsplit(".", 1)[-1]
     return repr(a)
 
 

@@ -17,9 +17,9 @@ original Python runs**, so results, errors and side effects are exactly eager's.
 3. The program: a scripted method's program is captured with ``ember.export.export``, every
    tensor dimension dynamic (``Dim.AUTO``), **when it is first needed** -- ``.graph``,
    ``.code``, ``save`` -- from the inputs of the method's first call (kept, detached).  A
-   method that was never called has no example to capture from: reading its program or
-   saving its module raises a RuntimeError that says to call it once on an example input
-   (or to use ``jit.trace``).  ``is_scripting()`` is True during that capture.  Python
+   method that was never called has no example to capture from: its ``.code`` shows the
+   scripted source, and reading its ``.graph`` or saving its module raises a RuntimeError
+   that says to call it once on an example input (or to use ``jit.trace``).  ``is_scripting()`` is True during that capture.  Python
    values among the arguments (an ``int`` flag) are part of the program with the values of
    that first call: the scripted module itself accepts any value (it runs as Python), a
    loaded program raises a clear error for another value.  ``script(obj, example_inputs=...)`` (torch's
@@ -192,6 +192,15 @@ class ScriptedMethod:
         if owner is not None:
             return self.compiled(owner, *args)
         return self.compiled(*args)
+
+    def has_program(self):
+        return self._program is not None or self.example is not None
+
+    def source_code(self):
+        """The method's source, as ``.code`` shows it before the program is captured."""
+        import textwrap
+        return (f"# {self.name}: the scripted source; the program is captured at the first "
+                f"call\n" + textwrap.dedent(inspect.getsource(self.original)))
 
     def program(self):
         if self._program is None:

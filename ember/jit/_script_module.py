@@ -80,13 +80,21 @@ class ScriptMethod:
 
     @property
     def code(self):
-        return program_code(self.method.program(), self.name)
+        return _code(self.method, self.name, True)
 
     def graph_for(self, *args, **kwargs):
         return self.graph
 
     def __repr__(self):
         return f"<ember.jit.ScriptMethod {self.name!r}>"
+
+
+def _code(method, name, is_method):
+    """``.code``: the program's; before a scripted method has one, its scripted source."""
+    source = getattr(method, "source_code", None)
+    if source is not None and not method.has_program():
+        return source()
+    return program_code(method.program(), name, is_method)
 
 
 def _positional(method, args, kwargs):
@@ -229,7 +237,7 @@ class ScriptFunction:
 
     @property
     def code(self):
-        return program_code(self._method.program(), self.name, method=False)
+        return _code(self._method, self.name, False)
 
     @property
     def schema(self):

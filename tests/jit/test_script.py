@@ -167,9 +167,10 @@ def test_program_keeps_both_branches_and_the_loop():
 
 def test_program_needs_a_first_call():
     s = jit.script(M.Net().eval())
+    assert "def forward(self, x, shift: int = 1):" in s.code  # the source, before a call
     with pytest.raises(RuntimeError, match=r"forward\(\) has no program yet.*call it once on an "
                                            r"example input.*ember.jit.trace"):
-        s.code
+        s.graph
     with pytest.raises(RuntimeError, match="call it once"):
         jit.save(s, "unused-path.pt")
 
