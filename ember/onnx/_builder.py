@@ -72,6 +72,28 @@ class Builder:
         self.symbols = {}       # "s0" -> (value name, dim): where each size symbol is read
         self._sizes = {}        # size expression text -> name of its [1]-shaped int64 tensor
 
+    def child(self):
+        """A builder for a subgraph (an If branch, a Loop body): its own nodes; names,
+        weights and input-size symbols shared; sizes computed so far readable (subgraphs see
+        the enclosing graph's values), sizes it computes kept to itself."""
+        c = Builder.__new__(Builder)
+        c.__dict__.update(self.__dict__)
+        c.nodes = []
+        c._sizes = dict(self._sizes)
+        return c
+
+    def subgraph(self, name, inputs, outputs):
+        """A GraphProto of this (child) builder's nodes: ``inputs`` are (name, ember dtype,
+        shape or None) of its formal inputs, ``outputs`` the `Value`s it returns (copied to
+        fresh names, as a subgraph output must be produced inside it)."""
+        h = self._helper
+        outs = []
+        for v in outputs:
+            name_out = self.op("Identity", [v])
+            outs.append(h.make_tensor_value_info(name_out, onnx_dtype(v.dtype), None))
+        ins = [h.make_tensor_value_info(n, onnx_dtype(d), shape) for n, d, shape in inputs]
+        return h.make_graph(self.nodes, self.fresh(name), ins, outs)
+
     # ---- names and nodes ----------------------------------------------------------------
 
     def reserve(self, name):
@@ -94,7 +116,7 @@ class Builder:
         """Add one node; returns its output name (a list of names for ``outputs`` > 1).
         ``inputs`` are names, `Value`s or None (an omitted optional input)."""
         ins = ["" if i is None else (i.name if isinstance(i, Value) else i) for i in inputs]
-        while ins and ins[-1] == "":
+        while ins and ins[-1] == "" and op_type != "Loop":  # Loop keeps its optional cond slot
             ins.pop()
         outs = [self.fresh(name_hint or op_type.lower()) for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}

@@ -25,7 +25,8 @@ from .._dynamo.random_ops import draws_random
 from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from ..fx import Graph
 from ..fx.node import map_arg
-from . import _ops_elementwise, _ops_indexing, _ops_nn, _ops_tensor  # noqa: F401 (register)
+from . import (_control_flow, _ops_elementwise, _ops_indexing, _ops_nn,  # noqa: F401
+               _ops_tensor)  # (register their lowerings)
 from ._builder import Builder, Value, onnx_dtype
 from ._fold import fold_constants, needed_nodes
 from ._fusion import conv as _fused_conv
@@ -262,6 +263,39 @@ def _propagate_metas(graph):
         elif isinstance(old, tuple) and len(old) == len(r):
             node.meta["val"] = tuple(TensorMeta(sh, dt) if isinstance(o, TensorMeta) else o
                                      for (sh, dt), o in zip(r, old))
+
+
+def inline_subgraph(b, subgraph, values, sizes, opset):
+    """Lower the body of a higher-order op (an ``ember`` `Subgraph`: its graph takes
+    ``(*tensors, *sizes)``) into builder ``b`` with its tensor inputs bound to ``values``
+    (`Value`s) and its size inputs to ``sizes`` (ints or SymInts of the enclosing graph);
+    returns the `Value`s of its outputs."""
+    graph, _ = _copy(subgraph.graph_module.graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    tensors, size_phs = placeholders[:len(values)], placeholders[len(values):]
+    env = {}
+    for node, v in zip(tensors, values):
+        node.meta["val"] = TensorMeta(v.shape, v.dtype)
+        env[node] = v
+    by_size = dict(zip(size_phs, sizes))
+    for node in graph.nodes:
+        if node.op == "call_function" and any(a in by_size for a in node.all_input_nodes):
+            node.args = map_arg(node.args, lambda a: by_size.get(a, a))
+            node.kwargs = map_arg(node.kwargs, lambda a: by_size.get(a, a))
+    for node in size_phs:
+        if not node.users:
+            graph.erase_node(node)
+    _unlift_sizes(graph)
+    _propagate_metas(graph)
+    fuse_convolutions(graph)
+    decompose_unlowered(graph)
+    out_node = graph.output_node()
+    for node in graph.nodes:
+        if node.op == "call_function":
+            _lower_node(b, env, node, opset)
+    results = out_node.args[0]
+    results = results if isinstance(results, (tuple, list)) else (results,)
+    return [env[r] for r in results]
 
 
 def _copy(graph):

@@ -338,6 +338,16 @@ def _convert_down(onnx, model, target):
     return converted
 
 
+def _inputs_of(node):
+    """The names ``node`` reads, its subgraphs' reads of enclosing values included."""
+    names = {i for i in node.input if i}
+    for attr in node.attribute:
+        for g in list(attr.g.node if attr.HasField("g") else []) + \
+                [n for sub in attr.graphs for n in sub.node]:
+            names |= _inputs_of(g)
+    return names
+
+
 def remove_unused(model):
     """Drop nodes (and initializers) no graph output depends on."""
     g = model.graph
@@ -346,7 +356,7 @@ def remove_unused(model):
     for node in reversed(list(g.node)):
         if any(o in needed for o in node.output):
             keep.append(node)
-            needed.update(i for i in node.input if i)
+            needed.update(_inputs_of(node))
     keep.reverse()
     if len(keep) != len(g.node):
         del g.node[:]

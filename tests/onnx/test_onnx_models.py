@@ -420,3 +420,52 @@ def test_input_observer():
     assert kw == {} and len(a) == 1
     with pytest.raises(RuntimeError, match="no call was observed"):
         ember.onnx.InputObserver().infer_arguments()
+
+
+class _Gate(nn.Module):
+    """Data-dependent branching with ember.cond: both branches survive the export (an ONNX
+    If), the weights they read included."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return ember.cond(x.sum() > 0, lambda x: (self.lin(x).relu(), x[:2]),
+                          lambda x: (x.cos() * 2, x[1:3]), (x,))
+
+
+def test_cond_becomes_if():
+    ember.manual_seed(0)
+    model = _Gate()
+    program = ember.onnx.export(model, (ember.randn(4, 3),))
+    assert "If" in [n.op_type for n in program.model_proto.graph.node]
+    sess = session(program)
+    for sign in (1.0, -1.0):  # each branch taken at run time
+        x = ember.randn(4, 3).abs() * sign
+        assert_close(run(sess, x), model(x))
+
+
+def test_while_loop_becomes_loop():
+    def fn(x, n):
+        return ember.while_loop(lambda i, y: i < n.sum(), lambda i, y: (i + 1, y * 2 + 1),
+                                (ember.tensor(0), x))
+
+    program = ember.onnx.export(fn, (ember.randn(3), ember.tensor(4)))
+    assert "Loop" in [n.op_type for n in program.model_proto.graph.node]
+    sess = session(program)
+    for k in (0, 3, 7):  # the trip count is decided at run time
+        x, n = ember.randn(3), ember.tensor(k)
+        assert_close(run(sess, x, n), fn(x, n))
+
+
+def test_map_becomes_loop_over_a_dynamic_dim():
+    def fn(xs, b):
+        return ember.map(lambda x, b: (x.sum() * 2 + b, x * b), xs, b)
+
+    program = ember.onnx.export(fn, (ember.randn(4, 3), ember.randn(3)),
+                                dynamic_shapes=({0: Dim("n")}, None))
+    sess = session(program)
+    for n in (2, 6):
+        xs, b = ember.randn(n, 3), ember.randn(3)
+        assert_close(run(sess, xs, b), fn(xs, b))
