@@ -469,3 +469,14 @@ def test_map_becomes_loop_over_a_dynamic_dim():
     for n in (2, 6):
         xs, b = ember.randn(n, 3), ember.randn(3)
         assert_close(run(sess, xs, b), fn(xs, b))
+
+
+def test_script_and_traced_modules_export():
+    """torch.onnx.export takes ScriptModules too."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    x = ember.randn(2, 3)
+    for scripted in (ember.jit.trace(model, x), ember.jit.script(model)):
+        program = ember.onnx.export(scripted, (x,))
+        assert [n.op_type for n in program.model_proto.graph.node][:2] == ["Gemm", "Relu"]
+        assert_close(run(session(program), x), model(x))
