@@ -207,7 +207,7 @@ class _Rewriter(ast.NodeTransformer):
                 symbolic = [tdef, fdef, ast.Expr(call)]
         plain = ast.If(test=_name(k), body=node.body, orelse=node.orelse)
         return [ast.Assign(targets=[_name(k, True)], value=node.test),
-                ast.If(test=_call(_rt("is_symbolic"), [_name(k)]), body=symbolic,
+                ast.If(test=_call(_rt("is_symbolic"), [_name(k), where]), body=symbolic,
                        orelse=[plain])]
 
     def visit_While(self, node):
@@ -236,7 +236,7 @@ class _Rewriter(ast.NodeTransformer):
                      elts=[ast.Constant(True)], ctx=ast.Load())),
                  ast.While(test=test, body=node.body, orelse=[])]
         return [ast.Assign(targets=[_name(k, True)], value=node.test),
-                ast.If(test=_call(_rt("is_symbolic"), [_name(k)]), body=symbolic,
+                ast.If(test=_call(_rt("is_symbolic"), [_name(k), where]), body=symbolic,
                        orelse=plain)]
 
 

@@ -7,7 +7,10 @@ tensors (and, for the loop, ints); the helpers here pass the other values (modul
 Python constants, not-yet-defined variables) around them, and fail with the statement's
 ``File ..., line N`` when a branch or loop would make a non-tensor value depend on a tensor.
 """
+import warnings
+
 from .._core.tensor import Tensor
+from ._state import is_tracing
 from .frontend import NotSupportedError
 
 __all__ = ["UNDEFINED", "values", "first", "is_symbolic", "unsupported", "cond", "while_loop"]
@@ -35,9 +38,21 @@ def first(flag):
     return False
 
 
-def is_symbolic(x):
-    """Whether ``x`` is a tensor whose value a capture in progress does not know."""
-    return isinstance(x, Tensor) and "_lazy" in x.__dict__
+def is_symbolic(x, where=None):
+    """Whether ``x`` is a tensor whose value a capture in progress does not know.  Under
+    ``jit.trace`` a tensor condition is concrete: the branch taken is baked into the trace,
+    with a TracerWarning naming the statement (torch keeps a scripted ``if`` in a trace;
+    ember's tracer records ops only)."""
+    if not isinstance(x, Tensor):
+        return False
+    if "_lazy" in x.__dict__:
+        return True
+    if where is not None and is_tracing():
+        from ._trace import TracerWarning
+        warnings.warn(f"jit.trace: the condition of the scripted if/while at {where} is a "
+                      f"tensor; the trace records the path this example takes, so the trace "
+                      f"might not generalize to other inputs", TracerWarning, stacklevel=2)
+    return False
 
 
 def unsupported(where, what):

@@ -163,3 +163,12 @@ def test_in_place_writes_through_views_are_recorded():
     ours = t(x2, y2)[0]
     theirs = torch.jit.trace(f, (torch.randn(3, 2), torch.randn(3, 2)))(tx, ty)[0]
     np.testing.assert_allclose(_np(ours), theirs.numpy(), rtol=1e-6)
+
+
+def test_tracing_a_scripted_branch_warns_with_its_line():
+    gate = jit.script(M.Gate())
+    x = ember.randn(3, 4).abs()
+    with pytest.warns(jit.TracerWarning, match=r"scripted if/while at File \".*models.py\", "
+                                                r"line \d+ is a tensor"):
+        t = jit.trace(gate, (x,))
+    np.testing.assert_array_equal(_np(t(x)), _np(gate(x)))
