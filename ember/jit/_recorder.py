@@ -20,8 +20,7 @@ import numpy as np
 
 from .._core.dispatch import DispatchMode
 from .._core.meta import TensorMeta
-from .._core.op import InplaceOp
-from .._core.op import REGISTRY
+from .._core.op import REGISTRY, InplaceOp
 from .._core.tensor import Tensor, wrap
 from ..fx import Graph, GraphModule
 from ..nn.modules.module import Module
@@ -43,6 +42,7 @@ class Recorder(DispatchMode):
         self.mutated_buffers = {}  # buffer name -> ref of its new value
         self.version = {}  # id(root tensor) -> how many times it was written in place
         self.view_version = {}  # id(view) -> its root's version when the view was bound
+        self.sub = None  # a SubRecorder taking the ops while a branch is recorded
         self.input_metas = [TensorMeta(tuple(t.shape), t.dtype) for t in inputs]
         for i, t in enumerate(inputs):
             self._bind(t, ("input", i))
@@ -94,6 +94,8 @@ class Recorder(DispatchMode):
         return r
 
     def __ember_dispatch__(self, op, args, kwargs):
+        if self.sub is not None:  # a branch of a scripted if is being recorded on its own
+            return self.sub.__ember_dispatch__(op, args, kwargs)
         inplace = isinstance(op, InplaceOp)
         refs = tuple(self.ref(a) for a in args)
         out = op(*args, **kwargs)
@@ -137,6 +139,21 @@ class Recorder(DispatchMode):
         if id(t) in self.buffer_of:
             self.mutated_buffers[self.buffer_of[id(t)]] = self.sources[id(t)]
 
+    def emit(self, g, env):
+        """Append the recorded ops to graph ``g``; ``env`` maps refs to nodes (in and out)."""
+        for k, (op, refs, kw, n_out, metas) in enumerate(self.records):
+            args = tuple(env[r] if r[0] != "value" else r[1] for r in refs)
+            node = g.create_node("call_function", op, args, kw, name=op.name.strip("_") or "op")
+            if n_out is None:
+                node.meta["val"] = metas[0]
+                env[("op", k, 0)] = node
+            else:
+                node.meta["val"] = metas
+                for j in range(n_out):
+                    item = g.call_function(operator.getitem, (node, j))
+                    item.meta["val"] = metas[j]
+                    env[("op", k, j)] = item
+
     def build(self, n_inputs, input_names, params, buffers, flat_outputs, in_spec, out_spec):
         """The `Program` of what was recorded, returning ``flat_outputs``."""
         out_refs = [self.ref(t) for t in flat_outputs]  # may lift constants: before placeholders
@@ -157,18 +174,7 @@ class Recorder(DispatchMode):
             env[("input", i)].meta["val"] = self.input_metas[i]
             specs.append(("input", i))
         _set_metas(env, params, buffers, self.constants)
-        for k, (op, refs, kw, n_out, metas) in enumerate(self.records):
-            args = tuple(env[r] if r[0] != "value" else r[1] for r in refs)
-            node = g.create_node("call_function", op, args, kw, name=op.name.strip("_") or "op")
-            if n_out is None:
-                node.meta["val"] = metas[0]
-                env[("op", k, 0)] = node
-            else:
-                node.meta["val"] = metas
-                for j in range(n_out):
-                    item = g.call_function(operator.getitem, (node, j))
-                    item.meta["val"] = metas[j]
-                    env[("op", k, j)] = item
+        self.emit(g, env)
         mutations = list(self.mutated_buffers)
         outs = [env[self.mutated_buffers[n]] for n in mutations]
         outs += [env[r] for r in out_refs]

@@ -236,8 +236,8 @@ class _Rewriter(ast.NodeTransformer):
                      elts=[ast.Constant(True)], ctx=ast.Load())),
                  ast.While(test=test, body=node.body, orelse=[])]
         return [ast.Assign(targets=[_name(k, True)], value=node.test),
-                ast.If(test=_call(_rt("is_symbolic"), [_name(k), where]), body=symbolic,
-                       orelse=plain)]
+                ast.If(test=_call(_rt("is_symbolic"), [_name(k), where, ast.Constant("while")]),
+                       body=symbolic, orelse=plain)]
 
 
 def _nested_return(stmts):

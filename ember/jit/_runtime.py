@@ -10,7 +10,7 @@ Python constants, not-yet-defined variables) around them, and fail with the stat
 import warnings
 
 from .._core.tensor import Tensor
-from ._state import is_tracing
+from ._state import current_recorder, is_tracing
 from .frontend import NotSupportedError
 
 __all__ = ["UNDEFINED", "values", "first", "is_symbolic", "unsupported", "cond", "while_loop"]
@@ -38,20 +38,23 @@ def first(flag):
     return False
 
 
-def is_symbolic(x, where=None):
-    """Whether ``x`` is a tensor whose value a capture in progress does not know.  Under
-    ``jit.trace`` a tensor condition is concrete: the branch taken is baked into the trace,
-    with a TracerWarning naming the statement (torch keeps a scripted ``if`` in a trace;
-    ember's tracer records ops only)."""
+def is_symbolic(x, where=None, kind="if"):
+    """Whether ``x`` is a tensor whose value a capture in progress does not know, or an
+    ``if`` condition on a tensor while ``jit.trace`` records (both branches are then kept,
+    see ``ember.jit._trace_cond``).  A ``while`` on a tensor under ``jit.trace`` runs as
+    Python: the iterations of this example are baked in, with a TracerWarning."""
     if not isinstance(x, Tensor):
         return False
     if "_lazy" in x.__dict__:
         return True
-    if where is not None and is_tracing():
+    if where is not None and is_tracing() and current_recorder() is not None:
+        if kind == "if":
+            return True
         from ._trace import TracerWarning
-        warnings.warn(f"jit.trace: the condition of the scripted if/while at {where} is a "
-                      f"tensor; the trace records the path this example takes, so the trace "
-                      f"might not generalize to other inputs", TracerWarning, stacklevel=2)
+        warnings.warn(f"jit.trace: the condition of the scripted while loop at {where} is a "
+                      f"tensor; the trace records the iterations this example runs, so the "
+                      f"trace might not generalize to other inputs", TracerWarning,
+                      stacklevel=2)
     return False
 
 
@@ -101,8 +104,20 @@ def cond(pred, true_fn, false_fn, vals, where, names, returns):
     idx = _split(vals, Tensor)
     operands = tuple(vals[i] for i in idx)
     rec_t, rec_f = [], []
-    out = hop_cond(pred, _branch(true_fn, vals, idx, names, where, returns, rec_t),
-                   _branch(false_fn, vals, idx, names, where, returns, rec_f), operands)
+    bt = _branch(true_fn, vals, idx, names, where, returns, rec_t)
+    bf = _branch(false_fn, vals, idx, names, where, returns, rec_f)
+    recorder = current_recorder() if is_tracing() and "_lazy" not in pred.__dict__ else None
+    if recorder is not None:  # jit.trace through a scripted if: keep both branches
+        from ._trace_cond import Impure, record_cond, warn_baked
+        taken = bool(pred)
+        try:
+            out = record_cond(recorder, pred, taken, (bt, bf), operands, where)
+        except Impure as e:
+            warn_baked(where, str(e))
+            out = (bt if taken else bf)(*operands)
+            rec_t, rec_f = (rec_t, rec_t) if taken else (rec_f, rec_f)
+    else:
+        out = hop_cond(pred, bt, bf, operands)
     if returns:
         return out
     kinds_t, kinds_f = rec_t[-1], rec_f[-1]

@@ -50,5 +50,28 @@ def tracing():
     return _Flag("tracing")
 
 
+class recording:
+    """``jit.trace``'s recorder is the current one in this thread while active."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def __enter__(self):
+        self.prev = getattr(_LOCAL, "recorder", None)
+        _LOCAL.recorder = self.recorder
+
+    def __exit__(self, *exc):
+        _LOCAL.recorder = self.prev
+
+
+def current_recorder():
+    """The innermost recorder taking ops now (a branch's, while one is recorded), or None."""
+    rec = getattr(_LOCAL, "recorder", None)
+    while rec is not None and getattr(rec, "sub", None) is not None and \
+            hasattr(rec.sub, "records"):
+        rec = rec.sub
+    return rec
+
+
 def scripting():
     return _Flag("scripting")

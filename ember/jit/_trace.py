@@ -2,7 +2,10 @@
 
 As in torch, the function runs for real on the example inputs while every op is recorded
 (see `Recorder`); sizes are static and Python control flow is frozen to the path the
-example took.  The result is a `TopLevelTracedModule` (modules) or `ScriptFunction`
+example took -- except in scripted code the traced function calls: an ``if`` on a tensor
+there keeps both branches as a ``cond`` node, as torch keeps scripted control flow in a
+trace (`ember.jit._trace_cond`).  The result is a `TopLevelTracedModule` (modules) or
+`ScriptFunction`
 (functions) that runs the recorded program, with ``graph``, ``code`` and ``save``.
 
 ``check_trace`` (default True) reruns the recorded program on the example inputs, or on
@@ -20,7 +23,7 @@ from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from ._recorder import Recorder
 from ._script_module import ModuleState, ProgramMethod, ScriptFunction, TopLevelTracedModule
-from ._state import tracing
+from ._state import recording, tracing
 from ._tree import flatten
 
 __all__ = ["trace", "trace_module", "TracerWarning", "TracingCheckError"]
@@ -120,7 +123,7 @@ def _record(call, args, params, buffers, input_names):
     flat_in = []
     in_spec = flatten(tuple(args), flat_in)
     rec = Recorder(flat_in, params, buffers)
-    with tracing(), rec:
+    with tracing(), recording(rec), rec:
         out = call(*args)
     _check_output(out)
     flat_out = []

@@ -1,4 +1,6 @@
 """jit.trace: the recorded program against eager ember and against torch.jit.trace."""
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -165,10 +167,50 @@ def test_in_place_writes_through_views_are_recorded():
     np.testing.assert_allclose(_np(ours), theirs.numpy(), rtol=1e-6)
 
 
-def test_tracing_a_scripted_branch_warns_with_its_line():
-    gate = jit.script(M.Gate())
-    x = ember.randn(3, 4).abs()
-    with pytest.warns(jit.TracerWarning, match=r"scripted if/while at File \".*models.py\", "
-                                                r"line \d+ is a tensor"):
-        t = jit.trace(gate, (x,))
-    np.testing.assert_array_equal(_np(t(x)), _np(gate(x)))
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_scripted_if_inside_a_trace_keeps_both_branches(sign):
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = jit.script(M.Gate())
+            self.post = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.post(self.gate(x * 2)) + 1
+    m = Outer()
+    x = ember.randn(3, 4).abs() * sign
+    t = jit.trace(m, (x,))  # no TracerWarning: the if is kept
+    for v in (x, -x):
+        np.testing.assert_allclose(_np(t(v)), _np(m(v)), rtol=1e-6)
+    assert "ember.ops.cond(" in t.code
+    buf = io.BytesIO()
+    t.save(buf)
+    loaded = jit.load(io.BytesIO(buf.getvalue()))
+    np.testing.assert_allclose(_np(loaded(-x)), _np(m(-x)), rtol=1e-6)
+
+
+def test_scripted_statements_a_trace_cannot_keep_warn_with_their_line():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("hits", ember.zeros(()))
+
+        def forward(self, x):
+            if x.sum() > 0:
+                self.hits.add_(1)  # a side effect: not run for the branch not taken
+                y = x * 2
+            else:
+                y = x
+            return y
+    m = jit.script(Counting())
+    x = ember.ones(3)
+    with pytest.warns(jit.TracerWarning, match=r"scripted if at File \".*test_trace.py\", "
+                                                r"line \d+ depends on a tensor and could not be "
+                                                r"kept as a cond \(it writes into a tensor"):
+        t = jit.trace(m, (x,), check_trace=False)
+    assert float(m.hits) == 1.0  # the taken branch ran once
+    np.testing.assert_array_equal(_np(t(x)), [2.0, 2.0, 2.0])
+    s = jit.script(M.double_until)
+    with pytest.warns(jit.TracerWarning, match=r"while loop at File \".*models.py\", line \d+ "
+                                                r"is a tensor"):
+        jit.trace(lambda v: s(v, 10.0), (ember.ones(2),))
