@@ -5,8 +5,8 @@ As in torch, the function runs for real on the example inputs while every op is 
 example took -- except in scripted code the traced function calls: an ``if`` on a tensor
 there keeps both branches as a ``cond`` node, as torch keeps scripted control flow in a
 trace (`ember.jit._trace_cond`).  The result is a `TopLevelTracedModule` (modules) or
-`ScriptFunction`
-(functions) that runs the recorded program, with ``graph``, ``code`` and ``save``.
+`ScriptFunction` (functions) that runs the recorded program, with ``graph``, ``code`` and
+``save``.
 
 ``check_trace`` (default True) reruns the recorded program on the example inputs, or on
 each of ``check_inputs``, and compares with the Python function: a difference on the
