@@ -26,7 +26,7 @@ from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from ..fx import Graph
 from ..fx.node import map_arg
 from . import (_control_flow, _ops_elementwise, _ops_indexing, _ops_nn,  # noqa: F401
-               _ops_tensor)  # (register their lowerings)
+               _ops_special, _ops_tensor)  # (register their lowerings)
 from ._builder import Builder, Value, onnx_dtype
 from ._fold import fold_constants, needed_nodes
 from ._fusion import conv as _fused_conv
@@ -90,12 +90,12 @@ def _metas(v):
     return v if isinstance(v, tuple) else (v,)
 
 
-def _check_meta(node):
+def _check_meta(node, opset):
     for m in _metas(node.meta.get("val")):
         if isinstance(m, TensorMeta) and m.dtype.is_complex:
             name = getattr(node.target, "name", node.name)
             raise UnsupportedOperatorError(
-                name, None, None, node=node.name,
+                name, opset, None, node=node.name,
                 reason="complex tensors have no ONNX lowering here (ONNX Runtime computes "
                        "almost no operator on complex64/complex128)")
 
@@ -347,7 +347,7 @@ def _lower_node(b, env, node, opset):
         name = getattr(target, "__name__", repr(target))
         raise UnsupportedOperatorError(name, opset, None, node=node.name,
                                        reason="not an ember operator")
-    _check_meta(node)
+    _check_meta(node, opset)
     fn = LOWERINGS.get(target.name)
     if fn is None:
         why = node.meta.get("onnx_no_decompose")

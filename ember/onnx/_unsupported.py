@@ -10,7 +10,7 @@ _DATA = "its output shape depends on the values, and ONNX has no operator comput
 
 UNSUPPORTED = {
     **{n: _SPECIAL for n in (
-        "lgamma", "digamma", "polygamma", "erfinv", "special_zeta", "special_gammainc",
+        "polygamma", "special_zeta", "special_gammainc",
         "special_gammaincc", "standard_gamma_grad", "special_airy_ai", "special_bessel_j0",
         "special_bessel_j1", "special_bessel_y0", "special_bessel_y1", "special_erfcx",
         "special_i0", "special_i0e", "special_i1", "special_i1e", "special_log_ndtr",

@@ -60,6 +60,19 @@ def case(name, fn, *inputs, rtol=1e-5, atol=1e-5, id=None):
 for _name, _dom in UNARY_FLOAT.items():
     case(_name, op(_name), f32(3, 4, **_dom))
 case("round", op("round", decimals=2), f32(3, 4), id="round_decimals")
+case("lgamma", op("lgamma"), ember.tensor(np.concatenate([
+    rng.uniform(0.01, 30, 40), rng.uniform(-8, 0.5, 20), [-3.0, 0.0, 1.0, 2.0, 0.5]]).astype(
+    np.float32)), rtol=1e-5, atol=1e-5)
+case("digamma", op("digamma"), ember.tensor(np.concatenate([
+    rng.uniform(0.01, 30, 40), rng.uniform(-8, 0.5, 20), [-2.0, 0.0, 1.0, 0.5]]).astype(
+    np.float32)), rtol=1e-5, atol=1e-5)
+case("erfinv", op("erfinv"), ember.tensor(np.concatenate([
+    rng.uniform(-0.999, 0.999, 40), [-1.0, 1.0, 0.0, 0.9999, -0.99999, 1.5]]).astype(
+    np.float32)), rtol=1e-5, atol=1e-5)
+case("lgamma", op("lgamma"), ember.tensor(rng.uniform(-5, 20, 30)), rtol=1e-12, atol=1e-12,
+     id="lgamma_float64")
+case("digamma", op("digamma"), ember.tensor(rng.uniform(-5, 20, 30)), rtol=1e-10, atol=1e-10,
+     id="digamma_float64")
 case("isnan", op("isnan"), ember.tensor(np.array([1.0, np.nan, -np.inf, 0.0], np.float32)))
 case("signbit", op("signbit"), ember.tensor(np.array([1.0, -0.0, 0.0, -2.5], np.float32)))
 case("logical_not", op("logical_not"), f32(5))
