@@ -130,6 +130,28 @@ def _cast(out, dt):
 
 
 
+class _NodeError(RuntimeError):
+    """A kernel's failure, with the node it ran for."""
+
+
+def _check_placeholder_meta(meta, where):
+    if meta is None:
+        return None
+    if isinstance(meta, dict) and set(meta) == {"int"}:
+        return meta
+    if not (isinstance(meta, dict) and isinstance(meta.get("shape"), list) and
+            all(type(s) is int or isinstance(s, str) for s in meta["shape"])):
+        raise ValueError(f"{where}: malformed placeholder metadata {meta!r:.100}")
+    np_dtype(meta.get("dtype"), where)
+    for s in meta["shape"]:
+        if isinstance(s, str):
+            try:
+                eval_size(s, _Anything())
+            except ZeroDivisionError:
+                pass
+    return meta
+
+
 class Graph:
     """Steps compiled once from the JSON nodes; ``missing`` lists the operators (here and
     in sub-graphs) that have no kernel."""
@@ -144,12 +166,17 @@ class Graph:
             if not isinstance(n, dict) or not isinstance(n.get("name"), str):
                 raise ValueError(f"{at}: malformed node")
             kind, name = n.get("op"), n["name"]
+            if name in names:
+                raise ValueError(f"{at}: node name {name!r} is defined twice")
+            raw_args, raw_kwargs = n.get("args", []), n.get("kwargs", {})
+            if not isinstance(raw_args, list) or not isinstance(raw_kwargs, dict):
+                raise ValueError(f"{at}: args must be a list and kwargs an object")
             if kind == "placeholder":
-                self.placeholders.append((name, n.get("meta")))
+                self.placeholders.append((name, _check_placeholder_meta(n.get("meta"), at)))
             elif kind == "call_function":
                 t = n.get("target")
-                args = [decode(a, names, at, ctx) for a in n.get("args", [])]
-                kwargs = {k: decode(v, names, at, ctx) for k, v in n.get("kwargs", {}).items()}
+                args = [decode(a, names, at, ctx) for a in raw_args]
+                kwargs = {k: decode(v, names, at, ctx) for k, v in raw_kwargs.items()}
                 for v in kwargs.values():
                     if isinstance(v, Graph):
                         self.missing += v.missing
@@ -165,9 +192,9 @@ class Graph:
                 else:
                     self.missing.append(str(t))
                     fn = None
-                self.steps.append((name, fn, _resolver(args), _resolver(kwargs), dts))
+                self.steps.append((name, t, fn, _resolver(args), _resolver(kwargs), dts))
             elif kind == "output":
-                output = [decode(a, names, at, ctx) for a in n.get("args", [])]
+                output = [decode(a, names, at, ctx) for a in raw_args]
             else:
                 raise ValueError(f"{at}: unknown node kind {kind!r}")
             names.add(name)
@@ -179,14 +206,20 @@ class Graph:
 
     def run(self, env, syms):
         """Every step on ``env`` (placeholder name -> array); returns the outputs."""
-        for name, fn, args_of, kwargs_of, dts in self.steps:
-            args = args_of(env, syms)
-            if fn is None:  # getitem
-                env[name] = args[0][args[1]]
-            elif fn == "skip":
-                env[name] = None
-            else:
-                env[name] = _cast(fn(dts, *args, **kwargs_of(env, syms)), dts)
+        for name, target, fn, args_of, kwargs_of, dts in self.steps:
+            try:
+                args = args_of(env, syms)
+                if fn is None:  # getitem
+                    env[name] = args[0][args[1]]
+                elif fn == "skip":
+                    env[name] = None
+                else:
+                    env[name] = _cast(fn(dts, *args, **kwargs_of(env, syms)), dts)
+            except _NodeError:
+                raise
+            except Exception as e:  # noqa: BLE001 - named, whatever the kernel raised
+                raise _NodeError(f"node {name} ({target}) failed: {type(e).__name__}: "
+                                 f"{e}") from e
         return self._outs(env, syms)
 
     def __call__(self, *args):

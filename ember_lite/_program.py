@@ -170,4 +170,9 @@ def load(f):
     """Load the program file ``f`` (a path, ``os.PathLike`` or binary file object) saved by
     ``ember.export.save``: the graph of ``lite/program.json`` and its weights."""
     ar, prog = open_program(f)
-    return Program(prog, ar)
+    try:
+        return Program(prog, ar)
+    except (TypeError, AttributeError, KeyError, IndexError, RecursionError) as e:
+        # a structure the checks did not foresee (a list where an object belongs, ...)
+        raise ValueError(f"{ar.label}: malformed lite program ({type(e).__name__}: "
+                         f"{e})") from None

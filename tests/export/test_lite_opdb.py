@@ -1,6 +1,7 @@
 """The op database through the program file and ember_lite: each record's first sample per
 dtype, recorded op by op (as tests/_inductor/test_opdb_compiled does), saved (the lite
-graph decomposes every op to primitives), loaded by ember_lite and run, equals ember eager.
+graph decomposes every op to primitives), loaded by ember_lite and run, equals ember eager;
+ember.export's loader (and its graph verifier) accepts each file too.
 
 Records the lite runtime cannot run are listed in ``CANNOT`` with the clear error they
 must give (asserted, not skipped): ops whose output shape depends on the values keep their
@@ -16,7 +17,7 @@ import ember
 import ember_lite
 from ember._core.tensor import Tensor
 from ember._inductor.passes.record import record_graph
-from ember.export.serde import save_program
+from ember.export.serde import load_program, save_program
 from opdb.all import OPS
 from opdb.core import to_lib
 
@@ -108,6 +109,8 @@ def _run(op, dtype):
         return False  # random draws: ember_lite's RNG primitive is tested in test_lite_ops
     buf = io.BytesIO()
     save_program(gm, buf)
+    buf.seek(0)
+    load_program(buf)  # the verifier accepts every graph ember saves
     buf.seek(0)
     prog = ember_lite.load(buf)
     with warnings.catch_warnings():

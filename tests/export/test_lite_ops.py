@@ -15,7 +15,7 @@ import pytest
 
 import ember_lite
 from ember._core.op import REGISTRY
-from ember.export.serde import save_program
+from ember.export.serde import load_program, save_program
 from ember.ops.primitives import PRIMITIVES
 
 from . import lite_cases
@@ -42,6 +42,8 @@ def _close(got, want, what):
 def _run_lite(gm, inputs):
     buf = io.BytesIO()
     save_program(gm, buf)
+    buf.seek(0)
+    load_program(buf)  # ember's loader (and its graph verifier) accepts the file too
     buf.seek(0)
     prog = ember_lite.load(buf)
     with warnings.catch_warnings():

@@ -4,6 +4,7 @@ import operator
 
 from ..._core.op import REGISTRY, Op
 from ...fx import Graph, GraphModule
+from ._verify import verify_graph
 from ._values import decode_meta, decode_value, encode_meta, encode_size, encode_value
 
 __all__ = ["encode_graph", "decode_graph", "lookup_op"]
@@ -149,4 +150,6 @@ def decode_graph(nodes_json, hints, where, ctx=None):
         nodes[name] = node
     if not nodes_json or nodes_json[-1].get("op") != "output":
         raise ValueError(f"{where}: the graph does not end with an output node")
-    return GraphModule({}, graph)
+    gm = GraphModule({}, graph)
+    verify_graph(gm, where)
+    return gm

@@ -321,6 +321,15 @@ def load_program(f, *, extra_files=None, expected_opset_version=None):
     bytes.  ``extra_files``: ``{name: ignored}``, filled in with the stored contents (str
     when they are UTF-8 text, else bytes)."""
     ar, prog = read_archive(f)
+    try:
+        return _load(ar, prog, extra_files, expected_opset_version)
+    except (TypeError, AttributeError, KeyError, IndexError, RecursionError) as e:
+        # a structure the checks did not foresee (a list where an object belongs, ...)
+        raise ValueError(f"{ar.label}: malformed program file ({type(e).__name__}: "
+                         f"{e})") from None
+
+
+def _load(ar, prog, extra_files, expected_opset_version):
     _check_opset(ar, prog, expected_opset_version)
     where = f"{ar.label}: program.json"
     hints = _hints(prog, where)

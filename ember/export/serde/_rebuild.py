@@ -7,6 +7,7 @@ from .. import graph_signature as gs
 from ._graph import decode_graph
 from ._storage import read_tensor_array
 from ._values import decode_value
+from ._verify import verify_signature
 
 __all__ = ["rebuild"]
 
@@ -130,6 +131,9 @@ def rebuild(prog, gm, state_dict, constants, hints, ar, ctx, where):
                                     **common)
     ep = ExportedProgram(gm, gm.graph, sig, state_dict, ranges, training=prog.get("training"),
                          alternate=alternate, **common)
+    verify_signature(ep, where)
+    if alternate is not None:
+        verify_signature(alternate, f"{where}: alternate")
     if isinstance(prog.get("alternate_error"), str):
         ep.alternate_error = prog["alternate_error"]
     return ep
