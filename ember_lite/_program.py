@@ -93,6 +93,12 @@ class Program:
             self._outputs.append((n_graph, sp.get("kind"), sp.get("target")))
             n_graph += 1
 
+    def __repr__(self):
+        ins = ", ".join(f"{n}: {d}{list(s) if s is not None else ''}"
+                        for n, s, d in self.input_specs)
+        return (f"ember_lite.Program({self._label}: ({ins}) -> {len(self.output_names)} "
+                f"output(s), {len(self._graph.steps)} nodes, {len(self._weights)} weights)")
+
     # ---- introspection ------------------------------------------------------------------
     @property
     def input_specs(self):

@@ -1,8 +1,12 @@
 """The ember program file: what `ember.export.save` writes and `ember.export.load` reads.
 
-Unlike a pickle, a program file holds no code: loading it builds a graph from operator
-names in ember's registry, literal arguments and raw weight bytes, so a file from an
-untrusted source cannot run anything.  The same file runs without ember in `ember_lite`.
+Unlike a pickle (what ``torch.save`` of a module and TorchScript archives hold, and why
+loading an untrusted checkpoint can run arbitrary code), a program file holds no code:
+loading it builds a graph from operator names in ember's registry, literal arguments and
+raw weight bytes, so a file from an untrusted source cannot run anything.  Before the
+graph is returned it is verified: every operator's shape rule and kernel signature must
+accept its arguments and agree with the metadata the file records, and the signature must
+name weights the file holds.  The same file runs without ember in `ember_lite`.
 
 Layout (a zip archive, members stored uncompressed)
 ---------------------------------------------------
