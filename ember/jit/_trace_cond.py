@@ -96,10 +96,11 @@ def _run(outer, fn, operands):
         outer.sub = None
     flat = []
     spec = _flat(out, flat)
+    sub.out_refs = [sub.ref(t) for t in flat]  # an output from outside is lifted now
     return sub, spec, flat
 
 
-def _graph(sub, n_total, offset, flat_out):
+def _graph(sub, n_total, offset):
     """The branch's GraphModule over all the node's inputs (operands, then the lifted
     tensors of both branches; this branch's lifted ones start at ``offset``)."""
     g = Graph()
@@ -113,9 +114,8 @@ def _graph(sub, n_total, offset, flat_out):
         env[("input", i)] = placeholders[i]
     for j in range(len(sub.lifted)):
         env[("input", n_ops + j)] = placeholders[offset + j]
-    out_refs = [sub.ref(t) for t in flat_out]
     sub.emit(g, env)
-    g.output(tuple(env[r] for r in out_refs))
+    g.output(tuple(env[r] for r in sub.out_refs))
     return g, placeholders
 
 
@@ -136,17 +136,16 @@ def record_cond(outer, pred, taken_first, branches, operands, where):
             [(_meta(b).shape, b.dtype) for b in out_o]:
         raise Impure("the branches return different structures, shapes or dtypes")
     subs = {True: (sub_t, out_t), False: (sub_o, out_o)}
-    true_sub, true_out = subs[bool(taken_first)]
-    false_sub, false_out = subs[not taken_first]
+    true_sub = subs[bool(taken_first)][0]
+    false_sub = subs[not taken_first][0]
     n_ops = len(operands)
     n_total = n_ops + len(true_sub.lifted) + len(false_sub.lifted)
     metas = [_meta(t) for t in operands]
     metas += [true_sub.input_metas[n_ops + j] for j in range(len(true_sub.lifted))]
     metas += [false_sub.input_metas[n_ops + j] for j in range(len(false_sub.lifted))]
     graphs = []
-    for sub, offset, out in ((true_sub, n_ops, true_out),
-                             (false_sub, n_ops + len(true_sub.lifted), false_out)):
-        g, placeholders = _graph(sub, n_total, offset, out)
+    for sub, offset in ((true_sub, n_ops), (false_sub, n_ops + len(true_sub.lifted))):
+        g, placeholders = _graph(sub, n_total, offset)
         for p, m in zip(placeholders, metas):
             p.meta["val"] = m
         graphs.append(Subgraph.from_graph_module(GraphModule(Module(), g)))

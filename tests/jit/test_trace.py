@@ -214,3 +214,11 @@ def test_scripted_statements_a_trace_cannot_keep_warn_with_their_line():
     with pytest.warns(jit.TracerWarning, match=r"while loop at File \".*models.py\", line \d+ "
                                                 r"is a tensor"):
         jit.trace(lambda v: s(v, 10.0), (ember.ones(2),))
+
+
+def test_a_branch_returning_an_outer_tensor():
+    gate = jit.script(M.branchy)
+    x, y = ember.ones(3), ember.randn(3)
+    t = jit.trace(lambda a, b: gate(a, b) * 2, (x, y))  # the false branch returns b itself
+    for v in (x, -x):
+        np.testing.assert_array_equal(_np(t(v, y)), _np(M.branchy(v, y) * 2))
