@@ -70,6 +70,9 @@ def eval_size(text, env):
 
 class _Archive:
     def __init__(self, f):
+        if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "read"):
+            raise TypeError(f"ember_lite.load: f must be a path or a readable binary file "
+                            f"object, got {type(f).__name__}")
         self.label = os.fspath(f) if isinstance(f, (str, os.PathLike)) else \
             getattr(f, "name", "<file object>")
         try:

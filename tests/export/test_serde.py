@@ -403,3 +403,14 @@ def test_hostile_edits_give_clear_errors(mlp_file):
             pass
         except TypeError as e:  # the input checks: the edit changed what the program takes
             assert str(e).startswith(("the program takes", "input ")), e
+
+
+def test_wrong_file_arguments(tmp_path, mlp_file):
+    _, ep, _ = mlp_file
+    with pytest.raises(TypeError, match="f must be a path or a writable binary file"):
+        save(ep, 42)
+    for loader in (load, ember_lite.load):
+        with pytest.raises(TypeError, match="f must be a path or a readable binary file"):
+            loader(3.5)
+        with pytest.raises(FileNotFoundError):
+            loader(tmp_path / "missing.ember")

@@ -55,6 +55,8 @@ def _specs(ep, gm):
 
 def _array(t):
     data = getattr(t, "_data", None)
+    if data is not None and not isinstance(data, np.ndarray) and hasattr(t, "cpu"):
+        data = t.detach().cpu()._data  # a device tensor: its host copy is what is stored
     return np.asarray(data if data is not None else t)
 
 
@@ -198,6 +200,9 @@ def _write_zip(f, members):
         with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED) as z:
             for name, data in members.items():
                 z.writestr(name, data)
+    if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "write"):
+        raise TypeError(f"ember.export.save: f must be a path or a writable binary file "
+                        f"object, got {type(f).__name__}")
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         d, base = os.path.split(os.path.abspath(path))
@@ -219,6 +224,9 @@ class _Archive:
     """The members of a program file, with every container error turned into a clear one."""
 
     def __init__(self, f):
+        if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "read"):
+            raise TypeError(f"ember.export.load: f must be a path or a readable binary file "
+                            f"object, got {type(f).__name__}")
         self.label = os.fspath(f) if isinstance(f, (str, os.PathLike)) else \
             getattr(f, "name", "<file object>")
         try:
@@ -229,6 +237,8 @@ class _Archive:
                 data = f.read()
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             self.names = set(self.zip.namelist())
+        except FileNotFoundError:
+            raise
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
             raise RuntimeError(f"{self.label} is not an ember program file (not a readable "
                                f"zip archive: {e})") from None
