@@ -65,11 +65,13 @@ def _dims_of_dynamic_shapes(dynamic_shapes, n_inputs, names):
     for i, spec in enumerate(entries[:n_inputs]):
         if spec is None:
             continue
-        if isinstance(spec, dict):
-            out[i] = {int(d): _dim_name(v, names[i], d) for d, v in spec.items()
-                      if v is not None}
-        elif isinstance(spec, (list, tuple)):
-            out[i] = {d: _dim_name(v, names[i], d) for d, v in enumerate(spec) if v is not None}
+        items = spec.items() if isinstance(spec, dict) else enumerate(spec) \
+            if isinstance(spec, (list, tuple)) else ()
+        # Dim.STATIC is static; Dim.AUTO may stay static, so it is not required dynamic
+        named = {int(d): _dim_name(v, names[i], d) for d, v in items
+                 if v is not None and getattr(v, "name", None) not in ("STATIC", "AUTO")}
+        if named:
+            out[i] = named
     return out
 
 

@@ -480,3 +480,15 @@ def test_script_and_traced_modules_export():
         program = ember.onnx.export(scripted, (x,))
         assert [n.op_type for n in program.model_proto.graph.node][:2] == ["Gemm", "Relu"]
         assert_close(run(session(program), x), model(x))
+
+
+def test_dim_hints():
+    model = nn.Linear(3, 2)
+    x = ember.randn(4, 3)
+    for spec, want in (({0: Dim.DYNAMIC, 1: Dim.STATIC}, ["input_dim_0", 3]),
+                       ({0: Dim.AUTO}, ["s0", 3])):
+        program = ember.onnx.export(model, (x,), dynamic_shapes=(spec,))
+        dims = program.model_proto.graph.input[0].type.tensor_type.shape.dim
+        assert [d.dim_param or d.dim_value for d in dims] == want
+        x7 = ember.randn(7, 3)
+        assert_close(run(session(program), x7), model(x7))
