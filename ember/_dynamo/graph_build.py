@@ -44,18 +44,24 @@ def symbolic_value(v, leaf_values, symbols):
     return v
 
 
-def _sym_shape(shape, symbols):
+def _sym_shape(shape, symbols, values=None):
+    """``shape`` with sizes over symbols as SymInts whose expr names them; with ``values``
+    (leaf values), computed sizes too (``(s0 * 2)``), else those are ints."""
     out = []
     for s in shape:
         if isinstance(s, SymInt) and s.expr in symbols:
             out.append(SymInt(int(s), symbols[s.expr]))
+        elif values is not None and isinstance(s, SymInt) and type(s.expr) is tuple:
+            r = render(s.expr, values, symbols)
+            out.append(r if type(r) is int else SymInt(int(s), r))
         else:
             out.append(int(s))
     return tuple(out)
 
 
-def build_graph_module(trace, spec, grad_nodes, input_names=None):
-    """The GraphModule of ``spec`` (see `ember._dynamo.graph_key.spec_of`)."""
+def build_graph_module(trace, spec, grad_nodes, input_names=None, computed_sizes=False):
+    """The GraphModule of ``spec`` (see `ember._dynamo.graph_key.spec_of`); with
+    ``computed_sizes``, metadata shapes keep sizes computed from symbols symbolic."""
     from .._core.state import STATE
     g = Graph()
     leaf_values = trace.session.leaf_values
@@ -94,7 +100,8 @@ def build_graph_module(trace, spec, grad_nodes, input_names=None):
         node = g.create_node("call_function", rec.op, tuple(args), params,
                              name=rec.op.name.strip("_") or "op")
         metas = [trace.metas[rec.out + j] for j in range(rec.n_out)]
-        vals = [TensorMeta(_sym_shape(s, symbols), d) for s, d in metas]
+        vals = [TensorMeta(_sym_shape(s, symbols, leaf_values if computed_sizes else None), d)
+                for s, d in metas]
         if rec.op.n_out == 1:
             node.meta["val"] = vals[0]
             env[("v", rec.out)] = node

@@ -212,9 +212,15 @@ def render(expr, values, symbols):
         return name if name is not None else values[expr]
     a = render(expr[1], values, symbols)
     b = render(expr[2], values, symbols)
+    op = expr[0]
     if type(a) is int and type(b) is int:
-        return _FOLD[expr[0]](a, b)
-    return f"({a} {expr[0]} {b})"
+        return _FOLD[op](a, b)
+    # identities, so sizes read as written (s0, not ((s0 - 0) // 1))
+    if b == 0 and op in "+-" or b == 1 and op in ("*", "//"):
+        return a
+    if a == 0 and op == "+" or a == 1 and op == "*":
+        return b
+    return f"({a} {op} {b})"
 
 
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,

@@ -9,6 +9,7 @@ runs saved programs with NumPy alone.
 """
 
 from .._dynamo.exc import UserError
+from ..func._pytree import tree_unflatten
 from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from ..nn.modules.module import Module
 from .capture import capture
@@ -18,6 +19,7 @@ from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignat
 from .graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
                               OutputSpec)
 from .guards import check_guards
+from .verify import dims_that_do_not_generalise
 
 __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
            "default_decompositions", "ExportGraphSignature", "InputKind", "InputSpec",
@@ -37,18 +39,40 @@ class _FunctionModule(Module):
 
 def _program(mod, args, kwargs, dynamic_shapes, strict, training, log=True):
     auto_static, replacements = set(), {}
-    for _ in range(4):
+
+    def recapture(flat):
+        a, k = tree_unflatten(flat, c.in_spec)
+        return capture(mod, a, k, dynamic_shapes, strict, auto_static, replacements)
+
+    for _ in range(8):
         c = capture(mod, args, kwargs, dynamic_shapes, strict, auto_static, replacements)
         try:
             ranges, more, tied, asserts = check_guards(c)
         except ConstraintViolationError as e:
             raise UserError(str(e))   # torch's chain: the violation, then the user error
-        if not more - auto_static and not tied.keys() - replacements.keys():
+        if more - auto_static or tied.keys() - replacements.keys():
+            # Dim.AUTO dims the program specialised or tied to others: capture again so
+            auto_static |= more
+            for lf, expr in tied.items():
+                replacements.setdefault(lf, expr)
+            continue
+        bad = dims_that_do_not_generalise(c, recapture)
+        if not bad:
             break
-        # Dim.AUTO dims the program specialised or tied to others: capture again so
-        auto_static |= more
-        for lf, expr in tied.items():
-            replacements.setdefault(lf, expr)
+        declared = [v for v in bad if not v.auto]
+        if declared:
+            try:
+                raise ConstraintViolationError(
+                    f"Constraints violated ({', '.join(v.name for v in declared)})! The "
+                    f"program specializes them: captured again with another size it gives "
+                    f"a different graph (for example a Python loop over the size, or a size "
+                    f"made a plain int).\n" + "\n".join(
+                        f"  - Suggested fix: {v.name} = {v.example}   (or Dim.STATIC for that "
+                        f"dimension)" for v in declared))
+            except ConstraintViolationError as e:
+                raise UserError(str(e))
+        for v in bad:
+            auto_static.update(v.leaves)
     _insert_asserts(c, asserts)
     if log:
         _log_symbols(c, ranges)

@@ -182,10 +182,13 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replaceme
             result["capture"] = _graph_of(session, out, role, flat, tensor_pos, names,
                                           stand_ins, non_persistent, params, buffers,
                                           unbacked.sources)
+            # the ops still pending run when the session ends: their comparisons are not
+            # the program's
+            _stop_guards(guards)
     except Unsupported as e:
         raise UserError(str(e)) from None
     finally:
-        symbolic.GUARDS.remove(guards)
+        _stop_guards(guards)
     c = result["capture"]
     c.leaf_specs = leaf_specs
     c.replacements = replacements
@@ -196,6 +199,14 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replaceme
     c.flat_paths = paths
     c.arg_of_leaf = {a: tensor_pos[a] for a in range(len(tensor_pos))}
     return c
+
+
+def _stop_guards(guards):
+    """Stop noting comparisons into ``guards`` (by identity: guard lists compare equal)."""
+    for i, g in enumerate(symbolic.GUARDS):
+        if g is guards:
+            del symbolic.GUARDS[i]
+            return
 
 
 class _LeafSymbols:
@@ -311,7 +322,7 @@ def _graph_of(session, out, role, flat, tensor_pos, names, stand_ins, non_persis
                 "ember.export: a size of an input that no operation reads is used by the "
                 "program (" + ", ".join(n for n, _ in spec.size_inputs) + "); read the input "
                 "in the program or declare the dimension static")
-        gm = build_graph_module(trace, spec, grad_nodes=False)
+        gm = build_graph_module(trace, spec, grad_nodes=False, computed_sizes=True)
         graph_inputs = [trace.inputs[k] for k in spec.inputs]
         symbols = dict(spec.symbols)
     else:

@@ -236,6 +236,7 @@ def check_guards(c):
     base = {k: v.example for k, v in vars_.items()}
     auto_static, replacements = set(), {}
     errors, violated, seen = [], [], set()
+    narrowed = {}
     asserts = []
     # assumptions first (ember._check on a value read from an input): they narrow its range
     guards = [g for g in c.guards if len(g) > 4] + [g for g in c.guards if len(g) == 4]
@@ -301,13 +302,14 @@ def check_guards(c):
                 if var.auto:
                     var.lo, var.hi = max(var.lo, lo), min(var.hi, hi)
                     continue
-                violated.append(var.name)
-                errors.append(
-                    f"  - Not all values of {var.name} in the specified range "
-                    f"{_range_text(var)} satisfy the generated guard {text}.\n    Suggested "
-                    f"fix: {var.name} = Dim({var.name!r}"
-                    + (f", min={lo}" if lo > var.lo or lo > 0 else "")
-                    + (f", max={hi}" if hi < INT_OO else "") + ")")
+                # one suggestion per dim: the range every such guard allows
+                prev = narrowed.get(var.key)
+                if prev is None:
+                    violated.append(var.name)
+                    narrowed[var.key] = [var, lo, hi, [text]]
+                else:
+                    prev[1], prev[2] = max(prev[1], lo), min(prev[2], hi)
+                    prev[3].append(text)
         else:
             autos = [v for v in involved.values() if v.auto]
             if autos:
@@ -332,6 +334,13 @@ def check_guards(c):
             else:
                 errors.append(f"  - The program assumes {text}, which does not hold for every "
                               f"value of {', '.join(names)} in their ranges.")
+    for var, lo, hi, texts in narrowed.values():
+        errors.append(
+            f"  - Not all values of {var.name} in the specified range {_range_text(var)} "
+            f"satisfy the generated guard{'s' if len(texts) > 1 else ''} "
+            f"{', '.join(texts)}.\n    Suggested fix: {var.name} = Dim({var.name!r}"
+            + (f", min={lo}" if lo > var.lo or lo > 0 else "")
+            + (f", max={hi}" if hi < INT_OO else "") + ")")
     if errors:
         raise ConstraintViolationError("Constraints violated (" + ", ".join(dict.fromkeys(violated))
                         + ")! For more information, run with TORCH_LOGS=\"+dynamic\".\n"

@@ -346,11 +346,13 @@ def _wrap_indices(adv, like):
 def _getitem(self, item):
     t = type(item)
     if t is int:  # hot path: x[i]
-        shp = self._data.shape  # not .shape: building a Size costs ~5% of x[i]
+        # not .shape: building a Size costs ~5% of x[i]; an input of a compiled or exported
+        # region has its symbolic sizes in _sym_shape
+        shp = self.__dict__.get("_sym_shape") or self._data.shape
         if shp and -shp[0] <= item < shp[0]:
             return apply(SELECT, (self,), {"key": (item % shp[0],)})
     try:
-        key, adv = _parse(self._data.shape, item)
+        key, adv = _parse(self.__dict__.get("_sym_shape") or self._data.shape, item)
     except AttributeError:
         return handle_override(_getitem, (self, item), {})
     v = _basic_view(self, key)

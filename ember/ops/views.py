@@ -78,8 +78,6 @@ def _view(self, *shape):
         if isinstance(shape[0], _dtype):
             return _view_dtype(self, shape[0])
     shape = infer_size(_sizes(shape), self.numel())
-    if shape == self._data.shape:
-        return apply(VIEW, (self,), {"shape": shape})
     return apply(VIEW, (self,), {"shape": shape})
 
 
@@ -130,7 +128,8 @@ def reshape(input, shape):
     except AttributeError:
         return handle_override(reshape, (input, shape), {})
     x = input._data
-    if shape == x.shape:
+    # an input of a compiled or exported region compares by its symbolic sizes
+    if shape == (input.__dict__.get("_sym_shape") or x.shape):
         return apply(VIEW, (input,), {"shape": shape})
     # an array not computed yet (ember.compile) has no strides to test: copy unless it is
     # known to be contiguous

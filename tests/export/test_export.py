@@ -487,3 +487,48 @@ def test_float_value_reads_and_literals():
         export(F(), (ember.tensor(0.5), ember.ones(2)))
     ep = export(lambda x: x + ember.tensor([1.0, 2.0]), (ember.zeros(2),))
     assert _allclose(ep.module()(ember.ones(2)), ember.tensor([2.0, 3.0]))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.view(x.shape[0], 2, 3),
+    lambda x: x.reshape(x.shape[0] * 2, 3),
+    lambda x: x[: x.shape[0] // 2],
+    lambda x: x.reshape(-1)[: x.shape[0] + 1],
+    lambda x: x[-1] * x[x.shape[0] - 2],
+])
+def test_sizes_computed_from_a_dynamic_dim_stay_symbolic(fn):
+    ep = export(fn, (ember.randn(4, 6),), dynamic_shapes=({0: Dim("b")},))
+    for n in (3, 7):
+        x = ember.randn(n, 6)
+        assert ember.equal(ep.module()(x), fn(x))
+    metas = [n.meta["val"] for n in ep.graph.nodes
+             if n.op == "call_function" and isinstance(n.target, Op)]
+    # node metadata keeps the computed sizes symbolic (consumers read shapes from it)
+    assert all(type(s) is not int or s in (1, 2, 3, 6) for m in metas for s in m.shape)
+
+
+def test_a_python_loop_over_a_size_specialises_it():
+    class M(ember.nn.Module):
+        def forward(self, x):
+            return ember.stack([x[:, t] * 2 for t in range(x.shape[1])], 1)
+    ep = export(M(), (ember.randn(2, 6),), dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO},))
+    assert len(ep.range_constraints) == 1      # dim 1 became static, dim 0 stays dynamic
+    assert _allclose(ep.module()(ember.ones(5, 6)), 2 * ember.ones(5, 6))
+    with pytest.raises(RuntimeError, match=r"shape\[1\] to be equal to 6"):
+        ep.module()(ember.ones(2, 4))
+    with pytest.raises(ember.export.UserError, match=r"Dim\('t', min=6\)|t = 6"):
+        export(M(), (ember.randn(2, 6),), dynamic_shapes=({1: Dim("t")},))
+
+
+def test_transformer_with_padding_mask_exports_a_dynamic_batch():
+    ember.manual_seed(0)
+    layer = ember.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0)
+    enc = ember.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False).eval()
+    x, mask = ember.randn(2, 5, 8), ember.zeros(2, 5, dtype=ember.bool)
+    b = Dim("b")
+    ep = export(enc, (x,), {"src_key_padding_mask": mask},
+                dynamic_shapes={"src": {0: b}, "src_key_padding_mask": {0: b}})
+    x2, m2 = ember.randn(3, 5, 8), ember.zeros(3, 5, dtype=ember.bool)
+    m2[0, 4] = True
+    assert _allclose(ep.module()(x2, src_key_padding_mask=m2),
+                     enc(x2, src_key_padding_mask=m2), 1e-5)
