@@ -1,6 +1,7 @@
 """`ember.onnx.export`: a model or ExportedProgram -> an ONNX model."""
 import enum
 import os
+import re
 import time
 import warnings
 
@@ -284,17 +285,35 @@ def _named_dims(spec, dims):
 
 
 def _dynamic_shapes_of_axes(by_input, args, kwargs, flat):
-    """The torch.export ``dynamic_shapes`` (tuple form, one entry per argument) that makes
-    the dims of ``dynamic_axes`` dynamic; dims sharing a name share a `Dim`."""
+    """The torch.export ``dynamic_shapes`` (tuple form, one entry per positional argument)
+    that makes the dims of ``dynamic_axes`` dynamic (``by_input``: flat tensor index ->
+    {dim: name}); dims sharing a name share a `Dim`."""
+    from .._core.tensor import Tensor
     from ..export import Dim
-    if len(flat) != len(args) + len(kwargs or {}) or \
-            any(i >= len(args) for i in by_input):
+    from ._capture import flatten_inputs
+    dims, specs, i = {}, [], 0
+    for a in args:
+        n = len(flatten_inputs(None, (a,), None))
+        if isinstance(a, Tensor) and i in by_input:
+            specs.append({d: dims.setdefault(name, Dim(_identifier(name)))
+                          for d, name in by_input[i].items()})
+        else:
+            if any(j in by_input for j in range(i, i + n)):
+                raise OnnxExporterError("ember.onnx.export: dynamic_axes applies to tensors "
+                                        "passed as positional arguments, not to tensors nested "
+                                        "in tuples/dicts; use dynamic_shapes")
+            specs.append(None)
+        i += n
+    if any(j >= i for j in by_input):
         raise OnnxExporterError("ember.onnx.export: dynamic_axes applies to tensors passed as "
-                                "positional arguments, not to tensors nested in "
-                                "tuples/dicts or passed by keyword; use dynamic_shapes")
-    dims = {}
-    return tuple({d: dims.setdefault(n, Dim(n)) for d, n in by_input[i].items()}
-                 if i in by_input else None for i in range(len(args)))
+                                "positional arguments, not by keyword; use dynamic_shapes")
+    return tuple(specs)
+
+
+def _identifier(name):
+    """A `Dim` name for an axis name (Dims need identifiers; the ONNX dim keeps the name)."""
+    ident = re.sub(r"\W", "_", name)
+    return ident if ident.isidentifier() else "d_" + ident
 
 
 def _check_dynamic(captured, dims, names):

@@ -492,3 +492,15 @@ def test_dim_hints():
         assert [d.dim_param or d.dim_value for d in dims] == want
         x7 = ember.randn(7, 3)
         assert_close(run(session(program), x7), model(x7))
+
+
+def test_dynamic_axes_with_python_arguments_and_free_axis_names():
+    model = _WithKeywords()
+    x = ember.randn(4, 3)
+    program = ember.onnx.export(model, (x, 2), input_names=["x"],
+                                dynamic_axes={"x": {0: "batch-size"}})
+    dims = program.model_proto.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch-size"   # the name as given (a Dim needs an identifier)
+    x6 = ember.randn(6, 3)
+    out = model(x6, 2)
+    assert_close(run(session(program), x6), [out["y"], out["pair"][0], out["pair"][1]])
