@@ -17,16 +17,22 @@ HERE = pathlib.Path(__file__).parent
 
 
 class Net(nn.Module):
+    """Touches most of the format: parameters and a buffer, a dynamic batch with a size
+    computed in the graph (the reshape), composite ops the lite graph decomposes, a
+    data-dependent branch (cond's two sub-graphs) and an integer output."""
+
     def __init__(self):
         super().__init__()
         self.fc1 = nn.Linear(4, 6)
         self.norm = nn.LayerNorm(6)
-        self.fc2 = nn.Linear(6, 2)
-        self.register_buffer("offset", ember.tensor([-0.3, 0.3]))
+        self.fc2 = nn.Linear(3, 2)
+        self.register_buffer("offset", ember.tensor([-0.38, 0.38]))
 
     def forward(self, x):
-        h = nn.functional.gelu(self.fc1(x))
-        y = self.fc2(self.norm(h)) + self.offset
+        h = nn.functional.gelu(self.norm(self.fc1(x)))
+        h = h.reshape(x.shape[0], 2, 3).mean(dim=1)
+        y = self.fc2(h) + self.offset
+        y = ember.cond(x.sum() > 0, lambda y: y * 2.0, lambda y: y - 1.0, (y,))
         return y, y.argmax(dim=1)
 
 
@@ -35,6 +41,7 @@ def main():
     net = Net().eval()
     rng = np.random.default_rng(7)
     inputs = [rng.standard_normal((n, 4)).astype(np.float32) for n in (3, 5)]
+    inputs += [np.full((2, 4), -1.0, np.float32), np.full((2, 4), 1.0, np.float32)]
     ep = export(net, (ember.from_numpy(inputs[0]),),
                 dynamic_shapes=({0: Dim("batch", min=1, max=1024)},))
     save(ep, HERE / "program_v1.ember", extra_files={"made_by": "make_v1.py"})
