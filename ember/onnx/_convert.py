@@ -18,6 +18,7 @@ ops, one output of a flat tuple; see ``ember.export``) is lowered in a copy, in 
    why (`_unsupported`).
 """
 import operator
+import re
 
 from .._core.meta import TensorMeta
 from .._core.op import Op
@@ -177,9 +178,9 @@ def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_gra
                 dims.append(go.dim_names[i])
             elif b.is_static(d):
                 dims.append(int(d))
-            else:
-                text = str(getattr(d, "expr", d))
-                dims.append(sym_names.get(text, _dim_text(d)))
+            else:  # an expression over the inputs' dims, written with their names
+                dims.append(re.sub(r"\bs\d+\b", lambda m: sym_names.get(m.group(0), m.group(0)),
+                                   _dim_text(d)))
         graph_outputs.append(helper.make_tensor_value_info(go.name, onnx_dtype(v.dtype), dims))
     g = helper.make_graph(b.nodes, graph_name, graph_inputs, graph_outputs, b.initializers,
                           doc_string=doc_string or None)

@@ -504,3 +504,11 @@ def test_dynamic_axes_with_python_arguments_and_free_axis_names():
     x6 = ember.randn(6, 3)
     out = model(x6, 2)
     assert_close(run(session(program), x6), [out["y"], out["pair"][0], out["pair"][1]])
+
+
+def test_output_dims_are_written_with_the_input_dim_names():
+    program = ember.onnx.export(lambda x, y: ember.cat([x, y]).reshape(-1),
+                                (ember.randn(4, 3), ember.randn(2, 3)),
+                                dynamic_shapes=({0: Dim("rows")}, {0: Dim("extra")}))
+    (dim,) = program.model_proto.graph.output[0].type.tensor_type.shape.dim
+    assert dim.dim_param.replace(" ", "") == "((rows+extra)*3)"
