@@ -11,6 +11,7 @@ accepted and have nothing to report in ember.  ``EMBER_LOGS`` (and ``TORCH_LOGS`
 import logging
 
 from .._dynamo import logs as _logs
+from . import _internal  # noqa: F401  (torch._logging._internal)
 
 __all__ = ["set_logs"]
 

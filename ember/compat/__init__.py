@@ -27,9 +27,20 @@ _ALIASES = {
 }
 
 
+# functorch (installed beside torch, importing torch internals): its public names are
+# ember's function transforms and higher-order control flow
+_FUNCTORCH = {
+    "functorch": "ember.func",
+    "functorch.experimental": "ember._higher_order_ops",
+    "functorch.experimental.control_flow": "ember._higher_order_ops",
+}
+
+
 def _target(fullname):
     if fullname in _ALIASES:
         return _ALIASES[fullname]
+    if fullname in _FUNCTORCH:
+        return _FUNCTORCH[fullname]
     return "ember" + fullname[len("torch"):]
 
 
@@ -48,7 +59,8 @@ class _TorchToEmber(importlib.abc.MetaPathFinder):
     """Resolves ``torch`` and ``torch.*`` imports to the matching ember modules."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != "torch" and not fullname.startswith("torch."):
+        if fullname != "torch" and not fullname.startswith("torch.") and \
+                fullname not in _FUNCTORCH:
             return None
         name = _target(fullname)
         try:

@@ -55,3 +55,23 @@ def test_dtypes_and_sizes_print_as_torch_under_the_shim():
     r = _run(["-c", code])
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["torch.float32", "torch.Size([2,", "3])", "-1"]
+
+
+def test_functorch_control_flow_and_logging_internals_under_the_shim():
+    code = (
+        "import ember.compat as c; c.install(); import os, torch\n"
+        "from functorch.experimental.control_flow import cond\n"
+        "import functorch\n"
+        "os.environ['TORCH_LOGS_FORMAT'] = ''\n"
+        "torch._logging._internal.DEFAULT_FORMATTER = torch._logging._internal._default_formatter()\n"
+        "torch._logging._internal._init_logs()\n"
+        "x = torch.ones(3)\n"
+        "print(cond(x.sum() > 0, lambda t: t + 1, lambda t: t - 1, (x,)).tolist())\n"
+        "print(functorch.vmap(torch.sin)(torch.zeros(2)).tolist())\n"
+        "torch._logging.set_logs(graph_code=True)\n"
+        "torch.compile(lambda t: t.cos())(x)\n")
+    r = _run(["-c", code])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:2] == ["[2.0, 2.0, 2.0]", "[0.0, 0.0]"]
+    # TORCH_LOGS_FORMAT="" gives the bare message, torch's format
+    assert "def forward(self, l_t):" in r.stderr and "[ember.compile]" not in r.stderr
