@@ -115,7 +115,7 @@ def _freeze_module(mod, preserved_attrs):
     for name, m in mod.__dict__["_jit_methods"].items():
         if name not in keep and name != "forward":
             continue
-        program = _frozen_program(m.program(), state)
+        program = _frozen_program(m.program().for_mode(False), state)
         methods.append(ProgramMethod(name, fold_constants(program), m.arg_names,
                                      _defaults(m)))
     frozen = RecursiveScriptModule()

@@ -72,7 +72,7 @@ class ScriptMethod:
 
     @property
     def graph(self):
-        return ProgramGraph(self.method.program().graph_module)
+        return ProgramGraph(_current(self.method, self.owner).graph_module)
 
     @property
     def inlined_graph(self):
@@ -80,7 +80,7 @@ class ScriptMethod:
 
     @property
     def code(self):
-        return _code(self.method, self.name, True)
+        return _code(self.method, self.name, True, self.owner)
 
     def graph_for(self, *args, **kwargs):
         return self.graph
@@ -89,12 +89,18 @@ class ScriptMethod:
         return f"<ember.jit.ScriptMethod {self.name!r}>"
 
 
-def _code(method, name, is_method):
+def _current(method, owner):
+    """The method's program for the owner's training mode (programs keep both modes)."""
+    program = method.program()
+    return program if owner is None else program.for_mode(owner.training)
+
+
+def _code(method, name, is_method, owner=None):
     """``.code``: the program's; before a scripted method has one, its scripted source."""
     source = getattr(method, "source_code", None)
     if source is not None and not method.has_program():
         return source()
-    return program_code(method.program(), name, is_method)
+    return program_code(_current(method, owner), name, is_method)
 
 
 def _positional(method, args, kwargs):
@@ -175,11 +181,8 @@ class ScriptModule(Module):
 
     @property
     def code_with_constants(self):
-        p = self._jit_forward_program()
+        p = _current(self._jit_method("forward"), self)
         return program_code(p), dict(p.constants)
-
-    def _jit_forward_program(self):
-        return self._jit_method("forward").program()
 
     def save(self, f, **kwargs):
         """Save the module (its programs, parameters and buffers) to ``f`` (``jit.save``)."""

@@ -277,3 +277,17 @@ def test_load_map_location_and_file_objects(tmp_path):
     assert isinstance(loaded.l1.weight, ember.nn.Parameter)
     x = ember.randn(2, 4)
     np.testing.assert_allclose(_np(loaded(x)), _np(m(x)), rtol=1e-6)
+
+
+def test_freeze_and_code_follow_the_module_mode():
+    m = M.ModeDependent()
+    s = jit.script(m)
+    x = ember.randn(5, 4)
+    s(x)  # captured in training mode
+    # training mode: BatchNorm writes its running statistics
+    assert "self.bn.running_mean.copy_(" in s.code
+    s.eval()
+    m.eval()
+    assert "running_mean.copy_(" not in s.code and s.code.endswith("return addcmul\n")
+    f = jit.freeze(s)
+    np.testing.assert_allclose(_np(f(x)), _np(m(x)), rtol=1e-5, atol=1e-6)
