@@ -512,3 +512,15 @@ def test_output_dims_are_written_with_the_input_dim_names():
                                 dynamic_shapes=({0: Dim("rows")}, {0: Dim("extra")}))
     (dim,) = program.model_proto.graph.output[0].type.tensor_type.shape.dim
     assert dim.dim_param.replace(" ", "") == "((rows+extra)*3)"
+
+
+def test_decomposed_exported_program():
+    """A program already run through run_decompositions (primitives) exports too."""
+    ember.manual_seed(0)
+    model = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+    ep = ember.export.export(model, (ember.randn(2, 5, 8),),
+                             dynamic_shapes=({0: Dim("b")},)).run_decompositions()
+    sess = session(ember.onnx.export(ep))
+    x = ember.randn(3, 5, 8)
+    with ember.no_grad():
+        assert_close(run(sess, x), model(x))
