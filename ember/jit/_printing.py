@@ -59,7 +59,7 @@ def _arg_str(a):
     return repr(a)
 
 
-def graph_text(graph, name="graph"):
+def graph_text(graph, name="graph", prefix=""):
     lines = []
     subs = []
     inputs = [n for n in graph.nodes if n.op == "placeholder"]
@@ -80,8 +80,8 @@ def graph_text(graph, name="graph"):
         args = [_arg_str(a) for a in n.args]
         for k, v in n.kwargs.items():
             if _subgraph_module(v) is not None:
-                args.append(f"{k}=%{n.name}.{k}")
-                subs.append((f"{n.name}.{k}", _subgraph_module(v)))
+                args.append(f"{k}=%{prefix}{n.name}.{k}")
+                subs.append((f"{prefix}{n.name}.{k}", _subgraph_module(v)))
             else:
                 args.append(f"{k}={_arg_str(v)}")
         lines.append(f"  %{n.name} : {_type_str(n.meta.get('val'))} = "
@@ -121,7 +121,7 @@ class ProgramGraph:
             if sub is None:
                 sub = _get_attr(self._gm, target)
             if hasattr(sub, "graph"):
-                t, more = graph_text(sub.graph, name=target)
+                t, more = graph_text(sub.graph, name=target, prefix=target + ".")
                 text += "\n" + t
                 subs += more
         return text

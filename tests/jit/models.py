@@ -196,3 +196,15 @@ def _bad_helper(x):
 
 def calls_a_bad_helper(x):
     return _bad_helper(x)
+
+
+def three_way(x):
+    if x.mean() > 1:
+        return x * 3
+    elif x.mean() > 0:
+        y = x + 1
+        return y * 2
+    z = x - 1
+    if z.sum() < -10:
+        z = z * 0
+    return z

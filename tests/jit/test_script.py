@@ -273,3 +273,25 @@ def test_example_inputs_type_the_arguments_and_give_the_program():
     m = M.Plain().eval()
     sm = jit.script(m, example_inputs={m: [(ember.randn(3, 4),)]})
     assert "ember::linear" in str(sm.graph)
+
+
+@pytest.mark.parametrize("shift", [2.0, 0.5, -0.5, -20.0])
+def test_elif_chains_and_early_returns_survive_in_the_program(shift):
+    s = jit.script(M.three_way)
+    s(ember.ones(4) * 2)
+    graph = str(s.graph)
+    assert graph.count("ember::cond(") >= 3  # if / elif / the later if
+    x = ember.ones(4) * shift
+    loaded = jit.load(_saved(s))
+    np.testing.assert_array_equal(loaded(x).numpy(), M.three_way(x).numpy())
+    np.testing.assert_array_equal(s(x).numpy(), M.three_way(x).numpy())
+    want = torch.jit.script(M.three_way)(torch.ones(4) * shift)
+    np.testing.assert_array_equal(s(x).numpy(), want.numpy())
+
+
+def _saved(s):
+    import io
+    buf = io.BytesIO()
+    jit.save(s, buf)
+    buf.seek(0)
+    return buf
