@@ -13,17 +13,18 @@ from ..func._pytree import tree_unflatten
 from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from ..nn.modules.module import Module
 from .capture import capture
-from .decompositions import default_decompositions
+from .decompositions import CustomDecompTable, default_decompositions
 from .dynamic_shapes import Dim, ShapesCollection, dims
 from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
-from .graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
-                              OutputSpec)
+from .graph_signature import (ExportBackwardSignature, ExportGraphSignature, InputKind,
+                              InputSpec, OutputKind, OutputSpec)
 from .guards import check_guards
 from .verify import dims_that_do_not_generalise
 
 __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
            "default_decompositions", "ExportGraphSignature", "InputKind", "InputSpec",
-           "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError"]
+           "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
+           "CustomDecompTable", "ExportBackwardSignature"]
 
 
 class _FunctionModule(Module):
@@ -119,15 +120,15 @@ def _log_symbols(c, ranges):
         logs.log("dynamic", f"set_replacement {path} = {c.symbols.get(lf, expr)}")
 
 
-def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=True,
+def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
            preserve_module_call_signature=(), prefer_deferred_runtime_asserts_over_guards=False):
     """Capture ``mod(*args, **kwargs)`` as an `ExportedProgram` (torch.export.export).
 
     ``dynamic_shapes`` declares the dimensions that may vary (`Dim`, see
     `ember.export.dynamic_shapes`); every other dimension is static and checked when the
-    program's module is called.  ``strict=True`` also rejects Python that would be baked in
-    silently (``id()`` of a tensor); both modes reject a branch on a tensor's value, with a
-    message naming the line and suggesting `ember.cond`.  Beyond torch: ``mod`` may be a
+    program's module is called.  Both ``strict`` modes (False by default, as in torch 2.13)
+    run the Python once and reject a branch on a tensor's value, with a message naming the
+    line and suggesting `ember.cond`.  Beyond torch: ``mod`` may be a
     plain function, and the program keeps both training modes (see `ExportedProgram`)."""
     if not isinstance(args, tuple):
         raise ValueError(f"Expecting `args` to be a tuple of example positional inputs, got "

@@ -22,9 +22,10 @@ __all__ = ["ExportedProgram", "ModuleCallSignature", "ModuleCallEntry", "eval_si
 
 
 class ModuleCallSignature:
-    def __init__(self, inputs, outputs, in_spec, out_spec):
+    def __init__(self, inputs, outputs, in_spec, out_spec, forward_arg_names=None):
         self.inputs, self.outputs = inputs, outputs
         self.in_spec, self.out_spec = in_spec, out_spec
+        self.forward_arg_names = forward_arg_names
 
 
 class ModuleCallEntry:
@@ -72,14 +73,14 @@ class ExportedProgram:
             gm = root
         else:
             gm = GraphModule(root if isinstance(root, Module) else Module(), graph)
-        self.graph_module = gm
-        self.graph_signature = graph_signature
-        self.state_dict = state_dict
-        self.range_constraints = range_constraints
-        self.constants = constants if constants is not None else {}
-        self.example_inputs = example_inputs
-        self.verifiers = verifiers or []
-        self.module_call_graph = module_call_graph or [
+        self._graph_module = gm
+        self._graph_signature = graph_signature
+        self._state_dict = state_dict
+        self._range_constraints = range_constraints
+        self._constants = constants if constants is not None else {}
+        self._example_inputs = example_inputs
+        self._verifiers = verifiers or []
+        self._module_call_graph = module_call_graph or [
             ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec))]
         self._in_spec = in_spec
         self._out_spec = out_spec
@@ -88,6 +89,28 @@ class ExportedProgram:
         self.alternate_error = None   # why the other mode's program could not be captured
 
     # ---- torch's properties ------------------------------------------------------------
+    graph_module = property(lambda self: self._graph_module)
+    graph_signature = property(lambda self: self._graph_signature)
+    state_dict = property(lambda self: self._state_dict)
+    range_constraints = property(lambda self: self._range_constraints)
+    constants = property(lambda self: self._constants)
+    module_call_graph = property(lambda self: self._module_call_graph)
+    verifiers = property(lambda self: self._verifiers)
+
+    @property
+    def example_inputs(self):
+        """The ``(args, kwargs)`` the program was exported with."""
+        return self._example_inputs
+
+    @example_inputs.setter
+    def example_inputs(self, value):
+        if value is not None and not (isinstance(value, tuple) and len(value) == 2 and
+                                      isinstance(value[0], tuple) and
+                                      isinstance(value[1], dict)):
+            raise ValueError("Example inputs should be a tuple containing example arguments "
+                             "(as a tuple), and example kwargs (as a dictionary).")
+        self._example_inputs = value
+
     @property
     def graph(self):
         return self.graph_module.graph
@@ -136,9 +159,12 @@ class ExportedProgram:
     __repr__ = __str__
 
     # ---- running it -----------------------------------------------------------------------
-    def module(self):
-        """A callable `nn.Module` running this program (see the module docstring)."""
-        return _ExportedModule(self)
+    def module(self, check_guards=True):
+        """A callable `nn.Module` running this program (see the module docstring); with
+        ``check_guards`` each call checks its inputs' shapes, dtypes and ranges first."""
+        m = _ExportedModule(self)
+        m._check_guards = bool(check_guards)
+        return m
 
     def _state_args(self):
         """The graph's leading inputs: parameters, buffers and constants, in order."""
@@ -240,8 +266,9 @@ class _ExportedModule(Module):
             if not isinstance(x, Tensor):
                 raise RuntimeError(f"Expected input at {where} to be a tensor, but got "
                                    f"{type(x).__name__}")
-            meta = placeholders[s.arg.name].meta["val"]
-            _check_input(x, meta, where, symbols, checks, ep.range_constraints)
+            if self.__dict__.get("_check_guards", True):
+                meta = placeholders[s.arg.name].meta["val"]
+                _check_input(x, meta, where, symbols, checks, ep.range_constraints)
             tensors.append(x)
         for where, expr, got in checks:
             _bind_derived(expr, got, symbols, where, ep.range_constraints)

@@ -7,8 +7,9 @@ its new value.  `ExportGraphSignature` says which input and output is which.
 import dataclasses
 import enum
 
-__all__ = ["InputKind", "OutputKind", "TensorArgument", "SymIntArgument", "ConstantArgument",
-           "InputSpec", "OutputSpec", "ExportGraphSignature"]
+__all__ = ["InputKind", "OutputKind", "TensorArgument", "SymIntArgument", "SymFloatArgument",
+           "SymBoolArgument", "CustomObjArgument", "ConstantArgument", "InputSpec",
+           "OutputSpec", "ExportGraphSignature", "ExportBackwardSignature"]
 
 
 class InputKind(enum.Enum):
@@ -38,6 +39,30 @@ class TensorArgument:
 @dataclasses.dataclass
 class SymIntArgument:
     name: str
+
+
+@dataclasses.dataclass
+class SymFloatArgument:
+    name: str
+
+
+@dataclasses.dataclass
+class SymBoolArgument:
+    name: str
+
+
+@dataclasses.dataclass
+class CustomObjArgument:
+    name: str
+    class_fqn: str
+    fake_val: object = None
+
+
+@dataclasses.dataclass
+class ExportBackwardSignature:
+    gradients_to_parameters: dict
+    gradients_to_user_inputs: dict
+    loss_output: str
 
 
 @dataclasses.dataclass

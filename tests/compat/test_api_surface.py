@@ -49,6 +49,7 @@ NAMESPACES = [
     "torch.distributions", "torch.profiler", "torch.library", "torch.version",
     "torch.onnx", "torch.onnx.errors",
     "torch.jit", "torch.jit.mobile",
+    "torch.export", "torch.export.dynamic_shapes", "torch.export.graph_signature",
 ]
 
 # torch class -> (ember class, or a factory of an ember instance for instance attributes)
@@ -69,6 +70,7 @@ CLASSES = {
     "torch.TypedStorage": "ember.TypedStorage",
     "torch.UntypedStorage": "ember.UntypedStorage",
     "torch.onnx.ONNXProgram": "ember.onnx.ONNXProgram",
+    "torch.export.ExportedProgram": "ember.export.ExportedProgram",
 }
 
 # a few members exist only on instances (set in __init__) on one side or the other
