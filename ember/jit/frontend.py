@@ -6,9 +6,11 @@ naming it with ``File "...", line N`` and the offending line, as torch does:
 
 - generators (``yield``), ``async``/``await``;
 - ``try``/``except``/``finally``, ``global``/``nonlocal``, ``import`` inside the function;
-- lambdas, ``class`` definitions, the walrus ``:=``, set literals and comprehensions;
-- ``*args``/``**kwargs`` and keyword-only arguments in the signature, starred arguments
-  (``f(*xs)``, ``f(**kw)``) in calls;
+- lambdas, nested ``def`` and ``class`` definitions, ``match``, the walrus ``:=``, set
+  literals and comprehensions, dict expansion ``{**d}``;
+- ``*args``/``**kwargs`` and keyword-only arguments in the signature, ``f(**kw)`` in calls,
+  starred expressions (``f(*xs)``, ``[*xs]``, ``a, *b = xs``: a `CompilationError`, a
+  RuntimeError as torch's);
 - ``else`` branches of ``for``/``while`` loops;
 - type annotations TorchScript has no type for (``set``, arbitrary classes): a
   `UnknownTypeError`, a RuntimeError as torch's is.
@@ -22,8 +24,8 @@ import ast
 import inspect
 import textwrap
 
-__all__ = ["NotSupportedError", "UnsupportedNodeError", "UnknownTypeError", "FrontendError", "parse_function",
-           "check_function", "check_annotation"]
+__all__ = ["NotSupportedError", "UnsupportedNodeError", "UnknownTypeError", "CompilationError",
+           "FrontendError", "parse_function", "check_function", "check_annotation"]
 
 
 class FrontendError(Exception):
@@ -43,7 +45,12 @@ class UnsupportedNodeError(NotSupportedError):
     """An AST node kind TorchScript does not support (torch's name)."""
 
 
-class UnknownTypeError(FrontendError, RuntimeError):
+class CompilationError(FrontendError, RuntimeError):
+    """A construct TorchScript's compiler rejects with a RuntimeError (as torch does):
+    starred expressions whose length it cannot infer."""
+
+
+class UnknownTypeError(CompilationError):
     """A type annotation TorchScript has no type for (torch raises a RuntimeError)."""
 
 
@@ -116,6 +123,7 @@ _NODE_MESSAGES = {
     ast.AsyncWith: "async with statements aren't supported",
     ast.NamedExpr: "assignment expressions (:=) aren't supported",
     ast.Set: "set literals aren't supported",
+    ast.Match: "Match aren't supported",
     ast.SetComp: "set comprehensions aren't supported",
 }
 if hasattr(ast, "TryStar"):
@@ -136,6 +144,8 @@ class _Checker(ast.NodeVisitor):
         super().generic_visit(node)
 
     def visit_FunctionDef(self, node):
+        if node is not self.parsed.tree:
+            self.fail(node, "function definitions aren't supported", UnsupportedNodeError)
         a = node.args
         if a.vararg is not None or a.kwarg is not None:
             star = a.vararg or a.kwarg
@@ -162,11 +172,17 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, "else branches of while loops aren't supported")
         self.generic_visit(node)
 
+    def visit_Starred(self, node):
+        self.fail(node, "cannot statically infer the expected size of a list in this context "
+                        "(starred expressions *xs are not supported)", CompilationError)
+
+    def visit_Dict(self, node):
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                self.fail(v, "Dict expansion (e.g. `{**dict}`) is not supported")
+        self.generic_visit(node)
+
     def visit_Call(self, node):
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                self.fail(a, "cannot statically infer the expected size of a list in this "
-                             "context (starred arguments f(*args) are not supported)")
         for k in node.keywords:
             if k.arg is None:
                 self.fail(k.value, "keyword-arg expansion (f(**kwargs)) is not supported")

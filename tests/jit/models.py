@@ -208,3 +208,26 @@ def three_way(x):
     if z.sum() < -10:
         z = z * 0
     return z
+
+
+def uses_nested_def(x):
+    def inner(y):
+        return y + 1
+    return inner(x)
+
+
+def uses_match(x, n: int):
+    match n:
+        case 1:
+            return x
+    return x
+
+
+def uses_dict_expansion(x, d: Dict[str, int]):
+    e = {**d}
+    return x
+
+
+def uses_star_list(x, xs: List[int]):
+    ys = [*xs]
+    return x

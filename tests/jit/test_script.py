@@ -88,6 +88,10 @@ def _line_of(fn, needle):
     ("uses_varargs", "*rest", "can't take variable number of arguments", "NotSupportedError"),
     ("uses_global", "global _G", "global variables aren't supported", "UnsupportedNodeError"),
     ("uses_set", "{1, 2}", "set literals aren't supported", "UnsupportedNodeError"),
+    ("uses_nested_def", "def inner", "function definitions aren't supported",
+     "UnsupportedNodeError"),
+    ("uses_match", "match n:", "Match aren't supported", "UnsupportedNodeError"),
+    ("uses_dict_expansion", "**d", "Dict expansion", "NotSupportedError"),
 ])
 def test_constructs_outside_the_subset_name_file_and_line(name, needle, message, torch_type):
     fn = getattr(M, name)
@@ -104,10 +108,16 @@ def test_constructs_outside_the_subset_name_file_and_line(name, needle, message,
 
 
 def test_starred_call_is_rejected_with_its_line():
-    with pytest.raises(NotSupportedError, match="cannot statically infer the expected size") \
-            as e:
+    with pytest.raises(RuntimeError, match="cannot statically infer the expected size") as e:
         jit.script(M.uses_star_call)
     assert f"line {_line_of(M.uses_star_call, '*shape')}" in str(e.value)
+    with pytest.raises(RuntimeError, match="cannot statically infer the expected size"):
+        torch.jit.script(M.uses_star_call)
+    with pytest.raises(RuntimeError, match="cannot statically infer the expected size") as e:
+        jit.script(M.uses_star_list)
+    assert f"line {_line_of(M.uses_star_list, '[*xs]')}" in str(e.value)
+    with pytest.raises(RuntimeError, match="cannot statically infer the expected size"):
+        torch.jit.script(M.uses_star_list)
 
 
 def test_module_method_outside_subset_fails_at_script_time():
