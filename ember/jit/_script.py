@@ -189,9 +189,8 @@ class ScriptedMethod:
         args = self.signature.bind(args, {})
         if self.example is None:
             self.example = _snapshot(args)
-        if owner is not None:
-            return self.compiled(owner, *args)
-        return self.compiled(*args)
+        out = self.compiled(owner, *args) if owner is not None else self.compiled(*args)
+        return self.signature.check_return(out)
 
     def has_program(self):
         return self._program is not None or self.example is not None

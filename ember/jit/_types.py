@@ -126,6 +126,27 @@ class Signature:
             if self.inferred[i] and self.types[i] is not typing.Any:
                 self.types[i] = Tensor if isinstance(v, Tensor) else type(v)
 
+    def check_return(self, out):
+        """The value returned, checked against the return annotation as TorchScript's
+        interpreter does: a 0-dim tensor where ``int``/``float``/``bool`` is annotated
+        becomes that scalar, another tensor raises; any other mismatch raises."""
+        t = self.return_type
+        if t is _INFERRED or matches(out, t):
+            return out
+        if t in (int, float, bool) and isinstance(out, Tensor):
+            if out.dim() != 0:
+                raise RuntimeError(f"{self.fn_name}(): Cannot input a tensor of dimension other "
+                                   f"than 0 as a scalar argument (the return value is "
+                                   f"annotated {t.__name__})")
+            if t is int and (out.dtype.is_floating_point or out.dtype.is_complex):
+                name = {"float32": "Float", "float64": "Double", "float16": "Half",
+                        "bfloat16": "BFloat16"}.get(out.dtype.name, out.dtype.name)
+                raise RuntimeError(f"{self.fn_name}(): Cannot input a tensor of type {name} as "
+                                   f"an integral argument (the return value is annotated int)")
+            return t(out.item())
+        raise RuntimeError(f"{self.fn_name}(): Return value was annotated as having type "
+                           f"{type_name(t)} but is actually of type {type(out).__name__}")
+
     def declaration(self):
         args = ", ".join(f"{type_name(t)} {n}" for n, t in zip(self.names, self.types))
         ret = "Tensor" if self.return_type is _INFERRED else type_name(self.return_type)

@@ -231,3 +231,7 @@ def uses_dict_expansion(x, d: Dict[str, int]):
 def uses_star_list(x, xs: List[int]):
     ys = [*xs]
     return x
+
+
+def wrong_return(x) -> int:
+    return x * 2

@@ -305,3 +305,21 @@ def _saved(s):
     jit.save(s, buf)
     buf.seek(0)
     return buf
+
+
+def test_return_annotations_are_enforced_like_torchs_interpreter():
+    s = jit.script(M.wrong_return)
+    assert s(ember.tensor(2)) == 4 and type(s(ember.tensor(2))) is int
+    with pytest.raises(RuntimeError, match="Cannot input a tensor of dimension other than 0 as "
+                                           "a scalar argument"):
+        s(ember.ones(2))
+    with pytest.raises(RuntimeError, match="Cannot input a tensor of type Float as an "
+                                           "integral argument"):
+        s(ember.tensor(2.0))
+    ts = torch.jit.script(M.wrong_return)
+    assert ts(torch.tensor(2)) == 4
+    with pytest.raises(RuntimeError, match="Cannot input a tensor of type Float as an "
+                                           "integral argument"):
+        ts(torch.tensor(2.0))
+    with pytest.raises(RuntimeError, match="Cannot input a tensor of dimension other than 0"):
+        ts(torch.ones(2))
