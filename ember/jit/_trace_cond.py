@@ -130,7 +130,8 @@ def record_cond(outer, pred, taken_first, branches, operands, where):
             sub_o, spec_o, out_o = _run(outer, other, operands)
     except Impure:
         raise
-    except Exception as e:  # the branch not taken fails on this example: bake the taken one
+    except Exception as e:  # noqa: BLE001 - the branch not taken fails on this example
+        # (its condition guards it): bake the taken one
         raise Impure(f"the branch not taken raises {type(e).__name__}: {e}") from None
     if spec_t != spec_o or [(_meta(a).shape, a.dtype) for a in out_t] != \
             [(_meta(b).shape, b.dtype) for b in out_o]:
