@@ -117,7 +117,13 @@ def _as_args(example, is_kwarg, fn):
     return example
 
 
-def _record(call, args, params, buffers, input_names):
+def _has_dict(x):
+    if isinstance(x, dict):
+        return True
+    return isinstance(x, (tuple, list)) and any(_has_dict(v) for v in x)
+
+
+def _record(call, args, params, buffers, input_names, strict=True):
     """Run ``call(*args)`` under a Recorder; the program and the eager outputs."""
     _check_traceable(tuple(args))
     flat_in = []
@@ -126,6 +132,14 @@ def _record(call, args, params, buffers, input_names):
     with tracing(), recording(rec), rec:
         out = call(*args)
     _check_output(out)
+    if strict and _has_dict(out):
+        raise RuntimeError("Encountering a dict at the output of the tracer might cause the "
+                           "trace to be incorrect, this is only valid if the container structure "
+                           "does not change based on the module's inputs. Consider using a "
+                           "constant container instead (e.g. for `list`, use a `tuple` instead. "
+                           "for `dict`, use a `NamedTuple` instead). If you absolutely need this "
+                           "and know the side effects, pass strict=False to trace() to allow "
+                           "this behavior.")
     flat_out = []
     out_spec = flatten(out, flat_out)
     names = _flat_input_names(args, input_names)
@@ -221,6 +235,8 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
         check_trace: rerun the recorded program on the examples and compare with Python.
         check_inputs: a list of input tuples to check the trace against as well.
         check_tolerance: the tolerance of those comparisons.
+        strict: reject dicts among the outputs (their keys are frozen into the trace),
+            as torch does; ``strict=False`` allows them.
         example_kwarg_inputs: the example as a dict of keyword arguments instead.
     """
     if optimize is not None:
@@ -246,7 +262,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     args = _as_args(example, kwarg, func)
     names = _arg_names(func, len(args))
     rng = get_rng_state()
-    program, out = _record(func, args, [], [], names)
+    program, out = _record(func, args, [], [], names, strict)
     if check_trace:
         _check(program, func, None, args, rng, check_inputs, check_tolerance, kwarg, func)
     method = ProgramMethod(getattr(func, "__name__", "forward"), program, names)
@@ -272,7 +288,7 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
         args = _as_args(example, example_inputs_is_kwarg, fn)
         names = _arg_names(fn, len(args))
         rng = get_rng_state()
-        program, out = _record(call, args, params, buffers, names)
+        program, out = _record(call, args, params, buffers, names, strict)
         if check_trace:
             checks = [c[name] for c in check_inputs if name in c] if check_inputs else None
             _check(program, call, mod, args, rng, checks, check_tolerance,

@@ -73,7 +73,11 @@ def test_trace_keyword_inputs_and_nested_outputs():
     def f(a, b):
         return {"sum": a + b, "pair": (a * b, a - b)}
     a, b = ember.randn(3), ember.randn(3)
-    t = jit.trace(f, example_kwarg_inputs={"a": a, "b": b})
+    with pytest.raises(RuntimeError, match="Encountering a dict at the output of the tracer"):
+        jit.trace(f, example_kwarg_inputs={"a": a, "b": b})
+    with pytest.raises(RuntimeError, match="Encountering a dict at the output of the tracer"):
+        torch.jit.trace(lambda a, b: {"s": a + b}, (torch.ones(1), torch.ones(1)))
+    t = jit.trace(f, example_kwarg_inputs={"a": a, "b": b}, strict=False)
     out = t(a, b=b)
     np.testing.assert_allclose(_np(out["sum"]), _np(a + b))
     np.testing.assert_allclose(_np(out["pair"][1]), _np(a - b))
