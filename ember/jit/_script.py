@@ -127,7 +127,7 @@ def _compile(fn):
     code = compile(module, parsed.filename, "exec")
     ns = {}
     exec(code, fn.__globals__, ns)
-    cells = [c.cell_contents for c in (fn.__closure__ or ())]
+    cells = [_cell_value(c, fn) for c in (fn.__closure__ or ())]
     compiled_callees = [_compiled_callee(callees[n]) for n in callee_names]
     new = ns["__ember_jit_factory"](_runtime, *cells, *compiled_callees)
     new.__defaults__ = fn.__defaults__
@@ -136,6 +136,14 @@ def _compile(fn):
     new.__module__ = fn.__module__
     new.__wrapped__ = fn
     return new
+
+
+def _cell_value(cell, fn):
+    try:
+        return cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet when the function is scripted
+        raise RuntimeError(f"jit.script: a variable {fn.__qualname__} closes over has no value "
+                           f"yet; script the function after it is assigned") from None
 
 
 def _unused_function(name):

@@ -1,7 +1,8 @@
 """``jit.trace`` and ``jit.trace_module``: record the ops a function runs on example inputs.
 
 As in torch, the function runs for real on the example inputs while every op is recorded
-(see `Recorder`); sizes are static and Python control flow is frozen to the path the
+(see `Recorder`; not ``ember.export``, which refuses the data-dependent Python branches a
+trace must freeze, and does not run the ops for real); sizes are static and Python control flow is frozen to the path the
 example took -- except in scripted code the traced function calls: an ``if`` on a tensor
 there keeps both branches as a ``cond`` node, as torch keeps scripted control flow in a
 trace (`ember.jit._trace_cond`).  The result is a `TopLevelTracedModule` (modules) or
