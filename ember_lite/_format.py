@@ -69,9 +69,12 @@ def eval_size(text, env):
 
 
 class _Archive:
-    def __init__(self, f):
+    """The members of a program file, every container error made a clear one (``who``
+    names the loader in messages; ember.export.load reads files through this too)."""
+
+    def __init__(self, f, who="ember_lite.load"):
         if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "read"):
-            raise TypeError(f"ember_lite.load: f must be a path or a readable binary file "
+            raise TypeError(f"{who}: f must be a path or a readable binary file "
                             f"object, got {type(f).__name__}")
         self.label = os.fspath(f) if isinstance(f, (str, os.PathLike)) else \
             getattr(f, "name", "<file object>")

@@ -7,10 +7,10 @@ statistics).  Beyond torch, which bakes the training flag in at export, the modu
 ``train()``/``eval()`` meaningful: export captures the program in both modes when they
 differ, and the module runs the graph of its current mode.
 """
-import ast
 import copy
-import operator
 import re
+
+from ember_lite._format import eval_size
 
 from .._core.tensor import Tensor
 from .._dynamo.symbolic import SymInt
@@ -31,30 +31,6 @@ class ModuleCallSignature:
 class ModuleCallEntry:
     def __init__(self, fqn, signature=None):
         self.fqn, self.signature = fqn, signature
-
-
-_SIZE_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-             ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
-
-
-def eval_size(expr, symbols):
-    """The value of symbolic size ``expr`` (a string over ``s0, s1, ...`` with + - * // %)
-    for ``symbols`` (name -> int); parsed, never ``eval``'d."""
-    def ev(n):
-        if isinstance(n, ast.Expression):
-            return ev(n.body)
-        if isinstance(n, ast.Constant) and type(n.value) is int:
-            return n.value
-        if isinstance(n, ast.Name):
-            if n.id not in symbols:
-                raise RuntimeError(f"symbolic size {expr!r} uses {n.id}, which no input binds")
-            return symbols[n.id]
-        if isinstance(n, ast.BinOp) and type(n.op) in _SIZE_OPS:
-            return _SIZE_OPS[type(n.op)](ev(n.left), ev(n.right))
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            return -ev(n.operand)
-        raise ValueError(f"not a symbolic size expression: {expr!r}")
-    return ev(ast.parse(str(expr), mode="eval"))
 
 
 class ExportedProgram:

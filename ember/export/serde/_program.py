@@ -4,7 +4,6 @@ import json
 import os
 import uuid
 import zipfile
-import zlib
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from ._graph import decode_graph, encode_graph
 from ._lite_graph import lite_graph
 from ._storage import StorageWriter, read_tensor_array
 from ._values import check_expr, encode_value
+from ember_lite._format import _Archive
 
 __all__ = ["save_program", "load_program", "FORMAT_VERSION", "SCHEMA_VERSION",
            "OPSET_VERSION", "read_archive"]
@@ -23,7 +23,6 @@ SCHEMA_VERSION = 1      # the JSON schema of program.json and lite/program.json
 OPSET_VERSION = {"ember": 1}  # the operator set the graphs call
 _READS = range(1, FORMAT_VERSION + 1)
 _INT_OO = 2 ** 63 - 1   # torch's int_oo: no upper bound
-_MAX_JSON = 256 << 20   # a program's JSON beyond this is a corrupt or hostile file
 
 
 # ---- what a program holds, whatever object it came from ----------------------------------
@@ -220,54 +219,9 @@ def _write_zip(f, members):
 
 
 # ---- reading ---------------------------------------------------------------------------
-class _Archive:
-    """The members of a program file, with every container error turned into a clear one."""
-
-    def __init__(self, f):
-        if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "read"):
-            raise TypeError(f"ember.export.load: f must be a path or a readable binary file "
-                            f"object, got {type(f).__name__}")
-        self.label = os.fspath(f) if isinstance(f, (str, os.PathLike)) else \
-            getattr(f, "name", "<file object>")
-        try:
-            if isinstance(f, (str, os.PathLike)):
-                with open(f, "rb") as fh:
-                    data = fh.read()
-            else:
-                data = f.read()
-            self.zip = zipfile.ZipFile(io.BytesIO(data))
-            self.names = set(self.zip.namelist())
-        except FileNotFoundError:
-            raise
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
-            raise RuntimeError(f"{self.label} is not an ember program file (not a readable "
-                               f"zip archive: {e})") from None
-
-    def read(self, name):
-        if name not in self.names:
-            raise RuntimeError(f"{self.label}: the program file has no member {name!r} "
-                               f"(truncated or not an ember program)")
-        try:
-            return self.zip.read(name)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
-            raise RuntimeError(f"{self.label}: member {name!r} is corrupt ({e})") from None
-
-    def json(self, name):
-        raw = self.read(name)
-        if len(raw) > _MAX_JSON:
-            raise ValueError(f"{self.label}: {name} is implausibly large ({len(raw)} bytes)")
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-            raise ValueError(f"{self.label}: {name} is not valid JSON ({e})") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{self.label}: {name} must hold a JSON object")
-        return obj
-
-
 def read_archive(f):
     """(archive, its program.json), after the format and schema version checks."""
-    ar = _Archive(f)
+    ar = _Archive(f, "ember.export.load")
     raw = ar.read("version").strip()
     try:
         version = int(raw.decode("ascii"))
