@@ -1,5 +1,4 @@
 """save_program / load_program: the zip container (see the package docstring)."""
-import io
 import json
 import os
 import uuid
