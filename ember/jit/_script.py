@@ -360,6 +360,9 @@ def _script_module(mod, memo, top=False):
     new = scls.__new__(scls)
     d = new.__dict__
     d.update({k: v.value if isinstance(v, Attribute) else v for k, v in mod.__dict__.items()})
+    for k, v in mod.__dict__.items():  # hooks registered later on one are not the other's
+        if k.endswith(("_hooks", "_hooks_with_kwargs", "_hooks_always_called")):
+            d[k] = type(v)(v)
     d["_parameters"] = dict(mod._parameters)
     d["_buffers"] = dict(mod._buffers)
     d["_non_persistent_buffers_set"] = set(mod._non_persistent_buffers_set)

@@ -141,6 +141,9 @@ class ScriptModule(Module):
         d["_non_persistent_buffers_set"] = set(module._non_persistent_buffers_set)
         d["_modules"] = dict(module._modules)
         d["training"] = module.training
+        for k, v in module.__dict__.items():  # the hooks the module had, in dicts of its own
+            if k.endswith(("_hooks", "_hooks_with_kwargs", "_hooks_always_called")):
+                d[k] = type(v)(v)
         d["_jit_original_name"] = type(module).__name__
         for m in methods:
             d["_jit_methods"][m.name] = m

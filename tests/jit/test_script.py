@@ -323,3 +323,15 @@ def test_return_annotations_are_enforced_like_torchs_interpreter():
         ts(torch.tensor(2.0))
     with pytest.raises(RuntimeError, match="Cannot input a tensor of dimension other than 0"):
         ts(torch.ones(2))
+
+
+def test_hooks_of_the_scripted_module_are_its_own():
+    m = M.Plain().eval()
+    s = jit.script(m)
+    calls = []
+    s.register_forward_hook(lambda mod, inp, out: calls.append("scripted"))
+    x = ember.randn(2, 4)
+    m(x)
+    assert calls == []
+    s(x)
+    assert calls == ["scripted"]
