@@ -199,3 +199,7 @@ from ._dynamo.control_flow import cond, map, while_loop  # noqa: E402,F401
 from ._core.checks import *  # noqa: E402,F401,F403  (_check, _check_index, ... torch._check)
 from . import library  # noqa: E402,F401  (custom operators; ember.ops.aten)
 from . import _logging  # noqa: E402,F401  (set_logs)
+from ._core.dtype import qint8, qint32, quint8  # noqa: E402,F401  (quantized dtypes)
+from . import ao  # noqa: E402,F401  (torch.ao: quantization)
+from .ao import quantization  # noqa: E402,F401  (torch.quantization, the legacy path)
+__import__("sys").modules[__name__ + ".quantization"] = quantization  # import ember.quantization

@@ -17,6 +17,7 @@ __all__ = [
     "int", "long", "cfloat", "cdouble", "chalf", "get_default_dtype", "set_default_dtype",
     "promote_types", "result_type", "can_cast", "finfo", "iinfo", "is_floating_point",
     "is_complex", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
+    "qint8", "quint8", "qint32",
 ]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
@@ -77,7 +78,16 @@ cfloat, cdouble, chalf = complex64, complex128, complex64
 
 ALL = (bool, uint8, int8, int16, int32, int64, uint16, uint32, uint64, float16, bfloat16,
        float32, float64, float8_e4m3fn, float8_e5m2, complex64, complex128)
-_BY_NAME = {d.name: d for d in ALL}
+# Quantized dtypes name the integer type of quantized values for the quantization APIs
+# (``quantize_dynamic(..., dtype=ember.qint8)``, the dtype of packed int8 weights).  No plain
+# tensor has them -- quantized values live in int8/uint8/int32 storages beside their scale and
+# zero point (ember.ao) -- so they stay out of ALL: no promotion entries, no NumPy lookup
+# (np.int8 stays ember.int8).
+qint8 = dtype("qint8", np.int8, _INT, 1)
+quint8 = dtype("quint8", np.uint8, _INT, 1)
+qint32 = dtype("qint32", np.int32, _INT, 3)
+QUANTIZED = (qint8, quint8, qint32)
+_BY_NAME = {d.name: d for d in ALL + QUANTIZED}
 # NumPy dtype -> ember dtype; the hot path looks tensors' dtypes up here.
 FROM_NP = {d.np: d for d in ALL}
 FROM_NP.update({np.dtype(np.float16): float16})

@@ -24,13 +24,13 @@ QUANTIZED_STORAGES = {"QInt8Storage", "QInt32Storage", "QUInt8Storage", "QUInt4x
                       "QUInt2x4Storage"}
 
 # torch dtype names as they appear in pickles (``torch.float32`` is written as GLOBAL torch float32)
-TORCH_DTYPE_NAMES = {d.name: d for d in _dt.ALL}
+TORCH_DTYPE_NAMES = {d.name: d for d in _dt.ALL + _dt.QUANTIZED}
 TORCH_DTYPE_NAMES.update({"half": _dt.float16, "float": _dt.float32, "double": _dt.float64,
                           "long": _dt.int64, "int": _dt.int32, "short": _dt.int16,
                           "cfloat": _dt.complex64, "cdouble": _dt.complex128})
 
 # torch dtypes that exist in torch but not (yet) in ember: named in the error instead of "unknown"
-TORCH_ONLY_DTYPES = {"complex32", "chalf", "qint8", "qint32", "quint8", "quint4x2", "quint2x4",
+TORCH_ONLY_DTYPES = {"complex32", "chalf", "quint4x2", "quint2x4",
                      "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
                      "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "uint1", "uint2",
                      "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3", "int4",

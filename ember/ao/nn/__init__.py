@@ -1,0 +1,2 @@
+"""Quantized neural-network modules (``torch.ao.nn``)."""
+from . import quantized  # noqa: F401
