@@ -41,7 +41,9 @@ def _frozen_program(program, state):
         out.args = (tuple(vals[len(program.buffer_mutations):]),)
         gm.graph.eliminate_dead_code()
         gm.recompile()
-    return Program(gm, specs, constants, program.in_spec, program.out_spec, mutations)
+    frozen = Program(gm, specs, constants, program.in_spec, program.out_spec, mutations)
+    frozen.check_shapes = program.check_shapes
+    return frozen
 
 
 def fold_constants(program):
@@ -97,8 +99,10 @@ def fold_constants(program):
         if node.op != "placeholder" and node not in value:
             env[node] = g.node_copy(node, lambda a: env[a])
     g.eliminate_dead_code()
-    return Program(GraphModule(gm, g), specs, constants, program.in_spec, program.out_spec,
-                   program.buffer_mutations)
+    folded = Program(GraphModule(gm, g), specs, constants, program.in_spec, program.out_spec,
+                     program.buffer_mutations)
+    folded.check_shapes = program.check_shapes
+    return folded
 
 
 def _foldable(node):

@@ -29,6 +29,9 @@ class Program:
         # other mode when it differs (a module's .train()/.eval() picks; see `for_mode`)
         self.training = training
         self.alternate = alternate
+        # scripted programs (captured by export) check their inputs' static sizes, as an
+        # exported program does; a trace runs on what it is given, as torch's traces do
+        self.check_shapes = exported is not None
 
     def for_mode(self, training):
         """The program for a module in mode ``training``."""
@@ -41,12 +44,6 @@ class Program:
     def graph(self):
         return self.graph_module.graph
 
-    def op_names(self):
-        """The names of the ember ops the graph calls (subgraphs included)."""
-        names = set()
-        _collect_ops(self.graph_module, names, set())
-        return names
-
     def __call__(self, state, args):
         """Run on the user's positional ``args``; ``state`` maps parameter/buffer names to
         tensors (the owning module's) and receives the mutated buffers."""
@@ -57,6 +54,8 @@ class Program:
                                f", but was called with {_describe(spec)}; Python values (not "
                                f"tensors) among the inputs are part of the program, with the "
                                f"values of the call it was captured from")
+        if self.check_shapes:
+            self._check_shapes(flat)
         bound = []
         for kind, target in self.input_specs:
             if kind == "input":
@@ -72,29 +71,36 @@ class Program:
             state.set_buffer(name, value)
         return unflatten(self.out_spec, iter(outs[nmut:]))
 
-
-def _collect_ops(gm, names, seen):
-    if id(gm) in seen:
-        return
-    seen.add(id(gm))
-    from .._core.op import Op
-    for node in gm.graph.nodes:
-        if node.op == "call_function":
-            t = node.target
-            if isinstance(t, Op):
-                names.add(t.name)
-            else:
-                names.add(getattr(t, "__name__", repr(t)))
-        elif node.op == "get_attr":
-            sub = _get_attr(gm, node.target)
-            if hasattr(sub, "graph"):
-                _collect_ops(sub, names, seen)
+    def _check_shapes(self, flat):
+        _check_shapes_of(self, flat)
 
 
-def _get_attr(mod, target):
-    for part in target.split("."):
-        mod = getattr(mod, part)
-    return mod
+def _check_shapes_of(program, flat):
+    placeholders = [n for n in program.graph_module.graph.nodes if n.op == "placeholder"]
+    symbols = {}
+    for node, (kind, i) in zip(placeholders, program.input_specs):
+        meta = node.meta.get("val")
+        if kind != "input" or not hasattr(meta, "shape") or i >= len(flat):
+            continue
+        t = flat[i]
+        if t.dim() != len(meta.shape):
+            raise RuntimeError(f"jit: input {node.name} must have {len(meta.shape)} dimensions "
+                               f"{_dims(meta.shape)}, got shape {list(t.shape)}")
+        for d, (want, got) in enumerate(zip(meta.shape, t.shape)):
+            expr = getattr(want, "expr", None)
+            if isinstance(expr, str):
+                if expr.isidentifier() and symbols.setdefault(expr, got) != got:
+                    raise RuntimeError(f"jit: input {node.name}.shape[{d}] is {got}, but the "
+                                       f"program's size {expr} is {symbols[expr]} elsewhere")
+            elif int(want) != got:
+                raise RuntimeError(f"jit: expected input {node.name}.shape[{d}] to be equal to "
+                                   f"{int(want)}, but got {got} (the program specialised this "
+                                   f"size when it was captured)")
+
+
+def _dims(shape):
+    return "[" + ", ".join(getattr(s, "expr", None) if isinstance(getattr(s, "expr", None), str)
+                           else str(int(s)) for s in shape) + "]"
 
 
 def _describe(spec):

@@ -127,6 +127,7 @@ def _file_bytes(obj, _extra_files, main=None):
         meta["methods"][name] = {"in_spec": program.in_spec, "out_spec": program.out_spec,
                                  "arg_names": list(m.arg_names or []),
                                  "defaults": _json_defaults(m),
+                                 "check_shapes": bool(program.check_shapes),
                                  "code": program_code(program, name, owner is not None),
                                  "file": None if name == main else METHOD_PREFIX + name}
         if name != main:
@@ -201,8 +202,10 @@ def _program_from(ep, entry):
     from ._capture import program_of_exported
     p = program_of_exported(ep, (), entry["out_spec"], check_inputs=False)
     p.in_spec = entry["in_spec"]
+    p.check_shapes = bool(entry.get("check_shapes", True))
     if p.alternate is not None:
         p.alternate.in_spec = entry["in_spec"]
+        p.alternate.check_shapes = p.check_shapes
     return p
 
 

@@ -291,3 +291,23 @@ def test_freeze_and_code_follow_the_module_mode():
     assert "running_mean.copy_(" not in s.code and s.code.endswith("return addcmul\n")
     f = jit.freeze(s)
     np.testing.assert_allclose(_np(f(x)), _np(m(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_loaded_scripted_program_checks_the_sizes_it_specialised():
+    class Steps(ember.nn.Module):
+        def forward(self, x):
+            out = x[:, 0]
+            for t in range(1, x.shape[1]):  # a loop over a size: that size is specialised
+                out = out + x[:, t]
+            return out
+    s = jit.script(Steps())
+    s(ember.randn(2, 5))
+    buf = io.BytesIO()
+    s.save(buf)
+    loaded = jit.load(io.BytesIO(buf.getvalue()))
+    x = ember.randn(7, 5)  # another batch: dynamic
+    np.testing.assert_allclose(_np(loaded(x)), _np(x.sum(1)), rtol=1e-5)
+    with pytest.raises(RuntimeError, match=r"expected input x.shape\[1\] to be equal to 5, but "
+                                           r"got 3"):
+        loaded(ember.randn(7, 3))
+    np.testing.assert_allclose(_np(s(ember.ones(2, 3))), [3.0, 3.0])  # Python: any size
