@@ -105,6 +105,9 @@ class Linear(Module):
         return s
 
     def forward(self, x):
+        if x.dim() < 2:
+            raise RuntimeError("The dimension of input tensor should be larger than or equal "
+                               "to 2")
         if x.shape[-1] != self.in_features:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
                                f"({int(np.prod(x.shape[:-1]))}x{x.shape[-1]} and "

@@ -183,6 +183,9 @@ class RNNBase(Module):
         return self._weight_bias()["bias"]
 
     def forward(self, input, hx=None):
+        if not isinstance(input, PackedSequence) and input.dim() != 3:
+            # torch's quantized recurrent layers take no unbatched (2-D) input
+            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
         data, batch_sizes, states, info, unbatched = self._prepare(input, hx)
         packed, sorted_idx, unsorted_idx, padded = info
         x = data.detach().numpy().astype(np.float32)
