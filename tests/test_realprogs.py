@@ -18,7 +18,6 @@ ROOT = os.environ.get("REALPROGS_DIR") or os.path.normpath(
 LATER = {
     "tutorial_torch_compile": "ember.compile (issues 18 and 11)",
     "tutorial_torch_export": "ember.export (issue 12)",
-    "recipe_dynamic_quantization": "quantization (ember.ao, not yet filed)",
 }
 
 
