@@ -92,9 +92,8 @@ def quantize_dynamic(model, qconfig_spec=None, dtype=_dt.qint8, mapping=None, in
             version with which the submodule needs to be replaced
         inplace: carry out model transformations in-place, the original module is mutated
 
-    ember quantizes ``Linear``, ``LSTM`` and ``GRU``; ``LSTMCell``/``GRUCell``/``RNNCell``
-    get a qconfig but keep their float form (no quantized cell modules yet), and weight-only
-    ``Embedding`` quantization (``quint8``/``quint4x2``) is not available.
+    ember quantizes ``Linear``, ``LSTM``, ``GRU``, ``LSTMCell``, ``GRUCell`` and ``RNNCell``;
+    weight-only ``Embedding`` quantization (``quint8``/``quint4x2``) is not available.
     """
     if qconfig_spec is None:
         if dtype is _dt.qint8:
