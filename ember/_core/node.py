@@ -108,25 +108,25 @@ class Node:
         so = self.saved_out
         if so is None:
             return None
-        outs = []
-        for i, item in enumerate(so):
-            if item is None:
-                outs.append(None)
-                continue
-            arr, vc, v, diff = item
-            if vc is None:
-                outs.append(arr)
-                continue
-            if vc[0] != v:
-                t = wrap(arr)
-                t.grad_fn, t._output_nr = self, i
-                _raise_modified(t, vc[0], v)
+        if self.n_out == 1:  # the common case: one output, rebuilt without a list
+            return self._unpack_one(0, so[0])
+        return tuple([self._unpack_one(i, item) for i, item in enumerate(so)])
+
+    def _unpack_one(self, i, item):
+        if item is None:
+            return None
+        arr, vc, v, diff = item
+        if vc is None:
+            return arr
+        if vc[0] != v:
             t = wrap(arr)
-            t._version = vc
-            if diff:
-                t.grad_fn, t._output_nr, t._requires_grad = self, i, True
-            outs.append(t)
-        return outs[0] if self.n_out == 1 else tuple(outs)
+            t.grad_fn, t._output_nr = self, i
+            _raise_modified(t, vc[0], v)
+        t = wrap(arr)
+        t._version = vc
+        if diff:
+            t.grad_fn, t._output_nr, t._requires_grad = self, i, True
+        return t
 
     def apply(self, grads):
         """Input gradients for output gradients ``grads`` (a list, one per output)."""
@@ -137,11 +137,15 @@ class Node:
             for t, vc, v in versions:
                 if vc[0] != v:
                     _raise_modified(t, vc[0], v)
-        g = grads[0] if self.n_out == 1 else tuple(grads)
         vjp = self.op.vjp
         if vjp is None:
             raise RuntimeError(f"the derivative for '{self.op.name}' is not implemented.")
-        r = vjp(_Ctx(self), g, *self.saved, **self.params)
+        params = self.params
+        if params:
+            r = vjp(_Ctx(self), grads[0] if self.n_out == 1 else tuple(grads), *self.saved,
+                    **params)
+        else:
+            r = vjp(_Ctx(self), grads[0] if self.n_out == 1 else tuple(grads), *self.saved)
         if type(r) is not tuple and type(r) is not list:
             r = (r,)
         return r
@@ -166,7 +170,7 @@ class _Ctx:
 
     @property
     def needs_input_grad(self):
-        return tuple(e is not None for e in self.node.next_edges)
+        return tuple([e is not None for e in self.node.next_edges])
 
     @property
     def in_meta(self):
@@ -243,53 +247,74 @@ def record(op, args, params, outs):
     node = op.node_cls()
     node.op = op
     node.params = params
+    si = op.save_inputs
+    # one pass over the inputs: edges, their shapes/dtypes, and the versions of saved ones
     edges = []
     meta = []
-    for a in args:
-        if isinstance(a, Tensor) and a._requires_grad:
-            edges.append(_edge(a))
-            meta.append((a._data.shape, a._data.dtype))
+    versions = [] if si else None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                edges.append(_edge(a))
+                d = a._data
+                meta.append((d.shape, d.dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
+            if si is True or (si and i in si):
+                vc = a._version
+                if vc is None:
+                    vc = _version_of(a)
+                versions.append((a, vc, vc[0]))
         else:
             edges.append(None)
             meta.append(None)
     node.next_edges = edges
     node.in_meta = meta
-    si = op.save_inputs
     if si is True:
         node.saved = args
-        node.versions = [(a, _version_of(a), _version_of(a)[0]) for a in args
-                         if isinstance(a, Tensor)]
+        node.versions = versions
     elif si:
         node.saved = tuple(a if i in si else None for i, a in enumerate(args))
-        node.versions = [(a, _version_of(a), _version_of(a)[0]) for i, a in enumerate(args)
-                         if i in si and isinstance(a, Tensor)]
+        node.versions = versions
     else:
         node.saved = (None,) * len(args)
         node.versions = None
     n = len(outs)
     node.n_out = n if op.n_out != 1 else 1
     nd = op.nondiff_outputs
-    saved_out = [] if op.save_output else None
-    for i, o in enumerate(outs):
-        diff = i not in nd and o._data.dtype.kind in "fcV"
-        if diff:
-            o.grad_fn = node
-            o._output_nr = i
-            o._requires_grad = True
-        if saved_out is not None:
-            if type(o) is not Tensor or SHARED.forward:
+    if op.save_output:
+        saved_out = []
+        forward = SHARED.forward
+        for i, o in enumerate(outs):
+            diff = i not in nd and o._data.dtype.kind in "fcV"
+            if diff:
+                o.grad_fn = node
+                o._output_nr = i
+                o._requires_grad = True
+            if type(o) is not Tensor or forward:
                 # tensor-likes (vmap's batched tensors) keep state beyond _data, and under
                 # forward AD the output receives its tangent after recording: save the object
                 saved_out.append((o, None, None, diff))
                 continue
-            vc = _version_of(o)
+            vc = o._version
+            if vc is None:
+                vc = _version_of(o)
             saved_out.append((o._data, vc, vc[0], diff))
-    node.saved_out = saved_out
+        node.saved_out = saved_out
+    else:
+        node.saved_out = None
+        for i, o in enumerate(outs):
+            if i not in nd and o._data.dtype.kind in "fcV":
+                o.grad_fn = node
+                o._output_nr = i
+                o._requires_grad = True
     if n > 1 or op.n_out != 1:
         node.out_meta = [(o._data.shape, o._data.dtype) for o in outs]
-    SHARED.seq += 1
-    node.seq = SHARED.seq
-    if SHARED.anomaly:
+    shared = SHARED
+    shared.seq += 1
+    node.seq = shared.seq
+    if shared.anomaly:
         import traceback
         node.trace = traceback.format_stack()[:-3]
     return node

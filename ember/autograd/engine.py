@@ -9,12 +9,16 @@ with ``create_graph=True`` the backward pass is itself recorded.
 import heapq
 import threading
 
+import numpy as _np
+
 from .._core.device import namespace_of
 from .._core.node import AccumulateGrad, grad_accumulator
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 
 __all__ = ["run_backward"]
+
+_ndarray = _np.ndarray
 
 
 def _root_edge(t):
@@ -68,23 +72,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     ``.grad`` are written (``backward(inputs=...)``).
     """
     root_edges = [_root_edge(t) for t in roots]
-    # dependency counts over the reachable graph
-    deps = {}
-    seen = set()
-    stack = []
-    for n, _ in root_edges:
-        if n not in seen:
-            seen.add(n)
-            stack.append(n)
-    while stack:
-        n = stack.pop()
-        for e in n.next_edges:
-            if e is not None:
-                m = e[0]
-                deps[m] = deps.get(m, 0) + 1
-                if m not in seen:
-                    seen.add(m)
-                    stack.append(m)
+    deps = _dependencies(root_edges)
 
     capture = None
     needed = None
@@ -93,7 +81,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
         for k, t in enumerate(inputs):
             capture.setdefault(_input_edge(t), []).append(k)
         targets = {e[0] for e in capture}
-        needed = _nodes_reaching(seen, targets)
+        needed = _nodes_reaching(deps, targets)
     results = [None] * (len(inputs) if inputs is not None else 0)
 
     buffers = {}
@@ -103,39 +91,47 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             buf = buffers[n] = [None] * n.n_out
         _accumulate(buf, nr, g)
 
+    # Ready nodes run newest first.  The heap holds them only while several are ready at
+    # once; the common case (one node becomes ready after another, as along a chain) hands
+    # the next node over directly, without a heap entry.
     ready = []
     queued = set()
     for n, _ in root_edges:
-        if deps.get(n, 0) == 0 and n not in queued:
+        if deps[n] == 0 and n not in queued:
             queued.add(n)
             heapq.heappush(ready, (-n.seq, id(n), n))
+    nxt = heapq.heappop(ready)[2] if ready else None
 
+    # (node, output_nr) slots whose gradient is a sum the engine made itself: nothing else
+    # refers to that tensor, so later contributions are added into it in place
+    owned = set() if not create_graph else None
     prev_grad = STATE.grad_enabled
     STATE.grad_enabled = create_graph
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
-        while ready:
-            node = heappop(ready)[2]
+        while nxt is not None:
+            node = nxt
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node.n_out
-            if node.tensor_hooks or node.retained or node.pre_hooks or \
-                    type(node) is AccumulateGrad:
+            is_leaf = type(node) is AccumulateGrad
+            if is_leaf or node.tensor_hooks or node.retained or node.pre_hooks:
                 grads = _run_pre_hooks(node, grads)
             if capture is not None:
                 for nr in range(node.n_out):
                     for k in capture.get((node, nr), ()):
                         results[k] = grads[nr]
-            run = needed is None or node in needed
-            if type(node) is AccumulateGrad:
+            if is_leaf:
                 if accumulate and (capture is None or (node, 0) in capture):
                     if STATE.intercept:
                         _observed_apply(node, _accumulate_leaf, node, grads[0], create_graph)
                     else:
                         _accumulate_leaf(node, grads[0], create_graph)
+                nxt = heappop(ready)[2] if ready else None
                 continue
-            if not run:
-                _release_edges(node, deps, ready, retain_graph)
+            if needed is not None and node not in needed:
+                _release_edges(node, deps, ready)
+                nxt = heappop(ready)[2] if ready else None
                 continue
             edges = node.next_edges
             if node.n_out == 1:
@@ -147,7 +143,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                     grads = [g if g is not None else _zeros_for(node, i, like)
                              for i, g in enumerate(grads)]
             if not has_grad:
-                grads_in = (None,) * len(edges)
+                grads_in = ()
             else:
                 try:
                     grads_in = node.apply(grads) if not STATE.intercept else \
@@ -168,6 +164,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 node.release()
             meta = node.in_meta
             n_in = len(grads_in)
+            newly = None  # the one node made ready by this one, while the heap is empty
             for i, e in enumerate(edges):
                 if e is None:
                     continue
@@ -179,13 +176,25 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                         g = _fit(g, mi)
                     buf = buffers.get(m)
                     if buf is None:
-                        buf = buffers[m] = [None] * m.n_out
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                        if m.n_out == 1:
+                            buffers[m] = [g]
+                        else:
+                            buf = buffers[m] = [None] * m.n_out
+                            buf[nr] = g
+                    else:
+                        old = buf[nr]
+                        buf[nr] = g if old is None else _sum_grads(owned, m, nr, old, g)
                 c = deps[m] - 1
                 deps[m] = c
                 if c == 0:
-                    heappush(ready, (-m.seq, id(m), m))
+                    if newly is None and not ready:
+                        newly = m
+                    else:
+                        if newly is not None:
+                            heappush(ready, (-newly.seq, id(newly), newly))
+                            newly = None
+                        heappush(ready, (-m.seq, id(m), m))
+            nxt = newly if newly is not None else (heappop(ready)[2] if ready else None)
     finally:
         STATE.grad_enabled = prev_grad
     if inputs is not None and accumulate:
@@ -204,7 +213,48 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     return None
 
 
-def _release_edges(node, deps, ready, retain_graph):
+def _dependencies(root_edges):
+    """For every Node reachable from the roots, how many edges lead into it (one dict: a
+    node's presence in it marks it visited)."""
+    deps = {}
+    stack = []
+    for n, _ in root_edges:
+        if n not in deps:
+            deps[n] = 0
+            stack.append(n)
+    get = deps.get
+    while stack:
+        for e in stack.pop().next_edges:
+            if e is not None:
+                m = e[0]
+                c = get(m)
+                if c is None:
+                    deps[m] = 1
+                    stack.append(m)
+                else:
+                    deps[m] = c + 1
+    return deps
+
+
+def _sum_grads(owned, m, nr, old, g):
+    """``old + g`` for slot ``(m, nr)``; in place into ``old`` when the engine made ``old``
+    itself (a sum no one else has seen) and no mode observes the ops."""
+    if owned is None or STATE.intercept:
+        return old + g  # create_graph: the sum is recorded; a mode must see it
+    key = (m, nr)
+    od, gd = old._data, g._data
+    if key in owned and type(od) is _ndarray and type(gd) is _ndarray and \
+            od.shape == gd.shape and od.dtype == gd.dtype:
+        _np.add(od, gd, out=od)
+        return old
+    s = old + g
+    owned.add(key)
+    return s
+
+
+def _release_edges(node, deps, ready):
+    """A node that need not run (no path to an ``inputs`` target): its edges still count
+    as delivered."""
     for e in node.next_edges:
         if e is None:
             continue
