@@ -83,9 +83,28 @@ ALL = (bool, uint8, int8, int16, int32, int64, uint16, uint32, uint64, float16, 
 # tensor has them -- quantized values live in int8/uint8/int32 storages beside their scale and
 # zero point (ember.ao) -- so they stay out of ALL: no promotion entries, no NumPy lookup
 # (np.int8 stays ember.int8).
-qint8 = dtype("qint8", np.int8, _INT, 1)
-quint8 = dtype("quint8", np.uint8, _INT, 1)
-qint32 = dtype("qint32", np.int32, _INT, 3)
+class QuantizedDtype(dtype):
+    """A quantized dtype: ``storage`` is the NumPy type of its integer values.  It has no
+    ``np``, so a plain tensor factory or cast given one fails with a clear error (as torch's
+    do) instead of silently making an int8 tensor."""
+    __slots__ = ("storage",)
+
+    def __init__(self, name, np_dtype, rank):
+        self.storage = np.dtype(np_dtype)
+        self.name, self.itemsize, self.category, self._rank = \
+            name, self.storage.itemsize, _INT, rank
+        self.is_floating_point = self.is_complex = False
+        self.is_signed = name != "quint8"
+
+    @property
+    def np(self):
+        raise RuntimeError(f"{self} is a quantized dtype: plain tensors cannot hold it "
+                           f"(quantized values are made by ember.ao.quantization)")
+
+
+qint8 = QuantizedDtype("qint8", np.int8, 1)
+quint8 = QuantizedDtype("quint8", np.uint8, 1)
+qint32 = QuantizedDtype("qint32", np.int32, 3)
 QUANTIZED = (qint8, quint8, qint32)
 _BY_NAME = {d.name: d for d in ALL + QUANTIZED}
 # NumPy dtype -> ember dtype; the hot path looks tensors' dtypes up here.
