@@ -78,7 +78,7 @@ class Writer(pickle._Pickler):
         self.memoize(obj)
 
     dispatch[_dt.dtype] = _save_dtype
-    dispatch[_dt.QuantizedDtype] = _save_dtype  # torch.qint8 & co. (pickle dispatches on exact type)
+    dispatch[_dt.QuantizedDtype] = _save_dtype  # torch.qint8 & co. (dispatch is by exact type)
 
     def _save_empty_od(self, obj):
         self.save_reduce(_ORDERED_DICT, (), obj=obj)

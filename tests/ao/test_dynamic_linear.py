@@ -131,3 +131,26 @@ def test_direct_linear_default_placeholder():
     np.testing.assert_array_equal(lin(ember.ones(2, 4)).numpy(), np.zeros((2, 3), np.float32))
     with pytest.raises(RuntimeError, match="Unsupported dtype"):
         nnqd.Linear(4, 3, dtype=ember.int8)
+
+
+def test_custom_affine_weight_qconfig_matches_torch():
+    """A qconfig whose weight observer is affine (non-zero weight zero point)."""
+    Q, TQ = ember.ao.quantization, torch.ao.quantization
+    qconfig = Q.QConfig(activation=Q.default_dynamic_quant_observer,
+                        weight=Q.MinMaxObserver.with_args(dtype=ember.qint8))
+    tqconfig = TQ.QConfig(activation=TQ.default_dynamic_quant_observer,
+                          weight=TQ.MinMaxObserver.with_args(dtype=torch.qint8))
+    ember.manual_seed(3)
+    m = nn.Sequential(nn.Linear(16, 7))
+    with ember.no_grad():
+        m[0].weight.add_(0.2)  # an asymmetric range
+    t = torch.nn.Sequential(torch.nn.Linear(16, 7))
+    copy_params(m, t)
+    q = quantize_dynamic(m, {nn.Linear: qconfig})
+    tq = torch_quantize_dynamic(t, {torch.nn.Linear: tqconfig})
+    w, tw = q[0].weight(), torch_call(tq[0].weight)
+    assert w.q_zero_point() == tw.q_zero_point() != 0
+    np.testing.assert_array_equal(w.int_repr().numpy(), tw.int_repr().numpy())
+    x = np.random.default_rng(4).standard_normal((5, 16)).astype(np.float32)
+    np.testing.assert_allclose(q(ember.tensor(x)).numpy(),
+                               torch_call(tq, torch.from_numpy(x)).numpy(), rtol=0, atol=1e-5)

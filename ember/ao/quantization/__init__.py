@@ -1,9 +1,10 @@
 """Quantization (``torch.ao.quantization``; ``torch.quantization`` is its legacy path).
 
 Post-training dynamic quantization: ``quantize_dynamic`` swaps ``Linear``, ``LSTM``,
-``GRU`` and the recurrent cells for versions whose weights are stored as int8 (per-tensor, torch's default
-symmetric qconfig) or float16, and whose activations are quantized on every call from
-their own range -- products are computed with integer arithmetic, outputs stay float32.
+``GRU`` and the recurrent cells for versions whose weights are stored as int8 (per tensor,
+torch's default symmetric qconfig) or float16, and whose activations are quantized on
+every call from their own range -- products are computed with integer arithmetic, outputs
+stay float32.
 """
 from .observer import (MinMaxObserver, ObserverBase, PlaceholderObserver,  # noqa: F401
                        default_dynamic_quant_observer, default_observer,

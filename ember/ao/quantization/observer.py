@@ -69,7 +69,8 @@ class PlaceholderObserver(ObserverBase):
         return f"dtype={self.dtype}, is_dynamic={self.is_dynamic}"
 
     def calculate_qparams(self):
-        raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002
+        raise Exception(  # noqa: TRY002  (torch's exception type)
+            "calculate_qparams should not be called for PlaceholderObserver")
 
 
 class MinMaxObserver(ObserverBase):

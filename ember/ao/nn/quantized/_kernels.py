@@ -51,16 +51,6 @@ def quantize(x, scale, zero_point, qmin, qmax, np_dtype):
     return np.clip(q, qmin, qmax).astype(np_dtype)
 
 
-def quantize_weight_symmetric(w):
-    """qint8 per-tensor weights as torch's default dynamic qconfig makes them (a symmetric
-    MinMaxObserver: ``scale = max|w| / 127.5``, zero point 0).  Returns (int8 array, scale,
-    zero_point)."""
-    w = np.asarray(w, dtype=np.float32)
-    amax = np.float32(max(-min(float(w.min(initial=0.0)), 0.0), float(w.max(initial=0.0))))
-    scale = max(amax / np.float32(127.5), np.finfo(np.float32).eps)
-    return quantize(w, scale, 0, -128, 127, np.int8), float(np.float32(scale)), 0
-
-
 def linear_dynamic(x, w_int, w_scale, w_zero_point, bias, reduce_range=True):
     """``x @ dequant(w).T + bias`` with ``x`` quantized to quint8 from its own range.
 

@@ -79,22 +79,19 @@ class PackedLinearWeight:
 
     @classmethod
     def from_float(cls, weight, bias, dtype, observer=None):
-        """Quantize a float ``weight``; ``observer`` (a weight observer instance) chooses the
-        qparams, else torch's default symmetric per-tensor qint8 ones."""
+        """Pack a float ``weight``: rounded to float16 for the float16 dtype, else quantized to
+        qint8 with the qparams ``observer`` (a fresh weight observer) chooses for it."""
         w = weight.detach().float().numpy()
         b = None if bias is None else bias.detach().float().clone()
         if dtype is _dt.float16:
             return cls(dtype, from_numpy(w.astype(np.float16)), 1.0, 0, b)
-        if observer is None:
-            ints, scale, zp = _kernels.quantize_weight_symmetric(w)
-        else:
-            observer(weight.detach().float())
-            scale_t, zp_t = observer.calculate_qparams()
-            scale, zp = float(scale_t.reshape(-1)[0]), int(zp_t.reshape(-1)[0])
-            if observer.dtype is not _dt.qint8:
-                raise RuntimeError(f"Unsupported dtype for dynamic quantized linear weights: "
-                                   f"{observer.dtype} (expected {_dt.qint8})")
-            ints = _kernels.quantize(w, scale, zp, -128, 127, np.int8)
+        if observer is None or observer.dtype is not _dt.qint8:
+            raise RuntimeError(f"dynamic quantized weights need a qint8 weight observer, got "
+                               f"{observer if observer is None else observer.dtype}")
+        observer(weight.detach().float())
+        scale_t, zp_t = observer.calculate_qparams()
+        scale, zp = float(scale_t.reshape(-1)[0]), int(zp_t.reshape(-1)[0])
+        ints = _kernels.quantize(w, scale, zp, -128, 127, np.int8)
         return cls(dtype, from_numpy(ints), scale, zp, b)
 
     def quantized_weight(self):

@@ -17,7 +17,7 @@ from .....nn.modules.container import ModuleList
 from .....nn.modules.module import Module
 from .....nn.modules.rnn import GRU as _FloatGRU, LSTM as _FloatLSTM, RNNBase as _FloatRNNBase
 from .....nn.utils.rnn import PackedSequence
-from .....ops import from_numpy
+from .....ops import from_numpy, zeros
 from .._packed import PackedLinearWeight
 
 __all__ = ["PackedParameter", "RNNBase", "LSTM", "GRU"]
@@ -258,7 +258,6 @@ class RNNBase(Module):
 
 
 def _placeholder(dtype, rows, cols):
-    from .....ops import zeros
     w = zeros((rows, cols), dtype=_dt.int8 if dtype is _dt.qint8 else _dt.float16)
     return PackedLinearWeight(dtype, w, 0.1, 0, zeros(rows))
 
