@@ -226,6 +226,12 @@ def binary_kernel(fn, *, kind="promote"):
                 return r if kind == "bool" or r.dtype is dt else r.astype(dt)
             else:
                 dt = promote_np(a, b)
+        elif (ta is float or ta is int) and type(b) is _ndarray and b.dtype.kind in "fc" and \
+                b.dtype not in _HALF:
+            # the mirror case, a weak Python scalar first (``1 - t``, as in tanh's backward)
+            dt = b.dtype
+            r = fn(xp, a, b)
+            return r if kind == "bool" or r.dtype is dt else r.astype(dt)
         else:
             dt = promote_np(a, b)
         try:

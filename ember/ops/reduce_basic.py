@@ -51,7 +51,8 @@ def reduced_shape(shape, dims, keepdim):
 
 def expand_back(g, in_shape, dims, keepdim):
     """Broadcast a reduction's output gradient ``g`` back to the input shape."""
-    if not keepdim and dims:
+    if not keepdim and dims and len(dims) != len(in_shape):
+        # (a full reduction's 0-d gradient expands as it is: no reshape op to dispatch)
         g = g.reshape(reduced_shape(in_shape, dims, True))
     return g.expand(in_shape)
 
