@@ -134,6 +134,8 @@ class Trace:
         if type(a) in _NUMBERS or isinstance(a, SymInt):
             self.scalars.append(a)
             return ("s", len(self.scalars) - 1), a, False
+        if isinstance(a, np.generic) and a.dtype.kind in "biuf":
+            return self.ref_of(a.item())   # a NumPy scalar is a Python number to an op
         if isinstance(a, numbers.Number) or isinstance(a, np.generic):
             raise CannotCapture(f"a {type(a).__name__} argument")
         raise CannotCapture(f"an argument of type {type(a).__name__}")
@@ -266,6 +268,13 @@ class Trace:
         if not isinstance(target, Tensor):
             raise TypeError(f"{op.name}_ expects a Tensor, got {type(target).__name__}")
         lz = target.__dict__.get("_lazy")
+        d = target.__dict__.get("_data")
+        if lz is None and type(d) is LazyArray and "_lazy" in d._tensor.__dict__ and \
+                d._tensor.__dict__["_lazy"].trace is self:
+            # a tensor made on a lazy tensor's array (nn.Parameter(ember.empty(...))): the
+            # write is the lazy tensor's, whose value the alias reads once the graph runs
+            self.record_inplace(op, d._tensor, args, params, where)
+            return target
         if lz is None:
             self._check_real_target(target, args)
         elif lz.view is not None:

@@ -53,9 +53,11 @@ class _ExportSession(CaptureSession):
         where = user_location()
         self.abort()
         if "bool" in reason or "values" in reason or "item" in reason:
-            hint = ("Data-dependent control flow (a Python branch on a tensor's value) cannot "
-                    "be exported as is. Please use ember.cond (torch.cond) to capture both "
-                    "branches, or make the condition depend on shapes only.")
+            hint = ("Python needed the values of a tensor the program computes (a branch on "
+                    "a tensor's value, .item(), .numpy(), ...), which an exported program "
+                    "cannot bake in. For data-dependent control flow, please use ember.cond "
+                    "(torch.cond) to capture both branches, or make the condition depend on "
+                    "shapes only.")
         else:
             hint = "ember.export captures one whole graph and cannot break it here."
         raise UserError(f"{hint}\n  reason: {reason}\n  at {where}")

@@ -49,6 +49,19 @@ def _perturbed_inputs(c, var, of_leaf, new_value):
     return flat
 
 
+def _same_constants(a, b):
+    """Whether two captures lifted the same constant tensors (a constant computed from a
+    size, such as the index list of ``combinations``, differs at another size)."""
+    if a.constants.keys() != b.constants.keys():
+        return False
+    for k, x in a.constants.items():
+        y = b.constants[k]
+        if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype or \
+                not np.array_equal(np.asarray(x._data), np.asarray(y._data), equal_nan=True):
+            return False
+    return True
+
+
 def dims_that_do_not_generalise(c, recapture):
     """The `_Var`s of capture ``c`` whose graph changes with their size; ``recapture(flat)``
     captures again on the flattened inputs ``flat`` and returns the new capture."""
@@ -66,7 +79,7 @@ def dims_that_do_not_generalise(c, recapture):
             continue
         try:
             other = recapture(flat)
-            same = other.gm.code == c.gm.code
+            same = other.gm.code == c.gm.code and _same_constants(c, other)
         except (UserError, ConstraintViolationError, RuntimeError, ValueError, IndexError):
             same = False
         if not same:
