@@ -28,6 +28,8 @@ EXCLUDED = {
     "ember.is_tensor": "answers about the object's type (False for a tensor-like, as torch)",
     "ember.compile": "takes a function or module (torch.compile has no override either)",
     "ember.cond": "takes the branch functions; overrides act on the ops the branches run",
+    "ember.map": "takes the mapped function first; overrides act on the ops it runs",
+    "ember.while_loop": "takes the loop functions; overrides act on the ops they run",
     "ember.is_storage": "answers about the object's type",
     "ember.typename": "names the object's type",
     "ember.set_default_dtype": "global setting (takes a dtype)",
