@@ -242,9 +242,15 @@ def _edge(a):
     return (fn, a._output_nr)
 
 
+_new = object.__new__
+
+
 def record(op, args, params, outs):
     """Create the Node for ``op(*args, **params)`` that produced ``outs`` and link the outputs."""
-    node = op.node_cls()
+    node = _new(op.node_cls)  # Node.__init__'s fields, set here without its call
+    node.pre_hooks = node.post_hooks = node.tensor_hooks = node.retained = None
+    node.trace = node.metadata_ = None
+    node.released = False
     node.op = op
     node.params = params
     si = op.save_inputs
@@ -252,7 +258,8 @@ def record(op, args, params, outs):
     edges = []
     meta = []
     versions = [] if si else None
-    for i, a in enumerate(args):
+    i = 0
+    for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
                 edges.append(_edge(a))
@@ -269,6 +276,7 @@ def record(op, args, params, outs):
         else:
             edges.append(None)
             meta.append(None)
+        i += 1
     node.next_edges = edges
     node.in_meta = meta
     if si is True:
@@ -280,36 +288,28 @@ def record(op, args, params, outs):
     else:
         node.saved = (None,) * len(args)
         node.versions = None
-    n = len(outs)
-    node.n_out = n if op.n_out != 1 else 1
     nd = op.nondiff_outputs
-    if op.save_output:
-        saved_out = []
-        forward = SHARED.forward
+    if op.n_out == 1:
+        node.n_out = 1
+        o = outs[0]
+        diff = 0 not in nd and o._data.dtype.kind in "fcV"
+        if diff:
+            o.grad_fn = node
+            o._output_nr = 0
+            o._requires_grad = True
+        node.saved_out = [_saved_output(o, diff)] if op.save_output else None
+    else:
+        node.n_out = len(outs)
+        saved_out = [] if op.save_output else None
         for i, o in enumerate(outs):
             diff = i not in nd and o._data.dtype.kind in "fcV"
             if diff:
                 o.grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
-            if type(o) is not Tensor or forward:
-                # tensor-likes (vmap's batched tensors) keep state beyond _data, and under
-                # forward AD the output receives its tangent after recording: save the object
-                saved_out.append((o, None, None, diff))
-                continue
-            vc = o._version
-            if vc is None:
-                vc = _version_of(o)
-            saved_out.append((o._data, vc, vc[0], diff))
+            if saved_out is not None:
+                saved_out.append(_saved_output(o, diff))
         node.saved_out = saved_out
-    else:
-        node.saved_out = None
-        for i, o in enumerate(outs):
-            if i not in nd and o._data.dtype.kind in "fcV":
-                o.grad_fn = node
-                o._output_nr = i
-                o._requires_grad = True
-    if n > 1 or op.n_out != 1:
         node.out_meta = [(o._data.shape, o._data.dtype) for o in outs]
     shared = SHARED
     shared.seq += 1
@@ -318,3 +318,14 @@ def record(op, args, params, outs):
         import traceback
         node.trace = traceback.format_stack()[:-3]
     return node
+
+
+def _saved_output(o, diff):
+    if type(o) is not Tensor or SHARED.forward:
+        # tensor-likes (vmap's batched tensors) keep state beyond _data, and under forward
+        # AD the output receives its tangent after recording: save the object itself
+        return (o, None, None, diff)
+    vc = o._version
+    if vc is None:
+        vc = _version_of(o)
+    return (o._data, vc, vc[0], diff)
