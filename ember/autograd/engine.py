@@ -172,8 +172,13 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 g = grads_in[i] if i < n_in else None
                 if g is not None:
                     mi = meta[i] if meta else None
-                    if mi is not None and (g._data.shape != mi[0] or g._data.dtype != mi[1]):
-                        g = _fit(g, mi)
+                    if mi is not None:
+                        gd = g._data
+                        dt = gd.dtype
+                        # (``is`` first: NumPy's dtypes are singletons, so equal ones rarely
+                        # need the slower rich comparison)
+                        if gd.shape != mi[0] or (dt is not mi[1] and dt != mi[1]):
+                            g = _fit(g, mi)
                     buf = buffers.get(m)
                     if buf is None:
                         if m.n_out == 1:
