@@ -262,7 +262,10 @@ def record(op, args, params, outs):
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
-                edges.append(_edge(a))
+                fn = a.grad_fn
+                # the common edge (a non-view output of a recorded op) without _edge's call
+                edges.append((fn, a._output_nr) if fn is not None and a._base is None
+                             else _edge(a))
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
