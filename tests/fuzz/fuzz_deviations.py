@@ -100,6 +100,13 @@ KNOWN_GAPS = [
     ("setitem", r"setitem", "accepted", r"uint8",
      "a uint8 index next to None on an empty tensor: torch routes it to masked_fill_ and "
      "rejects the uint8 mask"),
+    ("setitem", r"setitem", "rejected", r"\('bool', False\)",
+     "known gap: a False mask selects nothing; torch skips the value's shape check for the "
+     "empty target, ember's index_put checks it and rejects a value that cannot broadcast"),
+    ("setitem", r"setitem", "exc_type", r"index -\d+ is out of bounds",
+     "known gap: a list index with an out-of-range negative entry and a value of the wrong "
+     "shape: torch reports the value's shape first (RuntimeError), ember the index "
+     "(IndexError)"),
     ("ops", r"lerp|cov|corrcoef|kron|unique_consecutive|histogram|linalg\.vecdot|trapz|"
             r"trapezoid|cholesky_solve|linalg\.matrix_norm|bucketize|searchsorted",
      "accepted", None,
