@@ -127,6 +127,8 @@ def open_program(f):
     if prog.get("schema_version") != _SCHEMA:
         raise RuntimeError(f"{ar.label}: lite/program.json has schema version "
                            f"{prog.get('schema_version')!r}; ember_lite reads {_SCHEMA}")
+    if "unsupported" in prog:   # the saver found the program outside what ember_lite runs
+        raise RuntimeError(f"{ar.label}: {prog['unsupported']}")
     return ar, prog
 
 

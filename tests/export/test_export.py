@@ -532,3 +532,25 @@ def test_transformer_with_padding_mask_exports_a_dynamic_batch():
     m2[0, 4] = True
     assert _allclose(ep.module()(x2, src_key_padding_mask=m2),
                      enc(x2, src_key_padding_mask=m2), 1e-5)
+
+
+def test_programs_reading_input_values_save_and_load(tmp_path):
+    import ember_lite
+
+    class Foo(ember.nn.Module):
+        def forward(self, x, y):
+            a = x.item()
+            ember._check(a >= 0)
+            ember._check(a < y.shape[0])
+            return y[a] * 2, y.shape[0] + a
+    ep = export(Foo(), (ember.tensor(3), ember.randn(10)), dynamic_shapes=(None, {0: Dim("n")}))
+    path = tmp_path / "p.ember"
+    ember.export.save(ep, path)
+    m = ember.export.load(path).module()
+    y = ember.randn(12)
+    got, size = m(ember.tensor(5), y)
+    assert _allclose(got, y[5] * 2) and size == 17
+    with pytest.raises(RuntimeError, match="u0 < n|u0 < s0"):
+        m(ember.tensor(15), y)
+    with pytest.raises(RuntimeError, match="reads a value from an input tensor"):
+        ember_lite.load(path)

@@ -19,7 +19,9 @@ Layout (a zip archive, members stored uncompressed)
 ``lite/program.json``
     The same program with its graph decomposed to ember's primitive set
     (`ember.ops.primitives.PRIMITIVES`, by `ember._inductor.passes.decompose`), which is
-    what `ember_lite` runs.  Same schema, ``kind`` ``"LiteProgram"``.
+    what `ember_lite` runs.  Same schema, ``kind`` ``"LiteProgram"``.  A program ember_lite
+    cannot run (one that reads values from its inputs: ``item_at`` nodes) has instead an
+    ``"unsupported"`` string saying why, which ember_lite.load raises.
 ``data/<n>``
     Raw storages: the bytes of one C-contiguous array, little-endian.
 ``extra/<name>``
@@ -43,7 +45,9 @@ save adds namespaces; ``expected_opset_version=`` of load checks them).
   the size arithmetic of exported graphs: ``"sym_size"`` (args ``[node, dim]``, the size of
   an input dimension) and ``"operator.add"``, ``"operator.sub"``, ``"operator.mul"``,
   ``"operator.floordiv"``, ``"operator.mod"``, ``"operator.neg"`` over sizes (their
-  ``meta`` is ``"int"``);
+  ``meta`` is ``"int"``), ``"item_at"`` (args ``[node, flat index]``: an integer read from an
+  input, the unbacked ``u0``) and ``"assert_size"`` (args ``[lhs, op, rhs, message]``: a
+  runtime check of what the program assumed of such a value);
 * ``{"op": "output", "args": [[...]]}``: the flat list of outputs.
 
 Each node may carry ``"meta"``: ``{"shape": [...], "dtype": NAME}`` (a list of those for a

@@ -25,6 +25,13 @@ def _sym_size():
     return sym_size
 
 
+def _value_targets():
+    """The nodes of values read from inputs (``item_at``, the unbacked ``u0``) and of the
+    runtime checks of what the program assumed of them (``assert_size``)."""
+    from ..sizes import assert_size, item_at
+    return {"item_at": item_at, "assert_size": assert_size}
+
+
 def _set_grad_target():
     from ..._dynamo.graph_build import set_grad_enabled
     return set_grad_enabled
@@ -60,6 +67,9 @@ def _target_name(node):
         return _SET_GRAD
     if t is _sym_size():
         return "sym_size"
+    for name, fn in _value_targets().items():
+        if t is fn:
+            return name
     if t in _SIZE_NAMES:
         return _SIZE_NAMES[t]
     raise ValueError(f"ember.export.save: node {node.name} calls {t!r}, which is not an ember "
@@ -128,6 +138,8 @@ def decode_graph(nodes_json, hints, where, ctx=None):
                 target = _set_grad_target()
             elif t == "sym_size":
                 target = _sym_size()
+            elif t in ("item_at", "assert_size"):
+                target = _value_targets()[t]
             elif t in SIZE_OPS:
                 target = SIZE_OPS[t]
             else:

@@ -13,7 +13,12 @@ from ..._dynamo.symbolic import SymInt
 from ._graph import SIZE_OPS, _sym_size, encode_graph
 from ._values import eval_expr
 
-__all__ = ["lite_graph"]
+__all__ = ["lite_graph", "LiteUnsupported"]
+
+
+class LiteUnsupported(ValueError):
+    """A program ember_lite cannot run: the file keeps the reason in place of the lite graph
+    (``lite/program.json`` ``"unsupported"``), and ember_lite.load raises it."""
 
 _SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*",
            operator.floordiv: "//", operator.mod: "%"}
@@ -48,6 +53,12 @@ def _fold_sizes(gm, hints):
             continue
         if node.op != "call_function":
             continue
+        if getattr(node.target, "__name__", None) in ("item_at", "assert_size") and \
+                "export" in getattr(node.target, "__module__", ""):
+            raise LiteUnsupported(
+                f"the program reads a value from an input tensor (node {node.name}: "
+                f"x.item()/tolist() in the program), which ember_lite does not run yet; "
+                f"ember.export.load runs it")
         if node.target is sym_size:
             src, dim = node.args
             s = src.meta["val"].shape[dim]
