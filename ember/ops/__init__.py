@@ -5,7 +5,7 @@ methods; ``__all__`` of each module is re-exported as ``ember.<name>``.
 """
 from . import (pointwise, conversion, views, reduce_basic, creation, reduction, sorting,  # noqa
                shape, indexing, blas, random, softmax, complex_ops, pointwise_misc, misc,
-               spectral)
+               spectral, pointwise_backward)
 from .blas import *  # noqa: F401,F403
 from .complex_ops import *  # noqa: F401,F403
 from .conversion import *  # noqa: F401,F403

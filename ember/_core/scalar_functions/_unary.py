@@ -40,6 +40,21 @@ def _zero(g, x, out):
     return g * 0
 
 
+def _fused(op_name):
+    """A derivative that is one fused operator of ``ember.ops`` (``tanh_backward``: one
+    kernel and one temporary instead of three dispatched ops), found by name at call time
+    because the ops are declared above this layer."""
+    from ..op import REGISTRY
+    op = None
+
+    def d(g, x, out):
+        nonlocal op
+        if op is None:
+            op = REGISTRY[op_name]
+        return op(g, out)
+    return d
+
+
 def unary(name, numpy, c=None, *, rule="float", kinds="fc", d=None, saves="inputs",
           c_int=None, c_grad=None, c_helper="", doc=""):
     return define(name, 1, numpy, c, c_int=c_int, c_grad=c_grad, c_helper=c_helper,
@@ -110,7 +125,7 @@ unary("atan", lambda xp, x: xp.arctan(x), "$atan($0)", d=lambda g, x, out: g / c
 unary("sinh", lambda xp, x: xp.sinh(x), "$sinh($0)", d=lambda g, x, out: g * cj(x.cosh()))
 unary("cosh", lambda xp, x: xp.cosh(x), "$cosh($0)", d=lambda g, x, out: g * cj(x.sinh()))
 unary("tanh", lambda xp, x: xp.tanh(x), "$tanh($0)",
-      d=lambda g, x, out: g * cj(1 - out * out), saves="output",
+      d=_fused("tanh_backward"), saves="output",  # g * conj(1 - out * out)
       c_helper="static inline $T sf_tanh_grad_$S($T v) { $T t = $tanh(v); return ($T)1 - t * t; }",
       c_grad="sf_tanh_grad_$S($0)")
 unary("asinh", lambda xp, x: xp.arcsinh(x), "$asinh($0)",
@@ -125,7 +140,7 @@ unary("rad2deg", lambda xp, x: x * (180.0 / math.pi), "($0 * ($T)57.295779513082
 
 # ---- special functions -------------------------------------------------------------------
 unary("sigmoid", lambda xp, x: special(xp).expit(x), "$sigmoid($0)",
-      d=lambda g, x, out: g * cj(out * (1 - out)), saves="output",
+      d=_fused("sigmoid_backward"), saves="output",  # g * conj(out * (1 - out))
       c_helper="static inline $T sf_sigmoid_grad_$S($T v) { $T s = $sigmoid(v); "
                "return s * (($T)1 - s); }",
       c_grad="sf_sigmoid_grad_$S($0)")

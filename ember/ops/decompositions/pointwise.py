@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..._core import dtype as _dt
 from . import decomposes
 from ._util import cast, float_of, full, is_tensor, np_dtype, prim
 
@@ -257,3 +258,26 @@ def _addcmul(x, t1, t2, value=1):
 @decomposes("addcdiv")
 def _addcdiv(x, t1, t2, value=1):
     return prim.add(x, prim.mul(value, prim.div(t1, t2)))
+
+
+# ---- tanh's and sigmoid's derivatives (the fused eager ops of ember.ops.pointwise_backward) ----
+def _grad_times(grad, output, factor):
+    """``grad * conj(factor(output))``, halves computed in float32 and rounded once, as the
+    fused kernels do."""
+    dt = _dt.promote_types(grad.dtype, output.dtype)
+    half = dt.name in ("float16", "bfloat16")
+    g, o = (cast(grad, _dt.float32), cast(output, _dt.float32)) if half else (grad, output)
+    f = factor(o)
+    if f.dtype.is_complex:
+        f = prim.conj(f)
+    return cast(prim.mul(g, f), dt)
+
+
+@decomposes("tanh_backward")
+def _tanh_backward(grad, output):
+    return _grad_times(grad, output, lambda o: prim.sub(1, prim.mul(o, o)))
+
+
+@decomposes("sigmoid_backward")
+def _sigmoid_backward(grad, output):
+    return _grad_times(grad, output, lambda o: prim.mul(prim.sub(1, o), o))
