@@ -17,6 +17,9 @@ __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsq
            "squeeze", "flatten", "unflatten", "movedim", "moveaxis", "broadcast_to",
            "adjoint", "view_as_real", "view_as_complex"]
 
+_ndarray = np.ndarray
+_SIZE_TYPES = (tuple, list, Size)
+
 
 def _sizes(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
@@ -352,10 +355,20 @@ def _expand_vjp(ctx, g, x, shape):
 def _expand_kernel(xp, x, shape):
     if shape == x.shape:
         return x.view()
-    # writable like torch's expanded tensors (NumPy's broadcast_to is read-only)
+    # a broadcast dim gets stride 0, new leading dims too; the rest keep their strides
     lead = len(shape) - x.ndim
-    st = (0,) * lead + tuple(0 if n == 1 and m != 1 else s
-                             for n, m, s in zip(x.shape, shape[lead:], x.strides))
+    st = [0 if n == 1 and m != 1 else s for n, m, s in zip(x.shape, shape[lead:], x.strides)]
+    if lead:
+        st[:0] = (0,) * lead
+    if type(x) is _ndarray:
+        try:
+            # the ndarray constructor over x's own memory: ~0.3 us, where as_strided builds an
+            # __array_interface__ object and costs ~3 us.  It takes the memory of contiguous
+            # arrays only (C or F order), whose strides start at their first element.  The view
+            # is writable when x is, as torch's expanded tensors are (broadcast_to's are not).
+            return _ndarray(shape, x.dtype, x, 0, st)
+        except ValueError:
+            pass  # not contiguous: as_strided reads the strides relative to x's data pointer
     return xp.lib.stride_tricks.as_strided(x, shape, st, writeable=True)
 
 
@@ -381,34 +394,94 @@ def _expand_shape(x_shape, sizes):
                            f"number of dimensions in the tensor ({len(x_shape)})")
     out = list(sizes)
     off = n - len(x_shape)
-    for i, s in enumerate(x_shape):
-        want = sizes[off + i]
+    # from the last dim to the first, so that the first error torch reports is ours too
+    for i in range(n - 1, -1, -1):
+        want = sizes[i]
+        if i < off:
+            if want < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({want}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            continue
+        s = x_shape[i - off]
         if want == -1:
-            out[off + i] = s
+            out[i] = s
         elif s != want and s != 1:
             raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing "
-                               f"size ({s}) at non-singleton dimension {off + i}.  Target sizes: "
+                               f"size ({s}) at non-singleton dimension {i}.  Target sizes: "
                                f"{list(sizes)}.  Tensor sizes: {list(x_shape)}")
-    for i in range(off):
-        if sizes[i] < 0:
-            raise RuntimeError(f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a "
-                               f"leading, non-existing dimension {i}")
     return tuple(out)
 
 
+def _plain_expand_shape(x_shape, sizes):
+    """The expanded shape when every size is a plain int that needs no error; else None.
+
+    The common call (a tuple or Size of ints, or ``expand_as``) costs one pass; anything
+    else (int subclasses such as ember.compile's symbolic sizes, other types, bad sizes)
+    takes the checked path, which converts and raises torch's errors.
+    """
+    lead = len(sizes) - len(x_shape)
+    if lead < 0:
+        return None
+    out = list(sizes)
+    for i in range(lead):
+        w = out[i]
+        if type(w) is not int or w < 0:
+            return None
+    for i, s in enumerate(x_shape, lead):
+        w = out[i]
+        if type(w) is not int:
+            return None
+        if w != s:
+            if w == -1:
+                out[i] = s
+            elif s != 1 or w < 0:
+                return None
+    return tuple(out)
+
+
+def _expand_sizes(sizes, packed):
+    """``sizes`` as expand takes them: ints (or objects with ``__index__``), not floats or bools.
+
+    ``packed``: whether they came as one sequence (torch words that error differently).
+    """
+    for pos, a in enumerate(sizes):
+        if isinstance(a, (bool, float, np.bool_, np.floating)):
+            what = type(a).__name__
+            raise TypeError("expand(): argument 'size' (position 1) must be tuple of ints, " +
+                            (f"but found element of type {what} at pos {pos}" if packed
+                             else f"not {what}"))
+    return _sizes(sizes)
+
+
 def _expand(self, *sizes):
-    shape = _expand_shape(self.shape, _sizes(sizes))
+    packed = len(sizes) == 1 and type(sizes[0]) in _SIZE_TYPES
+    if packed:
+        sizes = sizes[0]
+    elif not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
+    x_shape = self.shape
+    shape = _plain_expand_shape(x_shape, sizes)
+    if shape is None:
+        shape = _expand_shape(x_shape, _expand_sizes(sizes, packed))
+    return apply(EXPAND, (self,), {"shape": shape})
+
+
+def _expand_as(self, other):
+    x_shape = self.shape
+    shape = _plain_expand_shape(x_shape, other.shape)
+    if shape is None:
+        shape = _expand_shape(x_shape, _expand_sizes(other.shape, True))
     return apply(EXPAND, (self,), {"shape": shape})
 
 
 @overridable
 def broadcast_to(input, size):
     """Broadcasts ``input`` to ``size`` (a view, like ``expand``)."""
-    return _expand(input, *size)
+    return _expand(input, tuple(size))
 
 
 Tensor.expand = _expand
-Tensor.expand_as = lambda self, other: _expand(self, *other.shape)
+Tensor.expand_as = _expand_as
 Tensor.broadcast_to = broadcast_to
 
 
