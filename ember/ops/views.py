@@ -355,11 +355,19 @@ def _expand_vjp(ctx, g, x, shape):
 def _expand_kernel(xp, x, shape):
     if shape == x.shape:
         return x.view()
-    # a broadcast dim gets stride 0, new leading dims too; the rest keep their strides
-    lead = len(shape) - x.ndim
-    st = [0 if n == 1 and m != 1 else s for n, m, s in zip(x.shape, shape[lead:], x.strides)]
+    # a broadcast dim gets stride 0, new leading dims too; the rest keep their strides (a plain
+    # loop only when a dim of size 1 may broadcast: a comprehension costs ~0.5 us here)
+    xs = x.shape
+    lead = len(shape) - len(xs)
+    st = x.strides
+    if 1 in xs:
+        st = list(st)
+        for i, n in enumerate(xs):
+            if n == 1 and shape[lead + i] != 1:
+                st[i] = 0
+        st = tuple(st)
     if lead:
-        st[:0] = (0,) * lead
+        st = (0,) * lead + st
     if type(x) is _ndarray:
         try:
             # the ndarray constructor over x's own memory: ~0.3 us, where as_strided builds an
