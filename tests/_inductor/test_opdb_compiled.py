@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import ember
-from ember._core.tensor import Tensor
 from ember._inductor import compile_fx, config
 from ember._inductor.passes.record import record_graph
 from opdb.all import OPS
 from opdb.core import to_lib
+from opdb.sample_tensors import flat_tensors, rebuild, tensor_leaves
 
 _LEFT_OUT = ("_out", "-out", "inplace", "setitem", "-train")
 
@@ -23,34 +23,6 @@ def _records():
         yield op
 
 
-def _leaves(a, out):
-    if isinstance(a, Tensor):
-        out.append(a)
-    elif isinstance(a, (list, tuple)):
-        for x in a:
-            _leaves(x, out)
-
-
-def _rebuild(a, it):
-    if isinstance(a, Tensor):
-        return next(it)
-    if isinstance(a, (list, tuple)):
-        return type(a)(_rebuild(x, it) for x in a)
-    return a
-
-
-def _flat(o):
-    if isinstance(o, Tensor):
-        return [o]
-    if isinstance(o, (list, tuple)):
-        out = []
-        for x in o:
-            f = _flat(x)
-            if f is None:
-                return None
-            out += f
-        return out
-    return None
 
 
 def _run(op, dtype):
@@ -59,18 +31,18 @@ def _run(op, dtype):
         args = tuple(to_lib(ember, a) for a in s.args)
         kwargs = {k: to_lib(ember, v) for k, v in s.kwargs.items()}
         ts = []
-        _leaves((args, kwargs), ts)
+        tensor_leaves((args, kwargs), ts)
 
         def fn(*xs):
-            a, k = _rebuild((args, kwargs), iter(xs))
+            a, k = rebuild((args, kwargs), iter(xs))
             out = op.call(ember, a, k)
-            flat = _flat(out)
+            flat = flat_tensors(out)
             return tuple(flat) if flat else out
         try:
             gm, ref = record_graph(fn, *ts)
         except Exception:  # noqa: BLE001 - a sample eager rejects is test_opdb's business
             continue
-        want = _flat(ref)
+        want = flat_tensors(ref)
         if not want or any(getattr(n.target, "category", None) in ("random", "distributions")
                            for n in gm.graph.nodes if n.op == "call_function"):
             continue

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import ember
-from ember._core.tensor import Tensor
 from ember.export import Dim, export
 from opdb.all import OPS
 from opdb.core import to_lib
+from opdb.sample_tensors import flat_tensors, rebuild, tensor_leaves
 
 _LEFT_OUT = ("_out", "-out", "inplace", "setitem", "-train")
 _DATA_SHAPE = (ember.export.UserError, "depends on the data|values of a tensor")
@@ -34,34 +34,6 @@ CANNOT = {name: _DATA_SHAPE for name in (
 CANNOT["Tensor.renorm_"] = (ember.export.UserError, "autograd history was needed")
 
 
-def _leaves(a, out):
-    if isinstance(a, Tensor):
-        out.append(a)
-    elif isinstance(a, (list, tuple)):
-        for x in a:
-            _leaves(x, out)
-
-
-def _rebuild(a, it):
-    if isinstance(a, Tensor):
-        return next(it)
-    if isinstance(a, (list, tuple)):
-        return type(a)(_rebuild(x, it) for x in a)
-    return a
-
-
-def _flat(o):
-    if isinstance(o, Tensor):
-        return [o]
-    if isinstance(o, (list, tuple)):
-        out = []
-        for x in o:
-            f = _flat(x)
-            if f is None:
-                return None
-            out += f
-        return out
-    return None
 
 
 def _close(op, dtype, got, want):
@@ -94,12 +66,12 @@ def _run(op, dtype):
     args = tuple(to_lib(ember, a) for a in s.args)
     kwargs = {k: to_lib(ember, v) for k, v in s.kwargs.items()}
     ts = []
-    _leaves((args, kwargs), ts)
+    tensor_leaves((args, kwargs), ts)
     ts = [t.detach() for t in ts]
 
     def fn(*xs):
-        a, k = _rebuild((args, kwargs), iter(xs))
-        return tuple(_flat(op.call(ember, a, k)) or ())
+        a, k = rebuild((args, kwargs), iter(xs))
+        return tuple(flat_tensors(op.call(ember, a, k)) or ())
 
     def seeded(f, *xs):
         ember.manual_seed(0)   # random ops draw in the program as eagerly: same numbers

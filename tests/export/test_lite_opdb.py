@@ -15,11 +15,11 @@ import pytest
 
 import ember
 import ember_lite
-from ember._core.tensor import Tensor
 from ember._inductor.passes.record import record_graph
 from ember.export.serde import load_program, save_program
 from opdb.all import OPS
 from opdb.core import to_lib
+from opdb.sample_tensors import flat_tensors, rebuild, tensor_leaves
 
 _LEFT_OUT = ("_out", "-out", "inplace", "setitem", "-train")
 _NO_KERNEL = (RuntimeError, "the lite runtime has no kernel for operator")
@@ -37,34 +37,6 @@ def _cannot(name):
     return (None, None), False
 
 
-def _leaves(a, out):
-    if isinstance(a, Tensor):
-        out.append(a)
-    elif isinstance(a, (list, tuple)):
-        for x in a:
-            _leaves(x, out)
-
-
-def _rebuild(a, it):
-    if isinstance(a, Tensor):
-        return next(it)
-    if isinstance(a, (list, tuple)):
-        return type(a)(_rebuild(x, it) for x in a)
-    return a
-
-
-def _flat(o):
-    if isinstance(o, Tensor):
-        return [o]
-    if isinstance(o, (list, tuple)):
-        out = []
-        for x in o:
-            f = _flat(x)
-            if f is None:
-                return None
-            out += f
-        return out
-    return None
 
 
 def _check(op, dtype, got, want):
@@ -91,11 +63,11 @@ def _run(op, dtype):
     args = tuple(to_lib(ember, a) for a in s.args)
     kwargs = {k: to_lib(ember, v) for k, v in s.kwargs.items()}
     ts = []
-    _leaves((args, kwargs), ts)
+    tensor_leaves((args, kwargs), ts)
 
     def fn(*xs):
-        a, k = _rebuild((args, kwargs), iter(xs))
-        flat = _flat(op.call(ember, a, k))
+        a, k = rebuild((args, kwargs), iter(xs))
+        flat = flat_tensors(op.call(ember, a, k))
         return tuple(flat) if flat else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,7 +75,7 @@ def _run(op, dtype):
             gm, ref = record_graph(fn, *ts)
         except Exception:  # noqa: BLE001 - a sample eager rejects is test_opdb's business
             return False
-    want = _flat(ref)
+    want = flat_tensors(ref)
     if not want or any(getattr(n.target, "category", None) in ("random", "distributions")
                        for n in gm.graph.nodes if n.op == "call_function"):
         return False  # random draws: ember_lite's RNG primitive is tested in test_lite_ops
