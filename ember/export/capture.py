@@ -78,7 +78,7 @@ class Capture:
     """What `capture` finds: the graph module and what each of its inputs and outputs is."""
     __slots__ = ("gm", "signature", "state_dict", "constants", "leaf_specs", "symbols",
                  "replacements", "sizes", "unbacked",
-                 "guards", "user_input_positions", "out_spec", "in_spec", "leaf_values",
+                 "guards", "out_spec", "in_spec", "leaf_values",
                  "flat_inputs", "flat_paths", "arg_of_leaf")
 
 
@@ -480,7 +480,6 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
     c.constants = constants
     c.symbols = symbols
     c.out_spec = out_spec
-    c.user_input_positions = tensor_pos
     c.sizes = c_sizes
     c.unbacked = unbacked
     return c

@@ -85,7 +85,7 @@ class Dim:
 
     def _derive(self, a, b):
         if type(a) is not int or type(b) is not int:
-            raise NotImplementedError(
+            raise TypeError(
                 f"a derived Dim is an integer linear function of its root (a * {self.__name__} "
                 f"+ b with ints a, b), got {a!r} and {b!r}")
         return DerivedDim(self, a, b)

@@ -161,7 +161,28 @@ class ExportedProgram:
         return run_decompositions(self, decomp_table)
 
     def validate(self):
-        return None
+        """Check that the signature and the graph agree: one input spec per placeholder and
+        one output spec per output, each naming its node, and every parameter, buffer and
+        constant present in ``state_dict``/``constants``; raises RuntimeError naming what
+        disagrees."""
+        graph = self.graph
+        placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
+        sig = self.graph_signature
+        named = [s.arg.name for s in sig.input_specs if not hasattr(s.arg, "value")]
+        if named != placeholders:
+            raise RuntimeError(f"ExportedProgram: the input specs name {named}, the graph's "
+                               f"placeholders are {placeholders}")
+        for s in sig.input_specs:
+            if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR) \
+                    and s.target not in self.state_dict and s.target not in self.constants:
+                raise RuntimeError(f"ExportedProgram: input {s.arg.name} is {s.kind.name} "
+                                   f"{s.target!r}, which neither state_dict nor constants has")
+        out = next(n for n in graph.nodes if n.op == "output")
+        outs = [getattr(a, "name", None) for a in out.args[0]]
+        specs = [s.arg.name for s in sig.output_specs if not hasattr(s.arg, "value")]
+        if outs != specs:
+            raise RuntimeError(f"ExportedProgram: the output specs name {specs}, the graph "
+                               f"returns {outs}")
 
 
 def _indent(s):

@@ -20,6 +20,15 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # PATTERN is a torch dotted name or an fnmatch pattern ("torch.cudnn_*"); "sig PATTERN"
 # excuses only the signature check of a name that exists.  Entries naming a later issue
 # are removed when that issue lands (tests/compat/regen_api_exclusions.py rewrites this file).
+# NotImplementedError kept on purpose: DTensor.redistribute onto another DeviceMesh (torch
+# raises the same NotImplementedError, "Cross device mesh comm not supported yet!") (issue 14).
+# NotImplementedError kept on purpose in ember.library (issue 16): a custom op that mutates a
+# non-Tensor argument, returns something other than Tensor(s) or returns nothing without
+# mutating (an ember Op needs tensor outputs); register_vmap on a mutating op; Library.impl
+# for an aten built-in (ember's built-ins are not dispatch tables), for dispatch keys other
+# than CPU/CUDA/Meta/Composite*, or with_keyset=True (no key sets).  Torch's own
+# NotImplementedErrors are mirrored, not stubs: fallthrough_kernel(), a custom op with no
+# kernel, MinMaxObserver with a per-channel qscheme.
 """
 
 RULES = [

@@ -554,3 +554,13 @@ def test_programs_reading_input_values_save_and_load(tmp_path):
         m(ember.tensor(15), y)
     with pytest.raises(RuntimeError, match="reads a value from an input tensor"):
         ember_lite.load(path)
+
+
+def test_validate_checks_signature_against_graph():
+    ep = export(ember.nn.Linear(3, 2), (ember.randn(2, 3),))
+    ep.validate()
+    ep.graph_signature.input_specs[0].target = "no.such.weight"
+    with pytest.raises(RuntimeError, match="no.such.weight"):
+        ep.validate()
+    with pytest.raises(TypeError, match="integer linear function"):
+        Dim("d") * 1.5
