@@ -89,3 +89,38 @@ def tiny_gpt_train_step(lib):
 def sdpa_causal_4096(lib):
     q, k, v = (_data(lib, (1, 4, 4096, 64), s) for s in range(3))
     return lambda: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _sdpa_step(lib, shape, causal):
+    """Forward and backward of SDPA (gradients of q, k and v)."""
+    q, k, v = (_data(lib, shape, s).requires_grad_(True) for s in range(3))
+    g = _data(lib, shape, 3)
+
+    def step():
+        for t in (q, k, v):
+            t.grad = None
+        lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)
+    return step
+
+
+@workload("sdpa_causal_2048", "nn")
+def sdpa_causal_2048(lib):
+    q, k, v = (_data(lib, (1, 4, 2048, 64), s) for s in range(3))
+    return lambda: lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+@workload("sdpa_causal_2048_backward", "nn")
+def sdpa_causal_2048_backward(lib):
+    return _sdpa_step(lib, (1, 4, 2048, 64), True)
+
+
+@workload("sdpa_8192", "nn")
+def sdpa_8192(lib):
+    """4 x 8192 x 64 (batch x L x head dim, one head), no mask: the long-sequence case."""
+    q, k, v = (_data(lib, (4, 8192, 64), s) for s in range(3))
+    return lambda: lib.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+@workload("sdpa_8192_backward", "nn")
+def sdpa_8192_backward(lib):
+    return _sdpa_step(lib, (4, 8192, 64), False)
