@@ -1,12 +1,14 @@
 """nn functions through the whole pipeline (decompositions, externs, eager fallbacks mixed
 with generated kernels) equal eager."""
+import math
+
 import numpy as np
 import pytest
 
 import ember
 import ember.nn.functional as F
 
-from .helpers import check, rand
+from .helpers import check, compile_fn, rand
 
 _x = rand(4, 5)
 _x4 = rand(2, 3, 6, 6)
@@ -40,3 +42,31 @@ CASES = {
 def test_nn_function(name):
     fn, inputs = CASES[name]
     check(fn, *inputs)
+
+
+_INF_ROWS = [[math.inf, 1.0, 2.0], [math.inf, math.inf, 1.0], [-math.inf] * 3,
+             [-math.inf, 1.0, 2.0], [math.nan, 1.0, 2.0], [0.5, -1.0, 3.0]]
+
+
+@pytest.mark.parametrize("cc", ["auto", None], ids=["c", "numpy"])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_nonfinite_rows_match_torch(fn, cc):
+    """A row holding +inf gives NaN everywhere, as torch's kernel does (x - max unguarded);
+    a row of only -inf too; -inf entries of a finite row stay exact."""
+    import torch
+    x = ember.tensor(_INF_ROWS)
+    for dim in (1, 0):
+        compiled, _ = compile_fn(lambda a: getattr(ember, fn)(a, dim), x, options={"cc": cc})
+        assert compiled.reason is None, compiled.reason
+        want = getattr(torch, fn)(torch.tensor(_INF_ROWS), dim).numpy()
+        np.testing.assert_allclose(compiled(x)[0].numpy(), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(getattr(ember, fn)(x, dim).numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_cross_entropy_inf_logit_is_nan_as_torch():
+    import torch
+    x, t = ember.tensor(_INF_ROWS[:2]), ember.tensor([1, 2])
+    compiled, _ = compile_fn(lambda a, b: F.cross_entropy(a, b, reduction="none"), x, t)
+    want = torch.nn.functional.cross_entropy(torch.tensor(_INF_ROWS[:2]), torch.tensor([1, 2]),
+                                             reduction="none").numpy()
+    np.testing.assert_array_equal(np.isnan(compiled(x, t)[0].numpy()), np.isnan(want))

@@ -223,9 +223,9 @@ def _normalize_backward(gxh, gm, gr, xhat, rstd, dims, n):
 
 # ---- losses -----------------------------------------------------------------------------------
 def _log_softmax(x, dim):
-    m = prim.amax(x, dims=(dim,), keepdim=True)
-    m = prim.where(prim.eq(prim.sub(m, m), 0), m, 0)
-    s = prim.sub(x, m)
+    # x - max unguarded, as torch's kernels: a row with +inf (inf - inf) or only -inf
+    # gives NaN everywhere, not logsumexp's finite-max guard's `nan, -inf, ...`
+    s = prim.sub(x, prim.amax(x, dims=(dim,), keepdim=True))
     return prim.sub(s, prim.log(prim.sum(prim.exp(s), dims=(dim,), keepdim=True)))
 
 
