@@ -7,7 +7,7 @@ from .._core.device import backend_for_type
 from .._core.tensor import Tensor
 from ..ops._helpers import type_name
 
-_HALF = {np.dtype(np.float16), _dt.bfloat16.np}
+_HALF = (_dt.float16, _dt.bfloat16)
 
 
 class LinAlgError(RuntimeError):
@@ -15,10 +15,10 @@ class LinAlgError(RuntimeError):
 
 
 def check_float(name, A, arg="A"):
-    dt = A._data.dtype
+    dt = A.dtype
     if dt in _HALF:
         raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {type_name(dt)}")
-    if dt.kind not in "fc":
+    if dt.np.kind not in "fc":  # float8 ('V') is no LAPACK type either
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {type_name(dt)}")
 
@@ -37,10 +37,10 @@ def check_square(name, A, arg="A"):
 
 
 def check_same_dtype(name, A, B, an="A", bn="B"):
-    if A._data.dtype != B._data.dtype:
+    if A.dtype is not B.dtype:
         raise RuntimeError(f"{name}: Expected {an} and {bn} to have the same dtype, but found "
-                           f"{an} of type {type_name(A._data.dtype)} and {bn} of type "
-                           f"{type_name(B._data.dtype)} instead")
+                           f"{an} of type {type_name(A.dtype)} and {bn} of type "
+                           f"{type_name(B.dtype)} instead")
 
 
 def batch_prefix(batch_shape, i):
@@ -69,7 +69,7 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
 
 
 def _cpp(dt):
-    return _CPP_NAMES.get(np.dtype(dt).name, np.dtype(dt).name)
+    return _CPP_NAMES.get(dt.name, dt.name)
 
 
 def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=None):
@@ -96,11 +96,11 @@ def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=No
         raise RuntimeError(f"{op or name}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad.")
     for i, (o, r) in enumerate(zip(out, results)):
-        have, want = o._data.dtype, r._data.dtype
-        if check == "same" and have != want:
+        have, want = o.dtype, r.dtype
+        if check == "same" and have is not want:
             raise RuntimeError(f"Expected out tensor to have dtype {_cpp(want)}, but got "
                                f"{_cpp(have)} instead")
-        if check == "castable" and _dt.FROM_NP[want].category > _dt.FROM_NP[have].category:
+        if check == "castable" and want.category > have.category:
             raise RuntimeError(f"torch.{name.replace('_', '.', 1)}: Expected {labels[i]} to be "
                                f"safely castable from {type_name(want)} dtype, but got "
                                f"{labels[i]} with dtype {type_name(have)}")

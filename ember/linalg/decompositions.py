@@ -1,12 +1,10 @@
 """Factorizations: cholesky, qr, lu (lu_factor, lu, lu_unpack), ldl, householder_product,
 and the determinants (det, slogdet, logdet).  The operators they call are declared in
 ember.ops.linalg.decompositions."""
-import numpy as np
-
 from .._core.dispatch import apply, overridable
-from .._core.tensor import host_tensor
 from ..ops import _return_types as _rt
 from ..ops.blas import matmul
+from ..ops.creation import eye, zeros
 from ..ops.linalg.decompositions import (CHOL, DET, LDL, LDL_SOLVE, LU, QR, SLOGDET, perm_matrix,
                                          unpack_lu)
 from ..ops.linalg.solve import CHOL_SOLVE
@@ -66,8 +64,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
     """Inverse of a Hermitian positive-definite matrix given its Cholesky factor."""
     check_square("cholesky_inverse", L, "input")
     check_float("cholesky_inverse", L)
-    eye = host_tensor(np.eye(L.shape[-1], dtype=L._data.dtype), L)
-    return _out(apply(CHOL_SOLVE, (eye, L), {"upper": upper}), out)
+    eye_ = eye(L.shape[-1], dtype=L.dtype, device=L.device)
+    return _out(apply(CHOL_SOLVE, (eye_, L), {"upper": upper}), out)
 
 
 # ---- qr ---------------------------------------------------------------------------------
@@ -122,9 +120,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     if unpack_data:
         l, u = unpack_lu(LU_data)
     else:
-        l = u = host_tensor(np.zeros((0,), LU_data._data.dtype), LU_data)
+        l = u = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
     p = perm_matrix(LU_data, LU_pivots) if unpack_pivots else \
-        host_tensor(np.zeros((0,), LU_data._data.dtype), LU_data)
+        zeros(0, dtype=LU_data.dtype, device=LU_data.device)
     return write_outs("lu_unpack", 4, out, (p, l, u), lu_unpack_t)
 
 
@@ -192,9 +190,8 @@ def householder_product(A, tau, *, out=None):
                            f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
                            f"{A.ndim}")
     check_same_dtype(name, A, tau, "input", "tau")
-    dt = A._data.dtype
-    v = tril(A[..., :, :k], -1) + host_tensor(np.eye(m, k, dtype=dt), A)
-    q = host_tensor(np.broadcast_to(np.eye(m, n, dtype=dt), tuple(A.shape[:-2]) + (m, n)).copy(), A)
+    v = tril(A[..., :, :k], -1) + eye(m, k, dtype=A.dtype, device=A.device)
+    q = eye(m, n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, n).contiguous()
     for i in range(k - 1, -1, -1):
         vi = v[..., :, i:i + 1]
         q = q - tau[..., i:i + 1].unsqueeze(-1) * matmul(vi, matmul(vi.mH, q))

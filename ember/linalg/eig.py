@@ -1,11 +1,9 @@
 """Spectral decompositions: eigh, eigvalsh, eig, eigvals, svd, svdvals (the operators and
 their gauge-aware derivatives are in ember.ops.linalg.eig)."""
-import numpy as np
-
 from .._core.dispatch import apply, overridable
 from .._core.state import STATE
-from .._core.tensor import host_tensor
 from ..ops import _return_types as _rt
+from ..ops.creation import zeros
 from ..ops.linalg.eig import EIG, EIGH, EIGVALS, EIGVALSH, SVD, SVDVALS
 from ._common import check_float, check_matrix, check_square, write_outs
 from .solve import _out
@@ -110,10 +108,10 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
     if not compute_uv:
         s = svdvals(input)
         m, n = input.shape[-2:]
-        dt = input._data.dtype
         bs = tuple(input.shape[:-2])
-        return write_outs("svd", 3, out, (host_tensor(np.zeros(bs + (m, m), dt), input), s,
-                                            host_tensor(np.zeros(bs + (n, n), dt), input)),
+        like = {"dtype": input.dtype, "device": input.device}
+        return write_outs("svd", 3, out, (zeros(bs + (m, m), **like), s,
+                                            zeros(bs + (n, n), **like)),
                           svd_legacy_t,
                           op="_linalg_svd")
     u, s, vh = apply(SVD, (input,), {"full_matrices": not some})

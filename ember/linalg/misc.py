@@ -1,11 +1,9 @@
 """Matrix functions and products: matrix_power, matrix_exp, multi_dot, cross, vecdot,
 vander, diagonal, matmul."""
-import numpy as np
-
 from .._core.dispatch import apply, overridable
-from .._core.tensor import host_tensor
 from ..ops import blas as _blas
 from ..ops.blas import matmul as _matmul
+from ..ops.creation import eye, ones as _ones
 from ..ops.linalg.misc import EXPM
 from ..ops.shape import cat
 from ..ops.views import diagonal as _diagonal
@@ -22,7 +20,7 @@ def matrix_power(A, n, *, out=None):
     check_square("linalg.matrix_power", A)
     if n == 0:
         # connected to A (zero gradient) like torch's
-        return _out(A * 0 + host_tensor(np.eye(A.shape[-1], dtype=A._data.dtype), A), out)
+        return _out(A * 0 + eye(A.shape[-1], dtype=A.dtype, device=A.device), out)
     if n < 0:
         check_float("linalg.inv", A)
         A, n = inv(A), -n
@@ -123,7 +121,7 @@ def vander(x, *, N=None):
     n = x.shape[-1] if N is None else N
     if n < 1:
         raise RuntimeError("N must be greater than 1.")
-    ones = host_tensor(np.ones(tuple(x.shape) + (1,), dtype=x._data.dtype), x)
+    ones = _ones(*x.shape, 1, dtype=x.dtype, device=x.device)
     if n == 1:
         return ones if not x.requires_grad else ones + x.unsqueeze(-1) * 0
     return cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1).cumprod(-1)

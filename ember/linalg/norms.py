@@ -21,19 +21,19 @@ _INF = float("inf")
 def _cast_dtype(name, x, dtype):
     if dtype is None:
         return x
-    dt = x._data.dtype
-    if dtype.np != dt and _dt.promote_types(_dt.FROM_NP[dt], dtype) != dtype:
+    dt = x.dtype
+    if dtype is not dt and _dt.promote_types(dt, dtype) is not dtype:
         raise RuntimeError(f"{name}: the dtype of the input ({type_name(dt)}) should be "
                            f"convertible without narrowing to the specified dtype "
-                           f"({type_name(dtype.np)})")
+                           f"({type_name(dtype)})")
     return x.to(dtype)
 
 
 @overridable
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Computes a vector norm."""
-    dt = x._data.dtype
-    if dt.kind not in "fcV":
+    dt = x.dtype
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {type_name(dt)}")
     if isinstance(ord, str):

@@ -82,20 +82,20 @@ class SparseCOOTensor(Tensor):
         if self._coalesced:
             return self
         idx = self._sp_indices._data
-        sizes = self._data.shape[:idx.shape[0]]
+        sizes = self.shape[:idx.shape[0]]
         if idx.shape[1] == 0:
-            return _make(self._sp_indices, self._sp_values, self._data.shape, True)
+            return _make(self._sp_indices, self._sp_values, self.shape, True)
         flat = np.ravel_multi_index(tuple(idx), sizes) if sizes else np.zeros(idx.shape[1], int)
         uniq, inverse = np.unique(flat, return_inverse=True)
         new_idx = np.stack(np.unravel_index(uniq, sizes)) if sizes else np.zeros((0, len(uniq)))
         vals = self._sp_values
         zeros = vals.new_zeros((len(uniq),) + tuple(vals.shape[1:]))
         summed = zeros.index_add(0, wrap(inverse.reshape(-1).astype(np.int64)), vals)
-        return _make(wrap(new_idx.astype(np.int64)), summed, self._data.shape, True)
+        return _make(wrap(new_idx.astype(np.int64)), summed, self.shape, True)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """The dense tensor with this tensor's values at its indices (duplicates summed)."""
-        shape = self._data.shape
+        shape = self.shape
         sd = self.sparse_dim()
         vals = self._sp_values
         out = vals.new_zeros(shape)
@@ -110,11 +110,11 @@ class SparseCOOTensor(Tensor):
         return self
 
     def detach(self):
-        return _make(self._sp_indices, self._sp_values.detach(), self._data.shape,
+        return _make(self._sp_indices, self._sp_values.detach(), self.shape,
                      self._coalesced)
 
     def clone(self, *, memory_format=None):
-        return _make(self._sp_indices.clone(), self._sp_values.clone(), self._data.shape,
+        return _make(self._sp_indices.clone(), self._sp_values.clone(), self.shape,
                      self._coalesced)
 
     def numpy(self, *, force=False):
@@ -140,11 +140,11 @@ class SparseCOOTensor(Tensor):
         extra = "" if self.dtype is _dt.get_default_dtype() or \
             self.dtype in (_dt.int64, _dt.bool) else f", dtype={self.dtype}"
         return (f"tensor(indices={ind},\n       values={val},\n       size="
-                f"{tuple(self._data.shape)}, nnz={self._nnz()}{extra}, "
+                f"{tuple(self.shape)}, nnz={self._nnz()}{extra}, "
                 f"layout={pre}sparse_coo)")
 
     def __reduce_ex__(self, proto):
-        return (_rebuild, (self._sp_indices, self._sp_values, tuple(self._data.shape),
+        return (_rebuild, (self._sp_indices, self._sp_values, tuple(self.shape),
                            self._coalesced))
 
 
@@ -161,7 +161,7 @@ def _make(indices, values, size, coalesced):
         register_override_type(SparseCOOTensor)
         _REGISTERED[0] = True
     t = object.__new__(SparseCOOTensor)
-    t._data = np.broadcast_to(np.zeros((), dtype=values._data.dtype), tuple(size))
+    t._data = np.broadcast_to(np.zeros((), dtype=values.dtype.np), tuple(size))
     t._sp_indices = indices
     t._sp_values = values
     t._coalesced = bool(coalesced)
