@@ -137,7 +137,7 @@ def zeros_(tensor):
 def _write(tensor, arr):
     from .._core.tensor import wrap
     with no_grad_ctx():
-        tensor.copy_(wrap(np.asarray(arr, dtype=tensor._data.dtype)))
+        tensor.copy_(wrap(np.asarray(arr, dtype=tensor.dtype.np)))
     return tensor
 
 

@@ -243,7 +243,7 @@ class Optimizer:
         # 'step' counters keep their dtype; other floating state follows the parameter's.
         if key == "step" or not param.is_floating_point():
             return value
-        if value._data.dtype != param._data.dtype:
+        if value.dtype is not param.dtype:
             return value.to(dtype=param.dtype)
         return value
 

@@ -35,10 +35,9 @@ polygamma = _pw.polygamma
 @_overridable
 def round(input, *, decimals=0, out=None):
     """Alias for ``ember.round()``."""
-    k = input._data.dtype.kind
-    if k in "biuc":
+    if not input.dtype.is_floating_point:  # bool, integer and complex
         from ..ops._helpers import not_implemented
-        not_implemented("round_vml_cpu", input._data.dtype)
+        not_implemented("round_vml_cpu", input.dtype)
     return _pw.round(input, decimals=decimals, out=out)
 
 
@@ -60,9 +59,9 @@ def multigammaln(input, p, *, out=None):
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     from ..ops.creation import arange
-    k = input._data.dtype
-    x = input if k.kind in "fcV" else input.to(_default_float())
-    shift = arange(p, dtype=x.dtype) * -0.5
+    dt = input.dtype
+    x = input if dt.is_floating_point or dt.is_complex else input.to(_default_float())
+    shift = arange(p, dtype=x.dtype, device=x.device) * -0.5
     r = (x.unsqueeze(-1) + shift).lgamma().sum(-1) + p * (p - 1) / 4 * _math.log(_math.pi)
     if out is not None:
         from .._core.dispatch import write_out

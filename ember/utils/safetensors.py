@@ -94,8 +94,8 @@ def save_model(model, filename, metadata=None, force_contiguous=False):
     sd = model.state_dict()
     kept, seen = {}, {}
     for k, v in sd.items():
-        key = (v._data.__array_interface__["data"][0], v._data.nbytes, v._data.shape)
-        if key in seen and v._data.nbytes:
+        key = (v.data_ptr(), v.nbytes, tuple(v.shape))
+        if key in seen and v.nbytes:
             continue
         seen[key] = k
         kept[k] = v.contiguous() if force_contiguous else v
@@ -108,7 +108,7 @@ def load_model(model, filename, strict=True, device="cpu"):
     sd = model.state_dict()
     by_ptr = {}
     for k, v in sd.items():
-        by_ptr.setdefault((v._data.__array_interface__["data"][0], v._data.shape), []).append(k)
+        by_ptr.setdefault((v.data_ptr(), tuple(v.shape)), []).append(k)
     for names in by_ptr.values():
         present = [n for n in names if n in state]
         for n in names:

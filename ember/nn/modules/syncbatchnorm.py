@@ -83,9 +83,9 @@ class _SyncBatchNormFn(Function):
         sum_dy_xhat = (dyc * _channel_view(xhat)).sum(axis=1)
         grad_weight = grad_bias = grad_input = None
         if ctx.weight is not None and ctx.needs_input_grad[1]:
-            grad_weight = wrap(sum_dy_xhat.astype(ctx.weight._data.dtype))
+            grad_weight = wrap(sum_dy_xhat.astype(ctx.weight.dtype.np))
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_bias = wrap(sum_dy.astype(ctx.weight._data.dtype
+            grad_bias = wrap(sum_dy.astype(ctx.weight.dtype.np
                                            if ctx.weight is not None else dy.dtype))
         if ctx.needs_input_grad[0]:
             # every rank's loss depends on every rank's input through the batch statistics
