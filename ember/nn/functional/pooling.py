@@ -1,20 +1,27 @@
-"""Pooling: max/avg (1-3d), adaptive avg/max, LP pooling, max_unpool.
+"""Pooling: max/avg (1-3d), adaptive avg/max, fractional max (2-3d), LP pooling, max_unpool.
 
 Argument checks and composites over the primitives of ``ember.ops.nn.pooling`` (max
 pooling with its indices, average pooling, adaptive max pooling).  Adaptive average
 pooling is separable: window sums along one dimension at a time (never a 0/1 matrix
-product, which turns one inf into NaNs).
+product, which turns one inf into NaNs).  Fractional max pooling is a composite too: its
+windows come from the random samples as torch computes them; it picks torch's maximum of
+each window without grad and gathers it, so the gradient is the gather's.
 """
 import numpy as np
 
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.state import SHARED, STATE
 from ..._core.tensor import host_tensor
+from ...autograd.grad_mode import no_grad
 from ...ops._helpers import apply, type_name
 from ...ops.blas import matmul
+from ...ops.creation import full
 from ...ops.indexing import index_select
 from ...ops.nn.pooling import ADAPTIVE_MAX, AVG_POOL, MAX_POOL, MAX_UNPOOL, _bounds, _out_size
 from ...ops.pointwise import where
+from ...ops.random import rand
+from ...ops.shape import cat
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -22,7 +29,9 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
            "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-           "lp_pool1d", "lp_pool2d", "lp_pool3d"]
+           "lp_pool1d", "lp_pool2d", "lp_pool3d", "fractional_max_pool2d",
+           "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices"]
 
 
 def _tup(v, n, name):
@@ -401,3 +410,152 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Apply a 3D power-average pooling over an input signal."""
     return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# ---- fractional max pooling --------------------------------------------------------------
+
+def _fractional_sizes(n, name, input, kernel_size, output_size, output_ratio):
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if n == 2 and not isinstance(output_ratio, (list, tuple)):
+            # torch's 2d function takes len() of the ratio (its module passes a pair)
+            raise TypeError(f"object of type '{type(output_ratio).__name__}' has no len()")
+        if n == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple "
+                             f"of Ints.")
+        ratio = tuple(output_ratio) if isinstance(output_ratio, (list, tuple)) else \
+            (output_ratio,) * n
+        output_size = [int(input.size(d - n) * r) for d, r in enumerate(ratio)]
+    many = "tuple of Ints" if n == 2 else "tuple of three Ints"
+    ks = tuple(kernel_size) if isinstance(kernel_size, (list, tuple)) else (kernel_size,) * n
+    osz = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * n
+    if len(ks) != n:
+        raise RuntimeError(f"{name}: kernel_size must either be a single Int or {many}")
+    if len(osz) != n:
+        raise RuntimeError(f"{name}: output_size must either be a single Int or {many}")
+    return tuple(int(k) for k in ks), tuple(int(o) for o in osz)
+
+
+def _check_fractional(n, name, input, ks, osz, samples):
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    for d in range(input.dim() - n - 1, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{name}{'' if n == 2 else '_out'}(): Expected input to have "
+                               f"non-zero size for non-batch dimensions, but got"
+                               f"{list(input.shape)} with dimension {d} being empty.")
+    what = ("height", "width") if n == 2 else ("time", "height", "width")
+    for w, o, k, l in zip(what, osz, ks, input.shape[-n:]):
+        # torch allows the last window to end at the input's end in 2d, not in 3d
+        if o + k - 1 > l or (n == 3 and o + k - 1 == l):
+            raise RuntimeError(f"{name}{'' if n == 2 else '_out'}(): pool {w} {k} too large "
+                               f"relative to input {w} {l}")
+    if samples.dtype != input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.dim() != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.dim()}")
+    if samples.size(2) != n:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {n}; got "
+                           f"{samples.size(2)}.")
+    if samples.size(1) != input.size(-n - 1):
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if input.dim() == n + 2 and samples.size(0) < input.size(0):
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+
+
+def _window_starts(u, L, k, o):
+    """Start of each of the ``o`` windows of size ``k`` along a dim of size ``L``, for each
+    sample in ``u`` (one in [0, 1) per plane): torch's sequence, computed in the samples'
+    dtype so that its roundings, hence the windows, are torch's."""
+    last = full(tuple(u.shape) + (min(o, 1),), L - k, dtype=_dt.int64)
+    if o <= 1:
+        return last
+    np_dt = u.dtype.np
+    alpha = host_tensor(np.asarray(np.asarray(L - k, np_dt) / np.asarray(o - 1, np_dt)), u)
+    i = host_tensor(np.arange(o - 1).astype(np_dt), u)
+    u = u.unsqueeze(-1)
+    return cat((((i + u) * alpha).long() - (u * alpha).long(), last), -1)
+
+
+def _fractional_max(n, name, input, kernel_size, output_size, output_ratio, return_indices,
+                    samples):
+    ks, osz = _fractional_sizes(n, name, input, kernel_size, output_size, output_ratio)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_out_frame\" not implemented for "
+                                  f"'{type_name(input.dtype.np)}'")
+    batched = input.dim() == n + 2
+    if samples is None:
+        samples = rand(input.size(0) if batched else 1, input.size(-n - 1), n,
+                       dtype=input.dtype, device=input.device)
+    _check_fractional(n, name, input, ks, osz, samples)
+    u = samples[:input.size(0)] if batched else samples[0]  # one row of samples per plane
+    L, lead = tuple(input.shape[-n:]), tuple(input.shape[:-n])
+    # the sample of each spatial dim: torch's 2d rows are (w, h), its 3d rows (t, h, w)
+    cols = (1, 0) if n == 2 else (0, 1, 2)
+    step = [int(np.prod(L[d + 1:], dtype=np.int64)) for d in range(n)]
+    start = 0  # (*lead, *osz): flat input position where each window starts
+    for d in range(n):
+        s = _window_starts(u[..., cols[d]], L[d], ks[d], osz[d])
+        start = start + s.reshape(lead + tuple(osz[d] if e == d else 1 for e in range(n))) \
+            * step[d]
+    if any(k <= 0 for k in ks):  # empty windows: torch leaves -inf and the window's start
+        out = input.new_full(lead + osz, float("-inf"))
+        return (out, start) if return_indices else out
+    grid = np.indices(ks).reshape(n, -1)
+    offsets = host_tensor(sum(grid[d] * step[d] for d in range(n)).astype(np.int64), input)
+    pos = start.unsqueeze(-1) + offsets  # (*lead, *osz, K): every window element
+    per = int(np.prod(osz, dtype=np.int64))  # explicit sizes: a batch may be empty
+    plane = input.reshape(lead + (int(np.prod(L, dtype=np.int64)),))
+    with no_grad():
+        vals = plane.gather(-1, pos.reshape(lead + (per * offsets.numel(),))).reshape(pos.shape)
+        nan = vals.isnan()
+        # the first maximum, but the last NaN: torch's scan lets every NaN win
+        last_nan = (offsets.numel() - 1) - nan.flip(-1).to(_dt.uint8).argmax(-1)
+        k = where(nan.any(-1), last_nan, vals.argmax(-1))
+        idx = pos.gather(-1, k.unsqueeze(-1)).squeeze(-1)
+    out = plane.gather(-1, idx.reshape(lead + (per,))).reshape(lead + osz)
+    return (out, idx) if return_indices else out
+
+
+@overridable
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """Applies 2D fractional max pooling over an input signal composed of several input
+    planes, returning (output, indices)."""
+    return _fractional_max(2, "fractional_max_pool2d", input, kernel_size, output_size,
+                           output_ratio, True, _random_samples)
+
+
+@overridable
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """Applies 3D fractional max pooling over an input signal composed of several input
+    planes, returning (output, indices)."""
+    return _fractional_max(3, "fractional_max_pool3d", input, kernel_size, output_size,
+                           output_ratio, True, _random_samples)
+
+
+@overridable
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Applies 2D fractional max pooling over an input signal composed of several input
+    planes.
+
+    The max-pooling operation is applied in kH x kW regions by a stochastic step size
+    determined by the target output size (Ben Graham, Fractional MaxPooling)."""
+    return _fractional_max(2, "fractional_max_pool2d", input, kernel_size, output_size,
+                           output_ratio, return_indices, _random_samples)
+
+
+@overridable
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Applies 3D fractional max pooling over an input signal composed of several input
+    planes.
+
+    The max-pooling operation is applied in kT x kH x kW regions by a stochastic step size
+    determined by the target output size (Ben Graham, Fractional MaxPooling)."""
+    return _fractional_max(3, "fractional_max_pool3d", input, kernel_size, output_size,
+                           output_ratio, return_indices, _random_samples)

@@ -1,11 +1,12 @@
-"""Pooling layers: MaxPool/AvgPool/AdaptiveAvgPool/AdaptiveMaxPool/MaxUnpool/LPPool 1-3d."""
+"""Pooling layers: MaxPool/AvgPool/AdaptiveAvgPool/AdaptiveMaxPool/MaxUnpool/LPPool 1-3d,
+FractionalMaxPool 2-3d."""
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-           "LPPool1d", "LPPool2d", "LPPool3d"]
+           "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 def _tup(v, n):
@@ -224,3 +225,47 @@ class LPPool2d(_LPPoolNd):
 class LPPool3d(_LPPoolNd):
     """Applies a 3D power-average pooling over an input signal."""
     _fn = F.lp_pool3d
+
+
+class _FractionalMaxPoolNd(Module):
+    _n = 2
+    _fn = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        n = self._n
+        if n == 3 and any(k <= 0 for k in _tup(kernel_size, n)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _tup(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _tup(output_size, n) if output_size is not None else None
+        self.output_ratio = _tup(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, "
+                             f"or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio[:n]):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                              self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Applies a 2D fractional max pooling over an input signal composed of several input
+    planes (Ben Graham, Fractional MaxPooling): windows of ``kernel_size`` at stochastic
+    steps chosen so that the output has ``output_size`` (or ``output_ratio`` of the input)."""
+    _n = 2
+    _fn = F.fractional_max_pool2d
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Applies a 3D fractional max pooling over an input signal composed of several input
+    planes (Ben Graham, Fractional MaxPooling): windows of ``kernel_size`` at stochastic
+    steps chosen so that the output has ``output_size`` (or ``output_ratio`` of the input)."""
+    _n = 3
+    _fn = F.fractional_max_pool3d
