@@ -229,15 +229,23 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     nd = self.dim()
     sd = nd if sparse_dim is None else sparse_dim
     if not 0 <= sd <= nd:
-        raise RuntimeError(f"sparse_dim must be in [0, {nd}], got {sd}")
-    a = self._data
-    mask = a != 0
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{nd}] range, "
+                           f"but {sd} is given")
+    if sd == 0 and nd:
+        raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when "
+                           "self.dim()>0")
+    shape = tuple(self.shape)
+    mask = self != 0
     if sd < nd:
-        mask = mask.reshape(a.shape[:sd] + (-1,)).any(axis=-1)
-    idx = np.stack(np.nonzero(mask)) if sd else np.zeros((0, 1 if mask else 0), np.int64)
-    idx = idx.astype(np.int64).reshape(sd, -1)
-    values = self[tuple(wrap(i) for i in idx)] if sd else self.unsqueeze(0)[:idx.shape[1]]
-    return _make(wrap(idx), values, a.shape, True)
+        mask = mask.reshape(shape[:sd] + (-1,)).any(-1)
+    if sd:
+        idx = mask.nonzero().t().contiguous()
+        values = self[tuple(idx)]
+    else:
+        nnz = int(mask.item())
+        idx = self.new_zeros((0, nnz), dtype=_dt.int64)
+        values = self.unsqueeze(0)[:nnz]
+    return _make(idx, values, shape, True)
 
 
 # ---- the operations sparse tensors support -----------------------------------------------

@@ -66,6 +66,26 @@ def test_to_sparse_and_back():
     np.testing.assert_array_equal(e1.values().numpy(), t1.values().numpy())
 
 
+@pytest.mark.parametrize("a", [np.float32(3.0), np.float32(0.0), np.zeros((2, 3), np.float32),
+                               np.array([[[0, 1], [0, 0]], [[2, 0], [0, 0]]], np.float32)])
+def test_to_sparse_every_sparse_dim_matches_torch(a):
+    for sd in range(a.ndim + 1):
+        try:
+            t = torch.tensor(a).to_sparse(sd)
+        except RuntimeError as err:
+            with pytest.raises(RuntimeError, match=str(err).split(">")[0]):
+                ember.tensor(a).to_sparse(sd)
+            continue
+        e = ember.tensor(a).to_sparse(sd)
+        assert e.indices().dtype is ember.int64 and tuple(e.shape) == a.shape
+        np.testing.assert_array_equal(e.indices().numpy(), t.indices().numpy())
+        np.testing.assert_array_equal(e.values().numpy(), t.values().numpy())
+        np.testing.assert_array_equal(e.to_dense().numpy(), a)
+    with pytest.raises(RuntimeError, match=r"must be in \[0,%d\] range, but %d is given"
+                       % (a.ndim, a.ndim + 1)):
+        ember.tensor(a).to_sparse(a.ndim + 1)
+
+
 @pytest.mark.parametrize("form", ["matmul", "mm", "spmm", "sparse.mm"])
 def test_sparse_dense_products_and_gradients_match_torch(form):
     rs = np.random.RandomState(0)
