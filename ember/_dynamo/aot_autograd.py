@@ -17,7 +17,6 @@ would then get wrong; the forward's key is recomputed every call, the backward's
 """
 import numpy as np
 
-from .._core import dtype as _dt
 from .._core.dispatch import DispatchMode
 from .._core.node import Node, _edge
 from .._core.state import SHARED, STATE
@@ -25,6 +24,7 @@ from .._core.tensor import Tensor, _version_of, wrap
 from ..fx import Graph, GraphModule
 from ..nn.modules.module import Module
 from . import logs
+from .backprop import NotDifferentiable, backprop
 from .backends.pycode import python_runner
 from .graph_build import build_graph_module
 from .graph_key import spec_of
@@ -82,27 +82,6 @@ class _State:
         self.dynamic_scalars = {}
 
 
-class _Ctx:
-    """What a vjp sees while the backward is recorded (see `ember._core.node._Ctx`)."""
-    __slots__ = ("out", "needs_input_grad", "in_meta")
-
-    def __init__(self, out, needs, in_meta):
-        self.out = out
-        self.needs_input_grad = needs
-        self.in_meta = in_meta
-
-
-def _fit(g, shape, dtype):
-    """A vjp result brought to its input's shape and dtype (as the engine does)."""
-    if tuple(g.shape) != tuple(shape):
-        g = g.sum_to_size(tuple(shape))
-    if g.dtype.np != dtype:
-        if g.dtype.is_complex and dtype.kind != "c":
-            g = g.real
-        g = g.to(_dt.FROM_NP[dtype])
-    return g
-
-
 def _record_joint(trace, spec, cache):
     """Record forward and backward of ``spec`` on lazy tensors: (joint trace, fw outputs,
     input grads, tangent inputs, the example tensors standing for the graph inputs)."""
@@ -151,47 +130,19 @@ def _record_joint(trace, spec, cache):
                 tz = wrap(np.zeros(tuple(int(s) for s in o.shape), dtype=o.dtype.np))
                 shapes[id(tz)] = trace.metas[j][0]
                 tangents.append(tz)
-                _acc(grads, o, tz)
+                grads[id(o)] = tz
             else:
                 tangents.append(None)
-        for rec, args, outs in reversed(records):
-            gs = [grads.get(id(o)) for o in outs]
-            if not rec.grad or not rec.op.differentiable or all(g is None for g in gs):
-                continue
-            needs = tuple(isinstance(a, Tensor) and rg.get(id(a), False) for a in args)
-            if not any(needs):
-                continue
-            if rec.op.vjp is None:
-                raise _NotTraceable(f"operator {rec.op.name} has no derivative")
-            if len(outs) > 1 or rec.op.n_out != 1:
-                from .._core.op import REGISTRY
-                gs = [g if g is not None else REGISTRY["full"](
-                    shape=tuple(o.shape), fill_value=0, dtype=o.dtype.np)
-                    for g, o in zip(gs, outs)]
-                g = tuple(gs)
-                out = tuple(outs)
-            else:
-                g = gs[0]
-                out = outs[0]
-            in_meta = [(tuple(a.shape), a.dtype.np) if isinstance(a, Tensor) else None
-                       for a in args]
-            r = rec.op.vjp(_Ctx(out, needs, in_meta), g, *args, **rec.params)
-            if type(r) is not tuple and type(r) is not list:
-                r = (r,)
-            for a, need, gi, meta in zip(args, needs, r, in_meta):
-                if need and gi is not None:
-                    _acc(grads, a, _fit(gi, meta[0], meta[1]))
+        try:
+            backprop(records, grads, rg)
+        except NotDifferentiable as e:
+            raise _NotTraceable(str(e)) from None
         in_grads = [grads.get(id(e)) if r else None for e, r in zip(examples, in_rg)]
     finally:
         STATE.modes = saved_modes
         STATE.intercept = bool(saved_modes)
         STATE.grad_enabled = saved_grad
     return jt, fw_outs, in_grads, tangents, examples
-
-
-def _acc(grads, t, g):
-    old = grads.get(id(t))
-    grads[id(t)] = g if old is None else old + g
 
 
 def compile_aot(gm, example_inputs, backend, trace, spec):

@@ -186,6 +186,7 @@ class FunctionCache:
         aot = needs_grad and isinstance(backend, AotBackend)
         gm = build_graph_module(trace, spec, grad_nodes=needs_grad and not aot,
                                 input_names=names)
+        gm.meta["ember_needs_grad"] = needs_grad  # whether it runs with autograd
         lv = trace.session.leaf_values
         example = [trace.inputs[k] for k in spec.inputs] + \
                   [lv[lf] for _, lf in spec.size_inputs] + \

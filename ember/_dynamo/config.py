@@ -95,6 +95,12 @@ sys.modules[__name__].__class__ = _ConfigModule
 # more per call than the fused eager kernels they replace (a graph break runs those)
 capture_optimizer_updates = False
 
+# ``loss.backward()`` on a loss of the pending graph is recorded into that graph (its vjps,
+# and the accumulation into .grad), and the optimizer update that reads those gradients is
+# recorded with it, so a compiled training step is one graph the replay fast path can run
+# (ember._dynamo.step_backward); False: backward() ends the graph and the engine runs it
+capture_backward = True
+
 # the stance of torch.compiler.set_stance, shared by the call path and the cache
 STANCE = ["default"]
 # set_stance("default", force_backend=...): the backend graphs compiled from now on use

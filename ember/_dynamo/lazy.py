@@ -166,6 +166,18 @@ class _LazyMixin:
     def grad_fn(self, value):
         self.__dict__["grad_fn"] = value
 
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Recorded into the pending graph when it can be (`ember._dynamo.step_backward`),
+        else the graph runs and the engine computes the gradients."""
+        lz = self.__dict__.get("_lazy")
+        if lz is not None:
+            from . import config
+            from .step_backward import record_backward
+            if config.capture_backward and record_backward(self, gradient, retain_graph,
+                                                           create_graph, inputs):
+                return None
+        return super().backward(gradient, retain_graph, create_graph, inputs)
+
     @property
     def device(self):
         from .._core.device import CPU

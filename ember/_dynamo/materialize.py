@@ -12,6 +12,7 @@ import numpy as np
 
 from .._core.state import STATE
 from .._core.tensor import Tensor, _version_of
+from .step_backward import mark_consumed
 
 __all__ = ["run_trace"]
 
@@ -52,9 +53,13 @@ def run_trace(trace, session):
     pos = {j: n for n, j in enumerate(info.outputs)}
     # assign: plain lazies and written reals first, then views (their roots are ready)
     settled = info.settled
+    consumed = trace.consumed
     for t, lz in direct:
         settled[id(t)] = ("out", pos.get(lz.index))
         _settle(t, lz, results[lz.index])
+        if lz.index in consumed and t.__dict__.get("_requires_grad"):
+            mark_consumed(t)
+            info.consumed.add(pos.get(lz.index))
     for t in mutated:
         lz = mutated_refs[id(t)]
         info.writes.append((t, pos.get(lz.index)))
@@ -71,7 +76,7 @@ def run_trace(trace, session):
 
 class FlushInfo:
     """What one flush did, for the replay fast path (`ember._dynamo.replay`)."""
-    __slots__ = ("entry", "inputs", "extra_inputs", "outputs", "writes", "settled")
+    __slots__ = ("entry", "inputs", "extra_inputs", "outputs", "writes", "settled", "consumed")
 
     def __init__(self):
         self.entry = None
@@ -80,6 +85,7 @@ class FlushInfo:
         self.outputs = []       # value index of each graph output
         self.writes = []        # (tensor written in place, output position)
         self.settled = {}       # id(tensor) -> ("out", position) | ("view", root, chain, grad)
+        self.consumed = set()   # output positions whose recorded backward spent their history
 
 
 def _execute(trace, out_values, session, info):

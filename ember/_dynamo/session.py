@@ -58,8 +58,9 @@ class CaptureMode(DispatchMode):
                 return trace.record_inplace(base, args[0], args[1:], kwargs)
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
-            if op.name in FUNCTIONALIZED and op.decomp is not None and \
-                    config.capture_optimizer_updates:
+            if op.name in FUNCTIONALIZED and op.decomp is not None and (
+                    config.capture_optimizer_updates or s.backwards and _reads_lazy(args)):
+                # an update of gradients a recorded backward() made joins their graph
                 trace.record_functional_write(op, args, kwargs)
                 return None
             if draws_random(op) and not s.record_random:
@@ -72,6 +73,13 @@ class CaptureMode(DispatchMode):
         except CannotCapture as e:
             s.graph_break(f"{e} (operator {getattr(op, 'name', op)})")
         return op(*args, **kwargs)
+
+
+def _reads_lazy(args):
+    for a in args:
+        if isinstance(a, Tensor) and "_lazy" in a.__dict__:
+            return True
+    return False
 
 
 def _sym_class(cls, _cache={}):
@@ -152,6 +160,7 @@ class CaptureSession:
         self.static_leaves = set()   # sizes mark_static'd on this call's arguments
         self.effects = []        # what ran at the call and a replay would skip
         self.last_input_names = None
+        self.backwards = 0       # backward() calls recorded into a graph (step_backward)
 
     # ---- arguments -----------------------------------------------------------------
     def bind_arguments(self, flat, names):
@@ -240,6 +249,9 @@ class CaptureSession:
 
     # ---- graph breaks and flushes --------------------------------------------------
     def graph_break(self, reason):
+        if self.trace is not None and self.trace.in_backward:
+            # a recorded backward() needs a value: the engine runs it instead
+            raise CannotCapture(reason)
         self.breaks += 1
         where = user_location()
         if self.cache.fullgraph:

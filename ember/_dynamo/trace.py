@@ -63,6 +63,21 @@ class Trace:
         self.versions = {}          # id(root tensor) -> number of writes through it
         self.roots = {}             # id(root tensor) -> root (kept alive while views exist)
         self.closed = False
+        self.in_backward = False    # a backward() is being recorded (step_backward)
+        self.consumed = set()       # values whose recorded backward spent their history
+
+    def checkpoint(self):
+        """A mark to `rollback` to: what recording appends (not in-place writes)."""
+        return (len(self.ops), len(self.metas), len(self.scalars), len(self.inputs),
+                len(self.holders))
+
+    def rollback(self, mark):
+        """Forget what was recorded since ``mark`` (a recording that could not finish)."""
+        n_ops, n_values, n_scalars, n_inputs, n_holders = mark
+        del self.ops[n_ops:]
+        del self.metas[n_values:], self.value_rg[n_values:], self.producer[n_values:]
+        del self.holders[n_holders:]
+        self._undo(n_scalars, n_inputs)
 
     def flush(self, reason):
         """Run this trace now (Python needs a value it holds)."""
@@ -312,10 +327,19 @@ class Trace:
                     raise CannotCapture("an optimizer update of a lazy view")
         prev = STATE.grad_enabled
         STATE.grad_enabled = False  # the update is not differentiable (as the fused op)
+        # the capture mode is off while it handles a call: it records the decomposition
+        mode = self.session.mode
+        outer = mode not in STATE.modes
+        if outer:
+            STATE.modes.append(mode)
+            STATE.intercept = True
         try:
             news = op.decomp(*args, **params)
         finally:
             STATE.grad_enabled = prev
+            if outer:
+                STATE.modes.remove(mode)
+                STATE.intercept = bool(STATE.modes)
         # the decomposition may have needed a value (a graph break): write in the trace
         # that is pending now
         trace = self.session.trace

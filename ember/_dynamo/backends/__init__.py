@@ -46,6 +46,8 @@ def eager(gm, example_inputs):
     A graph run without autograd (no grad-mode nodes, no input requiring grad) calls the
     kernels on the arrays directly."""
     from ..graph_build import set_grad_enabled
+    if gm.meta.get("ember_needs_grad") is False:  # run with autograd off (ember's cache)
+        return array_runner(gm)
     if any(n.target is set_grad_enabled for n in gm.graph.nodes) or any(
             n.meta.get("requires_grad") for n in gm.graph.nodes if n.op == "placeholder"):
         return python_runner(gm)
