@@ -13,7 +13,8 @@ from ..func._pytree import tree_unflatten
 from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from ..nn.modules.module import Module
 from .capture import capture
-from .decompositions import CustomDecompTable, default_decompositions
+from .decompositions import (CustomDecompTable, default_decompositions,
+                             primitive_decompositions)
 from .dynamic_shapes import Dim, ShapesCollection, dims
 from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from .graph_signature import (ExportBackwardSignature, ExportGraphSignature, InputKind,
@@ -22,7 +23,7 @@ from .guards import check_guards
 from .verify import dims_that_do_not_generalise
 
 __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
-           "default_decompositions", "ExportGraphSignature", "InputKind", "InputSpec",
+           "default_decompositions", "primitive_decompositions", "ExportGraphSignature", "InputKind", "InputSpec",
            "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
            "CustomDecompTable", "ExportBackwardSignature"]
 
@@ -77,7 +78,10 @@ def _program(mod, args, kwargs, dynamic_shapes, strict, training, log=True):
     _insert_asserts(c, asserts)
     if log:
         _log_symbols(c, ranges)
-    return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges,
+    from .dynamic_shapes import _argument_names
+    arg_names = _argument_names(mod, len(args), kwargs) + list(kwargs or {})
+    calls = [ModuleCallEntry("", ModuleCallSignature([], [], c.in_spec, c.out_spec, arg_names))]
+    return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges, calls,
                            example_inputs=(tuple(args), dict(kwargs or {})),
                            constants=c.constants, in_spec=c.in_spec, out_spec=c.out_spec,
                            training=training)

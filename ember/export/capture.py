@@ -339,6 +339,32 @@ def _graph_of(session, out, role, flat, tensor_pos, names, stand_ins, non_persis
                  len(mutation_values), out_spec, session, unbacked)
 
 
+def _same_sizes(a, b):
+    """Sizes equal as written (symbolic ones by expression: comparing them would note a
+    guard)."""
+    def key(s):
+        return ("sym", s.expr) if isinstance(s, symbolic.SymInt) else ("int", int(s))
+    return len(a) == len(b) and all(key(x) == key(y) for x, y in zip(a, b))
+
+
+def _whole_copy_source(graph, node):
+    """The new value of a mutated input: ``src`` where the graph computes it as
+    ``copy(dst, src)`` of the same shape and dtype (``dst.copy_(src)``: a write-back of a
+    value the graph already has), else ``node``."""
+    from .._core.meta import TensorMeta
+    if node.op != "call_function" or getattr(node.target, "name", None) != "copy" or \
+            len(node.args) != 2 or not hasattr(node.args[1], "meta"):
+        return node
+    src = node.args[1]
+    mine, theirs = node.meta.get("val"), src.meta.get("val")
+    if not (isinstance(mine, TensorMeta) and isinstance(theirs, TensorMeta)) or \
+            mine.dtype != theirs.dtype or not _same_sizes(mine.shape, theirs.shape):
+        return node
+    node.replace_all_uses_with(src)
+    graph.erase_node(node)
+    return src
+
+
 def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan, mutated,
           stand_ins, non_persistent, params, buffers, symbols, n_mut, out_spec, session,
           unbacked):
@@ -421,6 +447,7 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
     mutation_nodes, produced = produced[:n_mut], produced[n_mut:]
     output_specs = []
     results = []
+    mutation_nodes = [_whole_copy_source(graph, node) for node in mutation_nodes]
     for t, node in zip(mutated, mutation_nodes):
         r = role.get(id(t))
         if r is not None and r[0] == "buffer":

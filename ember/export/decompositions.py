@@ -1,16 +1,20 @@
-"""``ExportedProgram.run_decompositions`` and ``default_decompositions``.
+"""``ExportedProgram.run_decompositions``, ``default_decompositions`` and
+``primitive_decompositions``.
 
 A program is decomposed by capturing it again: its graph runs under export's capture with
 the ops of the table replaced by their decompositions where the table gives a function of
 its own, and then ember's decomposition pass (the compiler's, `ember._inductor.passes
-.decompose`) lowers the ops the table names down to the primitive set.
+.decompose`) decomposes the ops the table names, keeping every op it does not name (also
+those a decomposition produces), so ``conv2d`` lowers to ``convolution`` and stops there
+when ``convolution`` is not in the table.
 """
 import re
 
 from .._core.op import REGISTRY, Op
+from .core_aten import CORE_ATEN
 from .dynamic_shapes import Dim
 
-__all__ = ["default_decompositions", "run_decompositions"]
+__all__ = ["default_decompositions", "primitive_decompositions", "run_decompositions"]
 
 
 class CustomDecompTable(dict):
@@ -21,15 +25,26 @@ class CustomDecompTable(dict):
         return CustomDecompTable(self)
 
 
-def default_decompositions():
-    """The table of every op that decomposes into primitives (torch.export
-    .default_decompositions, with ember's primitive set in place of core ATen)."""
-    table = CustomDecompTable()
+def _decomposable_ops():
     for op in list(REGISTRY.values()):
         low = op.lowering
         if op.decomp is not None and low is not None and low.kind == "decomposition":
-            table[op] = op.decomp
-    return table
+            yield op
+
+
+def default_decompositions():
+    """The decomposition table to the Core ATen operator set (torch.export
+    .default_decompositions): every ember op outside Core ATen (`core_aten.CORE_ATEN`) with
+    its decomposition.  Keys are ember ops; ``table[ember.ops.aten.conv2d.default] = fn``
+    replaces the entry of the op that overload stands for."""
+    return CustomDecompTable({op: op.decomp for op in _decomposable_ops()
+                              if op.name not in CORE_ATEN})
+
+
+def primitive_decompositions():
+    """The table that lowers every op to ember's primitive set (`ember.ops.primitives`),
+    which the lite runtime and the C code generator run.  Beyond torch."""
+    return CustomDecompTable({op: op.decomp for op in _decomposable_ops()})
 
 
 def _target_name(key):
@@ -86,6 +101,8 @@ def run_decompositions(ep, decomp_table):
     from .exported_program import _ExportedModule
     from . import export as _export
     overrides = {}
+    if decomp_table is None:
+        decomp_table = default_decompositions()
     names = None
     if decomp_table is not None:
         defaults = {op.name: op.decomp for op in REGISTRY.values() if op.decomp is not None}
@@ -103,7 +120,7 @@ def run_decompositions(ep, decomp_table):
     dyn = _dynamic_shapes_of(ep)
     new = _export(module, args, kwargs or None,
                   dynamic_shapes=tuple(dyn) if any(d for d in dyn) else None, strict=False)
-    if decomp_table is None or names:
+    if names:
         _decompose(new, names)
         if new.alternate is not None:
             _decompose(new.alternate, names)
@@ -119,13 +136,13 @@ def _decompose(ep, names):
 
 
 def _decompose_graph(gm, names):
+    from .._inductor import config
     from .._inductor.passes.decompose import decompose
-    if names is not None:
-        for node in gm.graph.nodes:
-            if node.op == "call_function" and isinstance(node.target, Op) and \
-                    node.target.name not in names:
-                node.meta["no_decompose"] = True
-    decompose(gm)
-    for node in gm.graph.nodes:
-        node.meta.pop("no_decompose", None)
+    kept = config.keep_whole
+    # ops a decomposition produces are kept too unless the table names them
+    config.keep_whole = set(kept) | (set(REGISTRY) - set(names))
+    try:
+        decompose(gm)
+    finally:
+        config.keep_whole = kept
     gm.recompile()

@@ -180,6 +180,9 @@ def _named(m, positional, keyword):
 
 
 def _argument_names(m, n_args, kwargs):
+    given = getattr(m, "_forward_arg_names", None)   # a program's module(): the original's
+    if given is not None and len(given) >= n_args:
+        return list(given[:n_args])
     fn = getattr(m, "_fn", None) or (m.forward if hasattr(m, "forward") else m)
     try:
         params = list(inspect.signature(fn).parameters.values())

@@ -154,9 +154,10 @@ class ExportedProgram:
         return out
 
     def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops=False):
-        """A new program with the ops of ``decomp_table`` decomposed (``None``: every op
-        down to ember's primitive set, `ember.ops.primitives`; ``{}``: none); an entry
-        whose function is not the op's own decomposition replaces it."""
+        """A new program with the ops of ``decomp_table`` decomposed (``None``:
+        `default_decompositions`, down to the Core ATen set; ``{}``: none;
+        `primitive_decompositions`: ember's primitive set); an entry whose function is not
+        the op's own decomposition replaces it."""
         from .decompositions import run_decompositions
         return run_decompositions(self, decomp_table)
 
@@ -209,6 +210,13 @@ class _ExportedModule(Module):
                 t = ep.state_dict[s.target] if persistent else ep.constants[s.target]
                 _owner(self, s.target).register_buffer(s.target.rsplit(".", 1)[-1], t,
                                                        persistent=persistent)
+
+    @property
+    def _forward_arg_names(self):
+        """The exported forward's argument names (a new export of this module names its
+        placeholders after them)."""
+        calls = self._program.module_call_graph
+        return calls[0].signature.forward_arg_names if calls and calls[0].signature else None
 
     @property
     def graph(self):

@@ -121,7 +121,10 @@ def _target_to_str(target):
         if target.startswith("*"):
             target = target.lstrip("*")
         return _snake_case(target.replace(".", "_"))
-    name = getattr(target, "__name__", None) or type(target).__name__
+    name = getattr(target, "__name__", None)
+    if name is None:   # an ember Op is named by its operator name
+        op_name = getattr(target, "name", None)
+        name = op_name if isinstance(op_name, str) else type(target).__name__
     return _snake_case(name.strip("_")) or "fn"
 
 

@@ -5,6 +5,7 @@ import builtins
 import operator
 
 from .._core.op import Op
+from ..ops.op_namespaces import overload_of
 from ._namespace import ember_namespace
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]
@@ -47,7 +48,8 @@ def map_arg(a, fn):
 
 def _qualified_name(fn):
     if type(fn) is Op:
-        return repr(fn)   # ember.ops.<name>
+        overload = overload_of(fn)   # an aten operator prints as torch's export graphs do
+        return repr(fn) if overload is None else f"ember.ops.{overload}"
     if getattr(fn, "__module__", None) == "_operator" or fn in vars(operator).values():
         return f"operator.{fn.__name__}"
     if getattr(builtins, getattr(fn, "__name__", ""), None) is fn:

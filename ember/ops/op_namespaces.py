@@ -6,6 +6,12 @@
 are hashable and compare by identity, so they serve as keys of decomposition tables
 (``table[ember.ops.aten.conv2d.default] = fn``).
 
+An ember `Op` whose name is an aten operator stands for that operator's primary overload
+(`overload_of`: the one its table marks, else ``Tensor``, else ``default``): graphs print it
+as ``ember.ops.aten.<name>.<overload>``, and the overload compares and hashes equal to the
+Op, so ``node.target == ember.ops.aten.add.Tensor`` and tables keyed by overloads work on
+the Ops that graphs hold, as they do on torch's export graphs.
+
 The operators of a namespace come from providers registered here by higher layers (the
 aten table lives in ``ember.library``, whose public functions sit above this layer), and
 from operators defined at run time (``ember.library.custom_op``, ``Library.define``),
@@ -13,10 +19,12 @@ which `define_overload` adds.
 """
 import importlib.util
 
+from .._core.op import REGISTRY, Op
 from .op_schema import parse_schema
 
 __all__ = ["OpOverload", "OpOverloadPacket", "namespace", "register_provider",
-           "define_overload", "find_overload", "is_namespace_name", "is_submodule"]
+           "define_overload", "find_overload", "is_namespace_name", "is_submodule",
+           "overload_of"]
 
 # namespace -> provider(op_name) -> {overload_name: (schema text, implementation)} or None
 _PROVIDERS = {}
@@ -37,7 +45,8 @@ class OpOverload:
         self._schema_src = schema
         self._impl = impl
         # the ember operator (`ember._core.op.Op`) this overload runs as one node, if one
-        # does (custom ops; aten entries name theirs where the correspondence is exact)
+        # does (custom ops; aten entries name theirs where the correspondence is exact, and
+        # an aten primary overload is its same-named Op); equal to it, with its hash
         self.ember_op = ember_op
         self.__name__ = f"{self._opname}.{overload_name}"
         self.__qualname__ = self.__name__
@@ -75,6 +84,12 @@ class OpOverload:
     def __call__(self, *args, **kwargs):
         return self._impl(*args, **kwargs)
 
+    def __eq__(self, other):
+        return other is self or (self.ember_op is not None and other is self.ember_op)
+
+    def __hash__(self):
+        return object.__hash__(self if self.ember_op is None else self.ember_op)
+
     def __repr__(self):
         return f"<OpOverload(op='{self._namespace}.{self._opname}', " \
                f"overload='{self._overloadname}')>"
@@ -111,7 +126,11 @@ class OpOverloadPacket:
             raise AttributeError(f"The underlying op of '{self}' has no overload name "
                                  f"'{overload}'")
         schema, impl, *rest = entry
-        op = made[overload] = OpOverload(self, overload, schema, impl, rest[0] if rest else None)
+        ember_op = rest[0] if rest else None
+        if ember_op is None and self._namespace == "aten" and \
+                _primary_overload(self._table) == overload:
+            ember_op = REGISTRY.get(self._opname)
+        op = made[overload] = OpOverload(self, overload, schema, impl, ember_op)
         return op
 
     def overloads(self):
@@ -176,6 +195,39 @@ def _overloads_of(ns, op_name):
         return defined
     provider = _PROVIDERS.get(ns)
     return provider(op_name) if provider is not None else None
+
+
+def _primary_overload(table):
+    for name, entry in table.items():
+        if len(entry) > 2 and entry[2] is not None:
+            return name
+    for name in ("Tensor", "default"):
+        if name in table:
+            return name
+    return next((n for n in table if n != "out" and not n.endswith("_out")), None)
+
+
+_OVERLOAD_OF = {}
+
+
+def overload_of(op):
+    """The aten `OpOverload` that ember `Op` ``op`` stands for (its same-named operator's
+    primary overload), or None (an ember-internal op, or no aten table loaded yet)."""
+    if op.__class__ is not Op:
+        return None
+    found = _OVERLOAD_OF.get(op.name, False)
+    if found is not False:
+        return found
+    if "aten" not in _PROVIDERS or not op.name.isidentifier():
+        return None
+    found = None
+    table = _overloads_of("aten", op.name)
+    if table:
+        found = find_overload("aten", op.name, _primary_overload(table))
+        if found.ember_op is not op:
+            found = None
+    _OVERLOAD_OF[op.name] = found
+    return found
 
 
 def register_provider(ns, provider):

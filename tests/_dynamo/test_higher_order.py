@@ -356,7 +356,7 @@ def test_export_keeps_the_control_flow_and_decomposes_its_bodies(dynamic):
     dyn = {"x": {0: ember.export.Dim("b")}} if dynamic else None
     ep = ember.export.export(m, (x,), dynamic_shapes=dyn)
     assert sorted(_hop_nodes(ep.graph_module)) == ["cond", "map", "while_loop"]
-    dec = ep.run_decompositions()
+    dec = ep.run_decompositions(ember.export.primitive_decompositions())
     nodes = _hop_nodes(dec.graph_module)
     bodies = [nodes["cond"].kwargs["true_graph"], nodes["cond"].kwargs["false_graph"],
               nodes["map"].kwargs["body_graph"]]

@@ -329,7 +329,7 @@ def test_run_decompositions_reaches_primitives():
     mod = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.LayerNorm(8), ember.nn.GELU(),
                               ember.nn.Softmax(-1)).eval()
     ep = export(mod, (ember.randn(3, 4),), dynamic_shapes=({0: Dim("b")},))
-    core = ep.run_decompositions()
+    core = ep.run_decompositions(ember.export.primitive_decompositions())
     ops = {n.target.name for n in core.graph.nodes
            if n.op == "call_function" and isinstance(n.target, Op)}
     assert ops and ops <= set(PRIMITIVES), ops - set(PRIMITIVES)
@@ -341,6 +341,42 @@ def test_run_decompositions_reaches_primitives():
     same = ep.run_decompositions({})
     assert [n.target for n in same.graph.nodes if n.op == "call_function"] == \
         [n.target for n in ep.graph.nodes if n.op == "call_function"]
+
+
+def _targets(ep):
+    return [str(n.target) if not isinstance(n.target, Op) else
+            str(ember.ops.op_namespaces.overload_of(n.target) or n.target.name)
+            for n in ep.graph.nodes if n.op == "call_function"]
+
+
+def test_default_decompositions_reach_core_aten_as_torch():
+    """``run_decompositions()`` keeps Core ATen ops (gelu, _softmax-level ops) and
+    decomposes the rest (layer_norm): the set of aten operators torch's core graph has."""
+    ember.manual_seed(0)
+    mod = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.LayerNorm(8), ember.nn.GELU(),
+                              ember.nn.ReLU()).eval()
+    core = export(mod, (ember.randn(3, 4),)).run_decompositions()
+    ours = set(_targets(core))
+    assert {"aten.gelu.default", "aten.relu.default"} <= ours
+    assert not any("layer_norm" in t for t in ours)
+    tmod = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8), torch.nn.GELU(),
+                               torch.nn.ReLU()).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)   # torch's own pytree deprecation
+        theirs = {str(n.target) for n in torch.export.export(tmod, (torch.randn(3, 4),))
+                  .run_decompositions().graph.nodes if n.op == "call_function"}
+    assert {"aten.gelu.default", "aten.relu.default", "aten.native_layer_norm.default"} <= theirs
+    x = ember.randn(3, 4)
+    assert _allclose(core.module()(x), mod(x), 1e-5)
+
+
+def test_graph_targets_compare_equal_to_aten_overloads():
+    ep = export(lambda x, y: (x + y) * 2, (ember.randn(3), ember.randn(3)))
+    add, mul = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert add == ember.ops.aten.add.Tensor and ember.ops.aten.add.Tensor == add
+    assert mul == ember.ops.aten.mul.Tensor and add != ember.ops.aten.add.Scalar
+    assert {ember.ops.aten.add.Tensor: 1}[add] == 1 and {add: 2}[ember.ops.aten.add.Tensor] == 2
+    assert "target=ember.ops.aten.add.Tensor" in str(ep.graph)
 
 
 def test_custom_decomposition_replaces_an_op():
