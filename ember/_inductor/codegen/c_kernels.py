@@ -148,6 +148,7 @@ class _Emitter:
         self.filled = set()                # row buffers written by an earlier loop
         self.computed = []                 # per inner scope: the expensive exprs it computed
         self.frees = []                    # accumulator vectors of a column reduction
+        self.aliased = {}                  # row buffer -> the output row it lives in
 
     def dep(self, e):
         """Whether ``e`` varies inside the inner loops (then it is computed there)."""
@@ -440,12 +441,11 @@ class _Emitter:
                 sc.lines.append(self.store_text(s, v, s.value.dtype))
             self.root.lines += self.loops(sc.lines, self._pragma())
             self._close(sc)
-        if self.row_cache:
-            n = _sizes.c_text(self.k.space[min(self.inner)])
-            decl = [f"{_ctype(e.dtype)} *{rc} = ({_ctype(e.dtype)} *)malloc(sizeof("
-                    f"{_ctype(e.dtype)}) * ({n} + 1));" for e, rc in self.row_cache.items()]
-            self.root.lines = decl + self.root.lines + \
-                [f"free({rc});" for rc in self.row_cache.values()]
+        aliased = self.aliased = _row_aliases(self.k, self.row_cache, finals)
+        if aliased:
+            self.root.lines = [f"{_ctype(e.dtype)} *{rc} = {aliased[rc]};"
+                               for e, rc in self.row_cache.items() if rc in aliased] + \
+                self.root.lines
         return self.root.lines
 
     def column_body(self):
@@ -489,6 +489,45 @@ class _Emitter:
     def _close(self, scope):
         self.filled |= scope.fills
         self.computed.append(scope.computed)
+
+
+def _row_aliases(kernel, row_cache, finals):
+    """``{row buffer: C pointer}`` for the row buffers that can live in the row of an
+    output the last loop stores (softmax's exp(x - max) in its output row, scaled in place
+    there): a store of the row buffer's dtype whose value reads the row buffer, contiguous
+    along the inner dim, to a buffer the kernel does not read; each output row serves one
+    row buffer.  The last loop reads a row buffer's element (once, for every store) before
+    that store writes the same element, so nothing is overwritten early."""
+    if not row_cache or not finals:
+        return {}
+    d = min(kernel.inner_dims)
+    read = set(kernel.buffers_read())
+    taken, out = set(), {}
+    for e, rc in row_cache.items():
+        for s in finals:
+            if s.buf in taken or s.buf in read or s.storage != e.dtype or \
+                    s.index.coeffs[d] != 1 or e not in ir.walk(s.value):
+                continue
+            base = ir.Affine(tuple(0 if k == d else c for k, c in enumerate(s.index.coeffs)),
+                             s.index.offset)
+            out[rc] = f"{s.buf} + ({_affine(base)})"
+            taken.add(s.buf)
+            break
+    return out
+
+
+def _row_buffers(kernel, plan):
+    """Declarations and frees of the row buffers of ``plan`` not aliased to an output row
+    (one allocation per thread, not per row)."""
+    if not plan:
+        return [], []
+    em = _Emitter(kernel, False, plan)
+    em.body()
+    n = _sizes.c_text(kernel.space[min(kernel.inner_dims)])
+    own = [(e, rc) for e, rc in plan.items() if rc not in em.aliased]
+    decl = [f"{_ctype(e.dtype)} *{rc} = ({_ctype(e.dtype)} *)malloc(sizeof({_ctype(e.dtype)})"
+            f" * ({n} + 1));" for e, rc in own]
+    return decl, [f"free({rc});" for _, rc in own]
 
 
 def _row_cache_plan(kernel, outer):
@@ -536,21 +575,29 @@ def kernel_source(kernel, symbols, parallel_min_work):
     lines = [f"void {kernel.name}({', '.join(args)}) {{",
              f"    int par = nt > 1 && ({_work(kernel)}) >= {int(parallel_min_work)};"]
     plan = _row_cache_plan(kernel, outer)
+    alloc, free = _row_buffers(kernel, plan)
     for parallel in (True, False):
         # a column reduction with no other outer loop runs on one thread (vectorised)
         em = _Emitter(kernel, parallel and not outer and not kernel.column, plan)
         body = em.body()
         block = []
         if outer:
-            if parallel:
-                col = f" collapse({len(outer)})" if len(outer) > 1 else ""
-                block.append(f"EK_PRAGMA(omp parallel for{col} num_threads(nt) "
-                             f"schedule(static))")
+            loops = []
             for d in outer:
-                block.append(f"for (int64_t i{d} = 0; i{d} < "
+                loops.append(f"for (int64_t i{d} = 0; i{d} < "
                              f"{_sizes.c_text(kernel.space[d])}; i{d}++) {{")
-            block += ["    " + ln for ln in body]
-            block += ["}"] * len(outer)
+            loops += ["    " + ln for ln in body]
+            loops += ["}"] * len(outer)
+            col = f" collapse({len(outer)})" if len(outer) > 1 else ""
+            if parallel and alloc:  # each thread allocates its row buffers once
+                block = [f"EK_PRAGMA(omp parallel num_threads(nt))", "{"] + \
+                    ["    " + ln for ln in alloc +
+                     [f"EK_PRAGMA(omp for{col} schedule(static))"] + loops + free] + ["}"]
+            elif parallel:
+                block = [f"EK_PRAGMA(omp parallel for{col} num_threads(nt) "
+                         f"schedule(static))"] + loops
+            else:
+                block = alloc + loops + free
         else:
             block = ["{"] + ["    " + ln for ln in body] + ["}"]
         lines.append("    if (par) {" if parallel else "    } else {")
