@@ -441,8 +441,11 @@ def _addmm_kernel(xp, inp, m1, m2, kind, beta=1, alpha=1):
                            f"({_dims(m1.shape)}), vec ({m2.shape[0]})")
     _expand_shape(inp.shape, shape)
     cdt = _F32 if dt in _HALF else dt
-    p = _prod(xp, kind, m1.astype(cdt, copy=False), m2.astype(cdt, copy=False))
-    if alpha != 1:
+    m1 = m1.astype(cdt, copy=False)
+    if kind == "r" and alpha != 1:
+        m1 = m1 * alpha  # torch's order, (alpha * vec1[i]) * vec2[j]: n products, not n * m
+    p = _prod(xp, kind, m1, m2.astype(cdt, copy=False))
+    if alpha != 1 and kind != "r":
         p = p * alpha
     if beta != 0:
         i = inp.astype(cdt, copy=False)

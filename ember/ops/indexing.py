@@ -606,6 +606,13 @@ def _scatter_args(name, input, dim, index, src, value, reduce=None):
     d = _check_index(name, input, index, dim, src)
     if isinstance(src, Tensor) and src.dtype != input.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    if not isinstance(src, Tensor) and isinstance(input, Tensor):
+        # torch converts a scalar value to self's dtype first (1.5 multiplies an int
+        # tensor by 1), refusing one that overflows it
+        dt = input.dtype.np
+        check_scalar_fits(src, dt)
+        if dt.kind in "iub" and isinstance(src, numbers.Number):
+            src = np.asarray(src).astype(dt).item()
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     if reduce is not None and isinstance(src, Tensor):

@@ -235,7 +235,10 @@ LGAMMA = _unary("lgamma", reject="c", kname="lgamma_vml_cpu")
 def _polygamma_kernel(xp, x, n):
     if n == 0:
         return special(xp).psi(x)
-    return special(xp).polygamma(n, x).astype(x.dtype, copy=False)
+    r = special(xp).polygamma(n, x).astype(x.dtype, copy=False)
+    # trigamma has no limit at -inf (it has a pole at every negative integer): torch gives
+    # NaN there as digamma does, scipy inf
+    return xp.where(x == -math.inf, math.nan, r) if n == 1 else r
 
 
 POLYGAMMA = Op("polygamma", gated(lambda xp, x, n: unary_float(

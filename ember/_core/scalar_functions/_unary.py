@@ -90,7 +90,13 @@ unary("frac", lambda xp, x: x - xp.trunc(x), "($0 - $trunc($0))", rule="same", k
       d=lambda g, x, out: g, saves="none")
 
 # ---- powers, exponentials, logarithms ----------------------------------------------------
-unary("reciprocal", lambda xp, x: xp.reciprocal(x), "(($T)1 / $0)",
+def _reciprocal(xp, x):
+    # NumPy's complex reciprocal gives NaN for 0 and -0.0 imaginary parts for reals; its
+    # complex division gives torch's (and C's) 1 / z: inf+nanj for 0, +0.0 imaginary parts
+    return 1 / x if x.dtype.kind == "c" else xp.reciprocal(x)
+
+
+unary("reciprocal", _reciprocal, "(($T)1 / $0)",
       d=lambda g, x, out: -g * cj(out * out), saves="output")
 unary("sqrt", lambda xp, x: xp.sqrt(x), "$sqrt($0)", d=lambda g, x, out: g / (2 * cj(out)),
       saves="output")
@@ -152,7 +158,17 @@ unary("erfc", lambda xp, x: special(xp).erfc(x), "$erfc($0)", kinds="f",
 unary("erfinv", lambda xp, x: special(xp).erfinv(x), None, kinds="f",
       d=lambda g, x, out: g * (_SQRT_PI / 2) * (out * out).exp(), saves="output",
       doc="no C form: the C library has no erfinv")
-unary("lgamma", lambda xp, x: special(xp).gammaln(x), "$lgamma($0)", kinds="f",
+def _lgamma(xp, x):
+    # scipy's gammaln gives -inf at -inf and overflows for subnormal doubles, where C's
+    # lgamma (torch's, and ember's C kernels) gives +inf and -log|x| (744.4 at 5e-324)
+    r = special(xp).gammaln(x)
+    sub = (xp.abs(x) < 1e-300) & (x != 0)
+    if sub.any():
+        r = xp.where(sub, -xp.log(xp.where(sub, xp.abs(x), 1)), r)
+    return xp.where(x == -math.inf, math.inf, r)
+
+
+unary("lgamma", _lgamma, "$lgamma($0)", kinds="f",
       d=lambda g, x, out: g * x.digamma())
 unary("digamma", lambda xp, x: special(xp).psi(x), None, kinds="f",
       d=lambda g, x, out: g * x.polygamma(1), doc="no C form: the C library has no digamma")

@@ -1,0 +1,92 @@
+"""Edge values the differential fuzzer (tests/fuzz) found ember answering differently from
+torch: infinities, complex zeros, scalars converted to the tensor's dtype, operation order
+at overflow.  Each test pins torch's result."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def _same(e, t):
+    """Close values, the same NaN positions, infinities, signs of zeros and dtypes (complex
+    parts separately)."""
+    assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    rtol = 1e-6
+    if t.dtype in (torch.float16, torch.bfloat16):
+        e, t, rtol = e.float(), t.float(), 1e-2
+    ea, ta = e.detach().numpy(), t.detach().numpy()
+    for part in ((np.real, np.imag) if ta.dtype.kind == "c" else (lambda a: a,)):
+        np.testing.assert_allclose(part(ea), part(ta), rtol=rtol, atol=0)
+        num = ~np.isnan(part(ta))
+        np.testing.assert_array_equal(np.signbit(part(ea))[num], np.signbit(part(ta))[num])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_lgamma_of_minus_infinity_is_plus_infinity(dtype):
+    x = [-math.inf, -1.0, 0.0, math.inf, 0.5, -2.5]
+    _same(ember.lgamma(ember.tensor(x, dtype=getattr(ember, dtype))),
+          torch.lgamma(torch.tensor(x, dtype=getattr(torch, dtype))))
+    _same(ember.tensor(-math.inf).lgamma(), torch.tensor(-math.inf).lgamma())
+
+
+def test_lgamma_of_subnormal_doubles_is_finite():
+    x = [5e-324, -5e-324, 1e-310, -1e-310, 2.2e-308, 1e-300, 0.0, -0.0]
+    _same(ember.lgamma(ember.tensor(x, dtype=ember.float64)),
+          torch.lgamma(torch.tensor(x, dtype=torch.float64)))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_polygamma_at_minus_infinity(n):
+    x = [-math.inf, math.nan, -2.5, 0.5, 3.0]
+    _same(ember.polygamma(n, ember.tensor(x, dtype=ember.float64)),
+          torch.polygamma(n, torch.tensor(x, dtype=torch.float64)))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_reciprocal_of_zero_and_reals(dtype):
+    x = [0j, complex(-0.0, 0.0), 1 + 0j, 2 + 3j, complex(math.inf, 0), complex(0, math.inf),
+         complex(math.nan, 0), 1e-300 + 0j]
+    t = torch.tensor(x, dtype=getattr(torch, dtype))
+    e = ember.tensor(x, dtype=getattr(ember, dtype))
+    _same(ember.reciprocal(e), torch.reciprocal(t))
+    _same(e.clone().reciprocal_(), t.clone().reciprocal_())
+
+
+def _both(case):
+    """``case(lib)`` for torch and ember: the same values, or the same exception type."""
+    try:
+        t = case(torch)
+    except Exception as exc:  # noqa: BLE001 - torch's refusal is the expected outcome
+        with pytest.raises(type(exc)):
+            case(ember)
+        return
+    _same(case(ember), t)
+
+
+@pytest.mark.parametrize("reduce", [None, "add", "multiply"])
+@pytest.mark.parametrize("value", [1.5, -1.5, 2.7, True, -1, 100000, 1e10, math.nan, 1 + 2j])
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "bool", "float32"])
+def test_scatter_scalar_value_is_converted_to_self_dtype_first(dtype, value, reduce):
+    # torch converts the value to self's dtype (1.5 multiplies an int tensor by 1) and
+    # refuses one that overflows it
+    kw = {} if reduce is None else {"reduce": reduce}
+    _both(lambda lib: lib.tensor([2, 3, 0, 1]).to(getattr(lib, dtype)).scatter_(
+        0, lib.tensor([0, 2]), value, **kw))
+
+
+def test_addr_scales_vec1_before_the_outer_product():
+    # torch computes beta * input + (alpha * vec1[i]) * vec2[j]: alpha * (-1.8e308) overflows
+    # to -inf before the tiny vec2 entry can scale it down
+    inp = np.array([[0, 2, 1, 0], [1, -1, 0, 1], [0, 0, 1, 1]], dtype=np.int16)
+    v1 = np.array([-0.1184, 0.0, -1.797693e308])
+    v2 = np.array([4.940656e-324, 2.225074e-308, np.nan, -0.6036])
+    t = torch.addr(torch.tensor(inp), torch.tensor(v1), torch.tensor(v2), beta=2, alpha=3)
+    e = ember.addr(ember.tensor(inp), ember.tensor(v1), ember.tensor(v2), beta=2, alpha=3)
+    _same(e, t)
+    i = torch.tensor(inp).long()
+    _same(ember.addr(ember.tensor(inp).long(), ember.tensor([1, 2, 3]), ember.tensor([1, -2, 3, 4]),
+                     alpha=2), torch.addr(i, torch.tensor([1, 2, 3]), torch.tensor([1, -2, 3, 4]),
+                                          alpha=2))
