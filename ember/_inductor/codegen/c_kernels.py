@@ -137,8 +137,10 @@ def _expensive(e):
 
 
 class _Emitter:
-    def __init__(self, kernel, parallel_inner, row_cache=None):
+    def __init__(self, kernel, parallel_inner, row_cache=None, column_range=False):
         self.k = kernel
+        # a column kernel split over threads by its last dim: loops run over [clo, chi)
+        self.column_range = column_range
         self.inner = set(kernel.inner_dims)
         self.memo = {}
         self.n = 0
@@ -374,9 +376,10 @@ class _Emitter:
         for d in dims:
             lines.append(f"for (int64_t i{d} = 0; i{d} < {_sizes.c_text(self.k.space[d])}; "
                          f"i{d}++) {{")
+        lo, hi = ("clo", "chi") if self.column_range else \
+            ("0", _sizes.c_text(self.k.space[last]))
         lines.append(f"EK_PRAGMA(omp simd{clause})")
-        lines.append(f"for (int64_t i{last} = 0; i{last} < "
-                     f"{_sizes.c_text(self.k.space[last])}; i{last}++) {{")
+        lines.append(f"for (int64_t i{last} = {lo}; i{last} < {hi}; i{last}++) {{")
         lines += ["    " + ln for ln in body]
         lines += ["}"] * (len(dims) + 1)
         return lines
@@ -387,17 +390,18 @@ class _Emitter:
         acc = self.var("acc")
         kind, dt = e.kind, e.dtype
         last = len(self.k.space) - 1
-        n = _sizes.c_text(self.k.space[last])
+        n = "chi - clo" if self.column_range else _sizes.c_text(self.k.space[last])
         at = "int" if kind in ("any", "all") else _ctype(dt)
         init = str(_INIT[kind]) if kind in ("any", "all") else (
             _literal(_INIT[kind], dt) if kind in ("sum", "prod") else _minmax_init(kind, dt))
         self.root.lines.append(f"{at} *{acc} = ({at} *)malloc(sizeof({at}) * ({n} + 1));")
         self.frees.append(acc)
-        self.root.lines += self.column_loops([f"{acc}[i{last}] = {init};"], False)
+        self.root.lines += self.column_loops([f"{acc}[i{last}{' - clo' if self.column_range else ''}]"
+                                              f" = {init};"], False)
         self._reductions_first(e.x)
         inner = _Scope(self.root)
         x = self.val(e.x, inner)
-        a = f"{acc}[i{last}]"
+        a = f"{acc}[i{last} - clo]" if self.column_range else f"{acc}[i{last}]"
         if kind in ("any", "all"):
             inner.lines.append(f"{a} {'|=' if kind == 'any' else '&='} (({x}) != 0);")
         elif kind in ("sum", "prod"):
@@ -546,6 +550,27 @@ def _row_cache_plan(kernel, outer):
     return {e: f"row{k}" for k, e in enumerate(again)}
 
 
+def _column_split(kernel):
+    """Whether a column reduction with no outer loop splits its last (kept) dim over the
+    threads: every store is indexed by that dim, so threads write disjoint elements."""
+    last = len(kernel.space) - 1
+    return kernel.column and all(s.index.coeffs[last] != 0 for s in kernel.stores)
+
+
+def _column_chunks(kernel, body):
+    """A column kernel's body run per chunk of its last dim, a chunk per thread: each
+    thread sums whole rows of its columns (vectorised) into its own accumulators; chunks
+    start at multiples of 16 elements (a cache line of float32), so threads never share
+    a line of the output or the input rows."""
+    n = _sizes.c_text(kernel.space[-1])
+    return [f"int64_t nch = ({n} + 15) / 16 < nt ? ({n} + 15) / 16 : nt;",
+            "EK_PRAGMA(omp parallel for num_threads(nt) schedule(static))",
+            "for (int64_t ch = 0; ch < nch; ch++) {",
+            f"    int64_t clo = ((({n}) * ch / nch) / 16) * 16;",
+            f"    int64_t chi = ch == nch - 1 ? ({n}) : ((({n}) * (ch + 1) / nch) / 16) * 16;"] + \
+        ["    " + ln for ln in body] + ["}"]
+
+
 def _work(kernel):
     return " * ".join(_sizes.c_text(d) for d in kernel.space) or "1"
 
@@ -577,11 +602,14 @@ def kernel_source(kernel, symbols, parallel_min_work):
     plan = _row_cache_plan(kernel, outer)
     alloc, free = _row_buffers(kernel, plan)
     for parallel in (True, False):
-        # a column reduction with no other outer loop runs on one thread (vectorised)
-        em = _Emitter(kernel, parallel and not outer and not kernel.column, plan)
+        split_columns = parallel and not outer and _column_split(kernel)
+        em = _Emitter(kernel, parallel and not outer and not kernel.column, plan,
+                      column_range=split_columns)
         body = em.body()
         block = []
-        if outer:
+        if split_columns:
+            block = _column_chunks(kernel, body)
+        elif outer:
             loops = []
             for d in outer:
                 loops.append(f"for (int64_t i{d} = 0; i{d} < "
