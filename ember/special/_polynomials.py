@@ -21,7 +21,7 @@ def _make(name):
             raise TypeError(f"special_{name}() received an invalid combination of arguments: "
                             f"one of input and n must be a Tensor")
         dt = _dt.result_type(input, n)
-        if not dt.is_floating_point:
+        if not dt.is_floating_point and not dt.is_complex:  # complex: the op refuses it
             dt = _dt.get_default_dtype()
         r = apply(op, (input, n), {"dtype": dt.np})
         return r if out is None else write_out(out, r)

@@ -43,3 +43,26 @@ def test_special_logsumexp_matches_torch():
         np.testing.assert_allclose(ember.special.logsumexp(ember.tensor(a), dim, keep).numpy(),
                                    torch.special.logsumexp(torch.tensor(a), dim, keep).numpy(),
                                    rtol=1e-5, atol=1e-6)
+
+
+_GATE_DTYPES = ("bool", "int32", "float16", "bfloat16", "float32", "float64", "complex64")
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_polynomials_refuse_half_and_complex_computations_as_torch(name):
+    # torch's kernels are float32/float64 only, judged on the promoted dtype of input and n
+    # (bfloat16 with float16 promotes to float32 and computes)
+    for xd in _GATE_DTYPES:
+        for nd in ("int64", "float16", "bool", "complex64"):
+            def call(lib):
+                return getattr(lib.special, name)(lib.ones(3, dtype=getattr(lib, xd)),
+                                                  lib.full((3,), 2, dtype=getattr(lib, nd)))
+            try:
+                t = call(torch)
+            except NotImplementedError as exc:
+                with pytest.raises(NotImplementedError, match=str(exc).split(" for ")[1]):
+                    call(ember)
+                continue
+            e = call(ember)
+            assert str(e.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+            np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)

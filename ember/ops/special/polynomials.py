@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._core import meta as _meta
 from .._batching import _elementwise_rule
-from .._helpers import Op
+from .._helpers import _HALF, Op, not_implemented
 
 __all__ = ["POLYNOMIALS"]
 
@@ -34,7 +34,10 @@ _NAMES = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynom
           "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 
-def _evaluate(xp, x, n, dtype, first, step, shifted):
+def _evaluate(xp, x, n, dtype, first, step, shifted, name):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c" or dtype in _HALF:  # torch's kernels are float32/float64 only
+        not_implemented(f"{name}_cpu", dtype)
     x = xp.asarray(x).astype(dtype, copy=False)
     if shifted:
         x = 2 * x - 1
@@ -61,7 +64,8 @@ def _make(name):
     first, step = _FAMILIES[name.replace("shifted_", "")]
     shifted = name.startswith("shifted_")
     return Op("special_" + name,
-              lambda xp, x, n, dtype: _evaluate(xp, x, n, dtype, first, step, shifted), None,
+              lambda xp, x, n, dtype: _evaluate(xp, x, n, dtype, first, step, shifted, name),
+              None,
               shape=_shape, category="binary", differentiable=False, batch=_elementwise_rule)
 
 
