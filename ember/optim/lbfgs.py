@@ -1,16 +1,27 @@
 """L-BFGS (``torch.optim.LBFGS``), with an optional strong-Wolfe line search.
 
-The algorithm works on one flat vector of all parameters (complex ones as real
-pairs), in the parameters' dtype; the history vectors and scalars are kept in
-``state`` as tensors, under torch's keys, so state_dict round-trips.
+The algorithm works on one flat vector of all parameters (complex ones as real pairs), in
+the parameters' dtype.  Every vector and scalar computation is an ember operator (dot,
+add with alpha, ...), so the step runs on any backend and dispatch modes see it; the
+quantities torch keeps as 0-dim tensors (curvature products, step length, directional
+derivatives) are 0-dim tensors here too, so float32 runs round as torch's do.  The line
+search and the stopping tests branch on those values in Python, as torch's do.  History
+vectors and scalars live in ``state`` under torch's keys, so state_dict round-trips.
 """
-import numpy as np
+import math
 
-from .._core.tensor import Tensor, wrap
-from ._functional import bump, check_lr, real, scalar
+from .._core.tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..ops.shape import cat
+from ..ops.views import view_as_real
+from ._functional import check_lr, scalar
 from .optimizer import Optimizer, _run_closure
 
 __all__ = ["LBFGS"]
+
+
+def _sqrt(x):
+    return x.sqrt() if isinstance(x, Tensor) else math.sqrt(x)
 
 
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
@@ -22,7 +33,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
     if d2_square >= 0:
-        d2 = np.sqrt(d2_square)
+        d2 = _sqrt(d2_square)
         if x1 <= x2:
             pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
@@ -33,8 +44,8 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
 
 def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
                   max_ls=25):
-    d_norm = np.abs(d).max()
-    g = g.copy()
+    d_norm = d.abs().max()
+    g = g.clone()
     f_new, g_new = obj_func(x, t, d)
     evals = 1
     gtd_new = g_new.dot(d)
@@ -44,7 +55,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     # bracketing phase
     while it < max_ls:
         if f_new > f + c1 * t * gtd or (it > 1 and f_new >= f_prev):
-            br, br_f, br_g, br_gtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.copy()], \
+            br, br_f, br_g, br_gtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.clone()], \
                 [gtd_prev, gtd_new]
             break
         if abs(gtd_new) <= -c2 * gtd:
@@ -52,7 +63,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             done = True
             break
         if gtd_new >= 0:
-            br, br_f, br_g, br_gtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.copy()], \
+            br, br_f, br_g, br_gtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.clone()], \
                 [gtd_prev, gtd_new]
             break
         min_step = t + 0.01 * (t - t_prev)
@@ -60,7 +71,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         tmp = t
         t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
                                bounds=(min_step, max_step))
-        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.clone(), gtd_new
         f_new, g_new = obj_func(x, t, d)
         evals += 1
         gtd_new = g_new.dot(d)
@@ -90,7 +101,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         gtd_new = g_new.dot(d)
         it += 1
         if f_new > f + c1 * t * gtd or f_new >= br_f[low]:
-            br[high], br_f[high], br_g[high], br_gtd[high] = t, f_new, g_new.copy(), gtd_new
+            br[high], br_f[high], br_g[high], br_gtd[high] = t, f_new, g_new.clone(), gtd_new
             low, high = (0, 1) if br_f[0] <= br_f[1] else (1, 0)
         else:
             if abs(gtd_new) <= -c2 * gtd:
@@ -98,20 +109,29 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             elif gtd_new * (br[high] - br[low]) >= 0:
                 br[high], br_f[high], br_g[high], br_gtd[high] = \
                     br[low], br_f[low], br_g[low], br_gtd[low]
-            br[low], br_f[low], br_g[low], br_gtd[low] = t, f_new, g_new.copy(), gtd_new
+            br[low], br_f[low], br_g[low], br_gtd[low] = t, f_new, g_new.clone(), gtd_new
     return br_f[low], br_g[low], br[low], evals
 
 
-def _arr(v):
-    return v._data if isinstance(v, Tensor) else v
+def _real_flat(t):
+    """``t`` flattened, a complex tensor as its (re, im) pairs (torch's view_as_real)."""
+    t = t.reshape(-1)
+    return view_as_real(t).reshape(-1) if t.is_complex() else t
 
 
-def _tensor(v):
-    if isinstance(v, np.ndarray):
-        return wrap(v)
-    if isinstance(v, np.generic):
-        return wrap(np.asarray(v))
-    return v
+def _two_loop_direction(flat_grad, old_dirs, old_stps, ro, H_diag, al):
+    """The L-BFGS direction -H g by the two-loop recursion over the curvature pairs;
+    ``al`` receives the first loop's coefficients (torch keeps them in state).  A 0-dim
+    tensor given as ``alpha`` becomes a Python number, as torch's Scalar arguments do."""
+    q = flat_grad.neg()
+    for i in range(len(old_dirs) - 1, -1, -1):
+        al[i] = old_stps[i].dot(q) * ro[i]
+        q.add_(old_dirs[i], alpha=float(-al[i]))
+    r = q * H_diag
+    for i in range(len(old_dirs)):
+        be_i = old_dirs[i].dot(r) * ro[i]
+        r.add_(old_stps[i], alpha=float(al[i] - be_i))
+    return r
 
 
 class LBFGS(Optimizer):
@@ -134,35 +154,36 @@ class LBFGS(Optimizer):
 
     def _numel(self):
         if self._numel_cache is None:
-            self._numel_cache = sum(real(p._data).size for p in self._params)
+            self._numel_cache = sum(p.numel() * (2 if p.is_complex() else 1)
+                                    for p in self._params)
         return self._numel_cache
 
     def _gather_flat_grad(self):
         views = []
         for p in self._params:
-            if p._grad is None:
-                views.append(np.zeros(real(p._data).size, dtype=real(p._data).dtype))
-            else:
-                g = p._grad._data
-                views.append(real(np.ascontiguousarray(g)).reshape(-1))
-        return np.concatenate(views) if len(views) > 1 else views[0].copy()
+            g = p.grad
+            if g is None:
+                g = p.new_zeros(p.shape)
+            elif g.is_sparse:
+                g = g.to_dense()
+            views.append(_real_flat(g))
+        return cat(views, 0)
 
     def _add_grad(self, step_size, update):
+        alpha = float(step_size)  # a 0-dim tensor step: a Python number, as torch's Scalar
         off = 0
         for p in self._params:
-            x = real(p._data)
-            n = x.size
-            x += np.multiply(update[off:off + n].reshape(x.shape), step_size)
-            bump(p)
+            x = view_as_real(p) if p.is_complex() else p
+            n = x.numel()
+            x.add_(update[off:off + n].view_as(x), alpha=alpha)
             off += n
 
     def _clone_param(self):
-        return [p._data.copy() for p in self._params]
+        return [p.clone() for p in self._params]
 
     def _set_param(self, params_data):
         for p, data in zip(self._params, params_data):
-            p._data[...] = data
-            bump(p)
+            p.copy_(data)
 
     def _directional_evaluate(self, closure, x, t, d):
         self._add_grad(t, d)
@@ -177,6 +198,10 @@ class LBFGS(Optimizer):
         Args:
             closure (Callable): A closure that reevaluates the model and returns the loss.
         """
+        with no_grad():
+            return self._step(closure)
+
+    def _step(self, closure):
         group = self.param_groups[0]
         lr = scalar(group["lr"])
         max_iter, max_eval = group["max_iter"], group["max_eval"]
@@ -192,25 +217,20 @@ class LBFGS(Optimizer):
         current_evals = 1
         state["func_evals"] += 1
         flat_grad = self._gather_flat_grad()
-        if np.abs(flat_grad).max() <= tol_grad:
+        if flat_grad.abs().max() <= tol_grad:
             return orig_loss
 
-        d, t = _arr(state.get("d")), _arr(state.get("t"))
-        old_dirs = [_arr(v) for v in state.get("old_dirs", [])]
-        old_stps = [_arr(v) for v in state.get("old_stps", [])]
-        ro = [_arr(v) for v in state.get("ro", [])]
-        H_diag = _arr(state.get("H_diag"))
-        prev_flat_grad = _arr(state.get("prev_flat_grad"))
-        prev_loss = state.get("prev_loss")
-        if prev_flat_grad is not None:
-            prev_flat_grad = prev_flat_grad.copy()
+        d, t = state.get("d"), state.get("t")
+        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
+        H_diag = state.get("H_diag")
+        prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
 
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
             state["n_iter"] += 1
             if state["n_iter"] == 1:
-                d = -flat_grad
+                d = flat_grad.neg()
                 old_dirs, old_stps, ro = [], [], []
                 H_diag = 1
             else:
@@ -226,22 +246,13 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     H_diag = ys / y.dot(y)
-                num_old = len(old_dirs)
-                al = [None] * history_size
-                q = -flat_grad
-                for i in range(num_old - 1, -1, -1):
-                    al[i] = old_stps[i].dot(q) * ro[i]
-                    q += old_dirs[i] * (-al[i])
-                d = r = q * H_diag
-                for i in range(num_old):
-                    be_i = old_dirs[i].dot(r) * ro[i]
-                    r += old_stps[i] * (al[i] - be_i)
-                state["al"] = [_tensor(a) for a in al]
+                al = state.setdefault("al", [None] * history_size)
+                d = _two_loop_direction(flat_grad, old_dirs, old_stps, ro, H_diag, al)
 
-            prev_flat_grad = flat_grad.copy()
+            prev_flat_grad = flat_grad.clone()
             prev_loss = loss
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
+                t = min(1.0, 1.0 / flat_grad.abs().sum()) * lr
             else:
                 t = lr
             gtd = flat_grad.dot(d)
@@ -261,31 +272,25 @@ class LBFGS(Optimizer):
                     obj_func, x_init, t, d, loss, flat_grad, gtd,
                     max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
-                opt_cond = np.abs(flat_grad).max() <= tol_grad
+                opt_cond = flat_grad.abs().max() <= tol_grad
             else:
                 self._add_grad(t, d)
                 opt_cond = False
                 if n_iter != max_iter:
                     loss = float(_run_closure(closure))
                     flat_grad = self._gather_flat_grad()
-                    opt_cond = np.abs(flat_grad).max() <= tol_grad
+                    opt_cond = flat_grad.abs().max() <= tol_grad
                     ls_func_evals = 1
             current_evals += ls_func_evals
             state["func_evals"] += ls_func_evals
 
             if n_iter == max_iter or current_evals >= max_eval or opt_cond:
                 break
-            if np.abs(d * t).max() <= tol_change:
+            if (d * t).abs().max() <= tol_change:
                 break
             if abs(loss - prev_loss) < tol_change:
                 break
 
-        state["d"] = _tensor(d)
-        state["t"] = _tensor(t)
-        state["old_dirs"] = [_tensor(v) for v in old_dirs]
-        state["old_stps"] = [_tensor(v) for v in old_stps]
-        state["ro"] = [_tensor(v) for v in ro]
-        state["H_diag"] = _tensor(H_diag)
-        state["prev_flat_grad"] = _tensor(prev_flat_grad)
-        state["prev_loss"] = prev_loss
+        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
+                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
