@@ -17,7 +17,7 @@ from . import config
 from .config import FORCE_BACKEND, STANCE
 from .backends import lookup_backend
 from .cache import FunctionCache
-from .replay import MISS, Recorder, make_plan
+from .replay import MISS, Recorder, make_plan, snapshot
 from .session import CaptureSession, current_session
 from .symbolic import plain
 
@@ -164,6 +164,7 @@ class CompiledFunction:
         recorder = Recorder() if (config.replay and explain is None and
                                   cache.replay_failures < 8) else None
         call_args = args
+        before = snapshot(self, args, kwargs) if recorder is not None else None
         with session:
             flat, names = _flat_tensors(args, kwargs, self._sig_names)
             session.bind_arguments(flat, names)
@@ -173,7 +174,7 @@ class CompiledFunction:
                 return plain(self.fn(*call_args, **kwargs))
             with recorder:
                 result = plain(self.fn(*call_args, **kwargs))
-        plan, why = make_plan(self, recorder, session, args, kwargs, result)
+        plan, why = make_plan(self, recorder, session, args, kwargs, result, before)
         cache.replay_plan = plan
         if plan is None:
             cache.replay_failures += 1

@@ -39,7 +39,10 @@ from .._core.state import STATE
 from .._core.tensor import Tensor, _version_of
 from .._core.device import _DEVICE_STACK, DEFAULT_DEVICE
 from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer, _global_optimizer_post_hooks, \
+    _global_optimizer_pre_hooks
 from .materialize import run_entry
+from .step_backward import mark_consumed
 
 __all__ = ["Recorder", "ReplayPlan", "MISS"]
 
@@ -68,7 +71,7 @@ _PURE_METHODS = frozenset(("get", "items", "keys", "values", "index", "count", "
 
 
 def _lib_dirs():
-    dirs = [_EMBER_DIR, "<frozen importlib"]
+    dirs = [_EMBER_DIR, "<frozen importlib", "<ember "]  # "<ember graph ...>": generated
     for name in ("numpy", "scipy", "ml_dtypes"):
         mod = sys.modules.get(name)
         if mod is not None and getattr(mod, "__file__", None):
@@ -83,6 +86,18 @@ def _is_ember_code(code):
     # ember's own code, the array libraries it calls, and the import machinery an ember
     # function runs (``from . import``): what they change, ember's ops see
     return code.co_filename.startswith(_LIB_DIRS)
+
+
+def _run_by_ember(frame):
+    """Whether ``frame`` runs standard-library code that ember's code called (``abc``'s
+    isinstance, ``os.environ``): what it changes is ember's, as ember's own code."""
+    f = frame
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_STDLIB_DIR) or fn.startswith("<frozen")):
+            return f is not frame and _is_ember_code(f.f_code)
+        f = f.f_back
+    return False
 
 
 def _scan(code, seen):
@@ -121,13 +136,14 @@ class Recorder:
             return
         if event == "call":
             code = frame.f_code
-            if code not in self.user_frames and not _is_ember_code(code):
+            if code not in self.user_frames and not _is_ember_code(code) and \
+                    not _run_by_ember(frame):
                 # the globals only: holding the frame would keep its locals (lazy tensors
                 # the graph would then have to produce) alive
                 self.user_frames[code] = frame.f_globals
         elif event == "c_call":
             caller = frame.f_code
-            if _is_ember_code(caller):
+            if _is_ember_code(caller) or _run_by_ember(frame):
                 return
             if arg in _PURE_BUILTINS:
                 return
@@ -159,11 +175,13 @@ class Recorder:
 
 
 def _guard_global(value):
-    """Whether a loaded global or closure value may be guarded by identity alone."""
+    """Whether a loaded global or closure value may be guarded by identity alone (modules
+    and optimizers: their state is guarded too)."""
     return value is None or isinstance(value, (types.ModuleType, types.FunctionType,
                                                types.BuiltinFunctionType, type, int, float,
                                                bool, str, bytes, complex, Tensor,
-                                               types.MethodType, _dt.dtype, Module)) \
+                                               types.MethodType, _dt.dtype, Module,
+                                               Optimizer)) \
         or callable(value) and type(value).__module__.startswith("ember")
 
 
@@ -172,24 +190,133 @@ def _state_guard():
             _DEVICE_STACK and _DEVICE_STACK[-1])
 
 
-def _module_state(mods):
-    """Everything a forward may read of these modules, by identity."""
+class Fingerprint:
+    """What a forward or an optimizer step may read of modules and optimizers, besides
+    tensor values: every attribute, parameter, buffer, submodule, param group setting
+    (lr, betas), group parameter and state value (step counters, moment buffers), by
+    identity, and the sizes of their hook dicts and containers.  Identity is stricter
+    than equality (an lr set again to an equal float is a change): a change runs the
+    Python, which may compile again, so it costs time, never correctness.  It is made
+    and compared with C-level loops: it is on every replayed call."""
+    __slots__ = ("objs", "nums")
+
+    def __init__(self, roots):
+        objs, nums = [], []
+        ext, add = objs.extend, nums.append
+        for r in roots:
+            if isinstance(r, Module):
+                for m in r.modules():
+                    d = m.__dict__
+                    ext(d.values())
+                    for k in _HOOK_DICTS:
+                        add(len(d.get(k) or ()))
+                    ps = d["_parameters"]
+                    ext(ps.values())
+                    ext([x is not None and x._requires_grad for x in ps.values()])
+                    ext(d["_buffers"].values())
+                    ext(d["_modules"].values())
+                    add(len(d))
+                continue
+            d = r.__dict__
+            ext(d.values())
+            add(len(d))
+            for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks"):
+                add(len(d.get(k) or ()))
+            for g in r.param_groups:
+                ext(g.values())
+                ext(g["params"])
+                add(len(g))
+                add(len(g["params"]))
+            state = r.state
+            add(len(state))
+            for p, st in state.items():
+                objs.append(p)
+                objs.append(st)
+                ext(st.values())
+                add(len(st))
+        if any(isinstance(r, Optimizer) for r in roots):
+            add(len(_global_optimizer_pre_hooks))
+            add(len(_global_optimizer_post_hooks))
+        self.objs = objs
+        self.nums = nums
+
+    def same(self, other):
+        a, b = self.objs, other.objs
+        return self.nums == other.nums and len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+# a module's hooks: their number is guarded (the dicts themselves stay the same objects)
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+               "_backward_pre_hooks", "_forward_hooks_with_kwargs",
+               "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called",
+               "_state_dict_hooks", "_load_state_dict_pre_hooks")
+
+
+def _optimizer_params(opts):
+    return [p for o in opts for g in o.param_groups for p in g["params"]]
+
+
+def _roots_of(compiled, args, kwargs, cells=(), global_values=()):
+    """(modules, optimizers) a call may read the state of: the compiled module, those among
+    the arguments, and those the function's globals and closure hold."""
+    mods, opts = [], []
+    seen = set()
+    cands = [compiled.module] + list(args) + list(kwargs.values()) + list(cells) + \
+        list(global_values)
+    for x in cands:
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Module):
+            mods.append(x)
+        elif isinstance(x, Optimizer):
+            opts.append(x)
+    return mods, opts
+
+
+def snapshot(compiled, args, kwargs):
+    """The state of every module and optimizer a call could reach, before the call: a plan
+    is made only when the call left it as it found it (a first optimizer step creates its
+    state; a replay would not)."""
+    fn = getattr(compiled.fn, "__func__", compiled.fn)
+    cells = []
+    for c in getattr(fn, "__closure__", None) or ():
+        try:
+            cells.append(c.cell_contents)
+        except ValueError:
+            pass
+    g = getattr(fn, "__globals__", None) or {}
+    code = getattr(fn, "__code__", None)
+    names = _code_names(code, set()) if code is not None else ()
+    glob = [g[n] for n in names if n in g]
+    mods, opts = _roots_of(compiled, args, kwargs, cells, glob)
+    state = {id(r): Fingerprint([r]) for r in mods + opts}
+    grads = {}
+    for p in _leaf_candidates(mods, opts, args, kwargs):
+        g = p.__dict__.get("_grad")
+        grads[id(p)] = (g is None, id(g))
+    return state, grads
+
+
+def _code_names(code, seen):
+    if code in seen:
+        return set()
+    seen.add(code)
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c, seen)
+    return names
+
+
+def _leaf_candidates(mods, opts, args, kwargs):
     out = []
-    for root in mods:
-        for m in root.modules():
-            d = m.__dict__
-            out.append(m.training)
-            for k, v in d.items():
-                if k in ("_parameters", "_buffers"):
-                    out.append(tuple((n, id(x), x is not None and x._requires_grad)
-                                     for n, x in v.items()))
-                elif k == "_modules":
-                    out.append(tuple((n, id(x)) for n, x in v.items()))
-                elif not k.startswith("_forward") and not k.startswith("_backward"):
-                    out.append((k, id(v)))
-                else:
-                    out.append((k, len(v) if hasattr(v, "__len__") else id(v)))
-    return tuple(out)
+    for m in mods:
+        out.extend(m.parameters())
+    out.extend(_optimizer_params(opts))
+    out.extend(x for x in _flat_args(args, kwargs)
+               if isinstance(x, Tensor) and x._requires_grad)
+    return out
 
 
 def _arg_guard(a):
@@ -207,9 +334,9 @@ def _arg_guard(a):
     if t is dict:
         inner = tuple((k, _arg_guard(v)) for k, v in a.items())
         return None if any(g is None for _, g in inner) else ("D", inner)
-    if isinstance(a, (Module, types.FunctionType, types.BuiltinFunctionType, type,
-                      _dt.dtype)) or a is Ellipsis:
-        return ("I", id(a))  # modules: their state is guarded separately
+    if isinstance(a, (Module, Optimizer, types.FunctionType, types.BuiltinFunctionType,
+                      type, _dt.dtype)) or a is Ellipsis:
+        return ("I", id(a))  # modules and optimizers: their state is guarded separately
     return None  # an object whose attributes the Python may read: not replayable
 
 
@@ -270,13 +397,12 @@ def _fetch(args, kwargs, path):
 class ReplayPlan:
     """See the module docstring."""
 
-    def __init__(self, compiled, entry, guards, module_roots, module_state, global_guards,
-                 sources, extra_inputs, writes, template, n_args, kw_names):
-        self.compiled = compiled
+    def __init__(self, entry, guards, roots, roots_state, global_guards, sources,
+                 extra_inputs, writes, template, n_args, kw_names, grads, consumed):
         self.entry = entry
         self.guards = guards
-        self.module_roots = module_roots
-        self.module_state = module_state
+        self.roots = roots                # modules and optimizers whose state is guarded
+        self.roots_state = roots_state
         self.global_guards = global_guards
         self.sources = sources
         self.extra_inputs = extra_inputs
@@ -284,6 +410,8 @@ class ReplayPlan:
         self.template = template
         self.n_args = n_args
         self.kw_names = kw_names
+        self.grad_guards, self.grad_sets = grads
+        self.consumed = consumed          # outputs whose recorded backward ran
         self.hits = 0
         # aliasing can only differ between calls with two or more tensor arguments
         self.check_aliasing = sum(g is not None and g[0] == "T" for g in guards[1]) + \
@@ -309,11 +437,12 @@ class ReplayPlan:
                 (holder.cell_contents if name is None else _ABSENT)
             if v is not ident:
                 return MISS
-        if self.module_roots and _module_state(self.module_roots) != self.module_state:
+        if self.roots is not None and not Fingerprint(self.roots).same(self.roots_state):
             return MISS
-        inputs = []
-        for kind, x in self.sources:
-            inputs.append(_fetch(args, kwargs, x) if kind == "arg" else x)
+        for src, none in self.grad_guards:
+            if (_source(src, args, kwargs).__dict__.get("_grad") is None) is not none:
+                return MISS
+        inputs = [_source(src, args, kwargs) for src in self.sources]
         inputs.extend(self.extra_inputs)
         outs = run_entry(self.entry, inputs)
         for input_pos, out_pos in self.writes:
@@ -321,8 +450,23 @@ class ReplayPlan:
             r = outs[out_pos]
             np.copyto(t._data, r._data, casting="unsafe")
             _version_of(t)[0] += 1
+        for src, pos in self.grad_sets:  # .grad as the Python left it (zero_grad, backward)
+            _source(src, args, kwargs)._grad = None if pos is None else outs[pos]
+        for pos in self.consumed:
+            mark_consumed(outs[pos])
         self.hits += 1
         return _build(self.template, outs, args, kwargs)
+
+
+def _source(src, args, kwargs):
+    """The tensor ``src`` names: an argument (by path), a fixed object (module or
+    optimizer state), or the current ``.grad`` of one of those."""
+    kind, x = src
+    if kind == "obj":
+        return x
+    if kind == "arg":
+        return _fetch(args, kwargs, x)
+    return _source(x, args, kwargs)._grad
 
 
 _ABSENT = object()
@@ -354,8 +498,9 @@ def _build(tpl, outs, args, kwargs):
     raise AssertionError(kind)
 
 
-def make_plan(compiled, recorder, session, args, kwargs, result):
-    """A ReplayPlan for the call just made, or None (with the reason in ``why``)."""
+def make_plan(compiled, recorder, session, args, kwargs, result, before):
+    """A ReplayPlan for the call just made, or None (with the reason in ``why``);
+    ``before``: the `snapshot` taken before the call."""
     if recorder.impure is not None:
         return None, recorder.impure
     if session.effects:
@@ -370,9 +515,6 @@ def make_plan(compiled, recorder, session, args, kwargs, result):
     global_guards = []
     seen = set()
     for code, frame_globals in recorder.user_frames.items():
-        if code.co_filename.startswith(_STDLIB_DIR) and code.co_name in ("__enter__",
-                                                                         "__exit__"):
-            pass
         ok, names, frees = _scan(code, seen)
         if not ok:
             return None, f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}) " \
@@ -403,28 +545,65 @@ def make_plan(compiled, recorder, session, args, kwargs, result):
     if any(g is None for g in guards[1]) or any(g is None for g in guards[2]):
         return None, "an argument that cannot be guarded"
     paths = _tensor_paths(args, kwargs)
-    roots = []
-    if compiled.module is not None:
-        roots.append(compiled.module)
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, Module):
-            roots.append(a)
+    mods, opts = _roots_of(compiled, args, kwargs,
+                           global_values=[v for _, _, v in global_guards])
+    state_before, grads_before = before
+    for r in mods + opts:
+        was = state_before.get(id(r))
+        if was is None or not Fingerprint([r]).same(was):
+            return None, f"the call changed the state of a {type(r).__name__}"
     owned = {}
-    for r in roots:
-        for t in list(r.parameters()) + list(r.buffers()):
+    for m in mods:
+        for t in list(m.parameters()) + list(m.buffers()):
             owned[id(t)] = t
+    for o in opts:
+        for p in _optimizer_params([o]):
+            owned[id(p)] = p
+        for st in o.state.values():
+            for v in st.values():
+                if isinstance(v, Tensor):
+                    owned[id(v)] = v
     for holder, name, v in global_guards:
         if isinstance(v, Tensor):
             owned[id(v)] = v
-    sources = []
-    for t in info.inputs:
+
+    def source_of(t):
         p = paths.get(id(t))
         if p is not None:
-            sources.append(("arg", p))
-        elif id(t) in owned:
-            sources.append(("obj", t))
+            return ("arg", p)
+        return ("obj", t) if id(t) in owned else None
+
+    # .grad of the leaves: guarded as None or not before; set as the call left it
+    grad_guards, grad_sets, grad_of = [], [], {}
+    done = set()
+    for t in _leaf_candidates(mods, opts, args, kwargs):
+        if id(t) in done:
+            continue
+        done.add(id(t))
+        src = source_of(t)
+        was = grads_before.get(id(t))
+        if src is None or was is None:
+            return None, "a leaf whose .grad cannot be followed"
+        was_none, was_id = was
+        grad_guards.append((src, was_none))
+        g = t.__dict__.get("_grad")
+        if g is None:
+            if not was_none:
+                grad_sets.append((src, None))
+        elif id(g) == was_id:
+            grad_of[id(g)] = ("grad", src)  # the same tensor (perhaps written in place)
         else:
-            return None, "a graph input that is neither an argument nor module state"
+            how = info.settled.get(id(g))
+            if how is None or how[0] != "out" or how[1] is None:
+                return None, "a .grad was set to a tensor the graph did not make"
+            grad_sets.append((src, how[1]))
+    sources = []
+    for t in info.inputs:
+        src = source_of(t) or grad_of.get(id(t))
+        if src is None:
+            return None, "a graph input that is neither an argument nor module or " \
+                         "optimizer state"
+        sources.append(src)
     writes = []
     for t, out_pos in info.writes:
         try:
@@ -434,9 +613,11 @@ def make_plan(compiled, recorder, session, args, kwargs, result):
     template = _template(result, info.settled, paths, 0)
     if template is None:
         return None, "the return value cannot be rebuilt"
-    plan = ReplayPlan(compiled, info.entry, guards, roots,
-                      _module_state(roots) if roots else None, global_guards, sources,
-                      info.extra_inputs, writes, template, len(args), tuple(kwargs))
+    roots = mods + opts or None
+    plan = ReplayPlan(info.entry, guards, roots, Fingerprint(roots) if roots else None,
+                      global_guards, sources, info.extra_inputs, writes, template,
+                      len(args), tuple(kwargs), (grad_guards, grad_sets),
+                      tuple(sorted(info.consumed)))
     return plan, None
 
 

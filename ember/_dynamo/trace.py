@@ -325,21 +325,13 @@ class Trace:
                         raise CannotCapture("an optimizer update of a view")
                 elif lz.view is not None:
                     raise CannotCapture("an optimizer update of a lazy view")
+        if not self.session.record_random:  # compile (export records primitives)
+            written = self._written(op, args, params)
+            if written is not None:
+                self._record_update(op, written, args, params, where)
+                return
         prev = STATE.grad_enabled
-        STATE.grad_enabled = False  # the update is not differentiable (as the fused op)
-        # the capture mode is off while it handles a call: it records the decomposition
-        mode = self.session.mode
-        outer = mode not in STATE.modes
-        if outer:
-            STATE.modes.append(mode)
-            STATE.intercept = True
-        try:
-            news = op.decomp(*args, **params)
-        finally:
-            STATE.grad_enabled = prev
-            if outer:
-                STATE.modes.remove(mode)
-                STATE.intercept = bool(STATE.modes)
+        news = self._decompose(op, args, params)
         # the decomposition may have needed a value (a graph break): write in the trace
         # that is pending now
         trace = self.session.trace
@@ -361,6 +353,59 @@ class Trace:
             finally:
                 STATE.grad_enabled = prev
             trace.assign(t, nlz.index, where)
+
+    def _decompose(self, op, args, params):
+        """``op.decomp(*args, **params)``, recorded, without autograd."""
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = False  # the update is not differentiable (as the fused op)
+        # the capture mode is off while it handles a call: it records the decomposition
+        mode = self.session.mode
+        outer = mode not in STATE.modes
+        if outer:
+            STATE.modes.append(mode)
+            STATE.intercept = True
+        try:
+            return op.decomp(*args, **params)
+        finally:
+            STATE.grad_enabled = prev
+            if outer:
+                STATE.modes.remove(mode)
+                STATE.intercept = bool(STATE.modes)
+
+    def _written(self, op, args, params):
+        """The positions of the inputs update ``op`` writes (its decomposition's entries
+        that are not None), found once per structure by recording the decomposition and
+        forgetting it again; None when that needs values."""
+        key = (op, len(args)) + tuple(
+            (k, v) for k, v in params.items()
+            if v is None or type(v) in (bool, str, int) or type(v) is float and v == 0)
+        written = _WRITTEN.get(key)
+        if written is None:
+            mark = self.checkpoint()
+            self.in_backward = True  # a value needed raises instead of running the graph
+            try:
+                news = self._decompose(op, args, params)
+                written = tuple(i for i, x in enumerate(news) if x is not None)
+            except CannotCapture:
+                return None
+            finally:
+                self.in_backward = False
+                self.rollback(mark)
+            _WRITTEN[key] = written
+        return written
+
+    def _record_update(self, op, written, args, params, where):
+        """Record update ``op`` as one functional node (`functional_update`) and rebind
+        each written input to its new value."""
+        from .functional_update import functional_update
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+        try:
+            outs = self.record(functional_update(op, written), args, params, where)
+        finally:
+            STATE.grad_enabled = prev
+        for i, o in zip(written, outs if len(written) > 1 else (outs,)):
+            self.assign(args[i], o.__dict__["_lazy"].index, where)
 
     def _meta_of(self, t):
         lz = t.__dict__.get("_lazy")
@@ -439,6 +484,8 @@ def _as_value(trace, j):
     return t
 
 
+# update op structure -> the positions of the inputs it writes (Trace._written)
+_WRITTEN = {}
 # ops that must run when called: they have effects beyond their result
 _EAGER_OPS = frozenset(("_to_device", "tensor"))
 _ = Op
