@@ -117,10 +117,10 @@ def sdpa_causal_2048_backward(lib):
 @workload("sdpa_8192", "nn")
 def sdpa_8192(lib):
     """4 x 8192 x 64 (batch x L x head dim, one head), no mask: the long-sequence case."""
-    q, k, v = (_data(lib, (4, 8192, 64), s) for s in range(3))
+    q, k, v = (_data(lib, (4, 1, 8192, 64), s) for s in range(3))
     return lambda: lib.nn.functional.scaled_dot_product_attention(q, k, v)
 
 
 @workload("sdpa_8192_backward", "nn")
 def sdpa_8192_backward(lib):
-    return _sdpa_step(lib, (4, 8192, 64), False)
+    return _sdpa_step(lib, (4, 1, 8192, 64), False)

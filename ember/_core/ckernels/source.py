@@ -15,6 +15,7 @@ not fork-safe, and DataLoader workers fork).  No -ffast-math: it would let the c
 reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
+from . import attention as _attention
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
@@ -163,4 +164,5 @@ def render():
         defs = "".join(f"#define {k} {v}\n" for k, v in names.items())
         undefs = "".join(f"#undef {k}\n" for k in names)
         parts.append(defs + ROWS.replace("_S(", f"_{suffix}(") + undefs)
+    parts.append(_attention.render())
     return "".join(parts)

@@ -3,11 +3,12 @@
 The kernel works FlashAttention style: query rows in blocks, key/value columns in
 blocks, keeping a running row maximum, row sum and output accumulator, so the extra
 memory is O(L * block) rather than the L x S score matrix.  It also returns the row
-log-sum-exp, which the derivative uses to recompute each score block on the fly
-(also block by block, in ember ops, so higher derivatives work).  Short sequences
-take one block, which is the plain fused formula; their derivative, in every mode, is one
-fused NumPy kernel, ``_flash_attention_backward``, whose five matmuls replace the
-recomputation, and whose own derivative is written in ember ops (double backward).
+log-sum-exp.  Its derivative is one fused operator, ``_flash_attention_backward``, which
+recomputes each score block from that log-sum-exp (FlashAttention-2: dq, dk, dv block by
+block, O(L * d) memory) and whose own derivative is written in ember ops (double
+backward, forward AD).  Both kernels run the compiled C of `ember._core.ckernels.attention`
+on float arrays when a C compiler is available, else the blocked NumPy below; the two
+compute the same thing.
 """
 import math
 
@@ -15,12 +16,11 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
+from ..._core.ckernels import attention as _ck
 from ..._core.op import Op
 from ..._core.tensor import Tensor, host_tensor
 from .. import _helpers as H
 from .._batching import _front_padded
-from ..creation import zeros
-from ..shape import cat
 from ._rules import front_all, outs_at_front
 
 __all__ = []
@@ -63,6 +63,10 @@ def _flash_kernel(xp, q, k, v, mask, scale, causal):
         if mask is not None and mask.dtype != np.bool_:
             mask = mask.astype(np.float32)
     cdt = q.dtype
+    if xp is np:
+        res = _ck.forward(q, k, v, mask, scale, causal)
+        if res is not None:
+            return res[0].astype(dt, copy=False), res[1]
     L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
     shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]]
     if mask is not None:
@@ -111,44 +115,73 @@ def _flash_kernel(xp, q, k, v, mask, scale, causal):
     return out.astype(dt, copy=False), lse
 
 
-def _flash_bwd_kernel(xp, q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
-    """dq, dk, dv and the score gradient (= the float mask's) of the one-block path."""
+def _flash_bwd_kernel(xp, q, k, v, mask, g_out, out, lse, g_lse, scale, causal,
+                      mask_grad=True):
+    """dq, dk, dv and the score gradient ds (= the float mask's; batch x L x 0 unless
+    ``mask_grad``), recomputing the probabilities block by block from ``lse``."""
     cdt = lse.dtype
+    if mask is not None and mask.dtype != np.bool_ and mask.dtype != cdt:
+        mask = mask.astype(cdt)
+    if xp is np:
+        res = _ck.backward(*(np.asarray(a, dtype=cdt) for a in (q, k, v)), mask, g_out, out,
+                           lse, g_lse, scale, causal, mask_grad)
+        if res is not None:
+            dq, dk, dv, ds = res
+            return dq, dk, dv, ds if mask_grad else xp.empty(lse.shape + (0,), cdt)
     # contiguous: BLAS skips operands with zero strides (the expanded grad of a .sum())
     q, k, v, g_out, out = (xp.ascontiguousarray(a, dtype=cdt) for a in (q, k, v, g_out, out))
     L, S = q.shape[-2], k.shape[-2]
-    kT = xp.swapaxes(k, -1, -2)
-    s = xp.matmul(q * xp.asarray(scale, dtype=cdt), kT)
-    if mask is not None:
-        s = xp.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask.astype(cdt)
-    if causal and S > 1:
-        s += xp.asarray(_causal_add(0, L, 0, S, cdt))
-    s -= lse[..., None]
-    p = xp.exp(s, out=s)
-    delta = (g_out * out).sum(-1) - g_lse
-    dv = xp.matmul(xp.swapaxes(p, -1, -2), g_out)
-    ds = xp.matmul(g_out, xp.swapaxes(v, -1, -2))
-    ds -= delta[..., None]
-    ds *= p
+    batch = lse.shape[:-1]
+    delta = (g_out * out).sum(-1)
+    if g_lse is not None:
+        delta = delta - g_lse
     sc = xp.asarray(scale, dtype=cdt)
-    dq = xp.matmul(ds, k) * sc
-    dk = xp.matmul(xp.swapaxes(ds, -1, -2), q) * sc
+    qs = q * sc
+    kT = xp.swapaxes(k, -1, -2)
+    dq = xp.zeros(batch + (L, q.shape[-1]), cdt)
+    dk = xp.zeros(batch + (S, k.shape[-1]), cdt)
+    dv = xp.zeros(batch + (S, v.shape[-1]), cdt)
+    ds = xp.zeros(batch + (L, S if mask_grad else 0), cdt)
+    bk = max(S, 1) if int(np.prod(batch)) * L * S <= SINGLE_BLOCK_SCORES else BLOCK_K_BACKWARD
+    for j0 in range(0, S, bk):
+        j1 = min(S, j0 + bk)
+        a = min(j0, L) if causal else 0  # causal: rows before j0 see none of these keys
+        s = xp.matmul(qs[..., a:, :], kT[..., j0:j1])
+        if mask is not None:
+            mb = _mask_block(mask, a, L, j0, j1)
+            s = xp.where(mb, s, -np.inf) if mask.dtype == np.bool_ else s + mb
+        if causal and j1 - 1 > a:
+            s += xp.asarray(_causal_add(a, L, j0, j1, cdt))
+        s -= lse[..., a:, None]
+        p = xp.exp(s, out=s)
+        go = g_out[..., a:, :]
+        dv[..., j0:j1, :] = xp.matmul(xp.swapaxes(p, -1, -2), go)
+        dsb = xp.matmul(go, xp.swapaxes(v[..., j0:j1, :], -1, -2))
+        dsb -= delta[..., a:, None]
+        dsb *= p
+        dq[..., a:, :] += xp.matmul(dsb, k[..., j0:j1, :]) * sc
+        dk[..., j0:j1, :] = xp.matmul(xp.swapaxes(dsb, -1, -2), q[..., a:, :]) * sc
+        if mask_grad:
+            ds[..., a:, j0:j1] = dsb
     return dq, dk, dv, ds
 
 
-def _flash_bwd_shape(q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
+def _flash_bwd_shape(q, k, v, mask, g_out, out, lse, g_lse, scale, causal, mask_grad=True):
     batch, dt = tuple(lse.shape[:-1]), lse.dtype
     L, S = q.shape[-2], k.shape[-2]
     return ((batch + (L, q.shape[-1]), dt), (batch + (S, k.shape[-1]), dt),
-            (batch + (S, v.shape[-1]), dt), (batch + (L, S), dt))
+            (batch + (S, v.shape[-1]), dt), (batch + (L, S if mask_grad else 0), dt))
 
 
-def _flash_bwd_vjp(ctx, grads, q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
+def _flash_bwd_vjp(ctx, grads, q, k, v, mask, g_out, out, lse, g_lse, scale, causal,
+                   mask_grad=True):
     """The derivative of the one-block backward, in ember ops (double backward, forward AD).
     With p = exp(s - lse), s = q k^T scale (+ mask), delta = rowsum(g_out out) - g_lse,
     ds = p (g_out v^T - delta), the outputs are dq = ds k scale, dk = ds^T q scale,
     dv = p^T g_out and ds; each input's cotangent follows that chain back."""
     Gq, Gk, Gv, Gs = grads
+    if not mask_grad:
+        Gs = None  # ds is empty
     need = ctx.needs_input_grad
     cdt = lse.dtype
     q, k, v, g_out, out = (t.to(cdt) for t in (q, k, v, g_out, out))
@@ -212,52 +245,11 @@ def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
     g_out, g_lse = grads
     out, lse = ctx.out
     need = ctx.needs_input_grad
-    L, S = q.shape[-2], k.shape[-2]
-    # one block: the fused backward op in every mode (its own derivative is in ember ops);
-    # longer sequences: the blocked recomputation below (memory O(L * block))
-    if lse.shape.numel() * S <= SINGLE_BLOCK_SCORES:
-        res = list(FLASH_ATTENTION_BACKWARD(q, k, v, mask, g_out, out, lse, g_lse, scale=scale,
-                                            causal=causal))
-        return tuple(_to_input_dtypes(ctx.in_meta, [r if n else None
-                                                     for r, n in zip(res, need)]))
-    cdt = lse.dtype
-    if q.dtype != cdt:  # half inputs: the derivative is computed in float32 too
-        q, k, v, g_out, out = (t.to(cdt) for t in (q, k, v, g_out, out))
-        if mask is not None and mask.dtype.is_floating_point:
-            mask = mask.to(cdt)
-    delta = (g_out * out).sum(-1) - g_lse
-    batch = lse.shape[:-1]
-    bk = S if batch.numel() * L * S <= SINGLE_BLOCK_SCORES else BLOCK_K_BACKWARD
-    bk = max(bk, 1)
-    dq = None
-    dks, dvs, dms = [], [], []
-    bool_mask = mask is not None and mask.dtype.is_floating_point is False
-    for j0 in range(0, S, bk):
-        j1 = min(S, j0 + bk)
-        a = min(j0, L) if causal else 0
-        qs, go, kj, vj = q[..., a:, :], g_out[..., a:, :], k[..., j0:j1, :], v[..., j0:j1, :]
-        s = qs.matmul(kj.transpose(-1, -2)) * scale
-        if mask is not None:
-            mb = _mask_block(mask, a, L, j0, j1)
-            s = s.masked_fill(mb.logical_not(), -math.inf) if bool_mask else s + mb
-        if causal and j1 - 1 > a:
-            s = s + host_tensor(_causal_add(a, L, j0, j1, s.dtype.np), s)
-        p = (s - lse[..., a:].unsqueeze(-1)).exp()
-        dvs.append(p.transpose(-1, -2).matmul(go))
-        ds = p * (go.matmul(vj.transpose(-1, -2)) - delta[..., a:].unsqueeze(-1))
-        if need[0]:
-            c = ds.matmul(kj) * scale
-            if a:
-                c = cat([zeros(c.shape[:-2] + (a, c.shape[-1]), dtype=c.dtype), c], -2)
-            dq = c if dq is None else dq + c
-        dks.append(ds.transpose(-1, -2).matmul(qs) * scale)
-        if need[3]:
-            dms.append(ds)
-    odt = ctx.in_meta
-    dv = cat(dvs, -2) if need[2] and dvs else None
-    dk = cat(dks, -2) if need[1] and dks else None
-    dm = cat(dms, -1) if need[3] and dms else None
-    return tuple(_to_input_dtypes(odt, [dq, dk, dv, dm]))
+    # one fused operator in every mode (its own derivative is in ember ops); the score
+    # gradient (L x S) only when a float mask wants its gradient
+    res = list(FLASH_ATTENTION_BACKWARD(q, k, v, mask, g_out, out, lse, g_lse, scale=scale,
+                                        causal=causal, mask_grad=bool(need[3])))
+    return tuple(_to_input_dtypes(ctx.in_meta, [r if n else None for r, n in zip(res, need)]))
 
 
 def _to_input_dtypes(in_meta, res):
