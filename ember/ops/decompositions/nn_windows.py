@@ -280,7 +280,8 @@ def _swap(t):
 
 
 @decomposes("_flash_attention_backward")
-def _flash_attention_backward(q, k, v, mask, g_out, out, lse, g_lse, scale, causal):
+def _flash_attention_backward(q, k, v, mask, g_out, out, lse, g_lse, scale, causal,
+                              mask_grad=True):
     cdt = lse.dtype
     q, k, v, g_out, out = (cast(t, cdt) for t in (q, k, v, g_out, out))
     s = _scores(q, k, mask, scale, causal, cdt)
@@ -294,6 +295,8 @@ def _flash_attention_backward(q, k, v, mask, g_out, out, lse, g_lse, scale, caus
                                                                   (1,))), p)
     dq = prim.mul(prim.matmul(ds, k), scale)
     dk = prim.mul(prim.matmul(_swap(ds), q), scale)
+    if not mask_grad:  # the op's score gradient is empty then
+        ds = full(tuple(lse.shape) + (0,), 0, cdt)
     return dq, dk, dv, ds
 
 
