@@ -7,6 +7,7 @@ unless an override type is alive (``SHARED.overrides``); the dispatcher raises
 `NeedsOverride` when it meets one anyway.
 """
 import functools
+import threading
 
 from .errors import NUMPY_ERRORS, translate
 from .state import SHARED
@@ -15,7 +16,7 @@ from .tensor import Tensor
 __all__ = ["NeedsOverride", "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "register_override_type",
            "unregister_override_type", "handle_override", "overridable", "routes_overrides",
            "route_tensor_methods", "DisableTorchFunctionSubclass", "DisableTorchFunction",
-           "default_torch_function"]
+           "default_torch_function", "FUNCTION_MODES"]
 
 SUBCLASS_OVERRIDES = set()  # Tensor subclasses defining __ember_function__
 
@@ -54,6 +55,15 @@ def unregister_override_type(cls):
             SHARED.overrides -= 1
 
 
+def _override_of(t):
+    """The override of type ``t``: ``__ember_function__``, or torch's ``__torch_function__``
+    on a tensor-like that is not a Tensor (Tensor subclasses alias theirs when created)."""
+    f = getattr(t, "__ember_function__", None)
+    if f is None and not issubclass(t, Tensor):
+        f = getattr(t, "__torch_function__", None)
+    return f
+
+
 def _collect_overrides(a, found):
     if isinstance(a, (list, tuple)):
         for x in a:
@@ -64,7 +74,7 @@ def _collect_overrides(a, found):
             _collect_overrides(x, found)
         return
     t = type(a)
-    if getattr(t, "__ember_function__", None) is not None and t not in found and \
+    if _override_of(t) is not None and t not in found and \
             (not isinstance(a, Tensor) or t in SUBCLASS_OVERRIDES):
         # torch's order: a subclass is asked before its parents
         for i, f in enumerate(found):
@@ -84,12 +94,51 @@ def _override_types(args, kwargs):
     return found
 
 
+class _FunctionModes(threading.local):
+    """This thread's function modes (torch's ``TorchFunctionMode`` stack, `ember.overrides`):
+    while one is active every public call reaches the top mode first, and ``SHARED.overrides``
+    is raised so that public functions look.  ``skip``: the next override check answers
+    no (`ember.overrides.redispatch_function`)."""
+
+    def __init__(self):
+        self.stack = []
+        self.skip = False
+
+
+FUNCTION_MODES = _FunctionModes()
+
+
+def _run_skipping(public, args, kwargs):
+    """``public`` with the override of this one call skipped; calls inside still see them."""
+    impl = getattr(public, "__wrapped_impl__", None)
+    if impl is not None:
+        try:
+            return impl(*args, **kwargs)
+        except NeedsOverride:  # the composite met the override in an op it applies itself
+            pass
+    with DisableTorchFunction():
+        return (impl or public)(*args, **kwargs)
+
+
 def handle_override(public, args, kwargs):
-    """Call the ``__ember_function__`` of the override types among ``args``/``kwargs``
-    with ``public`` as ``func`` (the first that does not return NotImplemented wins)."""
+    """Call the top function mode, then the ``__ember_function__`` of the override types
+    among ``args``/``kwargs``, with ``public`` as ``func`` (the first that does not return
+    NotImplemented wins).  A mode's handler runs under the modes below it."""
+    if FUNCTION_MODES.skip:
+        FUNCTION_MODES.skip = False
+        return _run_skipping(public, args, kwargs)
     types = _override_types(args, kwargs)
+    stack = FUNCTION_MODES.stack
+    if stack:
+        mode = stack.pop()
+        try:
+            r = mode.__torch_function__(public, tuple(types), args, kwargs)
+        finally:
+            stack.append(mode)
+        if r is not NotImplemented:
+            return r
     for t in types:
-        r = t.__ember_function__(public, tuple(types), args, kwargs)
+        r = _override_of(t)(public, tuple(types), args, kwargs)
         if r is not NotImplemented:
             return r
     raise TypeError(f"no implementation found for '{getattr(public, '__qualname__', public)}' on "
@@ -109,7 +158,8 @@ def overridable(fn, name=None):
 
     @functools.wraps(fn)
     def public(*args, **kwargs):
-        if SHARED.overrides and _override_types(args, kwargs):
+        if SHARED.overrides and (FUNCTION_MODES.stack or FUNCTION_MODES.skip or
+                                 _override_types(args, kwargs)):
             return handle_override(public, args, kwargs)
         try:
             return fn(*args, **kwargs)
@@ -186,8 +236,17 @@ class DisableTorchFunctionSubclass:
 
 
 class DisableTorchFunction(DisableTorchFunctionSubclass):
-    """Like `DisableTorchFunctionSubclass`, for every tensor-like's override too."""
+    """Like `DisableTorchFunctionSubclass`, for every tensor-like's override and the
+    function modes too."""
     _sets = (SUBCLASS_OVERRIDES, OVERRIDE_TYPES)
+
+    def __enter__(self):
+        self._modes, FUNCTION_MODES.stack = FUNCTION_MODES.stack, []
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        FUNCTION_MODES.stack = self._modes
+        super().__exit__(*exc)
 
 
 def _convert(r, cls):

@@ -12,6 +12,7 @@ from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_inplace,
                               handle_override, overridable, routes_overrides, write_out)
+from .._core.overrides import FUNCTION_MODES
 from .._core.op import Op
 from .._core.device import XP_BY_ARRAY_TYPE as _ARRAY_TYPES
 from .._core.tensor import Tensor, host_tensor, wrap
@@ -373,9 +374,10 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None, tensors=0)
 
 
 def _own_override(self, fn, args):
-    """An operator on a Tensor subclass with an override routes to it; with another
-    override-capable operand, Python asks that operand's reflected method instead."""
-    if SUBCLASS_OVERRIDES and type(self) in SUBCLASS_OVERRIDES:
+    """An operator on a Tensor subclass with an override (or under a function mode) routes
+    to it; with another override-capable operand, Python asks that operand's reflected
+    method instead."""
+    if FUNCTION_MODES.stack or SUBCLASS_OVERRIDES and type(self) in SUBCLASS_OVERRIDES:
         return handle_override(fn, args, {})
     return NotImplemented
 
@@ -385,7 +387,8 @@ def _def_magic(op, magic, reflected):
         try:
             return apply(op, (self, other), _E)
         except NeedsOverride:
-            return _own_override(self, fwd, (self, other))
+            # overrides see ``Tensor.mul`` for ``a * b``, as torch's do
+            return _own_override(self, getattr(Tensor, magic, fwd), (self, other))
         except TypeError:
             if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
                 raise
@@ -396,8 +399,9 @@ def _def_magic(op, magic, reflected):
         def rev(self, other):
             try:
                 return apply(op, (other, self), _E)
-            except NeedsOverride:
-                return _own_override(self, rev, (self, other))
+            except NeedsOverride:  # 2 * a is Tensor.mul(a, 2) to overrides, as in torch
+                return _own_override(self, getattr(Tensor, magic) if magic in ("add", "mul")
+                                     else rev, (self, other))
             except TypeError:
                 if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
                     raise
