@@ -55,6 +55,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E4
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 from ._core.threads import get_num_threads, set_num_threads  # noqa: E402
+from .ops.nn.conv_ops import convolution  # noqa: E402  (torch.convolution, ATen's)
 
 # functions torch also exposes at top level (torch.relu, torch.conv2d, ...)
 _TOP_LEVEL_NN = (

@@ -28,7 +28,8 @@ __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "get_auto
 # ember operator name -> policy; torch's CPU lists mapped onto ember's operators
 LOWER = frozenset({
     "matmul", "addmm", "linear", "einsum",  # mm/bmm/baddbmm/addbmm/linalg_vecdot/linear
-    "_from_cbl",                            # convolution's bias epilogue (conv1d/2d/3d)
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "convolution",
     "_flash_attention",                     # scaled_dot_product_attention
 })
 FP32 = frozenset({

@@ -6,12 +6,11 @@ ops, one output of a flat tuple; see ``ember.export``) is lowered in a copy, in 
 1. sizes: the ``sym_size``/arithmetic nodes of an exported graph become SymInts in the op
    params again, and each op's metadata is recomputed with its shape rule, so every size
    that varies is symbolic (`_unlift_sizes`, `_propagate_metas`);
-2. fusion: a convolution's im2col/matmul/_from_cbl chain becomes one node (`_fusion`);
-3. decomposition: an op with no ONNX lowering is replaced by its decomposition into
+2. decomposition: an op with no ONNX lowering is replaced by its decomposition into
    primitives (`ember._inductor.passes.decompose_symbolic`, the rewrite the compiler uses,
    which keeps symbolic sizes symbolic);
-4. constant folding: what depends on weights only is computed now (`_fold`);
-5. lowering: the nodes the user outputs need, one by one, through the table of
+3. constant folding: what depends on weights only is computed now (`_fold`);
+4. lowering: the nodes the user outputs need, one by one, through the table of
    `_registry.LOWERINGS` (ops with an ONNX counterpart -- matmul, linear, softmax, the norm
    statistics, LSTM/GRU cells, attention, pooling -- stay one or a few ONNX nodes).  An op
    that neither lowers nor decomposes fails with `UnsupportedOperatorError` naming it and
@@ -30,8 +29,6 @@ from . import (_control_flow, _ops_elementwise, _ops_indexing, _ops_nn,  # noqa:
                _ops_special, _ops_tensor)  # (register their lowerings)
 from ._builder import Builder, Value, onnx_dtype
 from ._fold import fold_constants, needed_nodes
-from ._fusion import conv as _fused_conv
-from ._fusion import fuse_convolutions
 from ._registry import LOWERINGS, LoweringContext
 from ._unsupported import reason_of
 from .errors import OnnxExporterError, UnsupportedOperatorError
@@ -113,7 +110,6 @@ def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_gra
     inputs = [GraphInput(val_map[i.node], i.name, i.array, i.dim_names) for i in inputs]
     _unlift_sizes(graph)
     _propagate_metas(graph)
-    fuse_convolutions(graph)
     decompose_unlowered(graph)
     b = Builder(opset)
     env = {}
@@ -288,7 +284,6 @@ def inline_subgraph(b, subgraph, values, sizes, opset):
             graph.erase_node(node)
     _unlift_sizes(graph)
     _propagate_metas(graph)
-    fuse_convolutions(graph)
     decompose_unlowered(graph)
     out_node = graph.output_node()
     for node in graph.nodes:
@@ -338,9 +333,6 @@ def _lower_node(b, env, node, opset):
     if target is operator.getitem:
         src = env[node.args[0]]
         env[node] = src[node.args[1]]
-        return
-    if target is _fused_conv:
-        _lower_with(b, env, node, LOWERINGS[_fused_conv], "conv", opset)
         return
     if not isinstance(target, Op):
         if getattr(target, "__name__", "") == "set_grad_enabled":

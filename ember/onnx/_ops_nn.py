@@ -1,7 +1,7 @@
 """ONNX lowerings of the common composites, kept whole because ONNX has an operator for them
 (or a short chain): linear/addmm -> Gemm or MatMul, softmax, the normalisation statistics
--> LayerNormalization, pooling, the LSTM/GRU cell arithmetic, attention, and convolution's
-im2col/_from_cbl chain.  Every other composite is decomposed into primitives first (see
+-> LayerNormalization, pooling, the LSTM/GRU cell arithmetic, attention, and ``convolution`` (the ``conv*`` ops
+decompose into it).  Every other composite is decomposed into primitives first (see
 `_convert`).
 """
 import numpy as np
@@ -120,6 +120,21 @@ def _normalize(b, ctx, x, dims, eps):
 
 # ---- convolution and pooling ------------------------------------------------------------------
 
+@lowers("convolution")
+def _convolution(b, ctx, x, w, bias, stride, padding, dilation, transposed, output_padding,
+                 groups):
+    """One ONNX Conv, or ConvTranspose (same weight layout as ember's, (C_in, C_out/g, *k))."""
+    dt = ctx.out.dtype
+    inputs = [b.cast(x, dt), b.cast(w, dt)] + ([] if bias is None else [b.cast(bias, dt)])
+    attrs = dict(group=int(groups), kernel_shape=[int(k) for k in w.shape[2:]],
+                 strides=[int(s) for s in stride], dilations=[int(d) for d in dilation],
+                 pads=[int(p) for p in padding] * 2)
+    if transposed:
+        return b.op("ConvTranspose", inputs, output_padding=[int(p) for p in output_padding],
+                    **attrs)
+    return b.op("Conv", inputs, **attrs)
+
+
 @lowers("im2col")
 def _im2col(b, ctx, x, ks, dilation, pad, stride):
     """Windows of x (B, C, *L) as columns (C, *ks, B, *Lo): a depthwise convolution whose
@@ -139,18 +154,6 @@ def _im2col(b, ctx, x, ks, dilation, pad, stride):
     y = b.op("Reshape", [y, ints(b, split)])
     perm = [1] + list(range(2, 2 + n)) + [0] + list(range(2 + n, 2 + 2 * n))
     return b.op("Transpose", [y], perm=perm)
-
-
-@lowers("_from_cbl")
-def _from_cbl(b, ctx, y, bias, shape):
-    """The matmul result (C, B*L) as (B, C, *L), plus the per-channel bias."""
-    shape = tuple(shape)
-    B, C = shape[0], shape[1]
-    v = b.op("Reshape", [y, ints(b, (C, B, -1))])
-    v = b.op("Transpose", [v], perm=[1, 0, 2])
-    if bias is not None:
-        v = b.op("Add", [v, b.op("Unsqueeze", [b.cast(bias, y.dtype), _axes_const(b, [1])])])
-    return b.op("Reshape", [v, ints(b, shape)])
 
 
 @lowers("max_pool")

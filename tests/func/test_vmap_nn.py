@@ -113,8 +113,7 @@ def test_conv_per_example_weights_matches_loop(name, xs, ws, kw):
 
 @pytest.mark.parametrize("name,xs,ws,kw", list(_conv_cases()))
 def test_conv_vmap_grad_matches_loop(name, xs, ws, kw):
-    """Per-example gradients of input and weight: im2col, col2im, _from_cbl and matmul
-    backward under vmap."""
+    """Per-example gradients of input and weight: convolution_backward under vmap."""
     op = getattr(F, name)
     ct = ember.from_numpy(arr((1,), 5))
 

@@ -58,6 +58,21 @@ def _conv_t(n):
     return gen
 
 
+def _convolution(dtype, rng):
+    """ATen's convolution, every argument given (geometry as tuples: a list argument is a
+    list of tensors to the database): plain 1-d/2-d, transposed 2-d/3-d."""
+    yield SampleInput((make((2, 4, 7), dtype, rng), make((6, 2, 3), dtype, rng),
+                       make((6,), dtype, rng), (2,), (1,), (1,), False, (0,), 2), name="1d-groups")
+    yield SampleInput((make((1, 2, 6, 5), dtype, rng), make((3, 2, 2, 3), dtype, rng), None,
+                       (1, 2), (0, 1), (2, 1), False, (0, 0), 1), name="2d-dilation")
+    yield SampleInput((make((2, 4, 3, 4), dtype, rng), make((4, 3, 3, 2), dtype, rng),
+                       make((6,), dtype, rng), (2, 2), (1, 0), (1, 1), True, (1, 0), 2),
+                      name="transposed-2d")
+    yield SampleInput((make((1, 2, 3, 2, 3), dtype, rng), make((2, 2, 2, 2, 2), dtype, rng),
+                       None, (1, 2, 1), (0, 0, 1), (1, 1, 1), True, (0, 1, 0), 1),
+                      name="transposed-3d")
+
+
 CONV_ERRORS = _err((((1, 3, 5, 5), (2, 4, 3, 3)), {}, RuntimeError),
                    (((1, 4, 5, 5), (2, 4, 3, 3)), {"stride": 0}, RuntimeError),
                    (((1, 4, 2, 2), (2, 4, 3, 3)), {}, RuntimeError),
@@ -143,6 +158,11 @@ def _batch_norm(dtype, rng):
                        make((3,), dtype, rng)), {"training": True}, name="train-affine")
     yield SampleInput((make((5, 2), dtype, rng), None, None), {"training": True, "eps": 1e-3},
                       name="train-2d")
+    # training with running statistics: they are updated in place (not differentiated)
+    yield SampleInput((make((4, 3, 2), dtype, rng), make((3,), dtype, rng),
+                       make((3,), dtype, rng, low=0.5, high=2), make((3,), dtype, rng),
+                       make((3,), dtype, rng)), {"training": True, "momentum": 0.2},
+                      name="train-running", grad_args=(0, 3, 4))
     # the running statistics are buffers, never differentiated
     yield SampleInput((make((4, 3, 2), dtype, rng), make((3,), dtype, rng),
                        make((3,), dtype, rng, low=0.5, high=2)), name="eval", grad_args=(0,))
@@ -272,6 +292,7 @@ OPS = [
              **TOL) for n in (1, 2, 3)],
     *[OpInfo(f"nn.functional.conv_transpose{n}d", samples=_conv_t(n), **TOL)
       for n in (1, 2, 3)],
+    OpInfo("convolution", samples=_convolution, **TOL),
     *[OpInfo(f"nn.functional.max_pool{n}d", samples=_pool(n, **MAX_KW),
              errors=POOL_ERRORS if n == 2 else None) for n in (1, 2, 3)],
     *[OpInfo(f"nn.functional.max_pool{n}d_with_indices", samples=_pool(n, **MAX_KW))

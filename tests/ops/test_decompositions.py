@@ -336,12 +336,17 @@ DECOMPOSED = sorted(n for n in CALLS if n in REGISTRY and not is_primitive(n) an
 
 
 class PrimitiveOnly(DispatchMode):
-    """Records every operator a decomposition calls."""
+    """Records every operator a decomposition calls; a decomposition may call another
+    decomposed operator (conv2d calls convolution, as in torch), which is expanded in turn,
+    as the compiler's decompose pass does."""
 
     def __init__(self):
         self.names = []
 
     def __ember_dispatch__(self, op, args, kwargs):
+        fn = None if hasattr(op, "base") or is_primitive(op) else D.decomposition_of(op.name)
+        if fn is not None:
+            return fn(*args, **kwargs)
         self.names.append(op.name)
         return op(*args, **kwargs)
 

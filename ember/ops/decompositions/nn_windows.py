@@ -97,15 +97,113 @@ def _col2im(cols, in_spatial, ks, dilation, pad, stride):
     return _back(r, back)
 
 
-@decomposes("_from_cbl")
-def _from_cbl(y, bias, shape):
-    B, C = shape[:2]
-    a = prim.permute(reshape(y, (C, B, numel(shape[2:]))), dims=(1, 0, 2))
-    if bias is not None:
-        a = prim.add(a, reshape(cast(bias, y.dtype), (C, 1)))
+# The vmap/export batch B is kept a dim of its own in every reshape below (never merged with
+# the positions): a graph generalised over a symbolic batch then needs no size products.
+
+@decomposes("convolution")
+def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+    """im2col and one matmul per (batch, group); transposed: the matmul's columns summed
+    back by col2im (the adjoint of im2col)."""
+    ks = tuple(w.shape[2:])
+    n = len(ks)
+    pad = tuple((p, p) for p in padding)
+    geo = {"ks": ks, "dilation": tuple(dilation), "pad": pad, "stride": tuple(stride)}
+    B, C = x.shape[:2]
+    G, K = groups, numel(ks)
+    if not transposed:
+        O = w.shape[0]
+        lo = _conv_outs(tuple(x.shape[2:]), ks, dilation, pad, stride)
+        cols = _batch_first_columns(prim.im2col(x, **geo), G)       # (B, G, Cg*K, L)
+        y = prim.matmul(reshape(w, (G, O // G, (C // G) * K)), cols)
+        out = reshape(y, (B, O) + lo)
+        cout = O
     else:
-        a = prim._to_copy(a, dtype=y.dtype.np)
-    return reshape(a, shape)
+        L = tuple(x.shape[2:])
+        cout = w.shape[1] * G
+        out_sp = tuple((l - 1) * s - 2 * p + d * (k - 1) + op + 1 for l, s, p, d, k, op in
+                       zip(L, stride, padding, dilation, ks, output_padding))
+        wT = prim.permute(reshape(w, (G, C // G, (cout // G) * K)), dims=(0, 2, 1))
+        cols = prim.matmul(wT, reshape(x, (B, G, C // G, numel(L))))  # (B, G, Coutg*K, L)
+        cols = _columns_batch_inside(reshape(cols, (B, cout) + ks + L), n)
+        out = prim.col2im(cols, in_spatial=out_sp, **geo)
+    if b is None:
+        return out
+    return prim.add(out, reshape(cast(b, out.dtype), (cout,) + (1,) * n))
+
+
+def _batch_first_columns(cols, groups):
+    """im2col's (C, *ks, B, *lo) as (B, groups, C/groups * K, L)."""
+    n = (cols.ndim - 2) // 2
+    C, B = cols.shape[0], cols.shape[1 + n]
+    CK, L = numel(cols.shape[:1 + n]), numel(cols.shape[2 + n:])
+    return prim.permute(reshape(cols, (groups, CK // groups, B, L)), dims=(2, 0, 1, 3))
+
+
+def _columns_batch_inside(cols, n):
+    """(B, C, *ks, *lo) -> im2col's layout (C, *ks, B, *lo)."""
+    return prim.permute(cols, dims=(1,) + tuple(range(2, 2 + n)) + (0,) +
+                        tuple(range(2 + n, 2 + 2 * n)))
+
+
+@decomposes("convolution_backward")
+def _convolution_backward(gy, x, w, bias_sizes, stride, padding, dilation, transposed,
+                          output_padding, groups, output_mask):
+    """The adjoints of `_convolution`'s products: the input gradient goes back through
+    col2im (plain) or is a plain convolution's matmul (transposed); the weight gradient is
+    a matmul of the output gradient with the columns of the other operand, summed over
+    the batch."""
+    ks = tuple(w.shape[2:])
+    n = len(ks)
+    pad = tuple((p, p) for p in padding)
+    geo = {"ks": ks, "dilation": tuple(dilation), "pad": pad, "stride": tuple(stride)}
+    B, C = x.shape[:2]
+    G, K, L = groups, numel(ks), tuple(x.shape[2:])
+    gx = gw = gb = full((0,), 0, x.dtype)
+    if not transposed:
+        O = w.shape[0]
+        g4 = reshape(gy, (B, G, O // G, numel(gy.shape[2:])))
+        if output_mask[0]:
+            wT = prim.permute(reshape(w, (G, O // G, (C // G) * K)), dims=(0, 2, 1))
+            gcols = reshape(prim.matmul(wT, g4), (B, C) + ks + tuple(gy.shape[2:]))
+            gx = prim.col2im(_columns_batch_inside(gcols, n), in_spatial=L, **geo)
+        if output_mask[1]:
+            cols = _batch_first_columns(prim.im2col(x, **geo), G)
+            gw = _batch_sum(prim.matmul(g4, prim.permute(cols, dims=(0, 1, 3, 2))), w.shape)
+    else:
+        cout = gy.shape[1]
+        cols = prim.im2col(gy, **geo)                                 # (Cout, *ks, B, *lo)
+        if tuple(cols.shape[2 + n:]) != L:  # output_padding past the stride
+            cols = prim.slice(cols, key=((None, None, None),) * (2 + n) + tuple(
+                (0, l, 1) for l in L))
+        cols = _batch_first_columns(cols, G)                          # (B, G, Coutg*K, L)
+        if output_mask[0]:
+            y = prim.matmul(reshape(w, (G, C // G, (cout // G) * K)), cols)
+            gx = reshape(y, (B, C) + L)
+        if output_mask[1]:
+            x4 = reshape(x, (B, G, C // G, numel(L)))
+            gw = _batch_sum(prim.matmul(x4, prim.permute(cols, dims=(0, 1, 3, 2))), w.shape)
+    if output_mask[2]:
+        gb = prim.sum(gy, dims=(0,) + tuple(range(2, gy.ndim)), keepdim=False)
+    return gx, gw, gb
+
+
+def _batch_sum(per_example, shape):
+    """(B, G, a, b) per-example weight gradients summed over the batch, as ``shape``."""
+    return reshape(prim.sum(per_example, dims=(0,), keepdim=False), tuple(shape))
+
+
+def _conv_nd(name):
+    def decomp(*args, **params):
+        # torch's argument handling lives with the op (unbatched input, 'same' padding)
+        from ..nn.conv_nd import RULES
+        return RULES[name].decomp(*args, **params)
+    decomp.__name__ = f"_{name}"
+    return decomp
+
+
+for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d"):
+    decomposes(_name)(_conv_nd(_name))
 
 
 # ---- padding's adjoint ---------------------------------------------------------------------------

@@ -1,25 +1,22 @@
-"""The primitives behind convolution, unfold/fold and padding.
+"""The window operators behind unfold/fold, pooling and convolution's decomposition, and
+padding.
 
-Convolution is im2col + one BLAS matmul per call (groups batched).  Three
-primitives carry it: ``im2col`` (sliding windows copied into a (C, *k, B, *L)
-column buffer), its adjoint ``col2im`` (windows summed back), and ``_from_cbl``
-(matmul result (C, B*L) back to (B, C, *L) plus bias, contiguous).  Each vjp is
-the adjoint primitive, so conv gradients are themselves convolutions in ember
-ops (transposed conv for the input, correlation for the weight) and double
-backward works.  ``pad`` is a primitive too; its vjp folds the padded border back
-(``pad_backward``), whose vjp is ``pad`` again.
+``im2col`` copies sliding windows into a (C, *k, B, *L) column buffer and ``col2im``, its
+adjoint, sums windows back; each one's vjp is the other.  unfold/fold are these two, and
+``convolution``'s decomposition (what compile and export lower; see `conv_ops` for the
+eager operator) is im2col, a matmul and, for transposed convolution, col2im.  ``pad`` is
+a primitive; its vjp folds the padded border back (``pad_backward``), whose vjp is ``pad``
+again.
 
-Batching: the vmap batch folds into the conv batch B (im2col's output then carries
-it next to B, where col2im and ``_from_cbl`` take it back), so a vmapped conv is the
-same single matmul with a wider N; per-example weights make that matmul batched.
+Batching: the vmap batch folds into the window batch B (im2col's output then carries it
+next to B, where col2im takes it back).
 """
 import itertools
 
 import numpy as np
 
 from ..._core.op import Op
-from ..._core.tensor import Tensor
-from .._batching import _batched_front, _move_to_front
+from .._batching import _move_to_front
 from .._helpers import _F32, _HALF, apply
 
 __all__ = []
@@ -132,58 +129,6 @@ def col2im(cols, in_spatial, ks, dilation, pad, stride):
     """Adjoint of `im2col`: columns (C, *ks, B, *Lo) summed back into (B, C, *in_spatial)."""
     return apply(COL2IM, (cols,), {"in_spatial": tuple(in_spatial), "ks": ks,
                                    "dilation": dilation, "pad": pad, "stride": stride})
-
-
-# ---- (C, B*L) <-> (B, C, *L) with bias ---------------------------------------------------
-
-def _from_cbl_kernel(xp, y, bias, shape):
-    B, C = shape[:2]
-    a = y.reshape(C, B, _prod(shape[2:]))  # explicit: -1 is ambiguous for an empty batch
-    out = xp.empty(shape, dtype=y.dtype)
-    o3 = out.reshape(B, C, a.shape[2])
-    if bias is None:
-        o3[...] = a.transpose(1, 0, 2)
-    else:
-        xp.add(a.transpose(1, 0, 2), bias.astype(y.dtype, copy=False)[:, None], out=o3)
-    return out
-
-
-def _from_cbl_vjp(ctx, g, y, bias, shape):
-    ny, nb = ctx.needs_input_grad
-    gy = gb = None
-    if ny:
-        gy = g.reshape(shape[0], shape[1], _prod(shape[2:])).transpose(0, 1).reshape(
-            ctx.in_meta[0][0])
-    if nb:
-        gb = g.sum((0,) + tuple(range(2, len(shape))))
-    return gy, gb
-
-
-def _from_cbl_batch(op, args, bdims, params, batch_size):
-    """y (C, B*L) per example: the vmap batch joins B, as (C, V*B*L); a per-example bias is
-    added afterwards."""
-    y, bias = args
-    shape = tuple(params["shape"])
-    C, N = shape[1], shape[0] * _prod(shape[2:])
-    yb = _batched_front(y, bdims[0], batch_size).reshape(batch_size, C, N).transpose(0, 1)
-    new = (batch_size * shape[0],) + shape[1:]
-    per_example_bias = isinstance(bias, Tensor) and bdims[1] is not None
-    out = op(yb.reshape(C, batch_size * N), None if per_example_bias else bias, shape=new)
-    out = out.reshape((batch_size,) + shape)
-    if per_example_bias:
-        b = _move_to_front(bias, bdims[1])
-        out = out + b.reshape((batch_size, 1, C) + (1,) * (len(shape) - 2))
-    return out, 0
-
-
-FROM_CBL = Op("_from_cbl", _from_cbl_kernel, _from_cbl_vjp, save_inputs=False, category="nn",
-              shape=lambda y, b, shape: (shape, y.dtype), batch=_from_cbl_batch)
-
-
-def from_cbl(y, bias, shape):
-    """The matmul result ``y`` (C, B*prod(L)) as a contiguous (B, C, *L) ``shape``, plus
-    ``bias`` (C,) or None."""
-    return apply(FROM_CBL, (y, bias), {"shape": tuple(shape)})
 
 
 # ---- pad ---------------------------------------------------------------------------------
@@ -306,17 +251,8 @@ def _linear_jvp(op):
     return jvp
 
 
-def _from_cbl_jvp(out, ts, y, bias, shape):
-    ty, tb = ts
-    if ty is None:
-        from ..creation import zeros_like
-        ty = zeros_like(y)
-    return apply(FROM_CBL, (ty, tb), {"shape": shape})
-
-
 for _op in (IM2COL, COL2IM, PAD):
     _op.jvp = _linear_jvp(_op)
-FROM_CBL.jvp = _from_cbl_jvp
 
 from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
 
