@@ -20,25 +20,34 @@ _MADE = {}
 class FunctionalUpdate(Op):
     """``update`` (a fused in-place optimizer op) returning the new values of its inputs
     at positions ``written``."""
-    __slots__ = ("update", "written")
+    __slots__ = ("update", "written", "ident")
 
     def __reduce__(self):
-        return (functional_update, (self.update, self.written))
+        return (functional_update, self.ident)
 
 
-def functional_update(update, written):
-    """The functional node of ``update`` for inputs ``written`` (made once per pair)."""
+def functional_update(update, written, n_tensors, number_keys=()):
+    """The functional node of ``update`` for inputs ``written``, called with its
+    ``n_tensors`` tensors and then the values of the settings ``number_keys`` (Python
+    numbers, such as the learning rate, passed as inputs rather than params so that a
+    value that varies becomes a graph input instead of a recompile); made once."""
     written = tuple(written)
-    f = _MADE.get((update, written))
+    ident = (update, written, n_tensors, tuple(number_keys))
+    f = _MADE.get(ident)
     if f is not None:
         return f
     f = object.__new__(FunctionalUpdate)  # not Op.__init__: no registry entry of its own
-    f.update, f.written = update, written
+    f.update, f.written, f.ident = update, written, ident
     f.name = update.name + "_functional"
     f.doc = f"{update.name}, returning the new values of the inputs it writes"
 
+    def split(args, params):
+        params = dict(params)
+        params.update(zip(number_keys, args[n_tensors:]))
+        return list(args[:n_tensors]), params
+
     def kernel(xp, *arrays, **params):
-        arrays = list(arrays)
+        arrays, params = split(arrays, params)
         for i in written:
             arrays[i] = arrays[i].copy()
         update.kernel(xp, *arrays, **params)
@@ -49,6 +58,7 @@ def functional_update(update, written):
 
     def decomp(*args, **params):
         from ..ops.decompositions._util import cast
+        args, params = split(args, params)
         news = update.decomp(*args, **params)
         return one(tuple(cast(news[i], args[i].dtype) for i in written))
 
@@ -67,6 +77,6 @@ def functional_update(update, written):
     f.category = update.category
     f.unsupported = dict(update.unsupported)
     f.lowering = Lowering("decomposition")
-    _MADE[(update, written)] = f
+    _MADE[ident] = f
     return f
 

@@ -109,6 +109,8 @@ def _scan(code, seen):
     for ins in dis.get_instructions(code):
         op = ins.opname
         if op in _IMPURE_OPS:
+            if op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in code.co_cellvars:
+                continue  # a cell of this very frame (a local an inner genexpr reads)
             return False, names, frees
         if op in ("LOAD_GLOBAL", "LOAD_NAME"):
             names.add(ins.argval)
@@ -293,8 +295,8 @@ def snapshot(compiled, args, kwargs):
     state = {id(r): Fingerprint([r]) for r in mods + opts}
     grads = {}
     for p in _leaf_candidates(mods, opts, args, kwargs):
-        g = p.__dict__.get("_grad")
-        grads[id(p)] = (g is None, id(g))
+        # the .grad object itself: an id could be reused by a tensor made during the call
+        grads[id(p)] = p.__dict__.get("_grad")
     return state, grads
 
 
@@ -581,16 +583,15 @@ def make_plan(compiled, recorder, session, args, kwargs, result, before):
             continue
         done.add(id(t))
         src = source_of(t)
-        was = grads_before.get(id(t))
-        if src is None or was is None:
+        was = grads_before.get(id(t), _ABSENT)
+        if src is None or was is _ABSENT:
             return None, "a leaf whose .grad cannot be followed"
-        was_none, was_id = was
-        grad_guards.append((src, was_none))
+        grad_guards.append((src, was is None))
         g = t.__dict__.get("_grad")
         if g is None:
-            if not was_none:
+            if was is not None:
                 grad_sets.append((src, None))
-        elif id(g) == was_id:
+        elif g is was:
             grad_of[id(g)] = ("grad", src)  # the same tensor (perhaps written in place)
         else:
             how = info.settled.get(id(g))

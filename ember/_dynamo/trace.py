@@ -400,8 +400,12 @@ class Trace:
         from .functional_update import functional_update
         prev = STATE.grad_enabled
         STATE.grad_enabled = False
+        numbers = tuple(k for k, v in params.items() if type(v) is float)
+        fn = functional_update(op, written, len(args), numbers)
+        args = tuple(args) + tuple(params[k] for k in numbers)
+        params = {k: v for k, v in params.items() if k not in numbers}
         try:
-            outs = self.record(functional_update(op, written), args, params, where)
+            outs = self.record(fn, args, params, where)
         finally:
             STATE.grad_enabled = prev
         for i, o in zip(written, outs if len(written) > 1 else (outs,)):
