@@ -308,7 +308,8 @@ static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
         memset(w->dk, 0, sizeof(T) * kn * E);
         memset(w->dv, 0, sizeof(T) * kn * Ev);
         /* causal: query rows before j0 see none of these keys */
-        const ptrdiff_t istart = a->causal ? (j0 / FA_BQB) * FA_BQB : 0;
+        ptrdiff_t istart = a->causal ? (j0 / FA_BQB) * FA_BQB : 0;
+        if (istart > L) istart = L;
         for (ptrdiff_t i0 = istart; i0 < L; i0 += FA_BQB) {
             const ptrdiff_t mn = L - i0 < FA_BQB ? L - i0 : FA_BQB;
             T *restrict p = w->p, *restrict dp = w->dp;
