@@ -4,7 +4,6 @@
 ``ember.autocast("cuda", ...)``, with torch's deprecation warnings; without a CUDA
 backend both disable themselves with torch's warning, so CPU scripts run unchanged.
 """
-import functools
 import warnings
 
 from .. import amp as _amp
@@ -52,15 +51,16 @@ class autocast(_amp.autocast):
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
-    """Decorator for ``forward`` of a custom autograd Function under CUDA autocast; without
-    CUDA autocast there is nothing to cast, so ``forward`` runs as written."""
-    if fwd is None:
-        return functools.partial(custom_fwd, cast_inputs=cast_inputs)
-    return fwd
+    """``ember.amp.custom_fwd(..., device_type="cuda")`` (deprecated spelling)."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
 
 
-def custom_bwd(bwd=None, *, device_type="cuda"):
-    """Decorator for ``backward`` of a custom autograd Function (see `custom_fwd`)."""
-    if bwd is None:
-        return functools.partial(custom_bwd, device_type=device_type)
-    return bwd
+def custom_bwd(bwd):
+    """``ember.amp.custom_bwd(..., device_type="cuda")`` (deprecated spelling)."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _amp.custom_bwd(bwd, device_type="cuda")
