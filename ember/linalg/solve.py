@@ -152,6 +152,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     name = "linalg.lu_solve"
     check_square(name, LU, "LU")
     check_matrix(name, B, "B")
+    check_same_dtype(name, LU, B, "LU", "B")
     n = LU.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:
         eq = "AX = B" if left else "XA = B"

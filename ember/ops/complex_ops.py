@@ -6,8 +6,8 @@ Derivatives follow PyTorch's conjugate-Wirtinger convention.
 import numpy as np
 
 from .._core.dispatch import overridable
-from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np, type_name,
-                       write_out)
+from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np,
+                       not_implemented, type_name, write_out)
 from ._batching import _elementwise_rule
 from .pointwise import where
 from .._core import meta as _meta
@@ -67,6 +67,15 @@ def polar(abs, angle, *, out=None):
     """Constructs a complex tensor whose elements are Cartesian coordinates corresponding to
     the polar coordinates with absolute value ``abs`` and angle ``angle``."""
     _tensors("polar", abs=abs, angle=angle)
+    a, b = abs.dtype.np, angle.dtype.np
+    if a.kind != "f" or b.kind != "f":  # bfloat16's kind is 'V'
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{type_name(a)} and {type_name(b)}")
+    if a != b:
+        raise RuntimeError(f"Expected object of scalar type {type_name(a)} but got scalar type "
+                           f"{type_name(b)} for second argument")
+    if a.itemsize == 2:
+        not_implemented("polar_cpu", a)
     r = complex(abs * angle.cos(), abs * angle.sin())
     return r if out is None else write_out(out, r)
 

@@ -13,7 +13,7 @@ import numpy as np
 from .._core import meta as _meta
 from .._core.op import JVP_FROM_VJP
 from ._batching import _elementwise_rule
-from ._helpers import Op, apply, special
+from ._helpers import Op, apply, not_implemented, special, type_name
 from .random import _gen, _gen_param
 
 __all__ = ["STANDARD_GAMMA", "GAMMA_GRAD", "BINOMIAL", "standard_gamma", "binomial"]
@@ -30,6 +30,11 @@ def _standard_gamma_kernel(xp, alpha, generator=None):
 
 def _gamma_grad_kernel(xp, alpha, x):
     """d x / d alpha of Gamma(alpha, 1) samples ``x`` at fixed CDF value."""
+    if x.dtype != alpha.dtype:
+        raise RuntimeError(f"Found dtype {type_name(x.dtype)} but expected "
+                           f"{type_name(alpha.dtype)}")
+    if x.dtype not in (np.float32, np.float64):
+        not_implemented("_standard_gamma_grad_cpu", x.dtype)
     sp = special(xp)
     a = alpha.astype(np.float64)
     v = np.maximum(x.astype(np.float64), np.finfo(np.float64).tiny)
@@ -43,8 +48,11 @@ def _gamma_grad_kernel(xp, alpha, x):
     log_pdf = (a - 1) * np.log(v) - v - sp.gammaln(a)
     ratio = np.exp(log_tail(a) - log_pdf)  # tail / density
     dF = np.where(lower, ratio * d_log_tail, -ratio * d_log_tail)  # (dF/dalpha) / density
-    g = -dF
-    return np.where(np.isfinite(g), g, 0.0).astype(x.dtype)
+    g = np.where(np.isfinite(dF), -dF, 0.0)
+    # torch's edges: no sample at or below 0 moves; NaN for a NaN or infinite argument and
+    # for alpha <= 0, where Gamma(alpha) is undefined
+    bad = ~np.isfinite(a) | (a <= 0) | np.isnan(x) | (x == np.inf)
+    return np.where(x <= 0, 0.0, np.where(bad, np.nan, g)).astype(x.dtype)
 
 
 GAMMA_GRAD = Op("standard_gamma_grad", _gamma_grad_kernel, None, differentiable=False,

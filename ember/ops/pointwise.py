@@ -975,6 +975,14 @@ def _addcmul_vjp(ctx, g, x, t1, t2, value=1):
 
 
 def _addcdiv_kernel(xp, x, t1, t2, value=1):
+    return x + value * t1 / t2  # torch's order: (value * t1) / t2
+
+
+_ADDCDIV_PROMOTED = nary_kernel(_addcdiv_kernel, 3)
+
+
+def _addcdiv_checked(xp, x, t1, t2, value=1):
+    # on the arguments' own dtypes: promotion with a float input would hide integer ones
     if all(getattr(t, "dtype", np.dtype(float)).kind in "biu" for t in (t1, t2)):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2. "
@@ -983,7 +991,7 @@ def _addcdiv_kernel(xp, x, t1, t2, value=1):
                            "as (input + value * tensor1 / tensor2) for float inputs. The future "
                            "addcdiv behavior is just the latter implementation: (input + value * "
                            "tensor1 / tensor2), for all dtypes.")
-    return x + value * (t1 / t2)
+    return _ADDCDIV_PROMOTED(xp, x, t1, t2, value=value)
 
 
 def _addcdiv_vjp(ctx, g, x, t1, t2, value=1):
@@ -994,7 +1002,7 @@ def _addcdiv_vjp(ctx, g, x, t1, t2, value=1):
 
 ADDCMUL = Op("addcmul", gated(nary_kernel(_addcmul_kernel, 3), "addcmul_cpu_out", "b", n=3),
              _addcmul_vjp, shape=shape_broadcast, batch=_elementwise_rule)
-ADDCDIV = Op("addcdiv", nary_kernel(_addcdiv_kernel, 3), _addcdiv_vjp, shape=shape_broadcast,
+ADDCDIV = Op("addcdiv", _addcdiv_checked, _addcdiv_vjp, shape=shape_broadcast,
              batch=_elementwise_rule)
 
 

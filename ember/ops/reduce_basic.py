@@ -281,8 +281,10 @@ def select_back(g, idx, dim, in_shape, keepdim=True, unique=True):
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of ``input`` over ``dim``, treating NaN as zero."""
     ndim_of(input)
+    if input.dtype.is_complex:
+        raise RuntimeError("nansum does not support complex inputs")
     x = input
-    if (input.dtype.is_floating_point or input.dtype.is_complex):
+    if input.dtype.is_floating_point:
         from .pointwise import where
         x = where(input.isnan(), 0, input)
     return sum(x, dim, keepdim, dtype=dtype, out=out)
@@ -296,6 +298,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {type_name(dt)}")
+    if dt.is_complex:
+        raise RuntimeError("nanmean: nansum does not support complex inputs")
     count = input.isnan().logical_not().sum(dim, keepdim)
     r = nansum(input, dim, keepdim, dtype=dtype) / count
     return r if out is None else write_out(out, r)

@@ -485,7 +485,7 @@ Tensor.unique_consecutive = unique_consecutive
 
 # ---- bincount / histc -------------------------------------------------------------------
 def _bincount_kernel(xp, x, weights, minlength=0):
-    if x.dtype.kind not in "biu":
+    if x.dtype.kind not in "iu":
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{type_name(x.dtype)}'")
     if x.ndim != 1 or (x.size and x.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -512,15 +512,16 @@ def bincount(input, weights=None, minlength=0):
 
 
 def _histc_kernel(xp, x, bins, min, max):
-    if x.dtype.kind in "biu":
+    if x.dtype.kind in "biuc":
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{type_name(x.dtype)}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     w = (x.astype(_F32) if x.dtype in _HALF else x).reshape(-1)
     lo, hi = w.dtype.type(min), w.dtype.type(max)
-    if lo == hi:
-        fin = w[xp.isfinite(w)]
-        lo, hi = (fin.min(), fin.max()) if w.size else (lo, hi)
+    if lo == hi and w.size:
+        lo, hi = w.min(), w.max()  # the data's range (NaN if there is one)
+    if not (xp.isfinite(lo) and xp.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{float(lo):g}, {float(hi):g}] is not finite")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if lo > hi:

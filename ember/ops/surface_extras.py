@@ -221,14 +221,18 @@ Tensor.frexp = frexp
 
 @overridable
 def mvlgamma(input, p, *, out=None):
-    """The multivariate log-gamma function of dimension ``p``, elementwise."""
+    """Computes the multivariate log-gamma function with dimension ``p`` element-wise."""
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    if not input.is_floating_point():
-        raise RuntimeError("mvlgamma is not implemented for integer inputs")
+    dt = input.dtype
+    if dt == _dt.bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+    if dt.is_complex:
+        raise NotImplementedError(f"\"mvlgamma\" not implemented for '{type_name(dt)}'")
+    x = input if dt.is_floating_point else input.to(_dt.get_default_dtype())
     from .creation import arange
-    j = arange(p, dtype=input.dtype)
-    r = (input.unsqueeze(-1) - j / 2).lgamma().sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    j = arange(p, dtype=x.dtype)
+    r = (x.unsqueeze(-1) - j / 2).lgamma().sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
     return r if out is None else out.copy_(r)
 
 

@@ -4,7 +4,6 @@ Functions that ember.ops already defines (erf, digamma, sigmoid, ...) are the sa
 operators here; the public functions of the rest are in ``_ops`` and ``_polynomials``, over
 the operators of ember.ops.special (scipy.special kernels).
 """
-import math as _math
 
 from .._core.dispatch import overridable as _overridable
 from ..ops import pointwise as _pw
@@ -55,23 +54,10 @@ def log_softmax(input, dim, *, dtype=None):
 
 @_overridable
 def multigammaln(input, p, *, out=None):
-    """Computes the multivariate log-gamma function with dimension ``p`` element-wise."""
-    if p < 1:
-        raise RuntimeError("p has to be greater than or equal to 1")
-    from ..ops.creation import arange
-    dt = input.dtype
-    x = input if dt.is_floating_point or dt.is_complex else input.to(_default_float())
-    shift = arange(p, dtype=x.dtype, device=x.device) * -0.5
-    r = (x.unsqueeze(-1) + shift).lgamma().sum(-1) + p * (p - 1) / 4 * _math.log(_math.pi)
-    if out is not None:
-        from .._core.dispatch import write_out
-        return write_out(out, r)
-    return r
-
-
-def _default_float():
-    from .._core.dtype import get_default_dtype
-    return get_default_dtype()
+    """Computes the multivariate log-gamma function with dimension ``p`` element-wise
+    (``torch.mvlgamma``)."""
+    from ..ops.surface_extras import mvlgamma
+    return mvlgamma(input, p, out=out)
 
 
 __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr",

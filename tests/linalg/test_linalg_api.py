@@ -56,6 +56,8 @@ def test_solve_singular_message():
     lambda L, x: L.inv(x.long()),
     lambda L, x: L.solve(x, x[..., 0].float()),
     lambda L, x: L.solve(x, x[..., :2, 0]),
+    lambda L, x: L.lu_solve(*L.lu_factor(x), x.float()),
+    lambda L, x: L.lu_solve(*L.lu_factor(x.float()), x.to(x.dtype.to_complex())),
 ])
 def test_shape_and_dtype_errors_match_torch(call):
     a = np.random.default_rng(0).standard_normal((2, 3, 3))
