@@ -14,6 +14,9 @@ ember.compile, as one list of named passes.
 Nothing here raises for an unsupported graph: a node the generator cannot loop over runs
 its eager kernel from the wrapper, and should a pass itself fail, the graph runs eagerly
 (the reason is kept on the compiled function)."""
+import ctypes
+import logging
+
 from . import config as _config
 from . import ir
 from .build import build_library, compiler_available
@@ -28,6 +31,8 @@ from .passes.memory import plan_memory
 from .passes.verify import verify_graph
 
 __all__ = ["compile_fx", "CompiledGraph", "GRAPH_PASSES"]
+
+_LOG = logging.getLogger(__name__)
 
 GRAPH_PASSES = [("decompose", decompose), ("cleanup", cleanup), ("algebra", algebra)]
 
@@ -108,9 +113,10 @@ def _compile(gm, opts):
             cpp_reason = "no C compiler"
         else:
             try:
-                return _compile_cpp_wrapper(sched, kernels, opts)
+                return _compile_cpp_wrapper(sched, kernels, opts, dead_after)
             except cpp_wrapper.Ineligible as e:
                 cpp_reason = str(e)
+        _LOG.info("cpp_wrapper: %s; the Python wrapper runs this graph", cpp_reason)
     if kernels and compiler_available(opts.cc):
         ksrc = c_kernels.source(kernels, sched.symbols, opts.parallel_min_work)
         args = {k.name: _typed_args(k, sched) for k in kernels}
@@ -133,7 +139,7 @@ def _compile(gm, opts):
     return out
 
 
-def _compile_cpp_wrapper(sched, kernels, opts):
+def _compile_cpp_wrapper(sched, kernels, opts, dead_after):
     """The whole graph as one C entry point (`codegen.cpp_wrapper`), or Ineligible."""
     from . import extern_blas
     entry, io, has_matmul = cpp_wrapper.entry_source(sched)
@@ -151,10 +157,20 @@ def _compile_cpp_wrapper(sched, kernels, opts):
         raise cpp_wrapper.Ineligible(f"the library did not build: {info}")
     if has_matmul:
         extern_blas.install(fns["ek_entry"]._lib_handle)
+    fns["ek_entry"].restype = ctypes.c_int  # nonzero: run the Python wrapper instead
     wsrc = cpp_wrapper.shim_source(sched, io)
     log_output_code("c kernels and entry point", ksrc)
     log_output_code("cpp_wrapper shim", wsrc)
-    call = wrapper.make_call(wsrc, sched, {"ek_entry": fns["ek_entry"]})
+    python_call = []
+
+    def fallback(*inputs):
+        """The same kernels driven by the Python wrapper (built on first use)."""
+        if not python_call:
+            kfns = {k.name: fns[k.name] for k in kernels}
+            python_call.append(wrapper.make_call(
+                wrapper.wrapper_source(sched, dead_after, True), sched, kfns))
+        return python_call[0](*inputs)
+    call = wrapper.make_call(wsrc, sched, {"ek_entry": fns["ek_entry"], "_fallback": fallback})
     out = CompiledGraph(call, "c", ksrc + "\n" + wsrc, sched, len(kernels))
     out.cpp_wrapper = True
     return out

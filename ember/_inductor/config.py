@@ -18,8 +18,12 @@ decompose_random = False
 # ops kept whole (their eager kernels run from the wrapper) although they decompose:
 # their decompositions gather/scatter through index tables (col2im's scatter-add is
 # NumPy's slow ufunc.at), while their kernels use strided windows and BLAS; measured on a
-# small CNN training step
-keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward"))
+# small CNN training step.  embedding: its decomposition (an index) would wrap negative
+# indices, where the op raises IndexError as torch does
+keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward", "embedding"))
+# flash attention runs its eager kernels, the blocked C ones (O(L d) memory, OpenMP); its
+# decomposition would materialise the L x S scores
+keep_whole = keep_whole | frozenset(("_flash_attention", "_flash_attention_backward"))
 # a pointwise chain inlined deeper than this is cut into kernels at a buffer: the passes
 # recurse over expression trees (about 4 Python frames a level; the limit is 1000)
 max_inline_depth = 128

@@ -1,122 +1,154 @@
 """``cpp_wrapper``: the whole graph as one C entry point.
 
-``ek_entry(<input, constant and output buffers>, <sizes>, <scalar inputs>, int nt)`` takes
-the graph's buffers, allocated by a thin Python shim that reads the symbolic sizes off
-the inputs (intermediates from a per-thread pool that keeps them between calls; buffers
-share memory per the memory plan), calls the kernels in order and runs
-matmuls through SciPy's BLAS (`ember._inductor.extern_blas`).  One ctypes call runs the
-graph.
+``int ek_entry(<input, constant, output and pooled buffers>, <sizes>, <scalar inputs>,
+int nt)`` takes the graph's buffers, allocated by a thin Python shim that reads the
+symbolic sizes off the inputs (intermediates from a per-thread pool that keeps them
+between calls; buffers share memory per the memory plan), calls the kernels in order,
+makes the views the Python wrapper makes with NumPy as pointer arithmetic
+(`strided`), and runs the extern steps in C (`cpp_externs`): matmuls, batched and
+broadcast, through SciPy's BLAS (`ember._inductor.extern_blas`), and embedding gathers.
+One ctypes call runs the graph.
 
-A graph qualifies when every step is a generated kernel or a float32/float64 matmul of a
-contiguous operand and a contiguous or transposed 2-D matrix; any other eager step (a
-library call only Python can make) keeps the Python wrapper, with the reason recorded."""
+A view a kernel reads (kernels read contiguous rows) or a reshape NumPy would copy is
+copied into a pooled buffer.  Any other eager step (a library call only Python can make)
+keeps the Python wrapper, with the reason recorded.  A nonzero status (an index out of
+range, a size BLAS cannot take) runs the graph once through the Python wrapper instead,
+which raises eager's error or computes the value."""
 from .. import ir
 from .. import sizes as _sizes
+from ..passes.classify import MOVEMENT
+from ..passes.lower import _shape
+from . import strided
 from .c_kernels import _CT, kernel_args
+from .cpp_externs import Ineligible, gather_lines, matmul_lines
 
 __all__ = ["Ineligible", "entry_source", "shim_source"]
 
 
-class Ineligible(Exception):
-    """Why this graph keeps the Python wrapper."""
+class _Entry:
+    """The entry point's body, built step by step; ``lay`` maps each buffer to its
+    layout, ``declared`` the C variables that exist."""
+
+    def __init__(self, sched, io):
+        self.sched, self.io = sched, io
+        self.body, self.pooled = [], []
+        self.declared = set(io)
+        self.lay = {n: strided.contiguous(n, sched.buffers[n].shape) for n in io}
+
+    def ctype(self, name):
+        return _CT[self.sched.buffers[name].dtype.name]
+
+    def own(self, name):
+        """Give buffer ``name`` memory of its own: the memory plan's dead buffer, or a
+        pooled array the shim passes in."""
+        b = self.sched.buffers[name]
+        if name not in self.declared:
+            if b.reuses:
+                ct = self.ctype(name)
+                self.body.append(f"{ct} *{name} = ({ct} *){b.reuses};")
+            else:
+                self.pooled.append(name)
+            self.declared.add(name)
+        self.lay[name] = strided.contiguous(name, b.shape)
+        return name
+
+    def contiguous(self, name):
+        """A C pointer to buffer ``name``'s value in row-major order: its own memory, a
+        pointer into a view's root, or a copy."""
+        lay = self.lay.get(name)
+        if lay is None:
+            raise Ineligible(f"{name} has no value the entry point knows")
+        if lay.root == name and lay.offset == 0 and lay.is_contiguous():
+            return name
+        if lay.is_contiguous() and name not in self.declared:
+            self.body.append(f"{self.ctype(name)} *{name} = {lay.pointer()};")
+            self.declared.add(name)
+        else:
+            self.own(name)
+            self.body += strided.copy_loops(self.ctype(name), lay, name)
+        self.lay[name] = strided.contiguous(name, lay.shape)
+        return name
+
+    def kernel(self, k):
+        for r in k.buffers_read():
+            self.contiguous(r)
+        for s in k.stores:
+            self.own(s.buf)
+        args = [a for a, _ in kernel_args(k, self.sched.symbols)]
+        self.body.append(f"{k.name}({', '.join(args)});")
+
+    def eager(self, n):
+        name = getattr(n.target, "name", None)
+        out = "b_" + n.name
+        ins = ["b_" + a.name for a in n.args if hasattr(a, "meta")]
+        if any(i not in self.lay for i in ins):
+            raise Ineligible(f"{n.target} reads a value the entry point does not hold")
+        if name in MOVEMENT and len(ins) == 1:
+            try:
+                lay = strided.view_layout(n, self.lay[ins[0]])
+            except strided.Unsupported as e:
+                raise Ineligible(str(e)) from None
+            if lay is None:  # a reshape NumPy would copy
+                src = self.lay[ins[0]]
+                self.own(out)
+                self.body += strided.copy_loops(self.ctype(out), src, out)
+            elif out in self.declared:  # an output of the graph: its own memory
+                self.body += strided.copy_loops(self.ctype(out), lay, out)
+                self.own(out)
+            else:
+                self.lay[out] = lay
+            return False
+        if name == "matmul" and len(ins) == 2 and not n.kwargs:
+            self.own(out)
+
+            def ensure(k):
+                return self.lay[self.contiguous(ins[k])]
+            self.body += matmul_lines(n, self.lay[ins[0]], self.lay[ins[1]], out, ensure)
+            return True
+        if name in ("index", "embedding") and _gather(n):
+            table, index = self.contiguous(ins[0]), self.contiguous(ins[1])
+            self.own(out)
+            self.body += gather_lines(n, table, index, out, self.ctype(out),
+                                      self.ctype(index), name == "index")
+            return False
+        raise Ineligible(f"an eager step ({n.target}) only Python can run")
 
 
-def _matmul_plan(st, sched, view_of):
-    n = st.node
-    a, b = n.args[0], n.args[1]
-    m = n.meta["val"]
-    if m.dtype.name not in ("float32", "float64"):
-        raise Ineligible(f"matmul of {m.dtype.name}")
-    ma, mb = a.meta["val"], b.meta["val"]
-    if mb.ndim != 2 or ma.ndim < 2:
-        raise Ineligible("matmul that is not (..., K) @ (K, N)")
-    transb, bsrc = 0, b
-    if b in view_of:
-        src, dims = view_of[b]
-        if tuple(d % 2 for d in dims) != (1, 0):
-            raise Ineligible("matmul operand is a view other than a transpose")
-        transb, bsrc = 1, src
-    transa, asrc = 0, a
-    if a in view_of:
-        src, dims = view_of[a]
-        if ma.ndim != 2 or tuple(d % 2 for d in dims) != (1, 0):
-            raise Ineligible("matmul's left operand is a view other than a 2-D transpose")
-        transa, asrc = 1, src
-    sa = [_sizes.size(d) for d in ma.shape]
-    sb = [_sizes.size(d) for d in mb.shape]
-    M, K, N = _sizes.prod(sa[:-1]), sa[-1], sb[1]
-    return dict(a="b_" + asrc.name, b="b_" + bsrc.name, c="b_" + n.name, transa=transa,
-                transb=transb, M=M, N=N, K=K, lda=(M if transa else K),
-                ldb=(K if transb else N), f=m.dtype.name == "float32")
+def _gather(n):
+    """``x[i]`` with one integer index tensor on dim 0, or ``embedding(x, i)``."""
+    if len(n.args) != 2 or not hasattr(n.args[1], "meta") or \
+            (n.kwargs and n.target.name != "embedding"):
+        return False
+    x, i = n.args[0].meta.get("val"), n.args[1].meta.get("val")
+    return hasattr(x, "shape") and hasattr(i, "shape") and x.ndim >= 1 and \
+        i.dtype.name in ("int64", "int32")
 
 
 def entry_source(sched):
     """``(C source of ek_entry, its buffer arguments in order, whether it calls BLAS)``;
     raises `Ineligible`."""
-    view_of, plans = {}, {}
-    for i, st in enumerate(sched.steps):
-        if isinstance(st, ir.KernelStep):
-            continue
-        n = st.node
-        name = getattr(n.target, "name", None)
-        if name == "permute" and n.meta["val"].ndim == 2 and not \
-                sched.buffers["b_" + n.name].contiguous and \
-                "b_" + n.name not in sched.outputs:
-            view_of[n] = (n.args[0], tuple(n.kwargs["dims"]))
-            continue
-        if name == "matmul":
-            plans[i] = None  # filled once every view is known
-            continue
-        raise Ineligible(f"an eager step ({n.target}) only Python can run")
-    for i in plans:
-        plans[i] = _matmul_plan(sched.steps[i], sched, view_of)
-    for n in view_of:
-        users = [u for u in n.users]
-        if any(getattr(u.target, "name", None) != "matmul" for u in users):
-            raise Ineligible("a transposed view read by something else than a matmul")
     io = [x for x in sched.inputs if isinstance(x, str)] + list(sched.constants)
     io += [o for o in dict.fromkeys(sched.outputs) if isinstance(o, str) and o not in io]
-    # intermediates come from the shim's per-thread pool: they stay allocated between calls
-    # (a fresh large malloc costs page faults every call)
+    e = _Entry(sched, io)
+    blas = False
     for st in sched.steps:
         if isinstance(st, ir.KernelStep):
-            outs = [s.buf for s in st.kernel.stores]
-        elif st.node in view_of:
-            continue
+            e.kernel(st.kernel)
         else:
-            outs = ["b_" + st.node.name]
-        for name in outs:
-            b = sched.buffers.get(name)
-            if b is not None and b.kind == "temp" and not b.reuses and name not in io:
-                io.append(name)
+            blas |= e.eager(st.node)
+    for o in dict.fromkeys(sched.outputs):  # an output left as a view: copied out
+        if isinstance(o, str) and sched.buffers[o].kind == "output":
+            lay = e.lay[o]
+            if lay.root != o or lay.offset != 0 or not lay.is_contiguous():
+                e.body += strided.copy_loops(e.ctype(o), lay, o)
+    io = io + e.pooled
     scalars = [x[1] for x in sched.inputs if isinstance(x, tuple)]
     params = [f"{_CT[sched.buffers[n].dtype.name]} *{n}" for n in io]
     params += [f"int64_t {s}" for s in sorted(sched.symbols)]
     params += [f"double {s}" for s in scalars] + ["int nt"]
-    L = [f"void ek_entry({', '.join(params)}) {{"]
-    declared = set(io)
-    for i, st in enumerate(sched.steps):
-        outs = [s.buf for s in st.kernel.stores] if isinstance(st, ir.KernelStep) else \
-            ([] if i not in plans else [plans[i]["c"]])
-        for name in dict.fromkeys(outs):
-            if name in declared:
-                continue
-            declared.add(name)
-            b = sched.buffers[name]
-            ct = _CT[b.dtype.name]
-            L.append(f"    {ct} *{name} = ({ct} *){b.reuses};")  # per the memory plan
-        if isinstance(st, ir.KernelStep):
-            args = [a for a, _ in kernel_args(st.kernel, sched.symbols)]
-            L.append(f"    {st.kernel.name}({', '.join(args)});")
-        elif i in plans:
-            p = plans[i]
-            sfx, fn = ("f32", "sgemm") if p["f"] else ("f64", "dgemm")
-            M, N, K = (_sizes.c_text(p[x]) for x in "MNK")
-            L.append(f"    ember_gemm_{sfx}({p['transa']}, {p['transb']}, {M}, {N}, {K}, 1, "
-                     f"{p['a']}, {_sizes.c_text(p['lda'])}, "
-                     f"{p['b']}, {_sizes.c_text(p['ldb'])}, 0, {p['c']}, {N}, ember_blas.{fn});")
-    L.append("}")
-    return "#include <stdlib.h>\n" + "\n".join(L) + "\n", io, bool(plans)
+    L = [f"int ek_entry({', '.join(params)}) {{"]
+    L += ["    " + ln for ln in e.body] + ["    return 0;", "}"]
+    return "#include <stdlib.h>\n#include <string.h>\n" + "\n".join(L) + "\n", io, blas
 
 
 def shim_source(sched, io):
@@ -140,7 +172,8 @@ def shim_source(sched, io):
             L.append(f"    {o} = {alloc}")
     args = [f"{n}.ctypes.data" for n in io] + sorted(sched.symbols)
     args += [x[1] for x in sched.inputs if isinstance(x, tuple)] + ["_threads()"]
-    L.append(f"    ek_entry({', '.join(args)})")
+    L.append(f"    if ek_entry({', '.join(args)}):")
+    L.append("        return _fallback(*args)  # eager's error, or a size BLAS cannot take")
     outs = []
     for o in sched.outputs:
         if isinstance(o, tuple):

@@ -1,0 +1,148 @@
+"""cpp_wrapper: the whole graph as one C entry point, matmuls of every batch/broadcast
+layout, linear layers and embedding lookups included (BLAS through SciPy's pointers);
+graphs it cannot take run the Python wrapper with the reason kept, never an error."""
+import logging
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+from .helpers import assert_close, check, compile_fn, rand
+
+CPP = {"cpp_wrapper": True}
+
+
+def _shim(compiled):
+    return compiled.source[compiled.source.index("def call(*args):"):]
+
+
+def cpp(fn, *inputs):
+    """Compile with cpp_wrapper, check it took the graph whole and equals eager."""
+    c = check(fn, *inputs, options=CPP)
+    assert c.cpp_wrapper, c.cpp_wrapper_reason
+    shim = _shim(c)
+    # one Python call runs the graph: no kernel or eager step is called from Python
+    assert shim.count("ek_entry(") == 1 and "_eager" not in shim and "kernel" not in shim, shim
+    return c
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (2, 5, 7), (2, 3, 5, 7)])
+def test_linear_with_bias(shape):
+    x, w, b = rand(*shape), rand(4, 7, seed=1), rand(4, seed=2)
+    cpp(lambda x, w, b: F.linear(x, w, b), x, w, b)
+    cpp(lambda x, w: F.linear(x, w).relu(), x, w)
+
+
+def test_linear_of_a_transposed_input():
+    # (5, 2, 7) read through a transpose: its batch does not continue its rows
+    x, w, b = rand(2, 5, 7), rand(4, 7, seed=1), rand(4, seed=2)
+    cpp(lambda x, w, b: F.linear(x.transpose(0, 1), w, b) * 2, x, w, b)
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 4, 5), (3, 5, 6)), ((4, 5), (3, 5, 6)),
+                                   ((3, 4, 5), (5, 6)), ((3, 4, 5), (1, 5, 6)),
+                                   ((2, 1, 4, 5), (1, 3, 5, 6)), ((2, 3, 4, 5), (2, 3, 5, 6)),
+                                   ((5,), (3, 5, 6)), ((3, 4, 5), (5,)), ((5,), (5, 6)),
+                                   ((4, 5), (5,))])
+def test_batched_and_broadcast_matmul(sa, sb):
+    a, b = rand(*sa), rand(*sb, seed=1)
+    cpp(lambda a, b: (a @ b) + 1, a, b)
+
+
+def test_attention_scores_through_transposed_views():
+    q, k, v = rand(2, 3, 4, 5), rand(2, 3, 4, 5, seed=1), rand(2, 3, 4, 5, seed=2)
+    cpp(lambda q, k, v: F.softmax(q @ k.transpose(-2, -1) * 0.5, -1) @ v, q, k, v)
+    cpp(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
+
+
+def test_strided_and_expanded_operands():
+    x, w = rand(4, 9), rand(3, 6, seed=1)
+    cpp(lambda x, w: x[:, 1:4] @ w, x, w)                    # a row stride of 9
+    cpp(lambda x, w: x[:, 1:4].t() @ x[:, 2:8], x, w)        # transposed left operand
+    col = rand(4, 1, seed=2)
+    cpp(lambda c, w: c.expand(4, 3) @ w, col, w)             # stride 0: copied first
+    cpp(lambda x, w: x[::2, ::3] @ w, x, w)                  # no unit stride: copied
+
+
+def test_float64_matmul():
+    a, b = rand(3, 4, 5, dtype=ember.float64), rand(5, 2, seed=1, dtype=ember.float64)
+    cpp(lambda a, b: (a @ b).tanh(), a, b)
+
+
+def test_embedding_lookup_and_its_errors():
+    w = rand(10, 4)
+    i = ember.from_numpy(np.array([[1, 9, 0], [3, 3, 2]]))
+    c = cpp(lambda w, i: F.embedding(i, w) * 2, w, i)
+    neg = ember.from_numpy(np.array([[-1, 2, 0], [3, 3, 2]]))
+    bad = ember.from_numpy(np.array([[1, 10, 0], [3, 3, 2]]))
+    for idx in (neg, bad):
+        try:
+            want = F.embedding(idx, w) * 2
+        except Exception as e:  # noqa: BLE001 - compiled must raise what eager raises
+            with pytest.raises(type(e)):
+                c(w, idx)
+        else:
+            assert_close(c(w, idx), (want,))
+
+
+def test_index_of_a_table_row():
+    x, i = rand(6, 3), ember.from_numpy(np.array([5, 0, 2, 2]))
+    cpp(lambda x, i: x[i] + 1, x, i)
+
+
+def test_graph_it_cannot_take_runs_the_python_wrapper(caplog):
+    a = ember.from_numpy(np.arange(12).reshape(3, 4))
+    b = ember.from_numpy(np.arange(8).reshape(4, 2))
+    with caplog.at_level(logging.INFO, logger="ember._inductor.compile_fx"):
+        c = check(lambda a, b: (a @ b) * 2, a, b, options=CPP)
+    assert not c.cpp_wrapper and "matmul of int64" in c.cpp_wrapper_reason
+    assert any("matmul of int64" in r.getMessage() for r in caplog.records)
+    x = rand(5, 5)
+    c = check(lambda x: ember.linalg.inv(x) + 1, x, options=CPP)
+    assert not c.cpp_wrapper and "only Python can run" in c.cpp_wrapper_reason
+
+
+def _gpt():
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    from benchmarks.workloads_nn import tiny_gpt
+    ember.manual_seed(0)
+    return tiny_gpt(ember, d=32, heads=4, seq=8, vocab=29, layers=2)
+
+
+def test_tiny_gpt_forward_is_one_c_call():
+    m = _gpt()
+    idx = ember.from_numpy(np.random.default_rng(0).integers(0, 29, (2, 8)))
+    with ember.no_grad():
+        c, want = compile_fn(lambda i: m(i), idx, options=CPP)
+        assert c.cpp_wrapper, c.cpp_wrapper_reason
+        assert_close(c(idx), want)
+        shim = _shim(c)
+        assert shim.count("ek_entry(") == 1 and "kernel" not in shim and "_eager" not in shim
+        other = ember.from_numpy(np.random.default_rng(1).integers(0, 29, (2, 8)))
+        assert_close(c(other), (m(other),))
+
+
+def test_symbolic_batch_and_rows():
+    """One build serves every size: batch counts, row counts and strides are arguments."""
+    from ember._inductor import compile_fx
+    from ember._inductor.passes.record import record_graph
+
+    from .test_dynamic_shapes import _symbolize
+
+    def fn(x, w, b, y):
+        h = F.linear(x, w, b).relu()                     # (s0, 4, 6): rows folded
+        att = h @ h.transpose(-2, -1)                    # (s0, 4, 4): one gemm per batch
+        return att.softmax(-1) @ y, h[:, 1:3] @ w        # a strided left operand
+    x, w, b, y = rand(3, 4, 5), rand(6, 5, seed=1), rand(6, seed=2), rand(4, 2, seed=3)
+    gm, _ = record_graph(fn, x, w, b, y)
+    _symbolize(gm, {3: "s0", 12: "s0*4", 6 * 3: "s0*6"})
+    c = compile_fx(gm, [x, w, b, y], CPP)
+    assert c.cpp_wrapper, c.cpp_wrapper_reason
+    assert "int64_t s0" in c.source
+    for n in (3, 1, 7):
+        xs = rand(n, 4, 5, seed=n)
+        assert_close(c(xs, w, b, y), fn(xs, w, b, y))
