@@ -75,3 +75,12 @@ def test_numpy_kernels(op, monkeypatch):
                          ids=lambda o: o.name)
 def test_c_kernels_float32(op):
     _run(op, "float32")
+
+
+@pytest.mark.parametrize("op", [o for o in _records() if "float32" in o.dtypes],
+                         ids=lambda o: o.name)
+def test_cpp_wrapper_float32(op, monkeypatch):
+    # one C entry point where the graph allows (views, matmuls, gathers in C), the Python
+    # wrapper elsewhere: equal to eager either way
+    monkeypatch.setattr(config, "cpp_wrapper", True)
+    _run(op, "float32")

@@ -6,12 +6,16 @@ threads (``parallel for collapse``) when the kernel's work is at least
 ``config.parallel_min_work``; the inner loops (the reduced dims, or the last dim of a
 pointwise kernel) carry ``omp simd``, reductions with vector accumulators
 (``reduction(+:acc)``).  A kernel with no outer loop splits its inner loops over threads
-instead.  With ``nt == 1`` no OpenMP runtime call is made (forked workers).
+instead; a column reduction with none (``x.sum(0)``) splits its kept last dim, each thread
+reducing whole rows of its columns.  With ``nt == 1`` no OpenMP runtime call is made
+(forked workers).
 
 Values that do not vary along the inner loops are computed once per outer iteration
 (hoisted), and a reduction's loop runs before the values that read it: softmax is a max
-loop, a sum-of-exp loop and a store loop inside one parallel row loop.  float16/bfloat16
-load to float32, compute, and round on store."""
+loop, a sum-of-exp loop and a store loop inside one parallel row loop; an expensive value
+two loops of a row need (softmax's exp) is kept in a row buffer, which is the row of the
+output the last loop stores when one fits.  float16/bfloat16 load to float32, compute, and
+round on store."""
 import math
 
 import numpy as np
