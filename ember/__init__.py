@@ -185,6 +185,7 @@ from ._toplevel_extras import *  # noqa: E402,F401,F403  (set_warn_always, unsaf
 from ._core.overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402,E501,F401
 from . import overrides  # noqa: E402,F401  (torch.overrides)
 from .ops.gradient import gradient  # noqa: E402,F401  (torch.gradient)
+from .utils.dlpack import from_dlpack  # noqa: E402,F401  (torch.from_dlpack)
 
 # Every op is registered by now (sub-packages declare some on import): give each its
 # decomposition and its lowering path (ember.ops.decompositions, ember.ops.lowering).
