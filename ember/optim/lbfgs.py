@@ -12,6 +12,7 @@ import math
 
 from .._core.tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..ops.lbfgs import lbfgs_direction
 from ..ops.shape import cat
 from ..ops.views import view_as_real
 from ._functional import check_lr, scalar
@@ -117,21 +118,6 @@ def _real_flat(t):
     """``t`` flattened, a complex tensor as its (re, im) pairs (torch's view_as_real)."""
     t = t.reshape(-1)
     return view_as_real(t).reshape(-1) if t.is_complex() else t
-
-
-def _two_loop_direction(flat_grad, old_dirs, old_stps, ro, H_diag, al):
-    """The L-BFGS direction -H g by the two-loop recursion over the curvature pairs;
-    ``al`` receives the first loop's coefficients (torch keeps them in state).  A 0-dim
-    tensor given as ``alpha`` becomes a Python number, as torch's Scalar arguments do."""
-    q = flat_grad.neg()
-    for i in range(len(old_dirs) - 1, -1, -1):
-        al[i] = old_stps[i].dot(q) * ro[i]
-        q.add_(old_dirs[i], alpha=float(-al[i]))
-    r = q * H_diag
-    for i in range(len(old_dirs)):
-        be_i = old_dirs[i].dot(r) * ro[i]
-        r.add_(old_stps[i], alpha=float(al[i] - be_i))
-    return r
 
 
 class LBFGS(Optimizer):
@@ -246,8 +232,9 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     H_diag = ys / y.dot(y)
-                al = state.setdefault("al", [None] * history_size)
-                d = _two_loop_direction(flat_grad, old_dirs, old_stps, ro, H_diag, al)
+                h_diag = H_diag if isinstance(H_diag, Tensor) else flat_grad.new_full((), H_diag)
+                d, al = lbfgs_direction(flat_grad, h_diag, old_dirs, old_stps, ro)
+                state.setdefault("al", [None] * history_size)[:len(al)] = al
 
             prev_flat_grad = flat_grad.clone()
             prev_loss = loss

@@ -1,7 +1,8 @@
 """OpInfos of the fused optimizer steps (``_sgd_step``, ``_adam_step``, ``_rmsprop_step``,
 ``_adagrad_step``, ...): each record runs three steps of a ``torch.optim`` optimizer on two
 parameters with fixed gradients and compares the parameters (and so the state the later
-steps read) with torch's."""
+steps read) with torch's.  LBFGS (``_lbfgs_direction``) minimises a function of the
+parameters through a closure instead."""
 import numpy as np
 
 from .core import OpInfo, SampleInput, make
@@ -47,6 +48,26 @@ def _sparse_adam(lib, weight, idx):
     return w.detach()
 
 
+def _lbfgs(**options):
+    """Two LBFGS steps on a smooth, non-quadratic function of the two parameters (the
+    closure in the library's own ops; the second samples are its targets)."""
+    def fn(lib, p0, p1, c0, c1):
+        params = [p0.clone().requires_grad_(True), p1.clone().requires_grad_(True)]
+        opt = lib.optim.LBFGS(params, **options)
+
+        def closure():
+            opt.zero_grad()
+            x, y = params
+            loss = ((x - c0) ** 2).sum() + 0.1 * (x ** 4).sum() + \
+                ((y - c1) ** 2 * (1 + y ** 2)).sum()
+            loss.backward()
+            return loss
+        for _ in range(2):
+            opt.step(closure)
+        return [p.detach() for p in params]
+    return fn
+
+
 def _rec(label, name, samples=_params, **options):
     return OpInfo(f"optim.{label}", fn=_steps(name, **options), samples=samples, grad=False,
                   **TOL)
@@ -76,4 +97,9 @@ OPS = [
     _rec("Muon", "Muon", samples=_matrices, lr=0.02),
     _rec("Muon-no-nesterov", "Muon", samples=_matrices, lr=0.02, nesterov=False,
          adjust_lr_fn="match_rms_adamw"),
+    OpInfo("optim.LBFGS", fn=_lbfgs(history_size=3, max_iter=4), samples=_params, grad=False,
+           **TOL),
+    OpInfo("optim.LBFGS-strong-wolfe", fn=_lbfgs(history_size=2, max_iter=4,
+                                                   line_search_fn="strong_wolfe"),
+           samples=_params, grad=False, **TOL),
 ]

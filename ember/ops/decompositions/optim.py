@@ -427,6 +427,22 @@ def _sparse_adam_step(*arrays, n, lr, beta1, beta2, eps, maximize, steps):
     return tuple(new_p) + (None,) * (2 * n) + tuple(new_m) + tuple(new_v)
 
 
+@decomposes("_lbfgs_direction")
+def _lbfgs_direction(g, h_diag, *pairs, h):
+    """The two-loop recursion; the coefficients stay 0-dim tensors (the kernel's alphas)."""
+    ys, ss, ro = pairs[:h], pairs[h:2 * h], pairs[2 * h:]
+    q = prim.neg(g)
+    al = [None] * h
+    for i in range(h - 1, -1, -1):
+        al[i] = prim.mul(prim.matmul(ss[i], q), ro[i])
+        q = prim.add(q, prim.mul(ys[i], prim.neg(al[i])))
+    r = prim.mul(q, h_diag)
+    for i in range(h):
+        be = prim.mul(prim.matmul(ys[i], r), ro[i])
+        r = prim.add(r, prim.mul(ss[i], prim.sub(al[i], be)))
+    return (r, *al)
+
+
 FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
                        "_adadelta_step", "_adamax_step", "_nadam_step", "_radam_step",
                        "_asgd_step", "_rprop_step", "_adafactor_step", "_muon_step",
