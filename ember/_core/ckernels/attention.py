@@ -167,14 +167,18 @@ static void fa_scale_q_S(const fa_args_S *a, ptrdiff_t b, ptrdiff_t i0, ptrdiff_
     }
 }
 
-typedef struct { T *qs, *kt, *s, *acc, *m, *l; } fa_fwd_buf_S;
+/* kt holds K^T of batch entry `kt_b` (E x S, leading dim ldkt: padded, so that its rows
+   do not all fall in the same cache sets when S is a power of two) */
+typedef struct { T *qs, *kt, *s, *acc, *m, *l; ptrdiff_t kt_b, ldkt; } fa_fwd_buf_S;
 
 static int fa_fwd_alloc_S(const fa_args_S *a, fa_fwd_buf_S *w) {
-    w->qs = malloc(sizeof(T) * (FA_BQ * a->E + a->E * FA_BK + FA_BQ * FA_BK + FA_BQ * a->Ev
+    w->ldkt = (a->S + 15) / 16 * 16 + 16;
+    w->kt_b = -1;
+    w->qs = malloc(sizeof(T) * (FA_BQ * a->E + a->E * w->ldkt + FA_BQ * FA_BK + FA_BQ * a->Ev
                                 + 2 * FA_BQ + 1));
     if (!w->qs) return 0;
     w->kt = w->qs + FA_BQ * a->E;
-    w->s = w->kt + a->E * FA_BK;
+    w->s = w->kt + a->E * w->ldkt;
     w->acc = w->s + FA_BQ * FA_BK;
     w->m = w->acc + FA_BQ * a->Ev;
     w->l = w->m + FA_BQ;
@@ -189,12 +193,15 @@ static void fa_fwd_block_S(const fa_args_S *a, fa_fwd_buf_S *w, ptrdiff_t b, ptr
     const ptrdiff_t kend = a->causal && i0 + mn < a->S ? i0 + mn : a->S;
     const T *kb = a->k + a->ko[b], *vb = a->v + a->vo[b];
     fa_scale_q_S(a, b, i0, mn, w->qs);
+    if (w->kt_b != b) {  /* consecutive tasks mostly share b: transpose K once for them */
+        fa_transpose_S(a->S, E, kb, a->krs, w->kt, w->ldkt);
+        w->kt_b = b;
+    }
     for (ptrdiff_t r = 0; r < mn; r++) { w->m[r] = -INFINITY; w->l[r] = 0; }
     memset(w->acc, 0, sizeof(T) * mn * Ev);
     for (ptrdiff_t j0 = 0; j0 < kend; j0 += FA_BK) {
         const ptrdiff_t kn = kend - j0 < FA_BK ? kend - j0 : FA_BK;
-        fa_transpose_S(kn, E, kb + j0 * a->krs, a->krs, w->kt, FA_BK);
-        fa_gemm_S(mn, kn, E, w->qs, E, w->kt, FA_BK, w->s, FA_BK, 0);
+        fa_gemm_S(mn, kn, E, w->qs, E, w->kt + j0, w->ldkt, w->s, FA_BK, 0);
         fa_mask_S(a, b, i0, mn, j0, kn, w->s, FA_BK);
         for (ptrdiff_t r = 0; r < mn; r++) {
             T *restrict s = w->s + r * FA_BK;
