@@ -7,7 +7,8 @@ Every convolution, transposed or not, is three products over one column buffer:
   (batch, group) that writes the (B, O, *Lo) output in place, with no transposed copy;
 * ``input_grad``: ``cols = W^T @ gy`` per (batch, group), then col2im: each kernel
   offset's (B, C, *Lo) slab added into the padded input's gradient;
-* ``weight_grad``: ``gw[grp] = sum_b gy[b, grp] @ cols[b, grp]^T``.
+* ``weight_grad``: ``gw[grp] = sum_b gy[b, grp] @ cols[b, grp]^T`` (one GEMM per
+  (batch, group), then a sum over the batch).
 
 The column buffer is filled one kernel offset at a time (prod(kernel) strided slab copies
 whose inner rows are contiguous for stride 1), which is several times faster than one
@@ -22,7 +23,10 @@ pairs, ``dilation``.
 """
 import itertools
 
+import numpy as np
+
 from ..._core.blas_threads import matmul as _gemm
+from ..._core.ckernels import conv as _ck
 from .._helpers import _F32, _HALF
 
 __all__ = ["out_spatial", "forward", "input_grad", "weight_grad", "compute_dtype"]
@@ -64,42 +68,93 @@ def _is_pointwise(ks, stride, pad):
         not any(p for pr in pad for p in pr)
 
 
-def columns(xp, x, ks, stride, pad, dilation, groups):
-    """The windows of ``x`` (B, C, *L) as (B, groups, C/groups * K, prod(Lo)), and Lo."""
+def wide_layout(B, lo):
+    """Whether the columns go batch-inside, (C*K, B*L), for one GEMM over the batch:
+    when each example has few positions (per-example GEMMs would be small and many)."""
+    if WIDE is not None:
+        return WIDE
+    return B > 1 and _prod(lo) < 256
+
+
+WIDE = None  # force a layout (measurements)
+
+
+def _fill_view(xp, buf, B, C, ks, lo, wide):
+    """``buf`` seen as (B, C, *ks, *lo) whatever its layout (for the NumPy loops)."""
+    n = len(ks)
+    if not wide:
+        return buf.reshape((B, C) + tuple(ks) + tuple(lo))
+    v = buf.reshape((C,) + tuple(ks) + (B,) + tuple(lo))
+    return xp.moveaxis(v, 1 + n, 0)
+
+
+def columns(xp, x, ks, stride, pad, dilation, groups, wide):
+    """The windows of ``x`` (B, C, *L): (B, groups, C/groups * K, L) or, ``wide``,
+    (groups, C/groups * K, B * L); and Lo."""
     B, C = x.shape[:2]
     lo = out_spatial(x.shape[2:], ks, stride, pad, dilation)
-    L = _prod(lo)
-    if _is_pointwise(ks, stride, pad):
+    L, CK = _prod(lo), (C // groups) * _prod(ks)
+    if _is_pointwise(ks, stride, pad) and not wide:
         return x.reshape(B, groups, C // groups, L), lo
-    xpd = _padded(xp, x, pad)
-    cols = xp.empty((B, C) + tuple(ks) + lo, dtype=x.dtype)
-    lead = (slice(None), slice(None))
-    for idx, sl in _offset_slices(ks, stride, dilation, lo):
-        cols[lead + idx] = xpd[lead + sl]
-    return cols.reshape(B, groups, (C // groups) * _prod(ks), L), lo
+    buf = _ck.im2col(x, ks, stride, pad, dilation, lo, wide) if xp is np else None
+    if buf is None:
+        buf = xp.empty((C * _prod(ks), B, L) if wide else (B, C * _prod(ks), L), dtype=x.dtype)
+        view = _fill_view(xp, buf, B, C, ks, lo, wide)
+        xpd = _padded(xp, x, pad)
+        lead = (slice(None), slice(None))
+        for idx, sl in _offset_slices(ks, stride, dilation, lo):
+            view[lead + idx] = xpd[lead + sl]
+    if wide:
+        return buf.reshape(groups, CK, B * L), lo
+    return buf.reshape(B, groups, CK, L), lo
 
 
-def _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo):
-    """Adjoint of `columns`: cols (B, C, *ks, *lo) summed into (B, C, *in_spatial)."""
-    if _is_pointwise(ks, stride, pad):
+def _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide):
+    """Adjoint of `columns`: the columns (either layout) summed into (B, C, *in_spatial)."""
+    if _is_pointwise(ks, stride, pad) and tuple(lo) == tuple(in_spatial) and not wide:
         return cols.reshape((B, C) + tuple(in_spatial))
+    out = _ck.col2im(cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide) \
+        if xp is np else None
+    if out is not None:
+        return out
+    view = _fill_view(xp, cols, B, C, ks, lo, wide)
     full = tuple(L + p0 + p1 for L, (p0, p1) in zip(in_spatial, pad))
     out = xp.zeros((B, C) + full, dtype=cols.dtype)
     lead = (slice(None), slice(None))
     for idx, sl in _offset_slices(ks, stride, dilation, lo):
-        out[lead + sl] += cols[lead + idx]
+        out[lead + sl] += view[lead + idx]
     if any(p for pr in pad for p in pr):
-        out = out[lead + tuple(slice(p0, p0 + L) for L, (p0, _) in zip(in_spatial, pad))]
+        out = xp.ascontiguousarray(
+            out[lead + tuple(slice(p0, p0 + L) for L, (p0, _) in zip(in_spatial, pad))])
     return out
+
+
+def _batch_inside(xp, a, groups):
+    """(B, O, *L) as (groups, O/groups, B*L), contiguous (one transposed copy)."""
+    B, O = a.shape[:2]
+    L = _prod(a.shape[2:])
+    t = xp.ascontiguousarray(a.reshape(B, O, L).transpose(1, 0, 2))
+    return t.reshape(groups, O // groups, B * L)
 
 
 def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
     """Plain convolution of x (B, C, *L) with w (O, C/g, *ks), plus bias b (O,) or None."""
     B, O = x.shape[0], w.shape[0]
-    cols, lo = columns(xp, x, ks, stride, pad, dilation, groups)
-    wm = w.reshape(groups, O // groups, cols.shape[2])
-    y = _gemm(xp, wm, cols)                             # (B, g, O/g, L)
-    y = y.reshape((B, O) + lo)
+    lo = out_spatial(x.shape[2:], ks, stride, pad, dilation)
+    wide = wide_layout(B, lo)
+    cols, lo = columns(xp, x, ks, stride, pad, dilation, groups, wide)
+    wm = w.reshape(groups, O // groups, cols.shape[-2])
+    y = _gemm(xp, wm, cols)
+    if wide:  # (O, B, L) -> (B, O, L), the bias added on the way
+        yt = y.reshape(O, B, _prod(lo)).transpose(1, 0, 2)
+        out = xp.empty((B, O) + tuple(lo), dtype=y.dtype)
+        o3 = out.reshape(B, O, _prod(lo))
+        if b is None:
+            o3[...] = yt
+        else:
+            xp.add(yt, b.reshape(O, 1), out=o3)
+        return out
+    y = y.reshape((B, O) + lo)                          # (B, g, O/g, L): already (B, O, *Lo)
     if b is not None:
         y += b.reshape((O,) + (1,) * len(lo))
     return y
@@ -112,24 +167,28 @@ def input_grad(xp, gy, w, in_spatial, ks, stride, pad, dilation, groups):
     lo = tuple(gy.shape[2:])
     Cg = w.shape[1]
     C = Cg * groups
-    wm = w.reshape(groups, O // groups, Cg * _prod(ks))
-    g4 = gy.reshape(B, groups, O // groups, _prod(lo))
-    cols = _gemm(xp, wm.transpose(0, 2, 1), g4)         # (B, g, Cg*K, L)
-    return _col2im(xp, cols.reshape((B, C) + tuple(ks) + lo), B, C, in_spatial, ks, stride,
-                   pad, dilation, lo)
+    wT = w.reshape(groups, O // groups, Cg * _prod(ks)).transpose(0, 2, 1)
+    wide = wide_layout(B, lo)
+    if wide:
+        cols = _gemm(xp, wT, _batch_inside(xp, gy, groups))      # (g, Cg*K, B*L)
+    else:
+        cols = _gemm(xp, wT, gy.reshape(B, groups, O // groups, _prod(lo)))  # (B, g, Cg*K, L)
+    return _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide)
 
 
 def weight_grad(xp, x, gy, ks, stride, pad, dilation, groups):
     """Gradient of the plain convolution with respect to its weight (O, C/g, *ks)."""
     B, O = gy.shape[:2]
     C = x.shape[1]
-    cols, lo = columns(xp, x, ks, stride, pad, dilation, groups)
-    g4 = gy.reshape(B, groups, O // groups, cols.shape[3])
-    if B == 1:
-        gw = _gemm(xp, g4[0], cols[0].transpose(0, 2, 1))
+    lo = tuple(gy.shape[2:])
+    wide = wide_layout(B, lo)
+    cols, _ = columns(xp, x, ks, stride, pad, dilation, groups, wide)
+    if wide:  # one GEMM per group over batch and positions: (O/g, B*L) @ (B*L, Cg*K)
+        gw = _gemm(xp, _batch_inside(xp, gy, groups), cols.transpose(0, 2, 1))
     else:
-        # one GEMM per group over the batch and positions together: (O/g, B*L) @ (B*L, CgK)
-        gt = g4.transpose(1, 2, 0, 3).reshape(groups, O // groups, B * cols.shape[3])
-        ct = cols.transpose(1, 0, 3, 2).reshape(groups, B * cols.shape[3], cols.shape[2])
-        gw = _gemm(xp, gt, ct)
+        # per example (BLAS reads the transposed columns in place), then summed over the
+        # batch: transposing the columns in memory for one big product costs ten times more
+        g4 = gy.reshape(B, groups, O // groups, cols.shape[3])
+        gw = _gemm(xp, g4, cols.transpose(0, 1, 3, 2))  # (B, g, O/g, Cg*K)
+        gw = gw[0] if B == 1 else gw.sum(0)
     return gw.reshape((O, C // groups) + tuple(ks))

@@ -1,0 +1,201 @@
+"""Convolution's window copies in C: im2col and its adjoint col2im for 1-d and 2-d windows.
+
+NumPy builds a column buffer with one strided slab copy per kernel offset (25 calls for a
+5x5 kernel, each paying NumPy's per-call cost, plus a padded copy of the input); this
+kernel writes the whole buffer in one pass, zeros where the window reaches into the
+padding, and col2im adds it back the same way.  Two layouts of the column buffer:
+
+* ``wide=False``: (B, C, kh, kw, OH, OW), one GEMM per example (large images);
+* ``wide=True``: (C, kh, kw, B, OH, OW), one GEMM over the whole batch (small images,
+  where per-example GEMMs are too small to be efficient).
+
+Its own library (``ember_conv``), built and cached like the eager one (`build.py`);
+`im2col` / `col2im` return None when it cannot be had or the arrays do not fit (the
+caller then runs its NumPy code, which computes the same thing).  float32 and float64,
+C-contiguous inputs.
+"""
+import ctypes
+import os
+import re
+
+import numpy as np
+
+from . import build as _build
+
+__all__ = ["im2col", "col2im", "available"]
+
+ABI_VERSION = 1
+ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
+
+_C = r"""
+#include <stddef.h>
+#include <string.h>
+int ckc_abi(void) { return @ABI@; }
+"""
+
+# one copy per dtype (T, _S); geometry: g[0..13] = B C H W KH KW SH SW PH PW DH DW OH OW
+_TYPED = r"""
+/* the output columns [*lo, *hi) whose input column iw = ow*SW - PW + kw*DW is inside [0, W) */
+static inline void ckc_range_S(ptrdiff_t OW, ptrdiff_t W, ptrdiff_t SW, ptrdiff_t off,
+                               ptrdiff_t *lo, ptrdiff_t *hi) {
+    ptrdiff_t a = 0, b = OW;
+    while (a < b && a * SW + off < 0) a++;
+    while (b > a && (b - 1) * SW + off >= W) b--;
+    *lo = a; *hi = b;
+}
+
+void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int wide) {
+    const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
+    const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
+    const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW;
+    for (ptrdiff_t b = 0; b < B; b++)
+        for (ptrdiff_t c = 0; c < C; c++) {
+            const T *src = x + (b * C + c) * H * W;
+            for (ptrdiff_t kh = 0; kh < KH; kh++)
+                for (ptrdiff_t kw = 0; kw < KW; kw++) {
+                    const ptrdiff_t k = (c * KH + kh) * KW + kw;
+                    T *dst = wide ? cols + (k * B + b) * L : cols + (b * C * KH * KW + k) * L;
+                    ptrdiff_t lo, hi;
+                    const ptrdiff_t woff = kw * DW - PW;
+                    ckc_range_S(OW, W, SW, woff, &lo, &hi);
+                    for (ptrdiff_t oh = 0; oh < OH; oh++) {
+                        T *d = dst + oh * OW;
+                        const ptrdiff_t ih = oh * SH - PH + kh * DH;
+                        if (ih < 0 || ih >= H || lo >= hi) {
+                            memset(d, 0, sizeof(T) * OW);
+                            continue;
+                        }
+                        const T *s = src + ih * W + woff;
+                        for (ptrdiff_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                        if (SW == 1)
+                            memcpy(d + lo, s + lo, sizeof(T) * (hi - lo));
+                        else
+                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow * SW];
+                        for (ptrdiff_t ow = hi; ow < OW; ow++) d[ow] = 0;
+                    }
+                }
+        }
+}
+
+void ckc_col2im_S(const T *restrict cols, T *restrict x, const ptrdiff_t *g, int wide) {
+    const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
+    const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
+    const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW;
+    memset(x, 0, sizeof(T) * B * C * H * W);
+    for (ptrdiff_t b = 0; b < B; b++)
+        for (ptrdiff_t c = 0; c < C; c++) {
+            T *dst = x + (b * C + c) * H * W;
+            for (ptrdiff_t kh = 0; kh < KH; kh++)
+                for (ptrdiff_t kw = 0; kw < KW; kw++) {
+                    const ptrdiff_t k = (c * KH + kh) * KW + kw;
+                    const T *src = wide ? cols + (k * B + b) * L
+                                        : cols + (b * C * KH * KW + k) * L;
+                    ptrdiff_t lo, hi;
+                    const ptrdiff_t woff = kw * DW - PW;
+                    ckc_range_S(OW, W, SW, woff, &lo, &hi);
+                    for (ptrdiff_t oh = 0; oh < OH; oh++) {
+                        const ptrdiff_t ih = oh * SH - PH + kh * DH;
+                        if (ih < 0 || ih >= H) continue;
+                        const T *s = src + oh * OW;
+                        T *d = dst + ih * W + woff;
+                        if (SW == 1) {
+                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] += s[ow];
+                        } else {
+                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow * SW] += s[ow];
+                        }
+                    }
+                }
+        }
+}
+"""
+
+_SUFFIX = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
+_lib = None
+_tried = False
+_reason = None
+_fns = {}
+
+
+def render():
+    src = _C.replace("@ABI@", str(ABI_VERSION))
+    for t, s in _SUFFIX.values():
+        src += re.sub(r"\bT\b", t, _TYPED.replace("_S(", f"_{s}("))
+    return src
+
+
+def _load():
+    global _lib, _tried, _reason
+    _tried = True
+    try:
+        _lib, _ = _build.build("ember_conv", render(), lambda lib: lib.ckc_abi() == ABI_VERSION)
+    except _build.BuildError as e:
+        _reason = str(e)
+    except Exception as e:  # noqa: BLE001 - any failure here means "use NumPy"
+        _reason = f"{type(e).__name__}: {e}"
+    return _lib
+
+
+def available():
+    """Whether the compiled window kernels are in use (builds them on first call)."""
+    if not ENABLED:
+        return False
+    return (_lib if _tried else _load()) is not None
+
+
+def _fn(name, dtype):
+    key = (name, dtype)
+    f = _fns.get(key)
+    if f is None:
+        if not available():
+            return None
+        f = getattr(_lib, f"ckc_{name}_{_SUFFIX[dtype][1]}")
+        f.restype = None
+        f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+        _fns[key] = f
+    return f
+
+
+def _geometry(B, C, spatial, ks, stride, pad, dilation, lo):
+    """The 14 sizes the kernels take; 1-d windows as 2-d ones of height 1."""
+    if len(ks) == 1:
+        spatial, ks, stride, dilation, lo = ((1,) + tuple(spatial), (1,) + tuple(ks),
+                                             (1,) + tuple(stride), (1,) + tuple(dilation),
+                                             (1,) + tuple(lo))
+        pad = ((0, 0),) + tuple(pad)
+    (H, W), (KH, KW), (SH, SW), (DH, DW), (OH, OW) = spatial, ks, stride, dilation, lo
+    return np.array([B, C, H, W, KH, KW, SH, SW, pad[0][0], pad[1][0], DH, DW, OH, OW],
+                    dtype=np.intp)
+
+
+def _fits(a, ks):
+    return ENABLED and type(a) is np.ndarray and a.dtype in _SUFFIX and a.flags.c_contiguous and \
+        len(ks) in (1, 2)
+
+
+def im2col(x, ks, stride, pad, dilation, lo, wide):
+    """The column buffer of ``x`` (B, C, *L) (see the module docstring), or None."""
+    if not _fits(x, ks):
+        return None
+    f = _fn("im2col", x.dtype)
+    if f is None:
+        return None
+    B, C = x.shape[:2]
+    k = C * int(np.prod(ks))
+    shape = (k, B) + tuple(lo) if wide else (B, k) + tuple(lo)
+    cols = np.empty(shape, dtype=x.dtype)
+    g = _geometry(B, C, x.shape[2:], ks, stride, pad, dilation, lo)
+    f(x.ctypes.data, cols.ctypes.data, g.ctypes.data, int(wide))
+    return cols
+
+
+def col2im(cols, B, C, spatial, ks, stride, pad, dilation, lo, wide):
+    """Columns in the layout of `im2col` summed back into (B, C, *spatial), or None."""
+    if not _fits(cols, ks):
+        return None
+    f = _fn("col2im", cols.dtype)
+    if f is None:
+        return None
+    out = np.empty((B, C) + tuple(spatial), dtype=cols.dtype)
+    g = _geometry(B, C, spatial, ks, stride, pad, dilation, lo)
+    f(cols.ctypes.data, out.ctypes.data, g.ctypes.data, int(wide))
+    return out

@@ -1,0 +1,250 @@
+"""The convolution operators (ember.ops.nn.conv_ops / conv_nd) against torch.
+
+Forward and backward values of every variant (1-3 spatial dims, stride, padding incl.
+'same'/'valid', dilation, groups, transposed with output_padding, unbatched, bias None),
+float64 gradcheck and double backward, vmap per-sample gradients of a small CNN against a
+loop and torch.func, forward-mode AD, the C window kernels against their NumPy fallback,
+half dtypes, errors, and the exported graph (one ``conv2d`` node; ``convolution`` after
+decomposition)."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.func as ef
+import ember.nn.functional as F
+from ember._core.ckernels import conv as ck
+from ember.ops.nn import conv_kernels
+
+TF = torch.nn.functional
+RNG = np.random.default_rng(0)
+
+
+def _arr(*shape, dtype=np.float64):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def _pair(a, grad=True):
+    return (ember.from_numpy(a.copy()).requires_grad_(grad),
+            torch.from_numpy(a.copy()).requires_grad_(grad))
+
+
+# name, input shape, weight shape, bias?, kwargs
+CASES = [
+    ("conv1d", (2, 4, 9), (6, 2, 3), True, dict(stride=2, padding=1, groups=2)),
+    ("conv1d", (3, 8), (5, 3, 2), False, dict(padding="same", dilation=3)),
+    ("conv1d", (2, 3, 8), (4, 3, 1), True, {}),
+    ("conv2d", (2, 3, 7, 6), (4, 3, 3, 2), True, dict(stride=(2, 1), padding=1,
+                                                      dilation=(1, 2))),
+    ("conv2d", (2, 4, 7, 6), (6, 2, 3, 3), True, dict(groups=2, padding="same")),
+    ("conv2d", (4, 7, 6), (6, 4, 2, 2), False, dict(padding="same")),
+    ("conv2d", (1, 3, 5, 5), (2, 3, 5, 5), True, dict(padding="valid")),
+    ("conv2d", (3, 4, 6, 6), (4, 1, 3, 3), False, dict(groups=4, stride=2, padding=(0, 1))),
+    ("conv2d", (40, 2, 5, 4), (3, 2, 2, 2), True, dict(padding=1)),      # batch-inside layout
+    ("conv3d", (2, 2, 5, 4, 5), (3, 2, 2, 3, 2), True, dict(stride=2, padding=(1, 0, 1))),
+    ("conv3d", (2, 4, 4, 3), (2, 2, 2, 2, 2), False, dict(padding="same")),
+    ("conv_transpose1d", (2, 4, 5), (4, 3, 3), False, dict(output_padding=1, dilation=2)),
+    ("conv_transpose2d", (2, 4, 5, 4), (4, 3, 3, 2), True, dict(stride=2, padding=1,
+                                                                output_padding=1, groups=2)),
+    ("conv_transpose2d", (3, 4, 3), (3, 2, 2, 2), True, dict(stride=(1, 2))),
+    ("conv_transpose3d", (2, 2, 3, 4, 3), (2, 3, 2, 2, 3), True, dict(stride=(1, 2, 2),
+                                                                      output_padding=(0, 1, 1))),
+]
+IDS = [f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+
+
+def _bias_size(name, ws, kw):
+    return ws[1] * kw.get("groups", 1) if "transpose" in name else ws[0]
+
+
+# torch warns that it pads a copy for 'same' with an even kernel (ember pads by one op too)
+_SAME_WARNING = pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")
+
+
+@_SAME_WARNING
+@pytest.mark.parametrize("name,xs,ws,bias,kw", CASES, ids=IDS)
+def test_forward_and_backward_match_torch(name, xs, ws, bias, kw):
+    arrays = [_arr(*xs), _arr(*ws)] + ([_arr(_bias_size(name, ws, kw))] if bias else [])
+    pairs = [_pair(a) for a in arrays]
+    ye = getattr(F, name)(*[p[0] for p in pairs], **kw)
+    yt = getattr(TF, name)(*[p[1] for p in pairs], **kw)
+    assert tuple(ye.shape) == tuple(yt.shape)
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
+    g = _arr(*yt.shape)
+    ye.backward(ember.from_numpy(g))
+    yt.backward(torch.from_numpy(g))
+    for (e, t) in pairs:
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-9)
+
+
+@_SAME_WARNING
+@pytest.mark.parametrize("name,xs,ws,bias,kw", CASES, ids=IDS)
+def test_float32_matches_torch_and_the_numpy_fallback(name, xs, ws, bias, kw, monkeypatch):
+    arrays = [_arr(*xs, dtype=np.float32), _arr(*ws, dtype=np.float32)] + (
+        [_arr(_bias_size(name, ws, kw), dtype=np.float32)] if bias else [])
+    g = _arr(*getattr(TF, name)(*[torch.from_numpy(a) for a in arrays], **kw).shape,
+             dtype=np.float32)
+
+    def run(lib):
+        ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
+        y = getattr(lib.nn.functional, name)(*ts, **kw)
+        y.backward(lib.from_numpy(g))
+        return [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+    want = run(torch)
+    with_c = run(ember)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    numpy_only = run(ember)
+    for a, b, c in zip(with_c, numpy_only, want):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_both_column_layouts_give_the_same_gradients(wide, monkeypatch):
+    x, w, b = _arr(3, 4, 6, 5), _arr(6, 2, 3, 2), _arr(6)
+    monkeypatch.setattr(conv_kernels, "WIDE", wide)
+    pairs = [_pair(a) for a in (x, w, b)]
+    ye = F.conv2d(*[p[0] for p in pairs], stride=(1, 2), padding=(2, 1), groups=2)
+    yt = TF.conv2d(*[p[1] for p in pairs], stride=(1, 2), padding=(2, 1), groups=2)
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), atol=1e-10)
+    ye.sum().backward()
+    yt.sum().backward()
+    for e, t in pairs:
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), atol=1e-9)
+
+
+@pytest.mark.parametrize("name,xs,ws,bias,kw", [CASES[i] for i in (0, 4, 9, 12, 14)],
+                         ids=[IDS[i] for i in (0, 4, 9, 12, 14)])
+def test_gradcheck_and_gradgradcheck(name, xs, ws, bias, kw):
+    small = tuple(max(1, s - 1) if i >= 2 else s for i, s in enumerate(xs))
+    if "transpose" not in name and len(small) == len(xs):
+        small = xs
+    arrays = [_arr(*small), _arr(*ws)] + ([_arr(_bias_size(name, ws, kw))] if bias else [])
+    ts = tuple(ember.from_numpy(a).requires_grad_(True) for a in arrays)
+    fn = lambda *a: getattr(F, name)(*a, **kw)  # noqa: E731
+    assert ember.autograd.gradcheck(fn, ts)
+    assert ember.autograd.gradgradcheck(fn, ts)
+
+
+def test_double_backward_matches_torch():
+    x, w, b = _arr(2, 3, 6, 5), _arr(4, 3, 3, 2), _arr(4)
+    (xe, xt), (we, wt), (be, bt) = _pair(x), _pair(w), _pair(b)
+    res = []
+    for lib, (X, W, B) in ((ember, (xe, we, be)), (torch, (xt, wt, bt))):
+        y = lib.nn.functional.conv2d(X, W, B, stride=2, padding=1).tanh()
+        gx, gw, gb = lib.autograd.grad(y.sum(), (X, W, B), create_graph=True)
+        (gx.pow(2).sum() + (gw * gw.sin()).sum() + gb.pow(3).sum()).backward()
+        res.append([X.grad.numpy(), W.grad.numpy(), B.grad.numpy()])
+    for a, c in zip(*res):
+        np.testing.assert_allclose(a, c, rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_forward_mode_matches_torch():
+    x, w, b, tx, tw, tb = _arr(2, 3, 6, 5), _arr(4, 3, 3, 2), _arr(4), _arr(2, 3, 6, 5), \
+        _arr(4, 3, 3, 2), _arr(4)
+    ye, je = ef.jvp(lambda a, c, d: F.conv2d(a, c, d, padding=1),
+                    tuple(ember.from_numpy(v) for v in (x, w, b)),
+                    tuple(ember.from_numpy(v) for v in (tx, tw, tb)))
+    yt, jt = torch.func.jvp(lambda a, c, d: TF.conv2d(a, c, d, padding=1),
+                            tuple(torch.from_numpy(v) for v in (x, w, b)),
+                            tuple(torch.from_numpy(v) for v in (tx, tw, tb)))
+    np.testing.assert_allclose(je.numpy(), jt.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def _cnn(lib, params, x):
+    F_ = lib.nn.functional
+    h = F_.conv2d(x, params["c1"], params["b1"], padding=1).relu()
+    h = F_.conv2d(h, params["c2"], None, stride=2, groups=2)
+    return F_.linear(h.flatten(), params["fc"]).sum()
+
+
+def test_vmap_per_sample_grads_equal_a_loop_and_torch_func():
+    shapes = {"c1": (4, 2, 3, 3), "b1": (4,), "c2": (4, 2, 2, 2), "fc": (1, 4 * 3 * 3)}
+    params = {k: _arr(*s) for k, s in shapes.items()}
+    xs = _arr(5, 2, 6, 6)  # 5 examples, each unbatched (C, H, W)
+    pe = {k: ember.from_numpy(v) for k, v in params.items()}
+    pt = {k: torch.from_numpy(v) for k, v in params.items()}
+    ge = ef.vmap(ef.grad(lambda p, x: _cnn(ember, p, x)), in_dims=(None, 0))(
+        pe, ember.from_numpy(xs))
+    gt = torch.func.vmap(torch.func.grad(lambda p, x: _cnn(torch, p, x)), in_dims=(None, 0))(
+        pt, torch.from_numpy(xs))
+    for i in range(xs.shape[0]):
+        loop = ef.grad(lambda p: _cnn(ember, p, ember.from_numpy(xs[i])))(pe)
+        for k in shapes:
+            np.testing.assert_allclose(ge[k][i].numpy(), loop[k].numpy(), atol=1e-10)
+    for k in shapes:
+        np.testing.assert_allclose(ge[k].numpy(), gt[k].numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_vmap_of_transposed_convolution_with_per_example_weights():
+    x, w, b = _arr(3, 2, 4, 5, 4), _arr(3, 4, 3, 2, 2), _arr(3, 6)
+    f = lambda a, c, d: F.conv_transpose2d(a, c, d, stride=2, groups=2,  # noqa: E731
+                                           output_padding=1)
+    got = ef.vmap(f)(*(ember.from_numpy(v) for v in (x, w, b)))
+    want = torch.func.vmap(lambda a, c, d: TF.conv_transpose2d(a, c, d, stride=2, groups=2,
+                                                               output_padding=1))(
+        *(torch.from_numpy(v) for v in (x, w, b)))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+def test_half_dtypes_compute_in_float32(dtype):
+    x, w, b = _arr(2, 3, 6, 6), _arr(4, 3, 3, 3), _arr(4)
+    te = [ember.from_numpy(a).to(dtype).requires_grad_(True) for a in (x, w, b)]
+    tdt = getattr(torch, str(dtype).split(".")[-1])
+    tt = [torch.from_numpy(a).to(tdt).requires_grad_(True) for a in (x, w, b)]
+    ye, yt = F.conv2d(*te, padding=1), TF.conv2d(*tt, padding=1)
+    assert ye.dtype == dtype
+    np.testing.assert_allclose(ye.float().detach().numpy(), yt.float().detach().numpy(),
+                               rtol=2e-2, atol=5e-2)
+    ye.sum().backward()
+    yt.sum().backward()
+    for e, t in zip(te, tt):
+        assert e.grad.dtype == dtype
+        np.testing.assert_allclose(e.grad.float().numpy(), t.grad.float().numpy(), rtol=2e-2,
+                                   atol=1e-1)
+
+
+def test_aten_convolution_matches_torch():
+    x, w, b = _arr(2, 4, 3, 4), _arr(4, 3, 3, 2), _arr(6)
+    args = ((2, 2), (1, 0), (1, 1), True, (1, 0), 2)
+    got = ember.convolution(*(ember.from_numpy(v) for v in (x, w, b)), *args)
+    want = torch.convolution(*(torch.from_numpy(v) for v in (x, w, b)), *args)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w[:, :2]),                # channels
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w, stride=0),
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=-1),
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding="same", stride=2),
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding="full"),
+    lambda lib, x, w: lib.nn.functional.conv2d(x[..., :2, :2], w),           # kernel too big
+    lambda lib, x, w: lib.nn.functional.conv2d(x[0, 0], w),                  # 2-d input
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w, lib.zeros(3, dtype=x.dtype)),  # bias
+    lambda lib, x, w: lib.nn.functional.conv2d(x, w.double()),               # mixed dtypes
+    lambda lib, x, w: lib.nn.functional.conv_transpose2d(x, w, output_padding=2),
+])
+def test_errors_match_torch(call):
+    x, w = _arr(1, 3, 5, 5, dtype=np.float32), _arr(4, 3, 3, 3, dtype=np.float32)
+    with pytest.raises(Exception) as t_exc:
+        call(torch, torch.from_numpy(x), torch.from_numpy(w))
+    with pytest.raises(type(t_exc.value)):
+        call(ember, ember.from_numpy(x), ember.from_numpy(w))
+
+
+def test_export_shows_one_conv2d_and_decomposes_to_convolution():
+    from ember.export import export
+    mod = ember.nn.Conv2d(3, 4, 3, padding=1)
+    ep = export(mod, (ember.randn(2, 3, 5, 5),))
+    names = [getattr(n.target, "name", None) for n in ep.graph.nodes if n.op == "call_function"]
+    assert names == ["conv2d"]
+    conv2d = ember._core.op.REGISTRY["conv2d"]
+    dec = ep.run_decompositions({conv2d: conv2d.decomp})
+    names = [getattr(n.target, "name", None) for n in dec.graph.nodes
+             if n.op == "call_function"]
+    assert "convolution" in names and "conv2d" not in names
+    x = ember.randn(2, 3, 5, 5)
+    np.testing.assert_allclose(dec.module()(x).detach().numpy(), mod(x).detach().numpy(),
+                               atol=1e-5)
