@@ -50,7 +50,7 @@ RANKS = {
     "_higher_order_ops": 6,
     "_dynamo": 6, "_inductor": 6, "compiler": 6, "export": 6, "onnx": 6, "ao": 6, "distributed": 6,
     "utils.benchmark": 6, "compat": 6, "hub": 6, "multiprocessing": 6, "utils": 6, "jit": 6, "_logging": 6,
-    "": 7, "_toplevel_extras": 7,
+    "": 7, "_toplevel_extras": 7, "_default_tensor_type": 7,
 }
 
 
