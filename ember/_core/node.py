@@ -303,15 +303,16 @@ def record(op, args, params, outs):
         node.saved_out = [_saved_output(o, diff)] if op.save_output else None
     else:
         node.n_out = len(outs)
-        saved_out = [] if op.save_output else None
+        keep = op.save_output
+        saved_out = [] if keep else None
         for i, o in enumerate(outs):
             diff = i not in nd and o._data.dtype.kind in "fcV"
             if diff:
                 o.grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
-            if saved_out is not None:
-                saved_out.append(_saved_output(o, diff))
+            if saved_out is not None:   # True: every output; a tuple: those indices
+                saved_out.append(_saved_output(o, diff) if keep is True or i in keep else None)
         node.saved_out = saved_out
         node.out_meta = [(o._data.shape, o._data.dtype) for o in outs]
     shared = SHARED

@@ -101,6 +101,8 @@ class Op:
         ``meta.check_shapes(True)`` (or ``EMBER_CHECK_SHAPES=1``) verifies every rule against
         the real outputs as operators run.
     save_inputs: True (all), False, or a tuple of input indices the vjp reads.
+    save_output: whether the vjp reads ``ctx.out``; for several outputs also a tuple of the
+        indices it reads (the others are None there, and may be written in place after).
     n_out: number of outputs (1), or None for a list of outputs of data-dependent length.
     nondiff_outputs: indices of outputs that never carry gradients (e.g. argmax indices).
     view: the output is a view of input 0 (shares memory and version counter).

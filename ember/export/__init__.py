@@ -23,8 +23,8 @@ from .guards import check_guards
 from .verify import dims_that_do_not_generalise
 
 __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
-           "default_decompositions", "primitive_decompositions", "ExportGraphSignature", "InputKind", "InputSpec",
-           "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
+           "default_decompositions", "primitive_decompositions", "ExportGraphSignature",
+           "InputKind", "InputSpec", "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
            "CustomDecompTable", "ExportBackwardSignature"]
 
 

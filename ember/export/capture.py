@@ -10,6 +10,7 @@ branch on a tensor's value, a call that cannot be recorded) is an error here, na
 user's file:line, as torch.export's is.  Comparisons of symbolic sizes are noted as guards
 (`ember.export.guards` checks them against the declared ranges).
 """
+import operator
 from .._core.tensor import Tensor
 from .._dynamo import symbolic
 from .._dynamo.cache import FunctionCache, RunEagerly
@@ -448,7 +449,15 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
     output_specs = []
     results = []
     mutation_nodes = [_whole_copy_source(graph, node) for node in mutation_nodes]
-    for t, node in zip(mutated, mutation_nodes):
+    # buffer mutations in the buffers' order, then input mutations, as torch lists them
+    order = {name: i for i, name in enumerate(buffers)}
+
+    def rank(pair):
+        r = role.get(id(pair[0]))
+        return (0, order[r[1]]) if r is not None and r[0] == "buffer" and r[1] in order \
+            else (1, 0)
+    pairs = sorted(zip(mutated, mutation_nodes), key=rank)
+    for t, node in pairs:
         r = role.get(id(t))
         if r is not None and r[0] == "buffer":
             output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION,
@@ -490,6 +499,9 @@ def _lift(gm, graph_inputs, role, user_index, flat, tensor_pos, names, out_plan,
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", x),
                                            None))
     out_node.args = (tuple(results),)
+    for node in reversed(list(graph.nodes)):   # outputs of a multi-output op nobody reads
+        if node.op == "call_function" and node.target is operator.getitem and not node.users:
+            graph.erase_node(node)
     gm.recompile()
     c_sizes = sizes
     c = Capture()

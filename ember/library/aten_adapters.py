@@ -2,11 +2,14 @@
 argument lists differ from the public function's (``convolution``'s nine arguments,
 ``native_batch_norm``'s saved statistics, ``embedding``'s weight-first order...)."""
 from .. import ops as _ops
+from ..autograd.grad_mode import no_grad as _no_grad
 from ..nn import functional as _F
+from ..ops.nn import batch_norm as _BN
 
 __all__ = ["view", "expand", "slice_", "alias", "to_copy", "sym_size", "sym_numel",
            "sym_stride", "softmax", "log_softmax", "convolution", "native_batch_norm",
-           "native_batch_norm_functional", "native_batch_norm_no_training",
+           "native_batch_norm_functional", "native_batch_norm_no_stats",
+           "native_batch_norm_no_training",
            "native_layer_norm", "layer_norm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
            "embedding", "factory", "full", "scalar_tensor"]
 
@@ -69,13 +72,6 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return getattr(_F, f"conv{n}d")(input, weight, bias, stride, padding, dilation, groups)
 
 
-def _bn_stats(input, eps):
-    dims = [0] + list(range(2, input.dim()))
-    mean = input.mean(dims)
-    var = input.var(dims, unbiased=False)
-    return mean, (var + eps).rsqrt()
-
-
 def _empty(like):
     return _ops.zeros(0, dtype=like.dtype)
 
@@ -83,26 +79,36 @@ def _empty(like):
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """``(out, save_mean, save_invstd)``; updates the running statistics in place when
     training (the statistics are empty tensors in evaluation, as torch returns them)."""
-    out = _F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     if not training:
-        return out, _empty(input), _empty(input)
-    mean, invstd = _bn_stats(input, eps)
+        return native_batch_norm_no_training(input, weight, bias, running_mean, running_var,
+                                             momentum, eps)
+    if running_mean is None or running_var is None:
+        return native_batch_norm_no_stats(input, weight, bias, training, momentum, eps)
+    out, mean, invstd, new_mean, new_var = native_batch_norm_functional(
+        input, weight, bias, running_mean, running_var, training, momentum, eps)
+    with _no_grad():
+        running_mean.copy_(new_mean)
+        running_var.copy_(new_var)
     return out, mean, invstd
 
 
 def native_batch_norm_functional(input, weight, bias, running_mean, running_var, training,
                                  momentum, eps):
     """``native_batch_norm`` without writes: the new running statistics are returned."""
-    new_mean, new_var = running_mean.clone(), running_var.clone()
-    out, mean, invstd = native_batch_norm(input, weight, bias, new_mean, new_var, training,
-                                          momentum, eps)
-    return out, mean, invstd, new_mean, new_var
+    return _BN.BATCH_NORM_FUNCTIONAL(input, weight, bias, running_mean, running_var,
+                                     training=bool(training), momentum=float(momentum),
+                                     eps=float(eps))
+
+
+def native_batch_norm_no_stats(input, weight, bias, training, momentum, eps):
+    return _BN.BATCH_NORM_NO_STATS(input, weight, bias, training=bool(training),
+                                   momentum=float(momentum), eps=float(eps))
 
 
 def native_batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum,
                                   eps):
-    return native_batch_norm(input, weight, bias, running_mean, running_var, False, momentum,
-                             eps)
+    return _BN.BATCH_NORM_NO_TRAINING(input, weight, bias, running_mean, running_var,
+                                      momentum=float(momentum), eps=float(eps))
 
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):

@@ -143,6 +143,13 @@ ATEN = {
                     "running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, "
                     "Tensor, Tensor running_mean_out, Tensor running_var_out)",
          _A.native_batch_norm_functional)],
+    "_native_batch_norm_legit": [
+        ("default", "(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, "
+                    "Tensor(b!) running_var, bool training, float momentum, float eps) -> "
+                    "(Tensor, Tensor, Tensor)", _A.native_batch_norm),
+        ("no_stats", "(Tensor input, Tensor? weight, Tensor? bias, bool training, float "
+                     "momentum, float eps) -> (Tensor, Tensor, Tensor)",
+         _A.native_batch_norm_no_stats)],
     "_native_batch_norm_legit_no_training": [
         ("default", "(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor "
                     "running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",

@@ -58,6 +58,10 @@ NON_TENSOR = {
     "equal_shape": "returns a Python bool",
 }
 
+# samples that write batched values into their unbatched arguments in place (batch_norm's
+# running statistics) when the arguments' in_dims are mixed: torch's vmap raises too
+WRITES_ARGUMENTS = {("nn.functional.batch_norm", "train-running")}
+
 # out= into a fresh unbatched tensor from a batched result: torch's vmap raises too
 OUT_VARIANTS = {o.name for o in OPS if o.name.endswith("_out") or o.name.endswith("-out")}
 
@@ -236,6 +240,10 @@ def test_vmap_matches_loop(op):
                 dims = _static(leaves, dims)
                 if all(d is None for d in dims):
                     continue
+            if None in dims and (op.name, s.name) in WRITES_ARGUMENTS:
+                with pytest.raises(RuntimeError, match="vmap"):
+                    _run_vmap(op, template, exs, dims)
+                continue
             if None in dims:
                 exs_d = [[ex[i] if d is not None else exs[0][i] for i, d in enumerate(dims)]
                          for ex in exs]

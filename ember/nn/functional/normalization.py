@@ -3,8 +3,9 @@ local_response_norm.
 
 The statistics-based norms share one fused primitive, ``_normalize(x, dims)``
 (``ember.ops.nn.normalization``), returning (xhat, mean, rstd) in one pass.  The
-affine part is one ``addcmul``.  Evaluation-mode batch norm folds the running
-statistics into one scale and one shift.
+affine part is one ``addcmul``.  Batch norm is torch's functional ATen operators
+(``ember.ops.nn.batch_norm``: one node each in a captured graph), whose new running
+statistics are written back into the buffers.
 """
 import numpy as np
 
@@ -12,6 +13,8 @@ from ..._core.dispatch import overridable
 from ...autograd.grad_mode import no_grad
 # _normalize_kernel stays importable here for the C-kernel tests
 from ...ops.nn.normalization import _normalize_kernel, normalize_stats  # noqa: F401
+from ...ops.nn.batch_norm import (BATCH_NORM_FUNCTIONAL, BATCH_NORM_NO_STATS,
+                                  BATCH_NORM_NO_TRAINING)
 from .conv import pad
 from .pooling import avg_pool2d
 
@@ -57,30 +60,33 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         _check_channel_param(name, t, C)
-    shape = _channel_shape(input)
+    momentum = 0.0 if momentum is None else float(momentum)
+    eps = float(eps)
     if training:
         n = input.numel() // C
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {list(input.shape)}")
-        dims = (0,) + tuple(range(2, input.dim()))
-        xhat, mean, rstd = normalize_stats(input, dims, eps)
-        if running_mean is not None:
-            _update_running(running_mean, mean.detach(), momentum)
-        if running_var is not None:
-            r = rstd.detach().double()
-            var = (1.0 / (r * r) - eps) * (n / (n - 1))
-            _update_running(running_var, var, momentum)
-        return _affine(xhat, weight, bias, shape)
+        if running_mean is None or running_var is None:
+            out, mean, rstd = BATCH_NORM_NO_STATS(input, weight, bias, training=True,
+                                                  momentum=momentum, eps=eps)
+            if running_mean is not None:   # only one of the two: torch updates that one
+                _update_running(running_mean, mean.detach(), momentum)
+            if running_var is not None:
+                r = rstd.detach().double()
+                _update_running(running_var, (1.0 / (r * r) - eps) * (n / (n - 1)), momentum)
+            return out
+        out, _, _, new_mean, new_var = BATCH_NORM_FUNCTIONAL(
+            input, weight, bias, running_mean, running_var, training=True, momentum=momentum,
+            eps=eps)
+        with no_grad():
+            running_mean.copy_(new_mean)
+            running_var.copy_(new_var)
+        return out
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-    scale = (running_var + eps).rsqrt()
-    if weight is not None:
-        scale = scale * weight
-    shift = -running_mean * scale
-    if bias is not None:
-        shift = shift + bias
-    return shift.reshape(shape).addcmul(input, scale.reshape(shape))
+    return BATCH_NORM_NO_TRAINING(input, weight, bias, running_mean, running_var,
+                                  momentum=momentum, eps=eps)[0]
 
 
 @overridable

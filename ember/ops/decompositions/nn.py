@@ -334,3 +334,67 @@ def _log_softmax_op(x, dim, dtype=None):
         return _back(prim.sub(w, w), back)
     return _back(_log_softmax(w, dim), back)
 
+
+
+# ---- batch norm (ember.ops.nn.batch_norm) ---------------------------------------------------
+def _bn_running(running, stat, momentum):
+    return prim.add(prim.mul(running, 1 - momentum), prim.mul(cast(stat, running.dtype), momentum))
+
+
+def _bn_train(x, weight, bias, running_mean, running_var, momentum, eps):
+    c, nd = x.shape[1], x.ndim
+    dims = (0,) + tuple(range(2, nd))
+    w, back = _work(x)
+    xhat, mean, rstd = _normalize(w, dims, eps)
+    shape = (1, c) + (1,) * (nd - 2)
+    out = xhat
+    if weight is not None:
+        out = prim.mul(out, reshape(_work(weight)[0], shape))
+    if bias is not None:
+        out = prim.add(out, reshape(_work(bias)[0], shape))
+    mean, rstd = reshape(mean, (c,)), reshape(rstd, (c,))
+    stats = []
+    if running_mean is not None:
+        stats.append(_bn_running(running_mean, mean, momentum))
+    if running_var is not None:
+        n = numel([x.shape[d] for d in dims])
+        r = cast(rstd, _dt.float64)   # the unbiased variance, from the statistics kept
+        var = prim.mul(prim.sub(prim.div(1.0, prim.mul(r, r)), eps), n / (n - 1))
+        stats.append(_bn_running(running_var, var, momentum))
+    return (_back(out, back), _back(mean, back), _back(rstd, back), *stats)
+
+
+def _bn_eval(x, weight, bias, running_mean, running_var, eps):
+    # the running statistics are not differentiable (torch refuses them requiring grad)
+    running_mean, running_var = prim._stop_gradient(running_mean), prim._stop_gradient(running_var)
+    w, back = _work(x)
+    shape = (x.shape[1],) + (1,) * (x.ndim - 2)
+    scale = cast(prim.div(1.0, prim.sqrt(prim.add(_work(running_var)[0], eps))), w.dtype)
+    if weight is not None:
+        scale = prim.mul(scale, _work(weight)[0])
+    shift = prim.mul(prim.neg(cast(_work(running_mean)[0], w.dtype)), scale)
+    if bias is not None:
+        shift = prim.add(shift, _work(bias)[0])
+    return _back(prim.add(reshape(shift, shape), prim.mul(w, reshape(scale, shape))), back)
+
+
+@decomposes("_native_batch_norm_legit_functional")
+def _native_batch_norm_legit_functional(x, weight, bias, running_mean, running_var, training,
+                                        momentum, eps):
+    if training:
+        return _bn_train(x, weight, bias, running_mean, running_var, momentum, eps)
+    empty = full((0,), 0.0, x.dtype)
+    return (_bn_eval(x, weight, bias, running_mean, running_var, eps), empty, empty,
+            prim.mul(running_mean, 1), prim.mul(running_var, 1))
+
+
+@decomposes("_native_batch_norm_legit")
+def _native_batch_norm_legit(x, weight, bias, training, momentum, eps):
+    return _bn_train(x, weight, bias, None, None, momentum, eps)
+
+
+@decomposes("_native_batch_norm_legit_no_training")
+def _native_batch_norm_legit_no_training(x, weight, bias, running_mean, running_var, momentum,
+                                         eps):
+    empty = full((0,), 0.0, x.dtype)
+    return _bn_eval(x, weight, bias, running_mean, running_var, eps), empty, empty
