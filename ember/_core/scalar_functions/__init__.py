@@ -71,11 +71,12 @@ _LIBM = ("sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "a
          "floor", "ceil", "trunc", "rint", "fabs", "fmod", "pow", "atan2", "hypot",
          "copysign", "fmax", "fmin")
 _NAMES = {
+    # exp_le0: exp of an argument known to be <= 0 (or NaN), cheaper in float32
     "f32": dict({n: n + "f" for n in _LIBM}, T="float", S="f32", exp="ck_expf",
-                log="ck_logf", tanh="ck_tanhf", erf="ck_erff", sigmoid="ck_sigmoidf",
-                max="sf_max_f32", min="sf_min_f32"),
-    "f64": dict({n: n for n in _LIBM}, T="double", S="f64", exp="exp", log="log",
-                tanh="tanh", erf="erf", sigmoid="ck_sigmoid", max="sf_max_f64",
+                exp_le0="ck_expf_le0", log="ck_logf", tanh="ck_tanhf", erf="ck_erff",
+                sigmoid="ck_sigmoidf", max="sf_max_f32", min="sf_min_f32"),
+    "f64": dict({n: n for n in _LIBM}, T="double", S="f64", exp="exp", exp_le0="exp",
+                log="log", tanh="tanh", erf="erf", sigmoid="ck_sigmoid", max="sf_max_f64",
                 min="sf_min_f64"),
 }
 _CTYPES = {"bool": "_Bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",

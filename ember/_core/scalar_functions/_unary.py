@@ -194,7 +194,7 @@ unary("gelu", _gelu, "sf_gelu_$S($0)", kinds="f", d=_gelu_d, c_grad="sf_gelu_gra
 static inline $T sf_gelu_$S($T v) { return ($T)0.5 * v * (($T)1 + $erf(v * ($T)0.7071067811865476)); }
 static inline $T sf_gelu_grad_$S($T v) {
     $T cdf = ($T)0.5 * (($T)1 + $erf(v * ($T)0.7071067811865476));
-    $T pdf = $exp(v * v * ($T)-0.5) * ($T)0.3989422804014327;
+    $T pdf = $exp_le0(v * v * ($T)-0.5) * ($T)0.3989422804014327;
     return cdf + v * pdf;
 }""", doc="exact gelu, x Phi(x)")
 
