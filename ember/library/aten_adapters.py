@@ -5,6 +5,7 @@ from .. import ops as _ops
 from ..autograd.grad_mode import no_grad as _no_grad
 from ..nn import functional as _F
 from ..ops.nn import batch_norm as _BN
+from ..ops.nn.conv_ops import convolution
 
 __all__ = ["view", "expand", "slice_", "alias", "to_copy", "sym_size", "sym_numel",
            "sym_stride", "softmax", "log_softmax", "convolution", "native_batch_norm",
@@ -57,19 +58,6 @@ def softmax(self, dim, half_to_float):
 
 def log_softmax(self, dim, half_to_float):
     return _ops.log_softmax(self, dim)
-
-
-def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                groups):
-    """ATen's one convolution: N-d (from ``weight``'s rank), direct or transposed."""
-    n = weight.dim() - 2
-    if n not in (1, 2, 3):
-        raise RuntimeError(f"convolution: expected a weight of 3, 4 or 5 dimensions, got "
-                           f"{weight.dim()}")
-    if transposed:
-        fn = getattr(_F, f"conv_transpose{n}d")
-        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    return getattr(_F, f"conv{n}d")(input, weight, bias, stride, padding, dilation, groups)
 
 
 def _empty(like):
