@@ -35,8 +35,8 @@ def _load():
         pass
 
 
-def matmul(xp, a, b):
-    """``xp.matmul(a, b)``, single-threaded in BLAS when the product is small."""
+def matmul(xp, a, b, out=None):
+    """``xp.matmul(a, b, out=out)``, single-threaded in BLAS when the product is small."""
     if xp is np and b.ndim > 1:
         if not _loaded:
             _load()
@@ -45,7 +45,7 @@ def matmul(xp, a, b):
             if prev != 1:
                 _set(1)
                 try:
-                    return np.matmul(a, b)
+                    return np.matmul(a, b, out=out)
                 finally:
                     _set(prev)
-    return xp.matmul(a, b)
+    return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)

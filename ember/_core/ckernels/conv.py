@@ -172,17 +172,16 @@ def _fits(a, ks):
         len(ks) in (1, 2)
 
 
-def im2col(x, ks, stride, pad, dilation, lo, wide):
-    """The column buffer of ``x`` (B, C, *L) (see the module docstring), or None."""
+def im2col(x, ks, stride, pad, dilation, lo, wide, out):
+    """The column buffer of ``x`` (B, C, *L) (see the module docstring) written into
+    ``out`` (C-contiguous, of the layout's size), or None."""
     if not _fits(x, ks):
         return None
     f = _fn("im2col", x.dtype)
     if f is None:
         return None
     B, C = x.shape[:2]
-    k = C * int(np.prod(ks))
-    shape = (k, B) + tuple(lo) if wide else (B, k) + tuple(lo)
-    cols = np.empty(shape, dtype=x.dtype)
+    cols = out
     g = _geometry(B, C, x.shape[2:], ks, stride, pad, dilation, lo)
     f(x.ctypes.data, cols.ctypes.data, g.ctypes.data, int(wide))
     return cols

@@ -22,6 +22,7 @@ Geometry is passed per spatial dim: ``ks`` kernel sizes, ``stride``, ``pad`` as 
 pairs, ``dilation``.
 """
 import itertools
+import threading
 
 import numpy as np
 
@@ -96,9 +97,9 @@ def columns(xp, x, ks, stride, pad, dilation, groups, wide):
     L, CK = _prod(lo), (C // groups) * _prod(ks)
     if _is_pointwise(ks, stride, pad) and not wide:
         return x.reshape(B, groups, C // groups, L), lo
-    buf = _ck.im2col(x, ks, stride, pad, dilation, lo, wide) if xp is np else None
-    if buf is None:
-        buf = xp.empty((C * _prod(ks), B, L) if wide else (B, C * _prod(ks), L), dtype=x.dtype)
+    shape = (C * _prod(ks), B, L) if wide else (B, C * _prod(ks), L)
+    buf = scratch(xp, "cols", shape, x.dtype)
+    if xp is not np or _ck.im2col(x, ks, stride, pad, dilation, lo, wide, buf) is None:
         view = _fill_view(xp, buf, B, C, ks, lo, wide)
         xpd = _padded(xp, x, pad)
         lead = (slice(None), slice(None))
@@ -107,6 +108,26 @@ def columns(xp, x, ks, stride, pad, dilation, groups, wide):
     if wide:
         return buf.reshape(groups, CK, B * L), lo
     return buf.reshape(B, groups, CK, L), lo
+
+
+_SCRATCH = threading.local()
+SCRATCH_MAX = 1 << 26  # bytes kept per buffer; larger temporaries are allocated per call
+
+
+def scratch(xp, slot, shape, dtype):
+    """A temporary array of ``shape`` from a per-thread buffer kept between calls: a column
+    buffer is written and read once per call, and a fresh one of several MB costs more in
+    page faults than its fill (the allocator returns big blocks to the OS when freed).
+    Valid until the next request of the same ``slot`` in this thread."""
+    n = _prod(shape)
+    dtype = np.dtype(dtype)
+    if xp is not np or n * dtype.itemsize > SCRATCH_MAX:
+        return xp.empty(shape, dtype=dtype)
+    bufs = _SCRATCH.__dict__.setdefault("bufs", {})
+    buf = bufs.get((slot, dtype))
+    if buf is None or buf.size < n:
+        buf = bufs[slot, dtype] = np.empty(max(n, 1 << 16), dtype=dtype)
+    return buf[:n].reshape(shape)
 
 
 def _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide):
@@ -144,8 +165,9 @@ def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
     wide = wide_layout(B, lo)
     cols, lo = columns(xp, x, ks, stride, pad, dilation, groups, wide)
     wm = w.reshape(groups, O // groups, cols.shape[-2])
-    y = _gemm(xp, wm, cols)
     if wide:  # (O, B, L) -> (B, O, L), the bias added on the way
+        y = _gemm(xp, wm, cols, scratch(xp, "prod", (groups, O // groups, cols.shape[-1]),
+                                        cols.dtype))
         yt = y.reshape(O, B, _prod(lo)).transpose(1, 0, 2)
         out = xp.empty((B, O) + tuple(lo), dtype=y.dtype)
         o3 = out.reshape(B, O, _prod(lo))
@@ -154,7 +176,7 @@ def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
         else:
             xp.add(yt, b.reshape(O, 1), out=o3)
         return out
-    y = y.reshape((B, O) + lo)                          # (B, g, O/g, L): already (B, O, *Lo)
+    y = _gemm(xp, wm, cols).reshape((B, O) + lo)        # (B, g, O/g, L): already (B, O, *Lo)
     if b is not None:
         y += b.reshape((O,) + (1,) * len(lo))
     return y
@@ -169,10 +191,15 @@ def input_grad(xp, gy, w, in_spatial, ks, stride, pad, dilation, groups):
     C = Cg * groups
     wT = w.reshape(groups, O // groups, Cg * _prod(ks)).transpose(0, 2, 1)
     wide = wide_layout(B, lo)
-    if wide:
-        cols = _gemm(xp, wT, _batch_inside(xp, gy, groups))      # (g, Cg*K, B*L)
-    else:
-        cols = _gemm(xp, wT, gy.reshape(B, groups, O // groups, _prod(lo)))  # (B, g, Cg*K, L)
+    L = _prod(lo)
+    if wide:                                                      # (g, Cg*K, B*L)
+        cols = _gemm(xp, wT, _batch_inside(xp, gy, groups),
+                     scratch(xp, "prod", (groups, wT.shape[1], B * L), gy.dtype))
+    else:                                                         # (B, g, Cg*K, L)
+        # a 1x1 kernel's columns are the result itself: no scratch buffer then
+        out = None if _is_pointwise(ks, stride, pad) else \
+            scratch(xp, "prod", (B, groups, wT.shape[1], L), gy.dtype)
+        cols = _gemm(xp, wT, gy.reshape(B, groups, O // groups, L), out)
     return _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide)
 
 
@@ -189,6 +216,7 @@ def weight_grad(xp, x, gy, ks, stride, pad, dilation, groups):
         # per example (BLAS reads the transposed columns in place), then summed over the
         # batch: transposing the columns in memory for one big product costs ten times more
         g4 = gy.reshape(B, groups, O // groups, cols.shape[3])
-        gw = _gemm(xp, g4, cols.transpose(0, 1, 3, 2))  # (B, g, O/g, Cg*K)
-        gw = gw[0] if B == 1 else gw.sum(0)
+        gw = _gemm(xp, g4, cols.transpose(0, 1, 3, 2),  # (B, g, O/g, Cg*K)
+                   scratch(xp, "prod", (B, groups, O // groups, cols.shape[2]), gy.dtype))
+        gw = gw[0].copy() if B == 1 else gw.sum(0)
     return gw.reshape((O, C // groups) + tuple(ks))

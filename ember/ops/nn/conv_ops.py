@@ -49,9 +49,10 @@ def _conv_arrays(xp, x, w, b, stride, pads, dilation, transposed, output_padding
     check_conv(x.shape, w.shape, _bshape(b), stride, pads, dilation, groups, transposed,
                output_padding)
     ct, back = K.compute_dtype(x.dtype)
-    if back is not None:
-        x, w = x.astype(ct), w.astype(ct)
-        b = None if b is None else b.astype(ct)
+    # contiguous operands: BLAS and the C window kernels need them (a gradient of ones may
+    # arrive broadcast, with zero strides, which NumPy's matmul would loop over in Python)
+    x, w = xp.ascontiguousarray(x, dtype=ct), xp.ascontiguousarray(w, dtype=ct)
+    b = None if b is None else b.astype(ct, copy=False)
     ks = tuple(w.shape[2:])
     if transposed:
         out_sp = transposed_out(x.shape[2:], ks, stride, pads, dilation, output_padding)
@@ -77,8 +78,7 @@ def _fit_spatial(xp, a, spatial):
 
 def _backward_arrays(xp, gy, x, w, stride, pads, dilation, transposed, groups, mask):
     ct, back = K.compute_dtype(x.dtype)
-    if back is not None:
-        gy, x, w = gy.astype(ct), x.astype(ct), w.astype(ct)
+    gy, x, w = (xp.ascontiguousarray(a, dtype=ct) for a in (gy, x, w))
     ks = tuple(w.shape[2:])
     empty = xp.zeros((0,), dtype=ct)
     gx = gw = gb = empty
