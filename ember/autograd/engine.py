@@ -72,16 +72,17 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     ``.grad`` are written (``backward(inputs=...)``).
     """
     root_edges = [_root_edge(t) for t in roots]
-    deps = _dependencies(root_edges)
-
     capture = None
     needed = None
-    if inputs is not None:
+    targets = ()
+    if inputs is None:
+        deps = _dependencies(root_edges)
+    else:
         capture = {}
         for k, t in enumerate(inputs):
             capture.setdefault(_input_edge(t), []).append(k)
         targets = {e[0] for e in capture}
-        needed = _nodes_reaching(deps, targets)
+        deps, needed = _dependencies_reaching(root_edges, targets)
     results = [None] * (len(inputs) if inputs is not None else 0)
 
     buffers = {}
@@ -117,7 +118,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             is_leaf = type(node) is AccumulateGrad
             if is_leaf or node.tensor_hooks or node.retained or node.pre_hooks:
                 grads = _run_pre_hooks(node, grads)
-            if capture is not None:
+            if node in targets:
                 for nr in range(node.n_out):
                     for k in capture.get((node, nr), ()):
                         results[k] = grads[nr]
@@ -269,32 +270,37 @@ def _release_edges(node, deps, ready):
             heapq.heappush(ready, (-m.seq, id(m), m))
 
 
-def _nodes_reaching(nodes, targets):
-    """The nodes of ``nodes`` that must run: those with a path to a target below them."""
-    order = []
-    state = {}
-    for start in nodes:
-        if start in state:
+def _dependencies_reaching(root_edges, targets):
+    """`_dependencies`, and the set of nodes that must run: those with a path to a target
+    below them.  A target itself is captured, not run (its saved tensors stay for later
+    backward passes, as in torch).  One depth-first walk: a node's verdict is taken after
+    all its inputs' (post-order)."""
+    deps = {}
+    needed = set()
+    get = deps.get
+    for root, _ in root_edges:
+        if root in deps:
             continue
-        stack = [(start, iter(start.next_edges))]
-        state[start] = False
+        deps[root] = 0
+        stack = [(root, iter(root.next_edges))]
         while stack:
             n, it = stack[-1]
             for e in it:
-                if e is not None and e[0] not in state:
-                    state[e[0]] = False
-                    stack.append((e[0], iter(e[0].next_edges)))
-                    break
+                if e is not None:
+                    m = e[0]
+                    c = get(m)
+                    if c is None:
+                        deps[m] = 1
+                        stack.append((m, iter(m.next_edges)))
+                        break
+                    deps[m] = c + 1
             else:
                 stack.pop()
-                order.append(n)
-    needed = set()
-    for n in order:  # post-order: children first
-        # a node runs only to send gradients towards a target below it; a target itself is
-        # captured, not run (its saved tensors stay for later backward passes, as in torch)
-        if any(e is not None and (e[0] in targets or e[0] in needed) for e in n.next_edges):
-            needed.add(n)
-    return needed
+                for e in n.next_edges:
+                    if e is not None and (e[0] in targets or e[0] in needed):
+                        needed.add(n)
+                        break
+    return deps, needed
 
 
 def _run_pre_hooks(node, grads):
