@@ -113,7 +113,7 @@ def _max_pool(n, name, input, kernel_size, stride, padding, dilation, ceil_mode,
 
 @overridable
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     """1D max pooling returning (output, indices)."""
     return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      True)
@@ -121,7 +121,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 @overridable
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     """2D max pooling returning (output, indices)."""
     return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      True)
@@ -129,7 +129,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 @overridable
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
+                            ceil_mode=False, return_indices=False):
     """3D max pooling returning (output, indices)."""
     return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      True)
