@@ -18,7 +18,7 @@ from .config import FORCE_BACKEND, STANCE
 from .backends import lookup_backend
 from .cache import FunctionCache
 from .replay import MISS, Recorder, make_plan, snapshot
-from .session import CaptureSession, current_session
+from .session import _SESSIONS, CaptureSession, current_session
 from .symbolic import plain
 
 __all__ = ["compile", "optimize", "OptimizedModule", "CompiledFunction", "disable",
@@ -127,6 +127,13 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
+        plan = self.cache.replay_plan
+        if plan is not None and config.replay and _STANCE[0] != "force_eager" and \
+                not _SESSIONS.stack and not _LOCAL.disabled:
+            # the replay fast path first: a plan exists only after calls that compiled
+            r = plan.run(args, kwargs)
+            if r is not MISS:
+                return r
         if _LOCAL.disabled or _STANCE[0] == "force_eager" or current_session() is not None or \
                 STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
@@ -138,11 +145,6 @@ class CompiledFunction:
             # the first call runs through aot_eager, compiled graphs come with later calls
             return CompiledFunction(self.fn, backend="aot_eager", module=self.module,
                                     fullgraph=self._fullgraph)._run(args, kwargs)
-        plan = self.cache.replay_plan
-        if plan is not None and config.replay:
-            r = plan.run(args, kwargs)
-            if r is not MISS:
-                return r
         signature = _signature(args, kwargs)
         if _STANCE[0] == "eager_on_recompile" and self.cache.entries and \
                 signature not in self.cache.signatures:

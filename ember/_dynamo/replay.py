@@ -415,23 +415,39 @@ class ReplayPlan:
         self.grad_guards, self.grad_sets = grads
         self.consumed = consumed          # outputs whose recorded backward ran
         self.hits = 0
+        self.tensor_args, self.other_args = [], []
+        for i, g in enumerate(guards[1]):
+            if g[0] == "T":
+                self.tensor_args.append((i,) + g[1:])
+            else:
+                self.other_args.append((i, g))
         # aliasing can only differ between calls with two or more tensor arguments
         self.check_aliasing = sum(g is not None and g[0] == "T" for g in guards[1]) + \
             sum(g is not None and g[0] == "T" for g in guards[2]) > 1 or any(
                 g is not None and g[0] in ("S", "D") for g in guards[1] + guards[2])
 
     def run(self, args, kwargs):
-        if STATE.modes or len(args) != self.n_args or tuple(kwargs) != self.kw_names:
+        if STATE.modes or len(args) != self.n_args or \
+                (kwargs or self.kw_names) and tuple(kwargs) != self.kw_names:
             return MISS
         if _state_guard() != self.guards[0]:
             return MISS
-        ag = self.guards[1]
-        for a, g in zip(args, ag):
-            if _arg_guard(a) != g:
+        for i, cls, shape, dtype, rg in self.tensor_args:  # the common case, inlined
+            a = args[i]
+            if type(a) is not cls:
                 return MISS
-        for k, g in zip(kwargs.values(), self.guards[2]):
-            if _arg_guard(k) != g:
+            d = a.__dict__
+            arr = d.get("_data")
+            if type(arr) is not np.ndarray or arr.shape != shape or arr.dtype != dtype or \
+                    a._requires_grad != rg or "_lazy" in d:
                 return MISS
+        for i, g in self.other_args:
+            if _arg_guard(args[i]) != g:
+                return MISS
+        if kwargs:
+            for k, g in zip(kwargs.values(), self.guards[2]):
+                if _arg_guard(k) != g:
+                    return MISS
         if self.check_aliasing and _alias_pattern(args, kwargs) != self.guards[3]:
             return MISS
         for holder, name, ident in self.global_guards:

@@ -59,8 +59,10 @@ class CaptureMode(DispatchMode):
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
             if op.name in FUNCTIONALIZED and op.decomp is not None and (
-                    config.capture_optimizer_updates or s.backwards and _reads_lazy(args)):
+                    config.capture_optimizer_updates or s.backwards and _reads_lazy(args)
+                    and not _counts_in(kwargs)):
                 # an update of gradients a recorded backward() made joins their graph
+                # (not one keyed by Python step counts: each step would compile again)
                 trace.record_functional_write(op, args, kwargs)
                 return None
             if draws_random(op) and not s.record_random:
@@ -78,6 +80,14 @@ class CaptureMode(DispatchMode):
 def _reads_lazy(args):
     for a in args:
         if isinstance(a, Tensor) and "_lazy" in a.__dict__:
+            return True
+    return False
+
+
+def _counts_in(params):
+    """Whether an update's params hold per-parameter Python counts (SparseAdam's steps)."""
+    for v in params.values():
+        if type(v) in (tuple, list) and any(type(x) is int for x in v):
             return True
     return False
 

@@ -107,10 +107,12 @@ def _is_op(target):
 def array_runner(gm):
     """Like `python_runner`, for graphs run without autograd: the ops' kernels are called
     on the arrays directly (no Tensor per intermediate, no dispatch), as the dispatcher's
-    fast path would call them.  A kernel error reruns the graph through the dispatcher,
+    fast path would call them, and elementwise ops on float arrays call the NumPy ufunc
+    their kernel would (`direct_calls`).  A kernel error reruns the graph through the dispatcher,
     which raises it as eager mode does."""
     import numpy as np
     from ..._core.tensor import wrap
+    from .direct_calls import direct_call
     consts = {"_np": np, "_wrap": wrap, "_arr": _as_array}
     names = {}
     lines = []
@@ -128,8 +130,11 @@ def array_runner(gm):
             names[node] = f"a_{node.name}"
             lines.extend(_bindings(node, f"a_{node.name}", bound))
         elif node.op == "call_function":
+            direct = _is_op(node.target) and direct_call(node, names, consts)
             if node.target is operator.getitem:
                 lines.append(f"    {node.name} = {names[node.args[0]]}[{node.args[1]}]")
+            elif _is_op(node.target) and direct:
+                lines.append(f"    {node.name} = {direct}")
             elif _is_op(node.target):
                 fn = f"_k_{node.name}"
                 consts[fn] = node.target.kernel
