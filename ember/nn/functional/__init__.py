@@ -15,3 +15,4 @@ from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
+from ._namespace_helpers import *  # noqa: F401,F403  (has_torch_function, boolean_dispatch, ...)
