@@ -1,20 +1,21 @@
 """L-BFGS (``torch.optim.LBFGS``), with an optional strong-Wolfe line search.
 
 The algorithm works on one flat vector of all parameters (complex ones as real pairs), in
-the parameters' dtype.  Every vector and scalar computation is an ember operator (dot,
-add with alpha, ...), so the step runs on any backend and dispatch modes see it; the
-quantities torch keeps as 0-dim tensors (curvature products, step length, directional
-derivatives) are 0-dim tensors here too, so float32 runs round as torch's do.  The line
-search and the stopping tests branch on those values in Python, as torch's do.  History
-vectors and scalars live in ``state`` under torch's keys, so state_dict round-trips.
+the parameters' dtype.  Every vector and scalar computation is an ember operator, so the
+step runs on any backend and dispatch modes see it: the per-parameter work and the
+two-loop recursion are the fused ops of `ember.ops.lbfgs` (gather the flat gradient, the
+direction, the parameter step: one dispatch each), the rest ordinary ops (dot, abs, max).
+The quantities torch keeps as 0-dim tensors (curvature products, step length,
+directional derivatives) are 0-dim tensors here too, so float32 runs round as torch's
+do.  The line search and the stopping tests branch on those values in Python, as torch's
+do.  History vectors and scalars live in ``state`` under torch's keys, so state_dict
+round-trips.
 """
 import math
 
 from .._core.tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from ..ops.lbfgs import lbfgs_direction
-from ..ops.shape import cat
-from ..ops.views import view_as_real
+from ..ops.lbfgs import lbfgs_direction, lbfgs_gather, lbfgs_step
 from ._functional import check_lr, scalar
 from .optimizer import Optimizer, _run_closure
 
@@ -114,12 +115,6 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     return br_f[low], br_g[low], br[low], evals
 
 
-def _real_flat(t):
-    """``t`` flattened, a complex tensor as its (re, im) pairs (torch's view_as_real)."""
-    t = t.reshape(-1)
-    return view_as_real(t).reshape(-1) if t.is_complex() else t
-
-
 class LBFGS(Optimizer):
     """Implements the L-BFGS algorithm (heavily memory-hungry: it keeps ``history_size``
     flat copies of the parameters)."""
@@ -145,24 +140,19 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self):
-        views = []
+        grads = []
         for p in self._params:
             g = p.grad
             if g is None:
                 g = p.new_zeros(p.shape)
             elif g.is_sparse:
                 g = g.to_dense()
-            views.append(_real_flat(g))
-        return cat(views, 0)
+            grads.append(g)
+        return lbfgs_gather(grads)
 
     def _add_grad(self, step_size, update):
-        alpha = float(step_size)  # a 0-dim tensor step: a Python number, as torch's Scalar
-        off = 0
-        for p in self._params:
-            x = view_as_real(p) if p.is_complex() else p
-            n = x.numel()
-            x.add_(update[off:off + n].view_as(x), alpha=alpha)
-            off += n
+        # a 0-dim tensor step becomes a Python number, as torch's Scalar alpha does
+        lbfgs_step(self._params, update, step_size)
 
     def _clone_param(self):
         return [p.clone() for p in self._params]

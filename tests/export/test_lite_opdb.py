@@ -30,9 +30,7 @@ CANNOT = {
 
 
 def _cannot(name):
-    # fused optimizer updates: kernels, not inference (LBFGS's recorded steps are ordinary
-    # ops and its direction op decomposes: it runs)
-    if name.startswith("optim.") and not name.startswith("optim.LBFGS"):
+    if name.startswith("optim."):  # fused optimizer updates: kernels, not inference
         return (RuntimeError, r"no kernel for operator|cannot encode"), True
     if name in CANNOT:
         return CANNOT[name], True

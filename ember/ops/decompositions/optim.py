@@ -9,7 +9,7 @@ kernels compute them from its Python value.
 """
 from ..._core import dtype as _dt
 from . import FUNCTIONALIZED, decomposes
-from ._util import cast, prim
+from ._util import cast, numel, prim, reshape, slice_dim
 
 
 def _split(arrays, n, k):
@@ -427,6 +427,20 @@ def _sparse_adam_step(*arrays, n, lr, beta1, beta2, eps, maximize, steps):
     return tuple(new_p) + (None,) * (2 * n) + tuple(new_m) + tuple(new_v)
 
 
+@decomposes("_lbfgs_gather")
+def _lbfgs_gather(*grads):
+    """Each gradient's real view flattened, cast to the common dtype, concatenated."""
+    flat = []
+    for g in grads:
+        x = _real(g)
+        flat.append(reshape(x, (numel(x.shape),)))
+    dt = flat[0].dtype
+    for x in flat[1:]:
+        dt = _dt.promote_types(dt, x.dtype)
+    flat = [cast(x, dt) for x in flat]
+    return prim.cat(*flat, dim=0, sizes=tuple(x.shape[0] for x in flat))
+
+
 @decomposes("_lbfgs_direction")
 def _lbfgs_direction(g, h_diag, *pairs, h):
     """The two-loop recursion; the coefficients stay 0-dim tensors (the kernel's alphas)."""
@@ -443,7 +457,25 @@ def _lbfgs_direction(g, h_diag, *pairs, h):
     return (r, *al)
 
 
-FUNCTIONALIZED.update({"_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
+@decomposes("_lbfgs_step")
+def _lbfgs_step(*arrays, n, alpha):
+    """New params: each plus ``alpha`` times its slice of the direction (read only)."""
+    d, new, off = arrays[n], [], 0
+    for p in arrays[:n]:
+        x = _real(p)
+        k = numel(x.shape)
+        piece = reshape(slice_dim(d, 0, off, off + k), x.shape)
+        if p.dtype in (_dt.float16, _dt.bfloat16):
+            x = _back(prim.add(cast(x, _dt.float32), prim.mul(cast(piece, _dt.float32), alpha)),
+                      p)
+        else:
+            x = _back(prim.add(x, prim.mul(piece, alpha)), p)
+        new.append(x)
+        off += k
+    return tuple(new) + (None,)
+
+
+FUNCTIONALIZED.update({"_lbfgs_step", "_sgd_step", "_adam_step", "_rmsprop_step", "_adagrad_step",
                        "_adadelta_step", "_adamax_step", "_nadam_step", "_radam_step",
                        "_asgd_step", "_rprop_step", "_adafactor_step", "_muon_step",
                        "_sparse_adam_step"})
