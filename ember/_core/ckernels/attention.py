@@ -54,16 +54,16 @@ static inline fa_v_S fa_ld_S(const T *p) { fa_v_S v; memcpy(&v, p, sizeof v); re
 static inline void fa_st_S(T *p, fa_v_S v) { memcpy(p, &v, sizeof v); }
 
 /* C[0:4, 0:2W] (+)= A[0:4, 0:kk] B[0:kk, 0:2W]: 8 vector accumulators held in registers */
-static inline void fa_tile_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t lda,
-                             const T *restrict B, ptrdiff_t ldb, T *restrict C, ptrdiff_t ldc,
+static inline void fa_tile_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t ars,
+                             ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb, T *restrict C, ptrdiff_t ldc,
                              int acc) {
     const ptrdiff_t W = FA_W_S;
     fa_v_S c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0},
            c31 = {0};
-    const T *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda;
+    const T *a0 = A, *a1 = A + ars, *a2 = A + 2 * ars, *a3 = A + 3 * ars;
     for (ptrdiff_t p = 0; p < kk; p++) {
         fa_v_S b0 = fa_ld_S(B + p * ldb), b1 = fa_ld_S(B + p * ldb + W);
-        T x0 = a0[p], x1 = a1[p], x2 = a2[p], x3 = a3[p];
+        T x0 = a0[p * acs], x1 = a1[p * acs], x2 = a2[p * acs], x3 = a3[p * acs];
         c00 += b0 * x0; c01 += b1 * x0;
         c10 += b0 * x1; c11 += b1 * x1;
         c20 += b0 * x2; c21 += b1 * x2;
@@ -81,34 +81,67 @@ static inline void fa_tile_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t lda,
     fa_st_S(C + 3 * ldc, c30); fa_st_S(C + 3 * ldc + W, c31);
 }
 
+#if FA_VEC_BYTES == 64
+/* C[0:4, 0:4W] (+)= A[0:4, 0:kk] B[0:kk, 0:4W]: 16 accumulators (AVX512 has 32 registers) */
+static inline void fa_tile4_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t ars,
+                              ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb, T *restrict C, ptrdiff_t ldc,
+                              int acc) {
+    const ptrdiff_t W = FA_W_S;
+    fa_v_S c[4][4] = {{{0}}};
+    const T *a0 = A, *a1 = A + ars, *a2 = A + 2 * ars, *a3 = A + 3 * ars;
+    for (ptrdiff_t p = 0; p < kk; p++) {
+        const T *b = B + p * ldb;
+        fa_v_S b0 = fa_ld_S(b), b1 = fa_ld_S(b + W), b2 = fa_ld_S(b + 2 * W),
+               b3 = fa_ld_S(b + 3 * W);
+        T x0 = a0[p * acs], x1 = a1[p * acs], x2 = a2[p * acs], x3 = a3[p * acs];
+        c[0][0] += b0 * x0; c[0][1] += b1 * x0; c[0][2] += b2 * x0; c[0][3] += b3 * x0;
+        c[1][0] += b0 * x1; c[1][1] += b1 * x1; c[1][2] += b2 * x1; c[1][3] += b3 * x1;
+        c[2][0] += b0 * x2; c[2][1] += b1 * x2; c[2][2] += b2 * x2; c[2][3] += b3 * x2;
+        c[3][0] += b0 * x3; c[3][1] += b1 * x3; c[3][2] += b2 * x3; c[3][3] += b3 * x3;
+    }
+    for (int r = 0; r < 4; r++)
+        for (int v = 0; v < 4; v++) {
+            T *dst = C + r * ldc + v * W;
+            fa_st_S(dst, acc ? c[r][v] + fa_ld_S(dst) : c[r][v]);
+        }
+}
+#endif
+
 /* one row, columns j0..j1 (any width): the edges of fa_gemm */
-static inline void fa_row_S(ptrdiff_t kk, const T *restrict a, const T *restrict B,
-                            ptrdiff_t ldb, T *restrict c, ptrdiff_t j0, ptrdiff_t j1, int acc) {
+static inline void fa_row_S(ptrdiff_t kk, const T *restrict a, ptrdiff_t acs,
+                            const T *restrict B, ptrdiff_t ldb, T *restrict c, ptrdiff_t j0,
+                            ptrdiff_t j1, int acc) {
     if (!acc)
         for (ptrdiff_t j = j0; j < j1; j++) c[j] = 0;
     for (ptrdiff_t p = 0; p < kk; p++) {
-        const T x = a[p];
+        const T x = a[p * acs];
         const T *b = B + p * ldb;
         CK_PRAGMA(omp simd)
         for (ptrdiff_t j = j0; j < j1; j++) c[j] += x * b[j];
     }
 }
 
-/* C[m x n] (+)= A[m x kk] B[kk x n], row-major with leading dims lda, ldb, ldc */
+/* C[m x n] (+)= A[m x kk] B[kk x n]: A's element (i, p) at A[i * ars + p * acs] (so A may
+   be read transposed), B and C row-major with leading dims ldb, ldc */
 static void fa_gemm_S(ptrdiff_t m, ptrdiff_t n, ptrdiff_t kk, const T *restrict A,
-                      ptrdiff_t lda, const T *restrict B, ptrdiff_t ldb, T *restrict C,
-                      ptrdiff_t ldc, int acc) {
+                      ptrdiff_t ars, ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb,
+                      T *restrict C, ptrdiff_t ldc, int acc) {
     const ptrdiff_t NR = 2 * FA_W_S;
     const ptrdiff_t nfull = n - n % NR;
     ptrdiff_t i = 0;
     for (; i + 4 <= m; i += 4) {
-        for (ptrdiff_t j = 0; j < nfull; j += NR)
-            fa_tile_S(kk, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, acc);
+        ptrdiff_t j = 0;
+#if FA_VEC_BYTES == 64
+        for (; j + 2 * NR <= nfull; j += 2 * NR)
+            fa_tile4_S(kk, A + i * ars, ars, acs, B + j, ldb, C + i * ldc + j, ldc, acc);
+#endif
+        for (; j < nfull; j += NR)
+            fa_tile_S(kk, A + i * ars, ars, acs, B + j, ldb, C + i * ldc + j, ldc, acc);
         if (nfull < n)
             for (ptrdiff_t r = i; r < i + 4; r++)
-                fa_row_S(kk, A + r * lda, B, ldb, C + r * ldc, nfull, n, acc);
+                fa_row_S(kk, A + r * ars, acs, B, ldb, C + r * ldc, nfull, n, acc);
     }
-    for (; i < m; i++) fa_row_S(kk, A + i * lda, B, ldb, C + i * ldc, 0, n, acc);
+    for (; i < m; i++) fa_row_S(kk, A + i * ars, acs, B, ldb, C + i * ldc, 0, n, acc);
 }
 
 /* dst[c x r] (leading dim ldd) = src[r x c]^T (leading dim lds) */
@@ -201,7 +234,7 @@ static void fa_fwd_block_S(const fa_args_S *a, fa_fwd_buf_S *w, ptrdiff_t b, ptr
     memset(w->acc, 0, sizeof(T) * mn * Ev);
     for (ptrdiff_t j0 = 0; j0 < kend; j0 += FA_BK) {
         const ptrdiff_t kn = kend - j0 < FA_BK ? kend - j0 : FA_BK;
-        fa_gemm_S(mn, kn, E, w->qs, E, w->kt + j0, w->ldkt, w->s, FA_BK, 0);
+        fa_gemm_S(mn, kn, E, w->qs, E, 1, w->kt + j0, w->ldkt, w->s, FA_BK, 0);
         fa_mask_S(a, b, i0, mn, j0, kn, w->s, FA_BK);
         for (ptrdiff_t r = 0; r < mn; r++) {
             T *restrict s = w->s + r * FA_BK;
@@ -223,7 +256,7 @@ static void fa_fwd_block_S(const fa_args_S *a, fa_fwd_buf_S *w, ptrdiff_t b, ptr
             w->l[r] = w->l[r] * alpha + sum;
             w->m[r] = mnew;
         }
-        fa_gemm_S(mn, Ev, kn, w->s, FA_BK, vb + j0 * a->vrs, a->vrs, w->acc, Ev, 1);
+        fa_gemm_S(mn, Ev, kn, w->s, FA_BK, 1, vb + j0 * a->vrs, a->vrs, w->acc, Ev, 1);
     }
     for (ptrdiff_t r = 0; r < mn; r++) {
         const T l = w->l[r], msafe = w->m[r] == -INFINITY ? (T)0 : w->m[r];
@@ -275,20 +308,19 @@ int ck_flash_fwd_S(const T *q, const T *k, const T *v, const void *mask, int mki
     return ok;
 }
 
-typedef struct { T *qs, *dlt, *kt, *vt, *p, *dp, *pt, *dk, *dv; } fa_bwd_buf_S;
+typedef struct { T *qs, *dlt, *kt, *vt, *p, *dp, *dk, *dv; } fa_bwd_buf_S;
 
 static int fa_bwd_alloc_S(const fa_args_S *a, fa_bwd_buf_S *w) {
     const ptrdiff_t L = a->L, E = a->E, Ev = a->Ev;
     w->qs = malloc(sizeof(T) * (L * E + L + E * FA_BKB + Ev * FA_BKB + 2 * FA_BQB * FA_BKB
-                                + FA_BKB * FA_BQB + FA_BKB * E + FA_BKB * Ev + 1));
+                                + FA_BKB * E + FA_BKB * Ev + 1));
     if (!w->qs) return 0;
     w->dlt = w->qs + L * E;
     w->kt = w->dlt + L;
     w->vt = w->kt + E * FA_BKB;
     w->p = w->vt + Ev * FA_BKB;
     w->dp = w->p + FA_BQB * FA_BKB;
-    w->pt = w->dp + FA_BQB * FA_BKB;
-    w->dk = w->pt + FA_BKB * FA_BQB;
+    w->dk = w->dp + FA_BQB * FA_BKB;
     w->dv = w->dk + FA_BKB * E;
     return 1;
 }
@@ -320,7 +352,7 @@ static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
         for (ptrdiff_t i0 = istart; i0 < L; i0 += FA_BQB) {
             const ptrdiff_t mn = L - i0 < FA_BQB ? L - i0 : FA_BQB;
             T *restrict p = w->p, *restrict dp = w->dp;
-            fa_gemm_S(mn, kn, E, w->qs + i0 * E, E, w->kt, FA_BKB, p, FA_BKB, 0);
+            fa_gemm_S(mn, kn, E, w->qs + i0 * E, E, 1, w->kt, FA_BKB, p, FA_BKB, 0);
             fa_mask_S(a, b, i0, mn, j0, kn, p, FA_BKB);
             for (ptrdiff_t r = 0; r < mn; r++) {
                 const T m = lse[i0 + r];
@@ -328,9 +360,9 @@ static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
                 CK_PRAGMA(omp simd)
                 for (ptrdiff_t c = 0; c < kn; c++) row[c] = EXP(row[c] - m);
             }
-            fa_transpose_S(mn, kn, p, FA_BKB, w->pt, FA_BQB);
-            fa_gemm_S(kn, Ev, mn, w->pt, FA_BQB, go + i0 * Ev, Ev, w->dv, Ev, 1);
-            fa_gemm_S(mn, kn, Ev, go + i0 * Ev, Ev, w->vt, FA_BKB, dp, FA_BKB, 0);
+            /* dV += P^T dO, dP = dO V^T */
+            fa_gemm_S(kn, Ev, mn, p, 1, FA_BKB, go + i0 * Ev, Ev, w->dv, Ev, 1);
+            fa_gemm_S(mn, kn, Ev, go + i0 * Ev, Ev, 1, w->vt, FA_BKB, dp, FA_BKB, 0);
             for (ptrdiff_t r = 0; r < mn; r++) {
                 const T d = w->dlt[i0 + r];
                 T *restrict x = dp + r * FA_BKB;
@@ -339,9 +371,9 @@ static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
                 for (ptrdiff_t c = 0; c < kn; c++) x[c] = (x[c] - d) * pr[c];
                 if (ds) memcpy(ds + (i0 + r) * S + j0, x, sizeof(T) * kn);
             }
-            fa_gemm_S(mn, E, kn, dp, FA_BKB, kb + j0 * a->krs, a->krs, dq + i0 * E, E, 1);
-            fa_transpose_S(mn, kn, dp, FA_BKB, w->pt, FA_BQB);
-            fa_gemm_S(kn, E, mn, w->pt, FA_BQB, w->qs + i0 * E, E, w->dk, E, 1);
+            /* dQ += dS K, dK += dS^T (Q scale) */
+            fa_gemm_S(mn, E, kn, dp, FA_BKB, 1, kb + j0 * a->krs, a->krs, dq + i0 * E, E, 1);
+            fa_gemm_S(kn, E, mn, dp, 1, FA_BKB, w->qs + i0 * E, E, w->dk, E, 1);
         }
         /* causal rows skipped above: their ds entries are zero */
         if (ds)
