@@ -13,7 +13,7 @@ import weakref
 from .state import SHARED
 from .tensor import Tensor, _version_of, wrap
 
-__all__ = ["Node", "AccumulateGrad", "record", "grad_accumulator"]
+__all__ = ["Node", "OpNode", "AccumulateGrad", "record", "grad_accumulator"]
 
 
 class RemovableHandle:
@@ -128,6 +128,19 @@ class Node:
             t.grad_fn, t._output_nr, t._requires_grad = self, i, True
         return t
 
+    def release(self):
+        self.saved = None
+        self.saved_out = None
+        self.versions = None
+        self.released = True
+
+
+class OpNode(Node):
+    """The Node of one operator application (``op.node_cls`` derives from it).  It is its
+    vjp's ``ctx`` too: ``ctx.out`` (the saved output), ``ctx.needs_input_grad`` and
+    ``ctx.in_meta``, with no context object made per backward call."""
+    __slots__ = ()
+
     def apply(self, grads):
         """Input gradients for output gradients ``grads`` (a list, one per output)."""
         if self.released:
@@ -142,39 +155,21 @@ class Node:
             raise RuntimeError(f"the derivative for '{self.op.name}' is not implemented.")
         params = self.params
         if params:
-            r = vjp(_Ctx(self), grads[0] if self.n_out == 1 else tuple(grads), *self.saved,
+            r = vjp(self, grads[0] if self.n_out == 1 else tuple(grads), *self.saved,
                     **params)
         else:
-            r = vjp(_Ctx(self), grads[0] if self.n_out == 1 else tuple(grads), *self.saved)
+            r = vjp(self, grads[0] if self.n_out == 1 else tuple(grads), *self.saved)
         if type(r) is not tuple and type(r) is not list:
             r = (r,)
         return r
 
-    def release(self):
-        self.saved = None
-        self.saved_out = None
-        self.versions = None
-        self.released = True
-
-
-class _Ctx:
-    """What a vjp sees besides gradients and inputs: the output and which grads are wanted."""
-    __slots__ = ("node",)
-
-    def __init__(self, node):
-        self.node = node
-
     @property
     def out(self):
-        return self.node.unpack_output()
+        return self.unpack_output()
 
     @property
     def needs_input_grad(self):
-        return tuple([e is not None for e in self.node.next_edges])
-
-    @property
-    def in_meta(self):
-        return self.node.in_meta
+        return tuple([e is not None for e in self.next_edges])
 
 
 def _raise_modified(t, now, expected):

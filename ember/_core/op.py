@@ -152,8 +152,8 @@ class Op:
         self.doc = doc
         self.unsupported = _check_unsupported(self, unsupported) if unsupported else {}
         self._inplace = None
-        from .node import Node
-        self.node_cls = type(_camel(name) + "Backward0", (Node,), {"__slots__": ()})
+        from .node import OpNode
+        self.node_cls = type(_camel(name) + "Backward0", (OpNode,), {"__slots__": ()})
         REGISTRY[name] = self
         for hook in ON_REGISTER:
             hook(self)
