@@ -196,13 +196,14 @@ class Fingerprint:
     """What a forward or an optimizer step may read of modules and optimizers, besides
     tensor values: every attribute, parameter, buffer, submodule, param group setting
     (lr, betas), group parameter and state value (step counters, moment buffers), by
-    identity, and the sizes of their hook dicts and containers.  Identity is stricter
+    identity, and the sizes of their hook dicts and containers (``loose``: the ``(id(group), key)``
+settings a graph reads as inputs, of which only the type counts).  Identity is stricter
     than equality (an lr set again to an equal float is a change): a change runs the
     Python, which may compile again, so it costs time, never correctness.  It is made
     and compared with C-level loops: it is on every replayed call."""
     __slots__ = ("objs", "nums")
 
-    def __init__(self, roots):
+    def __init__(self, roots, loose=()):
         objs, nums = [], []
         ext, add = objs.extend, nums.append
         for r in roots:
@@ -225,7 +226,10 @@ class Fingerprint:
             for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks"):
                 add(len(d.get(k) or ()))
             for g in r.param_groups:
-                ext(g.values())
+                if loose:  # settings the graph takes as inputs: their type only
+                    ext([type(v) if (id(g), k) in loose else v for k, v in g.items()])
+                else:
+                    ext(g.values())
                 ext(g["params"])
                 add(len(g))
                 add(len(g["params"]))
@@ -400,7 +404,8 @@ class ReplayPlan:
     """See the module docstring."""
 
     def __init__(self, entry, guards, roots, roots_state, global_guards, sources,
-                 extra_inputs, writes, template, n_args, kw_names, grads, consumed):
+                 extra_inputs, writes, template, n_args, kw_names, grads, consumed,
+                 settings=(), loose=frozenset()):
         self.entry = entry
         self.guards = guards
         self.roots = roots                # modules and optimizers whose state is guarded
@@ -414,6 +419,8 @@ class ReplayPlan:
         self.kw_names = kw_names
         self.grad_guards, self.grad_sets = grads
         self.consumed = consumed          # outputs whose recorded backward ran
+        self.settings = settings          # (extra input, param group, key) read per call
+        self.loose = loose
         self.hits = 0
         self.tensor_args, self.other_args = [], []
         for i, g in enumerate(guards[1]):
@@ -455,13 +462,20 @@ class ReplayPlan:
                 (holder.cell_contents if name is None else _ABSENT)
             if v is not ident:
                 return MISS
-        if self.roots is not None and not Fingerprint(self.roots).same(self.roots_state):
+        if self.roots is not None and \
+                not Fingerprint(self.roots, self.loose).same(self.roots_state):
             return MISS
         for src, none in self.grad_guards:
             if (_source(src, args, kwargs).__dict__.get("_grad") is None) is not none:
                 return MISS
         inputs = [_source(src, args, kwargs) for src in self.sources]
-        inputs.extend(self.extra_inputs)
+        if self.settings:  # numbers the graph takes as inputs, read where they live
+            extra = list(self.extra_inputs)
+            for pos, group, key in self.settings:
+                extra[pos] = group[key]
+            inputs.extend(extra)
+        else:
+            inputs.extend(self.extra_inputs)
         outs = run_entry(self.entry, inputs)
         for input_pos, out_pos in self.writes:
             t = inputs[input_pos]
@@ -631,11 +645,35 @@ def make_plan(compiled, recorder, session, args, kwargs, result, before):
     if template is None:
         return None, "the return value cannot be rebuilt"
     roots = mods + opts or None
-    plan = ReplayPlan(info.entry, guards, roots, Fingerprint(roots) if roots else None,
+    settings = _settings_read(opts, info.extra_inputs)
+    loose = frozenset((id(g), k) for _, g, k in settings)
+    plan = ReplayPlan(info.entry, guards, roots, Fingerprint(roots, loose) if roots else None,
                       global_guards, sources, info.extra_inputs, writes, template,
                       len(args), tuple(kwargs), (grad_guards, grad_sets),
-                      tuple(sorted(info.consumed)))
+                      tuple(sorted(info.consumed)), settings, loose)
     return plan, None
+
+
+def _settings_read(opts, extra_inputs):
+    """(position, group, key) of each float graph input that is an optimizer setting (the
+    very object in one param group, such as an lr a scheduler sets): a replay reads it
+    from the group, so a new value needs no Python.  Ambiguous objects (one float in
+    several places) stay guarded as they are."""
+    if not opts or not extra_inputs:
+        return ()
+    places = {}
+    for o in opts:
+        for g in o.param_groups:
+            for k, v in g.items():
+                if type(v) is float:
+                    places.setdefault(id(v), []).append((g, k, v))
+    out = []
+    for pos, v in enumerate(extra_inputs):
+        where = places.get(id(v))
+        if type(v) is float and where is not None and len(where) == 1 and where[0][2] is v \
+                and sum(x is v for x in extra_inputs) == 1:
+            out.append((pos, where[0][0], where[0][1]))
+    return tuple(out)
 
 
 def _template(x, settled, paths, depth):

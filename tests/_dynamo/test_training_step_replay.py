@@ -182,11 +182,12 @@ def test_changed_lr_recompiles_and_trains_like_eager(backend, python_runs):
     losses, state, step = _run("mlp", "adamw", _zero_first, counter, between=between)
     np.testing.assert_allclose(losses, ref_losses, rtol=RTOL, atol=ATOL)
     _assert_same(ref_state, state)
-    # each new lr runs the Python once: the first change compiles the lr as a graph input
-    # (a number that varies), the second reuses that graph
-    assert python_runs[0] == 4
+    # the first new lr runs the Python and compiles the lr as a graph input (a number
+    # that varies); the replay then reads it from the param group: the second change
+    # needs neither the Python nor a compile
+    assert python_runs[0] == 3
     assert counter.frame_count == 3
-    assert step.cache.replay_plan.hits == 5  # the plan made at step 15 ran steps 16-20
+    assert step.cache.replay_plan.hits == 11  # the plan made at step 9 ran steps 10-20
 
 
 def test_replaced_optimizer_state_runs_the_python(python_runs):
@@ -339,3 +340,22 @@ def test_backward_under_a_hooked_module_matches_eager():
     np.testing.assert_allclose(h2[0], h1[0], rtol=1e-5, atol=1e-7)
     for a, b in zip(g1, g2):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_lr_scheduler_step_replays(backend, python_runs):
+    """A scheduler sets a new lr every step: once the lr is a graph input, the replay
+    reads it from the param group, so the Python stops running."""
+    def between(i, model, opt):
+        if i == 0:
+            opt.scheduler = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9)
+        else:
+            opt.scheduler.step()
+
+    ref_losses, ref_state, _ = _run("mlp", "adamw", _zero_first, between=between)
+    losses, state, step = _run("mlp", "adamw", _zero_first, backend, between=between)
+    np.testing.assert_allclose(losses, ref_losses, rtol=RTOL, atol=ATOL)
+    _assert_same(ref_state, state)
+    # the first step, the steady step, the first new lr (which makes it a graph input)
+    assert python_runs[0] == 3
+    assert step.cache.compiles == 3
