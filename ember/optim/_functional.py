@@ -1,16 +1,14 @@
 """Building blocks shared by the built-in optimizers.
 
-The updates of SGD, Adam/AdamW, RMSprop and Adagrad are fused operators
-(`ember.ops.optim`: one dispatch per parameter group, visible to dispatch modes);
-the other optimizers still update the raw arrays of parameters and state with
-in-place ufuncs (the array helpers of `ember.ops.optim`, no dispatch) and bump
-the version counter of every tensor they write, so that autograd's saved-tensor
-checks see the change.  State tensors are created by the factory operators.
+Every optimizer's update is a fused operator (`ember.ops.optim`, and `ember.ops.lbfgs`
+for LBFGS's vector work): one dispatch per parameter group, visible to dispatch modes,
+which bumps the version counter of every tensor it writes, so that autograd's
+saved-tensor checks see the change.  State tensors are created by the factory operators;
+no optimizer touches a raw array.
 """
 from .._core import dtype as _dt
-from .._core.tensor import Tensor, _version_of
+from .._core.tensor import Tensor
 from ..ops.creation import full as _full, zeros_like as _zeros_like
-from ..ops.optim import addcdiv_, addcmul_, grad_array, lerp_, real
 from .optimizer import Optimizer, _run_closure
 
 __all__ = []
@@ -19,10 +17,6 @@ __all__ = []
 def scalar(x):
     """A Python number from a float or a one-element Tensor (lr, betas)."""
     return x.item() if isinstance(x, Tensor) else x
-
-
-def bump(t):
-    _version_of(t)[0] += 1
 
 
 def step_tensor(value=0.0):
@@ -34,27 +28,6 @@ def step_tensor(value=0.0):
 def zeros_like(p, fill=0):
     """A state buffer shaped like param ``p`` (its dtype and device), filled with ``fill``."""
     return _zeros_like(p) if not fill else _full(p.shape, fill, dtype=p.dtype, device=p.device)
-
-
-def incr(step_t):
-    """``step_t += 1``; return the new step as a Python float."""
-    a = step_t._data
-    a += 1
-    bump(step_t)
-    return float(a)
-
-
-def param_and_grad(p, maximize, weight_decay):
-    """Real views of the parameter and of the (possibly negated, L2-decayed) gradient.
-
-    The gradient array is never written in place: when it is modified a new array
-    is made, as torch's ``-grad`` and ``grad.add(param, alpha=wd)`` do."""
-    x = real(p._data)
-    return x, grad_array(x, p._grad._data, maximize, weight_decay)
-
-
-def state_arr(state, key):
-    return real(state[key]._data)
 
 
 class ArrayOptimizer(Optimizer):
@@ -100,13 +73,6 @@ class ArrayOptimizer(Optimizer):
             out.append((p, st))
         return out
 
-    @staticmethod
-    def _bump_all(p, st):
-        bump(p)
-        for v in st.values():
-            if isinstance(v, Tensor):
-                bump(v)
-
 
 def check_range(name, value, lo=0.0, hi=None, lo_open=False, hi_open=True, msg=None):
     """Raise torch's ``ValueError`` for an out-of-range hyper-parameter."""
@@ -133,16 +99,6 @@ def check_args(lr, eps=None, betas=None, weight_decay=None):
         check_betas(betas)
     if weight_decay is not None:
         check_range("weight_decay value", weight_decay)
-
-
-def adam_moments(st, g, beta1, beta2):
-    """``exp_avg.lerp_(g, 1 - beta1)``, ``exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2)``;
-    returns both arrays."""
-    m, v = state_arr(st, "exp_avg"), state_arr(st, "exp_avg_sq")
-    lerp_(m, g, 1 - beta1)
-    v *= beta2
-    addcmul_(v, g, g, 1 - beta2)
-    return m, v
 
 
 def check_betas(betas):
