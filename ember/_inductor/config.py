@@ -20,7 +20,8 @@ decompose_random = False
 # NumPy's slow ufunc.at), while their kernels use strided windows and BLAS; measured on a
 # small CNN training step.  embedding: its decomposition (an index) would wrap negative
 # indices, where the op raises IndexError as torch does
-keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward", "embedding"))
+keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward", "embedding",
+                        "convolution", "convolution_backward"))
 # flash attention runs its eager kernels, the blocked C ones (O(L d) memory, OpenMP); its
 # decomposition would materialise the L x S scores
 keep_whole = keep_whole | frozenset(("_flash_attention", "_flash_attention_backward"))

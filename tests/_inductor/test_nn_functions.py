@@ -70,3 +70,27 @@ def test_cross_entropy_inf_logit_is_nan_as_torch():
     want = torch.nn.functional.cross_entropy(torch.tensor(_INF_ROWS[:2]), torch.tensor([1, 2]),
                                              reduction="none").numpy()
     np.testing.assert_array_equal(np.isnan(compiled(x, t)[0].numpy()), np.isnan(want))
+
+
+def test_convolution_stays_one_extern_call():
+    # convolution runs its eager kernel (im2col + BLAS inside it): no window gather in C
+    from ember._inductor import ir
+    x, w, b = rand(2, 3, 9, 9), rand(4, 3, 3, 3, seed=1), rand(4, seed=2)
+    c = check(lambda x, w, b: F.conv2d(x, w, b, padding=1).relu(), x, w, b)
+    eager = [st.node.target.name for st in c.schedule.steps if isinstance(st, ir.EagerStep)]
+    assert eager == ["convolution"] and "im2col" not in c.source
+
+
+def test_conv_training_step_compiled_equals_eager():
+    import copy
+    ember.manual_seed(0)
+    nn = ember.nn
+    model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(4, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 2 * 2, 5))
+    twin = copy.deepcopy(model)
+    x, y = rand(3, 2, 8, 8, seed=4), ember.from_numpy(np.array([0, 4, 2]))
+    compiled = ember.compile(model, backend="inductor")
+    for m, f in ((model, compiled), (twin, twin)):
+        F.cross_entropy(f(x), y).backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)

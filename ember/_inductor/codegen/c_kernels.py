@@ -25,7 +25,7 @@ from .. import ir
 from .. import sizes as _sizes
 from .welford import BLOCK, welford_parts
 
-__all__ = ["kernel_source", "kernel_args", "PRELUDE_EXTRA"]
+__all__ = ["kernel_source", "kernel_args", "pointer_ctype", "PRELUDE_EXTRA"]
 
 _CT = dict(_sf._CTYPES, float16="_Float16", bfloat16="uint16_t")
 
@@ -53,6 +53,13 @@ static inline uint16_t ek_f32_to_bf16(float f) {
 
 def _ctype(dt):
     return _CT[dt]
+
+
+def pointer_ctype(dt):
+    """The element type of a buffer pointer: bool buffers are ``uint8_t`` (NumPy's bools
+    are the bytes 0 and 1): GCC 12 does not vectorise a loop storing a float compare to
+    a ``_Bool *`` next to a NaN-propagating max (relu's value and mask, 40x slower)."""
+    return "uint8_t" if dt == "bool" else _CT[dt]
 
 
 def _literal(v, dt):
@@ -424,7 +431,7 @@ class _Emitter:
         ref = f"{s.buf}[{_affine(s.index)}]"
         if s.storage == "bfloat16":
             return f"{ref} = ek_f32_to_bf16({v});"
-        return f"{ref} = ({_ctype(s.storage)})({v});"
+        return f"{ref} = ({pointer_ctype(s.storage)})({v});"
 
     def body(self):
         if self.k.column:
@@ -514,7 +521,7 @@ def _row_aliases(kernel, row_cache, finals):
     for e, rc in row_cache.items():
         for s in finals:
             if s.buf in taken or s.buf in read or s.storage != e.dtype or \
-                    s.index.coeffs[d] != 1 or e not in ir.walk(s.value):
+                    e.dtype == "bool" or s.index.coeffs[d] != 1 or e not in ir.walk(s.value):
                 continue
             base = ir.Affine(tuple(0 if k == d else c for k, c in enumerate(s.index.coeffs)),
                              s.index.offset)
@@ -591,9 +598,9 @@ def kernel_source(kernel, symbols, parallel_min_work):
             if isinstance(e, ir.ScalarArg)}
     for name, kind in kernel_args(kernel, symbols):
         if kind == "out":
-            args.append(f"{_ctype(bufdt[name])} *restrict {name}")
+            args.append(f"{pointer_ctype(bufdt[name])} *restrict {name}")
         elif kind == "in":
-            args.append(f"const {_ctype(bufdt[name])} *restrict {name}")
+            args.append(f"const {pointer_ctype(bufdt[name])} *restrict {name}")
         elif kind == "sym":
             args.append(f"int64_t {name}")
         elif kind == "scalar":

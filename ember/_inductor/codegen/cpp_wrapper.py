@@ -19,10 +19,16 @@ from .. import sizes as _sizes
 from ..passes.classify import MOVEMENT
 from ..passes.lower import _shape
 from . import strided
-from .c_kernels import _CT, kernel_args
+from .c_kernels import kernel_args, pointer_ctype
 from .cpp_externs import Ineligible, gather_lines, matmul_lines
 
-__all__ = ["Ineligible", "entry_source", "shim_source"]
+__all__ = ["Ineligible", "entry_source", "shim_source", "EXTERNS"]
+
+# op name -> emitter(entry, node, ins, out) -> C lines, for extern steps other modules
+# run in C (e.g. attention kernels): ``entry.contiguous(name)`` gives a row-major pointer
+# to an input buffer, ``entry.own(out)`` the output's memory, ``entry.ctype(name)`` its
+# element type; the lines may ``return N;`` (N > 2) to have the Python wrapper run the graph
+EXTERNS = {}
 
 
 class _Entry:
@@ -36,7 +42,7 @@ class _Entry:
         self.lay = {n: strided.contiguous(n, sched.buffers[n].shape) for n in io}
 
     def ctype(self, name):
-        return _CT[self.sched.buffers[name].dtype.name]
+        return pointer_ctype(self.sched.buffers[name].dtype.name)
 
     def own(self, name):
         """Give buffer ``name`` memory of its own: the memory plan's dead buffer, or a
@@ -111,6 +117,10 @@ class _Entry:
             self.body += gather_lines(n, table, index, out, self.ctype(out),
                                       self.ctype(index), name == "index")
             return False
+        if name in EXTERNS:
+            lines = EXTERNS[name](self, n, ins, out)
+            self.body += lines
+            return False
         raise Ineligible(f"an eager step ({n.target}) only Python can run")
 
 
@@ -143,7 +153,7 @@ def entry_source(sched):
                 e.body += strided.copy_loops(e.ctype(o), lay, o)
     io = io + e.pooled
     scalars = [x[1] for x in sched.inputs if isinstance(x, tuple)]
-    params = [f"{_CT[sched.buffers[n].dtype.name]} *{n}" for n in io]
+    params = [f"{pointer_ctype(sched.buffers[n].dtype.name)} *{n}" for n in io]
     params += [f"int64_t {s}" for s in sorted(sched.symbols)]
     params += [f"double {s}" for s in scalars] + ["int nt"]
     L = [f"int ek_entry({', '.join(params)}) {{"]
