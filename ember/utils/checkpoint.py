@@ -26,8 +26,15 @@ from .._core.tensor import Tensor
 from ..autograd import Function, enable_grad, no_grad
 from ..autograd import grad as _autograd_grad
 
+from ._selective_checkpoint import (SAC_IGNORED_OPS, CheckpointPolicy,  # noqa: F401
+                                    SelectiveCheckpointContext,
+                                    create_selective_checkpoint_contexts)
+
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn",
-           "detach_variable", "check_backward_validity", "CheckpointFunction"]
+           "detach_variable", "check_backward_validity", "CheckpointFunction",
+           "CheckpointPolicy", "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
+           "SAC_IGNORED_OPS", "get_device_states", "set_device_states",
+           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "GraphExecGroup"]
 
 
 class CheckpointError(RuntimeError):
@@ -252,3 +259,65 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         input = checkpoint(run_function(start, end, functions), input,
                            use_reentrant=use_reentrant, preserve_rng_state=preserve)
     return run_function(end + 1, len(functions) - 1, functions)(input)
+
+
+# ---- device RNG states and process-wide settings -------------------------------------------
+
+def get_device_states(*args):
+    """The ids of the non-CPU devices of the tensors in ``args`` and their RNG states (what
+    checkpoint restores for the recomputation besides the CPU generator's).  ember's random
+    numbers come from the CPU generator on every device, so there are none: ``([], [])``."""
+    return [], []
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """Sets the RNG states of ``devices`` (from `get_device_states`; none in ember)."""
+    if list(devices) or list(states):
+        raise RuntimeError("set_device_states: ember has no per-device generators (its random "
+                           "numbers come from the CPU generator on every device)")
+
+
+_SETTINGS = {"early_stop": True, "debug": None}
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """Context manager that sets whether checkpoint should stop recomputation early (once
+    every needed tensor is recomputed); ember's recomputation reruns the whole function
+    either way, so only the setting is kept."""
+    prev = _SETTINGS["early_stop"]
+    _SETTINGS["early_stop"] = enable
+    try:
+        yield
+    finally:
+        _SETTINGS["early_stop"] = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Context manager that sets whether checkpoint should print additional debug information
+    when running (None: defer to each call's ``debug``)."""
+    prev = _SETTINGS["debug"]
+    _SETTINGS["debug"] = enabled
+    try:
+        yield
+    finally:
+        _SETTINGS["debug"] = prev
+
+
+class GraphExecGroup:
+    """Checkpointed regions met by backward calls under the same instance recompute at most
+    once, even over several backward calls (non-overlapping regions of the graph).  ember
+    recomputes a region within the backward call that reaches it, so a group only needs to
+    be entered and left; groups cannot be nested."""
+    _current = None
+
+    def __enter__(self):
+        if GraphExecGroup._current is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside "
+                               f"group {GraphExecGroup._current}")
+        GraphExecGroup._current = self
+        return self
+
+    def __exit__(self, *args):
+        GraphExecGroup._current = None
