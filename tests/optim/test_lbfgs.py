@@ -138,3 +138,26 @@ def test_lbfgs_sparse_gradient_matches_torch():
         assert w.grad.is_sparse
         res.append(w.detach().numpy())
     np.testing.assert_allclose(res[0], res[1], rtol=1e-12, atol=1e-14)
+
+
+def test_lbfgs_step_is_visible_to_dispatch_modes():
+    """Gathering, the direction and the parameter updates are operator calls a mode sees."""
+    seen = []
+
+    class Record(ember.DispatchMode):
+        def __ember_dispatch__(self, op, args, kwargs):
+            seen.append(getattr(op, "base", op).name)
+            return op(*args, **kwargs)
+    ps, _ = _params(ember, "float64")
+    opt = ember.optim.LBFGS(ps, max_iter=3, line_search_fn="strong_wolfe")
+
+    def closure():
+        f, grads = _objective([p.detach().numpy() for p in ps], "float64")
+        for p, g in zip(ps, grads):
+            p.grad = ember.tensor(g)
+        return ember.tensor(f)
+    before = [p.detach().clone() for p in ps]
+    with Record():
+        opt.step(closure)
+    assert {"_lbfgs_gather", "_lbfgs_direction", "_lbfgs_step"} <= set(seen)
+    assert all(not ember.equal(a, p.detach()) for a, p in zip(before, ps))
