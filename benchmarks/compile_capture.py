@@ -15,7 +15,9 @@
               ``torch.compile(backend="eager")`` minus a later one, per op.
 (c) training  one MLP training step (the ``mlp_train_step`` workload of workloads_nn:
               64-256-10, Adam, batch 128): eager, the model compiled, the whole step
-              compiled, for both libraries.
+              compiled (one graph with its backward and the Adam update, replayed; and,
+              for comparison, with ``config.capture_backward=False``: graph breaks at
+              backward() and at the update), for both libraries.
 
 Times are medians of ``ember.utils.benchmark.Timer.blocked_autorange``; every library
 runs at its default thread count (torch's intra-op pool is left alone) unless
@@ -142,6 +144,21 @@ def _with_replay(make, on):
     return build
 
 
+def _with_setting(name, value, make):
+    """``make()``'s callable run with ``ember._dynamo.config.<name>`` set to ``value``."""
+    from ember._dynamo import config
+
+    def build():
+        with config.patch(name, value):
+            fn = make()
+
+        def call():
+            with config.patch(name, value):
+                return fn()
+        return call
+    return build
+
+
 # ---- (a) per-call overhead ----------------------------------------------------------------
 def bench_overhead(min_run_time):
     import torch
@@ -251,6 +268,11 @@ def bench_training(min_run_time):
         record(table, f"ember.compile(model) {backend}", make(ember, "model", backend),
                min_run_time)
         record(table, f"ember.compile(step) {backend}", make(ember, "step", backend),
+               min_run_time)
+        # the step as it ran before backward() was recorded into the graph: graph breaks
+        # at backward() and at the update, the Python every call
+        record(table, f"ember.compile(step) {backend}, backward() a graph break",
+               _with_setting("capture_backward", False, make(ember, "step", backend)),
                min_run_time)
     record(table, "torch eager", make(torch, "eager"), min_run_time)
     record(table, "torch.compile(model) inductor", make(torch, "model"), min_run_time)

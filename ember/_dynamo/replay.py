@@ -196,59 +196,72 @@ class Fingerprint:
     """What a forward or an optimizer step may read of modules and optimizers, besides
     tensor values: every attribute, parameter, buffer, submodule, param group setting
     (lr, betas), group parameter and state value (step counters, moment buffers), by
-    identity, and the sizes of their hook dicts and containers (``loose``: the ``(id(group), key)``
-settings a graph reads as inputs, of which only the type counts).  Identity is stricter
-    than equality (an lr set again to an equal float is a change): a change runs the
-    Python, which may compile again, so it costs time, never correctness.  It is made
-    and compared with C-level loops: it is on every replayed call."""
-    __slots__ = ("objs", "nums")
+    identity, and the sizes of their hook dicts and containers (``loose``: the
+    ``(id(group), key)`` settings a graph reads as inputs, of which only the type counts).
+    Identity is stricter than equality (an lr set again to an equal float is a change): a
+    change runs the Python, which may compile again, so it costs time, never correctness.
+    What to look at (modules, hook dicts, parameters, state keys) is found once; `holds`
+    looks again with C-level loops: it is on every replayed call."""
+    __slots__ = ("dicts", "hooks", "params", "opts", "state_keys", "loose", "objs", "nums")
 
     def __init__(self, roots, loose=()):
-        objs, nums = [], []
-        ext, add = objs.extend, nums.append
-        for r in roots:
-            if isinstance(r, Module):
-                for m in r.modules():
-                    d = m.__dict__
-                    ext(d.values())
-                    for k in _HOOK_DICTS:
-                        add(len(d.get(k) or ()))
-                    ps = d["_parameters"]
-                    ext(ps.values())
-                    ext([x is not None and x._requires_grad for x in ps.values()])
-                    ext(d["_buffers"].values())
-                    ext(d["_modules"].values())
-                    add(len(d))
-                continue
-            d = r.__dict__
+        mods = [m for r in roots if isinstance(r, Module) for m in r.modules()]
+        self.dicts = [m.__dict__ for m in mods]
+        self.hooks = [d[k] for d in self.dicts for k in _HOOK_DICTS if d.get(k) is not None]
+        self.params = [p for d in self.dicts for p in d["_parameters"].values()
+                       if p is not None]
+        self.opts = [r for r in roots if isinstance(r, Optimizer)]
+        self.state_keys = [list(o.state) for o in self.opts]
+        self.loose = loose
+        self.objs, self.nums = self._take()
+
+    def _take(self):
+        objs, nums = [], [len(d) for d in self.dicts]
+        ext = objs.extend
+        for d in self.dicts:  # a new or replaced entry shows in these (and len(d))
             ext(d.values())
-            add(len(d))
+            ext(d["_parameters"].values())
+            ext(d["_buffers"].values())
+            ext(d["_modules"].values())
+        nums.extend(map(len, self.hooks))
+        objs.extend([p._requires_grad for p in self.params])
+        loose = self.loose
+        for o, keys in zip(self.opts, self.state_keys):
+            d = o.__dict__
+            ext(d.values())
+            nums.append(len(d))
             for k in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks"):
-                add(len(d.get(k) or ()))
-            for g in r.param_groups:
+                nums.append(len(d.get(k) or ()))
+            for g in o.param_groups:
                 if loose:  # settings the graph takes as inputs: their type only
                     ext([type(v) if (id(g), k) in loose else v for k, v in g.items()])
                 else:
                     ext(g.values())
                 ext(g["params"])
-                add(len(g))
-                add(len(g["params"]))
-            state = r.state
-            add(len(state))
-            for p, st in state.items():
-                objs.append(p)
+                nums.append(len(g))
+                nums.append(len(g["params"]))
+            state = o.state
+            nums.append(len(state))
+            for p in keys:
+                st = state.get(p)
                 objs.append(st)
-                ext(st.values())
-                add(len(st))
-        if any(isinstance(r, Optimizer) for r in roots):
-            add(len(_global_optimizer_pre_hooks))
-            add(len(_global_optimizer_post_hooks))
-        self.objs = objs
-        self.nums = nums
+                if st is not None:
+                    ext(st.values())
+                    nums.append(len(st))
+        if self.opts:
+            nums.append(len(_global_optimizer_pre_hooks))
+            nums.append(len(_global_optimizer_post_hooks))
+        return objs, nums
 
     def same(self, other):
         a, b = self.objs, other.objs
         return self.nums == other.nums and len(a) == len(b) and all(map(operator.is_, a, b))
+
+    def holds(self):
+        """Whether the state is still what it was when this fingerprint was taken."""
+        objs, nums = self._take()
+        a = self.objs
+        return nums == self.nums and len(objs) == len(a) and all(map(operator.is_, objs, a))
 
 
 # a module's hooks: their number is guarded (the dicts themselves stay the same objects)
@@ -462,8 +475,7 @@ class ReplayPlan:
                 (holder.cell_contents if name is None else _ABSENT)
             if v is not ident:
                 return MISS
-        if self.roots is not None and \
-                not Fingerprint(self.roots, self.loose).same(self.roots_state):
+        if self.roots_state is not None and not self.roots_state.holds():
             return MISS
         for src, none in self.grad_guards:
             if (_source(src, args, kwargs).__dict__.get("_grad") is None) is not none:
