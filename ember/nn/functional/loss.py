@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.tensor import Tensor, host_tensor, wrap
 from ...autograd import no_grad
@@ -522,10 +523,12 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
              zero_infinity=False):
     """The Connectionist Temporal Classification loss (log_probs: (T, N, C) or (T, C))."""
     _check_reduction(reduction)
+    if log_probs.dtype not in (_dt.float32, _dt.float64):
+        raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for "
+                                  f"'{type_name(log_probs.dtype)}'")
     unbatched = log_probs.dim() == 2
-    if unbatched:
+    if unbatched:  # 1-d targets stay concatenated (of one sequence), as torch reads them
         log_probs = log_probs.unsqueeze(1)
-        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
     T, N, C = log_probs.shape
     params = {"blank": blank, "zero_inf": zero_infinity}
     if _per_example(input_lengths) or _per_example(target_lengths):

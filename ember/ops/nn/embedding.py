@@ -15,7 +15,7 @@ __all__ = []
 
 
 def _check_indices(idx, what="embedding"):
-    if idx.dtype.kind not in "iu":
+    if idx.dtype not in (np.int32, np.int64):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got ember."
                            f"{type_name(idx.dtype)}Tensor instead (while checking arguments "

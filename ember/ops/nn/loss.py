@@ -285,6 +285,12 @@ def _ctc_setup(lp, targets, in_lens, tgt_lens, blank):
         tg = targets[n, :tl] if targets.ndim == 2 else targets[off:off + tl]
         off += tl
         ext[n, 1:2 * tl:2] = tg
+    bad = (ext < 0) | (ext >= C)
+    if bad.any():
+        # torch's CPU kernel reads out of bounds here (garbage, NaN or inf): refused instead
+        n, s = np.argwhere(bad)[0]
+        raise IndexError(f"ctc_loss: target {int(ext[n, s])} of batch element {n} is out of "
+                         f"the class range [0, {C})")
     s_idx = np.arange(S)
     valid = s_idx[None, :] < (2 * np.asarray(tgt_lens)[:, None] + 1)
     # the s-2 transition is allowed into a label that differs from the label two back
@@ -430,6 +436,16 @@ def ctc_check(T, N, C, targets_shape, in_lens, tgt_lens, blank):
         if il > T or il < 0:
             raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got "
                                f"value {il} (while checking arguments for ctc_loss_cpu)")
+    for tl in tgt_lens:
+        if tl < 0:
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got "
+                               f"value {tl} (while checking arguments for ctc_loss_cpu)")
+    # concatenated targets hold exactly the sum of the lengths, padded ones a row per sequence
+    want = sum(tgt_lens) if len(targets_shape) == 1 else N
+    if targets_shape and targets_shape[0] != want:
+        raise RuntimeError(f"Expected tensor to have size {want} at dimension 0, but got size "
+                           f"{targets_shape[0]} for argument #2 'targets' (while checking "
+                           f"arguments for ctc_loss_cpu)")
     if len(targets_shape) == 2 and max(tgt_lens, default=0) > targets_shape[1]:
         raise RuntimeError(f"Expected tensor to have size at least {max(tgt_lens)} at "
                            f"dimension 1, but got size {targets_shape[1]} for argument #2 "

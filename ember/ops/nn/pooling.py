@@ -15,7 +15,7 @@ from ..._core import dtype as _dt
 from ..._core.op import Op
 from ..._core.tensor import host_tensor
 from .._batching import _batched_front, _move_to_front
-from .._helpers import apply, type_name
+from .._helpers import apply, not_implemented, type_name
 from ._rules import leading_rule
 from .conv import _compute, _windows, col2im
 
@@ -263,6 +263,8 @@ ADAPTIVE_MAX = Op("adaptive_max_pool", _adaptive_max_kernel, _adaptive_max_vjp, 
 
 def _max_unpool_kernel(xp, x, idx, osz):
     n = len(osz)
+    if x.dtype.kind in "biuc":  # torch's 1d unpool runs its 2d kernel
+        not_implemented(f"max_unpool{max(n, 2)}d", x.dtype)
     lead = x.shape[:x.ndim - n]
     plane = int(np.prod(osz, dtype=np.int64))
     flat = idx.reshape(lead + (-1,))
