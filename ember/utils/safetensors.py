@@ -34,7 +34,7 @@ def _flatten(tensors, keep_alive):
         d = t.dtype.name
         if d not in _CODES:
             raise ValueError(f"safetensors cannot store dtype {t.dtype} (tensor `{name}`)")
-        arr = np.ascontiguousarray(t.detach()._data)
+        arr = np.ascontiguousarray(t.detach().cpu().numpy())  # host bytes, from any device
         key = (arr.__array_interface__["data"][0], arr.nbytes)
         if arr.nbytes and key in seen:
             raise RuntimeError(f"Some tensors share memory, this will lead to duplicate memory on "
