@@ -10,9 +10,10 @@ O(L * d) and the block stays in cache; it returns the row log-sum-exp.  Backward
 (FlashAttention-2): per block of keys, every query block's probabilities are recomputed
 from the saved log-sum-exp, ``D = rowsum(dO * O) - dlse``, ``dS = P * (dO V^T - D)``,
 and dQ, dK, dV accumulate block by block.  The block products go through one
-register-blocked kernel (``fa_gemm``: 4 rows x 2 vectors of accumulators, GCC vector
-extensions, so it vectorises at every CPU capability level); the row softmax uses the
-scalar-function table's vectorised exp (`ember._core.scalar_functions`).
+register-blocked kernel (``fa_gemm``: 4 rows x 4 vectors of accumulators on AVX512, 4 x 2
+below, GCC vector extensions, so it vectorises at every CPU capability level; it reads its
+left operand through two strides, so P^T and dS^T need no copies); the row softmax uses
+the scalar-function table's vectorised exp (`ember._core.scalar_functions`).
 
 Leading (batch) dims broadcast: each operand comes with one element offset per batch
 entry, so expanded and strided operands need no copy.  Work is split over batch x query
@@ -55,8 +56,8 @@ static inline void fa_st_S(T *p, fa_v_S v) { memcpy(p, &v, sizeof v); }
 
 /* C[0:4, 0:2W] (+)= A[0:4, 0:kk] B[0:kk, 0:2W]: 8 vector accumulators held in registers */
 static inline void fa_tile_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t ars,
-                             ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb, T *restrict C, ptrdiff_t ldc,
-                             int acc) {
+                             ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb,
+                             T *restrict C, ptrdiff_t ldc, int acc) {
     const ptrdiff_t W = FA_W_S;
     fa_v_S c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0},
            c31 = {0};
@@ -84,8 +85,8 @@ static inline void fa_tile_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t ars,
 #if FA_VEC_BYTES == 64
 /* C[0:4, 0:4W] (+)= A[0:4, 0:kk] B[0:kk, 0:4W]: 16 accumulators (AVX512 has 32 registers) */
 static inline void fa_tile4_S(ptrdiff_t kk, const T *restrict A, ptrdiff_t ars,
-                              ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb, T *restrict C, ptrdiff_t ldc,
-                              int acc) {
+                              ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb,
+                              T *restrict C, ptrdiff_t ldc, int acc) {
     const ptrdiff_t W = FA_W_S;
     fa_v_S c[4][4] = {{{0}}};
     const T *a0 = A, *a1 = A + ars, *a2 = A + 2 * ars, *a3 = A + 3 * ars;
@@ -122,7 +123,9 @@ static inline void fa_row_S(ptrdiff_t kk, const T *restrict a, ptrdiff_t acs,
 }
 
 /* C[m x n] (+)= A[m x kk] B[kk x n]: A's element (i, p) at A[i * ars + p * acs] (so A may
-   be read transposed), B and C row-major with leading dims ldb, ldc */
+   be read transposed), B and C row-major with leading dims ldb, ldc.  Not inlined: a copy
+   at each call site made the library take 15x longer to compile. */
+__attribute__((noinline))
 static void fa_gemm_S(ptrdiff_t m, ptrdiff_t n, ptrdiff_t kk, const T *restrict A,
                       ptrdiff_t ars, ptrdiff_t acs, const T *restrict B, ptrdiff_t ldb,
                       T *restrict C, ptrdiff_t ldc, int acc) {
@@ -219,6 +222,7 @@ static int fa_fwd_alloc_S(const fa_args_S *a, fa_fwd_buf_S *w) {
 }
 
 /* query block `blk` of batch entry b: out rows and their log-sum-exp */
+__attribute__((noinline))
 static void fa_fwd_block_S(const fa_args_S *a, fa_fwd_buf_S *w, ptrdiff_t b, ptrdiff_t blk,
                            T *restrict out, T *restrict lse) {
     const ptrdiff_t E = a->E, Ev = a->Ev, i0 = blk * FA_BQ;
@@ -326,6 +330,7 @@ static int fa_bwd_alloc_S(const fa_args_S *a, fa_bwd_buf_S *w) {
 }
 
 /* dq, dk, dv (and the score gradient ds, when wanted) of batch entry b */
+__attribute__((noinline))
 static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
                            const T *restrict go, const T *restrict o, const T *restrict lse,
                            const T *restrict glse, T *restrict dq, T *restrict dk,
