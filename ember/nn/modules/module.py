@@ -645,12 +645,13 @@ class Module:
             if p._grad is not None:
                 if set_to_none:
                     p._grad = None
-                else:
+                else:  # as torch: detached in place, zeroed by the operator (version bump)
                     g = p._grad
                     if g.grad_fn is not None:
-                        g = g.detach()
-                        p._grad = g
-                    g._data[...] = 0
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
 
     def apply(self, fn):
         """Applies ``fn`` recursively to every submodule (children first) and to self."""
