@@ -11,6 +11,7 @@ Binomial(count, prob) counts (not differentiable, as in torch).
 import numpy as np
 
 from .._core import meta as _meta
+from .._core.dispatch import overridable
 from .._core.op import JVP_FROM_VJP
 from ._batching import _elementwise_rule
 from ._helpers import Op, apply, not_implemented, special, type_name
@@ -70,10 +71,17 @@ STANDARD_GAMMA = Op("standard_gamma", _standard_gamma_kernel, _standard_gamma_vj
 
 
 def _binomial_kernel(xp, count, prob, generator=None):
-    n = np.broadcast_to(count, np.broadcast_shapes(count.shape, prob.shape))
-    p = np.clip(prob.astype(np.float64), 0.0, 1.0)
-    out = _gen(generator).binomial(np.round(n).astype(np.int64), p)
-    return out.astype(np.result_type(count.dtype, prob.dtype))
+    shape = np.broadcast_shapes(count.shape, prob.shape)
+    n = np.broadcast_to(count, shape).astype(np.float64)
+    p = np.broadcast_to(prob, shape).astype(np.float64)
+    # torch's sampler takes any count and probability: none below 0, p clamped to [0, 1],
+    # and a NaN probability gives NaN
+    nan = np.isnan(p) | np.isnan(n)
+    n = np.maximum(np.round(np.where(nan, 0, n)), 0).astype(np.int64)
+    out = _gen(generator).binomial(n, np.clip(np.where(nan, 0, p), 0.0, 1.0))
+    out = out.astype(np.result_type(count.dtype, prob.dtype))
+    out[nan] = np.nan
+    return out
 
 
 BINOMIAL = Op("distributions_binomial", _binomial_kernel, None, differentiable=False,
@@ -85,6 +93,17 @@ def standard_gamma(alpha, generator=None):
     return apply(STANDARD_GAMMA, (alpha,), {"generator": _gen_param(generator)})
 
 
+@overridable
 def binomial(count, prob, generator=None):
-    """Binomial(count, prob) samples (torch.binomial)."""
+    """Binomial(count, prob) samples: the number of successes in ``count`` trials of
+    probability ``prob`` (float tensors of one dtype, broadcast together)."""
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{type_name(t.dtype)}")
+    if prob.dtype != count.dtype:
+        raise RuntimeError(f"Found dtype {type_name(prob.dtype)} but expected "
+                           f"{type_name(count.dtype)}")
+    if count.dtype.name in ("float16", "bfloat16"):
+        not_implemented("binomial_cpu", count.dtype)
     return apply(BINOMIAL, (count, prob), {"generator": _gen_param(generator)})
