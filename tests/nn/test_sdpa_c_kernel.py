@@ -185,18 +185,30 @@ def test_c_kernel_equals_numpy_kernel(monkeypatch, dt, mask, causal):
     assert CA.forward(q, k, v, m, 0.2, causal) is not None
 
 
-def test_threads_give_the_same_values():
+def test_threads_give_the_same_values(monkeypatch):
+    """Forward: bitwise the same at 1 and 2 threads.  Backward of one batch entry at 2
+    threads (its key blocks split between them, dq summed from two parts): the NumPy
+    kernel's values."""
     q, k, v, m = _arrays(np.float32, "bool")
+    q1, k1, v1 = (rng.standard_normal((1, 600, 48)).astype(np.float32) for _ in range(3))
+    g1 = rng.standard_normal((1, 600, 48)).astype(np.float32)
     prior = ember.get_num_threads()
+    res = {}
     try:
-        ember.set_num_threads(1)
-        one = CA.forward(q, k, v, m, 0.2, True)
-        ember.set_num_threads(2)
-        two = CA.forward(q, k, v, m, 0.2, True)
+        for nt in (1, 2):
+            ember.set_num_threads(nt)
+            out, lse = CA.forward(q1, k1, v1, None, 0.2, True)
+            res[nt] = (CA.forward(q, k, v, m, 0.2, True),
+                       CA.backward(q1, k1, v1, None, g1, out, lse, None, 0.2, True, True))
     finally:
         ember.set_num_threads(prior)
-    for a, b in zip(one, two):
+    for a, b in zip(res[1][0], res[2][0]):
         np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(ckernels, "ENABLED", False)
+    ref = A._flash_bwd_kernel(np, q1, k1, v1, None, g1, out, lse, None, 0.2, True)
+    for nt in (1, 2):
+        for a, b in zip(res[nt][1], ref):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
 
 
 def test_long_sequence_memory_is_linear():

@@ -329,12 +329,13 @@ static int fa_bwd_alloc_S(const fa_args_S *a, fa_bwd_buf_S *w) {
     return 1;
 }
 
-/* dq, dk, dv (and the score gradient ds, when wanted) of batch entry b */
+/* batch entry b, key blocks jb0, jb0 + jstep, ...: their dk, dv (and score gradient ds,
+   when wanted), and their part of dq / scale added into dq */
 __attribute__((noinline))
-static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
-                           const T *restrict go, const T *restrict o, const T *restrict lse,
-                           const T *restrict glse, T *restrict dq, T *restrict dk,
-                           T *restrict dv, T *restrict ds) {
+static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b, ptrdiff_t jb0,
+                           ptrdiff_t jstep, const T *restrict go, const T *restrict o,
+                           const T *restrict lse, const T *restrict glse, T *restrict dq,
+                           T *restrict dk, T *restrict dv, T *restrict ds) {
     const ptrdiff_t L = a->L, S = a->S, E = a->E, Ev = a->Ev;
     const T *kb = a->k + a->ko[b], *vb = a->v + a->vo[b];
     fa_scale_q_S(a, b, 0, L, w->qs);
@@ -344,8 +345,7 @@ static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
         for (ptrdiff_t e = 0; e < Ev; e++) d += go[i * Ev + e] * o[i * Ev + e];
         w->dlt[i] = glse ? d - glse[i] : d;
     }
-    memset(dq, 0, sizeof(T) * L * E);
-    for (ptrdiff_t j0 = 0; j0 < S; j0 += FA_BKB) {
+    for (ptrdiff_t j0 = jb0 * FA_BKB; j0 < S; j0 += jstep * FA_BKB) {
         const ptrdiff_t kn = S - j0 < FA_BKB ? S - j0 : FA_BKB;
         fa_transpose_S(kn, E, kb + j0 * a->krs, a->krs, w->kt, FA_BKB);
         fa_transpose_S(kn, Ev, vb + j0 * a->vrs, a->vrs, w->vt, FA_BKB);
@@ -386,13 +386,13 @@ static void fa_bwd_entry_S(const fa_args_S *a, fa_bwd_buf_S *w, ptrdiff_t b,
         memcpy(dk + j0 * E, w->dk, sizeof(T) * kn * E);
         memcpy(dv + j0 * Ev, w->dv, sizeof(T) * kn * Ev);
     }
-    const T sc = a->scale;
-    CK_PRAGMA(omp simd)
-    for (ptrdiff_t i = 0; i < L * E; i++) dq[i] *= sc;
 }
 
 /* go, o: B x L x Ev; lse, glse (or NULL): B x L; dq: B x L x E, dk: B x S x E, dv: B x S x Ev,
-   ds (or NULL): B x L x S, all contiguous; returns 0 when out of memory */
+   ds (or NULL): B x L x S, all contiguous; returns 0 when out of memory.  Threads take batch
+   entries; with fewer entries than threads, each entry's key blocks are dealt out to
+   `split` threads too (interleaved: causal blocks differ in cost), each adding its part of
+   dq into a buffer of its own, summed at the end. */
 int ck_flash_bwd_S(const T *q, const T *k, const T *v, const void *mask, int mkind,
                    const int64_t *qo, const int64_t *ko, const int64_t *vo, const int64_t *mo,
                    ptrdiff_t B, ptrdiff_t L, ptrdiff_t S, ptrdiff_t E, ptrdiff_t Ev,
@@ -401,27 +401,51 @@ int ck_flash_bwd_S(const T *q, const T *k, const T *v, const void *mask, int mki
                    const T *glse, T *dq, T *dk, T *dv, T *ds, int nt) {
     fa_args_S a = {q, k, v, mask, mkind, qo, ko, vo, mo, L, S, E, Ev, qrs, krs, vrs, mrs, mcs,
                    (T)scale, causal};
+    const ptrdiff_t nkb = (S + FA_BKB - 1) / FA_BKB;
+    ptrdiff_t split = 1;
+    if (nt > 1 && B < nt) split = (nt + B - 1) / B < nkb ? (nt + B - 1) / B : nkb;
+    T *parts = NULL;
+    if (split > 1 && !(parts = calloc((size_t)(B * split * L * E) + 1, sizeof(T)))) split = 1;
+    if (split == 1) memset(dq, 0, sizeof(T) * B * L * E);
+    const ptrdiff_t tasks = B * split;
     int ok = 1;
-#define FA_BWD_ENTRY(w, b) fa_bwd_entry_S(&a, &w, b, go + b * L * Ev, o + b * L * Ev, \
-        lse + b * L, glse ? glse + b * L : NULL, dq + b * L * E, dk + b * S * E, \
-        dv + b * S * Ev, ds ? ds + b * L * S : NULL)
+#define FA_BWD_TASK(w, t) do { ptrdiff_t b_ = (t) / split, c_ = (t) % split; \
+        fa_bwd_entry_S(&a, &w, b_, c_, split, go + b_ * L * Ev, o + b_ * L * Ev, lse + b_ * L, \
+                       glse ? glse + b_ * L : NULL, \
+                       split > 1 ? parts + (t) * L * E : dq + b_ * L * E, dk + b_ * S * E, \
+                       dv + b_ * S * Ev, ds ? ds + b_ * L * S : NULL); } while (0)
     if (nt > 1) {
         CK_PRAGMA(omp parallel num_threads(nt) reduction(&&:ok))
         {
             fa_bwd_buf_S w;
             if (!fa_bwd_alloc_S(&a, &w)) ok = 0;
             CK_PRAGMA(omp for schedule(dynamic, 1))
-            for (ptrdiff_t b = 0; b < B; b++)
-                if (w.qs) FA_BWD_ENTRY(w, b);
+            for (ptrdiff_t t = 0; t < tasks; t++)
+                if (w.qs) FA_BWD_TASK(w, t);
             free(w.qs);
         }
     } else {
         fa_bwd_buf_S w;
         if (!fa_bwd_alloc_S(&a, &w)) return 0;
-        for (ptrdiff_t b = 0; b < B; b++) FA_BWD_ENTRY(w, b);
+        for (ptrdiff_t t = 0; t < tasks; t++) FA_BWD_TASK(w, t);
         free(w.qs);
     }
-#undef FA_BWD_ENTRY
+#undef FA_BWD_TASK
+    const T sc = (T)scale;
+    for (ptrdiff_t b = 0; b < B; b++) {
+        T *restrict d = dq + b * L * E;
+        if (parts) {
+            memcpy(d, parts + b * split * L * E, sizeof(T) * L * E);
+            for (ptrdiff_t c = 1; c < split; c++) {
+                const T *restrict pc = parts + (b * split + c) * L * E;
+                CK_PRAGMA(omp simd)
+                for (ptrdiff_t i = 0; i < L * E; i++) d[i] += pc[i];
+            }
+        }
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < L * E; i++) d[i] *= sc;
+    }
+    free(parts);
     return ok;
 }
 """
