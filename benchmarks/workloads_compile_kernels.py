@@ -39,3 +39,11 @@ def layer_norm_256x1024(lib):
 def small_graph(lib):
     x = _arr(lib, (16,))
     return _compiled(lib, lambda x: x * 2 + 1, x)
+
+
+@workload("compiled_lenet_train_step", "compile_kernels")
+def lenet_train_step(lib):
+    """workloads_nn's lenet_train_step with the model compiled (forward and backward
+    graphs; loss, backward driver and SGD eager), for ember's inductor and torch.compile."""
+    from .workloads_nn import lenet_train_step as eager_step
+    return eager_step(lib, compile_model=True)

@@ -30,7 +30,9 @@ def mlp_train_step(lib):
 
 
 @workload("lenet_train_step", "nn")
-def lenet_train_step(lib):
+def lenet_train_step(lib, compile_model=False):
+    """LeNet-5 on a batch of 64 28x28 images, SGD with momentum; ``compile_model``: the
+    model through ``lib.compile`` (workloads_compile_kernels)."""
     nn = lib.nn
     model = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -38,7 +40,8 @@ def lenet_train_step(lib):
                           nn.Linear(84, 10))
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = _data(lib, (64, 1, 28, 28)), _data(lib, (64,), ints=10)
-    return _step(lib, model, opt, lambda m: nn.functional.cross_entropy(m(x), y))
+    fwd = lib.compile(model) if compile_model else model
+    return _step(lib, model, opt, lambda m: nn.functional.cross_entropy(fwd(x), y))
 
 
 def tiny_gpt(lib, d=128, heads=4, seq=64, vocab=96, layers=4):
