@@ -229,3 +229,15 @@ def test_long_sequence_memory_is_linear():
     np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=2e-5)
     for a, b in zip((q, k, v), (tq, tk, tv)):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=2e-4, rtol=1e-3)
+
+
+def test_dropout_draws_torch_stream():
+    """dropout_p > 0 takes the unfused formula, whose mask is torch's, bit for bit."""
+    q, k, v = _qkv(np.float32, B=(2, 2), L=9, S=11, E=4, Ev=3)
+    torch.manual_seed(3)
+    ember.manual_seed(3)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), dropout_p=0.4)
+    out = ember.nn.functional.scaled_dot_product_attention(
+        *(ember.from_numpy(a) for a in (q, k, v)), dropout_p=0.4)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), atol=1e-6, rtol=1e-5)

@@ -81,6 +81,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa and query.dim() >= 3:
         key, value = _repeat_kv(query, key, value)
     if dropout_p > 0.0:
+        # unfused, as torch's CPU path: the dropout mask is drawn from the generator's
+        # sequential stream over the whole L x S matrix (torch's draws, bit for bit), which a
+        # blocked kernel cannot reproduce block by block
         return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, float(scale))
     out, _ = FLASH_ATTENTION(query, key, value, attn_mask, scale=float(scale),
                              causal=bool(is_causal))
