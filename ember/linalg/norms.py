@@ -3,7 +3,6 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core.dispatch import apply, overridable
-from .._core.tensor import Tensor
 from ..ops._helpers import type_name
 from ..ops.pointwise import where
 from ..ops.linalg.norms import RANK
@@ -146,7 +145,5 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
         s = svdvals(A.detach())
     m, n = A.shape[-2:]
     smax = s.amax(-1) if s.shape[-1] else s.sum(-1)
-    at = atol._data if isinstance(atol, Tensor) else atol
-    rt = rtol._data if isinstance(rtol, Tensor) else rtol
-    r = apply(RANK, (s, smax, at, rt), {"m": m, "n": n})
+    r = apply(RANK, (s, smax, atol, rtol), {"m": m, "n": n})
     return _out(r, out)

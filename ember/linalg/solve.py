@@ -4,7 +4,6 @@ are declared in ember.ops.linalg.solve."""
 import numpy as np
 
 from .._core.dispatch import apply, overridable
-from .._core.tensor import Tensor
 from ..ops import _return_types as _rt
 from ..ops.blas import matmul
 from ..ops.linalg.decompositions import lu_solve_core
@@ -163,10 +162,6 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 # ---- pinv -------------------------------------------------------------------------------
 
-def _tol_arg(t):
-    return t._data if isinstance(t, Tensor) else t
-
-
 @overridable
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Computes the pseudoinverse (Moore-Penrose inverse) of a matrix."""
@@ -174,7 +169,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     check_float("linalg.pinv", A)
     if hermitian:
         check_square("linalg.pinv(hermitian=True)", A)
-    r = apply(PINV, (A, _tol_arg(atol), _tol_arg(rtol)), {"hermitian": hermitian})
+    r = apply(PINV, (A, atol, rtol), {"hermitian": hermitian})
     return _out(r, out)
 
 
