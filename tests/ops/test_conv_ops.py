@@ -206,6 +206,45 @@ def test_half_dtypes_compute_in_float32(dtype):
                                    atol=1e-1)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "complex64",
+                                   "complex128"])
+@pytest.mark.parametrize("name,xs,ws,kw", [
+    ("conv1d", (2, 4, 7), (6, 2, 3), dict(groups=2, stride=2)),
+    ("conv2d", (2, 4, 6, 5), (6, 4, 3, 2), dict(padding=1, dilation=(1, 2))),
+    ("conv3d", (1, 2, 4, 3, 4), (3, 2, 2, 2, 2), dict(padding="same")),
+    ("conv_transpose2d", (2, 4, 3, 4), (4, 3, 2, 2), dict(stride=2, groups=2)),
+])
+def test_integer_and_complex_match_torch(dtype, name, xs, ws, kw):
+    """torch computes integer convolutions on CPU (wrapping in the dtype; int64 only when
+    dilated or transposed, never bool) and complex ones: the same values or errors."""
+    if dtype.startswith("complex"):
+        x, w = (_arr(*s) + 1j * _arr(*s) for s in (xs, ws))
+    else:
+        x, w = (RNG.integers(-100, 100, s) for s in (xs, ws))
+    x, w = x.astype(dtype), w.astype(dtype)
+    try:
+        want = getattr(TF, name)(torch.from_numpy(x), torch.from_numpy(w), **kw)
+    except NotImplementedError as e:
+        with pytest.raises(NotImplementedError, match=str(e).replace('"', '.')[:40]):
+            getattr(F, name)(ember.from_numpy(x), ember.from_numpy(w), **kw)
+        return
+    got = getattr(F, name)(ember.from_numpy(x), ember.from_numpy(w), **kw)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-4)
+
+
+def test_complex_gradients_match_torch():
+    x, w, b = (_arr(*s) + 1j * _arr(*s) for s in ((2, 4, 6, 5), (6, 2, 3, 2), (6,)))
+    res = []
+    for lib in (ember, torch):
+        ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in (x, w, b)]
+        y = lib.nn.functional.conv2d(*ts, groups=2, padding=1)
+        (y * y.conj()).real.sum().backward()
+        res.append([t.grad.numpy() for t in ts])
+    for a, c in zip(*res):
+        np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-9)
+
+
 def test_aten_convolution_matches_torch():
     x, w, b = _arr(2, 4, 3, 4), _arr(4, 3, 3, 2), _arr(6)
     args = ((2, 2), (1, 0), (1, 1), True, (1, 0), 2)
@@ -220,6 +259,8 @@ def test_aten_convolution_matches_torch():
     lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=-1),
     lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding="same", stride=2),
     lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding="full"),
+    lambda lib, x, w: lib.nn.functional.conv2d(x.bool(), w.bool()),          # bool
+    lambda lib, x, w: lib.nn.functional.conv_transpose2d(x.int(), w.int()),  # int32 transposed
     lambda lib, x, w: lib.nn.functional.conv2d(x[..., :2, :2], w),           # kernel too big
     lambda lib, x, w: lib.nn.functional.conv2d(x[0, 0], w),                  # 2-d input
     lambda lib, x, w: lib.nn.functional.conv2d(x, w, lib.zeros(3, dtype=x.dtype)),  # bias

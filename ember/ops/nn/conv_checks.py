@@ -48,10 +48,26 @@ def check_input_dim(ndim, shape, n, name):
     return ndim == n + 1
 
 
-def check_dtypes(x_dt, w_dt, b_dt, kernel="slow_conv2d_cpu"):
+def _kernel_name(n, transposed):
+    """The CPU kernel torch names when it rejects a dtype."""
+    if transposed:
+        return f"slow_conv_transpose{max(n, 2)}d_out_cpu"
+    return "compute_columns3d" if n == 3 else "slow_conv2d_cpu"
+
+
+def check_dtypes(x_dt, w_dt, b_dt, n=2, transposed=False, dilation=()):
+    """torch's CPU dtypes: floating and complex; integers for plain convolution (int64 only
+    when dilated), int64 only for transposed; never bool."""
     dt = _ember_dtype(x_dt)
-    if not dt.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dt)}'")
+    ok = dt.is_floating_point or dt.is_complex or (
+        dt != _dt.bool and (dt == _dt.int64 or not transposed))
+    if not ok:
+        raise NotImplementedError(f"\"{_kernel_name(n, transposed)}\" not implemented for "
+                                  f"'{type_name(dt)}'")
+    if not (dt.is_floating_point or dt.is_complex or dt == _dt.int64) and \
+            any(d != 1 for d in dilation):
+        raise NotImplementedError(f"\"slow_conv_dilated<>\" not implemented for "
+                                  f"'{type_name(dt)}'")
     for name, other in (("weight", w_dt), ("bias", b_dt)):
         if other is not None and _ember_dtype(other) != dt:
             raise RuntimeError(f"Input type ({type_name(dt)}) and {name} type "

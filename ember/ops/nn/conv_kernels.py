@@ -30,6 +30,8 @@ from ..._core.blas_threads import matmul as _gemm
 from ..._core.ckernels import conv as _ck
 from .._helpers import _F32, _HALF
 
+_I64 = np.dtype(np.int64)
+
 __all__ = ["out_spatial", "forward", "input_grad", "weight_grad", "compute_dtype"]
 
 
@@ -40,8 +42,13 @@ def out_spatial(spatial, ks, stride, pad, dilation):
 
 
 def compute_dtype(dt):
-    """(dtype the kernels compute in, dtype to round the result to or None)."""
-    return (_F32, dt) if dt in _HALF else (dt, None)
+    """(dtype the kernels compute in, dtype to round the result to or None): halves in
+    float32; integers in int64 (exact, and wrapping like the narrow type once cast back)."""
+    if dt in _HALF:
+        return _F32, dt
+    if dt.kind in "iu":
+        return _I64, (None if dt == _I64 else dt)
+    return dt, None
 
 
 def _prod(s):

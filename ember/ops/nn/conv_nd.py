@@ -8,7 +8,7 @@ kernel after torch's argument handling (an unbatched input gains a batch of one;
 """
 from ..._core.op import Op
 from .._batching import _batched_front
-from .._helpers import apply
+from .._helpers import apply, cj
 from .conv import PAD
 from .conv_checks import (check_conv, check_dtypes, check_input_dim, conv_pads, ntuple)
 from .conv_ops import (CONVOLUTION, _bdtype, _bias_tangent, _bshape, _conv_arrays,
@@ -63,7 +63,7 @@ class _ConvNd:
     def shape(self, *args, **kw):
         x, w, b, stride, pads, dilation, opad, groups = self.params(args, kw)
         unbatched = check_input_dim(x.ndim, x.shape, self.n, self.name)
-        check_dtypes(x.dtype, w.dtype, _bdtype(b))
+        check_dtypes(x.dtype, w.dtype, _bdtype(b), self.n, self.transposed, dilation)
         xs = ((1,) if unbatched else ()) + tuple(x.shape)
         out = check_conv(xs, tuple(w.shape), _bshape(b), stride, pads, dilation, groups,
                          self.transposed, opad)
@@ -82,9 +82,10 @@ class _ConvNd:
             x, g = x.unsqueeze(0), g.unsqueeze(0)
         xb = _pad_extra(x, pads)
         p = self.conv_params(stride, pads, dilation, opad, groups)
+        # complex: conjugate Wirtinger, as torch
         gx, gw, gb = convolution_backward(
-            g, xb, w, (_out_channels(w, self.transposed, groups),), p["stride"], p["padding"],
-            p["dilation"], p["transposed"], p["output_padding"], p["groups"], mask)
+            g, cj(xb), cj(w), (_out_channels(w, self.transposed, groups),), p["stride"],
+            p["padding"], p["dilation"], p["transposed"], p["output_padding"], p["groups"], mask)
         if mask[0]:
             if xb is not x:
                 gx = gx[(slice(None), slice(None)) + tuple(slice(0, L) for L in x.shape[2:])]

@@ -21,10 +21,9 @@ col2im.
 from ..._core.dispatch import overridable
 from ..._core.op import Op
 from .._batching import _batched_front, _move_to_front
-from .._helpers import apply
+from .._helpers import apply, cj
 from . import conv_kernels as K
-from .conv_checks import (check_conv, check_dtypes, check_input_dim, conv_pads, ntuple,
-                          transposed_out)
+from .conv_checks import check_conv, check_dtypes, ntuple, transposed_out
 
 __all__ = ["convolution", "convolution_backward"]
 
@@ -45,7 +44,7 @@ def _bdtype(b):
 
 def _conv_arrays(xp, x, w, b, stride, pads, dilation, transposed, output_padding, groups):
     """Checked convolution of arrays; ``pads`` as (lo, hi) pairs."""
-    check_dtypes(x.dtype, w.dtype, _bdtype(b))
+    check_dtypes(x.dtype, w.dtype, _bdtype(b), x.ndim - 2, transposed, dilation)
     check_conv(x.shape, w.shape, _bshape(b), stride, pads, dilation, groups, transposed,
                output_padding)
     ct, back = K.compute_dtype(x.dtype)
@@ -115,7 +114,7 @@ def _convolution_kernel(xp, x, w, b, stride, padding, dilation, transposed, outp
 
 def _convolution_shape(x, w, b, stride, padding, dilation, transposed, output_padding,
                        groups):
-    check_dtypes(x.dtype, w.dtype, _bdtype(b))
+    check_dtypes(x.dtype, w.dtype, _bdtype(b), len(x.shape) - 2, transposed, dilation)
     return check_conv(tuple(x.shape), tuple(w.shape), _bshape(b), stride, _pairs(padding),
                       dilation, groups, transposed, output_padding), x.dtype
 
@@ -128,7 +127,10 @@ def _convolution_vjp(ctx, g, x, w, b, stride, padding, dilation, transposed, out
                      groups):
     need = ctx.needs_input_grad
     mask = (bool(need[0]), bool(need[1]), len(need) > 2 and bool(need[2]))
-    outs = convolution_backward(g, x, w, (_out_channels(w, transposed, groups),), stride,
+    # complex: conjugate Wirtinger, as torch (the input gradient reads conj(w), the weight
+    # gradient conj(x))
+    outs = convolution_backward(g, cj(x), cj(w), (_out_channels(w, transposed, groups),),
+                                stride,
                                 padding, dilation, transposed, output_padding, groups, mask)
     return tuple(o if m else None for o, m in zip(outs, mask))
 
