@@ -191,6 +191,7 @@ from ._default_tensor_type import set_default_tensor_type  # noqa: E402,F401
 from .linalg.lapack_legacy import geqrf, lu, lu_solve, orgqr, ormqr  # noqa: E402,F401
 from .ops.layout_inplace import as_strided_, empty_permuted, resize_as_  # noqa: E402,F401
 from .ops.distributions import binomial  # noqa: E402,F401  (torch.binomial)
+from .ops.histogramdd import histogramdd  # noqa: E402,F401
 
 # Every op is registered by now (sub-packages declare some on import): give each its
 # decomposition and its lowering path (ember.ops.decompositions, ember.ops.lowering).
