@@ -5,6 +5,7 @@ import numpy as np
 
 from ._control_flow import CONTROL_FLOW
 from ._format import eval_size, np_dtype
+from ._values import VALUE_STEPS
 from .kernels import KERNELS
 
 __all__ = ["Graph", "Ref", "decode"]
@@ -187,12 +188,18 @@ class Graph:
                     fn = "skip"
                 elif t in KERNELS:
                     fn = KERNELS[t]
+                elif t in VALUE_STEPS:
+                    fn = VALUE_STEPS[t]
                 elif t in CONTROL_FLOW:
                     fn = CONTROL_FLOW[t]
                 else:
                     self.missing.append(str(t))
                     fn = None
-                self.steps.append((name, t, fn, _resolver(args), _resolver(kwargs), dts))
+                meta = n.get("meta")
+                binds = meta["int"] if t == "item_at" and isinstance(meta, dict) and \
+                    isinstance(meta.get("int"), str) and meta["int"].isidentifier() else None
+                self.steps.append((name, t, fn, _resolver(args), _resolver(kwargs), dts,
+                                   binds))
             elif kind == "output":
                 output = [decode(a, names, at, ctx) for a in raw_args]
             else:
@@ -206,7 +213,7 @@ class Graph:
 
     def run(self, env, syms):
         """Every step on ``env`` (placeholder name -> array); returns the outputs."""
-        for name, target, fn, args_of, kwargs_of, dts in self.steps:
+        for name, target, fn, args_of, kwargs_of, dts, binds in self.steps:
             try:
                 args = args_of(env, syms)
                 if fn is None:  # getitem
@@ -215,9 +222,13 @@ class Graph:
                     env[name] = None
                 else:
                     env[name] = _cast(fn(dts, *args, **kwargs_of(env, syms)), dts)
+                if binds is not None:   # a value read from an input: its size symbol
+                    syms[binds] = env[name]
             except _NodeError:
                 raise
             except Exception as e:  # noqa: BLE001 - named, whatever the kernel raised
+                if target == "assert_size" and isinstance(e, RuntimeError):
+                    raise   # the program's own check, worded as ember's module raises it
                 raise _NodeError(f"node {name} ({target}) failed: {type(e).__name__}: "
                                  f"{e}") from e
         return self._outs(env, syms)

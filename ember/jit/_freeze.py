@@ -4,7 +4,8 @@ Freezing turns a module's parameters and buffers into constants of its programs:
 frozen module has no parameters or buffers (as in torch), and its methods run their
 programs with the values the weights had when it was frozen.  Then constant folding runs:
 every op whose inputs are all constants is computed once and its result becomes a
-constant (BatchNorm's ``rsqrt(running_var + eps) * weight``, transposed weights, ...), so
+constant (BatchNorm's ``rsqrt(running_var + eps) * weight``: an inference batch norm is
+first written as its scale and shift; transposed weights, ...), so
 inference runs only the ops that depend on the inputs.  Folding evaluates the same ops
 the program would, so results are unchanged (``optimize_numerics`` is accepted for
 torch's signature; ember has no numerics-changing rewrites).
@@ -12,7 +13,7 @@ torch's signature; ember has no numerics-changing rewrites).
 import copy
 import operator
 
-from .._core.op import Op
+from .._core.op import REGISTRY, Op
 from .._core.tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..fx import Graph, GraphModule
@@ -46,10 +47,59 @@ def _frozen_program(program, state):
     return frozen
 
 
+def _batch_norm_as_scale_shift(gm, constant):
+    """Inference batch norm whose weights and statistics are constants, written as
+    ``shift + x * scale`` (the op's own formula), so that folding computes ``scale`` and
+    ``shift`` once.  Returns whether the graph changed."""
+    bn = REGISTRY.get("_native_batch_norm_legit_no_training")
+    graph, changed = gm.graph, False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not bn or len(node.args) != 5:
+            continue
+        x, w, b, rm, rv = node.args
+        if not all(a is None or a in constant for a in (w, b, rm, rv)) or \
+                any(u.target is not operator.getitem or (u.args[1] != 0 and u.users)
+                    for u in node.users):
+            continue
+        meta = x.meta.get("val")
+        if meta is None:
+            continue
+        shape = (meta.shape[1],) + (1,) * (len(meta.shape) - 2)
+
+        def call(name, *args, **kwargs):
+            return graph.call_function(REGISTRY[name], args, kwargs)
+        with graph.inserting_before(node):
+            scale = call("rsqrt", call("add", rv, node.kwargs["eps"]))
+            if w is not None:
+                scale = call("mul", scale, w)
+            shift = call("mul", call("neg", rm), scale)
+            if b is not None:
+                shift = call("add", shift, b)
+            out = call("add", call("view", shift, shape=shape),
+                       call("mul", x, call("view", scale, shape=shape)))
+        for u in list(node.users):
+            if u.args[1] == 0:
+                u.replace_all_uses_with(out)
+            graph.erase_node(u)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
 def fold_constants(program):
     """Constant folding (see the module docstring): a new `Program`."""
     gm = program.graph_module
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    constant = {node for node, (kind, _) in zip(placeholders, program.input_specs)
+                if kind == "constant"}
+    if any(n.target is REGISTRY.get("_native_batch_norm_legit_no_training")
+           for n in gm.graph.nodes):
+        gm = copy.deepcopy(gm)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        constant = {node for node, (kind, _) in zip(placeholders, program.input_specs)
+                    if kind == "constant"}
+        if _batch_norm_as_scale_shift(gm, constant):
+            gm.recompile()
     value = {}
     for node, (kind, target) in zip(placeholders, program.input_specs):
         if kind == "constant":

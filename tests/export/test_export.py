@@ -589,8 +589,15 @@ def test_programs_reading_input_values_save_and_load(tmp_path):
     assert _allclose(got, y[5] * 2) and size == 17
     with pytest.raises(RuntimeError, match="u0 < n|u0 < s0"):
         m(ember.tensor(15), y)
-    with pytest.raises(RuntimeError, match="reads a value from an input tensor"):
-        ember_lite.load(path)
+    lite = ember_lite.load(path)   # the lite runtime reads the value and checks it too
+    for a in (0, 5, 11):
+        got, size = lite(np.array(a), y.numpy())
+        np.testing.assert_array_equal(got, y.numpy()[a] * 2)
+        assert int(size) == 12 + a
+    with pytest.raises(RuntimeError, match="Runtime assertion failed for expression u0 < n"):
+        lite(np.array(15), y.numpy())
+    with pytest.raises(RuntimeError, match="u0 >= 0"):
+        lite(np.array(-1), y.numpy())
 
 
 def test_validate_checks_signature_against_graph():

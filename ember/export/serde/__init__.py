@@ -19,9 +19,11 @@ Layout (a zip archive, members stored uncompressed)
 ``lite/program.json``
     The same program with its graph decomposed to ember's primitive set
     (`ember.ops.primitives.PRIMITIVES`, by `ember._inductor.passes.decompose`), which is
-    what `ember_lite` runs.  Same schema, ``kind`` ``"LiteProgram"``.  A program ember_lite
-    cannot run (one that reads values from its inputs: ``item_at`` nodes) has instead an
-    ``"unsupported"`` string saying why, which ember_lite.load raises.
+    what `ember_lite` runs.  Same schema, ``kind`` ``"LiteProgram"``.  Sizes are folded
+    into the ops' arguments as expressions; a value read from an input stays an
+    ``item_at`` node whose ``meta`` ``{"int": "u0"}`` names the symbol it binds, and the
+    ``assert_size`` checks on it stay.  (Files of ember before this could hold instead an
+    ``"unsupported"`` string for such programs, which ember_lite.load raises.)
 ``data/<n>``
     Raw storages: the bytes of one C-contiguous array, little-endian.
 ``extra/<name>``

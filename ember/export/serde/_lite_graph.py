@@ -13,12 +13,7 @@ from ..._dynamo.symbolic import SymInt
 from ._graph import SIZE_OPS, _sym_size, encode_graph
 from ._values import eval_expr
 
-__all__ = ["lite_graph", "LiteUnsupported"]
-
-
-class LiteUnsupported(ValueError):
-    """A program ember_lite cannot run: the file keeps the reason in place of the lite graph
-    (``lite/program.json`` ``"unsupported"``), and ember_lite.load raises it."""
+__all__ = ["lite_graph"]
 
 _SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*",
            operator.floordiv: "//", operator.mod: "%"}
@@ -37,11 +32,14 @@ def _expr_of(v, exprs):
 
 
 def _fold_sizes(gm, hints):
-    """Replace the size nodes by SymInts in their users' arguments."""
+    """Replace the size nodes by SymInts in their users' arguments.  A value read from an
+    input (``item_at``) stays a node that binds its unbacked symbol (``u0``, ...) when the
+    lite runtime runs it (its metadata names the symbol), and the ``assert_size`` checks on
+    such values stay, with sizes for arguments."""
     graph = gm.graph
     sym_size = _sym_size()
     sizes = set(SIZE_OPS.values())
-    exprs, values = {}, {}
+    exprs, values, binds = {}, {}, set()
     for node in list(graph.nodes):
         val = node.meta.get("val")
         if node.op == "placeholder" and isinstance(val, int) and not isinstance(val, bool):
@@ -53,12 +51,18 @@ def _fold_sizes(gm, hints):
             continue
         if node.op != "call_function":
             continue
-        if getattr(node.target, "__name__", None) in ("item_at", "assert_size") and \
-                "export" in getattr(node.target, "__module__", ""):
-            raise LiteUnsupported(
-                f"the program reads a value from an input tensor (node {node.name}: "
-                f"x.item()/tolist() in the program), which ember_lite does not run yet; "
-                f"ember.export.load runs it")
+        value_op = getattr(node.target, "__name__", None) \
+            if "export" in getattr(node.target, "__module__", "") else None
+        if value_op == "assert_size":
+            continue
+        if value_op == "item_at":
+            sym = f"u{len(binds)}"   # export numbers its unbacked symbols in this order
+            hints.setdefault(sym, 2)
+            exprs[node] = sym
+            values[node] = SymInt(hints[sym], sym)
+            node.meta["val"] = values[node]
+            binds.add(node)
+            continue
         if node.target is sym_size:
             src, dim = node.args
             s = src.meta["val"].shape[dim]
@@ -86,12 +90,12 @@ def _fold_sizes(gm, hints):
         return v
     if not values:
         return gm
-    for node in graph.nodes:
-        if node.op == "call_function" and node not in values:
+    for node in graph.nodes:   # a size returned as an output is its expression there too
+        if node.op in ("call_function", "output") and node not in values:
             node.args = sub(node.args)
             node.kwargs = sub(node.kwargs)
     for node in reversed(list(values)):
-        if node.op != "placeholder" and not node.users:
+        if node.op != "placeholder" and node not in binds and not node.users:
             graph.erase_node(node)
     gm.recompile()
     return gm
@@ -272,7 +276,7 @@ def lite_graph(gm, hints, ctx):
     (`LiteEncoder`) stores the array literals decompositions make and lowers sub-graphs
     the same way."""
     from ..._inductor import config
-    work = _propagate_shapes(_fold_sizes(copy.deepcopy(gm), hints))
+    work = _propagate_shapes(_fold_sizes(copy.deepcopy(gm), dict(hints)))
     # the compiler keeps some ops whole for its fast eager kernels; the lite runtime has
     # primitives only
     saved, config.keep_whole = config.keep_whole, frozenset()

@@ -9,7 +9,7 @@ import numpy as np
 from ..._dynamo.symbolic import SymInt
 from ._context import Decoder, Encoder, LiteEncoder
 from ._graph import decode_graph, encode_graph
-from ._lite_graph import LiteUnsupported, lite_graph
+from ._lite_graph import lite_graph
 from ._storage import StorageWriter, read_tensor_array
 from ._values import check_expr, encode_value
 from ember_lite._format import _Archive
@@ -157,12 +157,9 @@ def _program_json(ep, gm, writer, opset_version):
                 alternate_error=getattr(ep, "alternate_error", None))
     hints = {k: e["hint"] if e["hint"] is not None else max(2, e["min"])
              for k, e in symbols.items()}
-    try:
-        lite = dict(common, kind="LiteProgram",
-                    graph=lite_graph(gm, hints, LiteEncoder(writer, hints)),
-                    input_specs=main["input_specs"], output_specs=main["output_specs"])
-    except LiteUnsupported as e:   # the file still serves ember.export.load
-        lite = dict(common, kind="LiteProgram", unsupported=str(e))
+    lite = dict(common, kind="LiteProgram",
+                graph=lite_graph(gm, hints, LiteEncoder(writer, hints)),
+                input_specs=main["input_specs"], output_specs=main["output_specs"])
     return full, lite
 
 
