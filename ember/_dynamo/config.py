@@ -89,10 +89,12 @@ class _ConfigModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _ConfigModule
 
-# capture the fused optimizer updates (optimizer.step()) through their functional
-# decompositions, so a compiled training step is one graph more; off by default: measured
-# on the MLP step of benchmarks/compile_capture.py, recording the decomposed updates costs
-# more per call than the fused eager kernels they replace (a graph break runs those)
+# capture every fused optimizer update (optimizer.step()) as one functional graph node (the
+# fused kernel on copies of what it writes; its decomposition for code generators), so a
+# compiled step has one graph more; off by default: an update of gradients an eager
+# backward() made gains nothing from a graph (measured on the MLP step of
+# benchmarks/compile_capture.py).  Updates of gradients a recorded backward() made
+# (capture_backward) are captured either way: they complete the training step's graph
 capture_optimizer_updates = False
 
 # ``loss.backward()`` on a loss of the pending graph is recorded into that graph (its vjps,

@@ -6,23 +6,33 @@ is provably the same thing, that is, when the Python that ran during capture has
 effects and everything it read is guarded:
 
 * **The proof** is a conservative scan of what ran, collected with ``sys.setprofile``
-  during a capturing call: every Python function that ran is ember's own or user code
-  whose bytecode stores nothing outside its locals (no global, nonlocal, attribute or item
-  stores, no deletes, no imports, no raise), and every C function user code called is on
-  a list of pure builtins.  The call ran exactly one graph, at the return, with no graph
-  break.  Anything in doubt (a print, a list append, a random op, an optimizer step, a
-  global that holds a mutable object) leaves the function on the normal path, forever.
+  during a capturing call: every Python function that ran is ember's own (with the
+  standard-library code ember's code calls) or user code whose bytecode stores nothing
+  outside its locals (no global, nonlocal, attribute or item stores, no deletes, no
+  imports, no raise), and every C function user code called is on a list of pure
+  builtins.  The call ran exactly one graph, at the return, with no graph break.  Anything
+  in doubt (a print, a list append, a random op, a global that holds a mutable object)
+  leaves the function on the normal path.
 * **The guards** cover what the Python read: every argument (tensors by type, shape,
-  dtype, requires_grad; numbers and strings by value; anything else by identity), the
-  globals and closure cells the scanned code loads (by identity), the state of the modules
-  involved (training flags, parameter, buffer, submodule and attribute identities), grad
-  mode, the default dtype and device, and that no dispatch mode is active.  Shapes are
-  guarded exactly: a call with other sizes runs the Python (and may make a new plan).
+  dtype, requires_grad; numbers and strings by value; modules and optimizers, and
+  anything else, by identity), the globals and closure cells the scanned code loads (by
+  identity), a `Fingerprint` of the modules and optimizers involved (training flags,
+  attributes, parameters, buffers, submodules, param group settings, optimizer state
+  tensors and counters, hooks), whether each leaf's ``.grad`` is None, grad mode, the
+  default dtype and device, and that no dispatch mode is active.  Shapes are guarded
+  exactly: a call with other sizes runs the Python (and may make a new plan).
+* **Training steps.**  ember's own code (an optimizer's step, ``zero_grad``) changes
+  Python state the scan does not see, so a plan is made only from a call that left every
+  module and optimizer fingerprint as it found it (a first optimizer step creates its
+  state: the second call makes the plan), and what the call did to ``.grad`` is redone:
+  set to the graph's output, to None, or left (an accumulated ``.grad`` is a graph input
+  written in place).  Optimizer settings the graph takes as inputs (an lr once it
+  varies) are read from their param group on every replay.
 
 A replayed call gathers the graph's inputs from where they came (argument positions,
-module parameters, globals), runs the compiled graph, writes back tensors written in
-place, and rebuilds the return value (graph outputs, views of them made again, arguments
-passed through, constants).
+module parameters, optimizer state, ``.grad``, globals), runs the compiled graph, writes
+back tensors written in place, sets ``.grad``, and rebuilds the return value (graph
+outputs, views of them made again, arguments passed through, constants).
 """
 import builtins
 import dis

@@ -71,6 +71,8 @@ def _refusal(trace, loss, gradient, retain_graph, create_graph, inputs):
         return "the loss is not a scalar that requires grad"
     if loss.__dict__["_lazy"].view is not None:
         return "the loss is a view"
+    if loss.__dict__.get("grad_fn") is not None:
+        return "the loss is the output of an autograd.Function"
     for k, t in enumerate(trace.inputs):
         if not trace.input_metas[k][2]:
             continue

@@ -315,7 +315,8 @@ class Trace:
 
     def record_functional_write(self, op, args, params, where=None):
         """Record ``op`` (an operator that writes its inputs in place and returns nothing,
-        `ember.ops.decompositions.FUNCTIONALIZED`) through its functional decomposition:
+        `ember.ops.decompositions.FUNCTIONALIZED`) functionally: one node under compile
+        (`ember._dynamo.functional_update`), its functional decomposition under export;
         each written input is rebound to its new value."""
         for a in args:
             if isinstance(a, Tensor):
