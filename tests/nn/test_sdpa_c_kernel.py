@@ -80,10 +80,32 @@ def test_odd_sizes(kernel, dt):
         check_fn(sdpa(is_causal=True), [q, k, v], **TOL[dt])
 
 
-def test_gqa_and_strided_inputs(kernel):
+@pytest.mark.parametrize("mask_shape", [None, (8, 70, 130), (2, 1, 70, 130), (70, 130),
+                                        (1, 8, 70, 130)], ids=str)
+def test_gqa_broadcasts_key_value_heads(kernel, mask_shape):
+    """enable_gqa: query head h reads key/value head h // G, by broadcasting (no copies)."""
     q = rng.standard_normal((2, 8, 70, 16))
     k, v = (rng.standard_normal((2, 2, 130, 16)) for _ in range(2))
-    check_fn(sdpa(enable_gqa=True, is_causal=True), [q, k, v], **TOL[np.float64])
+    if mask_shape is None:
+        check_fn(sdpa(enable_gqa=True, is_causal=True), [q, k, v], **TOL[np.float64])
+        check_fn(sdpa(enable_gqa=True), [q[0], k[0], v[0]], **TOL[np.float64])  # no batch
+    else:
+        m = rng.standard_normal(mask_shape)
+        check_fn(sdpa(enable_gqa=True), [q, k, v, m], **TOL[np.float64])
+
+
+def test_gqa_errors_like_torch():
+    q = ember.randn(1, 6, 3, 4)
+    k = ember.randn(1, 4, 5, 4)
+    with pytest.raises(RuntimeError, match="number of heads"):
+        ember.nn.functional.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.scaled_dot_product_attention(
+            torch.randn(1, 6, 3, 4), torch.randn(1, 4, 5, 4), torch.randn(1, 4, 5, 4),
+            enable_gqa=True)
+
+
+def test_strided_inputs(kernel):
 
     def transposed(lib, q, k, v):   # (B, L, H, E) -> (B, H, L, E) views: strided rows
         f = lib.nn.functional.scaled_dot_product_attention

@@ -49,6 +49,26 @@ def _repeat_kv(query, key, value):
     return key, value
 
 
+def _grouped(query, key, value, attn_mask, scale, is_causal):
+    """Grouped-query attention by broadcasting, without copies of key and value: the query
+    heads (..., Hk * G, L, E) as (..., Hk, G, L, E) against key/value heads (..., Hk, 1, S, E)
+    (query head h reads key/value head h // G, as repeat_interleave would give it)."""
+    hq, hk = query.shape[-3], key.shape[-3]
+    if hq % hk:
+        _repeat_kv(query, key, value)  # raises torch's error
+    g = hq // hk
+    lead = tuple(query.shape[:-3])
+    q = query.reshape(lead + (hk, g) + tuple(query.shape[-2:]))
+    k, v = key.unsqueeze(-3), value.unsqueeze(-3)
+    mask = attn_mask
+    if mask is not None and mask.dim() >= 3:
+        mshape = tuple(mask.shape)
+        mask = mask.unsqueeze(-3) if mshape[-3] == 1 else \
+            mask.reshape(mshape[:-3] + (hk, g) + mshape[-2:])
+    out, _ = FLASH_ATTENTION(q, k, v, mask, scale=scale, causal=is_causal)
+    return out.reshape(tuple(out.shape[:-4]) + (hq,) + tuple(out.shape[-2:]))
+
+
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """The unfused formula (used with dropout, whose mask needs the full probabilities)."""
     from ...ops import softmax
@@ -79,6 +99,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     if enable_gqa and query.dim() >= 3:
+        if dropout_p == 0.0 and min(key.dim(), value.dim()) >= 3 and \
+                key.shape[-3] == value.shape[-3] and query.shape[-3] != key.shape[-3]:
+            return _grouped(query, key, value, attn_mask, float(scale), bool(is_causal))
         key, value = _repeat_kv(query, key, value)
     if dropout_p > 0.0:
         # unfused, as torch's CPU path: the dropout mask is drawn from the generator's
