@@ -100,11 +100,12 @@ def _is_ember_code(code):
 
 def _run_by_ember(frame):
     """Whether ``frame`` runs standard-library code that ember's code called (``abc``'s
-    isinstance, ``os.environ``): what it changes is ember's, as ember's own code."""
+    isinstance, ``os.environ``, a dataclass's generated ``__init__``): what it changes is
+    ember's, as ember's own code."""
     f = frame
     while f is not None:
         fn = f.f_code.co_filename
-        if not (fn.startswith(_STDLIB_DIR) or fn.startswith("<frozen")):
+        if not (fn.startswith(_STDLIB_DIR) or fn.startswith("<frozen") or fn == "<string>"):
             return f is not frame and _is_ember_code(f.f_code)
         f = f.f_back
     return False

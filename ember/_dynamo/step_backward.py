@@ -98,6 +98,7 @@ def _refusal(trace, loss, gradient, retain_graph, create_graph, inputs):
 def _record(trace, j_loss):
     handles = {}
     aliases = {}
+    roots_before = set(trace.roots)
 
     def handle(r):
         kind = r[0]
@@ -167,6 +168,11 @@ def _record(trace, j_loss):
     finally:
         for a in aliases.values():
             trace.input_ids.pop(id(a), None)
+        # the roots of the backward's own views (a gradient viewed as a transpose): no
+        # view of them outlives the recording, and a root kept would be a graph output
+        for k in set(trace.roots) - roots_before:
+            if k not in trace.versions:
+                del trace.roots[k]
     # the history the backward went through is spent, as after an eager backward()
     for o in handles.values():
         j = o.__dict__["_lazy"].index
