@@ -44,7 +44,7 @@ RANKS = {
     "amp": 3, "cuda": 3, "random": 3, "fft": 3, "linalg": 3, "special": 3, "sparse": 3,
     "distributions": 3, "serialization": 3, "storage": 3, "types": 3, "futures": 3,
     "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3, "library": 3,
-    "overrides": 3,
+    "overrides": 3, "utils._selective_checkpoint": 3,
     "func": 4,
     "fx": 5,
     "_higher_order_ops": 6,

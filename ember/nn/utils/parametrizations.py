@@ -1,12 +1,14 @@
-"""Parametrization-based weight_norm and spectral_norm (``nn.utils.parametrizations``)."""
+"""Parametrization-based weight_norm, spectral_norm and orthogonal
+(``nn.utils.parametrizations``)."""
 from ...autograd.grad_mode import no_grad
 from ...ops import mv
 from ..modules.module import Module
 from . import parametrize
+from ._orthogonal import orthogonal  # noqa: F401
 from .spectral_norm import _conv_transpose_dim, _normalize
 from .weight_norm import _weight_norm, norm_except_dim
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
 class _WeightNorm(Module):
