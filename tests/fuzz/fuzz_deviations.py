@@ -75,8 +75,6 @@ KNOWN_GAPS = [
     ("factories", r"full", "rejected", r"without overflow",
      "full(): torch's overflow check of the fill value depends on how the dtype was given; "
      "ember always checks it"),
-    ("nn", r"avg_pool[12]d", "rejected", r"Long",
-     "avg_pool1d/2d on int64: torch has a kernel, ember's accepts floating dtypes only"),
     ("nn", r"conv_transpose[123]d", "rejected", r"dilation",
      "conv_transpose with dilation 0: torch computes a (degenerate) result, ember rejects it"),
     ("nn", r"silu|gelu|mish|elu|selu|celu|softplus|hardswish|hardsigmoid", "rejected",
@@ -170,7 +168,6 @@ KNOWN_GAPS += [
     ("ops", r"nn\.GRU", "exc_type", None, _UNTRIAGED),
     ("ops", r"nn\.GRU\-2layer\-bidirectional", "exc_type", None, _UNTRIAGED),
     ("ops", r"nn\.LSTM", "exc_type", None, _UNTRIAGED),
-    ("ops", r"nn\.functional\.avg_pool2d", "rejected", None, _UNTRIAGED),
     ("ops", r"nn\.functional\.batch_norm", "accepted", None, _UNTRIAGED),
     ("ops", r"nn\.functional\.fold", "accepted", None, _UNTRIAGED),
     ("ops", r"nn\.functional\.layer_norm", "accepted", None, _UNTRIAGED),

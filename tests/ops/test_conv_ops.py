@@ -289,3 +289,17 @@ def test_export_shows_one_conv2d_and_decomposes_to_convolution():
     x = ember.randn(2, 3, 5, 5)
     np.testing.assert_allclose(dec.module()(x).detach().numpy(), mod(x).detach().numpy(),
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_int64_avg_pool_matches_torch(n):
+    """torch pools int64 (a wrapping window sum divided toward zero); ember as well."""
+    for kw in (dict(kernel_size=2), dict(kernel_size=3, padding=1, count_include_pad=False),
+               dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)) + (
+            (dict(kernel_size=2, divisor_override=-3),) if n > 1 else ()):
+        x = RNG.integers(-1000, 1000, (2, 3) + (7, 6, 5)[:n])
+        x.reshape(-1)[:3] = [2 ** 62, 2 ** 62, -2 ** 63]
+        want = getattr(TF, f"avg_pool{n}d")(torch.from_numpy(x), **kw)
+        got = getattr(F, f"avg_pool{n}d")(ember.from_numpy(x), **kw)
+        assert got.dtype == ember.int64
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

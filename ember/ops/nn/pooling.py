@@ -169,14 +169,18 @@ def _divisor(L, ks, stride, pad, outs, include_pad, override):
 
 def _avg_pool_kernel(xp, x, ks, stride, pad, ceil, include_pad, override):
     n = len(ks)
-    if x.dtype.kind not in "fV":
+    if x.dtype.kind not in "fV" and x.dtype != np.int64:
         raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{type_name(x.dtype)}'")
     a, back = _compute(x)
     outs, pads = _geometry(a.shape, ks, stride, pad, (1,) * n, ceil)
     win = _crop(_windows(xp, a, ks, (1,) * n, pads, stride), outs, n)
     s = win.sum(axis=tuple(range(-n, 0)))
     div = _divisor(a.shape[-n:], ks, stride, pad, outs, include_pad, override)
-    s = s / (override if div is None else xp.asarray(div, dtype=s.dtype))
+    d = override if div is None else xp.asarray(div, dtype=s.dtype)
+    if s.dtype.kind == "i":  # int64 as torch: a wrapping window sum divided toward zero
+        q = xp.floor_divide(s, d)
+        return q + ((q * d != s) & ((s < 0) != (xp.asarray(d) < 0)))
+    s = s / d
     return s if back is None else s.astype(back)
 
 
