@@ -446,6 +446,10 @@ class ReplayPlan:
         self.settings = settings          # (extra input, param group, key) read per call
         self.loose = loose
         self.hits = 0
+        self.arg_positions = [src[1][1] for src in sources
+                              if src[0] == "arg" and len(src[1]) == 2 and src[1][0] == "a"]
+        if len(self.arg_positions) != len(sources):
+            self.arg_positions = None
         self.tensor_args, self.other_args = [], []
         for i, g in enumerate(guards[1]):
             if g[0] == "T":
@@ -491,7 +495,10 @@ class ReplayPlan:
         for src, none in self.grad_guards:
             if (_source(src, args, kwargs).__dict__.get("_grad") is None) is not none:
                 return MISS
-        inputs = [_source(src, args, kwargs) for src in self.sources]
+        if self.arg_positions is not None:  # every input a positional argument
+            inputs = [args[i] for i in self.arg_positions]
+        else:
+            inputs = [_source(src, args, kwargs) for src in self.sources]
         if self.settings:  # numbers the graph takes as inputs, read where they live
             extra = list(self.extra_inputs)
             for pos, group, key in self.settings:
@@ -510,7 +517,8 @@ class ReplayPlan:
         for pos in self.consumed:
             mark_consumed(outs[pos])
         self.hits += 1
-        return _build(self.template, outs, args, kwargs)
+        tpl = self.template
+        return outs[tpl[1]] if tpl[0] == "out" else _build(tpl, outs, args, kwargs)
 
 
 def _source(src, args, kwargs):
