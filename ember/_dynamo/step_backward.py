@@ -42,6 +42,9 @@ def record_backward(loss, gradient, retain_graph, create_graph, inputs):
         logs.log("graph_breaks", f"backward() not recorded into the graph: {why}")
         return False
     j = trace.ref_of(loss)[0][1]
+    if trace.consumed and _reaches(trace, j, trace.consumed):
+        # through values an earlier backward() of this graph spent: eager raises here
+        BackwardDone((), None).unpack_inputs()
     mark = trace.checkpoint()
     prev = STATE.grad_enabled
     STATE.grad_enabled = False  # the backward itself is not differentiated (create_graph)
@@ -93,6 +96,20 @@ def _refusal(trace, loss, gradient, retain_graph, create_graph, inputs):
                 if trace.value_rg[j]:
                     return f"a tensor made in the graph requires grad ({rec.op.name})"
     return None
+
+
+def _reaches(trace, j_loss, values):
+    """Whether the backward from value ``j_loss`` reaches one of ``values``."""
+    reached = {j_loss}
+    for rec in reversed(trace.ops[:trace.producer[j_loss] + 1]):
+        if not rec.grad or not any(rec.out + n in reached for n in range(rec.n_out)):
+            continue
+        for r in rec.args:
+            if r[0] == "v":
+                if r[1] in values:
+                    return True
+                reached.add(r[1])
+    return False
 
 
 def _record(trace, j_loss):

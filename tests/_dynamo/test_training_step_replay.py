@@ -359,3 +359,56 @@ def test_lr_scheduler_step_replays(backend, python_runs):
     # the first step, the steady step, the first new lr (which makes it a graph input)
     assert python_runs[0] == 3
     assert step.cache.compiles == 3
+
+
+def test_second_backward_through_spent_values_raises_as_eager():
+    def f(w, x):
+        out = (w * x).tanh()
+        first, second = out.sum(), (out * 2).sum()
+        first.backward()
+        second.backward()
+
+    for fn in (f, ember.compile(f, backend="eager")):
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            fn(ember.ones(3, requires_grad=True), ember.arange(3.0))
+
+
+def test_retain_graph_then_second_backward_matches_eager():
+    def f(w, x):
+        out = (w * x).tanh()
+        first, second = out.sum(), (out * 2).sum()
+        first.backward(retain_graph=True)
+        second.backward()
+        return w.grad
+
+    x = ember.arange(3.0)
+    w1, w2 = ember.ones(3, requires_grad=True), ember.ones(3, requires_grad=True)
+    np.testing.assert_allclose(ember.compile(f, backend="eager")(w2, x).numpy(),
+                               f(w1, x).numpy(), rtol=1e-6)
+
+
+def test_step_returning_logits_and_loss():
+    model = _build("mlp")
+    ref = _build("mlp")
+    _, batches, loss_fn, _ = MODELS["mlp"]
+
+    def make(m):
+        opt = _optimizer("sgd_momentum", m.parameters())
+
+        def step(x, y):
+            opt.zero_grad()
+            logits = m(x)
+            loss = loss_fn(logits, y)
+            loss.backward()
+            opt.step()
+            return logits, loss
+        return step
+
+    eager, compiled = make(ref), ember.compile(make(model), backend="eager")
+    for x, y in batches()[:5]:
+        (l1, s1), (l2, s2) = eager(x, y), compiled(x, y)
+        np.testing.assert_allclose(l2.detach().numpy(), l1.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+        assert float(s2) == pytest.approx(float(s1), rel=1e-5)
+        assert l2.requires_grad and l2.grad_fn is not None
+    assert compiled.cache.replay_plan is not None and compiled.cache.replay_plan.hits == 3
