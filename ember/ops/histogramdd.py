@@ -2,7 +2,6 @@
 torch's bin edges (``linspace`` over each dimension's range, in the input's dtype; the last
 bin closed on the right) and errors."""
 import builtins
-import math
 
 import numpy as np
 
@@ -11,6 +10,7 @@ from .._core.tensor import Tensor, host_tensor
 from . import _return_types as _rt
 from ._helpers import type_name
 from .creation import linspace
+from .misc import histogram_range
 
 __all__ = ["histogramdd"]
 
@@ -18,20 +18,7 @@ histogramdd_t = _rt.structseq("histogramdd", ("hist", "bin_edges"))
 
 
 def _edges(x, d, bins, rng, dtype):
-    if rng is not None:
-        lo, hi = float(rng[2 * d]), float(rng[2 * d + 1])
-    elif x.shape[0]:
-        lo, hi = float(x[:, d].min()), float(x[:, d].max())
-    else:
-        lo, hi = 0.0, 1.0
-    if lo > hi:
-        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} "
-                           f"max {hi:g} for dimension {d}")
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo:g}, {hi:g}] is not "
-                           f"finite")
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
+    lo, hi = histogram_range(x[:, d], None if rng is None else rng[2 * d:2 * d + 2], d)
     return linspace(lo, hi, bins + 1, dtype=dtype)
 
 

@@ -293,25 +293,31 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 # ---- histogram --------------------------------------------------------------------------
+def histogram_range(values, rng, dim=0):
+    """(leftmost, rightmost) bin edge of dimension ``dim`` of a histogram: ``rng`` if given,
+    else the values' min and max (0 and 1 when there are none), checked as torch does and
+    widened by 0.5 each way when equal."""
+    if rng is not None:
+        lo, hi = float(rng[0]), float(rng[1])
+    elif values.size:
+        lo, hi = float(values.min()), float(values.max())
+    else:
+        lo, hi = 0.0, 1.0
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                           f"{lo:g} max {hi:g} for dimension {dim}")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is "
+                           f"not finite")
+    return (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+
+
 def _histogram_one(x, bins, edges_in, weight, rng, density):
     dt = x.dtype
     comp = np.float32 if dt.itemsize < 4 else dt
     xf = x.reshape(-1).astype(comp)
     if edges_in is None:
-        if rng is not None:
-            lo, hi = float(rng[0]), float(rng[1])
-        elif xf.size:
-            lo, hi = float(xf.min()), float(xf.max())
-        else:
-            lo, hi = 0.0, 1.0
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
-                               f"{lo:g} max {hi:g} for dimension 0")
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is "
-                               f"not finite")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
+        lo, hi = histogram_range(xf, rng)
         edges = np.linspace(lo, hi, bins + 1).astype(comp)
     else:
         edges = edges_in.reshape(-1).astype(comp)
