@@ -9,12 +9,14 @@ statistics are written back into the buffers.
 """
 import numpy as np
 
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ...autograd.grad_mode import no_grad
 # _normalize_kernel stays importable here for the C-kernel tests
 from ...ops.nn.normalization import _normalize_kernel, normalize_stats  # noqa: F401
 from ...ops.nn.batch_norm import (BATCH_NORM_FUNCTIONAL, BATCH_NORM_NO_STATS,
                                   BATCH_NORM_NO_TRAINING)
+from ...ops._helpers import not_implemented, type_name
 from .conv import pad
 from .pooling import avg_pool2d
 
@@ -34,6 +36,29 @@ def _affine(y, weight, bias, shape):
     if bias is not None:
         return y + bias
     return y
+
+
+def _mixed_params(input, *params):
+    """torch's CPU rule for parameters of another dtype than ``input``, judged by the first
+    one given: "mixed" (True) is float32 parameters of a float16/bfloat16 input, computed
+    in float32 and returned in the input's dtype; any other mix is refused."""
+    given = [p for p in params if p is not None]
+    if not given or given[0].dtype == input.dtype:
+        for p in given[1:]:
+            if p.dtype != input.dtype:
+                raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found "
+                                   f"{type_name(p.dtype)}")
+        return False
+    if any(p.dtype != _dt.float32 for p in given):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input.dtype not in (_dt.float16, _dt.bfloat16):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return True
+
+
+def _check_floating(name, input):
+    if not input.dtype.is_floating_point:
+        not_implemented(name, input.dtype)
 
 
 def _channel_shape(input):
@@ -62,11 +87,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         _check_channel_param(name, t, C)
     momentum = 0.0 if momentum is None else float(momentum)
     eps = float(eps)
+    n = input.numel() // C if C else 0
+    if training and n <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {list(input.shape)}")
+    _check_floating("batch_norm", input)
+    _mixed_params(input, weight, bias, running_mean, running_var)
     if training:
-        n = input.numel() // C
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {list(input.shape)}")
         if running_mean is None or running_var is None:
             out, mean, rstd = BATCH_NORM_NO_STATS(input, weight, bias, training=True,
                                                   momentum=momentum, eps=eps)
@@ -106,6 +133,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if n <= 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{list(input.shape)}")
+    _check_floating("batch_norm", input)
+    mixed = _mixed_params(input, weight, bias, running_mean, running_var)
     xhat, mean, rstd = normalize_stats(input, dims, eps)
     if running_mean is not None:
         _update_running(running_mean, mean.detach().reshape(-1, C).mean(0), momentum)
@@ -113,7 +142,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         r = rstd.detach().double()
         var = (1.0 / (r * r) - eps) * (n / (n - 1))
         _update_running(running_var, var.reshape(-1, C).mean(0), momentum)
-    return _affine(xhat, weight, bias, shape)
+    y = _affine(xhat, weight, bias, shape)
+    return y.to(input.dtype) if mixed else y
 
 
 def _norm_shape(normalized_shape):
@@ -143,9 +173,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Apply Layer Normalization over the last dimensions given by ``normalized_shape``."""
     ns = _norm_shape(normalized_shape)
     _check_trailing(input, ns, weight, bias)
+    mixed = _mixed_params(input, weight, bias)
     nd = input.dim()
     xhat = normalize_stats(input, tuple(range(nd - len(ns), nd)), eps)[0]
-    return _affine(xhat, weight, bias, ns)
+    y = _affine(xhat, weight, bias, ns)
+    return y.to(input.dtype) if mixed else y
 
 
 @overridable
@@ -161,8 +193,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
                            f"num_groups={num_groups}")
     _check_channel_param("weight", weight, C)
     _check_channel_param("bias", bias, C)
+    mixed = _mixed_params(input, weight, bias)
     xhat = normalize_stats(input.reshape(N, num_groups, -1), (2,), eps)[0]
-    return _affine(xhat.reshape(input.shape), weight, bias, _channel_shape(input))
+    y = _affine(xhat.reshape(input.shape), weight, bias, _channel_shape(input))
+    return y.to(input.dtype) if mixed else y
 
 
 @overridable
