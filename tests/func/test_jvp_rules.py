@@ -50,6 +50,23 @@ def _cast_samples(dtype, rng):
         yield SampleInput((x, target), name=target)
 
 
+def _conv_backward_samples(dtype, rng):
+    """(grad_output, input, weight) of a plain grouped and a transposed 2-d convolution."""
+    for gs, xs, ws, geo in (((2, 4, 3, 2), (2, 4, 5, 4), (4, 2, 3, 3),
+                             ((2, 2), (1, 1), (1, 1), False, (0, 0), 2)),
+                            ((1, 6, 5, 4), (1, 2, 3, 2), (2, 3, 2, 2),
+                             ((2, 2), (1, 0), (1, 1), True, (1, 1), 1))):
+        yield SampleInput((make(gs, dtype, rng), make(xs, dtype, rng), make(ws, dtype, rng),
+                           (gs[1],)) + geo + ((True, True, True),), name=f"{xs} {ws}")
+
+
+def _conv_backward(lib, *args):
+    if lib is ember:
+        from ember.ops.nn.conv_ops import convolution_backward
+        return convolution_backward(*args)
+    return lib.ops.aten.convolution_backward(*args)
+
+
 # nn activations and linear (not in the op database) and dtype casts with floating inputs
 _F = "nn.functional."
 EXTRA = [OpInfo(_F + n, samples=_kw_samples(*kw), dtypes=("float64",)) for n, kw in (
@@ -62,7 +79,9 @@ EXTRA = [OpInfo(_F + n, samples=_kw_samples(*kw), dtypes=("float64",)) for n, kw
     ("softmax", ({"dim": 1}, {"dim": -1, "dtype": None}))
 )] + [OpInfo(_F + "linear", samples=_linear_samples, dtypes=("float64", "complex128")),
       OpInfo("to_dtype", fn=lambda lib, x, d: x.to(getattr(lib, d)), samples=_cast_samples,
-             dtypes=("float64", "complex128"))]
+             dtypes=("float64", "complex128")),
+      OpInfo("convolution_backward", fn=_conv_backward, samples=_conv_backward_samples,
+             dtypes=("float64",))]
 OPS = DB_OPS + EXTRA
 # operators reached by the samples that have no derivative at all in ember (no rule to compare)
 # (a custom Function's ops have no vjp to derive from: their tangents come from the operators

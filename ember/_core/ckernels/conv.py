@@ -44,6 +44,7 @@ static inline void ckc_range_S(ptrdiff_t OW, ptrdiff_t W, ptrdiff_t SW, ptrdiff_
     *lo = a; *hi = b;
 }
 
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
 void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int wide) {
     const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
     const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
@@ -62,15 +63,17 @@ void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int
                         T *d = dst + oh * OW;
                         const ptrdiff_t ih = oh * SH - PH + kh * DH;
                         if (ih < 0 || ih >= H || lo >= hi) {
-                            memset(d, 0, sizeof(T) * OW);
+                            for (ptrdiff_t ow = 0; ow < OW; ow++) d[ow] = 0;
                             continue;
                         }
                         const T *s = src + ih * W + woff;
                         for (ptrdiff_t ow = 0; ow < lo; ow++) d[ow] = 0;
-                        if (SW == 1)
-                            memcpy(d + lo, s + lo, sizeof(T) * (hi - lo));
-                        else
+                        if (SW == 1) {
+                            /* rows are short (often < 32): an inline vector loop, not memcpy */
+                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow];
+                        } else {
                             for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow * SW];
+                        }
                         for (ptrdiff_t ow = hi; ow < OW; ow++) d[ow] = 0;
                     }
                 }

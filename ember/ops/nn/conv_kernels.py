@@ -29,6 +29,7 @@ import numpy as np
 from ..._core.blas_threads import matmul as _gemm
 from ..._core.ckernels import conv as _ck
 from .._helpers import _F32, _HALF
+from .conv import _prod
 
 _I64 = np.dtype(np.int64)
 
@@ -49,13 +50,6 @@ def compute_dtype(dt):
     if dt.kind in "iu":
         return _I64, (None if dt == _I64 else dt)
     return dt, None
-
-
-def _prod(s):
-    r = 1
-    for v in s:
-        r *= v
-    return r
 
 
 def _offset_slices(ks, stride, dilation, lo):

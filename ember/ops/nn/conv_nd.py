@@ -11,8 +11,8 @@ from .._batching import _batched_front
 from .._helpers import apply, cj
 from .conv import PAD
 from .conv_checks import (check_conv, check_dtypes, check_input_dim, conv_pads, ntuple)
-from .conv_ops import (CONVOLUTION, _bdtype, _bias_tangent, _bshape, _conv_arrays,
-                       _convolution_batch, _out_channels, convolution_backward)
+from .conv_ops import (CONVOLUTION, _bdtype, _bshape, _conv_arrays, _convolution_batch,
+                       _out_channels, bilinear_terms, convolution_backward)
 
 __all__ = ["as_convolution", "CONV_OPS", "RULES"]
 
@@ -93,20 +93,8 @@ class _ConvNd:
         return tuple(o if m else None for o, m in zip((gx, gw, gb), mask))
 
     def jvp(self, out, ts, *args, **kw):
-        x, w = args[0], args[1]
-        op = OPS[self.name]
-        tx, tw = ts[0], ts[1]
-        tb = ts[2] if len(ts) > 2 else None
-        r = None
-        if tx is not None:
-            r = apply(op, (tx, w, None), kw)
-        if tw is not None:
-            t = apply(op, (x, tw, None), kw)
-            r = t if r is None else r + t
-        if tb is not None:
-            t = _bias_tangent(tb, self.n + 2)
-            r = t if r is None else r + t
-        return r
+        return bilinear_terms(OPS[self.name], kw, args[0], args[1], ts[0], ts[1],
+                              ts[2] if len(ts) > 2 else None, self.n + 2)
 
     def batch(self, op, args, bdims, params, batch_size):
         args = list(args) + [None] * (3 - len(args))

@@ -140,19 +140,24 @@ def _bias_tangent(tb, ndim):
     return tb.reshape((tb.shape[0],) + (1,) * (ndim - 2))
 
 
-def _convolution_jvp(out, ts, x, w, b, **params):
-    tx, tw = ts[0], ts[1]
-    tb = ts[2] if len(ts) > 2 else None
+def bilinear_terms(op, params, x, w, dx, dw, db, ndim):
+    """``op(dx, w) + op(x, dw) + db`` (a convolution op is bilinear in input and weight,
+    plus its bias); None terms are left out, None if all are."""
     r = None
-    if tx is not None:
-        r = apply(CONVOLUTION, (tx, w, None), params)
-    if tw is not None:
-        t = apply(CONVOLUTION, (x, tw, None), params)
+    if dx is not None:
+        r = apply(op, (dx, w, None), params)
+    if dw is not None:
+        t = apply(op, (x, dw, None), params)
         r = t if r is None else r + t
-    if tb is not None:
-        t = _bias_tangent(tb, x.dim())
+    if db is not None:
+        t = _bias_tangent(db, ndim)
         r = t if r is None else r + t
     return r
+
+
+def _convolution_jvp(out, ts, x, w, b, **params):
+    return bilinear_terms(CONVOLUTION, params, x, w, ts[0], ts[1],
+                          ts[2] if len(ts) > 2 else None, x.dim())
 
 
 def _convolution_batch(op, args, bdims, params, batch_size):
@@ -238,14 +243,9 @@ def _cb_vjp(ctx, grads, gy, x, w, bias_sizes, stride, padding, dilation, transpo
             "transposed": transposed, "output_padding": output_padding, "groups": groups}
     ggy = gx = gw = None
     if need[0]:
-        if Ggx is not None:
-            ggy = apply(CONVOLUTION, (Ggx, w, None), conv)
-        if Ggw is not None:
-            t = apply(CONVOLUTION, (x, Ggw, None), conv)
-            ggy = t if ggy is None else ggy + t
-        if Ggb is not None:
-            t = _bias_tangent(Ggb, gy.dim())
-            ggy = t.expand(gy.shape) if ggy is None else ggy + t
+        ggy = bilinear_terms(CONVOLUTION, conv, x, w, Ggx, Ggw, Ggb, gy.dim())
+        if ggy is not None and Ggx is None and Ggw is None:
+            ggy = ggy.expand(gy.shape)
     if need[1] and Ggw is not None:
         gx = convolution_backward(gy, x, Ggw, bias_sizes, *geo, (True, False, False))[0]
     if need[2] and Ggx is not None:
