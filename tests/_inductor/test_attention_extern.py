@@ -1,6 +1,8 @@
 """Compiled attention runs the blocked C flash-attention kernels (the ops are kept whole, not
 decomposed into the L x S score matrix): a GPT compiled with the inductor equals eager,
 forward and backward, and the C kernels are what ran."""
+import os
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,10 @@ from ember._core.ckernels import attention as CA
 from ember._inductor import config
 
 from .helpers import assert_close, compile_fn, rand
+
+# CI has a C compiler, so there the compiled path is always tested (a build failure fails)
+needs_c = pytest.mark.skipif(not ckernels.status()["available"] and not os.environ.get("CI"),
+                             reason=f"no compiled kernels here: {ckernels.status()['reason']}")
 
 
 @pytest.fixture
@@ -31,10 +37,10 @@ def test_flash_ops_are_kept_whole():
     assert {"_flash_attention", "_flash_attention_backward"} <= config.keep_whole
 
 
+@needs_c
 def test_compiled_gpt_equals_eager(calls):
     """The benchmarks' GPT (pre-norm causal self-attention blocks), a training step."""
     from benchmarks.workloads_nn import tiny_gpt
-    assert ckernels.status()["available"]
     ember.manual_seed(0)
     model = tiny_gpt(ember, d=32, heads=4, seq=70, vocab=20, layers=2)
     idx = ember.from_numpy(np.random.default_rng(0).integers(0, 20, (2, 70)))
@@ -58,6 +64,7 @@ def test_compiled_gpt_equals_eager(calls):
     assert calls["forward"] >= 4 and calls["backward"] >= 4, calls
 
 
+@needs_c
 @pytest.mark.parametrize("mask", [None, "bool", "float"])
 def test_recorded_graph_runs_the_c_kernel(calls, mask):
     q, k, v = rand(2, 3, 70, 8), rand(2, 3, 90, 8, seed=1), rand(2, 3, 90, 8, seed=2)
