@@ -185,7 +185,7 @@ class FunctionCache:
                                    config.FORCE_BACKEND[0])
         aot = needs_grad and isinstance(backend, AotBackend)
         gm = build_graph_module(trace, spec, grad_nodes=needs_grad and not aot,
-                                input_names=names)
+                                input_names=names, computed_sizes=True)
         gm.meta["ember_needs_grad"] = needs_grad  # whether it runs with autograd
         lv = trace.session.leaf_values
         example = [trace.inputs[k] for k in spec.inputs] + \

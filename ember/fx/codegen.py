@@ -45,6 +45,7 @@ class _Globals:
         self.ns._used.update(node_names)
         self.globals = {}
         self.imports = {}
+        self.sizes_bound = False   # symbolic sizes print as expressions (see generate)
         self._by_id = {}
         self._ops = None
 
@@ -138,8 +139,11 @@ def _repr(a, g):
             g.imports["inf"] = "from math import inf, nan"
             return ("-inf" if a < 0 else "inf") if math.isinf(a) else "nan"
         return repr(a)
+    expr = getattr(a, "expr", None)
+    if isinstance(a, int) and isinstance(expr, str) and g.sizes_bound:
+        return expr if expr.isidentifier() else f"({expr})"   # a symbolic size
     if a is None or isinstance(a, (bool, int, str, complex, bytes)):
-        return repr(a)
+        return repr(int(a)) if isinstance(a, int) and type(a) not in (int, bool) else repr(a)
     from .._core.device import device
     from .._core.dtype import dtype
     if isinstance(a, dtype):
@@ -189,9 +193,48 @@ def _expr(node, root, g):
     return f"{g.name_of(t)}({_call_args(args, kwargs, g)})"
 
 
+def _symbolic_sizes_used(nodes):
+    def has(a):
+        if isinstance(a, (tuple, list)):
+            return any(has(x) for x in a)
+        if isinstance(a, dict):
+            return any(has(x) for x in a.values())
+        if isinstance(a, slice):
+            return has((a.start, a.stop, a.step))
+        return isinstance(a, int) and isinstance(getattr(a, "expr", None), str)
+    return any(n.op not in ("placeholder", "output") and (has(n.args) or has(n.kwargs))
+               for n in nodes)
+
+
+def _size_bindings(nodes):
+    """``s0 = x.shape[0]`` for each size symbol an input's shape binds (metadata
+    ``val``), so that symbolic sizes in arguments print as expressions over them and the
+    code runs at every size (torch's graphs read ``x.size(0)`` for this)."""
+    bound, lines = set(), []
+    for n in nodes:
+        if n.op != "placeholder":
+            continue
+        val = n.meta.get("val")
+        expr = getattr(val, "expr", None)
+        if isinstance(val, int) and isinstance(expr, str) and expr.isidentifier():
+            if expr not in bound and expr != n.name:
+                lines.append(f"{expr} = {n.name}")
+            bound.add(expr)
+            continue
+        for d, size in enumerate(getattr(val, "shape", ()) or ()):
+            expr = getattr(size, "expr", None)
+            if isinstance(size, int) and isinstance(expr, str) and expr.isidentifier() and \
+                    expr not in bound:
+                bound.add(expr)
+                lines.append(f"{expr} = {n.name}.shape[{d}]")
+    return lines
+
+
 def generate(graph, root_module="self", verbose=False):
     nodes = list(graph.nodes)
     g = _Globals({n.name for n in nodes})
+    sizes = _size_bindings(nodes) if _symbolic_sizes_used(nodes) else []
+    g.sizes_bound = bool(sizes)
     last_use = {}
     for n in reversed(nodes):
         for inp in n.all_input_nodes:
@@ -211,6 +254,9 @@ def generate(graph, root_module="self", verbose=False):
             if t.lstrip("*") != n.name:
                 body.append(f"{n.name} = {t.lstrip('*')}")
             continue
+        if sizes:   # after the placeholders, before their first use
+            body.extend(sizes)
+            sizes = []
         lineno_map[len(body) + 2] = n.name
         if n.op == "output":
             body.append(f"return {_repr(n.args[0], g)}" if n.args else "return None")
