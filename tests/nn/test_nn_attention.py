@@ -21,8 +21,11 @@ def sdpa(**kw):
 
 @pytest.fixture(params=["single", "blocks"])
 def path(request, monkeypatch):
-    """Run each case through the one-block kernel and through tiny blocks (online softmax)."""
+    """Run each case through the default kernels (C where a compiler is found) and through
+    the NumPy ones with tiny blocks (online softmax)."""
     if request.param == "blocks":
+        from ember._core import ckernels
+        monkeypatch.setattr(ckernels, "ENABLED", False)
         monkeypatch.setattr(A, "SINGLE_BLOCK_SCORES", 0)
         monkeypatch.setattr(A, "BLOCK_Q", 3)
         monkeypatch.setattr(A, "BLOCK_K", 4)
