@@ -6,6 +6,7 @@ a dead buffer, per the memory plan), calls the kernels (C through ctypes, or the
 twins), runs eager steps (extern library calls such as matmul, and nodes the generator does
 not handle: ``node.target(*args, **kwargs)``), drops buffers after their last reader, and
 returns ember Tensors."""
+import operator
 import os
 import threading
 
@@ -218,9 +219,14 @@ def _direct_call(n, names, consts):
     primitive."""
     from ..._core.op import Op
     from ...ops.primitives import PRIMITIVES
+    from .. import config
     op = n.target
-    # primitives have array kernels; other ops may run Python on tensors (autograd.Function)
-    if not isinstance(op, Op) or op.name not in PRIMITIVES or any(
+    if op is operator.getitem and names[0].startswith("t_") and isinstance(n.args[1], int):
+        return f"{names[0]}[{n.args[1]}]"  # an output of a multi-output step
+    # primitives and the ops kept whole have array kernels; other ops may run Python on
+    # tensors (autograd.Function)
+    if not isinstance(op, Op) or (op.name not in PRIMITIVES and
+                                  op.name not in config.keep_whole) or any(
             getattr(x, "expr", None) is not None for x in _leaves((n.args, n.kwargs))):
         return None
     name = "_reshape_copy" if op.name == "view" else op.name
