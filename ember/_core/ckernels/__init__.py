@@ -6,7 +6,8 @@ scalar.  These kernels do one fused pass per element or row.  The library is ren
 `source.py` (its elementwise kernels from the scalar-function table,
 `ember._core.scalar_functions`), compiled on first use by the system C compiler and cached
 (see `build.py`).  `EAGER` maps each elementwise function with a kernel to the dtypes it is
-used for.
+used for.  Flash attention's forward and backward are in the same library, with their
+callers, in `attention.py`.
 
 A kernel runs only for C-contiguous float32/float64 NumPy arrays of at least
 ``MIN_SIZE`` elements (below that the ctypes call costs more than it saves), and only
