@@ -192,6 +192,7 @@ from .linalg.lapack_legacy import geqrf, lu, lu_solve, orgqr, ormqr  # noqa: E40
 from .ops.layout_inplace import as_strided_, empty_permuted, resize_as_  # noqa: E402,F401
 from .ops.distributions import binomial  # noqa: E402,F401  (torch.binomial)
 from .ops.histogramdd import histogramdd  # noqa: E402,F401
+from .random import thread_safe_generator  # noqa: E402,F401
 
 # Every op is registered by now (sub-packages declare some on import): give each its
 # decomposition and its lowering path (ember.ops.decompositions, ember.ops.lowering).

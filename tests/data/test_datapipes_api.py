@@ -151,3 +151,19 @@ def test_validation():
         Wrap([1, 2])
     with pytest.raises(TypeError, match="Can not decorate function"):
         d.runtime_validation(lambda self: None)
+
+
+@LIBS
+def test_thread_safe_generator(lib):
+    assert lib.thread_safe_generator() is None  # main process
+    assert lib.random.thread_safe_generator is not None
+
+    class Draws(lib.utils.data.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return lib.thread_safe_generator() is None  # process workers: None too
+
+    loader = lib.utils.data.DataLoader(Draws(), batch_size=None, num_workers=1)
+    assert [bool(b) for b in loader] == [True, True]
