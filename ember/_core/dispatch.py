@@ -96,9 +96,28 @@ def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors and Python scalars) with static keyword ``params``."""
     if STATE.intercept:
         return _apply_mode(op, args, params)
-    arrays, rg, xp = _unwrap(args)
+    # the common case inline: tensors on NumPy arrays and Python scalars; anything else
+    # (another backend, an array not computed yet, an override) takes `_unwrap`
+    arrays = []
+    rg = False
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if type(d) is not _ndarray or (SUBCLASS_OVERRIDES and type(a) in SUBCLASS_OVERRIDES):
+                arrays, rg, xp = _unwrap(args)
+                break
+            arrays.append(d)
+            if a._requires_grad:
+                rg = True
+        elif type(a) in _SCALARS or a is None:
+            arrays.append(a)
+        else:
+            arrays, rg, xp = _unwrap(args)
+            break
+    else:
+        xp = _np
     try:
-        r = op.kernel(xp, *arrays, **params)
+        r = op.kernel(xp, *arrays, **params) if params else op.kernel(xp, *arrays)
     except NUMPY_ERRORS as e:
         t = translate(op.name, arrays, e)
         if t is None:
@@ -130,9 +149,13 @@ def _as_array(r, xp):
     return xp.asarray(r)
 
 
+# NumPy's C function itself, without the __array_function__ dispatcher (ndarrays only)
+_np_may_share = getattr(_np.may_share_memory, "_implementation", _np.may_share_memory)
+
+
 def _may_share(a, b):
     if type(a) is _ndarray:
-        return _np.may_share_memory(a, b)
+        return _np_may_share(a, b)
     f = getattr(namespace_of(a), "may_share_memory", None)
     return True if f is None else f(a, b)  # a backend that cannot tell: its views are views
 
