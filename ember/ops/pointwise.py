@@ -511,7 +511,13 @@ _def_magic(ADD, "add", True)
 _def_magic(SUB, "sub", True)
 
 
-def _alpha(alpha):
+def _alpha(alpha, name="add"):
+    if alpha.__class__ is int and alpha == 1:
+        return _E
+    if isinstance(alpha, Tensor):   # torch reads a one-element tensor as its number
+        if alpha.numel() != 1:
+            raise TypeError(f"{name}(): argument 'alpha' must be Number, not Tensor")
+        alpha = alpha.item()
     return _E if alpha == 1 and type(alpha) is not bool else {"alpha": alpha}
 
 
@@ -527,7 +533,7 @@ def add(input, other, *, alpha=1, out=None):
 def sub(input, other, *, alpha=1, out=None):
     """Subtracts ``other``, scaled by ``alpha``, from ``input``."""
     try:
-        r = apply(SUB, (input, other), _alpha(alpha))
+        r = apply(SUB, (input, other), _alpha(alpha, "sub"))
     except NeedsOverride:
         return handle_override(sub, (input, other), {"alpha": alpha, "out": out})
     return r if out is None else write_out(out, r)
@@ -542,7 +548,7 @@ def _add_m(self, other, *, alpha=1):
 
 def _sub_m(self, other, *, alpha=1):
     try:
-        return apply(SUB, (self, other), _alpha(alpha))
+        return apply(SUB, (self, other), _alpha(alpha, "sub"))
     except NeedsOverride:
         return handle_override(_sub_m, (self, other), {"alpha": alpha})
 
@@ -552,9 +558,10 @@ _export("sub", sub)
 _export("subtract", sub)
 Tensor.add = _add_m
 Tensor.sub = Tensor.subtract = _sub_m
-Tensor.add_ = lambda self, other, *, alpha=1: apply_inplace(ADD, self, (other,), _alpha(alpha))
+Tensor.add_ = lambda self, other, *, alpha=1: apply_inplace(
+    ADD, self, (other,), _alpha(alpha, "add_"))
 Tensor.sub_ = Tensor.subtract_ = lambda self, other, *, alpha=1: apply_inplace(
-    SUB, self, (other,), _alpha(alpha))
+    SUB, self, (other,), _alpha(alpha, "sub_"))
 
 
 MUL = _binary("mul", magic="mul", reflected=True)
