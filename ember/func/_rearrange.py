@@ -98,8 +98,9 @@ def rearrange(tensor, pattern, **axes_lengths):
         known = math.prod(sizes[n] for n in g if n in sizes)
         if unknown:
             if known == 0 or total % known:
+                pack = tuple(sizes.get(n, "?") for n in g)
                 raise DimensionBindError(f"inferred dimension does not evenly fit into larger "
-                                         f"dimension: {total} vs {tuple(sizes.get(n, '?') for n in g)}")
+                                         f"dimension: {total} vs {pack}")
             sizes[unknown[0]] = total // known
         elif known != total:
             raise DimensionBindError(f"Dimension sizes do not match ({total} != {known}) when "

@@ -58,11 +58,12 @@ def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     needed = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     if storage_offset + needed > elements.size:
         # torch grows the storage; ember's storages are windows on arrays other tensors view
-        raise RuntimeError(f"setStorage (ember cannot grow a storage in place): sizes {list(size)}, strides {list(stride)}, storage "
-                           f"offset {storage_offset}, and itemsize {self.dtype.itemsize} "
-                           f"requiring a storage size of "
-                           f"{(storage_offset + needed) * self.dtype.itemsize} are out of bounds "
-                           f"for storage of size {elements.size * self.dtype.itemsize}")
+        item = self.dtype.itemsize
+        raise RuntimeError(f"setStorage (ember cannot grow a storage in place): sizes "
+                           f"{list(size)}, strides {list(stride)}, storage offset "
+                           f"{storage_offset}, and itemsize {item} requiring a storage size of "
+                           f"{(storage_offset + needed) * item} are out of bounds for storage "
+                           f"of size {elements.size * item}")
     item = self.dtype.itemsize
     view = np.lib.stride_tricks.as_strided(elements[storage_offset:], size,
                                            tuple(st * item for st in stride))

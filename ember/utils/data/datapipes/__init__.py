@@ -31,7 +31,8 @@ class _PipeBase:
     @classmethod
     def register_datapipe_as_function(cls, function_name, cls_to_register):
         if function_name in cls.functions:
-            raise Exception(f"Unable to add DataPipe function name {function_name} as it is "  # noqa: TRY002
+            # torch raises a plain Exception here
+            raise Exception(f"Unable to add DataPipe function name {function_name} as it is "
                             f"already taken")
 
         def class_function(source_dp, *args, **kwargs):
