@@ -117,20 +117,28 @@ def _compile(gm, opts):
             except cpp_wrapper.Ineligible as e:
                 cpp_reason = str(e)
         _LOG.info("cpp_wrapper: %s; the Python wrapper runs this graph", cpp_reason)
-    if kernels and compiler_available(opts.cc):
-        ksrc = c_kernels.source(kernels, sched.symbols, opts.parallel_min_work)
+    externs = {}
+    if compiler_available(opts.cc):
+        externs = _c_externs(sched, opts.parallel_min_work)
+    if (kernels or externs) and compiler_available(opts.cc):
+        ksrc = c_kernels.source(kernels, sched.symbols, opts.parallel_min_work) + \
+            "".join(e.source for e in externs.values())
         args = {k.name: _typed_args(k, sched) for k in kernels}
+        for e in externs.values():
+            args[e.name] = [(f"o{k}", "out", False) for k in range(len(e.outputs))] + \
+                [(f"i{k}", "in", False) for k in range(len(e.inputs))] + [("nt", "nt", False)]
         fns, _info = build_library(ksrc, args)
         if fns is not None:
             backend = "c"
     if fns is None:
+        externs = {}
         ksrc = numpy_kernels.RUNTIME + "\n" + "\n".join(
             numpy_kernels.kernel_source(k, sched.symbols) for k in kernels)
         g = {}
         exec(compile(ksrc, "<ember inductor numpy kernels>", "exec"), g)  # noqa: S102
         fns = {k.name: g[k.name] for k in kernels}
         backend = "numpy" if kernels else "none"
-    wsrc = wrapper.wrapper_source(sched, dead_after, backend == "c")
+    wsrc = wrapper.wrapper_source(sched, dead_after, backend == "c", externs)
     log_output_code(f"{backend} kernels", ksrc)
     log_output_code("wrapper", wsrc)
     call = wrapper.make_call(wsrc, sched, fns)
@@ -173,6 +181,19 @@ def _compile_cpp_wrapper(sched, kernels, opts, dead_after):
     call = wrapper.make_call(wsrc, sched, {"ek_entry": fns["ek_entry"], "_fallback": fallback})
     out = CompiledGraph(call, "c", ksrc + "\n" + wsrc, sched, len(kernels))
     out.cpp_wrapper = True
+    return out
+
+
+def _c_externs(sched, min_work):
+    """``{step index: CExtern}``: the eager steps generated C computes instead."""
+    from .codegen.c_externs import C_EXTERNS
+    out = {}
+    for i, st in enumerate(sched.steps):
+        if isinstance(st, ir.EagerStep):
+            emit = C_EXTERNS.get(getattr(st.node.target, "name", None))
+            e = emit(st.node, f"extern{i}", min_work) if emit is not None else None
+            if e is not None:
+                out[i] = e
     return out
 
 

@@ -118,8 +118,10 @@ def make_pool():
     return pooled
 
 
-def wrapper_source(sched, dead_after, c_mode):
-    """The Python source of ``call(*args)``."""
+def wrapper_source(sched, dead_after, c_mode, externs=None):
+    """The Python source of ``call(*args)``; ``externs`` maps step indices to the
+    `c_externs.CExtern` computing them (C mode)."""
+    externs = externs or {}
     pooled = poolable(sched)
     consts = sched.wrapper_consts = []  # params of direct kernel calls, by position
     L = ["def call(*args):"]
@@ -176,6 +178,12 @@ def wrapper_source(sched, dead_after, c_mode):
                 else:
                     names.append("t_" + a.name)
             names += sorted(sched.symbols)
+            if i in externs:
+                L += _extern_call(externs[i], target, hasattr(m, "shape"))
+                for name in dead_after.get(i, ()):
+                    if not _reused_later(sched, name) and name not in sched.constants:
+                        L.append(f"    del {name}")
+                continue
             env = "{" + ", ".join(f"{x!r}: {x}" for x in dict.fromkeys(names)) + "}"
             direct = _direct_call(n, names, consts)
             L.append(f"    {target} = " + (direct if direct is not None else
@@ -205,6 +213,25 @@ def wrapper_source(sched, dead_after, c_mode):
             outs.append(f"_wrap({o})")
     L.append("    return (" + "".join(x + ", " for x in outs) + ")")
     return "\n".join(L) + "\n"
+
+
+def _extern_call(e, target, single):
+    """Wrapper lines running extern ``e`` (generated C) for the step defining ``target``."""
+    outs = [f"_np.empty({tuple(shape)!r}, _np.dtype({dt!r}))" for shape, dt in e.outputs]
+    if single:
+        L = [f"    {target} = {outs[0]}"]
+        ptrs = [f"{target}.ctypes.data"]
+    else:
+        L = [f"    {target} = ({''.join(o + ', ' for o in outs)})"]
+        ptrs = [f"{target}[{k}].ctypes.data" for k in range(len(outs))]
+    ins = []
+    for k, a in enumerate(e.inputs):
+        L.append(f"    _x{k} = _contig(b_{a.name})")
+        ins.append(f"_x{k}.ctypes.data")
+    L.append(f"    {e.name}({', '.join(ptrs + ins)}, nt)")
+    if ins:
+        L.append(f"    del {', '.join(f'_x{k}' for k in range(len(ins)))}")
+    return L
 
 
 def _kernel_made(sched, name):
