@@ -131,6 +131,12 @@ def scratch(xp, slot, shape, dtype):
     return buf[:n].reshape(shape)
 
 
+def _planes(slot, n, dtype):
+    """A (16, n) scratch array whose rows are 64 bytes more than n apart (Winograd's)."""
+    pad = 64 // np.dtype(dtype).itemsize
+    return scratch(np, slot, (16, n + pad), dtype)[:, :n]
+
+
 def _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide):
     """Adjoint of `columns`: the columns (either layout) summed into (B, C, *in_spatial)."""
     if _is_pointwise(ks, stride, pad) and tuple(lo) == tuple(in_spatial) and not wide:
@@ -159,9 +165,24 @@ def _batch_inside(xp, a, groups):
     return t.reshape(groups, O // groups, B * L)
 
 
+WINOGRAD_MIN_CHANNELS = 8  # below, the transforms cost more than the products saved
+
+
+def _winograd_fits(x, ks, stride, pad, dilation, groups):
+    """3x3, stride 1, undilated, ungrouped, symmetric padding, enough input channels."""
+    return tuple(ks) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and \
+        groups == 1 and pad[0][0] == pad[0][1] == pad[1][0] == pad[1][1] and \
+        x.shape[1] >= WINOGRAD_MIN_CHANNELS
+
+
 def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
     """Plain convolution of x (B, C, *L) with w (O, C/g, *ks), plus bias b (O,) or None."""
     B, O = x.shape[0], w.shape[0]
+    if xp is np and _winograd_fits(x, ks, stride, pad, dilation, groups):
+        y = _ck.winograd_conv3x3(x, w, b, pad[0][0], lambda u, v, out: _gemm(xp, u, v, out),
+                                 _planes)
+        if y is not None:
+            return y
     lo = out_spatial(x.shape[2:], ks, stride, pad, dilation)
     wide = wide_layout(B, lo)
     cols, lo = columns(xp, x, ks, stride, pad, dilation, groups, wide)
