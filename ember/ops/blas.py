@@ -172,7 +172,9 @@ def matmul_grads(g, a, b, need_a, need_b):
         return (g * cj(b) if need_a else None), (cj(a) * g if need_b else None)
     if na == 1:
         if need_a:
-            ga = matmul(g.unsqueeze(-2), _mH(b)).squeeze(-2)
+            # vector @ matrix: conj(b) @ g is one product (no unsqueeze/transpose/squeeze
+            # nodes in the graph a hessian backpropagates through again)
+            ga = matmul(cj(b), g) if nb == 2 else matmul(g.unsqueeze(-2), _mH(b)).squeeze(-2)
         if need_b:
             gb = matmul(cj(a).unsqueeze(-1), g.unsqueeze(-2))
         return ga, gb
@@ -180,8 +182,11 @@ def matmul_grads(g, a, b, need_a, need_b):
         if need_a:
             ga = g.unsqueeze(-1) * cj(b)
         if need_b:
-            k = a.shape[-1]
-            gb = matmul(g.reshape(-1), cj(a.reshape(-1, k)))
+            if na == 2:  # matrix @ vector: g @ conj(a), one product
+                gb = matmul(g, cj(a))
+            else:
+                k = a.shape[-1]
+                gb = matmul(g.reshape(-1), cj(a.reshape(-1, k)))
         return ga, gb
     if need_a:
         ga = matmul(g, _mH(b))

@@ -209,3 +209,37 @@ def test_modified_saved_tensor_still_raises_on_the_fast_path():
     z.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         w.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("sa,sb", [((5,), (5, 3)), ((4, 5), (5,)), ((5,), (2, 5, 3)),
+                                   ((2, 4, 5), (5,))])
+def test_matmul_with_a_vector_grads_and_double_grads_match_torch(sa, sb, dtype):
+    """vector @ matrix and matrix @ vector take one product per gradient (no
+    unsqueeze/squeeze nodes); first and second derivatives are torch's."""
+    rng = np.random.default_rng(0)
+
+    def arr(shape):
+        a = rng.standard_normal(shape)
+        return (a + 1j * rng.standard_normal(shape) if dtype == np.complex128 else a).astype(dtype)
+    A, B = arr(sa), arr(sb)
+    res = []
+    for lib in (ember, torch):
+        a, b = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
+        o = lib.matmul(a, b)
+        g = lib.tensor(np.full(tuple(o.shape), 1.5 + (0.5j if dtype == np.complex128 else 0),
+                               dtype=dtype))
+        ga, gb = lib.autograd.grad(o, (a, b), g, create_graph=True)
+        gga, ggb = lib.autograd.grad((ga.abs() ** 2).sum() + (gb.abs() ** 2).sum(), (a, b))
+        res.append([t.detach().resolve_conj().numpy() for t in (ga, gb, gga, ggb)])
+    for e, t in zip(*res):
+        np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_loop_through_a_matrix_vector_product_matches_torch():
+    w = np.random.default_rng(1).standard_normal((16, 16)) * 0.3
+    x = np.random.default_rng(2).standard_normal(16)
+    h = [lib.autograd.functional.hessian(
+        lambda v, lib=lib: (lib.tensor(w) @ v).tanh().sum(), lib.tensor(x))
+        for lib in (ember, torch)]
+    np.testing.assert_allclose(h[0].numpy(), h[1].numpy(), rtol=1e-10, atol=1e-12)
