@@ -383,7 +383,9 @@ def _alias_pattern(args, kwargs):
     if len(arrays) > 1:
         bases = [a if getattr(a, "base", None) is None else a.base for a in arrays]
         if len(set(map(id, bases))) != len(set(map(id, arrays))):
-            out.append(tuple(bases.index(b) for b in bases))
+            # by identity: list.index would compare arrays with ==, elementwise
+            ids = [id(b) for b in bases]
+            out.append(tuple(ids.index(i) for i in ids))
     return tuple(out)
 
 
