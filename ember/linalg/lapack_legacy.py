@@ -21,6 +21,7 @@ __all__ = ["lu", "lu_solve", "geqrf", "orgqr", "ormqr"]
 geqrf_t = _rt.structseq("geqrf", ("a", "tau"))
 
 
+@overridable
 def lu(A, pivot=True, get_infos=False, out=None):
     """Computes the LU factorization of a matrix or batches of matrices ``A``: ``(A_LU,
     pivots)``, with ``infos`` too if ``get_infos``.  Deprecated in favor of

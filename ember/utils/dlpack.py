@@ -4,6 +4,7 @@ import enum
 
 import numpy as np
 
+from .._core.dispatch import overridable
 from .._core.tensor import Tensor
 from ..ops.creation import from_numpy
 
@@ -42,6 +43,7 @@ class _Capsule:
         return (DLDeviceType.kDLCPU, 0)
 
 
+@overridable
 def from_dlpack(ext_tensor):
     """Converts a tensor from an external library into an ember ``Tensor``, sharing its
     memory.  ``ext_tensor`` is an object with ``__dlpack__``/``__dlpack_device__`` (a torch

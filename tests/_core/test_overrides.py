@@ -57,6 +57,14 @@ EXCLUDED = {
     "ember.promote_types": "dtype utility: takes dtypes",
     "ember.can_cast": "dtype utility: takes dtypes",
     "ember.vmap": "a function transform: takes a Python function, not an operand (as torch)",
+    "ember.set_anomaly_enabled": "global setting",
+    "ember.set_default_tensor_type": "global setting (takes a tensor type)",
+    "ember.nn.functional.has_torch_function": "the override protocol's own helper",
+    "ember.nn.functional.has_torch_function_unary": "the override protocol's own helper",
+    "ember.nn.functional.has_torch_function_variadic": "the override protocol's own helper",
+    "ember.nn.functional.handle_torch_function": "the override protocol's own helper",
+    "ember.nn.functional.boolean_dispatch": "builds a function from two functions",
+    "ember.nn.functional.assert_int_or_pair": "checks a size argument (ints)",
 }
 
 
