@@ -173,3 +173,17 @@ def test_standard_gamma_grad_edges():
 def test_histc_refuses_a_range_that_is_not_finite(x, lo, hi):
     # min == max takes the data's range, infinities and NaN included
     _both(lambda lib: lib.histc(lib.tensor(x, dtype=lib.float32), bins=3, min=lo, max=hi))
+
+
+@pytest.mark.parametrize("a, b", [("int64", "int64"), ("float32", "int64"), ("bool", "float32"),
+                                  ("int32", "bool"), ("float16", "int32"), ("bfloat16", "float16"),
+                                  ("complex64", "float32"), ("float16", "float16"),
+                                  ("bfloat16", "bfloat16")])
+@pytest.mark.parametrize("name", ["igamma", "igammac", "special.zeta", "special.xlog1py"])
+def test_binary_special_functions_gate_on_the_promoted_dtype(name, a, b):
+    # igamma(float, int) computes in float, igamma(int, int) is refused; zeta(half, float)
+    # computes in float32
+    def fn(lib):
+        f = lib.special if name.startswith("special.") else lib
+        return getattr(f, name.split(".")[-1])(_t(lib, a, (1, 2, 3, 1)), _t(lib, b, (2, 1, 3, 1)))
+    _both(fn, rtol=1e-5)
