@@ -7,8 +7,11 @@ ember.compile, as one list of named passes.
     fuse       buffers and loop nests: pointwise chains with their reductions/broadcasts
     loops      merge contiguous loop dims
     memory     reuse dead buffers, drop them after their last reader
-    codegen    C kernels from the scalar-function table (or their NumPy twins)
-    wrapper    the Python function that allocates, calls kernels and externs, returns
+    codegen    C kernels from the scalar-function table (or their NumPy twins), and C
+               for some extern steps (max pooling: codegen/c_externs)
+    wrapper    the Python function that allocates, calls kernels and externs, returns;
+               or, with cpp_wrapper, one C entry point (BLAS, views and gathers in C;
+               a graph it cannot take keeps the Python wrapper, the reason logged)
     build      cc -O3 -fopenmp + CPU flags, cached on disk; no compiler: NumPy kernels
 
 Nothing here raises for an unsupported graph: a node the generator cannot loop over runs
