@@ -63,7 +63,8 @@ class Trace:
         self.versions = {}          # id(root tensor) -> number of writes through it
         self.roots = {}             # id(root tensor) -> root (kept alive while views exist)
         self.closed = False
-        self.in_backward = False    # a backward() is being recorded (step_backward)
+        self.in_backward = False    # recording that must not run the graph: a value it
+        # needs raises CannotCapture (a backward(), step_backward; an update's probe)
         self.consumed = set()       # values whose recorded backward spent their history
 
     def checkpoint(self):
