@@ -448,6 +448,10 @@ class ReplayPlan:
         self.settings = settings          # (extra input, param group, key) read per call
         self.loose = loose
         self.hits = 0
+        # a graph input held by a module or optimizer keeps its array (writes copy into
+        # it): another array (``p.data = ...``) may have another shape
+        self.obj_arrays = [(src[1], src[1].__dict__.get("_data")) for src in sources
+                           if src[0] == "obj"]
         self.arg_positions = [src[1][1] for src in sources
                               if src[0] == "arg" and len(src[1]) == 2 and src[1][0] == "a"]
         if len(self.arg_positions) != len(sources):
@@ -496,6 +500,9 @@ class ReplayPlan:
             return MISS
         for src, none in self.grad_guards:
             if (_source(src, args, kwargs).__dict__.get("_grad") is None) is not none:
+                return MISS
+        for t, arr in self.obj_arrays:  # module and optimizer tensors: the same storage
+            if t.__dict__.get("_data") is not arr:
                 return MISS
         if self.arg_positions is not None:  # every input a positional argument
             inputs = [args[i] for i in self.arg_positions]

@@ -480,3 +480,23 @@ def test_zeroed_in_place_and_clipped_grads(backend, python_runs):
     # the first call makes .grad and the momentum buffers; the second the steady graph,
     # which reads each .grad and writes it in place
     assert python_runs[0] == 2
+
+
+def test_parameter_data_replaced_runs_the_python(python_runs):
+    """``p.data = ...`` gives a parameter another array (here another shape): the replay
+    notices and the Python runs."""
+    lin = nn.Linear(4, 3)
+
+    def f(x):
+        return lin(x).sum()
+
+    cf = ember.compile(f, backend="eager")
+    x = ember.ones(2, 4)
+    for _ in range(3):
+        assert float(cf(x)) == pytest.approx(float(f(x)), rel=1e-6)
+    runs = python_runs[0]
+    with ember.no_grad():
+        lin.weight.data = ember.ones(5, 4)
+        lin.bias.data = ember.zeros(5)
+    assert float(cf(x)) == pytest.approx(float(f(x)), rel=1e-6) == 40.0
+    assert python_runs[0] == runs + 1
