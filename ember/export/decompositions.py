@@ -139,8 +139,9 @@ def _decompose_graph(gm, names):
     from .._inductor import config
     from .._inductor.passes.decompose import decompose
     kept = config.keep_whole
-    # ops a decomposition produces are kept too unless the table names them
-    config.keep_whole = set(kept) | (set(REGISTRY) - set(names))
+    # exactly the table decides (not the compiler's choice of ops it runs whole); ops a
+    # decomposition produces are kept too unless the table names them
+    config.keep_whole = frozenset(set(REGISTRY) - set(names))
     try:
         decompose(gm)
     finally:
