@@ -209,6 +209,14 @@ def input_grad(xp, gy, w, in_spatial, ks, stride, pad, dilation, groups):
     also the forward of the transposed convolution of gy with w."""
     B, O = gy.shape[:2]
     lo = tuple(gy.shape[2:])
+    if xp is np and _winograd_fits(gy, ks, stride, pad, dilation, groups) and pad[0][0] <= 2:
+        # stride 1: the input gradient is the convolution of gy with the flipped, transposed
+        # kernel, padded by 2 - p
+        wf = np.ascontiguousarray(w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1])
+        gx = _ck.winograd_conv3x3(gy, wf, None, 2 - pad[0][0],
+                                  lambda u, v, out: _gemm(xp, u, v, out), _planes)
+        if gx is not None and tuple(gx.shape[2:]) == tuple(in_spatial):
+            return gx
     Cg = w.shape[1]
     C = Cg * groups
     wT = w.reshape(groups, O // groups, Cg * _prod(ks)).transpose(0, 2, 1)
