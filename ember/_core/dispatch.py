@@ -32,6 +32,7 @@ __all__ = ["apply", "apply_inplace", "DispatchMode", "overridable", "NeedsOverri
 
 _ndarray = np.ndarray
 _np = np
+_new_tensor = object.__new__
 _SCALARS = (int, float, bool, complex)
 _XP = XP_BY_ARRAY_TYPE
 
@@ -126,7 +127,8 @@ def apply(op, args, params):
     if op.n_out == 1:
         if type(r) is not _ndarray:
             r = _as_array(r, xp)
-        out = wrap(r)
+        out = _new_tensor(Tensor)  # `wrap`, inline
+        out._data = r
         if op.view:
             _mark_view(out, args[0], op, params)
         if rg and STATE.grad_enabled and op.differentiable:

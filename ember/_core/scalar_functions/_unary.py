@@ -44,14 +44,14 @@ def _fused(op_name):
     """A derivative that is one fused operator of ``ember.ops`` (``tanh_backward``: one
     kernel and one temporary instead of three dispatched ops), found by name at call time
     because the ops are declared above this layer."""
-    from ..op import REGISTRY
+    from ..op import REGISTRY, apply
     op = None
 
     def d(g, x, out):
         nonlocal op
         if op is None:
             op = REGISTRY[op_name]
-        return op(g, out)
+        return apply(op, (g, out), {})  # op(g, out) without Op.__call__'s frame
     return d
 
 
