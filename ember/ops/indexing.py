@@ -969,6 +969,9 @@ def _index_reduce_index(input, dim, index, source, reduce):
                            f"amin but got {reduce}.")
     d = _vec_index("index_reduce", input, dim, index)
     _index_src_check("index_reduce", input, d, index, source)
+    n = input.shape[d] if input.dim() else 1
+    if index.numel() and bool((index.min() < 0) | (index.max() >= n)):
+        raise IndexError("index out of range in self")  # scatter_reduce's would be a RuntimeError
     nd = source.dim()
     shp = (1,) * d + (-1,) + (1,) * (nd - d - 1) if nd else (-1,)
     return d, index.reshape(shp).expand(source.shape)

@@ -168,7 +168,6 @@ def find_deviation(family, op, cls, detail, desc):
 _UNTRIAGED = ("untriaged (2026-12-02): a mismatch with torch on inputs the grown op database "
               "reached; see the stop-21 closing note")
 KNOWN_GAPS += [
-    ("ops", r"index_reduce", "exc_type", None, _UNTRIAGED),
     ("ops", r"linalg\.svd", "rejected", None, _UNTRIAGED),
     ("ops", r"nn\.GRU", "exc_type", None, _UNTRIAGED),
     ("ops", r"nn\.GRU\-2layer\-bidirectional", "exc_type", None, _UNTRIAGED),

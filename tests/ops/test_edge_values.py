@@ -187,3 +187,9 @@ def test_binary_special_functions_gate_on_the_promoted_dtype(name, a, b):
         f = lib.special if name.startswith("special.") else lib
         return getattr(f, name.split(".")[-1])(_t(lib, a, (1, 2, 3, 1)), _t(lib, b, (2, 1, 3, 1)))
     _both(fn, rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("idx", [[-1, 0], [4, 0], [2 ** 63 - 1, 0], [-2 ** 63, 1], [0, 3]])
+def test_index_reduce_out_of_range_index_is_an_index_error(idx):
+    _both(lambda lib: lib.zeros(4, 2).index_reduce_(0, lib.tensor(idx), lib.ones(2, 2), "prod"))
