@@ -53,7 +53,8 @@ class Archive:
         try:
             self.zf = zipfile.ZipFile(fp)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
-                struct.error, UnicodeDecodeError) as e:
+                struct.error, UnicodeDecodeError, NotImplementedError) as e:
+            # NotImplementedError: a damaged "version needed" field zipfile refuses
             raise _zip_error(e) from None
         self.infos = {}
         for info in self.zf.infolist():

@@ -6,11 +6,10 @@ Views of one array are written as one storage, so shared memory survives a round
 trip.  Storages are stored uncompressed at 64-byte aligned offsets, as torch's
 writer does, so readers can memory-map them.
 """
+import collections
 import io
 import pickle
-import struct
-import uuid
-import zipfile
+import secrets
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from .._core import dtype as _dt
 from .._core.device import device as _device
 from .._core.tensor import Size, Tensor
 from ._format import LEGACY_STORAGE_NAMES, STORAGE_ALIGNMENT
+from ._zipwriter import ZipWriter
 
 
 class _Global:
@@ -31,13 +31,23 @@ class _Global:
         raise TypeError(f"{self.module}.{self.name} is only a name written into checkpoints")
 
 
+_GLOBALS = {}
+
+
+def _global(module, name):
+    """The one ``_Global`` of a name, so the pickler writes it once and refers back (as torch)."""
+    g = _GLOBALS.get((module, name))
+    if g is None:
+        g = _GLOBALS[(module, name)] = _Global(module, name)
+    return g
+
+
 _REBUILD_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
 _TORCH_TENSOR = _Global("torch", "Tensor")
-_ORDERED_DICT = _Global("collections", "OrderedDict")
 _UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 
 # attributes of an ember Tensor that are autograd/storage machinery, never user state
@@ -81,7 +91,8 @@ class Writer(pickle._Pickler):
     dispatch[_dt.QuantizedDtype] = _save_dtype  # torch.qint8 & co. (dispatch is by exact type)
 
     def _save_empty_od(self, obj):
-        self.save_reduce(_ORDERED_DICT, (), obj=obj)
+        # the class itself, so its GLOBAL is shared with a state dict's own OrderedDict
+        self.save_reduce(collections.OrderedDict, (), obj=obj)
 
     dispatch[_EmptyOrderedDict] = _save_empty_od
     dispatch[_StorageRef] = None  # always written as a persistent id
@@ -92,16 +103,16 @@ class Writer(pickle._Pickler):
             if legacy is None:  # untyped storage: numel counts bytes
                 return ("storage", _UNTYPED_STORAGE, obj.key, "cpu",
                         obj.numel * obj.dtype.itemsize)
-            return ("storage", _Global("torch", legacy), obj.key, "cpu", obj.numel)
+            return ("storage", _global("torch", legacy), obj.key, "cpu", obj.numel)
         return None
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
             return self._reduce_tensor(obj)
         if isinstance(obj, Size):
-            return (_Global("torch", "Size"), (tuple(int(s) for s in obj),))
+            return (_global("torch", "Size"), (tuple(int(s) for s in obj),))
         if isinstance(obj, _device):
-            return (_Global("torch", "device"), (str(obj),))
+            return (_global("torch", "device"), (str(obj),))
         return NotImplemented
 
     def _storage_of(self, arr):
@@ -162,31 +173,25 @@ class Writer(pickle._Pickler):
         return {k: v for k, v in d.items() if k not in _INTERNAL_ATTRS} or None
 
 
-def _aligned_writestr(zf, name, data, align=STORAGE_ALIGNMENT):
-    """Store ``data`` uncompressed with its bytes starting at a multiple of ``align``."""
-    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-    info.compress_type = zipfile.ZIP_STORED
-    header = 30 + len(name.encode())
-    pos = zf.fp.tell()
-    pad = (-(pos + header + 4)) % align
-    info.extra = struct.pack("<HH", 0xE3E3, pad) + b"Z" * pad
-    zf.writestr(info, data)
+def _serialization_id():
+    """A fresh 40-digit id, the length of the one torch writes (two zero-padded 64-bit draws)."""
+    draw = secrets.randbits
+    return f"{draw(64):020d}{draw(64):020d}".encode()
 
 
 def write_archive(obj, fp, prefix, protocol, record_byteorder=True):
     buf = io.BytesIO()
     w = Writer(buf, protocol)
     w.dump(obj)
-    with zipfile.ZipFile(fp, "w", compression=zipfile.ZIP_STORED) as zf:
-        _aligned_writestr(zf, f"{prefix}/data.pkl", buf.getvalue())
-        _aligned_writestr(zf, f"{prefix}/.format_version", b"1")
-        _aligned_writestr(zf, f"{prefix}/.storage_alignment", str(STORAGE_ALIGNMENT).encode())
-        if record_byteorder:
-            _aligned_writestr(zf, f"{prefix}/byteorder", b"little")
-        for key, arr in w.storages.items():
-            data = arr if arr.dtype.byteorder in "=|<" else arr.astype(arr.dtype.newbyteorder("<"))
-            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-            _aligned_writestr(zf, f"{prefix}/data/{key}", memoryview(raw))
-        _aligned_writestr(zf, f"{prefix}/version", b"3\n")
-        _aligned_writestr(zf, f"{prefix}/.data/serialization_id",
-                          str(uuid.uuid4().int).encode())
+    zw = ZipWriter(fp)
+    zw.write_record(f"{prefix}/data.pkl", buf.getbuffer())
+    zw.write_record(f"{prefix}/.format_version", b"1")
+    zw.write_record(f"{prefix}/.storage_alignment", str(STORAGE_ALIGNMENT).encode())
+    if record_byteorder:
+        zw.write_record(f"{prefix}/byteorder", b"little")
+    for key, arr in w.storages.items():
+        data = arr if arr.dtype.byteorder in "=|<" else arr.astype(arr.dtype.newbyteorder("<"))
+        zw.write_record(f"{prefix}/data/{key}", np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+    zw.write_record(f"{prefix}/version", b"3\n")
+    zw.write_record(f"{prefix}/.data/serialization_id", _serialization_id())
+    zw.close()

@@ -33,6 +33,9 @@ def _reset_affine(module):
 
 
 class _NormBase(Module):
+    # 2: num_batches_tracked exists (written into state-dict metadata, as torch's)
+    _version = 2
+
     def __init__(self, num_features, eps=1e-05, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
@@ -70,8 +73,9 @@ class _NormBase(Module):
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         key = prefix + "num_batches_tracked"
-        if self.track_running_stats and key not in state_dict and \
-                self.num_batches_tracked is not None:
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict and self.num_batches_tracked is not None:
             # checkpoints from before num_batches_tracked existed
             state_dict[key] = tensor(0, dtype=int64)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
