@@ -51,12 +51,8 @@ def _check(lib):
 def _load():
     global _lib, _tried, _reason, _info
     _tried = True
-    try:
-        _lib, _info = _build.build("ember_eager", _source.render(), _check)
-    except _build.BuildError as e:
-        _reason = str(e)
-    except Exception as e:  # noqa: BLE001 - any failure here means "use NumPy"
-        _reason = f"{type(e).__name__}: {e}"
+    _lib, info, _reason = _build.try_build("ember_eager", _source.render(), _check)
+    _info = info or _info
     return _lib
 
 

@@ -367,3 +367,15 @@ def _fsync_dir(d):
         pass
     finally:
         os.close(fd)
+
+
+def try_build(name, source, check):
+    """`build`, for a caller that falls back to NumPy: ``(lib, info, None)``, or
+    ``(None, {}, reason)`` when no usable library could be made."""
+    try:
+        lib, info = build(name, source, check)
+        return lib, info, None
+    except BuildError as e:
+        return None, {}, str(e)
+    except Exception as e:  # noqa: BLE001 - any failure here means "use NumPy"
+        return None, {}, f"{type(e).__name__}: {e}"

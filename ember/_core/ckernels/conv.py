@@ -203,12 +203,8 @@ def render():
 def _load():
     global _lib, _tried, _reason
     _tried = True
-    try:
-        _lib, _ = _build.build("ember_conv", render(), lambda lib: lib.ckc_abi() == ABI_VERSION)
-    except _build.BuildError as e:
-        _reason = str(e)
-    except Exception as e:  # noqa: BLE001 - any failure here means "use NumPy"
-        _reason = f"{type(e).__name__}: {e}"
+    _lib, _, _reason = _build.try_build("ember_conv", render(),
+                                        lambda lib: lib.ckc_abi() == ABI_VERSION)
     return _lib
 
 

@@ -2,9 +2,8 @@
 output), via symbolic tracing."""
 import copy
 
-from ...autograd.grad_mode import no_grad
-from ...nn import (BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, Linear,
-                   Parameter)
+from ...nn import BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, Linear
+from ...nn.utils.fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval
 from ..graph_module import GraphModule
 from ..tracer import symbolic_trace
 
@@ -13,45 +12,6 @@ __all__ = ["fuse", "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_
 
 _PATTERNS = [(Conv1d, BatchNorm1d), (Conv2d, BatchNorm2d), (Conv3d, BatchNorm3d),
              (Linear, BatchNorm1d)]
-
-
-def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
-    """Conv weight and bias with an eval BatchNorm folded in, as Parameters."""
-    from ...ops.creation import ones_like, zeros_like
-    from ...ops.pointwise import rsqrt
-    with no_grad():
-        if conv_b is None:
-            conv_b = zeros_like(bn_rm)
-        if bn_w is None:
-            bn_w = ones_like(bn_rm)
-        if bn_b is None:
-            bn_b = zeros_like(bn_rm)
-        scale = bn_w * rsqrt(bn_rv + bn_eps)
-        shape = [1] * conv_w.dim()
-        shape[1 if transpose else 0] = -1
-        w = (conv_w * scale.reshape(shape)).to(conv_w.dtype)
-        b = ((conv_b - bn_rm) * scale + bn_b).to(conv_w.dtype)
-    return Parameter(w, conv_w.requires_grad), Parameter(b, conv_w.requires_grad)
-
-
-def fuse_conv_bn_eval(conv, bn, transpose=False):
-    """A copy of ``conv`` computing ``bn(conv(x))`` of eval-mode modules."""
-    if conv.training or bn.training:
-        raise AssertionError("Fusion only for eval!")
-    fused = copy.deepcopy(conv)
-    fused.weight, fused.bias = fuse_conv_bn_weights(
-        fused.weight, fused.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias,
-        transpose)
-    return fused
-
-
-def fuse_linear_bn_eval(linear, bn):
-    """A copy of ``linear`` computing ``bn(linear(x))`` of eval-mode modules."""
-    if linear.training or bn.training:
-        raise AssertionError("Fusion only for eval!")
-    if linear.out_features != bn.num_features:
-        raise AssertionError("To fuse, linear.out_features must equal bn.num_features")
-    return fuse_conv_bn_eval(linear, bn)
 
 
 def matches_module_pattern(pattern, node, modules):
