@@ -98,14 +98,29 @@ def _is_ember_code(code):
     return code.co_filename.startswith(_LIB_DIRS)
 
 
+# standard-library modules whose code ember's code runs as part of its own work
+# (``isinstance`` through ``abc``, ``os.environ``, context managers, weak references); a
+# user's callable handed to ember (a hook) is never one of these, so it is still scanned
+_ENGINE_STDLIB = frozenset(("abc", "os", "_collections_abc", "enum", "typing", "functools",
+                            "contextlib", "weakref", "_weakrefset", "threading", "posixpath",
+                            "genericpath", "types", "copyreg"))
+
+
+def _stdlib_module(filename):
+    if filename.startswith("<frozen "):
+        return filename[8:-1]
+    if filename.startswith(_STDLIB_DIR):
+        name = filename[len(_STDLIB_DIR):]
+        return name[:-3] if name.endswith(".py") and os.sep not in name else None
+    return None
+
+
 def _run_by_ember(frame):
-    """Whether ``frame`` runs standard-library code that ember's code called (``abc``'s
-    isinstance, ``os.environ``, a dataclass's generated ``__init__``): what it changes is
-    ember's, as ember's own code."""
+    """Whether ``frame`` runs standard-library code (of `_ENGINE_STDLIB`) that ember's
+    code called: what it changes is ember's, as ember's own code."""
     f = frame
     while f is not None:
-        fn = f.f_code.co_filename
-        if not (fn.startswith(_STDLIB_DIR) or fn.startswith("<frozen") or fn == "<string>"):
+        if _stdlib_module(f.f_code.co_filename) not in _ENGINE_STDLIB:
             return f is not frame and _is_ember_code(f.f_code)
         f = f.f_back
     return False

@@ -500,3 +500,17 @@ def test_parameter_data_replaced_runs_the_python(python_runs):
         lin.bias.data = ember.zeros(5)
     assert float(cf(x)) == pytest.approx(float(f(x)), rel=1e-6) == 40.0
     assert python_runs[0] == runs + 1
+
+
+def test_exec_defined_hook_keeps_running(python_runs):
+    """A hook whose code has no file (exec) is user code to the purity scan: its side
+    effect happens on every call, so the function is not replayed."""
+    calls = []
+    namespace = {"calls": calls}
+    exec("def hook(m, i, o):\n    calls.append(1)\n", namespace)
+    lin = nn.Linear(3, 2)
+    lin.register_forward_hook(namespace["hook"])
+    f = ember.compile(lambda x: lin(x).sum(), backend="eager")
+    for _ in range(4):
+        f(ember.ones(2, 3))
+    assert len(calls) == 4 and python_runs[0] == 4
