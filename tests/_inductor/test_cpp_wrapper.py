@@ -154,3 +154,63 @@ def test_symbolic_batch_and_rows():
     for n in (3, 1, 7):
         xs = rand(n, 4, 5, seed=n)
         assert_close(c(xs, w, b, y), fn(xs, w, b, y))
+
+
+@pytest.fixture
+def graphs(monkeypatch):
+    """The graphs ``ember.compile`` builds, as compiled."""
+    import ember._inductor as inductor
+    seen, real = [], inductor.compile_fx
+
+    def recording(gm, example, options=None):
+        c = real(gm, example, options)
+        seen.append(c)
+        return c
+    monkeypatch.setattr(inductor, "compile_fx", recording)
+    return seen
+
+
+def _one_c_call_each(graphs, count):
+    assert len(graphs) == count
+    for c in graphs:
+        assert c.cpp_wrapper, c.cpp_wrapper_reason
+        shim = _shim(c)
+        assert shim.count("ek_entry(") == 1 and "kernel" not in shim and "_eager" not in shim
+
+
+@pytest.fixture
+def python_attention(monkeypatch):
+    """Counts of the eager flash kernels called from Python (none: the entry point calls
+    the C ones itself)."""
+    from ember._core.ckernels import attention as CA
+    seen = []
+    for name in ("forward", "backward"):
+        real = getattr(CA, name)
+        monkeypatch.setattr(CA, name, lambda *a, _r=real, _n=name, **k: seen.append(_n) or
+                            _r(*a, **k))
+    return seen
+
+
+def test_tiny_gpt_training_step_is_one_c_call_per_graph(graphs, python_attention):
+    """Forward and backward graphs each one C call: the flash-attention kernels, matmuls,
+    the embedding gathers and their scatter-add gradients all in C."""
+    m = _gpt()
+    idx = ember.from_numpy(np.random.default_rng(0).integers(0, 29, (2, 8)))
+    params = list(m.parameters())
+
+    def step(model):
+        for p in params:
+            p.grad = None
+        out = model(idx)
+        out.square().mean().backward()
+        return out.detach(), [p.grad.clone() for p in params]
+    ref_out, ref_grads = step(m)
+    compiled = ember.compile(m, backend="inductor", options=CPP)
+    for _ in range(2):  # the second call runs the cached graphs
+        python_attention.clear()
+        out, grads = step(compiled)
+        np.testing.assert_allclose(out.numpy(), ref_out.numpy(), atol=2e-5, rtol=2e-5)
+        for g, r in zip(grads, ref_grads):
+            np.testing.assert_allclose(g.numpy(), r.numpy(), atol=5e-5, rtol=5e-4)
+    _one_c_call_each(graphs, 2)
+    assert not python_attention, python_attention

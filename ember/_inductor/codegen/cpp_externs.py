@@ -8,7 +8,8 @@ from .. import sizes as _sizes
 from ..passes.lower import _keys, _shape
 from .strided import Layout
 
-__all__ = ["Ineligible", "matrix_mode", "matmul_lines", "gather_lines"]
+__all__ = ["Ineligible", "matrix_mode", "batch_strides", "matmul_lines", "gather_lines",
+           "index_put_lines", "index_shape"]
 
 
 class Ineligible(Exception):
@@ -34,7 +35,7 @@ def matrix_mode(rows, cols, s_row, s_col):
     return None
 
 
-def _batch_strides(lay, batch):
+def batch_strides(lay, batch):
     """Per batch dim of the output: this operand's stride (0 where it broadcasts)."""
     own = lay.shape[:-2]
     lead = len(batch) - len(own)
@@ -96,7 +97,7 @@ def matmul_lines(node, lay_a, lay_b, out, ensure_contiguous):
                 raise Ineligible("a matmul operand BLAS cannot read even when contiguous")
         modes.append(mode)
     (ta, lda), (tb, ldb) = modes
-    sa, sb = _batch_strides(a, batch), _batch_strides(b, batch)
+    sa, sb = batch_strides(a, batch), batch_strides(b, batch)
     call = "if (ember_gemm_{}({}, {}, {{M}}, {}, {}, 1, {{A}}, {}, {{B}}, {}, 0, {{C}}, {}, " \
         "ember_blas.{})) return 1;".format(
             sfx, ta, tb, _sizes.c_text(N), _sizes.c_text(K), _sizes.c_text(lda),
@@ -141,3 +142,54 @@ def gather_lines(node, table, index, out, ctype, itype, negative_wraps):
         "    }",
         "}"]
     return [ln for ln in lines if ln]
+
+
+def index_put_lines(node, x, values, indices, out, ctype):
+    """C lines for ``out = index_put(x, values, *indices, accumulate=)``: index tensors
+    over x's leading dims (their layouts, broadcast together to the index shape I), values
+    a contiguous C pointer of shape I + x.shape[len(indices):], ``x`` and ``out``
+    contiguous C pointers.  Positions are written in order (the last of duplicates wins,
+    or each adds, as NumPy's assignment and ``add.at`` do); a negative index counts from
+    the end, one out of range leaves with status 2."""
+    xs = [_sizes.size(d) for d in node.args[0].meta["val"].shape]
+    k = len(indices)
+    ishape = indices[0][0].shape
+    row = _sizes.prod(xs[k:])
+    c = _sizes.c_text
+    op = "+=" if node.kwargs.get("accumulate") else "="
+    L = ["{", f"    if ({out} != {x}) memcpy({out}, {x}, sizeof({ctype}) * "
+         f"{c(_sizes.prod(xs))});", "    int64_t j = 0;"]
+    for d, n in enumerate(ishape):
+        L.append("    " * (d + 1) + f"for (int64_t p{d} = 0; p{d} < {c(n)}; p{d}++)")
+    ind = "    " * (len(ishape) + 1)
+    body = ["int64_t f = 0, v;"]
+    for d, (lay, itype) in enumerate(indices):
+        pos = [c(lay.offset)] + [f"p{e}*{c(s)}" for e, s in enumerate(lay.strides)
+                                 if _sizes.key(s) != 0]
+        body += [f"v = (int64_t)((const {itype} *){lay.root})[{' + '.join(pos)}];",
+                 f"if (v < 0) v += {c(xs[d])};",
+                 f"if (v < 0 || v >= {c(xs[d])}) return 2;",
+                 f"f = f*{c(xs[d])} + v;"]
+    body += [f"{ctype} *dst = {out} + f*{c(row)};",
+             f"const {ctype} *src = {values} + j*{c(row)};",
+             f"for (int64_t r = 0; r < {c(row)}; r++) dst[r] {op} src[r];", "j++;"]
+    L += [ind + "{"] + [ind + "    " + ln for ln in body] + [ind + "}", "}"]
+    return L
+
+
+def index_shape(shapes):
+    """The broadcast shape of index tensors of these shapes, or `Ineligible` where two
+    sizes differ that are not 1 (or cannot be told apart: symbolic)."""
+    nd = max(len(sh) for sh in shapes)
+    out = []
+    for d in range(nd):
+        size = 1
+        for sh in shapes:
+            n = sh[d - nd + len(sh)] if d - nd + len(sh) >= 0 else 1
+            if _one(n):
+                continue
+            if not _one(size) and _sizes.key(size) != _sizes.key(n):
+                raise Ineligible("index tensors of shapes the generator cannot broadcast")
+            size = n
+        out.append(size)
+    return tuple(out)

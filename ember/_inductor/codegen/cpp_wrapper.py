@@ -14,21 +14,28 @@ copied into a pooled buffer.  Any other eager step (a library call only Python c
 keeps the Python wrapper, with the reason recorded.  A nonzero status (an index out of
 range, a size BLAS cannot take) runs the graph once through the Python wrapper instead,
 which raises eager's error or computes the value."""
+import operator
+
 from .. import ir
 from .. import sizes as _sizes
 from ..passes.classify import MOVEMENT
-from ..passes.lower import _shape
+from ..passes.lower import _keys, _shape
 from . import strided
 from .c_kernels import kernel_args, pointer_ctype
-from .cpp_externs import Ineligible, gather_lines, matmul_lines
+from .cpp_attention import attention_backward, attention_forward
+from .cpp_externs import Ineligible, gather_lines, index_put_lines, index_shape, matmul_lines
 
 __all__ = ["Ineligible", "entry_source", "shim_source", "EXTERNS"]
 
 # op name -> emitter(entry, node, ins, out) -> C lines, for extern steps other modules
 # run in C (e.g. attention kernels): ``entry.contiguous(name)`` gives a row-major pointer
 # to an input buffer, ``entry.own(out)`` the output's memory, ``entry.ctype(name)`` its
-# element type; the lines may ``return N;`` (N > 2) to have the Python wrapper run the graph
-EXTERNS = {}
+# element type; the lines may ``return N;`` (N > 2) to have the Python wrapper run the graph.
+# An op of several outputs gets ``out`` as a list, one buffer name per output (None where
+# the graph reads none: ``entry.result`` gives it scratch memory).  ``entry.preamble(key,
+# make)`` adds C at the top level of the translation unit once (functions the lines call).
+EXTERNS = {"_flash_attention": attention_forward,
+           "_flash_attention_backward": attention_backward}
 
 
 class _Entry:
@@ -40,6 +47,29 @@ class _Entry:
         self.body, self.pooled = [], []
         self.declared = set(io)
         self.lay = {n: strided.contiguous(n, sched.buffers[n].shape) for n in io}
+        self.preambles = {}  # key -> top-level C the body calls
+        self.parts = {}      # multi-output node -> its output buffers (None: scratch)
+
+    def preamble(self, key, make):
+        """Top-level C (``make()``) the body needs, added to the source once per key."""
+        if key not in self.preambles:
+            self.preambles[key] = make()
+
+    def scratch(self, tag, shape, dtype):
+        """A pooled array of ``shape`` the body may use, no graph value: a C pointer."""
+        name = "s_" + tag
+        if name not in self.declared:
+            self.sched.buffers[name] = ir.Buffer(name, tuple(shape), dtype)
+            self.pooled.append(name)
+            self.declared.add(name)
+        return name
+
+    def result(self, name, tag, meta):
+        """Memory for one output of a multi-output step: buffer ``name``'s, or scratch of
+        ``meta``'s shape and dtype where the graph reads no such output (``name`` None)."""
+        if name is not None:
+            return self.own(name)
+        return self.scratch(tag, [_sizes.size(d) for d in meta.shape], meta.dtype)
 
     def ctype(self, name):
         return pointer_ctype(self.sched.buffers[name].dtype.name)
@@ -75,6 +105,20 @@ class _Entry:
         self.lay[name] = strided.contiguous(name, lay.shape)
         return name
 
+    def broadcast(self, name, shape, tag):
+        """A C pointer to buffer ``name`` broadcast to ``shape``, row-major: as
+        `contiguous` when it has that shape, else a pooled copy."""
+        lay = self.lay[name]
+        if _keys(lay.shape) == _keys(shape):
+            return self.contiguous(name)
+        try:
+            src = strided.expanded(lay, shape)
+        except strided.Unsupported as e:
+            raise Ineligible(str(e)) from None
+        dst = self.scratch(tag, shape, self.sched.buffers[name].dtype)
+        self.body += strided.copy_loops(self.ctype(name), src, dst)
+        return dst
+
     def kernel(self, k):
         for r in k.buffers_read():
             self.contiguous(r)
@@ -86,6 +130,8 @@ class _Entry:
     def eager(self, n):
         name = getattr(n.target, "name", None)
         out = "b_" + n.name
+        if n.target is operator.getitem and getattr(n.args[0], "name", None) in self.parts:
+            return self._part(n, out)
         ins = ["b_" + a.name for a in n.args if hasattr(a, "meta")]
         if any(i not in self.lay for i in ins):
             raise Ineligible(f"{n.target} reads a value the entry point does not hold")
@@ -117,11 +163,56 @@ class _Entry:
             self.body += gather_lines(n, table, index, out, self.ctype(out),
                                       self.ctype(index), name == "index")
             return False
+        if name == "index_put" and len(ins) >= 3 and len(ins) == len(n.args):
+            return self._index_put(n, ins, out)
         if name in EXTERNS:
+            if isinstance(n.meta.get("val"), tuple):
+                out = self.parts[n.name] = self._outputs(n)
             lines = EXTERNS[name](self, n, ins, out)
             self.body += lines
             return False
         raise Ineligible(f"an eager step ({n.target}) only Python can run")
+
+    def _index_put(self, n, ins, out):
+        x, values = (a.meta["val"] for a in n.args[:2])
+        idx = [a.meta["val"] for a in n.args[2:]]
+        if values.dtype != x.dtype or len(idx) > x.ndim or \
+                any(i.dtype.name not in ("int64", "int32") for i in idx):
+            raise Ineligible("an index_put the entry point does not run")
+        ishape = index_shape([self.lay[i].shape for i in ins[2:]])
+        target = ishape + tuple(self.lay[ins[0]].shape[len(idx):])
+        try:
+            indices = [(strided.expanded(self.lay[i], ishape), self.ctype(i)) for i in ins[2:]]
+        except strided.Unsupported as e:
+            raise Ineligible(str(e)) from None
+        vals = self.broadcast(ins[1], target, n.name + "_values")
+        src = self.contiguous(ins[0])
+        self.own(out)
+        self.body += index_put_lines(n, src, vals, indices, out, self.ctype(out))
+        return False
+
+    def _outputs(self, n):
+        """The buffer of each output of multi-output node ``n`` the graph reads (the first
+        ``getitem`` of it), None for the others."""
+        outs = [None] * len(n.meta["val"])
+        for u in n.users:
+            if u.target is operator.getitem and isinstance(u.args[1], int) and \
+                    "b_" + u.name in self.sched.buffers and outs[u.args[1]] is None:
+                outs[u.args[1]] = "b_" + u.name
+        return outs
+
+    def _part(self, n, out):
+        """``getitem`` of a multi-output step: the memory that step wrote."""
+        src = self.parts[n.args[0].name][n.args[1]]
+        if src != out:  # a second getitem of the same output
+            if src is None:
+                raise Ineligible(f"{n.name} reads an output the entry point did not keep")
+            if out in self.declared:
+                self.body += strided.copy_loops(self.ctype(out), self.lay[src], out)
+                self.own(out)
+            else:
+                self.lay[out] = self.lay[src]
+        return False
 
 
 def _gather(n):
@@ -158,7 +249,8 @@ def entry_source(sched):
     params += [f"double {s}" for s in scalars] + ["int nt"]
     L = [f"int ek_entry({', '.join(params)}) {{"]
     L += ["    " + ln for ln in e.body] + ["    return 0;", "}"]
-    return "#include <stdlib.h>\n#include <string.h>\n" + "\n".join(L) + "\n", io, blas
+    head = "#include <stdlib.h>\n#include <string.h>\n" + "".join(e.preambles.values())
+    return head + "\n".join(L) + "\n", io, blas
 
 
 def shim_source(sched, io):

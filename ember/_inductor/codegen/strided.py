@@ -11,7 +11,7 @@ import dataclasses
 from .. import sizes as _sizes
 from ..passes.lower import _keys, _shape
 
-__all__ = ["Layout", "contiguous", "view_layout", "copy_loops", "Unsupported"]
+__all__ = ["Layout", "contiguous", "expanded", "view_layout", "copy_loops", "Unsupported"]
 
 
 class Unsupported(Exception):
@@ -115,6 +115,18 @@ def _reshape(x, shape):
     return Layout(x.root, x.offset, new_shape, strides)
 
 
+def expanded(x, shape):
+    """Layout ``x`` broadcast to ``shape`` (new leading dims and size-1 dims at stride 0)."""
+    shape = tuple(shape)
+    lead = len(shape) - len(x.shape)
+    if lead < 0:
+        raise Unsupported("a broadcast to fewer dims")
+    strides = [0] * lead
+    for d, (n, s) in enumerate(zip(x.shape, x.strides)):
+        strides.append(s if _sizes.key(n) == _sizes.key(shape[lead + d]) else 0)
+    return Layout(x.root, x.offset, shape, tuple(strides))
+
+
 def view_layout(node, x):
     """The layout of movement ``node``'s value given its input's layout ``x``, or None when
     it needs a copy; raises `Unsupported`."""
@@ -127,11 +139,7 @@ def view_layout(node, x):
         return Layout(x.root, x.offset, tuple(x.shape[d] for d in dims),
                       tuple(x.strides[d] for d in dims))
     if name == "expand":
-        lead = len(shape) - len(x.shape)
-        strides = [0] * lead
-        for d, (n, s) in enumerate(zip(x.shape, x.strides)):
-            strides.append(s if _sizes.key(n) == _sizes.key(shape[lead + d]) else 0)
-        return Layout(x.root, x.offset, shape, tuple(strides))
+        return expanded(x, shape)
     if name == "flip":
         off, strides = x.offset, list(x.strides)
         for d in {d % len(x.shape) for d in node.kwargs["dims"]}:
