@@ -25,6 +25,7 @@ from .._core.device import DEFAULT_DEVICE, device as _device, get_backend
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
 from ._scalar_check import check_scalar_fits
+from .random_streams import _fma32, _fma64
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "range", "linspace",
@@ -138,17 +139,96 @@ def _range_kernel(xp, *, start, end, step, dtype, device=None):
     return _on((start + xp.arange(n, dtype=np.float64) * step).astype(dtype), device)
 
 
+def _scalar_as(value, dt):
+    """``value`` converted to ``dt`` as torch's ``Scalar.to<T>()``: ints truncate a float
+    toward zero."""
+    if dt.kind in "iu":  # a negative value wraps into an unsigned type, as in C
+        v = math.trunc(value.real if isinstance(value, complex) else value)
+        return np.array(v, np.int64 if v < 0 else np.uint64).astype(dt)[()]
+    return dt.type(value)
+
+
+def _spaced_index(xp, steps, dt):
+    """Index ``i`` and its mirror ``steps - 1 - i`` in ``dt``, with the mask of the first
+    half: torch counts the first half up from ``start`` and the second down from ``end``,
+    so both ends are exact and the sequence is symmetric."""
+    i = xp.arange(steps, dtype=np.int64)
+    return i.astype(dt), (steps - 1 - i).astype(dt), i < steps // 2
+
+
+def _linspace_real(xp, start, end, steps, dt):
+    # torch's CPU kernel, in the output dtype (ints step in float64 and truncate), bit for
+    # bit: float32/float64 as ``start + step * i`` in one fused multiply-add (its kernel is
+    # compiled with FMA contraction), halves rounding after each operation
+    ct = np.dtype(np.float64) if dt.kind in "iu" else dt
+    s, e = _scalar_as(start, dt), _scalar_as(end, dt)
+    s, e = ct.type(s), ct.type(e)
+    step = (e - s) / ct.type(steps - 1)
+    up, down, first = _spaced_index(xp, steps, ct)
+    if ct.kind == "f" and ct.itemsize >= 4:
+        fma = _fma32 if ct.itemsize == 4 else _fma64
+        arr = xp.where(first, fma(up, step, s), fma(down, -step, e))
+    else:
+        arr = xp.where(first, s + step * up, e - step * down)
+    return arr.astype(dt)
+
+
 def _linspace_kernel(xp, *, start, end, steps, dtype, device=None):
     dt = np.dtype(dtype)
-    arr = xp.linspace(start, end, steps, dtype=np.float64 if dt.kind != "c" else np.complex128)
-    if dt.kind in "iu":
-        arr = xp.trunc(arr)
-    return _on(arr.astype(dt), device)
+    if steps == 1:
+        return _on(xp.full(1, _scalar_as(start, dt), dtype=dt), device)
+    if dt.kind == "c":  # torch steps a complex by a real count: parts independently
+        real = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
+        start, end = complex(start), complex(end)
+        arr = xp.empty(steps, dtype=dt)
+        arr.real = _linspace_real(xp, start.real, end.real, steps, real)
+        arr.imag = _linspace_real(xp, start.imag, end.imag, steps, real)
+        return _on(arr, device)
+    return _on(_linspace_real(xp, start, end, steps, dt), device)
 
 
 def _logspace_kernel(xp, *, start, end, steps, base, dtype, device=None):
-    arr = xp.power(base, xp.linspace(start, end, steps, dtype=np.float64))
-    return _on(arr.astype(dtype), device)
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        arr = xp.power(base, xp.linspace(start, end, steps, dtype=np.complex128))
+        return _on(arr.astype(dt), device)
+    if steps == 1:
+        # torch fills it, with fill_'s conversion check (halves fill through float: no check)
+        value = _libpow(float(base), float(start))
+        check_scalar_fits(value, dt, check_float_range=dt.kind != "V" and dt.itemsize >= 4)
+        return _on(_from_double(xp.full(1, value), dt), device)
+    # torch: the exponents in float64 from start/end as ``dt`` holds them (an int
+    # difference is taken in ints), the power in float64, then one cast
+    s, e = _scalar_as(start, dt), _scalar_as(end, dt)
+    step = float(int(e) - int(s) if dt.kind in "iu" else e - s) / (steps - 1)
+    up, down, first = _spaced_index(xp, steps, np.dtype(np.float64))
+    expo = xp.where(first, float(s) + step * up, float(e) - step * down)
+    # the C library's pow, as torch calls it (NumPy's vectorised power differs in the last
+    # bit for some inputs)
+    base = float(base)
+    arr = np.fromiter((_libpow(base, x) for x in expo.tolist()), np.float64, steps)
+    return _on(_from_double(xp.asarray(arr), dt), device)
+
+
+def _libpow(base, x):
+    try:
+        return math.pow(base, x)
+    except OverflowError:
+        return math.inf
+    except ValueError:  # a negative base to a fractional power
+        return math.nan
+
+
+def _from_double(arr, dt):
+    """A float64 array stored into ``dt`` as C++ converts: halves through float32, narrow
+    ints through int32 (wrapping as the hardware conversion does)."""
+    if dt.kind == "f" and dt.itemsize < 4 or dt.kind == "V":
+        arr = arr.astype(np.float32)
+    elif dt.kind in "iu" and dt.itemsize < 4:
+        with np.errstate(invalid="ignore"):
+            arr = arr.astype(np.int32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(dt)
 
 
 def _eye_kernel(xp, *, n, m, dtype, device=None):
@@ -493,6 +573,15 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
                          "dtype": _dtype_or_default(dtype)}, device, requires_grad)
 
 
+def _check_bounds(start, end, steps, dt, first):
+    """torch's conversion check of the bounds into ``dt``: both when the sequence steps, only
+    ``start`` (``first``) when one value is filled in."""
+    if steps > 1 or steps == 1 and first:
+        check_scalar_fits(start, dt)
+    if steps > 1:
+        check_scalar_fits(end, dt)
+
+
 @overridable
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
@@ -504,6 +593,9 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         dtype = out.dtype
     dt = _dtype_or_default(dtype) if dtype or not any(isinstance(v, complex) for v in (start, end)) \
         else _dt.default_complex_dtype().np
+    if dt == np.bool_:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    _check_bounds(start, end, steps, dt, first=True)
     return _to_out(_make(LINSPACE, {"start": start, "end": end, "steps": int(steps), "dtype": dt},
                          device, requires_grad), out)
 
@@ -514,9 +606,10 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log scale."""
     if dtype is None and out is not None:
         dtype = out.dtype
-    return _to_out(_make(LOGSPACE, {"start": _num(start), "end": _num(end), "steps": int(steps),
-                                    "base": base, "dtype": _dtype_or_default(dtype)}, device,
-                         requires_grad), out)
+    start, end, dt = _num(start), _num(end), _dtype_or_default(dtype)
+    _check_bounds(start, end, steps, dt, first=False)
+    return _to_out(_make(LOGSPACE, {"start": start, "end": end, "steps": int(steps),
+                                    "base": base, "dtype": dt}, device, requires_grad), out)
 
 
 @overridable

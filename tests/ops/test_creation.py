@@ -151,3 +151,72 @@ def test_arange_out():
     ember.arange(4, out=e)
     torch.arange(4, out=t)
     assert e.tolist() == t.tolist()
+
+
+def _bits(t):
+    """The stored bits of a tensor of either library (bfloat16 viewed as int16)."""
+    if str(t.dtype).endswith("bfloat16"):
+        t = t.view(torch.int16 if isinstance(t, torch.Tensor) else ember.int16)
+    return t.numpy()
+
+
+_SPACED_DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
+                  "uint8", "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("dtype", _SPACED_DTYPES)
+@pytest.mark.parametrize("steps", [1, 2, 7, 100, 1001])
+def test_linspace_bit_for_bit(dtype, steps):
+    # torch counts up from start for the first half and down from end for the second, in the
+    # output dtype with fused multiply-adds: ulp-level differences from a float64 linspace
+    rng = np.random.default_rng(steps)
+    for _ in range(20):
+        a, b = rng.uniform(-100, 100, 2).tolist()
+        if dtype == "uint8":
+            a, b = abs(a), abs(b)
+        if dtype.startswith("complex"):
+            a, b = complex(a, rng.uniform(-5, 5)), complex(b, rng.uniform(-5, 5))
+        t = torch.linspace(a, b, steps, dtype=getattr(torch, dtype))
+        e = ember.linspace(a, b, steps, dtype=getattr(ember, dtype))
+        np.testing.assert_array_equal(_bits(e), _bits(t), err_msg=f"{a} {b}")
+
+
+@pytest.mark.parametrize("dtype", [d for d in _SPACED_DTYPES if not d.startswith("complex")])
+@pytest.mark.parametrize("steps", [1, 2, 7, 100, 1001])
+def test_logspace_bit_for_bit(dtype, steps):
+    rng = np.random.default_rng(steps)
+    for base in (10.0, 2.0, 1.5, 0.5, -2.0):
+        a, b = rng.uniform(-8, 8, 2).tolist()
+        if dtype == "uint8":
+            a, b = abs(a), abs(b)
+        args = (a, b, steps)
+        try:
+            t = torch.logspace(*args, base=base, dtype=getattr(torch, dtype))
+        except RuntimeError as err:  # an int dtype that cannot hold a bound or the value
+            with pytest.raises(RuntimeError, match="cannot be converted"):
+                ember.logspace(*args, base=base, dtype=getattr(ember, dtype))
+            assert "cannot be converted" in str(err)
+            continue
+        e = ember.logspace(*args, base=base, dtype=getattr(ember, dtype))
+        np.testing.assert_array_equal(_bits(e), _bits(t), err_msg=f"{args} {base}")
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.linspace(0, 300, 5, dtype=lib.uint8),
+    lambda lib: lib.linspace(0, 3, 5, dtype=lib.bool),
+    lambda lib: lib.logspace(50.0, 1, 1, dtype=lib.float32),
+])
+def test_spaced_errors_match_torch(call):
+    with pytest.raises(Exception) as t:
+        call(torch)
+    with pytest.raises(type(t.value), match=str(t.value).replace('"', '.')[:40]):
+        call(ember)
+
+
+def test_spaced_edges_match_torch():
+    for call in (lambda lib: lib.linspace(-3, 1, 3, dtype=lib.uint8),  # wraps as in C
+                 lambda lib: lib.linspace(2.7, -1, 1, dtype=lib.int32),
+                 lambda lib: lib.linspace(300, 0, 0, dtype=lib.uint8),
+                 lambda lib: lib.logspace(90.0, 1, 1, dtype=lib.float16),
+                 lambda lib: lib.logspace(0, 40, 5, base=2.0, dtype=lib.int8)):
+        np.testing.assert_array_equal(_bits(call(ember)), _bits(call(torch)))
