@@ -16,6 +16,7 @@ reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
 from . import attention as _attention
+from . import pooling as _pooling
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
@@ -165,4 +166,5 @@ def render():
         undefs = "".join(f"#undef {k}\n" for k in names)
         parts.append(defs + ROWS.replace("_S(", f"_{suffix}(") + undefs)
     parts.append(_attention.render())
+    parts.append(_pooling.render())
     return "".join(parts)

@@ -12,6 +12,7 @@ per plane, hence unchanged).
 import numpy as np
 
 from ..._core import dtype as _dt
+from ..._core.ckernels import pooling as _ckpool
 from ..._core.op import Op
 from ..._core.tensor import host_tensor
 from .._batching import _batched_front, _move_to_front
@@ -54,33 +55,52 @@ def _max_pool_kernel(xp, x, ks, stride, pad, dil, ceil, need_idx):
     n = len(ks)
     a, back = _compute(x)
     outs, pads = _geometry(a.shape, ks, stride, pad, dil, ceil)
+    r = _ckpool.max_pool(a, ks, stride, pad, dil, outs, need_idx)
+    if r is None:
+        r, idx = _max_pool_numpy(xp, a, ks, stride, pad, dil, outs, pads, need_idx)
+    else:
+        r, idx = r
+    return (r if back is None else r.astype(back)), idx
+
+
+def _max_pool_numpy(xp, a, ks, stride, pad, dil, outs, pads, need_idx):
+    """The NumPy kernel: the window maximum by strided views, the index by a scan."""
+    n = len(ks)
+    L = a.shape[-n:]
     lead = a.ndim - n
     if any(p for pr in pads for p in pr):
         a = xp.pad(a, ((0, 0),) * lead + pads, constant_values=_fill_low(a.dtype))
     win = _crop(_windows(xp, a, ks, dil, ((0, 0),) * n, stride), outs, n)
     if not need_idx:
-        r = win.max(axis=tuple(range(-n, 0)))
-        return (r if back is None else r.astype(back)), xp.zeros((0,), dtype=np.int64)
+        return win.max(axis=tuple(range(-n, 0))), xp.zeros((0,), dtype=np.int64)
     offsets = list(np.ndindex(*ks))
     views = [win[(Ellipsis,) + off] for off in offsets]
     r = views[0].copy()
     for v in views[1:]:
         xp.maximum(r, v, out=r)
     kt = np.int8 if len(views) < 128 else np.int64
+    # where an offset reads the padding (None: nowhere), which PyTorch never picks even
+    # when the whole window is the padding's value (-inf or the integer minimum)
+    inside = [_inside(xp, off, outs, L, stride, pad, dil) for off in offsets] \
+        if any(p for pr in pads for p in pr) else None
     if a.dtype.kind == "f" and xp.isnan(r).any():
         # PyTorch takes the last NaN of a window; the equality test below cannot see NaNs
         r = views[0].copy()
         k = xp.zeros(r.shape, dtype=kt)
+        cur = None if inside is None else xp.broadcast_to(inside[0], r.shape).copy()
         for j, v in enumerate(views[1:], 1):
             upd = (v > r) | (v != v)
+            if cur is not None:  # the first element inside replaces a padding start
+                upd |= inside[j] & ~cur
+                xp.copyto(cur, inside[j], where=upd)
             xp.copyto(r, v, where=upd)
             xp.copyto(k, j, where=upd)
     else:
         # the first offset holding the maximum, as PyTorch's strict '>' scan picks
         k = xp.full(r.shape, len(views) - 1, dtype=kt)
         for j in range(len(views) - 2, -1, -1):
-            xp.copyto(k, j, where=views[j] == r)
-    L = x.shape[-n:]
+            hit = views[j] == r
+            xp.copyto(k, j, where=hit if inside is None else hit & inside[j])
     strides = [int(np.prod(L[i + 1:], dtype=np.int64)) for i in range(n)]
     base = 0
     for i in range(n):
@@ -90,7 +110,16 @@ def _max_pool_kernel(xp, x, ks, stride, pad, dil, ceil, need_idx):
                      dtype=np.int64)
     idx = table[k]
     idx += base
-    return (r if back is None else r.astype(back)), idx
+    return r, idx
+
+
+def _inside(xp, off, outs, L, stride, pad, dil):
+    """Whether window offset ``off`` reads inside the input, per output position."""
+    m = True
+    for i, o in enumerate(outs):
+        h = np.arange(o) * stride[i] - pad[i] + off[i] * dil[i]
+        m = m & ((h >= 0) & (h < L[i])).reshape((-1,) + (1,) * (len(outs) - 1 - i))
+    return xp.asarray(m)
 
 
 def _max_pool_vjp(ctx, g, x, ks, stride, pad, dil, ceil, need_idx):
@@ -115,6 +144,9 @@ MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, sa
 
 def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
     a, back = _compute(g)
+    r = _ckpool.max_pool_backward(a, idx, in_shape, n)
+    if r is not None:
+        return r if back is None else r.astype(back)
     lead = int(np.prod(in_shape[:-n], dtype=np.int64))
     plane = int(np.prod(in_shape[-n:], dtype=np.int64))
     per = int(np.prod(idx.shape[idx.ndim - n:], dtype=np.int64))  # no -1: lead may be 0

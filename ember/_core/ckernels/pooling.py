@@ -1,0 +1,230 @@
+"""Max pooling in C: the one template of its forward and backward loops, rendered for the
+eager library and for the compiler.
+
+NumPy max pooling is several passes over strided window views plus a tie-breaking pass,
+and its gradient a bincount; one loop per window does both at once.  The loops are
+written once here, over named sizes (``LEAD`` planes of ``L0..`` inputs, ``O0..``
+outputs, window ``K``, stride ``S``, padding ``P``, dilation ``D`` per pooled dim):
+
+* the eager library (`source.render`) gets ``ck_max_pool{1,2,3}d_f32/_f64`` and
+  ``ck_max_pool_backward_f32/_f64``, whose sizes are read from a geometry array at run
+  time; `max_pool` / `max_pool_backward` call them on NumPy arrays, or return None when
+  the arrays do not fit (the op then runs its NumPy kernel, which computes the same thing);
+* the compiler's C externs (`ember._inductor.codegen.c_externs`) render the same loops
+  with the sizes as literals (`forward_source` / `backward_source`), which the C compiler
+  folds.
+
+Semantics are torch's: a window's value is its first largest element, or its last NaN; the
+index is the flat position in the input plane; positions outside the input (padding, ceil
+mode) are never chosen, so a window of -inf points at its first in-bounds element.  The
+backward adds each gradient at its index, in output order.  Planes (every dim before the
+pooled ones) are split over ``nt`` OpenMP threads from ``min_work`` window elements; ``nt
+== 1`` never touches the OpenMP runtime.
+"""
+import ctypes
+import math
+
+import numpy as np
+
+__all__ = ["forward_source", "backward_source", "render", "max_pool", "max_pool_backward"]
+
+_CTYPE = {"f32": "float", "f64": "double"}
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+
+def _plane_function(fname, params, work, body, pragma, min_work):
+    """``void fname(params, int nt)`` running ``body`` (C lines using the plane ``l`` and
+    the sizes of ``params``) for each of ``LEAD`` planes, over threads when ``work`` (a C
+    expression) reaches ``min_work``; ``params[0]`` is the size declarations."""
+    decls, params = params[0], params[1:]
+    inner = "\n".join("            " + ln for ln in body)
+    return f"""
+void {fname}({', '.join(params)}, int nt) {{
+{decls}
+    if (nt > 1 && (int64_t)({work}) >= (int64_t){int(min_work)}) {{
+        {pragma}(omp parallel for num_threads(nt) schedule(static))
+        for (int64_t l = 0; l < LEAD; l++) {{
+{inner}
+        }}
+    }} else {{
+        for (int64_t l = 0; l < LEAD; l++) {{
+{inner}
+        }}
+    }}
+}}
+"""
+
+
+def _decls(names, values):
+    return "\n".join(f"    const int64_t {k} = {v};" for k, v in zip(names, values))
+
+
+def _names(n):
+    return (["LEAD"] + [f"L{d}" for d in range(n)] + [f"O{d}" for d in range(n)]
+            + [f"K{d}" for d in range(n)] + [f"S{d}" for d in range(n)]
+            + [f"P{d}" for d in range(n)] + [f"D{d}" for d in range(n)] + ["NEED"])
+
+
+def forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
+    """C of ``void fname(T *vals, int64_t *idx, const T *x, [const int64_t *g,] int nt)``:
+    max pooling over the last ``n`` dims of C-contiguous ``x``.  ``geometry`` lists the
+    sizes in the order of `_names` (lead, input sizes, output sizes, kernel, stride,
+    padding, dilation, whether to store indices) as ints, or is None: the function then
+    takes them from the array ``g`` at run time.
+
+    Each row of outputs (the last pooled dim) is updated once per window offset by a
+    branch-free loop over the row; an output's candidates are still visited in window
+    order, which is what the first-maximum and last-NaN rules need.  (No ``omp simd``:
+    rows of pooled images are short, 14 for LeNet, and forced vectors of 16 ran 2.3x
+    slower than the scalar loop.)"""
+    names = _names(n)
+    values = [f"g[{i}]" for i in range(len(names))] if geometry is None else \
+        [int(v) for v in geometry]
+    m = n - 1  # the row dim
+    pin = " * ".join(f"L{d}" for d in range(n))
+    pout = " * ".join(f"O{d}" for d in range(n))
+    body = [f"const {ctype} *xp = x + l * ({pin});",
+            f"{ctype} *vr = vals + l * ({pout});",
+            f"int64_t *ir = NEED ? idx + l * ({pout}) : 0;"]
+    ind = ""
+    for d in range(m):  # the outer output dims: one row each
+        body.append(f"{ind}for (int64_t o{d} = 0; o{d} < O{d}; o{d}++) {{")
+        ind += "    "
+    body += [f"{ind}for (int64_t o = 0; o < O{m}; o++) vr[o] = ({ctype})(-INFINITY);",
+             f"{ind}if (NEED) for (int64_t o = 0; o < O{m}; o++) ir[o] = -1;"]
+    inner, base = ind, "0"
+    for d in range(m):  # the outer window dims, in window order
+        body.append(f"{inner}for (int64_t k{d} = 0; k{d} < K{d}; k{d}++) {{")
+        inner += "    "
+        body.append(f"{inner}const int64_t h{d} = o{d} * S{d} - P{d} + k{d} * D{d};")
+        body.append(f"{inner}if (h{d} < 0 || h{d} >= L{d}) continue;")
+        base = f"({base}) * L{d} + h{d}" if d else "h0"
+    body += [
+        f"{inner}for (int64_t k{m} = 0; k{m} < K{m}; k{m}++) {{",
+        f"{inner}    const int64_t off = ({base}) * L{m} + k{m} * D{m} - P{m};",
+        f"{inner}    const int64_t first = k{m} * D{m} - P{m};  /* input col of output 0 */",
+        f"{inner}    int64_t lo = first >= 0 ? 0 : (S{m} - 1 - first) / S{m};",
+        f"{inner}    int64_t hi = L{m} - first <= 0 ? 0 : (L{m} - first + S{m} - 1) / S{m};",
+        f"{inner}    if (hi > O{m}) hi = O{m};",
+        f"{inner}    if (NEED) {{",
+        f"{inner}        for (int64_t o = lo; o < hi; o++) {{",
+        f"{inner}            const int64_t q = off + o * S{m};",
+        f"{inner}            const {ctype} v = xp[q];",
+        f"{inner}            const int take = (ir[o] < 0) | (v > vr[o]) | (v != v);",
+        f"{inner}            vr[o] = take ? v : vr[o];",
+        f"{inner}            ir[o] = take ? q : ir[o];",
+        f"{inner}        }}",
+        f"{inner}    }} else {{",
+        f"{inner}        for (int64_t o = lo; o < hi; o++) {{",
+        f"{inner}            const {ctype} v = xp[off + o * S{m}];",
+        f"{inner}            vr[o] = (v > vr[o]) | (v != v) ? v : vr[o];",
+        f"{inner}        }}",
+        f"{inner}    }}",
+        f"{inner}}}"]
+    for _ in range(m):  # the outer window loops
+        inner = inner[:-4]
+        body.append(inner + "}")
+    body += [f"{ind}vr += O{m};", f"{ind}if (NEED) ir += O{m};"]
+    for _ in range(m):  # the outer output loops
+        ind = ind[:-4]
+        body.append(ind + "}")
+    params = [_decls(names, values), f"{ctype} *restrict vals", "int64_t *restrict idx",
+              f"const {ctype} *restrict x"]
+    if geometry is None:
+        params.append("const int64_t *restrict g")
+    work = f"LEAD * {pout} * " + " * ".join(f"K{d}" for d in range(n))
+    return _plane_function(fname, params, work, body, pragma, min_work)
+
+
+def backward_source(fname, ctype, geometry, pragma="CK_PRAGMA", min_work=0):
+    """C of ``void fname(T *out, const T *g, const int64_t *idx, [const int64_t *geo,] int
+    nt)``: each plane of ``out`` (``PIN`` elements) zeroed, then every gradient of the
+    plane's ``POUT`` outputs added at its index.  ``geometry`` is ``(LEAD, PIN, POUT)`` as
+    ints, or None: the function then reads them from ``geo``."""
+    names = ["LEAD", "PIN", "POUT"]
+    values = [f"geo[{i}]" for i in range(3)] if geometry is None else \
+        [int(v) for v in geometry]
+    body = [f"{ctype} *op = out + l * PIN;",
+            "const int64_t *iq = idx + l * POUT;",
+            f"const {ctype} *gp = g + l * POUT;",
+            "for (int64_t q = 0; q < PIN; q++) op[q] = 0;",
+            "for (int64_t o = 0; o < POUT; o++) {",
+            "    const int64_t q = iq[o];",
+            "    if (q >= 0 && q < PIN) op[q] += gp[o];",
+            "}"]
+    params = [_decls(names, values), f"{ctype} *restrict out", f"const {ctype} *restrict g",
+              "const int64_t *restrict idx"]
+    if geometry is None:
+        params.append("const int64_t *restrict geo")
+    return _plane_function(fname, params, "LEAD * (PIN + POUT)", body, pragma, min_work)
+
+
+def render():
+    """The eager library's pooling kernels (sizes read at run time)."""
+    parts = ["\n/* ---- max pooling (ember/_core/ckernels/pooling.py) ---- */\n"]
+    for suffix, ctype in _CTYPE.items():
+        for n in (1, 2, 3):
+            parts.append(forward_source(f"ck_max_pool{n}d_{suffix}", ctype, n, None))
+        parts.append(backward_source(f"ck_max_pool_backward_{suffix}", ctype, None))
+    return "".join(parts)
+
+
+# ---- the eager callers ---------------------------------------------------------------------
+
+_P, _I = ctypes.c_void_p, ctypes.c_int
+
+
+def _fn(name):
+    from . import _fn as lookup
+    return lookup(name, [_P] * 4 + [_I])
+
+
+def _threads(work):
+    from . import _threads as threads
+    return threads(work)
+
+
+def _fits(x):
+    from . import ENABLED
+    return ENABLED and type(x) is np.ndarray and x.dtype in _SUFFIX and x.ndim >= 1
+
+
+def max_pool(x, ks, stride, pad, dil, outs, need_idx):
+    """``(values, indices)`` of max pooling ``x`` (float32/float64) over its last
+    ``len(ks)`` dims into output sizes ``outs`` (indices an empty int64 array unless
+    ``need_idx``), or None when the C kernel cannot be had."""
+    n = len(ks)
+    if not _fits(x) or n > 3 or x.ndim < n:
+        return None
+    f = _fn(f"ck_max_pool{n}d_{_SUFFIX[x.dtype]}")
+    if f is None:
+        return None
+    x = np.ascontiguousarray(x)
+    shape = x.shape[:x.ndim - n] + tuple(outs)
+    lead = math.prod(x.shape[:x.ndim - n])
+    vals = np.empty(shape, x.dtype)
+    idx = np.empty(shape if need_idx else (0,), np.int64)
+    geo = np.array((lead,) + x.shape[x.ndim - n:] + tuple(outs) + tuple(ks) + tuple(stride)
+                   + tuple(pad) + tuple(dil) + (int(bool(need_idx)),), np.int64)
+    f(vals.ctypes.data, idx.ctypes.data, x.ctypes.data, geo.ctypes.data,
+      _threads(vals.size * math.prod(ks)))
+    return vals, idx
+
+
+def max_pool_backward(g, idx, in_shape, n):
+    """The input gradient of max pooling (shape ``in_shape``) from the output gradient
+    ``g`` and the indices ``idx`` (same shape), or None when the C kernel cannot be had."""
+    if not _fits(g) or idx.dtype != np.int64 or idx.shape != g.shape:
+        return None
+    f = _fn(f"ck_max_pool_backward_{_SUFFIX[g.dtype]}")
+    if f is None:
+        return None
+    g, idx = np.ascontiguousarray(g), np.ascontiguousarray(idx)
+    in_shape = tuple(in_shape)
+    lead = math.prod(in_shape[:len(in_shape) - n])
+    out = np.empty(in_shape, g.dtype)
+    geo = np.array((lead, math.prod(in_shape[len(in_shape) - n:]),
+                    math.prod(g.shape[g.ndim - n:])), np.int64)
+    f(out.ctypes.data, g.ctypes.data, idx.ctypes.data, geo.ctypes.data,
+      _threads(out.size + g.size))
+    return out
