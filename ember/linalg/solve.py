@@ -5,6 +5,7 @@ import numpy as np
 
 from .._core.dispatch import apply, overridable
 from ..ops import _return_types as _rt
+from ..ops._nondiff import refuse_grad
 from ..ops.blas import matmul
 from ..ops.linalg.decompositions import lu_solve_core
 from ..ops.linalg.solve import CHOL_SOLVE, INV, LSTSQ, PINV, SOLVE, TRI
@@ -169,6 +170,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     check_float("linalg.pinv", A)
     if hermitian:
         check_square("linalg.pinv(hermitian=True)", A)
+    refuse_grad("linalg_pinv", atol=atol, rtol=rtol)
     r = apply(PINV, (A, atol, rtol), {"hermitian": hermitian})
     return _out(r, out)
 

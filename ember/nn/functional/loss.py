@@ -15,6 +15,7 @@ from ..._core.tensor import Tensor, host_tensor, wrap
 from ...autograd import no_grad
 from ...ops import arange, where, xlogy
 from ...ops._helpers import apply, not_implemented, type_name
+from ...ops._nondiff import refuse_grad
 from ...ops.nn.loss import CROSS_ENTROPY, CTC_LOSS, CTC_LOSS_TENSOR, NLL_LOSS, ctc_check
 from ...ops.softmax import log_softmax
 from .activation import logsigmoid, softplus
@@ -185,6 +186,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_float_input(input, "nll_loss_out_frame" if input.dim() <= 2 else
                        "nll_loss2d_forward_out_frame")
     _check_weight(weight, input)
+    refuse_grad("nll_loss_forward", weight=weight)
     args = (input, target) if weight is None else (input, target, weight)
     return apply(NLL_LOSS, args, {"ignore_index": ignore_index, "reduction": reduction})
 
@@ -207,6 +209,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _ce_probs(input, target, weight, reduction, label_smoothing)
     _check_nll_shapes(input, target, "cross_entropy")
     _check_weight(weight, input)
+    refuse_grad("nll_loss_forward", weight=weight)
     args = (input, target) if weight is None else (input, target, weight)
     return apply(CROSS_ENTROPY, args, {"ignore_index": ignore_index, "reduction": reduction,
                                        "smoothing": float(label_smoothing)})
@@ -242,6 +245,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected "
                            f"{type_name(input.dtype)}")
+    refuse_grad("binary_cross_entropy", weight=weight)
     # the kernel checks that input and target lie in [0, 1], as torch's does
     from ...ops.loss_kernels import BINARY_CROSS_ENTROPY  # torch's finite derivative at 0 and 1
     loss = BINARY_CROSS_ENTROPY(input, target)
@@ -259,6 +263,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.size()}) must be the same as input size "
                          f"({input.size()})")
+    refuse_grad("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     ls = logsigmoid(input)
     if pos_weight is not None:
         loss = (1 - target) * input - ((pos_weight - 1) * target + 1) * ls
@@ -443,6 +448,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+    refuse_grad("multi_margin_loss", weight=weight)
     x = _margin_input(input, target, "multi_margin")
     t = target.reshape(-1)
     C = x.shape[1]
@@ -493,6 +499,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """Two-class logistic loss: log(1 + exp(-target * input))."""
     reduction = _red(size_average, reduce, reduction)
     _check_reduction(reduction)
+    refuse_grad("soft_margin_loss", target=target)
     loss = softplus(-target * input)
     return _apply_reduction(loss, reduction)
 

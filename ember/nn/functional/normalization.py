@@ -17,6 +17,7 @@ from ...ops.nn.normalization import _normalize_kernel, normalize_stats  # noqa: 
 from ...ops.nn.batch_norm import (BATCH_NORM_FUNCTIONAL, BATCH_NORM_NO_STATS,
                                   BATCH_NORM_NO_TRAINING)
 from ...ops._helpers import not_implemented, type_name
+from ...ops._nondiff import refuse_grad
 from .conv import pad
 from .pooling import avg_pool2d
 
@@ -92,6 +93,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {list(input.shape)}")
     _check_floating("batch_norm", input)
+    refuse_grad("native_batch_norm", running_mean=running_mean, running_var=running_var)
     _mixed_params(input, weight, bias, running_mean, running_var)
     if training:
         if running_mean is None or running_var is None:
@@ -134,6 +136,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{list(input.shape)}")
     _check_floating("batch_norm", input)
+    refuse_grad("native_batch_norm", running_mean=running_mean, running_var=running_var)
     mixed = _mixed_params(input, weight, bias, running_mean, running_var)
     xhat, mean, rstd = normalize_stats(input, dims, eps)
     if running_mean is not None:
