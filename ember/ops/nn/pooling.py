@@ -145,15 +145,19 @@ MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, sa
 def _max_pool_backward_kernel(xp, g, idx, in_shape, n):
     a, back = _compute(g)
     r = _ckpool.max_pool_backward(a, idx, in_shape, n)
-    if r is not None:
-        return r if back is None else r.astype(back)
+    if r is None:
+        r = _max_pool_backward_numpy(xp, a, idx, in_shape, n)
+    return r.astype(back or a.dtype, copy=False)
+
+
+def _max_pool_backward_numpy(xp, a, idx, in_shape, n):
+    """The NumPy kernel: one bincount over the planes."""
     lead = int(np.prod(in_shape[:-n], dtype=np.int64))
     plane = int(np.prod(in_shape[-n:], dtype=np.int64))
     per = int(np.prod(idx.shape[idx.ndim - n:], dtype=np.int64))  # no -1: lead may be 0
     base = (xp.arange(lead, dtype=np.int64) * plane)[:, None] + idx.reshape(lead, per)
     r = xp.bincount(base.ravel(), weights=a.ravel(), minlength=lead * plane)
-    r = r.astype(back or a.dtype, copy=False).reshape(in_shape)
-    return r
+    return r.reshape(in_shape)
 
 
 def _max_pool_backward_vjp(ctx, gg, g, idx, in_shape, n):
