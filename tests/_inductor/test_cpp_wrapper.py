@@ -54,10 +54,8 @@ def test_batched_and_broadcast_matmul(sa, sb):
 def test_attention_scores_through_transposed_views():
     q, k, v = rand(2, 3, 4, 5), rand(2, 3, 4, 5, seed=1), rand(2, 3, 4, 5, seed=2)
     cpp(lambda q, k, v: F.softmax(q @ k.transpose(-2, -1) * 0.5, -1) @ v, q, k, v)
-    # sdpa runs the flash-attention kernels: in C where they are registered (EXTERNS)
-    c = check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2,
-              q, k, v, options=CPP)
-    assert c.cpp_wrapper or "_flash_attention" in c.cpp_wrapper_reason
+    # sdpa: the flash-attention kernels, called from the entry point
+    cpp(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2, q, k, v)
 
 
 def test_strided_and_expanded_operands():
@@ -116,12 +114,13 @@ def _gpt():
     return tiny_gpt(ember, d=32, heads=4, seq=8, vocab=29, layers=2)
 
 
-def test_tiny_gpt_forward_is_one_c_call(monkeypatch):
-    # attention as matmuls and a softmax kernel (the flash-attention kernels kept whole run
-    # in C once an extern emitter for them is registered in cpp_wrapper.EXTERNS)
+@pytest.mark.parametrize("flash", [True, False])
+def test_tiny_gpt_forward_is_one_c_call(monkeypatch, flash):
+    # attention: the flash-attention kernels kept whole, or matmuls and a softmax kernel
     from ember._inductor import config
-    monkeypatch.setattr(config, "keep_whole",
-                        config.keep_whole - {"_flash_attention", "_flash_attention_backward"})
+    if not flash:
+        monkeypatch.setattr(config, "keep_whole", config.keep_whole -
+                            {"_flash_attention", "_flash_attention_backward"})
     m = _gpt()
     idx = ember.from_numpy(np.random.default_rng(0).integers(0, 29, (2, 8)))
     with ember.no_grad():
@@ -214,3 +213,84 @@ def test_tiny_gpt_training_step_is_one_c_call_per_graph(graphs, python_attention
             np.testing.assert_allclose(g.numpy(), r.numpy(), atol=5e-5, rtol=5e-4)
     _one_c_call_each(graphs, 2)
     assert not python_attention, python_attention
+
+
+SDPA = F.scaled_dot_product_attention
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "float", "bool_rows"])
+def test_sdpa_masks_in_the_entry_point(mask):
+    q, k, v = rand(2, 3, 70, 8), rand(2, 3, 90, 8, seed=1), rand(2, 3, 90, 6, seed=2)
+    args = [q, k, v]
+    if mask == "bool":
+        args.append(ember.from_numpy(np.random.default_rng(3).random((70, 90)) > 0.3))
+    elif mask == "float":
+        args.append(rand(2, 1, 70, 90, seed=4))
+    elif mask == "bool_rows":  # one row of keys for every query: a stride-0 row
+        args.append(ember.from_numpy(np.random.default_rng(3).random((1, 90)) > 0.3))
+    cpp(lambda *a: SDPA(*a, scale=0.4) + 1, *args)
+
+
+def test_sdpa_strided_broadcast_and_float64_operands():
+    x = rand(2, 8, 3, 6)
+    # heads split off a (B, T, H, D) tensor: permuted, read where they lie
+    cpp(lambda x: SDPA(x.transpose(1, 2), (x * 2).transpose(1, 2), x.transpose(1, 2) + 1,
+                       is_causal=True), x)
+    q, v = rand(2, 3, 9, 8), rand(2, 3, 11, 8, seed=2)
+    k1 = rand(1, 3, 11, 8, seed=1)
+    cpp(lambda q, k, v: SDPA(q, k.expand(2, 3, 11, 8), v), q, k1, v)   # a batch stride 0
+    cpp(lambda q, k, v: SDPA(q, k, v), q, k1, v)                        # broadcast batch
+    cpp(lambda q, k, v: SDPA(q[..., ::2], k[..., ::2], v), q, k1, v)    # no unit stride: copied
+    cpp(lambda q, k, v: SDPA(q, k, v, is_causal=True), q[0, 0], k1[0, 0], v[0, 0])  # 2-d
+    d = [t.to(ember.float64) for t in (q, k1, v)]
+    cpp(lambda q, k, v: SDPA(q, k, v, is_causal=True) * 3, *d)
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_sdpa_backward_in_the_entry_point(graphs, python_attention, mask):
+    """The backward graph's _flash_attention_backward in C, the float mask's gradient
+    (the score gradient ds) included."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rand(2, 3, 20, 8, seed=s).requires_grad_() for s in range(3))
+    args = [q, k, v]
+    if mask == "bool":
+        args.append(ember.from_numpy(rng.random((20, 20)) > 0.3))
+    elif mask == "float":
+        args.append(rand(2, 1, 20, 20, seed=4).requires_grad_())
+
+    def f(*a):
+        return (SDPA(*a, scale=0.3, is_causal=mask is None) * 2).square().sum()
+    diff = [a for a in args if a.requires_grad]
+    want = ember.autograd.grad(f(*args), diff)
+    compiled = ember.compile(f, backend="inductor", options=CPP)
+    compiled(*args)  # captures
+    python_attention.clear()
+    got = ember.autograd.grad(compiled(*args), diff)
+    assert_close(got, want)
+    _one_c_call_each(graphs, 2)
+    assert not python_attention, python_attention
+
+
+def test_index_put_in_the_entry_point():
+    x, v = rand(6, 3), rand(5, 3, seed=1)
+    i = ember.from_numpy(np.array([5, 0, 2, 2, -1]))
+    for acc in (True, False):  # duplicates add up, or the last one is kept
+        cpp(lambda x, v, i: x.index_put((i,), v * 2, accumulate=acc) + 1, x, v, i)
+    # several index tensors broadcast together; values broadcast to the indexed shape
+    r = ember.from_numpy(np.array([[0], [4]]))
+    c = ember.from_numpy(np.array([2, 0, 1]))
+    cpp(lambda x, r, c: x.index_put((r, c), ember.ones(3)), x, r, c)
+    w = rand(10, 4)
+    idx = ember.from_numpy(np.array([[1, 9, 0], [3, 3, 2]]))
+    g = rand(2, 3, 4, seed=2)
+    cpp(lambda w, i, g: ember.zeros_like(w).index_put((i,), g, accumulate=True), w, idx, g)
+
+
+def test_index_put_out_of_range_raises_eagers_error():
+    x, v = rand(6, 3), rand(2, 3, seed=1)
+    c = cpp(lambda x, v, i: x.index_put((i,), v) * 2, x, v, ember.from_numpy(np.array([1, 2])))
+    bad = ember.from_numpy(np.array([1, 6]))
+    with pytest.raises(IndexError):
+        x.index_put((bad,), v)
+    with pytest.raises(IndexError):
+        c(x, v, bad)

@@ -25,7 +25,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["render", "forward", "backward"]
+__all__ = ["render", "forward", "backward", "pointer"]
 
 BQ, BK = 64, 256          # forward: query rows x keys per block
 BQ_BWD, BK_BWD = 64, 128  # backward
@@ -478,6 +478,16 @@ def _fn(name, argtypes):
     if f is not None:
         f.restype = ctypes.c_int
     return f
+
+
+def pointer(name):
+    """The address of kernel ``name`` (``ck_flash_fwd_f32``, ``ck_flash_bwd_f64``, ...) in
+    the loaded library, for generated C that calls it through a pointer (the library is
+    loaded privately: its symbols do not link); None when the compiled kernels are off."""
+    from . import ENABLED
+    f = _fn(name, _COMMON + ([_P, _P, _I] if "_fwd_" in name else [_P] * 8 + [_I])) \
+        if ENABLED else None
+    return None if f is None else ctypes.cast(f, ctypes.c_void_p).value
 
 
 def _rows(a):

@@ -1,7 +1,8 @@
 """``_flash_attention`` and its backward inside the ``cpp_wrapper`` entry point: the eager
-library's blocked C kernels (`ember._core.ckernels.attention`), compiled into the graph's
-own translation unit (the eager library is loaded privately, so its symbols cannot be
-linked to) and called on the entry point's buffers.
+library's blocked C kernels (`ember._core.ckernels.attention`), called on the entry
+point's buffers through their addresses, which the shim passes in (the eager library is
+loaded privately, so its symbols do not link; compiling the kernels into every graph's
+translation unit instead took 10 s of cold compile per graph on a loaded machine).
 
 As the eager call does, operands are read where they lie: a row stride and one element
 offset per batch entry (leading dims broadcast, so permuted and expanded q/k/v/mask need
@@ -9,7 +10,9 @@ no copy; only a last dim without unit stride is copied).  The backward's g_out, 
 and g_lse are read as contiguous arrays of the full batch, copied when they are not.
 Outputs the graph does not read (the forward's lse) go to pooled scratch.  A kernel out of
 memory for its block buffers, or an empty L or S (which the eager op computes without the
-kernel), leaves the entry point (``return 3``): the Python wrapper then runs the graph."""
+kernel), leaves the entry point (``return 3``): the Python wrapper then runs the graph.
+Without the compiled eager kernels (``EMBER_CKERNELS=0``, no library) such a graph keeps
+the Python wrapper."""
 import numbers
 
 from ..._core import dtype as _dt
@@ -22,15 +25,27 @@ from .strided import Layout
 
 __all__ = ["attention_forward", "attention_backward"]
 
-_SUFFIX = {"float32": "f32", "float64": "f64"}
+_SUFFIX = {"float32": ("f32", "float"), "float64": ("f64", "double")}
 
-# CK_PRAGMA is the eager library's OpenMP pragma macro (ckernels/source.HEADER); the graph's
-# prelude has the same one as EK_PRAGMA
-_PREAMBLE = "#ifndef CK_PRAGMA\n#define CK_PRAGMA(x) EK_PRAGMA(x)\n#endif\n"
+# the kernels' signatures (ckernels/attention.py): q, k, v, mask, mkind, four offset
+# arrays, ten sizes and strides, scale, causal, then the direction's own
+_COMMON = "const T *, const T *, const T *, const void *, int, " + \
+    "const int64_t *, " * 4 + "ptrdiff_t, " * 10 + "double, int"
+_TYPES = {"fwd": "T *, T *, int", "bwd": "const T *, " * 4 + "T *, " * 4 + "int"}
 
 
-def _preamble(entry):
-    entry.preamble("flash_attention", lambda: _PREAMBLE + _ck.render())
+def _kernel(entry, way, dt):
+    """The C expression of eager kernel ``ck_flash_{way}_{sfx}`` as a typed function
+    pointer (a parameter of the entry point)."""
+    sfx, T = _SUFFIX[dt]
+    name = f"ck_flash_{way}_{sfx}"
+    address = _ck.pointer(name)
+    if address is None:
+        raise Ineligible("the compiled flash-attention kernels are unavailable")
+    typedef = f"ek_{name}_t"
+    entry.preamble(typedef, lambda: f"typedef int (*{typedef})(" +
+                   f"{_COMMON}, {_TYPES[way]});\n".replace("T *", f"{T} *"))
+    return f"(({typedef}){entry.address(name, address)})"
 
 
 def _dtype(node):
@@ -120,14 +135,13 @@ def _scale(node):
 
 def attention_forward(entry, node, ins, outs):
     """``(out, lse) = _flash_attention(q, k, v, mask, scale=, causal=)``."""
-    _preamble(entry)
     out_meta, lse_meta = node.meta["val"]
     batch = tuple(_sizes.size(d) for d in out_meta.shape[:-2])
     lines, args, threads = _operands(entry, node, ins, batch)
     scale, causal = _scale(node)
     o = entry.result(outs[0], f"{node.name}_out", out_meta)
     lse = entry.result(outs[1], f"{node.name}_lse", lse_meta)
-    fn = f"ck_flash_fwd_{_SUFFIX[_dtype(node.args[0])]}"
+    fn = _kernel(entry, "fwd", _dtype(node.args[0]))
     lines.append(f"if (!{fn}({', '.join(args)}, {scale}, {causal}, {o}, {lse}, {threads})) "
                  "return 3;")
     return lines
@@ -136,7 +150,6 @@ def attention_forward(entry, node, ins, outs):
 def attention_backward(entry, node, ins, outs):
     """``(dq, dk, dv, ds) = _flash_attention_backward(q, k, v, mask, g_out, out, lse, g_lse,
     scale=, causal=, mask_grad=)`` (``ds`` written only when asked for and read)."""
-    _preamble(entry)
     dq_m, dk_m, dv_m, ds_m = node.meta["val"]
     dt = dq_m.dtype.name
     args_n = list(node.args) + [None] * (8 - len(node.args))
@@ -170,7 +183,7 @@ def attention_backward(entry, node, ins, outs):
         ds = entry.result(outs[3], f"{node.name}_3", ds_m)
         if not node.kwargs.get("mask_grad", True):
             ds = "NULL"  # an empty (batch, L, 0) array
-    fn = f"ck_flash_bwd_{_SUFFIX[dt]}"
+    fn = _kernel(entry, "bwd", dt)
     call = args + [scale, causal] + dense + grads + [ds, threads]
     lines.append(f"if (!{fn}({', '.join(call)})) return 3;")
     return lines

@@ -33,7 +33,8 @@ __all__ = ["Ineligible", "entry_source", "shim_source", "EXTERNS"]
 # element type; the lines may ``return N;`` (N > 2) to have the Python wrapper run the graph.
 # An op of several outputs gets ``out`` as a list, one buffer name per output (None where
 # the graph reads none: ``entry.result`` gives it scratch memory).  ``entry.preamble(key,
-# make)`` adds C at the top level of the translation unit once (functions the lines call).
+# make)`` adds C at the top level of the translation unit once (types, functions the lines
+# call); ``entry.address(name, address)`` a function of a library already loaded, passed in.
 EXTERNS = {"_flash_attention": attention_forward,
            "_flash_attention_backward": attention_backward}
 
@@ -49,11 +50,18 @@ class _Entry:
         self.lay = {n: strided.contiguous(n, sched.buffers[n].shape) for n in io}
         self.preambles = {}  # key -> top-level C the body calls
         self.parts = {}      # multi-output node -> its output buffers (None: scratch)
+        self.addresses = {}  # void * parameter -> the address the shim passes
 
     def preamble(self, key, make):
         """Top-level C (``make()``) the body needs, added to the source once per key."""
         if key not in self.preambles:
             self.preambles[key] = make()
+
+    def address(self, name, address):
+        """A ``void *`` parameter of the entry point the shim passes ``address`` to (a
+        function of a library loaded in this process): its C name."""
+        self.addresses["p_" + name] = address
+        return "p_" + name
 
     def scratch(self, tag, shape, dtype):
         """A pooled array of ``shape`` the body may use, no graph value: a C pointer."""
@@ -242,9 +250,11 @@ def entry_source(sched):
             lay = e.lay[o]
             if lay.root != o or lay.offset != 0 or not lay.is_contiguous():
                 e.body += strided.copy_loops(e.ctype(o), lay, o)
-    io = io + e.pooled
+    io = io + e.pooled + list(e.addresses)
+    sched.entry_addresses = e.addresses  # for the shim
     scalars = [x[1] for x in sched.inputs if isinstance(x, tuple)]
-    params = [f"{pointer_ctype(sched.buffers[n].dtype.name)} *{n}" for n in io]
+    params = [f"void *{n}" if n in e.addresses else
+              f"{pointer_ctype(sched.buffers[n].dtype.name)} *{n}" for n in io]
     params += [f"int64_t {s}" for s in sorted(sched.symbols)]
     params += [f"double {s}" for s in scalars] + ["int nt"]
     L = [f"int ek_entry({', '.join(params)}) {{"]
@@ -265,14 +275,16 @@ def shim_source(sched, io):
         L.append(f"    {s} = {sched.inputs[i]}.shape[{d}]")
     for name in sched.constants:
         L.append(f"    {name} = _CONST[{name!r}]")
+    addresses = getattr(sched, "entry_addresses", {})
     for o in io:
-        b = sched.buffers[o]
-        if b.kind in ("output", "temp"):
+        b = sched.buffers.get(o)
+        if b is not None and b.kind in ("output", "temp"):
             shape = "(" + "".join(_sizes.py_text(d) + ", " for d in b.shape) + ")"
             alloc = f"_np.empty({shape}, _DT[{b.dtype.name!r}])" if b.kind == "output" else \
                 f"_pooled({shape}, _DT[{b.dtype.name!r}], {o!r})"
             L.append(f"    {o} = {alloc}")
-    args = [f"{n}.ctypes.data" for n in io] + sorted(sched.symbols)
+    args = [str(addresses[n]) if n in addresses else f"{n}.ctypes.data" for n in io]
+    args += sorted(sched.symbols)
     args += [x[1] for x in sched.inputs if isinstance(x, tuple)] + ["_threads()"]
     L.append(f"    if ek_entry({', '.join(args)}):")
     L.append("        return _fallback(*args)  # eager's error, or a size BLAS cannot take")
