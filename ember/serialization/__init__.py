@@ -34,7 +34,10 @@ from ._globals import (StorageType, add_safe_globals, clear_safe_globals, get_sa
                        safe_globals)
 from ._rebuild import LoadedStorage
 from ._unpickler import WeightsUnpickler
+from ._torch_objects import QINT_STORAGES
 from ._writer import write_archive
+
+QINT_STORAGE_NAMES = frozenset(QINT_STORAGES.values())
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "safe_globals",
            "clear_safe_globals", "get_unsafe_globals_in_checkpoint", "SourceChangeWarning",
@@ -286,7 +289,8 @@ class _StorageLoader:
         raw = self.archive.read_storage(key, nbytes)
         array = raw if dtype is None else raw.view(dtype.np)
         storage = LoadedStorage(array, dtype, key, location,
-                                big_endian=self.archive.big_endian)
+                                big_endian=self.archive.big_endian,
+                                quantized=storage_type.name in QINT_STORAGE_NAMES)
         if callable(self.map_location):
             mapped = self.map_location(storage, location)
             if mapped is not None and mapped is not storage:

@@ -12,8 +12,10 @@ import _codecs
 import collections
 import pickle
 
+from .._core import dtype as _dt
 from .._core.device import device as _device
 from .._core.tensor import Size, Tensor
+from ._torch_objects import QINT_STORAGES, QSCHEMES, ScriptObjectRecord, rebuild_qtensor
 from ._format import (DTYPE_BY_LEGACY_STORAGE, QUANTIZED_STORAGES, TORCH_DTYPE_NAMES,
                       TORCH_ONLY_DTYPES)
 from ._rebuild import TORCH_UTILS, rebuild_from_type_v2
@@ -121,6 +123,13 @@ def _build_allowed():
         allowed[f"torch.{name}"] = StorageType(name, dt)
     for name in QUANTIZED_STORAGES:
         allowed[f"torch.{name}"] = StorageType(name)
+    # the integer storages of quantized tensors hold plain int8/uint8/int32 values
+    for dt_name, name in QINT_STORAGES.items():
+        allowed[f"torch.{name}"] = StorageType(name, getattr(_dt, dt_name))
+    allowed["torch.ScriptObject"] = ScriptObjectRecord
+    allowed["torch._utils._rebuild_qtensor"] = rebuild_qtensor
+    for name, scheme in QSCHEMES.items():
+        allowed[f"torch.{name}"] = scheme
     return allowed
 
 
@@ -227,7 +236,7 @@ def is_allowed_callable(value):
 
 def is_allowed_class(cls):
     from ..nn.parameter import Parameter
-    if cls in (collections.OrderedDict, collections.Counter, Parameter):
+    if cls in (collections.OrderedDict, collections.Counter, Parameter, ScriptObjectRecord):
         return True
     return isinstance(cls, type) and any(cls is v for v in _USER_GLOBALS.values())
 

@@ -25,11 +25,13 @@ _INT64_MAX = (1 << 63) - 1
 class LoadedStorage:
     """One storage read from an archive: its bytes plus the dtype its type declared
     (``None`` for ``UntypedStorage``), and the tensors that own each dtype view of it."""
-    __slots__ = ("array", "dtype", "key", "location", "big_endian", "_owners", "_version")
+    __slots__ = ("array", "dtype", "key", "location", "big_endian", "quantized", "_owners",
+                 "_version")
 
-    def __init__(self, array, dtype, key, location, big_endian=False):
+    def __init__(self, array, dtype, key, location, big_endian=False, quantized=False):
         self.array, self.dtype, self.key, self.location = array, dtype, key, location
         self.big_endian = big_endian
+        self.quantized = quantized  # a QInt8Storage & co.: only _rebuild_qtensor reads it
         self._owners = {}
         self._version = [0]
 
@@ -175,6 +177,9 @@ def rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, back
 
 
 def _declared_dtype(storage):
+    if getattr(storage, "quantized", False):
+        raise RuntimeError("This checkpoint rebuilds a plain tensor from a quantized storage "
+                           "(QInt8Storage & co. hold quantized tensors' values)")
     dtype = getattr(storage, "dtype", None)
     if dtype is None:
         raise pickle.UnpicklingError("an untyped storage needs _rebuild_tensor_v3, which names "

@@ -17,6 +17,8 @@ from .._core import dtype as _dt
 from .._core.device import device as _device
 from .._core.tensor import Size, Tensor
 from ._format import LEGACY_STORAGE_NAMES, STORAGE_ALIGNMENT
+from ._torch_objects import (PER_TENSOR_AFFINE, QINT_STORAGES, QuantizedTensorRecord,
+                             ScriptObjectRecord)
 from ._zipwriter import ZipWriter
 
 
@@ -58,10 +60,11 @@ _INTERNAL_ATTRS = frozenset({"_data", "_requires_grad", "_version", "_base", "_v
 
 
 class _StorageRef:
-    __slots__ = ("key", "dtype", "numel")
+    __slots__ = ("key", "dtype", "numel", "storage_name")
 
-    def __init__(self, key, dtype, numel):
+    def __init__(self, key, dtype, numel, storage_name=None):
         self.key, self.dtype, self.numel = key, dtype, numel
+        self.storage_name = storage_name  # a quantized tensor's QInt8Storage & co.
 
 
 class _EmptyOrderedDict:
@@ -97,9 +100,20 @@ class Writer(pickle._Pickler):
     dispatch[_EmptyOrderedDict] = _save_empty_od
     dispatch[_StorageRef] = None  # always written as a persistent id
 
+    def _save_script_object(self, obj):
+        # torch: ScriptObject.__new__ via NEWOBJ, then BUILD with (state, qualified name)
+        self.save(_global("torch", "ScriptObject"))
+        self.write(pickle.EMPTY_TUPLE + pickle.NEWOBJ)
+        self.memoize(obj)
+        # torch pickles each object's class name as a fresh string (written, not referenced)
+        self.save((obj.state, (obj.qualified_name + " ")[:-1]))
+        self.write(pickle.BUILD)
+
+    dispatch[ScriptObjectRecord] = _save_script_object
+
     def persistent_id(self, obj):
         if isinstance(obj, _StorageRef):
-            legacy = LEGACY_STORAGE_NAMES.get(obj.dtype.name)
+            legacy = obj.storage_name or LEGACY_STORAGE_NAMES.get(obj.dtype.name)
             if legacy is None:  # untyped storage: numel counts bytes
                 return ("storage", _UNTYPED_STORAGE, obj.key, "cpu",
                         obj.numel * obj.dtype.itemsize)
@@ -109,6 +123,8 @@ class Writer(pickle._Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
             return self._reduce_tensor(obj)
+        if isinstance(obj, QuantizedTensorRecord):
+            return self._reduce_qtensor(obj)
         if isinstance(obj, Size):
             return (_global("torch", "Size"), (tuple(int(s) for s in obj),))
         if isinstance(obj, _device):
@@ -164,6 +180,14 @@ class Writer(pickle._Pickler):
         if state:  # a tensor carrying Python attributes: torch's _rebuild_from_type_v2
             return (_REBUILD_FROM_TYPE, (rebuild[0], _TORCH_TENSOR, rebuild[1], state))
         return rebuild
+
+    def _reduce_qtensor(self, q):
+        arr = np.asarray(q.int_repr.cpu()._data)
+        ref, offset, strides = self._storage_of(arr)
+        ref.storage_name = QINT_STORAGES[ref.dtype.name]
+        qparams = (_global("torch", PER_TENSOR_AFFINE), q.scale, q.zero_point)
+        return (_global("torch._utils", "_rebuild_qtensor"),
+                (ref, offset, tuple(arr.shape), strides, qparams, False, _EmptyOrderedDict()))
 
     @staticmethod
     def _user_state(t):

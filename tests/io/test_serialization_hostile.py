@@ -112,9 +112,14 @@ def test_storage_key_cannot_traverse():
 def test_unknown_and_quantized_storage_types_are_refused():
     with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
         ember.load(_archive(G + _rebuild_v2(0, (2,), (1,), _storage_pid(storage="Bogus")) + b"."))
+    # quantized values are read by _rebuild_qtensor only, never as a plain tensor
     with pytest.raises(RuntimeError, match="quantized"):
         ember.load(_archive(G + _rebuild_v2(0, (2,), (1,),
-                                            _storage_pid(storage="QInt8Storage")) + b"."))
+                                            _storage_pid(storage="QInt8Storage", numel=16)) +
+                            b"."))
+    with pytest.raises(RuntimeError, match="quantized"):
+        ember.load(_archive(G + _rebuild_v2(0, (2,), (1,),
+                                            _storage_pid(storage="QUInt4x2Storage")) + b"."))
 
 
 _CANARY_CODE = "open({path!r}, 'w').write('pwned')"

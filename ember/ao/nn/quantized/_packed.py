@@ -10,7 +10,9 @@ import numpy as np
 
 from ... import _qscheme
 from ...._core import dtype as _dt
+from ....nn.parameter import Parameter
 from ....ops import from_numpy
+from ....serialization._torch_objects import QuantizedTensorRecord
 from . import _kernels
 
 __all__ = ["QuantizedTensor", "PackedLinearWeight"]
@@ -107,11 +109,20 @@ class PackedLinearWeight:
         return _kernels.linear_dynamic(x, self.weight.numpy(), self.scale, self.zero_point,
                                        bias, reduce_range)
 
-    # state-dict form: plain tensors and numbers, safe to save and to load weights-only
+    # state-dict form.  qint8: torch's (quantized weight, bias Parameter), which ember.save
+    # writes as torch does (_rebuild_qtensor) and the weights-only loader reads back;
+    # float16: (weight, scale, zero point, bias), plain tensors and numbers.
     def to_state(self):
+        if self.dtype is _dt.qint8:
+            bias = None if self.bias is None else Parameter(self.bias)
+            return (QuantizedTensorRecord(self.weight, self.scale, self.zero_point), bias)
         return (self.weight, self.scale, self.zero_point, self.bias)
 
     @classmethod
     def from_state(cls, dtype, state):
+        if len(state) == 2 and isinstance(state[0], QuantizedTensorRecord):
+            q, bias = state
+            bias = None if bias is None else bias.detach()
+            return cls(dtype, q.int_repr, q.scale, q.zero_point, bias)
         weight, scale, zero_point, bias = state
         return cls(dtype, weight, scale, zero_point, bias)

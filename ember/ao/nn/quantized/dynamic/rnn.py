@@ -18,6 +18,7 @@ from .....nn.modules.module import Module
 from .....nn.modules.rnn import GRU as _FloatGRU, LSTM as _FloatLSTM, RNNBase as _FloatRNNBase
 from .....nn.utils.rnn import PackedSequence
 from .....ops import from_numpy, zeros
+from .....serialization._torch_objects import ScriptObjectRecord
 from .._packed import PackedLinearWeight
 
 __all__ = ["PackedParameter", "RNNBase", "LSTM", "GRU"]
@@ -36,18 +37,48 @@ class PackedParameter(Module):
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
         ih, hh = self.param
-        destination[prefix + "param"] = (ih.dtype, ih.to_state(), hh.to_state())
+        if ih.dtype is _dt.qint8 and ih.bias is not None and hh.bias is not None:
+            destination[prefix + "param"] = _cell_params(ih.to_state(), hh.to_state())
+        else:
+            destination[prefix + "param"] = (ih.dtype, ih.to_state(), hh.to_state())
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         if prefix + "param" in state_dict:
-            dtype, ih, hh = state_dict.pop(prefix + "param")
+            param = state_dict.pop(prefix + "param")
+            if isinstance(param, ScriptObjectRecord):
+                dtype, ih, hh = _from_cell_params(param)
+            else:
+                dtype, ih, hh = param
             self.param = (PackedLinearWeight.from_state(dtype, ih),
                           PackedLinearWeight.from_state(dtype, hh))
         elif strict:
             missing_keys.append(prefix + "param")
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
+
+
+_CELL_PARAMS = "__torch__.torch.classes.rnn.CellParamsBase"
+_LINEAR_PACKED = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+
+
+def _cell_params(ih, hh):
+    """torch's pickled form of a qint8 layer-direction: a CellParamsBase script object
+    ("quantized_dynamic", [biases], [], [reduce_range], [packed ih, packed hh]), each packed
+    weight a LinearPackedParamsBase object over (quantized weight, bias)."""
+    packed = [ScriptObjectRecord(_LINEAR_PACKED, ih), ScriptObjectRecord(_LINEAR_PACKED, hh)]
+    return ScriptObjectRecord(_CELL_PARAMS, ("quantized_dynamic", [ih[1], hh[1]], [], [1], packed))
+
+
+def _from_cell_params(obj):
+    state = obj.state
+    if obj.qualified_name != _CELL_PARAMS or type(state) is not tuple or len(state) != 5 or \
+            state[0] != "quantized_dynamic" or len(state[4]) != 2 or \
+            not all(isinstance(p, ScriptObjectRecord) and p.qualified_name == _LINEAR_PACKED
+                    for p in state[4]):
+        raise RuntimeError(f"unsupported packed RNN parameters {obj.qualified_name!r:.80} "
+                           f"({state[0] if type(state) is tuple and state else state!r:.40})")
+    return _dt.qint8, state[4][0].state, state[4][1].state
 
 
 def _sigmoid(x):
