@@ -1,6 +1,7 @@
 """torch.nn.attention: SDPBackend, sdpa_kernel (flags set and restored, as torch's) and the
 flash-attention implementation registry, each run with torch and ember."""
 import logging
+import warnings
 
 import pytest
 import torch
@@ -45,6 +46,37 @@ def test_sdpa_kernel_sets_and_restores_flags(lib):
         with att.sdpa_kernel("math"):
             pass
     assert att.WARN_FOR_UNFUSED_KERNELS is False
+
+
+def _sdpa_outcome(lib, backends, dropout_p=0.0, transpose_query=False):
+    """What scaled_dot_product_attention does under ``sdpa_kernel(backends)``: the output or
+    the error, and the warnings."""
+    att = lib.nn.attention
+    q = lib.arange(24.0).reshape(1, 2, 3, 4) / 24
+    query = q.transpose(-1, -2).contiguous().transpose(-1, -2) if transpose_query else q
+    with att.sdpa_kernel([getattr(att.SDPBackend, b) for b in backends]):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = lib.nn.functional.scaled_dot_product_attention(query, q, q,
+                                                                     dropout_p=dropout_p)
+                result = ("ok", tuple(out.shape))
+            except RuntimeError as e:
+                result = ("RuntimeError", str(e))
+    # torch's warnings end with the C++ location they were raised at
+    return result, [str(w.message).split(" (Triggered internally")[0] for w in caught]
+
+
+@pytest.mark.parametrize("backends,dropout_p,transpose_query", [
+    (["EFFICIENT_ATTENTION"], 0.0, False), (["CUDNN_ATTENTION"], 0.5, False),
+    (["EFFICIENT_ATTENTION", "CUDNN_ATTENTION"], 0.0, False), (["OVERRIDEABLE"], 0.0, False),
+    ([], 0.0, False), (["FLASH_ATTENTION"], 0.0, False), (["FLASH_ATTENTION"], 0.5, False),
+    (["FLASH_ATTENTION"], 0.0, True), (["MATH"], 0.5, True),
+    (["FLASH_ATTENTION", "EFFICIENT_ATTENTION"], 0.0, False)])
+def test_sdpa_honours_backend_flags(backends, dropout_p, transpose_query):
+    # the CPU has the math kernel and flash attention only: anything else finds no backend
+    assert _sdpa_outcome(ember, backends, dropout_p, transpose_query) == \
+        _sdpa_outcome(torch, backends, dropout_p, transpose_query)
 
 
 @LIBS

@@ -3,8 +3,10 @@
 ``multi_head_attention_forward``.
 """
 import math
+import warnings
 
 from ..._core.dispatch import overridable
+from ...backends import cuda as _sdp_flags
 from ...ops.blas import cpp_name
 from ...ops import cat, ones, zeros
 from ...ops.nn.attention import FLASH_ATTENTION
@@ -35,6 +37,29 @@ def _check(query, key, value, attn_mask, is_causal):
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                                f"dtype, but got attn_mask.dtype: {cpp_name(md)} and  query.dtype: "
                                f"{cpp_name(query.dtype)} instead.")
+
+
+def _check_backend(query, key, value, dropout_p):
+    """torch's CPU choice of kernel under the ``sdpa_kernel`` flags: the math kernel takes
+    anything; flash attention (ember's kernel) only without dropout and with unit last
+    strides; no other backend exists on the CPU."""
+    if _sdp_flags.math_sdp_enabled():
+        return
+    if not _sdp_flags.flash_sdp_enabled():
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This "
+                           "is likely due to turning off both the math kernel and the fused "
+                           "kernels.")
+    if dropout_p > 0.0:
+        why = "Both fused kernels do not support non-zero dropout."
+    elif (query.stride(-1), key.stride(-1), value.stride(-1)) == (1, 1, 1):
+        return
+    else:
+        why = (f"All fused kernels require the last dimension of the input to have stride 1. "
+               f"Got Query.stride(-1): {query.stride(-1)}, Key.stride(-1): {key.stride(-1)}, "
+               f"Value.stride(-1): {value.stride(-1)}")
+    warnings.warn("Flash attention kernel not used because:", UserWarning, stacklevel=3)
+    warnings.warn(why, UserWarning, stacklevel=3)
+    raise RuntimeError("No available kernel.  Aborting execution.")
 
 
 def _repeat_kv(query, key, value):
@@ -96,6 +121,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     optional attention mask if passed, and applying dropout if a probability greater than
     0.0 is specified."""
     _check(query, key, value, attn_mask, is_causal)
+    _check_backend(query, key, value, dropout_p)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     if enable_gqa and query.dim() >= 3:
