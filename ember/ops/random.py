@@ -254,10 +254,12 @@ BERNOULLI_SCALAR = _sampler("bernoulli_scalar", _bernoulli_scalar_kernel)
 
 # ---- samplers with tensor parameters ------------------------------------------------------
 def _normal_tensor_kernel(xp, mean, std, generator=None):
+    # the output has mean's dtype (std's for a scalar mean); std may be of any real dtype
     dt = mean.dtype if isinstance(mean, np.ndarray) else std.dtype
-    for v in (mean, std):
-        if isinstance(v, np.ndarray) and v.dtype.kind not in "fc":
-            raise _not_impl("normal_kernel_cpu", v.dtype)
+    if isinstance(std, np.ndarray) and std.dtype.kind == "c":
+        raise RuntimeError("normal expects standard deviation to be non-complex")
+    if dt.kind not in "fcV":
+        raise _not_impl("normal_kernel_cpu", dt)
     if isinstance(std, np.ndarray) and std.size and not (std >= 0).all():
         raise RuntimeError("normal expects all elements of std >= 0.0")
     if not isinstance(std, np.ndarray) and std < 0:

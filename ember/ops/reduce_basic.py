@@ -131,6 +131,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     except AttributeError:
         return handle_override(sum, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     params = {"dims": dims, "keepdim": keepdim}
+    if dtype is None and out is not None:
+        dtype = out.dtype  # torch sums into out's dtype (a float sum into an int64 out)
     if dtype is not None:
         params["dtype"] = dtype.np
     r = apply(SUM, (input,), params)

@@ -77,8 +77,6 @@ KNOWN_GAPS = [
      "ember always checks it"),
     ("nn", r"conv_transpose[123]d", "rejected", r"dilation",
      "conv_transpose with dilation 0: torch computes a (degenerate) result, ember rejects it"),
-    ("nn", r"silu|gelu|mish|elu|selu|celu|softplus|hardswish|hardsigmoid", "rejected",
-     r"Complex", "complex input to activations torch implements for complex (silu, ...)"),
     ("nn", r"cross_entropy|nll_loss", "value", r"-100",
      "every target ignored: torch's mean reduction and its gradient give NaN in other "
      "places than ember's"),
@@ -173,10 +171,7 @@ KNOWN_GAPS += [
     ("ops", r"nn\.GRU\-2layer\-bidirectional", "exc_type", None, _UNTRIAGED),
     ("ops", r"nn\.LSTM", "exc_type", None, _UNTRIAGED),
     ("ops", r"nn\.functional\.fold", "accepted", None, _UNTRIAGED),
-    ("ops", r"nn\.functional\.silu", "rejected", None, _UNTRIAGED),
-    ("ops", r"normal_tensor", "rejected", None, _UNTRIAGED),
     ("ops", r"nn\.LSTM\-2layer\-bidirectional\-batch_first", "exc_type", None, _UNTRIAGED),
-    ("ops", r"sum_out", "rejected", None, _UNTRIAGED),
     ("nn", r"avg_pool3d", "rejected", None, _UNTRIAGED),
     ("nn", r"adaptive_avg_pool3d", "value", None, _UNTRIAGED),
 ]

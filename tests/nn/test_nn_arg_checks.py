@@ -118,3 +118,13 @@ def test_norm_parameter_dtypes_follow_torchs_mixed_dtype_rule(name, x):
     # result keeps the input's dtype); any other mix is refused
     for w, b in _NORM_PARAMS:
         _outcome(lambda lib: _norm_call(name, lib, x, w, b))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_silu_computes_complex_inputs_without_a_derivative(dtype):
+    x = [1 + 2j, -1 - 0.5j, 0j, complex(np.inf, 0), complex(-1e3, 1), complex(np.nan, 0)]
+    _outcome(lambda lib: lib.nn.functional.silu(lib.tensor(x, dtype=getattr(lib, dtype))))
+    _outcome(lambda lib: lib.nn.functional.silu(lib.tensor(x, dtype=getattr(lib, dtype)),
+                                                inplace=True))
+    same_error(lambda lib: lib.nn.functional.silu(
+        lib.tensor(x, dtype=getattr(lib, dtype), requires_grad=True)))

@@ -193,3 +193,25 @@ def test_binary_special_functions_gate_on_the_promoted_dtype(name, a, b):
 @pytest.mark.parametrize("idx", [[-1, 0], [4, 0], [2 ** 63 - 1, 0], [-2 ** 63, 1], [0, 3]])
 def test_index_reduce_out_of_range_index_is_an_index_error(idx):
     _both(lambda lib: lib.zeros(4, 2).index_reduce_(0, lib.tensor(idx), lib.ones(2, 2), "prod"))
+
+
+@pytest.mark.parametrize("xd, od", [("float32", "int64"), ("int64", "float32"), ("bool", "int8"),
+                                    ("float32", "bool"), ("int64", "bool"), ("bool", "bool"),
+                                    ("int8", "uint8"), ("float64", "float32")])
+def test_sum_with_out_sums_in_outs_dtype(xd, od):
+    def fn(lib):
+        o = lib.empty(0, dtype=getattr(lib, od))
+        lib.sum(_t(lib, xd, [[1.5, -2.5], [100.0, 0.0]]), 0, out=o)
+        return o
+    _both(fn)
+
+
+@pytest.mark.parametrize("md, sd", [("bfloat16", "bfloat16"), ("float32", "int64"),
+                                    ("int64", "float32"), ("bool", "bool"),
+                                    ("float32", "complex64"), ("complex64", "complex64"),
+                                    ("complex64", "float32"), ("bfloat16", "float32")])
+def test_normal_tensor_dtypes(md, sd):
+    # the output has mean's dtype (bfloat16 included); std may be any real dtype (the draws
+    # are compared elsewhere: here the dtype, as a zero of it)
+    _both(lambda lib: lib.normal(_t(lib, md, (0, 1, 2, 3)), _t(lib, sd, (1, 2, 1, 3)))
+          .new_zeros(()))

@@ -10,6 +10,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.tensor import Tensor
+from ...autograd.grad_mode import is_grad_enabled
 from ...ops._helpers import apply, apply_inplace
 from ...ops.creation import empty_like, zeros_like
 # _gelu_np and friends stay importable here for the C-kernel tests
@@ -162,6 +163,9 @@ def gelu(input, approximate="none"):
 @overridable
 def silu(input, inplace=False):
     """Applies the Sigmoid Linear Unit (SiLU) function, x * sigmoid(x), element-wise."""
+    if input.is_complex() and input.requires_grad and is_grad_enabled():
+        raise RuntimeError("silu does not support automatic differentiation for outputs with "
+                           "complex dtype.")
     return _run(SILU, input, inplace, {})
 
 

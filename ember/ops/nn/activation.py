@@ -25,23 +25,25 @@ from ._rules import random_rule
 __all__ = []
 
 
-def _float_kernel(name, fn, ints=False):
+def _float_kernel(name, fn, ints=False, complex_ok=False):
     """Kernel for a floating activation: halves computed in float32; ints rejected like torch
-    (unless ``ints``: relu-like functions keep integer dtypes)."""
+    (unless ``ints``: relu-like functions keep integer dtypes), complex too unless
+    ``complex_ok``."""
     def kernel(xp, x, **p):
         dt = x.dtype
         if dt in _HALF:
             return fn(xp, x.astype(_F32), **p).astype(dt)
-        if dt.kind in "biuc" and not (ints and dt.kind in "iu"):
+        if dt.kind in "biuc" and not (ints and dt.kind in "iu") and not (
+                complex_ok and dt.kind == "c"):
             not_implemented(name, dt)
         r = fn(xp, x, **p)
         return r if r.dtype == dt else r.astype(dt)
     return kernel
 
 
-def _op(name, fn, vjp, *, save_output=False, ints=False, kname=None):
+def _op(name, fn, vjp, *, save_output=False, ints=False, kname=None, complex_ok=False):
     # real elementwise: the Jacobian is diagonal, so the jvp is the vjp applied to the tangent
-    return Op(name, _float_kernel(kname or name, fn, ints), vjp, shape=shape_same,
+    return Op(name, _float_kernel(kname or name, fn, ints, complex_ok), vjp, shape=shape_same,
               save_inputs=not save_output, save_output=save_output, category="activation",
               jvp=jvp_elementwise(vjp) if vjp else None, batch=_elementwise_rule)
 
@@ -210,11 +212,13 @@ GELU = _op("gelu", _gelu_np, _gelu_vjp, kname="GeluKernelImpl")
 
 
 def _silu_np(xp, x):
+    if x.dtype.kind == "c":  # torch computes complex silu (without a derivative)
+        return x / (1 + xp.exp(-x))
     r = _ck.activation("silu", x, dtypes=("f32",))
     return x * special(xp).expit(x) if r is None else r
 
 
-SILU = _op("silu", _silu_np, _silu_vjp)
+SILU = _op("silu", _silu_np, _silu_vjp, complex_ok=True)
 
 
 def _softplus_np(xp, x, beta, threshold):
