@@ -82,15 +82,17 @@ def _nn_drivers(rng):
     yield lambda: (F.linear(t(4, 3), t(5, 3), t(5)), F.linear(t(2, 4, 3), t(5, 3)))
     yield lambda: (F.layer_norm(x, (5,)), F.layer_norm(x, (3, 5), t(3, 5), t(3, 5)),
                    F.group_norm(x4, 3, t(3), t(3)), F.instance_norm(x4),
-                   F.batch_norm(x4, t(3), t(3, low=0.5), t(3), t(3), training=True),
-                   F.batch_norm(x4, t(3), t(3, low=0.5), training=False),
+                   # running statistics are not differentiable (torch refuses them)
+                   F.batch_norm(x4, t(3).detach(), t(3, low=0.5).detach(), t(3), t(3),
+                                training=True),
+                   F.batch_norm(x4, t(3).detach(), t(3, low=0.5).detach(), training=False),
                    F.normalize(x, dim=1), F.rms_norm(x, (5,), t(5)) if hasattr(F, "rms_norm")
                    else None)
     yield lambda: (F.cross_entropy(t(3, 5), tgt), F.cross_entropy(t(3, 5), tgt, reduction="sum",
                                                                    label_smoothing=0.1),
-                   F.cross_entropy(t(3, 5), tgt, weight=t(5, low=0.5), ignore_index=0),
+                   F.cross_entropy(t(3, 5), tgt, weight=t(5, low=0.5).detach(), ignore_index=0),
                    F.cross_entropy(t(3, 5), t(3, 5, low=0, high=1)),
-                   F.nll_loss(t(3, 5), tgt), F.nll_loss(t(3, 5), tgt, weight=t(5, low=0.5),
+                   F.nll_loss(t(3, 5), tgt), F.nll_loss(t(3, 5), tgt, weight=t(5, low=0.5).detach(),
                                                         reduction="none"),
                    F.mse_loss(t(3, 4), t(3, 4)), F.l1_loss(t(3, 4), t(3, 4)),
                    F.smooth_l1_loss(t(3, 4), t(3, 4)), F.huber_loss(t(3, 4), t(3, 4)),
