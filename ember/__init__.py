@@ -129,7 +129,7 @@ from . import accelerator  # noqa: E402
 from . import distributions  # noqa: E402
 from .autograd.anomaly_mode import is_anomaly_enabled  # noqa: E402
 
-_DETERMINISTIC = {"mode": False, "warn_only": False}
+from ._core.deterministic import DETERMINISTIC as _DETERMINISTIC  # noqa: E402
 _MATMUL_PRECISION = ["highest"]
 
 

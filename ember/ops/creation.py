@@ -21,6 +21,7 @@ import numpy as np
 from .._core.dispatch import apply, overridable
 from .._core import dtype as _dt
 from .._core import meta as _meta
+from .._core.deterministic import fill_uninitialized
 from .._core.device import DEFAULT_DEVICE, device as _device, get_backend
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
@@ -94,13 +95,13 @@ def _full_kernel(xp, *, shape, fill_value, dtype, device=None):
 
 
 def _empty_kernel(xp, *, shape, dtype, device=None):
-    return _on(xp.empty(shape, dtype=dtype), device)
+    return _on(fill_uninitialized(xp.empty(shape, dtype=dtype)), device)
 
 
 def _empty_strided_kernel(xp, *, size, stride, dtype, device=None):
     dt = np.dtype(dtype)
     n = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
-    buf = xp.empty(builtins.max(n, 0), dtype=dt)
+    buf = fill_uninitialized(xp.empty(builtins.max(n, 0), dtype=dt))
     return _on(xp.lib.stride_tricks.as_strided(buf, tuple(size),
                                                tuple(st * dt.itemsize for st in stride)), device)
 

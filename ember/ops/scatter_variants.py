@@ -7,6 +7,7 @@ to ``input`` (zero where replaced) and to ``src`` (the view of the output gradie
 """
 import numpy as np
 
+from .._core.deterministic import fill_uninitialized
 from .._core.tensor import Tensor, wrap
 from ._helpers import overridable
 
@@ -108,6 +109,7 @@ def _resize_(self, *sizes, memory_format=None):
     else:
         new = np.empty(n, dtype=old.dtype)
         k = min(n, old.size)
+        fill_uninitialized(new[k:])
         new[:k] = old.reshape(-1)[:k]
         new = new.reshape(sizes)
     self._data = new
