@@ -167,11 +167,7 @@ _UNTRIAGED = ("untriaged (2026-12-02): a mismatch with torch on inputs the grown
               "reached; see the stop-21 closing note")
 KNOWN_GAPS += [
     ("ops", r"linalg\.svd", "rejected", None, _UNTRIAGED),
-    ("ops", r"nn\.GRU", "exc_type", None, _UNTRIAGED),
-    ("ops", r"nn\.GRU\-2layer\-bidirectional", "exc_type", None, _UNTRIAGED),
-    ("ops", r"nn\.LSTM", "exc_type", None, _UNTRIAGED),
     ("ops", r"nn\.functional\.fold", "accepted", None, _UNTRIAGED),
-    ("ops", r"nn\.LSTM\-2layer\-bidirectional\-batch_first", "exc_type", None, _UNTRIAGED),
     ("nn", r"avg_pool3d", "rejected", None, _UNTRIAGED),
     ("nn", r"adaptive_avg_pool3d", "value", None, _UNTRIAGED),
 ]

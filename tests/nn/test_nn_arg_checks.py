@@ -128,3 +128,11 @@ def test_silu_computes_complex_inputs_without_a_derivative(dtype):
                                                 inplace=True))
     same_error(lambda lib: lib.nn.functional.silu(
         lib.tensor(x, dtype=getattr(lib, dtype), requires_grad=True)))
+
+
+@pytest.mark.parametrize("mod", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("dtype", ["float64", "complex64", "bfloat16"])
+def test_rnn_input_of_another_dtype_than_the_weights_is_a_value_error(mod, dtype):
+    te, ee = same_error(lambda lib: getattr(lib.nn, mod)(3, 4)(
+        lib.ones(2, 1, 3, dtype=getattr(lib, dtype))))
+    assert str(ee).replace("ember.", "torch.") == str(te)

@@ -19,6 +19,11 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
+def _autocast_on():
+    from ...amp.autocast_mode import is_autocast_enabled
+    return any(is_autocast_enabled(d) for d in ("cpu", "cuda"))
+
+
 def _check_size(name, v):
     if not isinstance(v, int) or isinstance(v, bool):
         raise TypeError(f"{name} should be of type int, got: {type(v).__name__}")
@@ -138,6 +143,11 @@ class RNNBase(Module):
         return (real, self.hidden_size) if self.mode == "LSTM" else (real,)
 
     def _check_input(self, input, batch_sizes):
+        w = self._flat_weights[0] if self._flat_weights_names else None
+        if w is not None and input.dtype != w.dtype and not _autocast_on():
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
+                             f"model: model.to({input.dtype})")
         expected = 2 if batch_sizes is not None else 3
         if input.dim() != expected:
             raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
