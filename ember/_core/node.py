@@ -129,10 +129,14 @@ class Node:
         return t
 
     def release(self):
-        self.saved = None
-        self.saved_out = None
-        self.versions = None
-        self.released = True
+        # as torch: only a node that saved tensors refuses a second backward (its saved
+        # tensors are freed); one that saved none (``versions`` lists every saved input
+        # tensor) keeps its non-tensor params and can run again
+        if self.versions or self.saved_out is not None:
+            self.saved = None
+            self.saved_out = None
+            self.versions = None
+            self.released = True
 
 
 class OpNode(Node):

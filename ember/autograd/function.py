@@ -121,9 +121,10 @@ class FunctionCtx(Node):
         return r
 
     def release(self):
-        self.saved = None
-        self.versions = None
-        self.released = True
+        if self.versions:  # saved nothing: a second backward is legal (as torch)
+            self.saved = None
+            self.versions = None
+            self.released = True
 
 
 class _FunctionMeta(type):
