@@ -15,6 +15,7 @@ from .._core.device import namespace_of
 from .._core.node import AccumulateGrad, grad_accumulator
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
+from .anomaly_mode import _CHECK_NAN
 
 __all__ = ["run_backward"]
 
@@ -159,7 +160,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                         r = h(tuple(grads_in), tuple(grads))
                         if r is not None:
                             grads_in = r
-                if SHARED.anomaly:
+                if SHARED.anomaly and _CHECK_NAN[0]:
                     _check_nan(node, grads_in)
             if not retain_graph:
                 node.release()
