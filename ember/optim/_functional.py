@@ -30,6 +30,20 @@ def zeros_like(p, fill=0):
     return _zeros_like(p) if not fill else _full(p.shape, fill, dtype=p.dtype, device=p.device)
 
 
+def dense_grads(params, refuse=None):
+    """The gradients of ``params`` as the dense update kernels read them.  A sparse COO
+    gradient (``Embedding(sparse=True)``) is densified: its unstored entries are zeros, which
+    the update of SGD and Adagrad leaves as torch's sparse update does.  ``refuse``: torch's
+    RuntimeError message for an option that does not take sparse gradients."""
+    grads = [p._grad for p in params]
+    for i, g in enumerate(grads):
+        if getattr(g, "is_sparse", False):
+            if refuse:
+                raise RuntimeError(refuse)
+            grads[i] = g.to_dense()
+    return grads
+
+
 class ArrayOptimizer(Optimizer):
     """Base of the built-in optimizers: ``step`` runs the closure, then
     ``_update_group`` for every parameter group."""

@@ -1,7 +1,7 @@
 """Adagrad (``torch.optim.Adagrad``)."""
 from ..ops.optim import ADAGRAD_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, scalar,
-                          step_tensor, zeros_like)
+from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, dense_grads,
+                          scalar, step_tensor, zeros_like)
 
 __all__ = ["Adagrad"]
 
@@ -33,7 +33,10 @@ class Adagrad(ArrayOptimizer):
 
     def _update_group(self, group):
         live = self._live(group, self._init_state)
-        fused_step(ADAGRAD_STEP, [p for p, _ in live], [p._grad for p, _ in live],
+        params = [p for p, _ in live]
+        grads = dense_grads(params, group["weight_decay"] != 0 and
+                            "weight_decay option is not compatible with sparse gradients")
+        fused_step(ADAGRAD_STEP, params, grads,
                    [[st["step"] for _, st in live], [st["sum"] for _, st in live]],
                    lr=scalar(group["lr"]), lr_decay=group["lr_decay"], eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"])

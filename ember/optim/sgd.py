@@ -1,6 +1,7 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
 from ..ops.optim import SGD_STEP, fused_step
-from ._functional import ArrayOptimizer, check_fused, check_lr, check_range, scalar, zeros_like
+from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, dense_grads,
+                          scalar, zeros_like)
 
 __all__ = ["SGD"]
 
@@ -35,7 +36,9 @@ class SGD(ArrayOptimizer):
                     buf = st["momentum_buffer"] = zeros_like(p)
                 bufs.append(buf)
             fresh = tuple(fresh) if any(fresh) else ()
-        fused_step(SGD_STEP, params, [p._grad for p in params], [bufs] if momentum != 0 else [],
+        grads = dense_grads(params, group["weight_decay"] != 0 and
+                            "add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        fused_step(SGD_STEP, params, grads, [bufs] if momentum != 0 else [],
                    lr=scalar(group["lr"]), momentum=momentum, dampening=group["dampening"],
                    weight_decay=scalar(group["weight_decay"]), nesterov=group["nesterov"],
                    maximize=group["maximize"], fresh=fresh)
