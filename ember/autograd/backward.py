@@ -1,6 +1,7 @@
 """``Tensor.backward``, ``autograd.backward`` and ``autograd.grad``; tensor hooks."""
 from .._core.device import namespace_of
 from .._core.node import RemovableHandle
+from .._core.overrides import overridable
 from .._core.state import STATE
 from .._core.tensor import Tensor, wrap
 from .engine import run_backward
@@ -42,6 +43,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     return out
 
 
+@overridable  # a function mode or tensor-like override sees it, as torch's __torch_function__
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Computes the sum of gradients of ``tensors`` w.r.t. graph leaves, into their ``.grad``."""
@@ -66,6 +68,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, accumulate=True)
 
 
+@overridable
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Computes and returns the sum of gradients of ``outputs`` w.r.t. ``inputs``."""
