@@ -71,6 +71,15 @@ class _EmptyOrderedDict:
     """Stands for the ``OrderedDict()`` of backward hooks torch writes with every tensor."""
 
 
+def _fresh_strings(value):
+    """``value`` with every string in its tuples and lists a new object (not memoized)."""
+    if type(value) is str:
+        return (value + " ")[:-1]
+    if type(value) in (tuple, list):
+        return type(value)(_fresh_strings(v) for v in value)
+    return value
+
+
 class Writer(pickle._Pickler):
     """Pure-Python pickler that writes tensors the way torch.save does."""
     dispatch = pickle._Pickler.dispatch.copy()
@@ -105,8 +114,9 @@ class Writer(pickle._Pickler):
         self.save(_global("torch", "ScriptObject"))
         self.write(pickle.EMPTY_TUPLE + pickle.NEWOBJ)
         self.memoize(obj)
-        # torch pickles each object's class name as a fresh string (written, not referenced)
-        self.save((obj.state, (obj.qualified_name + " ")[:-1]))
+        # torch's strings in a script object's state come fresh from C++: written, never
+        # referenced back
+        self.save(_fresh_strings((obj.state, obj.qualified_name)))
         self.write(pickle.BUILD)
 
     dispatch[ScriptObjectRecord] = _save_script_object
