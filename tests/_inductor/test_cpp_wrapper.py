@@ -294,3 +294,36 @@ def test_index_put_out_of_range_raises_eagers_error():
         x.index_put((bad,), v)
     with pytest.raises(IndexError):
         c(x, v, bad)
+
+
+def test_sdpa_symbolic_sizes():
+    """One build serves every batch and query count: sizes, strides and the per-batch
+    offsets are computed from the arguments."""
+    from ember._core.meta import TensorMeta
+    from ember._inductor import compile_fx
+    from ember._inductor.passes.record import record_graph
+
+    from .helpers import SymInt
+
+    def sym(d):
+        exprs = {5: "s0", 7: "s1"}
+        return SymInt(d, exprs[int(d)]) if int(d) in exprs else d
+
+    def fn(q, k, v):
+        return SDPA(q.transpose(1, 2), k, v, is_causal=True) * 2
+    q, k, v = rand(5, 7, 3, 8), rand(5, 3, 9, 8, seed=1), rand(5, 3, 9, 8, seed=2)
+    gm, _ = record_graph(fn, q, k, v)
+    for n in gm.graph.nodes:
+        vals = n.meta.get("val")
+        if isinstance(vals, TensorMeta):
+            n.meta["val"] = TensorMeta(tuple(sym(d) for d in vals.shape), vals.dtype)
+        elif isinstance(vals, tuple):
+            n.meta["val"] = tuple(TensorMeta(tuple(sym(d) for d in m.shape), m.dtype)
+                                  for m in vals)
+    c = compile_fx(gm, [q, k, v], CPP)
+    assert c.cpp_wrapper, c.cpp_wrapper_reason
+    assert "int64_t s0" in c.source and "int64_t s1" in c.source
+    for b, L in ((5, 7), (2, 3), (1, 70)):
+        qs = rand(b, L, 3, 8, seed=b)
+        ks, vs = rand(b, 3, 9, 8, seed=b + 1), rand(b, 3, 9, 8, seed=b + 2)
+        assert_close(c(qs, ks, vs), (fn(qs, ks, vs),))
