@@ -19,6 +19,7 @@ from .device import XP_BY_ARRAY_TYPE, backend_for_type, namespace_of
 from .node import record
 from .overrides import (  # noqa: F401  (re-exported: ember imports them from here)
     OVERRIDE_TYPES, SUBCLASS_OVERRIDES, NeedsOverride, _ROUTED_DUNDERS, _UNROUTED_METHODS,
+    _override_of,
     handle_override, overridable, register_override_type, route_tensor_methods,
     routes_overrides, unregister_override_type)
 from .state import STATE
@@ -63,8 +64,7 @@ def _unwrap(args):
                 rg = True
         elif a is None or type(a) in _SCALARS or isinstance(a, (numbers.Number, _np.generic)):
             arrays.append(a)
-        elif type(a).__dict__.get("__ember_function__") is not None or \
-                getattr(type(a), "__ember_function__", None) is not None:
+        elif _override_of(type(a)) is not None:  # __ember_function__ or __torch_function__
             raise NeedsOverride(a)
         else:
             raise TypeError(f"expected Tensor as element {len(arrays)} in argument list, but got "
