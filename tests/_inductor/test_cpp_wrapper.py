@@ -323,7 +323,15 @@ def test_sdpa_symbolic_sizes():
     c = compile_fx(gm, [q, k, v], CPP)
     assert c.cpp_wrapper, c.cpp_wrapper_reason
     assert "int64_t s0" in c.source and "int64_t s1" in c.source
-    for b, L in ((5, 7), (2, 3), (1, 70)):
+    for b, L in ((5, 7), (2, 3), (1, 70), (2, 0)):  # no queries: the Python wrapper
         qs = rand(b, L, 3, 8, seed=b)
         ks, vs = rand(b, 3, 9, 8, seed=b + 1), rand(b, 3, 9, 8, seed=b + 2)
         assert_close(c(qs, ks, vs), (fn(qs, ks, vs),))
+
+
+def test_sdpa_without_the_compiled_eager_kernels(monkeypatch):
+    from ember._core import ckernels
+    monkeypatch.setattr(ckernels, "ENABLED", False)
+    q, k, v = rand(2, 3, 4, 5), rand(2, 3, 4, 5, seed=1), rand(2, 3, 4, 5, seed=2)
+    c = check(lambda q, k, v: SDPA(q, k, v) * 2, q, k, v, options=CPP)
+    assert not c.cpp_wrapper and "flash-attention kernels" in c.cpp_wrapper_reason
