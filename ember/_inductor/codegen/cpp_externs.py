@@ -1,5 +1,6 @@
 """The extern steps ``cpp_wrapper`` runs in C: matmul through SciPy's BLAS (2-D, batched,
-broadcast, with strided or transposed operands) and an embedding-style gather.
+broadcast, with strided or transposed operands), an embedding-style gather and index_put
+(index tensors over the leading dims; an embedding's gradient adds rows).
 
 Each emitter returns C lines, or raises `Ineligible`.  A status other than 0 leaves the
 entry point (``return N;``): a size BLAS's 32-bit ints cannot hold, an index out of range.

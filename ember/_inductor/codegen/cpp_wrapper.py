@@ -6,8 +6,11 @@ symbolic sizes off the inputs (intermediates from a per-thread pool that keeps t
 between calls; buffers share memory per the memory plan), calls the kernels in order,
 makes the views the Python wrapper makes with NumPy as pointer arithmetic
 (`strided`), and runs the extern steps in C (`cpp_externs`): matmuls, batched and
-broadcast, through SciPy's BLAS (`ember._inductor.extern_blas`), and embedding gathers.
-One ctypes call runs the graph.
+broadcast, through SciPy's BLAS (`ember._inductor.extern_blas`), embedding gathers and
+index_put scatters (an embedding's gradient), and the ops in `EXTERNS`: flash attention
+and its backward, the eager library's C kernels called through their addresses
+(`cpp_attention`).  A step of several outputs writes each into the buffer of the
+``getitem`` that reads it, or into pooled scratch.  One ctypes call runs the graph.
 
 A view a kernel reads (kernels read contiguous rows) or a reshape NumPy would copy is
 copied into a pooled buffer.  Any other eager step (a library call only Python can make)
