@@ -9,6 +9,7 @@ no optimizer touches a raw array.
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from ..ops.creation import full as _full, zeros_like as _zeros_like
+from ..sparse._coo import _REGISTERED as SPARSE_MADE  # set by the first sparse tensor
 from .optimizer import Optimizer, _run_closure
 
 __all__ = []
@@ -48,6 +49,9 @@ class ArrayOptimizer(Optimizer):
     """Base of the built-in optimizers: ``step`` runs the closure, then
     ``_update_group`` for every parameter group."""
 
+    # torch's refusal of a sparse gradient ("{}": the class name); None where it is taken
+    _sparse_refused = "{} does not support sparse gradients"
+
     def step(self, closure=None):
         """Perform a single optimization step.
 
@@ -60,6 +64,8 @@ class ArrayOptimizer(Optimizer):
             if group.get("differentiable"):
                 raise NotImplementedError(
                     f"{type(self).__name__}: differentiable=True is not supported by ember")
+            if SPARSE_MADE[0] and self._sparse_refused is not None:  # no cost until then
+                self._refuse_sparse(group)
             self._update_group(group)
         return loss
 
@@ -72,6 +78,11 @@ class ArrayOptimizer(Optimizer):
 
     def _update_group(self, group):
         raise NotImplementedError
+
+    def _refuse_sparse(self, group):
+        for p in group["params"]:
+            if getattr(p._grad, "is_sparse", False):
+                raise RuntimeError(self._sparse_refused.format(type(self).__name__))
 
     def _live(self, group, init):
         """(param, state) for the params of ``group`` that have a gradient; ``init(p, state)``

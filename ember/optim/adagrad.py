@@ -9,6 +9,8 @@ __all__ = ["Adagrad"]
 class Adagrad(ArrayOptimizer):
     """Implements the Adagrad algorithm."""
 
+    _sparse_refused = None  # sparse gradients taken (dense_grads)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_lr(lr)

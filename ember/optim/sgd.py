@@ -9,6 +9,8 @@ __all__ = ["SGD"]
 class SGD(ArrayOptimizer):
     """Implements stochastic gradient descent (optionally with momentum)."""
 
+    _sparse_refused = None  # sparse gradients taken (dense_grads)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
                  *, maximize=False, foreach=None, differentiable=False, fused=None):
         check_lr(lr)

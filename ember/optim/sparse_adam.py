@@ -18,6 +18,8 @@ class SparseAdam(ArrayOptimizer):
     stored values, so a dense gradient and its ``to_sparse()`` give the same trajectory.
     """
 
+    _sparse_refused = None  # made for sparse gradients
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
         check_lr(lr)
         if not 0.0 < scalar(lr):

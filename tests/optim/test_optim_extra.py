@@ -509,3 +509,17 @@ def test_sparse_grads_with_weight_decay_refused_as_torch(name):
             getattr(lib.optim, name)([w], lr=0.1, weight_decay=0.1).step()
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adadelta", "Adamax", "NAdam",
+                                  "RAdam", "ASGD", "Rprop", "Adafactor", "Muon"])
+def test_sparse_grads_refused_by_dense_optimizers_as_torch(name):
+    errors = []
+    for lib in (torch, ember):
+        w = lib.nn.Parameter(lib.ones(4, 2))
+        w.grad = lib.sparse_coo_tensor(lib.tensor([[0, 2]]), lib.ones(2, 2), (4, 2),
+                                       check_invariants=True)
+        with pytest.raises(RuntimeError) as e:
+            getattr(lib.optim, name)([w]).step()
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
