@@ -109,20 +109,22 @@ class PackedLinearWeight:
         return _kernels.linear_dynamic(x, self.weight.numpy(), self.scale, self.zero_point,
                                        bias, reduce_range)
 
-    # state-dict form.  qint8: torch's (quantized weight, bias Parameter), which ember.save
-    # writes as torch does (_rebuild_qtensor) and the weights-only loader reads back;
-    # float16: (weight, scale, zero point, bias), plain tensors and numbers.
+    # state-dict form, torch's: (weight, bias Parameter), the weight a quantized tensor for
+    # qint8 (ember.save writes it as torch does, _rebuild_qtensor) and the float16-rounded
+    # values as float32 for float16.  The weights-only loader reads both back.
     def to_state(self):
+        bias = None if self.bias is None else Parameter(self.bias)
         if self.dtype is _dt.qint8:
-            bias = None if self.bias is None else Parameter(self.bias)
             return (QuantizedTensorRecord(self.weight, self.scale, self.zero_point), bias)
-        return (self.weight, self.scale, self.zero_point, self.bias)
+        return (self.weight.float(), bias)
 
     @classmethod
     def from_state(cls, dtype, state):
-        if len(state) == 2 and isinstance(state[0], QuantizedTensorRecord):
-            q, bias = state
+        if len(state) == 2:
+            weight, bias = state
             bias = None if bias is None else bias.detach()
-            return cls(dtype, q.int_repr, q.scale, q.zero_point, bias)
-        weight, scale, zero_point, bias = state
+            if isinstance(weight, QuantizedTensorRecord):
+                return cls(dtype, weight.int_repr, weight.scale, weight.zero_point, bias)
+            return cls(dtype, weight.detach().half(), 1.0, 0, bias)
+        weight, scale, zero_point, bias = state  # files of earlier ember versions
         return cls(dtype, weight, scale, zero_point, bias)

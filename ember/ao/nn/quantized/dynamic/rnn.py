@@ -37,8 +37,8 @@ class PackedParameter(Module):
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
         ih, hh = self.param
-        if ih.dtype is _dt.qint8 and ih.bias is not None and hh.bias is not None:
-            destination[prefix + "param"] = _cell_params(ih.to_state(), hh.to_state())
+        if ih.bias is not None and hh.bias is not None:
+            destination[prefix + "param"] = _cell_params(ih.dtype, ih.to_state(), hh.to_state())
         else:
             destination[prefix + "param"] = (ih.dtype, ih.to_state(), hh.to_state())
 
@@ -60,25 +60,31 @@ class PackedParameter(Module):
 
 _CELL_PARAMS = "__torch__.torch.classes.rnn.CellParamsBase"
 _LINEAR_PACKED = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+_CELL_KINDS = {"quantized_dynamic": _dt.qint8, "quantized_fp16": _dt.float16}
 
 
-def _cell_params(ih, hh):
-    """torch's pickled form of a qint8 layer-direction: a CellParamsBase script object
-    ("quantized_dynamic", [biases], [], [reduce_range], [packed ih, packed hh]), each packed
-    weight a LinearPackedParamsBase object over (quantized weight, bias)."""
+def _cell_params(dtype, ih, hh):
+    """torch's pickled form of a layer-direction: a CellParamsBase script object,
+    ("quantized_dynamic", [biases], [], [reduce_range], [packed ih, packed hh]) for qint8 and
+    ("quantized_fp16", [], [], [], [packed ih, packed hh]) for float16, each packed weight a
+    LinearPackedParamsBase object over (weight, bias)."""
     packed = [ScriptObjectRecord(_LINEAR_PACKED, ih), ScriptObjectRecord(_LINEAR_PACKED, hh)]
-    return ScriptObjectRecord(_CELL_PARAMS, ("quantized_dynamic", [ih[1], hh[1]], [], [1], packed))
+    if dtype is _dt.qint8:
+        state = ("quantized_dynamic", [ih[1], hh[1]], [], [1], packed)
+    else:
+        state = ("quantized_fp16", [], [], [], packed)
+    return ScriptObjectRecord(_CELL_PARAMS, state)
 
 
 def _from_cell_params(obj):
     state = obj.state
     if obj.qualified_name != _CELL_PARAMS or type(state) is not tuple or len(state) != 5 or \
-            state[0] != "quantized_dynamic" or len(state[4]) != 2 or \
+            state[0] not in _CELL_KINDS or len(state[4]) != 2 or \
             not all(isinstance(p, ScriptObjectRecord) and p.qualified_name == _LINEAR_PACKED
                     for p in state[4]):
         raise RuntimeError(f"unsupported packed RNN parameters {obj.qualified_name!r:.80} "
                            f"({state[0] if type(state) is tuple and state else state!r:.40})")
-    return _dt.qint8, state[4][0].state, state[4][1].state
+    return _CELL_KINDS[state[0]], state[4][0].state, state[4][1].state
 
 
 def _sigmoid(x):
