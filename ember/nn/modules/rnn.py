@@ -143,7 +143,8 @@ class RNNBase(Module):
         return (real, self.hidden_size) if self.mode == "LSTM" else (real,)
 
     def _check_input(self, input, batch_sizes):
-        w = self._flat_weights[0] if self._flat_weights_names else None
+        # dynamically quantized RNNs (ember.ao) keep packed weights, not _flat_weights
+        w = self._flat_weights[0] if getattr(self, "_flat_weights_names", None) else None
         if w is not None and input.dtype != w.dtype and not _autocast_on():
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
