@@ -576,7 +576,13 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 
 def _check_bounds(start, end, steps, dt, first):
     """torch's conversion check of the bounds into ``dt``: both when the sequence steps, only
-    ``start`` (``first``) when one value is filled in."""
+    ``start`` (``first``) when one value is filled in; complex bounds need a complex dtype."""
+    if np.dtype(dt).kind != "c" and any(isinstance(v, complex) for v in (start, end)):
+        from .blas import cpp_name
+        from ._helpers import type_name
+        raise RuntimeError(f"torch.{'linspace' if first else 'logspace'}(): inferred dtype "
+                           f"{cpp_name(_dt.default_complex_dtype().np)} can't be safely cast "
+                           f"to passed dtype {type_name(dt)}")
     if steps > 1 or steps == 1 and first:
         check_scalar_fits(start, dt)
     if steps > 1:
@@ -607,7 +613,9 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log scale."""
     if dtype is None and out is not None:
         dtype = out.dtype
-    start, end, dt = _num(start), _num(end), _dtype_or_default(dtype)
+    start, end = _num(start), _num(end)
+    dt = _dtype_or_default(dtype) if dtype or not any(isinstance(v, complex) for v in (start, end)) \
+        else _dt.default_complex_dtype().np
     _check_bounds(start, end, steps, dt, first=False)
     return _to_out(_make(LOGSPACE, {"start": start, "end": end, "steps": int(steps),
                                     "base": base, "dtype": dt}, device, requires_grad), out)

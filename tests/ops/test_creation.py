@@ -205,6 +205,8 @@ def test_logspace_bit_for_bit(dtype, steps):
     lambda lib: lib.linspace(0, 300, 5, dtype=lib.uint8),
     lambda lib: lib.linspace(0, 3, 5, dtype=lib.bool),
     lambda lib: lib.logspace(50.0, 1, 1, dtype=lib.float32),
+    lambda lib: lib.linspace(1 + 1j, 2, 3, dtype=lib.float32),
+    lambda lib: lib.logspace(1 + 0j, 2, 3, dtype=lib.int64),
 ])
 def test_spaced_errors_match_torch(call):
     with pytest.raises(Exception) as t:
@@ -220,3 +222,9 @@ def test_spaced_edges_match_torch():
                  lambda lib: lib.logspace(90.0, 1, 1, dtype=lib.float16),
                  lambda lib: lib.logspace(0, 40, 5, base=2.0, dtype=lib.int8)):
         np.testing.assert_array_equal(_bits(call(ember)), _bits(call(torch)))
+
+
+def test_logspace_complex_bounds_give_complex():
+    t, e = torch.logspace(1 + 1j, 2, 3), ember.logspace(1 + 1j, 2, 3)
+    assert e.dtype == ember.complex64
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
