@@ -1,4 +1,6 @@
 """Creation functions vs torch: values, dtype inference, memory sharing, errors."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -211,7 +213,7 @@ def test_logspace_bit_for_bit(dtype, steps):
 def test_spaced_errors_match_torch(call):
     with pytest.raises(Exception) as t:
         call(torch)
-    with pytest.raises(type(t.value), match=str(t.value).replace('"', '.')[:40]):
+    with pytest.raises(type(t.value), match=re.escape(str(t.value))):
         call(ember)
 
 
