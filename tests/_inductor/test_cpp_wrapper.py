@@ -286,6 +286,15 @@ def test_index_put_in_the_entry_point():
     cpp(lambda w, i, g: ember.zeros_like(w).index_put((i,), g, accumulate=True), w, idx, g)
 
 
+def test_index_put_of_bool_and_half_types():
+    i = ember.from_numpy(np.array([1, 1, 3]))
+    for dt in (ember.bool, ember.bfloat16, ember.float16):
+        x, v = rand(5, 2).to(dt), rand(3, 2, seed=1).to(dt)
+        cpp(lambda x, v, i: x.index_put((i,), v).to(ember.float32) + 1, x, v, i)
+        c = check(lambda x, v, i: x.index_put((i,), v, accumulate=True), x, v, i, options=CPP)
+        assert "index_put" in c.cpp_wrapper_reason  # the Python wrapper adds as NumPy does
+
+
 def test_index_put_out_of_range_raises_eagers_error():
     x, v = rand(6, 3), rand(2, 3, seed=1)
     c = cpp(lambda x, v, i: x.index_put((i,), v) * 2, x, v, ember.from_numpy(np.array([1, 2])))

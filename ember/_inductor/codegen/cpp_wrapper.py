@@ -187,8 +187,12 @@ class _Entry:
     def _index_put(self, n, ins, out):
         x, values = (a.meta["val"] for a in n.args[:2])
         idx = [a.meta["val"] for a in n.args[2:]]
+        # (an accumulating put adds in C's arithmetic: not for bool or the half types,
+        # whose buffers hold bytes and bits)
         if values.dtype != x.dtype or len(idx) > x.ndim or \
-                any(i.dtype.name not in ("int64", "int32") for i in idx):
+                any(i.dtype.name not in ("int64", "int32") for i in idx) or \
+                (n.kwargs.get("accumulate") and
+                 x.dtype.name in ("bool", "float16", "bfloat16")):
             raise Ineligible("an index_put the entry point does not run")
         ishape = index_shape([self.lay[i].shape for i in ins[2:]])
         target = ishape + tuple(self.lay[ins[0]].shape[len(idx):])
