@@ -13,7 +13,8 @@ import weakref
 from .state import SHARED
 from .tensor import Tensor, _version_of, wrap
 
-__all__ = ["Node", "OpNode", "AccumulateGrad", "record", "grad_accumulator"]
+__all__ = ["Node", "OpNode", "AccumulateGrad", "record", "grad_accumulator", "SAVED_HOOKS",
+           "HOOKS_ON", "pack_saved", "Packed"]
 
 
 class RemovableHandle:
@@ -320,6 +321,8 @@ def record(op, args, params, outs):
     if shared.anomaly:
         import traceback
         node.trace = traceback.format_stack()[:-3]
+    if HOOKS_ON[0] and SAVED_HOOKS.stack:
+        pack_saved(node)
     return node
 
 
@@ -332,3 +335,127 @@ def _saved_output(o, diff):
     if vc is None:
         vc = _version_of(o)
     return (o._data, vc, vc[0], diff)
+
+
+# ---- saved-tensor hooks (``autograd.graph.saved_tensors_hooks``) -------------------------
+class _SavedHooks(threading.local):
+    """This thread's ``(pack_hook, unpack_hook)`` stack, innermost last, and the message of
+    an active ``disable_saved_tensors_hooks`` (None: hooks may be registered)."""
+
+    def __init__(self):
+        self.stack = []
+        self.disabled = None
+
+
+SAVED_HOOKS = _SavedHooks()
+# pushes alive in any thread: record() tests this one global, so without hooks it pays
+# nothing more
+HOOKS_ON = [0]
+
+
+class Packed:
+    """What a pack hook returned for one saved tensor, with the unpack hook to call on it."""
+    __slots__ = ("value", "unpack")
+
+    def __init__(self, value, unpack):
+        self.value, self.unpack = value, unpack
+
+    def get(self):
+        t = self.unpack(self.value)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        return t
+
+
+def pack_saved(node):
+    """Pass ``node``'s saved tensors (inputs and outputs) through the innermost pack hook;
+    backward gets them back through its unpack hook.  As in torch, a hooked tensor is the
+    hooks' business: its version is not checked."""
+    stack = SAVED_HOOKS.stack
+    SAVED_HOOKS.stack = []  # what the pack hook itself records is saved unhooked
+    try:
+        _pack_with(node, *stack[-1])
+    finally:
+        SAVED_HOOKS.stack = stack
+
+
+def _pack_with(node, pack, unpack):
+    packed = False
+    saved = node.saved
+    if node.versions:
+        saved = list(saved)
+        for i, a in enumerate(saved):
+            if isinstance(a, Tensor):
+                saved[i] = Packed(pack(a), unpack)
+                packed = True
+        node.saved = tuple(saved)
+    so = node.saved_out
+    if so is not None:
+        for i, item in enumerate(so):
+            if item is None:
+                continue
+            arr, vc, _, diff = item
+            t = arr if vc is None else wrap(arr)
+            if vc is not None:
+                t._version = vc
+            so[i] = (Packed(pack(t), unpack), None, None, diff)
+            packed = True
+    if packed:
+        node.versions = None
+        node.__class__ = _packed_class(type(node))
+
+
+_PACKED_CLASSES = {}
+
+
+def _packed_class(cls):
+    """``cls`` whose backward unpacks its saved tensors first (same name and layout, so a
+    node changes class in place; nodes without hooks never pay for it)."""
+    p = _PACKED_CLASSES.get(cls)
+    if p is None:
+        p = _PACKED_CLASSES[cls] = type(cls.__name__, (_UnpacksSaved, cls), {"__slots__": ()})
+        p.__qualname__ = cls.__qualname__
+    return p
+
+
+class _UnpacksSaved:
+    __slots__ = ()
+
+    def apply(self, grads):
+        if self.released:
+            self.unpack_inputs()
+        saved = self.saved
+        self.saved = tuple([a.get() if type(a) is Packed else a for a in saved])
+        try:
+            return super().apply(grads)
+        finally:
+            self.saved = saved
+
+    @property
+    def saved_tensors(self):  # a custom Function's ctx read outside its backward
+        if self.released:
+            self.unpack_inputs()
+        return tuple([a.get() if type(a) is Packed else a for a in self.saved])
+
+    def unpack_output(self):
+        so = self.saved_out
+        if so is None:
+            return None
+        outs = []
+        for i, item in enumerate(so):
+            if item is None:
+                outs.append(None)
+                continue
+            u = item[0].get()
+            t = wrap(u._data)   # the output again: its grad_fn is this node (double backward)
+            t._version = _version_of(u)
+            if item[3]:
+                t.grad_fn, t._output_nr, t._requires_grad = self, i, True
+            outs.append(t)
+        return outs[0] if self.n_out == 1 else tuple(outs)
+
+    def release(self):
+        self.saved = None
+        self.saved_out = None
+        self.released = True

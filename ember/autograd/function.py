@@ -19,7 +19,7 @@ import numpy as np
 
 from .._core.dispatch import _apply_mode
 from .._core.meta import DataDependentShape
-from .._core.node import Node, _edge
+from .._core.node import HOOKS_ON, SAVED_HOOKS, Node, _edge, pack_saved
 from .._core.op import Op
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
@@ -333,6 +333,8 @@ def _run(cls, args, kwargs):
                 versions.append((t, vc, vc[0]))
         ctx.saved = saved
         ctx.versions = versions
+        if HOOKS_ON[0] and SAVED_HOOKS.stack:
+            pack_saved(ctx)
     else:
         ctx.saved = list(ctx.to_save)
     for o in results:
