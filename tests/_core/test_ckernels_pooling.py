@@ -1,6 +1,7 @@
-"""Max pooling's C kernels (ember._core.ckernels.pooling): values, indices and gradients
-against torch (ties, NaN, -inf, padding, dilation, ceil mode, 1-3 dims, half dtypes),
-gradcheck, and the C kernels against the NumPy kernels they replace."""
+"""The pooling C kernels (ember._core.ckernels.pooling): max pooling's values, indices and
+gradients against torch (ties, NaN, -inf, padding, dilation, ceil mode, 1-3 dims, half
+dtypes), gradcheck, average pooling against torch, and the C kernels against the NumPy
+kernels they replace."""
 import os
 
 import numpy as np
@@ -173,3 +174,54 @@ def test_integer_and_empty_inputs_take_the_numpy_kernel():
     z = np.zeros((0, 3, 6, 6), np.float32)
     (tv, ti), (ev, ei) = _both(2, z, dict(kernel_size=2))
     assert tuple(ev.shape) == tuple(tv.shape) and tuple(ei.shape) == tuple(ti.shape)
+
+
+# ---- average pooling ---------------------------------------------------------------------
+
+AVG = [
+    (1, (2, 3, 17), dict(kernel_size=3, stride=2, padding=1)),
+    (1, (4, 20), dict(kernel_size=4, stride=3, ceil_mode=True)),
+    (2, (2, 3, 9, 8), dict(kernel_size=2)),
+    (2, (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (2, (3, 10, 7), dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 0))),
+    (2, (1, 2, 11, 13), dict(kernel_size=3, stride=1, padding=1, divisor_override=5)),
+    (3, (2, 2, 5, 6, 7), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
+    (3, (1, 6, 7, 5), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+]
+
+
+def _avg(lib, n):
+    return getattr(lib.nn.functional, f"avg_pool{n}d")
+
+
+@pytest.mark.parametrize("kind", ["random", "nan"])
+@pytest.mark.parametrize("include_pad", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n,shape,kw", AVG)
+def test_avg_pool_matches_torch_and_numpy_kernel(n, shape, kw, dtype, include_pad, kind):
+    x = _special(shape, dtype, kind)
+    kw = dict(kw, count_include_pad=include_pad)
+    want = _avg(torch, n)(torch.from_numpy(x), **kw).numpy()
+    got = _avg(ember, n)(ember.from_numpy(x), **kw).numpy()
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    saved = ckpool.avg_pool
+    ckpool.avg_pool = lambda *a: None
+    try:
+        ref = _avg(ember, n)(ember.from_numpy(x), **kw).numpy()
+    finally:
+        ckpool.avg_pool = saved
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+@needs_c
+def test_avg_pool_c_kernel_runs_and_halves_pool_through_float32():
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    assert ckpool.avg_pool(x, (3, 3), (2, 2), (1, 1), (5, 4), True, None) is not None
+    t = torch.nn.functional.avg_pool2d(torch.from_numpy(x).half(), 3, 2, 1)
+    e = ember.nn.functional.avg_pool2d(ember.from_numpy(x).half(), 3, 2, 1)
+    assert e.dtype == ember.float16
+    np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=1e-3, atol=1e-3)
+    xg = ember.from_numpy(x.astype(np.float64)).requires_grad_()
+    assert ember.autograd.gradcheck(
+        lambda t: ember.nn.functional.avg_pool2d(t, 3, 2, 1, count_include_pad=False), (xg,))

@@ -26,7 +26,8 @@ import math
 
 import numpy as np
 
-__all__ = ["forward_source", "backward_source", "render", "max_pool", "max_pool_backward"]
+__all__ = ["forward_source", "backward_source", "avg_forward_source", "render", "max_pool",
+           "max_pool_backward", "avg_pool"]
 
 _CTYPE = {"f32": "float", "f64": "double"}
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -59,39 +60,25 @@ def _decls(names, values):
     return "\n".join(f"    const int64_t {k} = {v};" for k, v in zip(names, values))
 
 
-def _names(n):
+def _names(n, extra):
     return (["LEAD"] + [f"L{d}" for d in range(n)] + [f"O{d}" for d in range(n)]
             + [f"K{d}" for d in range(n)] + [f"S{d}" for d in range(n)]
-            + [f"P{d}" for d in range(n)] + [f"D{d}" for d in range(n)] + ["NEED"])
+            + [f"P{d}" for d in range(n)] + list(extra))
 
 
-def forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
-    """C of ``void fname(T *vals, int64_t *idx, const T *x, [const int64_t *g,] int nt)``:
-    max pooling over the last ``n`` dims of C-contiguous ``x``.  ``geometry`` lists the
-    sizes in the order of `_names` (lead, input sizes, output sizes, kernel, stride,
-    padding, dilation, whether to store indices) as ints, or is None: the function then
-    takes them from the array ``g`` at run time.
-
-    Each row of outputs (the last pooled dim) is updated once per window offset by a
-    branch-free loop over the row; an output's candidates are still visited in window
-    order, which is what the first-maximum and last-NaN rules need.  (No ``omp simd``:
-    rows of pooled images are short, 14 for LeNet, and forced vectors of 16 ran 2.3x
-    slower than the scalar loop.)"""
-    names = _names(n)
-    values = [f"g[{i}]" for i in range(len(names))] if geometry is None else \
-        [int(v) for v in geometry]
+def _row_windows(n, ctype, init, update, finish, advance):
+    """The body lines for one plane: for each row of outputs (every dim but the last
+    fixed), ``init`` (lines over the row's ``o``), then ``update`` (lines using the row
+    position ``o`` and the input position ``q``) once per window offset, in window order,
+    for the outputs whose window element is inside the input, then ``finish`` and
+    ``advance`` (lines with the outer output positions ``o0..`` in scope)."""
     m = n - 1  # the row dim
-    pin = " * ".join(f"L{d}" for d in range(n))
-    pout = " * ".join(f"O{d}" for d in range(n))
-    body = [f"const {ctype} *xp = x + l * ({pin});",
-            f"{ctype} *vr = vals + l * ({pout});",
-            f"int64_t *ir = NEED ? idx + l * ({pout}) : 0;"]
-    ind = ""
+    body, ind = [], ""
     for d in range(m):  # the outer output dims: one row each
         body.append(f"{ind}for (int64_t o{d} = 0; o{d} < O{d}; o{d}++) {{")
         ind += "    "
-    body += [f"{ind}for (int64_t o = 0; o < O{m}; o++) vr[o] = ({ctype})(-INFINITY);",
-             f"{ind}if (NEED) for (int64_t o = 0; o < O{m}; o++) ir[o] = -1;"]
+    body += [f"{ind}for (int64_t o = 0; o < O{m}; o++) {{"]
+    body += [f"{ind}    {ln}" for ln in init] + [f"{ind}}}"]
     inner, base = ind, "0"
     for d in range(m):  # the outer window dims, in window order
         body.append(f"{inner}for (int64_t k{d} = 0; k{d} < K{d}; k{d}++) {{")
@@ -101,35 +88,104 @@ def forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
         base = f"({base}) * L{d} + h{d}" if d else "h0"
     body += [
         f"{inner}for (int64_t k{m} = 0; k{m} < K{m}; k{m}++) {{",
-        f"{inner}    const int64_t off = ({base}) * L{m} + k{m} * D{m} - P{m};",
         f"{inner}    const int64_t first = k{m} * D{m} - P{m};  /* input col of output 0 */",
+        f"{inner}    const int64_t off = ({base}) * L{m} + first;",
         f"{inner}    int64_t lo = first >= 0 ? 0 : (S{m} - 1 - first) / S{m};",
         f"{inner}    int64_t hi = L{m} - first <= 0 ? 0 : (L{m} - first + S{m} - 1) / S{m};",
-        f"{inner}    if (hi > O{m}) hi = O{m};",
-        f"{inner}    if (NEED) {{",
-        f"{inner}        for (int64_t o = lo; o < hi; o++) {{",
-        f"{inner}            const int64_t q = off + o * S{m};",
-        f"{inner}            const {ctype} v = xp[q];",
-        f"{inner}            const int take = (ir[o] < 0) | (v > vr[o]) | (v != v);",
-        f"{inner}            vr[o] = take ? v : vr[o];",
-        f"{inner}            ir[o] = take ? q : ir[o];",
-        f"{inner}        }}",
-        f"{inner}    }} else {{",
-        f"{inner}        for (int64_t o = lo; o < hi; o++) {{",
-        f"{inner}            const {ctype} v = xp[off + o * S{m}];",
-        f"{inner}            vr[o] = (v > vr[o]) | (v != v) ? v : vr[o];",
-        f"{inner}        }}",
-        f"{inner}    }}",
-        f"{inner}}}"]
+        f"{inner}    if (hi > O{m}) hi = O{m};"]
+    body += [f"{inner}    {ln}" for ln in update] + [f"{inner}}}"]
     for _ in range(m):  # the outer window loops
         inner = inner[:-4]
         body.append(inner + "}")
-    body += [f"{ind}vr += O{m};", f"{ind}if (NEED) ir += O{m};"]
+    body += [f"{ind}{ln}" for ln in finish + advance]
     for _ in range(m):  # the outer output loops
         ind = ind[:-4]
         body.append(ind + "}")
-    params = [_decls(names, values), f"{ctype} *restrict vals", "int64_t *restrict idx",
-              f"const {ctype} *restrict x"]
+    return body
+
+
+def _values(names, geometry, array):
+    return [f"{array}[{i}]" for i in range(len(names))] if geometry is None else \
+        [int(v) for v in geometry]
+
+
+def forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
+    """C of ``void fname(T *vals, int64_t *idx, const T *x, [const int64_t *g,] int nt)``:
+    max pooling over the last ``n`` dims of C-contiguous ``x``.  ``geometry`` lists the
+    sizes in the order of `_names` (lead, input sizes, output sizes, kernel, stride,
+    padding, then dilation and whether to store indices) as ints, or is None: the function
+    then takes them from the array ``g`` at run time.
+
+    Each row of outputs (the last pooled dim) is updated once per window offset by a
+    branch-free loop over the row; an output's candidates are still visited in window
+    order, which is what the first-maximum and last-NaN rules need.  (No ``omp simd``:
+    rows of pooled images are short, 14 for LeNet, and forced vectors of 16 ran 2.3x
+    slower than the scalar loop.)"""
+    names = _names(n, [f"D{d}" for d in range(n)] + ["NEED"])
+    m = n - 1
+    pin = " * ".join(f"L{d}" for d in range(n))
+    pout = " * ".join(f"O{d}" for d in range(n))
+    body = [f"const {ctype} *xp = x + l * ({pin});",
+            f"{ctype} *vr = vals + l * ({pout});",
+            f"int64_t *ir = NEED ? idx + l * ({pout}) : 0;"]
+    init = [f"vr[o] = ({ctype})(-INFINITY);", "if (NEED) ir[o] = -1;"]
+    update = [
+        "if (NEED) {",
+        "    for (int64_t o = lo; o < hi; o++) {",
+        f"        const int64_t q = off + o * S{m};",
+        f"        const {ctype} v = xp[q];",
+        "        const int take = (ir[o] < 0) | (v > vr[o]) | (v != v);",
+        "        vr[o] = take ? v : vr[o];",
+        "        ir[o] = take ? q : ir[o];",
+        "    }",
+        "} else {",
+        "    for (int64_t o = lo; o < hi; o++) {",
+        f"        const {ctype} v = xp[off + o * S{m}];",
+        "        vr[o] = (v > vr[o]) | (v != v) ? v : vr[o];",
+        "    }",
+        "}"]
+    body += _row_windows(n, ctype, init, update, [], [f"vr += O{m};", f"if (NEED) ir += O{m};"])
+    params = [_decls(names, _values(names, geometry, "g")), f"{ctype} *restrict vals",
+              "int64_t *restrict idx", f"const {ctype} *restrict x"]
+    if geometry is None:
+        params.append("const int64_t *restrict g")
+    work = f"LEAD * {pout} * " + " * ".join(f"K{d}" for d in range(n))
+    return _plane_function(fname, params, work, body, pragma, min_work)
+
+
+def _window_count(d, pos):
+    """C statement multiplying ``cnt`` by the window length of dim ``d`` at output
+    ``pos``: clipped to the padded input, and to the input itself unless ``INCL``."""
+    return (f"{{ const int64_t s = {pos} * S{d} - P{d}; int64_t e = s + K{d}; "
+            f"if (e > L{d} + P{d}) e = L{d} + P{d}; "
+            f"cnt *= INCL ? e - s : (e < L{d} ? e : L{d}) - (s > 0 ? s : 0); }}")
+
+
+def avg_forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
+    """C of ``void fname(T *vals, const T *x, [const int64_t *g,] int nt)``: average
+    pooling over the last ``n`` dims of C-contiguous ``x``: window sums (in window order)
+    divided by ``DIV``, or when that is 0 by the window's size (``INCL``: padding
+    included, as torch's count_include_pad).  ``geometry`` as `forward_source`'s, with
+    ``INCL`` and ``DIV`` after the padding."""
+    names = _names(n, ["INCL", "DIV"])
+    m = n - 1
+    pin = " * ".join(f"L{d}" for d in range(n))
+    pout = " * ".join(f"O{d}" for d in range(n))
+    body = [f"const {ctype} *xp = x + l * ({pin});", f"{ctype} *vr = vals + l * ({pout});"]
+    update = ["for (int64_t o = lo; o < hi; o++) vr[o] += xp[off + o * S{m}];"
+              .replace("{m}", str(m))]
+    finish = (["int64_t outer = 1;", "{ int64_t cnt = 1;"]
+              + [f"  {_window_count(d, f'o{d}')}" for d in range(m)]
+              + ["  outer = cnt; }",
+                 f"for (int64_t o = 0; o < O{m}; o++) {{",
+                 "    int64_t cnt = outer;",
+                 f"    {_window_count(m, 'o')}",
+                 f"    vr[o] = vr[o] / ({ctype})(DIV ? DIV : cnt);",
+                 "}"])
+    dil = "".join(f"\n    const int64_t D{d} = 1;" for d in range(n))
+    body += _row_windows(n, ctype, ["vr[o] = 0;"], update, finish, [f"vr += O{m};"])
+    params = [_decls(names, _values(names, geometry, "g")) + dil,
+              f"{ctype} *restrict vals", f"const {ctype} *restrict x"]
     if geometry is None:
         params.append("const int64_t *restrict g")
     work = f"LEAD * {pout} * " + " * ".join(f"K{d}" for d in range(n))
@@ -142,8 +198,7 @@ def backward_source(fname, ctype, geometry, pragma="CK_PRAGMA", min_work=0):
     plane's ``POUT`` outputs added at its index.  ``geometry`` is ``(LEAD, PIN, POUT)`` as
     ints, or None: the function then reads them from ``geo``."""
     names = ["LEAD", "PIN", "POUT"]
-    values = [f"geo[{i}]" for i in range(3)] if geometry is None else \
-        [int(v) for v in geometry]
+    values = _values(names, geometry, "geo")
     body = [f"{ctype} *op = out + l * PIN;",
             "const int64_t *iq = idx + l * POUT;",
             f"const {ctype} *gp = g + l * POUT;",
@@ -161,10 +216,11 @@ def backward_source(fname, ctype, geometry, pragma="CK_PRAGMA", min_work=0):
 
 def render():
     """The eager library's pooling kernels (sizes read at run time)."""
-    parts = ["\n/* ---- max pooling (ember/_core/ckernels/pooling.py) ---- */\n"]
+    parts = ["\n/* ---- max and average pooling (ember/_core/ckernels/pooling.py) ---- */\n"]
     for suffix, ctype in _CTYPE.items():
         for n in (1, 2, 3):
             parts.append(forward_source(f"ck_max_pool{n}d_{suffix}", ctype, n, None))
+            parts.append(avg_forward_source(f"ck_avg_pool{n}d_{suffix}", ctype, n, None))
         parts.append(backward_source(f"ck_max_pool_backward_{suffix}", ctype, None))
     return "".join(parts)
 
@@ -174,9 +230,9 @@ def render():
 _P, _I = ctypes.c_void_p, ctypes.c_int
 
 
-def _fn(name):
+def _fn(name, nargs=5):  # pointers, then the int thread count
     from . import _fn as lookup
-    return lookup(name, [_P] * 4 + [_I])
+    return lookup(name, [_P] * (nargs - 1) + [_I])
 
 
 def _threads(work):
@@ -209,6 +265,25 @@ def max_pool(x, ks, stride, pad, dil, outs, need_idx):
     f(vals.ctypes.data, idx.ctypes.data, x.ctypes.data, geo.ctypes.data,
       _threads(vals.size * math.prod(ks)))
     return vals, idx
+
+
+def avg_pool(x, ks, stride, pad, outs, include_pad, override):
+    """Average pooling of ``x`` (float32/float64) over its last ``len(ks)`` dims into
+    output sizes ``outs``, divided by ``override`` or the window size (padding counted
+    with ``include_pad``), or None when the C kernel cannot be had."""
+    n = len(ks)
+    if not _fits(x) or n > 3 or x.ndim < n or (override and int(override) != override):
+        return None
+    f = _fn(f"ck_avg_pool{n}d_{_SUFFIX[x.dtype]}", 4)
+    if f is None:
+        return None
+    x = np.ascontiguousarray(x)
+    vals = np.empty(x.shape[:x.ndim - n] + tuple(outs), x.dtype)
+    geo = np.array((math.prod(x.shape[:x.ndim - n]),) + x.shape[x.ndim - n:] + tuple(outs)
+                   + tuple(ks) + tuple(stride) + tuple(pad)
+                   + (int(bool(include_pad)), int(override or 0)), np.int64)
+    f(vals.ctypes.data, x.ctypes.data, geo.ctypes.data, _threads(vals.size * math.prod(ks)))
+    return vals
 
 
 def max_pool_backward(g, idx, in_shape, n):

@@ -209,6 +209,9 @@ def _avg_pool_kernel(xp, x, ks, stride, pad, ceil, include_pad, override):
         raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{type_name(x.dtype)}'")
     a, back = _compute(x)
     outs, pads = _geometry(a.shape, ks, stride, pad, (1,) * n, ceil)
+    r = _ckpool.avg_pool(a, ks, stride, pad, outs, include_pad, override)
+    if r is not None:
+        return r if back is None else r.astype(back)
     win = _crop(_windows(xp, a, ks, (1,) * n, pads, stride), outs, n)
     s = win.sum(axis=tuple(range(-n, 0)))
     div = _divisor(a.shape[-n:], ks, stride, pad, outs, include_pad, override)
