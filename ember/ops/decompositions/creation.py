@@ -35,14 +35,21 @@ def _range(*, start, end, step, dtype, device=None):
     return cast(prim.add(prim.mul(iota(n, np.float64), step), start), dtype)
 
 
-def _linspace64(start, end, steps):
+def _linspace64(start, end, steps, dt=None):
+    """In float64; ``dt``: the float dtype whose rounding the bounds and step take first."""
     if steps == 1:
         return full((1,), start, np.float64)
     i = iota(steps, np.float64)
-    delta = (end - start) / (steps - 1)
-    y = prim.add(prim.mul(i, delta), start)
-    # the last point is end itself, not start + (steps - 1) * delta rounded
-    return prim.where(prim.eq(i, steps - 1), float(end), y)
+    if dt is None:
+        delta = (end - start) / (steps - 1)
+    else:
+        start, end = float(dt.type(start)), float(dt.type(end))
+        delta = float((dt.type(end) - dt.type(start)) / dt.type(steps - 1))
+    # torch's rule: the first half counts up from start, the second down from end (the
+    # kernel computes in the output dtype with fused multiply-adds; ints as here)
+    up = prim.add(prim.mul(i, delta), start)
+    down = prim.sub(float(end), prim.mul(prim.sub(float(steps - 1), i), delta))
+    return prim.where(prim.lt(i, float(steps // 2)), up, down)
 
 
 @decomposes("linspace")
@@ -52,7 +59,10 @@ def _linspace(*, start, end, steps, dtype, device=None):
         re = _linspace64(complex(start).real, complex(end).real, steps)
         im = _linspace64(complex(start).imag, complex(end).imag, steps)
         return cast(prim.complex(re, im), dt)
-    y = _linspace64(start, end, steps) if steps else full((0,), 0, np.float64)
+    if dt.kind in "iu":  # the bounds as the output dtype holds them, as torch's kernel
+        start, end = float(math.trunc(start)), float(math.trunc(end))
+    y = _linspace64(start, end, steps, dt if dt.kind == "f" else None) if steps else \
+        full((0,), 0, np.float64)
     if dt.kind in "iu":
         y = prim.trunc(y)
     return cast(y, dt)
