@@ -17,7 +17,19 @@ from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 from .anomaly_mode import _CHECK_NAN
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "current_graph_task_keeps_graph"]
+
+
+class _GraphTask(threading.local):
+    keep_graph = True  # outside any backward, as torch's default
+
+
+_TASK = _GraphTask()
+
+
+def current_graph_task_keeps_graph():
+    """Whether the backward running in this thread retains the graph (True outside one)."""
+    return _TASK.keep_graph
 
 _ndarray = _np.ndarray
 
@@ -109,6 +121,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     owned = set() if not create_graph else None
     prev_grad = STATE.grad_enabled
     STATE.grad_enabled = create_graph
+    prev_keep, _TASK.keep_graph = _TASK.keep_graph, bool(retain_graph)
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while nxt is not None:
@@ -204,6 +217,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             nxt = newly if newly is not None else (heappop(ready)[2] if ready else None)
     finally:
         STATE.grad_enabled = prev_grad
+        _TASK.keep_graph = prev_keep
     if inputs is not None and accumulate:
         # backward(inputs=[...]) also fills .grad of non-leaf inputs, as torch does
         for t, g in zip(inputs, results):

@@ -14,6 +14,7 @@ and the backward node is the ctx, built here as always.
 """
 import functools
 import threading
+import warnings
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from .._core.node import HOOKS_ON, SAVED_HOOKS, Node, _edge, pack_saved
 from .._core.op import Op
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
+from .engine import current_graph_task_keeps_graph
 from ..ops.decompositions import no_decomposition
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
@@ -30,6 +32,13 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
 
 class FunctionCtx(Node):
     """The context object passed to ``forward``/``backward`` (a Node of the graph)."""
+
+    # what an instance sets, readable on the class too (torch's Function derives from it)
+    to_save = None
+    non_differentiable = None
+    needs_input_grad = None
+    saved_for_forward = None
+    materialize_grads = True
 
     def __init__(self):
         Node.__init__(self)
@@ -68,6 +77,39 @@ class FunctionCtx(Node):
     def set_materialize_grads(self, value):
         """Whether undefined output gradients are passed to backward as zeros (default True)."""
         self.materialize_grads = value
+
+    def mark_shared_storage(self, *pairs):
+        """Deprecated: tensors sharing storage are tracked automatically."""
+        warnings.warn("`mark_shared_storage` is deprecated. Tensors with shared storages are "
+                      "automatically tracked. Note that calls to `set_()` are not tracked",
+                      FutureWarning, stacklevel=2)
+
+    @property
+    def dirty_tensors(self):
+        """The tensors passed to ``mark_dirty`` (None if it was not called)."""
+        return self.dirty or None
+
+    @dirty_tensors.setter
+    def dirty_tensors(self, value):
+        self.dirty = tuple(value) if value is not None else ()
+
+    @property
+    def requires_grad(self):
+        """Whether any input of the forward call requires grad."""
+        return any(e is not None for e in self.next_edges)
+
+    @property
+    def saved_variables(self):
+        """Deprecated alias of ``saved_tensors``."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
+
+    def maybe_clear_saved_tensors(self):
+        """Free the saved tensors now if the running backward does not retain the graph
+        (the engine would free them after this node anyway)."""
+        if not current_graph_task_keeps_graph():
+            self.release()
 
     @property
     def saved_tensors(self):
@@ -133,7 +175,7 @@ class _FunctionMeta(type):
         cls._backward_cls = type(name + "Backward", (FunctionCtx,), {"_fn_cls": cls})
 
 
-class Function(metaclass=_FunctionMeta):
+class Function(FunctionCtx, metaclass=_FunctionMeta):
     """Base class for custom autograd operators: define ``forward`` and ``backward``
     staticmethods and call ``MyFunction.apply(*args)``.
 
@@ -152,6 +194,18 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
     setup_context = None
+    generate_vmap_rule = False
+    clear_saved_tensors_on_access = False
+    boxed_grads_call = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """Define the behaviour of this Function under ``vmap``: return the batched outputs
+        and their out_dims.  ember's vmap runs the Function's Python on batched tensors when
+        no rule is given; this default, as torch's, refuses being called."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either "
+                                  "override the vmap staticmethod or set "
+                                  "generate_vmap_rule=True.")
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
