@@ -152,11 +152,26 @@ def _scan(code, seen):
     return True, names, frees
 
 
+def _method_closure(frame, code):
+    """The closure cells of the method running ``code`` (a class defined inside a function,
+    as modules built by a factory are), found on its first argument's class; or None."""
+    if not code.co_argcount:
+        return None
+    owner = frame.f_locals.get(code.co_varnames[0])
+    for klass in type(owner).__mro__:
+        for value in vars(klass).values():
+            fn = getattr(value, "__func__", value)
+            if getattr(fn, "__code__", None) is code:
+                return fn.__closure__
+    return None
+
+
 class Recorder:
     """Collects what runs during one capturing call (``sys.setprofile``)."""
 
     def __init__(self):
         self.user_frames = {}       # code of each user function that ran -> its globals
+        self.closures = {}          # code with free variables -> its function's cells
         self.impure = None          # the first reason the call is not pure
         self.prev = None
 
@@ -170,6 +185,10 @@ class Recorder:
                 # the globals only: holding the frame would keep its locals (lazy tensors
                 # the graph would then have to produce) alive
                 self.user_frames[code] = frame.f_globals
+                if code.co_freevars:
+                    cells = _method_closure(frame, code)
+                    if cells is not None:
+                        self.closures[code] = cells
         elif event == "c_call":
             caller = frame.f_code
             if _is_ember_code(caller) or _run_by_ember(frame):
@@ -460,7 +479,8 @@ def make_plan(compiled, recorder, session, args, kwargs, result, before):
                 global_guards.append((g, n, v))
         closure = code.co_freevars
         fn = getattr(compiled.fn, "__func__", compiled.fn)
-        func_closure = fn.__closure__ if getattr(fn, "__code__", None) is code else None
+        func_closure = fn.__closure__ if getattr(fn, "__code__", None) is code else \
+            recorder.closures.get(code)
         if frees and func_closure is None:
             return None, "a closure that cannot be guarded"
         for name, cell in zip(closure, func_closure or ()):
