@@ -168,3 +168,16 @@ def test_legacy_functions_and_methods():
         sol, coef = legacy.triangular_solve(e[..., :3, :2], sq.triu())
     blas._WARNED.discard("triangular_solve")  # as a fresh process has it
     np.testing.assert_allclose(np.triu(sq._data) @ sol._data, a[..., :3, :2], atol=1e-10)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_svd_of_non_finite_matrices_gives_nan_without_calling_lapack(bad):
+    # gesdd can loop forever on NaN/inf; the finite matrices of a batch are unaffected
+    a = np.random.default_rng(0).standard_normal((3, 3, 3))
+    a[1, 0, 2] = bad
+    s = ember.linalg.svdvals(ember.from_numpy(a)).numpy()
+    u, s2, vh = (t.numpy() for t in ember.linalg.svd(ember.from_numpy(a)))
+    assert np.isnan(s[1]).all() and np.isnan(s2[1]).all() and np.isnan(u[1]).all()
+    ts = torch.linalg.svdvals(torch.from_numpy(a[[0, 2]])).numpy()
+    np.testing.assert_allclose(s[[0, 2]], ts, rtol=1e-10)
+    np.testing.assert_allclose(s2[[0, 2]], ts, rtol=1e-10)

@@ -127,6 +127,12 @@ def _svd_kernel(xp, a, full_matrices):
     m, n = a.shape[-2:]
     k = min(m, n)
     rdt = xp.abs(a[..., :0, :0]).dtype
+    if a.size and not xp.isfinite(a).all():
+        # LAPACK's gesdd can loop forever on NaN/inf: those matrices get NaN factors instead
+        bad = ~xp.isfinite(a).all(axis=(-2, -1))
+        u, s, vh = _svd_kernel(xp, xp.where(bad[..., None, None], 0, a), full_matrices)
+        return (xp.where(bad[..., None, None], np.nan, u), xp.where(bad[..., None], np.nan, s),
+                xp.where(bad[..., None, None], np.nan, vh))
     if a.size == 0:
         um, vn = (m, n) if full_matrices else (k, k)
         return (xp.zeros(a.shape[:-2] + (m, um), a.dtype) + xp.eye(m, um, dtype=a.dtype),
@@ -215,8 +221,16 @@ def _svd_shape(a, full_matrices):
 
 SVD = Op("linalg_svd", _svd_kernel, _svd_vjp, save_inputs=False, save_output=True, n_out=3,
          category="linalg", shape=_svd_shape, batch=_linalg_rule)
-SVDVALS = Op("linalg_svdvals", lambda xp, a: xp.linalg.svd(a, compute_uv=False).astype(
-    xp.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
+def _svdvals_kernel(xp, a):
+    rdt = xp.abs(a[..., :0, :0]).dtype
+    if a.size and not xp.isfinite(a).all():  # NaN values, as _svd_kernel's
+        bad = ~xp.isfinite(a).all(axis=(-2, -1))
+        s = _svdvals_kernel(xp, xp.where(bad[..., None, None], 0, a))
+        return xp.where(bad[..., None], np.nan, s).astype(rdt, copy=False)
+    return xp.linalg.svd(a, compute_uv=False).astype(rdt, copy=False)
+
+
+SVDVALS = Op("linalg_svdvals", _svdvals_kernel, None, differentiable=False, category="linalg",
     batch=_linalg_rule,
     shape=lambda a: (a.shape[:-2] + (min(a.shape[-2], a.shape[-1]),), a.dtype.to_real()))
 
