@@ -101,7 +101,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Computes the gradient of current tensor w.r.t. graph leaves."""
-    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    # Tensor.backward is routed itself (route_tensor_methods): call what backward wraps
+    _backward_impl(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 def _register_hook(self, hook):
@@ -126,6 +127,7 @@ def _register_post_accumulate_grad_hook(self, hook):
     return RemovableHandle(self._post_acc_hooks, hook)
 
 
+_backward_impl = backward.__wrapped_impl__
 Tensor.backward = _tensor_backward
 Tensor.register_hook = _register_hook
 Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
