@@ -55,3 +55,14 @@ def test_function_mode_can_replace_autograd_grad(lib):
     with Doubling():
         (g,) = lib.autograd.grad((x * x).sum(), [x])
     np.testing.assert_allclose(g.detach().numpy(), [4.0, 8.0])
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_function_mode_sees_tensor_backward_once(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    mode = _recording_mode(lib)
+    with mode:
+        y.backward()
+    assert mode.seen == [lib.Tensor.backward]
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
