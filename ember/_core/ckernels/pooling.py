@@ -235,7 +235,15 @@ def _fn(name, nargs=5):  # pointers, then the int thread count
     return lookup(name, [_P] * (nargs - 1) + [_I])
 
 
+# window elements from which the kernels use threads: a window element costs about 1 ns,
+# and a LeNet step with its pooling (300K elements) on 2 threads ran no faster on a quiet
+# machine and 10x slower next to torch's busy OpenMP pool (the benchmarks' setting)
+PARALLEL_WORK = 1 << 23
+
+
 def _threads(work):
+    if work < PARALLEL_WORK:
+        return 1
     from . import _threads as threads
     return threads(work)
 
