@@ -6,6 +6,7 @@ become one basic-index *view* (so writes through it reach the base); integer and
 boolean tensors left over become one advanced ``index`` op applied to that view
 (a copy; its gradient accumulates duplicates with ``index_put(accumulate=True)``).
 """
+import contextlib
 import numbers
 import operator
 import warnings
@@ -969,9 +970,6 @@ def _index_reduce_index(input, dim, index, source, reduce):
                            f"amin but got {reduce}.")
     d = _vec_index("index_reduce", input, dim, index)
     _index_src_check("index_reduce", input, d, index, source)
-    n = input.shape[d] if input.dim() else 1
-    if index.numel() and bool((index.min() < 0) | (index.max() >= n)):
-        raise IndexError("index out of range in self")  # scatter_reduce's would be a RuntimeError
     nd = source.dim()
     shp = (1,) * d + (-1,) + (1,) * (nd - d - 1) if nd else (-1,)
     return d, index.reshape(shp).expand(source.shape)
@@ -988,14 +986,29 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     'amin')."""
     d, idx = _index_reduce_index(input, dim, index, source, reduce)
     _beta_warning()
-    r = scatter_reduce(input, d, idx.contiguous(), source, reduce, include_self=include_self)
+    with _index_error():
+        r = scatter_reduce(input, d, idx.contiguous(), source, reduce, include_self=include_self)
     return r if out is None else write_out(out, r)
 
 
 def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     d, idx = _index_reduce_index(self, dim, index, source, reduce)
     _beta_warning()
-    return _scatter_reduce_(self, d, idx.contiguous(), source, reduce, include_self=include_self)
+    with _index_error():
+        return _scatter_reduce_(self, d, idx.contiguous(), source, reduce,
+                                include_self=include_self)
+
+
+@contextlib.contextmanager
+def _index_error():
+    """torch's IndexError for an index out of range, where scatter_reduce (which index_reduce
+    runs) raises RuntimeError: checked by the kernel, so vmap and compile need no value."""
+    try:
+        yield
+    except RuntimeError as e:
+        if "out of bounds for dimension" in str(e):
+            raise IndexError("index out of range in self") from None
+        raise
 
 
 Tensor.index_select = index_select
