@@ -225,3 +225,15 @@ def test_avg_pool_c_kernel_runs_and_halves_pool_through_float32():
     xg = ember.from_numpy(x.astype(np.float64)).requires_grad_()
     assert ember.autograd.gradcheck(
         lambda t: ember.nn.functional.avg_pool2d(t, 3, 2, 1, count_include_pad=False), (xg,))
+
+
+@pytest.mark.parametrize("shape,n,args", [((2, 1), 1, (3, 3, 1, 2, True)),
+                                          ((2, 1, 1, 1), 2, (3, 3, 1, 2, True))])
+def test_window_with_no_element_inside_indexes_as_torch(shape, n, args):
+    # dilation steps over the whole (short) input: the value is -inf and the index the
+    # window's first position at or after 0, as torch's
+    x = np.ones(shape, np.float32)
+    t = _fn(torch, n)(torch.from_numpy(x), *args, return_indices=True)
+    e = _fn(ember, n)(ember.from_numpy(x), *args, return_indices=True)
+    np.testing.assert_array_equal(e[0].numpy(), t[0].numpy())
+    np.testing.assert_array_equal(e[1].numpy(), t[1].numpy())

@@ -144,7 +144,15 @@ def forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
         "        vr[o] = (v > vr[o]) | (v != v) ? v : vr[o];",
         "    }",
         "}"]
-    body += _row_windows(n, ctype, init, update, [], [f"vr += O{m};", f"if (NEED) ir += O{m};"])
+    # a window with no element inside (dilation stepping over a short input): torch's
+    # index is the window's first position at or after 0 (its value stays -inf)
+    first = "".join(f"{{ int64_t h = {pos} * S{d} - P{d}; "
+                    f"if (h < 0) h += (D{d} - 1 - h) / D{d} * D{d}; q = q * L{d} + h; }} "
+                    for d, pos in [(d, f"o{d}") for d in range(m)] + [(m, "o")])
+    finish = [f"if (NEED) for (int64_t o = 0; o < O{m}; o++) if (ir[o] < 0) {{",
+              f"    int64_t q = 0; {first}", "    ir[o] = q;", "}"]
+    body += _row_windows(n, ctype, init, update, finish,
+                         [f"vr += O{m};", f"if (NEED) ir += O{m};"])
     params = [_decls(names, _values(names, geometry, "g")), f"{ctype} *restrict vals",
               "int64_t *restrict idx", f"const {ctype} *restrict x"]
     if geometry is None:
