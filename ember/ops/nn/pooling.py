@@ -110,6 +110,15 @@ def _max_pool_numpy(xp, a, ks, stride, pad, dil, outs, pads, need_idx):
                      dtype=np.int64)
     idx = table[k]
     idx += base
+    if inside is not None:
+        empty = ~np.logical_or.reduce([np.broadcast_to(m, outs) for m in inside])
+        if empty.any():  # no element inside: torch's index is the first position >= 0
+            first = 0
+            for i in range(n):
+                h = np.arange(outs[i]) * stride[i] - pad[i]
+                h = np.where(h < 0, h + (dil[i] - 1 - h) // dil[i] * dil[i], h)
+                first = first * L[i] + h.reshape((-1,) + (1,) * (n - 1 - i))
+            idx = xp.where(xp.asarray(empty), xp.asarray(first), idx)
     return r, idx
 
 
