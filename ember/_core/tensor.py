@@ -114,17 +114,8 @@ class Tensor:
         return self._data.nbytes
 
     def stride(self, dim=None):
-        a = self._data
-        if a.size == 0 or not a.itemsize:
-            # NumPy reports 0 for every dim of an empty array; torch gives the contiguous
-            # strides (a size of 0 counted as 1)
-            st, step = [], 1
-            for n in reversed(a.shape):
-                st.append(step)
-                step *= max(n, 1)
-            st = tuple(reversed(st))
-        else:
-            st = tuple(s // a.itemsize for s in a.strides)
+        st = tuple(s // self._data.itemsize for s in self._data.strides) if self._data.itemsize \
+            else (0,) * self.dim()
         return st if dim is None else st[_wrap_dim(dim, self.dim())]
 
     def storage_offset(self):

@@ -292,9 +292,3 @@ def test_legacy_constructor():
     assert tuple(e.shape) == tuple(t.shape) and e.dtype is ember.float32
     assert ember.Tensor([1, 2]).tolist() == torch.Tensor([1, 2]).tolist()
     assert ember.Tensor([1, 2]).dtype is ember.float32
-
-
-@pytest.mark.parametrize("shape", [(0,), (2, 0, 3), (0, 4), (3, 1, 0)])
-def test_empty_tensor_strides_are_torch_contiguous_strides(shape):
-    assert ember.zeros(*shape).stride() == torch.zeros(*shape).stride()
-    assert ember.empty(*shape).stride(-1) == torch.empty(*shape).stride(-1)
