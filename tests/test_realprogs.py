@@ -15,10 +15,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("REALPROGS_DIR") or os.path.normpath(
     os.path.join(_HERE, "..", "..", "shared", "realprogs"))
 
-LATER = {
-    "tutorial_torch_export": "ember.export (issue 12): runs to the end, but its core-ATen checks "
-                             "need aten-level conv/batch_norm ops in exported graphs",
-}
+LATER = {}
 
 
 def _programs():
