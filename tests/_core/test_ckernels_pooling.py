@@ -148,7 +148,9 @@ def test_c_kernels_equal_numpy_kernels(n, shape, kw, dtype, kind):
     got = ckpool.max_pool_backward(g, idx, x.shape, n)
     assert got is not None and got.dtype == dtype
     want = P._max_pool_backward_numpy(np, g, idx, x.shape, n).astype(dtype)
-    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    # overlapping windows sum their gradients in another order: rounding of the sum
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 4 * float(np.abs(g).max()))
 
 
 @needs_c

@@ -111,8 +111,12 @@ def _max_pool_numpy(xp, a, ks, stride, pad, dil, outs, pads, need_idx):
     idx = table[k]
     idx += base
     if inside is not None:
-        empty = ~np.logical_or.reduce([np.broadcast_to(m, outs) for m in inside])
-        if empty.any():  # no element inside: torch's index is the first position >= 0
+        some = None
+        for m in inside:
+            m = xp.broadcast_to(m, outs)
+            some = m if some is None else some | m
+        empty = ~some
+        if bool(empty.any()):  # no element inside: torch's index is the first position >= 0
             first = 0
             for i in range(n):
                 h = np.arange(outs[i]) * stride[i] - pad[i]
