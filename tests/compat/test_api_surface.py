@@ -12,6 +12,7 @@ import fnmatch
 import importlib
 import inspect
 import os
+import subprocess
 import sys
 
 import pytest
@@ -115,6 +116,22 @@ def _excluded(table, name):
     return False
 
 
+_BARE = []
+
+
+def _bare_torch_modules():
+    """The torch modules a bare ``import torch`` loads, read in a fresh interpreter: a
+    submodule that another test imported (``torch.utils.cpp_extension`` through
+    ``torch.utils.backend_registration``) must not change what this walk sees."""
+    if not _BARE:
+        out = subprocess.run(
+            [sys.executable, "-c", "import sys, torch\n"
+             "print('\\n'.join(m for m in sys.modules if m.startswith('torch')))"],
+            capture_output=True, text=True, check=True, timeout=300)
+        _BARE.append(frozenset(out.stdout.split()))
+    return _BARE[0]
+
+
 def _public_names(mod):
     names = getattr(mod, "__all__", None)
     if names is not None:
@@ -126,6 +143,8 @@ def _public_names(mod):
         v = getattr(mod, k, None)
         if inspect.ismodule(v) and v.__name__ != f"{mod.__name__}.{k}":
             continue  # an imported module (``torch``, ``m``), not a submodule of this one
+        if inspect.ismodule(v) and v.__name__ not in _bare_torch_modules():
+            continue  # loaded by something other than ``import torch``
         origin = v.__name__ if inspect.ismodule(v) else getattr(v, "__module__", None)
         if isinstance(origin, str) and origin.startswith("torch"):
             out.append(k)
