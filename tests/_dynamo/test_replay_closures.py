@@ -5,19 +5,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember._dynamo.eval_frame import CompiledFunction
-
-
-@pytest.fixture
-def python_runs(monkeypatch):
-    count = [0]
-    orig = CompiledFunction._run
-
-    def counted(self, args, kwargs, explain=None):
-        count[0] += 1
-        return orig(self, args, kwargs, explain)
-    monkeypatch.setattr(CompiledFunction, "_run", counted)
-    return count
+from test_training_step_replay import python_runs  # noqa: F401  (the fixture)
 
 
 def _factory(scale):
