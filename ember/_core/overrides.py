@@ -61,6 +61,11 @@ def _override_of(t):
     f = getattr(t, "__ember_function__", None)
     if f is None and not issubclass(t, Tensor):
         f = getattr(t, "__torch_function__", None)
+        # torch's own tensors' default implementation calls the function back: a torch
+        # tensor handed to ember (from_dlpack, tensor(t)) is data, as torch ignores its default
+        if f is not None and getattr(getattr(f, "__func__", f), "__module__", "") \
+                .startswith("torch."):
+            return None
     return f
 
 
