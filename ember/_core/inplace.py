@@ -97,6 +97,20 @@ def copy_into(target, r):
     v[0] += 1
 
 
+def _check_result_shape(target, args):
+    """torch fixes the result's shape before it looks at dtypes: an op that failed is reported
+    as a shape mismatch when its operands do not broadcast to ``target``'s shape."""
+    shapes = [tuple(a.shape) for a in args if isinstance(a, Tensor)]
+    td = tuple(target.shape)
+    try:
+        b = _np.broadcast_shapes(td, *shapes)
+    except ValueError:
+        return
+    if b != td:
+        raise RuntimeError(f"output with shape {list(td)} doesn't match the broadcast shape "
+                           f"{list(b)}")
+
+
 def _cat_name(d):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
@@ -119,10 +133,14 @@ def apply_inplace(op, target, args, params):
         try:
             r = op.kernel(xp, *arrays, **params)
         except NUMPY_ERRORS as e:
+            _check_result_shape(target, args)
             t = translate(op.name, arrays, e)
             if t is None:
                 raise
             raise t from None
+        except (NotImplementedError, TypeError):
+            _check_result_shape(target, args)
+            raise
         if type(r) is not _ndarray:
             r = _as_array(r, xp)
         copy_into(target, r)
@@ -132,7 +150,11 @@ def apply_inplace(op, target, args, params):
     if si is True or (si and 0 in si):
         # the op's backward reads the old value of target, which is about to be overwritten
         src = _clone_op()(target)
-    out = apply(op, (src,) + tuple(args), params)
+    try:
+        out = apply(op, (src,) + tuple(args), params)
+    except (NotImplementedError, TypeError, RuntimeError):
+        _check_result_shape(target, args)
+        raise
     copy_into(target, out._data)
     _rebase_history(target, out)
     return target

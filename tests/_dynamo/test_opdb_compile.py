@@ -50,19 +50,12 @@ NOT_EXACT = {name: _FUSED_RNN for name in (
 
 # Known core bugs, each reported in /tmp/dynamo_bugs.md with a minimal repro; strict, so a fix
 # makes the test fail until its entry goes.
-_R_INPLACE_ERROR = "core bug reported: in-place op with a dtype and a broadcast error: " \
-                   "compiled raises RuntimeError, eager NotImplementedError"
 _R_STRIDES = "core bug reported: empty_strided inside the region: stride() reads " \
              "C-contiguous strides, eager the given ones"
 
 # records whose compiled forward (FORWARD_XFAIL) or backward (BACKWARD_XFAIL) differs from
 # eager on both backends; *_BACKEND: (record, backend) pairs failing on one backend only
 FORWARD_XFAIL = {
-    "bitwise_and_inplace": _R_INPLACE_ERROR,
-    "bitwise_left_shift_inplace": _R_INPLACE_ERROR,
-    "bitwise_or_inplace": _R_INPLACE_ERROR,
-    "bitwise_right_shift_inplace": _R_INPLACE_ERROR,
-    "bitwise_xor_inplace": _R_INPLACE_ERROR,
     "empty_strided": _R_STRIDES,
 }
 FORWARD_XFAIL_BACKEND = {}
