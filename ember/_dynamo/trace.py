@@ -168,6 +168,10 @@ class Trace:
         random = op.category is Category.RANDOM or op.name in _RANDOM_NAMES
         if op.name in _EAGER_OPS and not (op.name == "tensor" and self.session.record_literals):
             raise CannotCapture(f"operator {op.name} has effects")
+        if op.name == "empty_strided" and not _fresh_layout(params["size"], params["stride"]):
+            # a graph value has a fresh array's layout: strides the program reads or writes
+            # through (fill_ keeps them in eager mode) exist only in an eager result
+            raise CannotCapture("empty_strided with strides a fresh tensor does not have")
         if random and not self.session.record_random:
             # compile draws at the call (random_ops); export records the draw as a node
             raise CannotCapture(f"operator {op.name} draws random numbers")
@@ -494,4 +498,18 @@ def _as_value(trace, j):
 _WRITTEN = {}
 # ops that must run when called: they have effects beyond their result
 _EAGER_OPS = frozenset(("_to_device", "tensor"))
+
+
+def _fresh_layout(size, stride):
+    """Whether ``stride`` is what a new C-ordered array of shape ``size`` has (plain ints
+    only: a symbolic size could make the same strides another layout later)."""
+    if not all(type(n) is int for n in size) or not all(type(n) is int for n in stride):
+        return False
+    if 0 in size:
+        return tuple(stride) == np.empty(size, np.int8).strides
+    want, acc = [], 1
+    for n in reversed(size):
+        want.append(acc)
+        acc *= n
+    return tuple(stride) == tuple(reversed(want))
 _ = Op

@@ -48,16 +48,10 @@ NOT_EXACT = {name: _FUSED_RNN for name in (
     "nn.LSTM", "nn.LSTM-2layer-bidirectional-batch_first", "nn.GRU",
     "nn.GRU-2layer-bidirectional")}
 
-# Known core bugs, each reported in /tmp/dynamo_bugs.md with a minimal repro; strict, so a fix
-# makes the test fail until its entry goes.
-_R_STRIDES = "core bug reported: empty_strided inside the region: stride() reads " \
-             "C-contiguous strides, eager the given ones"
-
-# records whose compiled forward (FORWARD_XFAIL) or backward (BACKWARD_XFAIL) differs from
+# Known core bugs (none at present): strict, so a fix makes the test fail until its entry
+# goes.  Records whose compiled forward (FORWARD_XFAIL) or backward (BACKWARD_XFAIL) differs from
 # eager on both backends; *_BACKEND: (record, backend) pairs failing on one backend only
-FORWARD_XFAIL = {
-    "empty_strided": _R_STRIDES,
-}
+FORWARD_XFAIL = {}
 FORWARD_XFAIL_BACKEND = {}
 BACKWARD_XFAIL = {}
 BACKWARD_XFAIL_BACKEND = {}
