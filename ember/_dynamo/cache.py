@@ -118,7 +118,11 @@ class FunctionCache:
         Returns (description, whether any mark was added)."""
         changed = []
         added = False
-        auto = self.dynamic is not False and config.automatic_dynamic_shapes
+        # at cache_size_limit what varies is generalised even with automatic dynamic shapes
+        # off: more static graphs would only keep coming (dynamic=False still never)
+        at_limit = self.compiles_at.get(trace.session.graph_ordinal, 0) >= \
+            config.cache_size_limit
+        auto = self.dynamic is not False and (config.automatic_dynamic_shapes or at_limit)
         for lf, v in new.leaf_values.items():
             ov = old.leaf_values.get(lf)
             if ov is not None and ov != v:

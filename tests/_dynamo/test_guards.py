@@ -332,8 +332,6 @@ def test_cache_size_limit_warns_once_and_keeps_compiling():
     assert cnt.frame_count == len(_DTYPES)  # still compiled past the limit: no fall back
 
 
-@pytest.mark.xfail(reason="core bug reported: at cache_size_limit sizes are not generalised "
-                   "when automatic_dynamic_shapes=False", strict=True)
 def test_cache_size_limit_generalises_what_varies():
     cf, cnt = compiled(lambda x: x + 1)
     with config.patch(cache_size_limit=2, automatic_dynamic_shapes=False):
