@@ -12,15 +12,11 @@ from ...ops import empty, full
 from .. import functional as F
 from ..parameter import Parameter
 from .container import ModuleList
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A Linear layer (the output projection of MultiheadAttention)."""
 
 
 def _xavier_uniform_(t):
