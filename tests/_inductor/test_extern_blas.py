@@ -1,7 +1,8 @@
-"""BLAS for generated C (ember._inductor.extern_blas): SciPy's gemm/gemv pointers read from
-their capsules, and the row-major helpers compiled into a tiny library with the kernel
-builder, called through those pointers and checked against NumPy matmul for many shapes
-(M/N/K of 1 and 0), transposed layouts, padded row strides and alpha/beta."""
+"""BLAS for generated C (ember._inductor.extern_blas, ember_lite._cblas): SciPy's gemm/gemv
+pointers read from their capsules (LP64) and NumPy's own OpenBLAS routines (ILP64), and the
+row-major helpers compiled for each into a tiny library with the kernel builder, called
+through those pointers and checked against NumPy matmul for many shapes (M/N/K of 1 and 0),
+transposed layouts, padded row strides and alpha/beta."""
 import ctypes
 import itertools
 import os
@@ -11,13 +12,14 @@ import pytest
 
 from ember._core.ckernels import build as ckbuild
 from ember._inductor import extern_blas as eb
+from ember_lite import _cblas
 
 needs_cc = pytest.mark.skipif(ckbuild.find_compiler() is None and not os.environ.get("CI"),
                               reason="no C compiler")
 
 # exported wrappers around the static inline helpers, one taking the pointer as an argument
 # and one using the table ember_blas_install filled
-_TEST_SOURCE = eb.blas_declarations() + r"""
+_TEST_SOURCE = r"""
 int tb_abi(void) { return 11; }
 #define WRAP(S, T, P)                                                                        \
 int tb_gemm_##S(int ta, int tb, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, double alpha,        \
@@ -39,11 +41,18 @@ _DT = {np.float32: "f32", np.float64: "f64"}
 _TOL = {np.float32: dict(rtol=2e-5, atol=2e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
 
 
-@pytest.fixture(scope="module")
-def lib():
-    # the real component: generated C really calls SciPy's BLAS (gcc is a project requirement)
+@pytest.fixture(scope="module", params=[_cblas.LP64, _cblas.ILP64])
+def lib(request):
+    # the real component: generated C really calls SciPy's BLAS, and NumPy's (gcc is a
+    # project requirement)
     assert ckbuild.find_compiler() is not None, "no C compiler found"
-    lib, _ = ckbuild.build("ember_test_extern_blas", _TEST_SOURCE, lambda l: l.tb_abi() == 11)
+    abi = request.param
+    head = eb.blas_declarations() if abi == _cblas.LP64 else _cblas.declarations(abi)
+    lib, _ = ckbuild.build("ember_test_extern_blas", head + _TEST_SOURCE,
+                           lambda l: l.tb_abi() == 11)
+    lib.abi = abi
+    lib.ptrs = eb.blas_pointers() if abi == _cblas.LP64 else _cblas.numpy_pointers()
+    assert set(lib.ptrs) == set(_cblas.ROUTINES)
     P, N, D = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
     for s in ("f32", "f64"):
         g = getattr(lib, f"tb_gemm_{s}")
@@ -73,7 +82,7 @@ def _gemm(lib, dtype, ta, tb, M, N, K, alpha=1.0, beta=0.0, pad=0, installed=Fal
     want = alpha * (opA.astype(np.float64) @ opB.astype(np.float64))
     if beta != 0:
         want = want + beta * C0.astype(np.float64)
-    fn = None if installed else eb.blas_pointers()[f"{'s' if dtype == np.float32 else 'd'}gemm"]
+    fn = None if installed else lib.ptrs[f"{'s' if dtype == np.float32 else 'd'}gemm"]
     rc = getattr(lib, f"tb_gemm_{_DT[dtype]}")(
         ta, tb, M, N, K, alpha, A.ctypes.data, lda, B.ctypes.data, ldb, beta, C.ctypes.data,
         ldc, fn)
@@ -100,7 +109,10 @@ def test_gemm_matches_numpy(lib, dtype, ta, tb, M, N, K):
 def test_gemm_padded_rows_alpha_beta_and_installed_table(lib, dtype, ta, tb):
     # row strides longer than the rows (views into wider buffers), alpha/beta != 1/0,
     # and the pointer table filled by install() instead of a pointer argument
-    eb.install(lib)
+    if lib.abi == _cblas.LP64:
+        eb.install(lib)
+    else:
+        _cblas.install(lib, lib.ptrs)
     for (M, N, K), (alpha, beta) in itertools.product(
             [(5, 6, 7), (1, 6, 7), (5, 1, 7), (5, 6, 1), (33, 20, 40)],
             [(1.0, 0.0), (0.5, 1.0), (-2.0, 0.25), (0.0, 3.0)]):
@@ -126,13 +138,13 @@ def test_gemm_empty_sizes(lib, dtype, M, N, K):
 @needs_cc
 def test_gemm_refuses_what_blas_cannot_take(lib):
     A = np.ones((4, 4), np.float32)
-    p = eb.blas_pointers()["sgemm"]
+    p = lib.ptrs["sgemm"]
     # a row stride shorter than the row of a real (multi-row) matrix
     assert lib.tb_gemm_f32(0, 0, 4, 4, 4, 1.0, A.ctypes.data, 2, A.ctypes.data, 4, 0.0,
                            A.ctypes.data, 4, p) == -1
-    # sizes past BLAS's 32-bit int
-    assert lib.tb_gemm_f32(0, 0, 1 << 31, 4, 4, 1.0, A.ctypes.data, 4, A.ctypes.data, 4,
-                           0.0, A.ctypes.data, 4, p) == -1
+    if lib.abi == _cblas.LP64:  # sizes past BLAS's 32-bit int (ILP64 would take them)
+        assert lib.tb_gemm_f32(0, 0, 1 << 31, 4, 4, 1.0, A.ctypes.data, 4, A.ctypes.data, 4,
+                               0.0, A.ctypes.data, 4, p) == -1
 
 
 def _logical(buf, n, inc):
@@ -155,7 +167,7 @@ def _gemv(lib, dtype, trans, M, N, alpha, beta, incx, incy, pad=0, seed=0):
     want = alpha * ((A.T if trans else A).astype(np.float64) @ x.astype(np.float64))
     if beta != 0:
         want = want + beta * y0
-    fn = eb.blas_pointers()[f"{'s' if dtype == np.float32 else 'd'}gemv"]
+    fn = lib.ptrs[f"{'s' if dtype == np.float32 else 'd'}gemv"]
     rc = getattr(lib, f"tb_gemv_{_DT[dtype]}")(trans, M, N, alpha, A.ctypes.data, lda,
                                                xbuf.ctypes.data, incx, beta,
                                                ybuf.ctypes.data, incy, fn)
