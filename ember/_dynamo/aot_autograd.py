@@ -40,6 +40,7 @@ class _NotTraceable(Exception):
 
 class _JointSession:
     """A capture session for recording the joint graph: no cache, no flushes allowed."""
+    record_random = False  # the forward's draws are nodes again (`Trace.can_draw`)
 
     def __init__(self, outer, shapes):
         self.leaf_values = outer.leaf_values
@@ -359,7 +360,7 @@ class CompiledFunctionBackward(Node):
         self.tangent_idx = [i for i, d in enumerate(diff_out) if d]
         self.next_edges = [_edge(t) if need and isinstance(t, Tensor) and t._requires_grad
                            else None for t, need in zip(inputs, need_in)]
-        self.in_meta = [(t._data.shape, t._data.dtype) if isinstance(t, Tensor) else None
+        self.in_meta = [(t.shape, t.dtype.np) if isinstance(t, Tensor) else None
                         for t in inputs]
         self.n_out = len(self.tangent_idx)
         self.out_meta = [out_meta[i] for i in self.tangent_idx]

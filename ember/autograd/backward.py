@@ -4,6 +4,7 @@ from .._core.node import RemovableHandle
 from .._core.overrides import overridable
 from .._core.state import STATE
 from .._core.tensor import Tensor, wrap
+from ..ops import decomposition_vjp as _decomposition_vjp
 from .engine import run_backward
 
 __all__ = ["backward", "grad"]
@@ -22,19 +23,19 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     for i, o in enumerate(outputs):
         g = grads[i] if grads is not None and i < len(grads) else None
         if g is None:
-            if o._requires_grad and o._data.size != 1:
+            if o._requires_grad and o.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o._data.dtype.kind == "c":
+            if o.dtype.is_complex:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {o.dtype}")
-            g = wrap(namespace_of(o._data).ones(o._data.shape, dtype=o._data.dtype))
+            g = wrap(namespace_of(o._data).ones(o.shape, dtype=o.dtype.np))
         elif not isinstance(g, Tensor):
-            g = wrap(namespace_of(o._data).full(o._data.shape, g, dtype=o._data.dtype))
+            g = wrap(namespace_of(o._data).full(o.shape, g, dtype=o.dtype.np))
         else:
-            if g._data.shape != o._data.shape:
+            if g.shape != o.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"{g.shape} and output[{i}] has a shape of {o.shape}.")
-            if (g._data.dtype.kind == "c") != (o._data.dtype.kind == "c"):
+            if g.dtype.is_complex != o.dtype.is_complex:
                 raise RuntimeError(f"For complex Tensors, both grad_output and output are required"
                                    f" to have the same dtype. Mismatch in dtype: grad_output[{i}] "
                                    f"has a dtype of {g.dtype} and output[{i}] has a dtype of "
@@ -94,7 +95,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                        accumulate=False, allow_unused=allow_unused)
     if materialize_grads:
         res = [r if r is not None else
-               wrap(namespace_of(i._data).zeros(i._data.shape, dtype=i._data.dtype))
+               wrap(namespace_of(i._data).zeros(i.shape, dtype=i.dtype.np))
                for r, i in zip(res, inputs_t)]
     return tuple(res)
 
@@ -131,3 +132,5 @@ _backward_impl = backward.__wrapped_impl__
 Tensor.backward = _tensor_backward
 Tensor.register_hook = _register_hook
 Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
+# fused backward ops below autograd differentiate their decompositions with it
+_decomposition_vjp.GRAD.append(grad.__wrapped_impl__)

@@ -71,7 +71,7 @@ def derived_jvp(op, args, params, out, tangents):
             us.append(u)
         g = us[0] if op.n_out == 1 else tuple(us)
         ctx = _JvpCtx(out, tuple(t is not None for t in tangents),
-                      [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
+                      [(a.shape, a.dtype.np) if isinstance(a, Tensor) else None
                        for a in args])
         gins = op.vjp(ctx, g, *args, **params)
         if not isinstance(gins, (tuple, list)):

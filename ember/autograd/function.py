@@ -152,13 +152,13 @@ class FunctionCtx(Node):
                 shape = meta[0]
                 if g._data.shape != shape:
                     try:
-                        np.broadcast_shapes(g._data.shape, shape)
-                        ok = np.broadcast_shapes(g._data.shape, shape) == g._data.shape
+                        np.broadcast_shapes(g.shape, shape)
+                        ok = np.broadcast_shapes(g.shape, shape) == g.shape
                     except ValueError:
                         ok = False
                     if not ok:
                         raise RuntimeError(f"Function {type(self).__name__} returned an invalid "
-                                           f"gradient at index {i} - got {list(g._data.shape)} "
+                                           f"gradient at index {i} - got {list(g.shape)} "
                                            f"but expected shape compatible with {list(shape)}")
         return r
 
@@ -359,6 +359,7 @@ def _run(cls, args, kwargs):
     if track:
         ctx.next_edges = [(_edge(a) if isinstance(a, Tensor) and a._requires_grad else None)
                           for a in args]
+        # raw reads, as record()'s: a Size per tensor would cost ~5% of apply
         ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None
                        for a in args]
         SHARED.seq += 1

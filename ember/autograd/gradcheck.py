@@ -37,7 +37,7 @@ def _real_components(arr):
 def _numerical(func, inputs, wrt, eps):
     """Numerical d(out component)/d(input component), as {(i, part): array[n_out_comp, n_in]}."""
     base = _outputs(func, inputs)
-    ncomp = sum(o._data.size * (2 if o._data.dtype.kind == "c" else 1) for o in base)
+    ncomp = sum(o.numel() * (2 if o.dtype.is_complex else 1) for o in base)
     jac = {}
     for i in wrt:
         x = inputs[i]._data
@@ -63,7 +63,7 @@ def _numerical(func, inputs, wrt, eps):
 def _flat_out(outs):
     parts = []
     for o in outs:
-        a = o._data.astype(np.complex128 if o._data.dtype.kind == "c" else np.float64)
+        a = o._data.astype(np.complex128 if o.dtype.is_complex else np.float64)
         if a.dtype.kind == "c":
             parts.append(np.stack([a.real.reshape(-1), a.imag.reshape(-1)], 1).reshape(-1))
         else:
@@ -80,13 +80,13 @@ def _analytical(func, inputs, wrt, ncomp):
             jac[(i, part)] = np.zeros((ncomp, x.size))
     row = 0
     for o in outs:
-        comps = 2 if o._data.dtype.kind == "c" else 1
-        for k in range(o._data.size):
+        comps = 2 if o.dtype.is_complex else 1
+        for k in range(o.numel()):
             for c in range(comps):
                 if not o._requires_grad:
                     row += 1
                     continue
-                v = np.zeros(o._data.shape, dtype=o._data.dtype)
+                v = np.zeros(o.shape, dtype=o.dtype.np)
                 v.reshape(-1)[k] = 1 if c == 0 else 1j
                 gs = _grad([o], [inputs[i] for i in wrt], grad_outputs=[wrap(v)],
                            retain_graph=True, allow_unused=True)
@@ -94,7 +94,7 @@ def _analytical(func, inputs, wrt, ncomp):
                     if g is None:
                         continue
                     ga = g._data.reshape(-1)
-                    if inputs[i]._data.dtype.kind == "c":
+                    if inputs[i].dtype.is_complex:
                         jac[(i, 0)][row] = ga.real
                         jac[(i, 1)][row] = ga.imag
                     else:
@@ -115,7 +115,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of the them have requires_grad=True.")
     for i in wrt:
-        if inputs[i]._data.dtype not in (np.float64, np.complex128):
+        if inputs[i].dtype.np not in (np.float64, np.complex128):
             import warnings
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
                           f"point or complex. This check will likely fail if all the inputs are "
@@ -147,11 +147,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         rng = np.random.default_rng(0)
         grad_outputs = []
         for o in outs:
-            r = rng.standard_normal(o._data.shape)
-            if o._data.dtype.kind == "c":
-                r = r + 1j * rng.standard_normal(o._data.shape)
+            r = rng.standard_normal(o.shape)
+            if o.dtype.is_complex:
+                r = r + 1j * rng.standard_normal(o.shape)
             # a 0-dim draw is a NumPy scalar, not an array: backends store arrays only
-            g = wrap(np.asarray(r, dtype=o._data.dtype))
+            g = wrap(np.asarray(r, dtype=o.dtype.np))
             g.requires_grad_(True)
             grad_outputs.append(g)
     grad_outputs = list(_as_tuple(grad_outputs))

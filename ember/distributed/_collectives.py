@@ -111,10 +111,10 @@ class _RedBuf:
         a = self.arr if arr is None else arr
         if self.avg:
             _divide(a, self.avg)
-        if out._data.dtype == np.bool_:
+        if out.dtype.np == np.bool_:
             a = a.view(np.bool_)
         if a is not out._data:
-            np.copyto(out._data, a.reshape(out._data.shape), casting="unsafe")
+            np.copyto(out._data, a.reshape(out.shape), casting="unsafe")
         _bump(out)
 
 
@@ -348,7 +348,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
     def finish(w):
         for t, d, c in zip(tensor_list, displ, counts):
-            t._data[...] = buf[d:d + c].view(t._data.dtype).reshape(t._data.shape)
+            t._data[...] = buf[d:d + c].view(t.dtype.np).reshape(t.shape)
             _bump(t)
     return _run(pg, "all_gather", tensor.numel(),
                 lambda: pg._comm.Iallgatherv([src, MPI.BYTE], [buf, (counts, displ), MPI.BYTE]),
@@ -396,7 +396,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     def finish(w):
         if me:
             for t, d, c in zip(gather_list, displ, counts):
-                t._data[...] = buf[d:d + c].view(t._data.dtype).reshape(t._data.shape)
+                t._data[...] = buf[d:d + c].view(t.dtype.np).reshape(t.shape)
                 _bump(t)
     return _run(pg, "gather", tensor.numel(), start, list(gather_list or []), async_op, finish)
 
@@ -455,7 +455,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 
     def finish(w):
         for t, d, c in zip(output_tensor_list, rdispl, rcounts):
-            t._data[...] = rbuf[d:d + c].view(t._data.dtype).reshape(t._data.shape)
+            t._data[...] = rbuf[d:d + c].view(t.dtype.np).reshape(t.shape)
             _bump(t)
     return _run(pg, "all_to_all", 0,
                 lambda: pg._comm.Ialltoallv([sbuf, (scounts, sdispl), MPI.BYTE],

@@ -80,7 +80,7 @@ def all_reduce_coalesced(self, reduceOp, group, tag=""):
 
 
 def _empty(shape, like):
-    return wrap(np.empty(tuple(shape), dtype=like._data.dtype))
+    return wrap(np.empty(tuple(shape), dtype=like.dtype.np))
 
 
 def _gathered_to_dim(flat, n, gather_dim):

@@ -22,7 +22,6 @@ the op again (import the module that declares it) before loading.
 """
 import numpy as np
 
-from .._core.dtype import FROM_NP
 from .._core.meta import TensorMeta
 from .._core.op import JVP_FROM_VJP, REGISTRY, Op
 from .._core.dispatch import overridable
@@ -304,7 +303,7 @@ class CustomOpDef:
         fn = self._fake_fn or self._kernel_fn(stand_ins)
         with plain_eager(), fake_ctx.active():
             outs = self._run(fn, stand_ins, params, True)
-        res = tuple((tuple(syms.get(d, d) for d in o.shape), FROM_NP[o._data.dtype])
+        res = tuple((tuple(syms.get(d, d) for d in o.shape), o.dtype)
                     for o in outs)
         return res if (self._list_return or len(res) > 1) else res[0]
 

@@ -208,7 +208,7 @@ def _adv_layout(x_lnd, indices, bidx):
 def _bool_to_int(indices, bidx, op):
     out, ob = [], []
     for t, b in zip(indices, bidx):
-        if isinstance(t, Tensor) and t._data.dtype.kind == "b":
+        if isinstance(t, Tensor) and t.dtype.name == "bool":
             if b is not None:
                 _dynamic_shape_error(op)
             out.extend(_op("nonzero")(t).unbind(1))
@@ -265,7 +265,7 @@ def _index_put_rule(op, args, bdims, params, batch_size):
     x = _batched_front(args[0], bdims[0], batch_size)
     values, bv = args[1], bdims[1]
     idx = args[2:]
-    if len(idx) == 1 and isinstance(idx[0], Tensor) and idx[0]._data.dtype.kind == "b" and \
+    if len(idx) == 1 and isinstance(idx[0], Tensor) and idx[0].dtype.name == "bool" and \
             bdims[2] is not None and (not isinstance(values, Tensor) or
                                       _logical_ndim(values, bv) <= x.dim() - 1 -
                                       _logical_ndim(idx[0], bdims[2])):

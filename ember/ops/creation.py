@@ -448,7 +448,7 @@ def _filled(value, size, out, dtype, device, requires_grad):
     op = FULL if value is not None else EMPTY
     if out is not None:
         from .._core.dispatch import write_out
-        params["dtype"] = out._data.dtype
+        params["dtype"] = out.dtype.np
         params["device"] = None
         return write_out(out, apply(op, (), params))
     params["dtype"] = (dtype or _dt.get_default_dtype()).np
@@ -535,7 +535,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 @overridable
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    check_scalar_fits(fill_value, dtype.np if dtype is not None else input._data.dtype)
+    check_scalar_fits(fill_value, dtype.np if dtype is not None else input.dtype.np)
     return _like(_num(fill_value), input, dtype, device, requires_grad)
 
 
@@ -663,7 +663,7 @@ def _fill_(self, value):
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
-    check_scalar_fits(value, self._data.dtype)
+    check_scalar_fits(value, self.dtype.np)
     return apply_inplace(COPY, self, (value,), {})
 
 

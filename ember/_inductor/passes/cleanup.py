@@ -97,7 +97,7 @@ def _fold(graph, n):
         return False
     with graph.inserting_before(n):
         c = graph.call_function(REGISTRY["tensor"], (), {"data": np.array(out._data, copy=True),
-                                                        "dtype": out._data.dtype})
+                                                        "dtype": out.dtype.np})
     c.meta["val"] = meta_of(out)
     n.replace_all_uses_with(c)
     graph.erase_node(n)

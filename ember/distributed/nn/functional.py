@@ -36,7 +36,7 @@ def _empty_like(t):
 
 
 def _empty(shape, like):
-    return wrap(np.empty(tuple(shape), dtype=like._data.dtype))
+    return wrap(np.empty(tuple(shape), dtype=like.dtype.np))
 
 
 def _is_me(rank, group):

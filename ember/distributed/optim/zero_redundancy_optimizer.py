@@ -129,15 +129,15 @@ class ZeroRedundancyOptimizer(Optimizer):
             by_dtype = {}
             for g in groups:
                 for p in g["params"]:
-                    by_dtype.setdefault(p._data.dtype, []).append(p)
+                    by_dtype.setdefault(p.dtype.np, []).append(p)
             for dtype in sorted(by_dtype, key=str):
                 ps = by_dtype[dtype]
                 flat = wrap(np.concatenate([p._data.ravel() for p in ps]))
                 if self.parameters_as_bucket_view:
                     off = 0
                     for p in ps:
-                        n = p._data.size
-                        p._data = flat._data[off:off + n].reshape(p._data.shape)
+                        n = p.numel()
+                        p._data = flat._data[off:off + n].reshape(p.shape)
                         off += n
                 self._buckets.append((r, ps, flat))
 
@@ -157,7 +157,7 @@ class ZeroRedundancyOptimizer(Optimizer):
             if r == self.rank:
                 off = 0
                 for p in ps:
-                    n = p._data.size
+                    n = p.numel()
                     if not (view and np.shares_memory(p._data, flat._data)):
                         flat._data[off:off + n] = p._data.ravel()
                     off += n
@@ -165,9 +165,9 @@ class ZeroRedundancyOptimizer(Optimizer):
             if r != self.rank:
                 off = 0
                 for p in ps:
-                    n = p._data.size
+                    n = p.numel()
                     if not (view and np.shares_memory(p._data, flat._data)):
-                        p._data[...] = flat._data[off:off + n].reshape(p._data.shape)
+                        p._data[...] = flat._data[off:off + n].reshape(p.shape)
                     off += n
 
     @staticmethod

@@ -104,7 +104,7 @@ def compute_bucket_assignment(params, bucket_bytes_cap, first_bucket_bytes_cap):
     buckets, open_ = [], {}
     for i in reversed(range(len(params))):
         p = params[i]
-        key = p._data.dtype
+        key = p.dtype.np
         cur = open_.get(key)
         if cur is None:
             cur = open_[key] = [[], 0]
@@ -181,7 +181,7 @@ class Reducer:
         self._static_used = None
         assignment = compute_bucket_assignment(params, bucket_bytes_cap, first_bucket_bytes_cap)
         self.buckets = [_Bucket(b, [params[i] for i in idx],
-                                bucket_dtype or params[idx[0]]._data.dtype)
+                                bucket_dtype or params[idx[0]].dtype.np)
                         for b, idx in enumerate(assignment)]
         self.pindex = {id(p): i for i, p in enumerate(params)}
         self.locate = {}
@@ -325,7 +325,7 @@ class Reducer:
                 view = b.views[j]
                 if self.mp is not None:
                     # reduced values pass through the compute dtype, as in torch's bucket
-                    g = view._data.astype(p._data.dtype)
+                    g = view._data.astype(p.dtype.np)
                     full = self.mp.to_full(p)
                     p._grad = wrap(g if full is None else g.astype(full))
                 elif self.gradient_as_bucket_view:

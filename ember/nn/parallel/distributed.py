@@ -65,7 +65,7 @@ class _MixedPrecisionParams:
         if self.active or self.low is None:
             return
         for p in self.params:
-            if p._data.dtype.kind not in "fV" or p._data.dtype == self.low:
+            if p.dtype.np.kind not in "fV" or p.dtype.np == self.low:
                 continue
             self.full[id(p)] = p._data
             p._data = p._data.astype(self.low)
@@ -85,7 +85,7 @@ class _MixedPrecisionParams:
     def finish(self):
         for p in self.params:
             dt = self.to_full(p)
-            if dt is not None and p._grad is not None and p._grad._data.dtype != dt:
+            if dt is not None and p._grad is not None and p._grad.dtype.np != dt:
                 p._grad = wrap(p._grad._data.astype(dt))
         self.active = False
 
@@ -104,7 +104,7 @@ def _broadcast_coalesced(tensors, process_group, src=None):
     dist = _dist()
     by_dtype = {}
     for t in tensors:
-        by_dtype.setdefault(t._data.dtype, []).append(t)
+        by_dtype.setdefault(t.dtype.np, []).append(t)
     for dtype in sorted(by_dtype, key=str):
         group = by_dtype[dtype]
         flat = wrap(np.concatenate([t._data.ravel() for t in group]) if group
@@ -115,8 +115,8 @@ def _broadcast_coalesced(tensors, process_group, src=None):
             dist.broadcast(flat, src=src, group=process_group)
         off = 0
         for t in group:
-            n = t._data.size
-            t._data[...] = flat._data[off:off + n].reshape(t._data.shape)
+            n = t.numel()
+            t._data[...] = flat._data[off:off + n].reshape(t.shape)
             off += n
 
 
@@ -215,7 +215,7 @@ class DistributedDataParallel(Module):
             if mixed_precision.buffer_dtype is not None:
                 low = _np_dtype(mixed_precision.buffer_dtype)
                 for b in self.modules_buffers:
-                    if b._data.dtype.kind in "fV":
+                    if b.dtype.np.kind in "fV":
                         b._data = b._data.astype(low)
             mp_params = [p for n, p in module.named_parameters() if n not in ignore]
             self._mp = _MixedPrecisionParams(mp_params, mixed_precision.param_dtype)

@@ -73,8 +73,8 @@ def _mirror_weights(g, dim, last_n, doubled):
     w[0] = 1.0
     if last_n % 2 == 0:
         w[-1] = 1.0
-    dt = np.finfo(g._data.dtype).dtype if g._data.dtype.kind == "c" else g._data.dtype
-    w = w.astype(dt).reshape((m,) + (1,) * (g._data.ndim - 1 - dim))
+    dt = g.dtype.to_real().np
+    w = w.astype(dt).reshape((m,) + (1,) * (g.ndim - 1 - dim))
     return host_tensor(w, g)
 
 

@@ -25,7 +25,7 @@ def _scale(norm, forward):
 
 def _as_float(x, name, real_only=False):
     """The input in the dtype the transform computes in (torch's promotion rules)."""
-    dt = x._data.dtype
+    dt = x.dtype.np
     if dt.name in _HALF_NAMES:
         raise RuntimeError(f"Unsupported dtype {type_name(dt)}")
     if real_only and dt.kind == "c":
@@ -52,7 +52,7 @@ def _check_n(n):
 def _dims_and_sizes(x, s, dim, c2r_last=False):
     """Resolve torch's (s, dim) pair to wrapped unique dims and explicit sizes (None where
     -1/unspecified: the input's size, or for a c2r last dim the default 2*(m-1))."""
-    ndim = x._data.ndim
+    ndim = x.ndim
     if isinstance(dim, int):
         dim = (dim,)
     if s is not None:

@@ -142,7 +142,7 @@ def _lu_kernel(xp, a):
 def unpack_lu(lu_):
     m, n = lu_.shape[-2:]
     k = min(m, n)
-    eye = host_tensor(np.eye(m, k, dtype=lu_._data.dtype), lu_)
+    eye = host_tensor(np.eye(m, k, dtype=lu_.dtype.np), lu_)
     return tril(lu_[..., :, :k], -1) + eye, triu(lu_[..., :k, :])
 
 
@@ -209,7 +209,7 @@ PERM = Op("_lu_pivots_to_perm", _perm_kernel, None, differentiable=False, catego
 
 
 def perm_matrix(lu_, pivots):
-    return apply(PERM, (pivots,), {"m": lu_.shape[-2], "dtype": lu_._data.dtype})
+    return apply(PERM, (pivots,), {"m": lu_.shape[-2], "dtype": lu_.dtype.np})
 
 
 def lu_solve_core(LU, pivots, B, left, adjoint):
@@ -285,7 +285,7 @@ def _det_kernel(xp, a):
 
 
 def _eps(a):
-    return float(np.finfo(np.abs(np.zeros((), a._data.dtype)).dtype).eps)
+    return float(np.finfo(np.abs(np.zeros((), a.dtype.np)).dtype).eps)
 
 
 def _prod_safe_zeros_backward(g, x):
@@ -301,7 +301,7 @@ def _det_vjp(ctx, g, a):
     # torch's linalg_det_backward: d det / dA = conj(det) A^{-H}, finite at singular A
     n = a.shape[-1]
     gd = (g * cj(ctx.out)).unsqueeze(-1).unsqueeze(-1)
-    eye = host_tensor(np.eye(n, dtype=a._data.dtype), a)
+    eye = host_tensor(np.eye(n, dtype=a.dtype.np), a)
     if not STATE.grad_enabled:
         # first order only: solve with the LU, its exact zero pivots nudged to eps (for an
         # exactly singular A, det is 0 and so is the gradient, as in torch)
@@ -313,7 +313,7 @@ def _det_vjp(ctx, g, a):
     # (near-)singular matrices, A^{-H} for the others; each computed on safe stand-ins
     sing = (ctx.out.abs() < 100 * _eps(a)).unsqueeze(-1).unsqueeze(-1)
     regular = gd * apply(INV, (where(sing, eye, a),), {})[0].mH
-    spread = host_tensor(np.diag(np.arange(1, n + 1)).astype(a._data.dtype), a)
+    spread = host_tensor(np.diag(np.arange(1, n + 1)).astype(a.dtype.np), a)
     u, s_, vh = apply(SVD, (where(sing, a, spread),), {"full_matrices": False})
     alpha = cj(apply(DET, (u,), {}) * apply(DET, (vh,), {}))
     dd = _prod_safe_zeros_backward((g * alpha).unsqueeze(-1), s_.to(a.dtype))

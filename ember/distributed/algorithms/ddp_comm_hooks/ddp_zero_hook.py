@@ -80,7 +80,7 @@ def _step_and_broadcast(zero, bucket, fut):
         zero._local_step_on(params, _reduced_grads(fut, bucket))
         flat = wrap(np.concatenate([p._data.ravel() for p in params]))
     else:
-        flat = wrap(np.empty(sum(p._data.size for p in params), dtype=params[0]._data.dtype))
+        flat = wrap(np.empty(sum(p.numel() for p in params), dtype=params[0].dtype.np))
     if zero.world_size > 1:
         work = dist.broadcast(flat, src=zero._global_src(owner), group=zero.process_group,
                               async_op=True)
@@ -94,8 +94,8 @@ def _finish_broadcasts(zero):
         if owner != zero.rank:
             off = 0
             for p in params:
-                n = p._data.size
-                p._data[...] = flat._data[off:off + n].reshape(p._data.shape)
+                n = p.numel()
+                p._data[...] = flat._data[off:off + n].reshape(p.shape)
                 off += n
     info.broadcasts = []
     info.pending = []

@@ -361,7 +361,7 @@ def batched_powerSGD_hook(state, bucket):
     state.total_numel_before_compression += total
     state.total_numel_after_compression += side * r * 2
     _report_compression_stats(bucket, state)
-    dtype = input_tensor._data.dtype
+    dtype = input_tensor.dtype.np
     padded = np.zeros(side * side, dtype=dtype)
     padded[:total] = input_tensor._data
     idx = bucket.index()
