@@ -172,7 +172,6 @@ _UNTRIAGED = ("untriaged (2026-12-02): a mismatch with torch on inputs the grown
               "reached; see the stop-21 closing note")
 KNOWN_GAPS += [
     ("ops", r"nn\.functional\.(fold|unfold|pad_reflect)", "accepted", None, _UNTRIAGED),
-    ("ops", r"nn\.functional\.max_pool1d_with_indices", "rejected", None, _UNTRIAGED),
     ("nn", r"conv_transpose1d", "value", None, _UNTRIAGED),
     ("ops", r"index_reduce", "exc_type", r"not implemented for \\?'Bool",
      "a bool input and an out-of-range index: torch reports the dtype "

@@ -49,19 +49,39 @@ def _needs_grad(t):
     return (t.requires_grad and STATE.grad_enabled) or SHARED.forward
 
 
-def _check_pool_input(input, n, name):
+def _first_empty(shape, start):
+    """The first dimension from ``start`` on with size 0, or None."""
+    return next((d for d in range(start, len(shape)) if shape[d] == 0), None)
+
+
+def _check_pool_input(input, n, name, impl1d=False):
+    """torch's shape checks of max/avg pooling: every dimension but the batch must be
+    non-empty (channels too); each kernel words it its own way, and 1d pooling is 2d
+    pooling of the input unsqueezed at -2 except for max_pool1d's own kernel."""
+    shape = list(input.shape)
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D (batch mode) tensor with "
-                           f"optional 0 dim batch size for input, but got: "
-                           f"{list(input.shape)}")
-    if any(s == 0 for s in input.shape[-n - 1:]) and input.dim() == n + 1 or \
-            any(s == 0 for s in input.shape[-n:]):
-        raise RuntimeError(f"{name}: Expected input's non-batch dimensions to have positive "
-                           f"length, but input has a shape of {list(input.shape)}")
+                           f"optional 0 dim batch size for input, but got: {shape}")
+    if _first_empty(shape, input.dim() - n - 1) is None:
+        return
+    if n == 3:
+        fn = "max_pool3d_with_indices_out_cpu_template()" if name == "max_pool3d" else \
+            "avg_pool3d()"
+        # torch prints the empty dimension's size where it means its index
+        raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive "
+                           f"length, but input has a shape of {shape} and non-batch "
+                           f"dimension 0 has length zero!")
+    if impl1d:
+        raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                           f"dim batch size for input, but got:{shape}")
+    if n == 1:
+        shape.insert(-1, 1)
+    raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                       f"for input, but got:{shape}")
 
 
-def _pool_args(n, name, input, kernel_size, stride, padding, dilation, ceil_mode):
-    _check_pool_input(input, n, name)
+def _pool_args(n, name, input, kernel_size, stride, padding, dilation, ceil_mode, impl1d=False):
+    _check_pool_input(input, n, name, impl1d)
     ks = _tup(kernel_size, n, f"{name}: kernel_size")
     st = ks if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
         _tup(stride, n, f"{name}: stride")
@@ -102,10 +122,13 @@ def _gate(input, kernel, reject, allowed=None, check_empty=True):
 
 
 def _max_pool(n, name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    # torch's max_pool1d checks the shape itself, then runs a kernel of its own (floats only)
+    # when no indices are needed; the rest is max_pool2d of the input unsqueezed at -2
     ks, st, pd, dl = _pool_args(n, name, input, kernel_size, stride, padding, dilation,
-                                ceil_mode)
-    _gate(input, "max_pool1d_impl" if n == 1 else name, "biuc" if n == 1 else "bc")
+                                ceil_mode, n == 1 and not return_indices)
     need = bool(return_indices) or _needs_grad(input)
+    _gate(input, name if n > 1 else "max_pool2d" if need else "max_pool1d_impl",
+          "bc" if n > 1 or need else "biuc")
     out, idx = apply(MAX_POOL, (input,), {"ks": ks, "stride": st, "pad": pd, "dil": dl,
                                          "ceil": bool(ceil_mode), "need_idx": need})
     return (out, idx) if return_indices else out
@@ -220,11 +243,21 @@ def _adaptive_sizes(input, output_size, n, name):
         osz = (output_size,) * n
     L = tuple(input.shape[-n:])
     osz = tuple(l if o is None else int(o) for o, l in zip(osz, L))
-    for d in range(input.dim() - n, input.dim()):
-        if input.shape[d] == 0:
-            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {list(input.shape)} with "
-                               f"dimension {d} being empty")
+    shape = list(input.shape)
+    if name.startswith("adaptive_avg"):
+        if all(o == 1 for o in osz):
+            return L, osz  # torch takes the mean, with no check
+        if n == 1:  # torch pools the input unsqueezed at -2 in 2d
+            name, shape = "adaptive_avg_pool2d", shape[:-1] + [1] + shape[-1:]
+        # 2d checks the spatial dims only, 3d (and max pooling) every dim but the first
+        start = len(shape) - 2 if name.endswith("2d") else 1
+    else:
+        start = 1
+    d = _first_empty(shape, start)
+    if d is not None:
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {shape} with dimension {d} being "
+                           f"empty")
     return L, osz
 
 
@@ -362,6 +395,12 @@ def _max_unpool(n, input, indices, kernel_size, stride, padding, output_size):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: "
                            f"{list(indices.shape)}")
+    shape = list(input.shape) + [1] * (n == 1)  # 1d unpools the input unsqueezed at -1
+    d = _first_empty(shape, 1)
+    if d is not None:
+        raise RuntimeError(f"max_unpooling{max(n, 2)}d_forward_out_cpu(): Expected input to have "
+                           f"non-zero size for non-batch dimensions, but got {shape} with "
+                           f"dimension {d} being empty.")
     return MAX_UNPOOL(input, indices, osz=tuple(int(o) for o in osz))
 
 
@@ -441,11 +480,11 @@ def _check_fractional(n, name, input, ks, osz, samples):
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: "
                            f"{list(input.shape)}")
-    for d in range(input.dim() - n - 1, input.dim()):
-        if input.shape[d] == 0:
-            raise RuntimeError(f"{name}{'' if n == 2 else '_out'}(): Expected input to have "
-                               f"non-zero size for non-batch dimensions, but got"
-                               f"{list(input.shape)} with dimension {d} being empty.")
+    d = _first_empty(input.shape, 1)  # torch never checks the first dim, batch or not
+    if d is not None:
+        raise RuntimeError(f"{name}{'' if n == 2 else '_out'}(): Expected input to have "
+                           f"non-zero size for non-batch dimensions, but got"
+                           f"{list(input.shape)} with dimension {d} being empty.")
     what = ("height", "width") if n == 2 else ("time", "height", "width")
     for w, o, k, l in zip(what, osz, ks, input.shape[-n:]):
         # torch allows the last window to end at the input's end in 2d, not in 3d
