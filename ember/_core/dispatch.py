@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import NUMPY_ERRORS, translate
 from .device import XP_BY_ARRAY_TYPE, backend_for_type, namespace_of
+from .meta_device import META_XP, meta_kernel, meta_operands
 from .node import record
 from .overrides import (  # noqa: F401  (re-exported: ember imports them from here)
     OVERRIDE_TYPES, SUBCLASS_OVERRIDES, NeedsOverride, _ROUTED_DUNDERS, _UNROUTED_METHODS,
@@ -25,7 +26,7 @@ from .overrides import (  # noqa: F401  (re-exported: ember imports them from he
 from .state import STATE
 from .tensor import Tensor, _version_of, wrap
 
-__all__ = ["apply", "apply_inplace", "DispatchMode", "overridable", "NeedsOverride",
+__all__ = ["apply", "apply_inplace", "apply_meta", "DispatchMode", "overridable", "NeedsOverride",
            "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "write_out", "register_override_type",
            "unregister_override_type", "handle_override", "routes_overrides",
            "route_tensor_methods", "mark_multi_output_views", "copy_into",
@@ -58,7 +59,7 @@ def _unwrap(args):
             elif type(d) is not t0:
                 d = _healed(a, d)
                 if type(d) is not t0 and backend_for_type(type(d)) is not backend_for_type(t0):
-                    _raise_device_mismatch(args)
+                    return _unwrap_meta(args)
             arrays.append(d)
             if a._requires_grad:
                 rg = True
@@ -70,6 +71,15 @@ def _unwrap(args):
             raise TypeError(f"expected Tensor as element {len(arrays)} in argument list, but got "
                             f"{type(a).__name__}")
     return arrays, rg, xp or _np
+
+
+def _unwrap_meta(args):
+    """`_unwrap` for tensors on two devices: meta tensors with CPU scalar tensors compute on
+    meta, as torch lets them; anything else is torch's device error."""
+    arrays = meta_operands(args, [a._data if isinstance(a, Tensor) else a for a in args])
+    if arrays is None:
+        _raise_device_mismatch(args)
+    return arrays, any(isinstance(a, Tensor) and a._requires_grad for a in args), META_XP
 
 
 def _healed(t, d):
@@ -106,6 +116,8 @@ def apply(op, args, params):
             d = a._data
             if type(d) is not _ndarray or (SUBCLASS_OVERRIDES and type(a) in SUBCLASS_OVERRIDES):
                 arrays, rg, xp = _unwrap(args)
+                if xp is META_XP:
+                    return apply_meta(op, args, params, arrays, rg)
                 break
             arrays.append(d)
             if a._requires_grad:
@@ -114,6 +126,8 @@ def apply(op, args, params):
             arrays.append(a)
         else:
             arrays, rg, xp = _unwrap(args)
+            if xp is META_XP:
+                return apply_meta(op, args, params, arrays, rg)
             break
     else:
         xp = _np
@@ -141,6 +155,19 @@ def apply(op, args, params):
     if rg and STATE.grad_enabled and op.differentiable:
         record(op, args, params, outs)
     return outs if op.n_out is not None else list(outs)
+
+
+def apply_meta(op, args, params, arrays=(), rg=False):
+    """`apply` on meta tensors (``arrays`` their MetaArrays; a factory has none): the op's
+    shape rule stands in for its kernel."""
+    r = meta_kernel(op, arrays, params)
+    outs = (wrap(r),) if op.n_out == 1 else tuple(wrap(x) for x in r)
+    if op.view:
+        for o in outs:
+            _mark_view(o, args[0], op, params)
+    if rg and STATE.grad_enabled and op.differentiable:
+        record(op, args, params, outs)
+    return outs[0] if op.n_out == 1 else outs if op.n_out is not None else list(outs)
 
 
 def _as_array(r, xp):

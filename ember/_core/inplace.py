@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dtype as _dt
 from .device import backend_for_type, namespace_of
+from .meta_device import META_XP, meta_kernel
 from .errors import NUMPY_ERRORS, translate
 from .node import record
 from .state import STATE
@@ -131,7 +132,8 @@ def apply_inplace(op, target, args, params):
     if not track:
         arrays, _, xp = _unwrap(full)
         try:
-            r = op.kernel(xp, *arrays, **params)
+            r = op.kernel(xp, *arrays, **params) if xp is not META_XP else \
+                meta_kernel(op, arrays, params)
         except NUMPY_ERRORS as e:
             _check_result_shape(target, args)
             t = translate(op.name, arrays, e)

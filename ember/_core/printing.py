@@ -8,6 +8,7 @@ with ``...`` (threshold 1000, 3 edge items), as ``torch.set_printoptions`` sets.
 import numpy as np
 
 from . import dtype as _dt
+from .meta_device import MetaArray
 
 __all__ = ["tensor_repr", "set_printoptions"]
 
@@ -134,6 +135,8 @@ class _ComplexFormat:
 
 def tensor_repr(t, prefix="tensor("):
     a = t._data
+    if type(a) is MetaArray:
+        return _meta_repr(t, prefix)
     if type(a) is not np.ndarray:
         a = np.asarray(a.get() if hasattr(a, "get") else a)
     d = t.dtype
@@ -157,11 +160,22 @@ def tensor_repr(t, prefix="tensor("):
         suffix.append(f"dtype={d}")
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
+    return _joined(t, prefix + body, suffix)
+
+
+def _meta_repr(t, prefix):
+    """torch's form for tensors without values: ``tensor(..., device='meta', size=(2, 3))``."""
+    suffix = [f"device='{t.device}'", f"size={tuple(t._data.shape)}"]
+    if t.dtype is not _dt.get_default_dtype():
+        suffix.append(f"dtype={t.dtype}")
+    return _joined(t, prefix + "...", suffix)
+
+
+def _joined(t, s, suffix):
     if t.grad_fn is not None:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
         suffix.append("requires_grad=True")
-    s = prefix + body
     if suffix:
         s += ", " + ", ".join(suffix)
     return s + ")"

@@ -17,6 +17,7 @@ from . import dtype as _dt
 from . import layout as _layout
 from . import storage as _storage
 from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device, get_backend
+from .meta_device import MetaArray
 from .state import STATE
 
 __all__ = ["Tensor", "wrap"]
@@ -121,6 +122,8 @@ class Tensor:
     def storage_offset(self):
         if self._base is None:
             return 0
+        if type(self._data) is MetaArray:
+            return self._data.offset
         root = self._base._data
         return (self._data.__array_interface__["data"][0] -
                 root.__array_interface__["data"][0]) // max(self._data.itemsize, 1)
@@ -163,6 +166,8 @@ class Tensor:
         return t
 
     def data_ptr(self):
+        if type(self._data) is MetaArray:
+            return 0  # torch's data pointer of a tensor without storage
         return self._data.__array_interface__["data"][0]
 
     def is_floating_point(self):
@@ -192,7 +197,7 @@ class Tensor:
 
     @property
     def is_meta(self):
-        return False
+        return type(self._data) is MetaArray
 
     # device flags of torch's other backends: no ember tensor lives on them
     is_xpu = is_mps = is_ipu = is_mtia = is_maia = is_vulkan = is_xla = is_mkldnn = \
@@ -347,6 +352,8 @@ class Tensor:
             r = VALUE_HOOKS[-1](self, "item")
             if r is not NotImplemented:
                 return r
+        if type(self._data) is MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return _host(self._data).reshape(()).item()
 
     def tolist(self):

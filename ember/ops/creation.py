@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .._core.dispatch import apply, overridable
+from .._core.dispatch import apply, apply_meta, overridable
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.deterministic import fill_uninitialized
@@ -295,9 +295,9 @@ def _device_param(device):
 
 
 def _make(op, params, device, requires_grad):
-    params["device"] = None if device is None and DEFAULT_DEVICE[0] is None else \
+    d = params["device"] = None if device is None and DEFAULT_DEVICE[0] is None else \
         _device_param(device)
-    t = apply(op, (), params)
+    t = apply(op, (), params) if d is None or d.type != "meta" else apply_meta(op, (), params)
     if requires_grad:
         t._set_requires_grad(True)
     return t
@@ -504,11 +504,12 @@ def _like(value, input, dtype, device, requires_grad):
             device = None
     else:
         device = _device_param(device)
+    run = apply if device is None or device.type != "meta" else apply_meta
     if value is None:
-        t = apply(EMPTY, (), {"shape": input.shape, "dtype": dt, "device": device})
+        t = run(EMPTY, (), {"shape": input.shape, "dtype": dt, "device": device})
     else:
-        t = apply(FULL, (), {"shape": input.shape, "fill_value": value, "dtype": dt,
-                             "device": device})
+        t = run(FULL, (), {"shape": input.shape, "fill_value": value, "dtype": dt,
+                           "device": device})
     if requires_grad:
         t._set_requires_grad(True)
     return t

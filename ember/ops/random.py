@@ -10,7 +10,7 @@ Sampling ops are not differentiable in torch: their derivatives are zeros.
 """
 import numpy as np
 
-from .._core.dispatch import overridable
+from .._core.dispatch import apply_meta, overridable
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core import random as _rnd
@@ -20,6 +20,7 @@ from .._core.tensor import Tensor
 from ._helpers import NeedsOverride, Op, apply, apply_inplace, handle_override, write_out
 from .blas import cpp_name, short_name
 from .._core.device import DEFAULT_DEVICE
+from .._core.meta_device import is_meta_device
 from .creation import _finish, _size, _size_kw
 from . import random_streams as _rs
 
@@ -369,6 +370,9 @@ def _create(op, size, params, generator, out, dtype, device, requires_grad, defa
     if dtype is None:
         dtype = out.dtype if out is not None else (default or _dt.get_default_dtype())
     params = dict(params, shape=shape, dtype=dtype.np, generator=_gen_param(generator))
+    if out is None and is_meta_device(device or DEFAULT_DEVICE[0]):
+        r = apply_meta(op, (), params)  # no values drawn: the generator does not advance
+        return r._set_requires_grad(True) if requires_grad else r
     r = apply(op, (), params)
     if out is not None:
         return write_out(out, r)
