@@ -1,6 +1,7 @@
 """`Program`: a loaded lite program, run node by node with the NumPy kernels."""
 import numpy as np
 
+from . import _crun
 from ._format import eval_size, np_dtype, open_program, read_array
 from ._graph import Graph, Ref, decode
 
@@ -27,9 +28,15 @@ class Program:
     outputs.  Buffers the program writes (BatchNorm's running statistics in training mode)
     keep their new values for the next call, as in the exported module, and a user input the
     program writes in place is written into the array passed (which must be a writable
-    NumPy array of the input's dtype)."""
+    NumPy array of the input's dtype).
 
-    def __init__(self, prog, ar):
+    ``backend`` is ``"c"`` when the program runs as one C function generated from its graph
+    at load time (`ember_lite._cgen`; never C from the file), else ``"numpy"``;
+    ``uses_c_kernels`` says the same as a bool and ``c_info`` why not (``reason``) or how
+    (the library's ``path``, ``compiler``, ``flags``, and ``compiled``: whether this
+    process compiled it or found it in the cache)."""
+
+    def __init__(self, prog, ar, c_kernels=True):
         where = f"{ar.label}: lite/program.json"
         self._label = ar.label
         self._weights = {}
@@ -44,7 +51,21 @@ class Program:
             if not (isinstance(name, str) and name.isidentifier() and isinstance(e, dict)):
                 raise ValueError(f"{where}: malformed symbol {name!r}")
             self._symbols[name] = (e.get("min") or 0, e.get("max"))
-        self._compile_graph(prog, where, _Context(ar, where))
+        ctx = _Context(ar, where)
+        self._compile_graph(prog, where, ctx)
+        self._c, self.c_info = None, {"reason": "not requested (c_kernels=False)"}
+        if c_kernels:
+            self._prepare_c(prog, ctx)
+
+    def _prepare_c(self, prog, ctx):
+        for name, key, meta in self._inputs:
+            w = self._weights.get(key) if key is not None else None
+            if w is not None and not (isinstance(meta, dict) and w.dtype == np_dtype(
+                    meta.get("dtype"), name) and list(w.shape) == meta.get("shape")):
+                self.c_info = {"reason": f"weight {key!r} does not match placeholder {name}'s "
+                                         f"recorded shape and dtype"}
+                return
+        self._c, self.c_info = _crun.prepare(prog["graph"], ctx)
 
     def _compile_graph(self, prog, where, ctx):
         specs = prog.get("input_specs")
@@ -108,6 +129,15 @@ class Program:
                 for name, key, meta in self._inputs if key is None]
 
     @property
+    def backend(self):
+        """``"c"`` (one generated C function runs the graph) or ``"numpy"``."""
+        return "c" if self._c is not None else "numpy"
+
+    @property
+    def uses_c_kernels(self):
+        return self._c is not None
+
+    @property
     def output_names(self):
         """The graph names of the user outputs (None for a constant output)."""
         names = []
@@ -159,7 +189,9 @@ class Program:
         for name, key, meta in self._inputs:
             if key is not None:
                 env[name] = self._weights[key]
-        outs = self._graph.run(env, syms)
+        outs = self._c(env, syms) if self._c is not None else None
+        if outs is None:   # NumPy, or sizes the C entry's checks refused (NumPy says why)
+            outs = self._graph.run(env, syms)
         results = []
         for o, kind, target in self._outputs:
             v = outs[o] if isinstance(o, int) else o
@@ -172,12 +204,18 @@ class Program:
         return tuple(results)
 
 
-def load(f):
+def load(f, *, c_kernels=True):
     """Load the program file ``f`` (a path, ``os.PathLike`` or binary file object) saved by
-    ``ember.export.save``: the graph of ``lite/program.json`` and its weights."""
+    ``ember.export.save``: the graph of ``lite/program.json`` and its weights.
+
+    ``c_kernels`` (beyond torch, which has no such runtime): generate C from the graph and
+    run the program through it when a C compiler is available and the graph is in the
+    generator's subset (``program.backend`` says which ran; ``EMBER_LITE_C=0`` turns it
+    off for the process); False keeps the NumPy kernels.  Either way the outputs are the
+    same (to float rounding)."""
     ar, prog = open_program(f)
     try:
-        return Program(prog, ar)
+        return Program(prog, ar, c_kernels)
     except (TypeError, AttributeError, KeyError, IndexError, RecursionError) as e:
         # a structure the checks did not foresee (a list where an object belongs, ...)
         raise ValueError(f"{ar.label}: malformed lite program ({type(e).__name__}: "
