@@ -153,6 +153,33 @@ def _addindent(s, n):
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
+def _builds_on_its_device(init):
+    """ember's modules take torch's ``device=`` constructor argument: the constructor runs
+    inside ``with ember.device(device):``, so every parameter and buffer it creates (through
+    factories or nn.init) is made there -- on the meta device, without memory."""
+    import inspect
+    try:
+        params = inspect.signature(init).parameters
+    except (TypeError, ValueError):
+        return init
+    if "device" not in params:
+        return init
+    p = params["device"]
+    pos = list(params).index("device") if p.kind is p.POSITIONAL_OR_KEYWORD else None
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        dev = kwargs.get("device")
+        if dev is None and pos is not None and len(args) >= pos:
+            dev = args[pos - 1]
+        if dev is None:
+            return init(self, *args, **kwargs)
+        from ..._core.device import device
+        with device(dev):
+            return init(self, *args, **kwargs)
+    return __init__
+
+
 class Module:
     """Base class for all neural network modules.
 
@@ -185,6 +212,11 @@ class Module:
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__module__.startswith("ember.") and "__init__" in cls.__dict__:
+            cls.__init__ = _builds_on_its_device(cls.__dict__["__init__"])
 
     def forward(self, *input):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
@@ -527,6 +559,13 @@ class Module:
                     else:
                         setattr(self, name, value)
                 else:
+                    if param.is_meta and not value.is_meta:
+                        warnings.warn(f"for {key}: copying from a non-meta parameter in the "
+                                      f"checkpoint to a meta parameter in the current model, "
+                                      f"which is a no-op. (Did you mean to pass `assign=True` to "
+                                      f"assign items in the state dictionary to their "
+                                      f"corresponding key in the module instead of copying them "
+                                      f"in place?)", UserWarning, stacklevel=2)
                     from ...autograd.grad_mode import no_grad
                     with no_grad():
                         param.copy_(value)
@@ -739,9 +778,10 @@ class Module:
         return self
 
     def to_empty(self, *, device=None, recurse=True):
-        import numpy as np
-        return self._apply(lambda t: Tensor.__new__(Tensor) if False else
-                           t.new_empty(t.shape) if True else np)
+        """Moves the parameters and buffers to ``device`` without copying their values (their
+        new storage is uninitialised): how a model built on the meta device gets memory."""
+        from ...ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     # ---- hooks and calling ------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
