@@ -182,6 +182,7 @@ def get_float32_matmul_precision():
 
 from ._core.device import get_default_device, set_default_device  # noqa: E402,F401
 from ._toplevel_extras import *  # noqa: E402,F401,F403  (set_warn_always, unsafe_split, ...)
+from ._aten_nn import *  # noqa: E402,F401,F403  (torch.lstm, native_batch_norm, grid_sampler, ...)
 from ._core.overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402,E501,F401
 from . import overrides  # noqa: E402,F401  (torch.overrides)
 from .ops.gradient import gradient  # noqa: E402,F401  (torch.gradient)

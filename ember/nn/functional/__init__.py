@@ -15,4 +15,5 @@ from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
+from .aten_forms import *  # noqa: F401,F403  (conv_tbc, grouped_mm)
 from ._namespace_helpers import *  # noqa: F401,F403  (has_torch_function, boolean_dispatch, ...)
