@@ -25,6 +25,7 @@ import pickle
 import re
 import shutil
 import tempfile
+import warnings
 
 from .._core.device import _BACKENDS, device as _device
 from . import _globals
@@ -303,10 +304,25 @@ class _StorageLoader:
         return storage
 
 
-def _weights_only_default():
-    if os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0") not in ("", "0"):
-        return False
-    return True
+def _resolve_weights_only(weights_only):
+    # torch's environment overrides: FORCE_WEIGHTS_ONLY wins over an explicit argument,
+    # FORCE_NO_WEIGHTS_ONLY only fills in an argument the caller left out (and says so)
+    def flag(name):
+        return os.environ.get(name, "0").lower() in ("1", "y", "yes", "true")
+    force, force_no = flag("TORCH_FORCE_WEIGHTS_ONLY_LOAD"), flag("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if weights_only is None:
+        if force_no:
+            warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the "
+                          "`weights_only` argument was not explicitly passed to `ember.load`, "
+                          "forcing weights_only=False.", UserWarning, stacklevel=3)
+            return False
+        return True
+    return weights_only
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
@@ -323,8 +339,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
         >>> state = ember.load("ck.pt", map_location="cpu")
     """
-    if weights_only is None:
-        weights_only = _weights_only_default()
+    weights_only = _resolve_weights_only(weights_only)
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     encoding = pickle_load_args.pop("encoding", "utf-8")

@@ -35,3 +35,33 @@ def test_whole_transformer_pickles_under_the_linear_module_path(lib):
     model.eval()
     back.eval()
     np.testing.assert_array_equal(back(x).detach().numpy(), model(x).detach().numpy())
+
+
+@LIBS
+def test_weights_only_environment_overrides(lib, monkeypatch):
+    # time_sequence_prediction torch.load()s a pickled NumPy array, which the weights-only
+    # default refuses; users run it with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+    buf = io.BytesIO()
+    lib.save(np.arange(6.0).reshape(2, 3), buf)
+
+    def load(**kw):
+        buf.seek(0)
+        return lib.load(buf, **kw)
+
+    with pytest.raises(Exception, match="Weights only load failed"):
+        load()
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "yes")
+    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected"):
+        np.testing.assert_array_equal(load(), np.arange(6.0).reshape(2, 3))
+    with pytest.raises(Exception, match="Weights only load failed"):
+        load(weights_only=True)  # an explicit argument wins over this variable
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "2")  # not a true value
+    with pytest.raises(Exception, match="Weights only load failed"):
+        load()
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "true")
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.raises(RuntimeError, match="Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD`"):
+        load()
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    with pytest.raises(Exception, match="Weights only load failed"):
+        load(weights_only=False)  # this one wins over the argument
