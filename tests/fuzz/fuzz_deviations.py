@@ -171,7 +171,6 @@ def find_deviation(family, op, cls, detail, desc):
 _UNTRIAGED = ("untriaged (2026-12-02): a mismatch with torch on inputs the grown op database "
               "reached; see the stop-21 closing note")
 KNOWN_GAPS += [
-    ("ops", r"nn\.functional\.(fold|unfold|pad_reflect)", "accepted", None, _UNTRIAGED),
     ("nn", r"conv_transpose1d", "value", None, _UNTRIAGED),
     ("ops", r"index_reduce", "exc_type", r"not implemented for \\?'Bool",
      "a bool input and an out-of-range index: torch reports the dtype "

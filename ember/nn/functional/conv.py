@@ -3,8 +3,9 @@
 fold are im2col and its adjoint col2im, and ``pad`` the padding primitive
 (``ember.ops.nn.conv``).
 """
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
-from ...ops._helpers import apply
+from ...ops._helpers import apply, dtype_kind, not_implemented
 from ...ops.nn.conv import PAD, col2im, im2col
 from ...ops.nn.conv_checks import ntuple
 from ...ops.nn.conv_nd import CONV_OPS
@@ -70,10 +71,25 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 # ---- unfold / fold -----------------------------------------------------------------------
 
-def _block_params(kernel_size, dilation, padding, stride):
-    """unfold/fold's four geometry arguments as 2-tuples (torch's argument checks)."""
-    return (ntuple(kernel_size, 2, "kernel_size"), ntuple(dilation, 2, "dilation"),
-            ntuple(padding, 2, "padding"), ntuple(stride, 2, "stride"))
+_BLOCK_CHECKS = {
+    "kernel": ("kernel size should be greater than zero", "kernel", 1),
+    "dilation": ("dilation should be greater than zero", "dilation", 1),
+    "padding": ("padding should be non-negative", "pad", 0),
+    "stride": ("stride should be greater than zero", "stride", 1),
+}
+
+
+def _block_params(kernel_size, dilation, padding, stride, order):
+    """unfold/fold's four geometry arguments as 2-tuples, checked in torch's ``order``."""
+    geo = {"kernel": ntuple(kernel_size, 2, "kernel_size"),
+           "dilation": ntuple(dilation, 2, "dilation"), "padding": ntuple(padding, 2, "padding"),
+           "stride": ntuple(stride, 2, "stride")}
+    for key in order:
+        what, short, low = _BLOCK_CHECKS[key]
+        h, w = geo[key]
+        if h < low or w < low:
+            raise RuntimeError(f"{what}, but got {short}_height: {h} {short}_width: {w}")
+    return geo["kernel"], geo["dilation"], geo["padding"], geo["stride"]
 
 
 @overridable
@@ -85,7 +101,17 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     unbatched = input.dim() == 3
     if unbatched:
         input = input.unsqueeze(0)
-    ks, dil, pd, st = _block_params(kernel_size, dilation, padding, stride)
+    ks, dil, pd, st = _block_params(kernel_size, dilation, padding, stride,
+                                    ("kernel", "dilation", "padding", "stride"))
+    lo = tuple((l + 2 * p - (d * (k - 1) + 1)) // s + 1
+               for l, p, d, k, s in zip(input.shape[2:], pd, dil, ks, st))
+    if lo[0] < 1 or lo[1] < 1:
+        raise RuntimeError(f"Given input with spatial size {tuple(input.shape[2:])}, "
+                           f"kernel_size={ks}, dilation={dil}, padding={pd}, calculated shape of "
+                           f"the array of sliding blocks as {lo}, but its components must be at "
+                           f"least one.")
+    if dtype_kind(input.dtype.np) == "i":  # torch's kernel has bool but no integer types
+        not_implemented("im2col_out_cpu", input.dtype)
     B, C = input.shape[:2]
     cols = im2col(input, ks, dil, tuple((p, p) for p in pd), st)
     out = cols.reshape(C * ks[0] * ks[1], B, -1).transpose(0, 1)
@@ -102,13 +128,14 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if unbatched:
         input = input.unsqueeze(0)
     osz = ntuple(output_size, 2, "output_size")
-    ks, dil, pd, st = _block_params(kernel_size, dilation, padding, stride)
+    ks, dil, pd, st = _block_params(kernel_size, dilation, padding, stride,
+                                    ("kernel", "stride", "dilation", "padding"))
     B, CK, L = input.shape
     K = ks[0] * ks[1]
     if CK % K:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
                            f"of kernel_size, but got input.size(1)={CK} and "
-                           f"kernel_size={ks}")
+                           f"kernel_size={ks}.")
     lo = tuple((o + 2 * p - (d * (k - 1) + 1)) // s + 1
                for o, p, d, k, s in zip(osz, pd, dil, ks, st))
     if lo[0] * lo[1] != L:
@@ -116,6 +143,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"padding={pd}, stride={st}, expected size of input's dimension 2 to "
                            f"match the calculated number of sliding blocks {lo[0]} * {lo[1]} = "
                            f"{lo[0] * lo[1]}, but got input.size(2)={L}.")
+    if dtype_kind(input.dtype.np) == "i":
+        not_implemented("col2im_out_cpu", input.dtype)
     cols = input.transpose(0, 1).reshape((CK // K,) + ks + (B,) + lo)
     out = col2im(cols, osz, ks, dil, tuple((p, p) for p in pd), st)
     return out[0] if unbatched else out
@@ -158,6 +187,9 @@ def pad(input, pad, mode="constant", value=None):
                 raise RuntimeError("Padding value causes wrapping around more than once.")
             if mode == "replicate" and n == 0:
                 raise RuntimeError(f"padding size is expected to be greater than 0, but got: 0")
+        if mode in ("reflect", "replicate") and input.dtype == _dt.bool:
+            not_implemented(f"{'reflection' if mode == 'reflect' else 'replication'}_pad{npad}d",
+                            input.dtype)
     for d, lo, hi in pads:
         if shape[d] + lo + hi < 0:
             raise RuntimeError(f"The input size {shape[d]}, plus negative padding {lo} and {hi} "

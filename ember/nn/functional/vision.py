@@ -12,8 +12,10 @@ import warnings
 
 import numpy as np
 
+from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
 from ..._core.tensor import wrap
+from ...ops._helpers import not_implemented
 from ...ops.blas import matmul
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, \
     apply_separable
@@ -169,6 +171,27 @@ def _output_size(input, n, size, scale_factor, recompute):
     return osz, ((None,) * n if recompute else sf)
 
 
+def _interp_dtype_check(input, mode, n):
+    """torch's interpolation kernels take floating inputs, and uint8 images except in
+    (tri)linear mode; the name in the error is the kernel's."""
+    dt = input.dtype
+    if dt.is_floating_point or (dt == _dt.uint8 and mode in ("nearest", "nearest-exact")):
+        return
+    if dt == _dt.uint8 and mode in ("bilinear", "bicubic"):
+        # torch resamples uint8 images in int16 fixed point, one dimension at a time with
+        # rounding in between; ember's float weights would give other pixels
+        raise NotImplementedError(f"interpolate(mode='{mode}') of uint8 input: ember does not "
+                                  f"implement torch's fixed-point uint8 kernel; convert the "
+                                  f"input to a floating dtype")
+    if mode in ("nearest", "nearest-exact"):
+        name = "upsample_nearest2d_channels_last" if n == 2 else "compute_indices_weights_nearest"
+    else:
+        name = {"bilinear": "upsample_bilinear2d_channels_last",
+                "bicubic": "compute_indices_weights_cubic"}.get(
+                    mode, "compute_indices_weights_linear")
+    not_implemented(name, dt)
+
+
 @overridable
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
@@ -202,6 +225,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"({'x'.join(map(str, osz))})")
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, osz)
+    _interp_dtype_check(input, mode, n)
     spatial = tuple(input.shape[2:])
     x = input
     if mode in ("nearest", "nearest-exact"):
