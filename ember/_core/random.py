@@ -15,7 +15,11 @@ import struct
 import numpy as np
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
-           "get_rng_state", "set_rng_state", "fork_rng", "DEFAULT_SEED"]
+           "get_rng_state", "set_rng_state", "fork_rng", "DEFAULT_SEED", "ACCESS_HOOKS"]
+
+# called with the generator before its stream is drawn from, read or reset: a compiled
+# region whose pending graph holds draws runs it first, so draws keep eager's order
+ACCESS_HOOKS = []
 
 DEFAULT_SEED = 67280421310721  # torch's default seed
 _U64 = 1 << 64
@@ -60,6 +64,8 @@ class Generator:
 
     def manual_seed(self, seed):
         """Seeds the generator (any int in [-2**63, 2**64)); returns the generator."""
+        if ACCESS_HOOKS:
+            _accessed(self)
         self._seed = _check_seed(seed)
         self._load(_seed_key(self._seed), _N, 0)
         self._normal_f = None  # cached second Box-Muller samples (float / double)
@@ -80,17 +86,25 @@ class Generator:
     # ---- raw draws (torch's random() and random64()) -----------------------------------
     def _u32(self, n):
         """``n`` consecutive 32-bit words, as uint64."""
+        if ACCESS_HOOKS:
+            _accessed(self)
         return self._bits.random_raw(n)
 
     def _u64(self, n):
         """``n`` 64-bit draws, each two consecutive words with the first one high."""
+        if ACCESS_HOOKS:
+            _accessed(self)
         w = self._bits.random_raw(2 * n)
         return (w[0::2] << np.uint64(32)) | w[1::2]
 
     def _one32(self):
+        if ACCESS_HOOKS:
+            _accessed(self)
         return int(self._bits.random_raw())
 
     def _one64(self):
+        if ACCESS_HOOKS:
+            _accessed(self)
         hi, lo = self._bits.random_raw(2).tolist()
         return (hi << 32) | lo
 
@@ -103,6 +117,8 @@ class Generator:
     # ---- state ---------------------------------------------------------------------------
     def get_state(self):
         """The generator state as a uint8 tensor in torch's CPU layout (5056 bytes)."""
+        if ACCESS_HOOKS:
+            _accessed(self)
         st = self._bits.state["state"]
         key, pos = st["key"], int(st["pos"])
         next_ = pos
@@ -118,6 +134,8 @@ class Generator:
 
     def set_state(self, new_state):
         """Restores a state from `get_state` (or torch's ``get_rng_state()``)."""
+        if ACCESS_HOOKS:
+            _accessed(self)
         from .tensor import Tensor
         if not isinstance(new_state, Tensor) or new_state._data.dtype != np.uint8:
             raise TypeError("RNG state must be a ember.ByteTensor")
@@ -153,6 +171,11 @@ class Generator:
 
     def set_offset(self, offset):
         raise RuntimeError("CPU Generator does not use offset")
+
+
+def _accessed(gen):
+    for hook in ACCESS_HOOKS:
+        hook(gen)
 
 
 def _rebuild(device, raw):

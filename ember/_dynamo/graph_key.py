@@ -132,7 +132,7 @@ def spec_of(trace, out_values, state):
     producer = trace.producer
     # keep only the ops the outputs need (dead code is not part of the key)
     needed = [False] * len(ops)
-    stack = [producer[j] for j in out_values]
+    stack = [producer[j] for j in out_values] + trace.draws  # a draw moves the stream
     while stack:
         i = stack.pop()
         if needed[i]:

@@ -38,6 +38,9 @@ class SubTrace(Trace):
     ``placeholders``: value indices of the stand-ins, in input order (the operands, then
     the lifted tensors); ``lifted``: the outer tensors read by the function."""
 
+    # a sub-graph may run any number of times, or not at all: draws stay Python
+    draws_allowed = False
+
     def __init__(self, session, outer, what, mutation_is_error=False):
         super().__init__(session)
         self.outer = outer

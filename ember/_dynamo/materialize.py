@@ -48,7 +48,7 @@ def run_trace(trace, session):
         t.__class__ = lz.original
     results = {}
     info = FlushInfo()
-    if out_values and trace.ops:
+    if (out_values or trace.draws) and trace.ops:
         results = _execute(trace, out_values, session, info)
     pos = {j: n for n, j in enumerate(info.outputs)}
     # assign: plain lazies and written reals first, then views (their roots are ready)

@@ -1,11 +1,13 @@
-"""Random operators in a compiled region: drawn when called, in the eager order.
+"""Random operators in a compiled region: drawn in the eager order.
 
-A captured op runs when its graph runs, later than the Python called it; a draw from
-ember's generator must not move (a ``manual_seed`` or another draw in between would
-change the numbers).  Dropout, the common case, draws its mask from the shape alone: the
-mask is drawn eagerly at the call, exactly as eager mode draws it, and only the
-multiplication is captured, so the graph goes on.  Any other operator that draws from a
-generator ends the graph (a graph break) and runs eagerly.
+A draw from ember's default generator is a graph node (`Trace.can_draw`): its kernel reads
+the generator when the graph runs, the graph's draws run in recorded order, and any other
+use of the generator while the graph is pending runs it first (`ember._core.random.
+ACCESS_HOOKS`), so the stream is consumed exactly as in eager mode, and a replayed call
+(which skips the Python) draws too.  What cannot be a node is drawn here, at the call:
+dropout inside a sub-graph (``cond``/``map`` bodies: its mask is drawn eagerly, only the
+multiplication is captured) and dropout with a Generator of its own; any other such
+operator ends the graph (a graph break) and runs eagerly.
 """
 import numpy as np
 

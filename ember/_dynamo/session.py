@@ -14,6 +14,7 @@ import threading
 
 from .._core.dispatch import DispatchMode
 from .._core.op import Op
+from .._core.random import ACCESS_HOOKS, default_generator
 from .._core.state import STATE
 from .._core.tensor import STORAGE_HOOKS, VALUE_HOOKS, Size, Tensor
 from . import config, logs
@@ -65,7 +66,7 @@ class CaptureMode(DispatchMode):
                 # (not one keyed by Python step counts: each step would compile again)
                 trace.record_functional_write(op, args, kwargs)
                 return None
-            if draws_random(op) and not s.record_random:
+            if draws_random(op) and not s.record_random and not trace.can_draw(args, kwargs):
                 r = capture_draw(trace, op, args, kwargs)
                 s.effects.append(f"{op.name} draws random numbers")
                 if r is None:
@@ -142,6 +143,19 @@ def _storage_changing(t):
 
 
 STORAGE_HOOKS.append(_storage_changing)
+
+
+def _generator_used(gen):
+    """The default generator is about to be used outside the pending graph (``manual_seed``,
+    a state read, a draw made at the call): draws the graph holds come first, as in eager."""
+    if gen is not default_generator:
+        return
+    s = current_session()
+    if s is not None and s.trace is not None and s.trace.draws:
+        s.graph_break("the random number generator is used outside the graph")
+
+
+ACCESS_HOOKS.append(_generator_used)
 
 
 class CaptureSession:

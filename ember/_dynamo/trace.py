@@ -17,6 +17,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core.meta import DataDependentShape, TensorMeta
 from .._core.op import REGISTRY, Category, Op
+from .._core.random import Generator, default_generator
 from .._core.state import STATE
 from .._core.tensor import Tensor
 from .lazy import LazyArray, LazyRef, lazy_class
@@ -66,6 +67,7 @@ class Trace:
         self.in_backward = False    # recording that must not run the graph: a value it
         # needs raises CannotCapture (a backward(), step_backward; an update's probe)
         self.consumed = set()       # values whose recorded backward spent their history
+        self.draws = []             # ops that draw from the default generator (never dead)
 
     def checkpoint(self):
         """A mark to `rollback` to: what recording appends (not in-place writes)."""
@@ -78,6 +80,8 @@ class Trace:
         del self.ops[n_ops:]
         del self.metas[n_values:], self.value_rg[n_values:], self.producer[n_values:]
         del self.holders[n_holders:]
+        if self.draws and self.draws[-1] >= n_ops:
+            self.draws = [i for i in self.draws if i < n_ops]
         self._undo(n_scalars, n_inputs)
 
     def flush(self, reason):
@@ -172,8 +176,7 @@ class Trace:
             # a graph value has a fresh array's layout: strides the program reads or writes
             # through (fill_ keeps them in eager mode) exist only in an eager result
             raise CannotCapture("empty_strided with strides a fresh tensor does not have")
-        if random and not self.session.record_random:
-            # compile draws at the call (random_ops); export records the draw as a node
+        if random and not self.session.record_random and not self.can_draw(args, params):
             raise CannotCapture(f"operator {op.name} draws random numbers")
         n_scalars = len(self.scalars)
         n_inputs = len(self.inputs)
@@ -200,6 +203,8 @@ class Trace:
         rg = grad and any_rg and op.differentiable
         first = len(self.metas)
         rec = OpRecord(op, tuple(refs), params, first, len(outs), grad, where)
+        if random:
+            self.draws.append(len(self.ops))
         self.ops.append(rec)
         results = []
         view = None
@@ -212,6 +217,25 @@ class Trace:
             results.append(self._new_value(tuple(shape), dtype, out_rg, len(self.ops) - 1,
                                            view))
         return tuple(results) if op.n_out is not None and multi else results[0]
+
+    # a graph node that draws runs its kernel, which reads the default generator, when
+    # the graph runs: the draws of one graph come in recorded order, and anything else
+    # that uses the generator meanwhile runs the pending graph first (`ACCESS_HOOKS`), so
+    # the stream is consumed exactly as in eager mode, replayed calls included
+    draws_allowed = True
+
+    def can_draw(self, args, params):
+        """Whether a random op with these arguments may be a node of this graph: it draws
+        from the default generator (a Generator object's stream is drawn at the call)."""
+        if not self.draws_allowed:
+            return False
+        g = params.get("generator")
+        if g is not None and g is not default_generator:
+            return False
+        for a in args:
+            if isinstance(a, Generator) and a is not default_generator:
+                return False
+        return True
 
     def _undo(self, n_scalars, n_inputs):
         del self.scalars[n_scalars:]

@@ -408,8 +408,8 @@ def test_batchnorm_train_eval_switch_on_one_compiled_module(backend):
 # ---- dropout: the compiled program draws eager's random stream -------------------------------
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_gpt_with_dropout_trains_like_eager(backend):
-    """Random ops run eagerly at a graph break, in program order, so a seeded compiled
-    training run with dropout draws exactly eager's numbers."""
+    """Random ops are graph nodes drawing in program order when the graph runs, so a seeded
+    compiled training run with dropout draws exactly eager's numbers."""
     def run(compile_model):
         ember.manual_seed(0)
         model = GPT(sdpa=False, dropout=0.1)

@@ -242,8 +242,13 @@ def _calls_disabled(x):
     return _eager_helper(y)  # FULLGRAPH-DISABLED
 
 
+_OWN_GENERATOR = ember.Generator()
+
+
 def _draws(x):
-    return x + ember.rand(3)  # FULLGRAPH-RANDOM
+    # a draw from a Generator of its own is made at the call, not in the graph (torch's
+    # Dynamo breaks the graph at a Generator argument too)
+    return x + ember.rand(3, generator=_OWN_GENERATOR)  # FULLGRAPH-RANDOM
 
 
 @pytest.mark.parametrize("fn, marker, words", [
@@ -263,6 +268,15 @@ def test_fullgraph_raises_unsupported_with_reason_and_user_line(fn, marker, word
 def test_fullgraph_without_breaks_runs():
     cf = ember.compile(lambda x: (x * 2).sum(0), backend="eager", fullgraph=True)
     same(cf(ember.ones(3, 2)), ember.full((2,), 6.0))
+
+
+def test_fullgraph_with_default_generator_draws_runs():
+    """Draws from the default generator are graph nodes, as in torch's fullgraph graphs."""
+    cf = ember.compile(lambda x: x + ember.rand(3), backend="eager", fullgraph=True)
+    ember.manual_seed(4)
+    got = cf(ember.ones(3))
+    ember.manual_seed(4)
+    same(got, ember.ones(3) + ember.rand(3))
 
 
 def test_torch_fullgraph_raises_for_the_same_program():
