@@ -41,13 +41,15 @@ def _lib_threads(lib, n):
             set_n(prior)
 
 
-def measure(name, group, lib_name, lib, min_run_time):
+def measure(name, group, lib_name, lib, min_run_time, clock=None):
     """One workload on one library: a Measurement (sub_label = workload,
-    description = library, label = group)."""
+    description = library, label = group); ``clock``: the timer function (default: the
+    Timer's wall clock)."""
     fn = WORKLOADS[name][1](lib)
     fn()  # first call outside the timer: builds/caches anything lazy
     timer = Timer("fn()", globals={"fn": fn}, label=group, sub_label=name,
-                  description=lib_name, num_threads=NUM_THREADS)
+                  description=lib_name, num_threads=NUM_THREADS,
+                  **({} if clock is None else {"timer": clock}))
     with _lib_threads(lib, NUM_THREADS):
         return timer.blocked_autorange(min_run_time=min_run_time)
 
@@ -74,6 +76,18 @@ def _with_ratio_column(table, ratios):
     return "\n".join(out)
 
 
+def _blas_info():
+    """Each BLAS library's kernel set and the OPENBLAS_CORETYPE it was forced to, if any:
+    OpenBLAS's kernels differ up to 2x in GEMM speed (Haswell against SkylakeX)."""
+    try:
+        from threadpoolctl import threadpool_info
+        libs = [{k: i.get(k) for k in ("filepath", "version", "architecture")}
+                for i in threadpool_info() if i.get("user_api") == "blas"]
+    except Exception as e:  # noqa: BLE001 - only the report loses this field
+        libs = f"{type(e).__name__}: {e}"
+    return {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"), "libraries": libs}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,7 +95,11 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="short measurements")
     p.add_argument("--json", default=None, help="where to write results (default "
                    "benchmarks/results/<time>.json)")
+    p.add_argument("--cpu-time", action="store_true", help="measure this process's CPU "
+                   "time instead of wall time (steady on a loaded machine; single-threaded "
+                   "runs only, as it sums every thread's time)")
     args = p.parse_args(argv)
+    clock = time.process_time if args.cpu_time else None
 
     import ember
     libs = [("ember", ember)]
@@ -103,7 +121,7 @@ def main(argv=None):
         res = {"workload": name, "group": group}
         for lib_name, lib in libs:
             try:
-                m = measure(name, group, lib_name, lib, min_run_time)
+                m = measure(name, group, lib_name, lib, min_run_time, clock)
             except Exception as e:  # one broken workload must not hide the others
                 print(f"{name} [{lib_name}] failed: {type(e).__name__}: {e}", file=sys.stderr)
                 res[f"{lib_name}_error"] = f"{type(e).__name__}: {e}"
@@ -130,7 +148,8 @@ def main(argv=None):
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "ember": ember.__version__,
             "torch": libs[1][1].__version__ if len(libs) > 1 else None,
-            "num_threads": NUM_THREADS, "min_run_time": min_run_time}
+            "num_threads": NUM_THREADS, "min_run_time": min_run_time,
+            "clock": "cpu" if args.cpu_time else "wall", "blas": _blas_info()}
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"meta": meta, "results": rows}, f, indent=1)
