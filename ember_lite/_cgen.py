@@ -12,7 +12,8 @@ The subset: float32/float64 values; the elementwise primitives of the scalar-fun
 (`ember_lite._ctable`, generated from ember's table) with tensor or scalar operands and
 broadcasting; ``sum``/``amax``/``amin`` over any dims; ``matmul`` (batched, broadcast) through
 BLAS (`ember_lite._cblas`, NumPy's own OpenBLAS) with a plain loop where a stride does not
-fit BLAS; views (``view``, ``permute``, ``expand``, ``_stop_gradient``) as strides, copies
+fit BLAS; views (``view``, ``permute``, ``expand``, ``slice``, ``select``,
+``_stop_gradient``) as strides, copies
 where a view needs contiguous data; ``_reshape_copy``, constant ``pad``, ``index`` with one
 constant integer table (the gathers of convolution and pooling), ``full`` and float
 ``tensor`` constants.  Nodes no output depends on are dropped first.  A graph with anything
@@ -163,10 +164,11 @@ class _T:
     """A tensor during generation: a typed base pointer (C text), sizes and strides."""
     __slots__ = ("ptr", "dtype", "shape", "strides", "buf")
 
-    def __init__(self, ptr, dtype, shape, strides=None):
+    def __init__(self, ptr, dtype, shape, strides=None, buf=None):
         self.ptr, self.dtype, self.shape = ptr, dtype, list(shape)
         # the arena buffer it is (or views), None for an input
-        self.buf = ptr if ptr[0] == "b" and ptr[1:].isdigit() else None
+        self.buf = buf if buf is not None else ptr if ptr[0] == "b" and ptr[1:].isdigit() \
+            else None
         self.strides = list(strides) if strides is not None else _contiguous(self.shape)
 
     @property
@@ -314,7 +316,7 @@ class _Gen:
             for r in refs:
                 dies[r] = i if n.get("op") != "output" else None
         dying = {}
-        for r, i in dies.items():
+        for r, i in sorted(dies.items()):  # sorted: the source must not vary by process
             if i is not None:
                 dying.setdefault(i, []).append(r)
         names = set()
@@ -408,6 +410,12 @@ class _Gen:
             self.env[name] = self.reduce(at, target, args, kwargs, shape, dtype)
         elif target == "matmul":
             self.env[name] = self.matmul(at, args, shape, dtype)
+        elif target in ("slice", "select"):
+            t = self.slice(at, self.tensor(args[0], at), kwargs.get("key"))
+            if t.dtype != dtype:
+                raise Unsupported(f"{at}: dtype")
+            self.same_shape(t.shape, shape, at)
+            self.env[name] = t
         elif target in ("_stop_gradient", "permute", "view", "_reshape_copy", "expand"):
             x = self.tensor(args[0], at)
             if x.dtype != dtype:
@@ -416,7 +424,8 @@ class _Gen:
                 dims = [d % len(x.shape) if type(d) is int else None for d in kwargs["dims"]]
                 if sorted(dims, key=str) != list(range(len(x.shape))):
                     raise Unsupported(f"{at}: dims {kwargs['dims']}")
-                t = _T(x.ptr, dtype, [x.shape[d] for d in dims], [x.strides[d] for d in dims])
+                t = _T(x.ptr, dtype, [x.shape[d] for d in dims], [x.strides[d] for d in dims],
+                       x.buf)
             elif target == "expand":
                 t = self.broadcast(x, shape, at)
             elif target == "_stop_gradient":
@@ -425,7 +434,7 @@ class _Gen:
                 self.same(_prod(shape), _prod(x.shape), at)
                 if target == "_reshape_copy" or not x.contiguous:
                     x = self.copy(x)
-                t = _T(x.ptr, dtype, shape)
+                t = _T(x.ptr, dtype, shape, None, x.buf)
             self.same_shape(t.shape, shape, at)
             self.env[name] = t
         elif target == "pad":
@@ -474,7 +483,7 @@ class _Gen:
             else:
                 self.same(n, want, at)
                 st.append(s)
-        return _T(t.ptr, t.dtype, shape, st)
+        return _T(t.ptr, t.dtype, shape, st, t.buf)
 
     def reduce(self, at, target, args, kwargs, shape, dtype):
         x = self.tensor(args[0], at)
@@ -555,6 +564,35 @@ class _Gen:
             return x, 1, sc
         x = self.copy(x)
         return x, 0, x.strides[-2]
+
+    def slice(self, at, x, key):
+        """A basic-indexing view: per leading dim a ``(start, stop, step)`` or an int."""
+        if not isinstance(key, (list, tuple)) or len(key) > len(x.shape):
+            raise Unsupported(f"{at}: key")
+        off, shape, strides = 0, [], []
+        for d, k in enumerate(key):
+            n, st = x.shape[d], x.strides[d]
+            if isinstance(k, tuple) and len(k) == 3 and k == (None, None, None):
+                shape.append(n)
+                strides.append(st)
+                continue
+            if type(n) is not int:
+                raise Unsupported(f"{at}: a slice of a dynamic dim")
+            if type(k) is int:
+                if not -n <= k < n:
+                    raise Unsupported(f"{at}: index {k} of a dim of {n}")
+                off = _add(off, _mul(k % n, st))
+            elif isinstance(k, tuple) and len(k) == 3 and \
+                    all(v is None or type(v) is int for v in k) and k[2] != 0:
+                r = range(*slice(*k).indices(n))
+                off = _add(off, _mul(r.start, st) if len(r) else 0)
+                shape.append(len(r))
+                strides.append(_mul(r.step, st))
+            else:
+                raise Unsupported(f"{at}: key {k!r}")
+        ptr = x.ptr if off == 0 else f"({x.ptr} + {off})"
+        return _T(ptr, x.dtype, shape + x.shape[len(key):], strides + x.strides[len(key):],
+                  x.buf)
 
     def pad(self, at, args, kwargs, shape, dtype):
         x = self.tensor(args[0], at)
