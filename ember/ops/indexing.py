@@ -59,7 +59,7 @@ def _as_index_array(obj):
         a = obj._data
     elif isinstance(obj, np.ndarray):
         a = obj
-    elif isinstance(obj, (list, tuple)):
+    elif isinstance(obj, (list, tuple, range)):  # torch takes any Python sequence
         a = np.asarray([x._data if isinstance(x, Tensor) else x for x in obj]) \
             if any(isinstance(x, Tensor) for x in obj) else np.asarray(obj)
         if a.size == 0:
@@ -113,7 +113,7 @@ def _as_tuple(item):
     if type(item) is tuple:
         return item
     if type(item) is list and len(item) < 32 and any(
-            x is None or x is Ellipsis or isinstance(x, (Tensor, list, tuple, slice))
+            x is None or x is Ellipsis or isinstance(x, (Tensor, list, tuple, range, slice))
             for x in item):
         return tuple(item)
     return (item,)
@@ -198,7 +198,11 @@ def _parse(shape, item):
             d += 1
         elif type(c) is slice:
             r = _norm_slice(c, shape[d])
-            basic.append(_FULL if r == (0, shape[d], 1) else r)
+            # a bound that is a traced size (an int subclass under ember.compile) keeps its
+            # slice: x[:t] is one program for every t, the full one included
+            full = r == (0, shape[d], 1) and all(
+                b is None or type(b) is int for b in (c.start, c.stop, c.step))
+            basic.append(_FULL if full else r)
             adv.append(None)
             d += 1
         else:

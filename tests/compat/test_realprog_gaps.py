@@ -65,3 +65,15 @@ def test_weights_only_environment_overrides(lib, monkeypatch):
     monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
     with pytest.raises(Exception, match="Weights only load failed"):
         load(weights_only=False)  # this one wins over the argument
+
+
+def test_range_objects_index_like_lists():
+    # mnist_forward_forward writes x_[range(n), y] = v: torch takes any Python sequence
+    out = []
+    for lib in (torch, ember):
+        x = lib.arange(20.0).reshape(4, 5)
+        x[range(4), lib.tensor([0, 1, 2, 3])] = -1.0
+        out.append([x.numpy(), x[range(1, 3)].numpy(), x[(range(2), range(2, 4))].numpy(),
+                    tuple(x[range(0)].shape), x[range(3), 1:].numpy()])
+    for e, t in zip(out[1], out[0]):
+        np.testing.assert_array_equal(e, t)
