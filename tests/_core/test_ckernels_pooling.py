@@ -1,7 +1,7 @@
 """The pooling C kernels (ember._core.ckernels.pooling): max pooling's values, indices and
 gradients against torch (ties, NaN, -inf, padding, dilation, ceil mode, 1-3 dims, half
-dtypes), gradcheck, average pooling against torch, and the C kernels against the NumPy
-kernels they replace."""
+dtypes), gradcheck, average pooling and its gradient against torch, and the C kernels
+against the NumPy kernels they replace."""
 import os
 
 import numpy as np
@@ -214,6 +214,78 @@ def test_avg_pool_matches_torch_and_numpy_kernel(n, shape, kw, dtype, include_pa
     finally:
         ckpool.avg_pool = saved
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("include_pad", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n,shape,kw", AVG)
+def test_avg_pool_gradient_matches_torch_and_numpy_kernel(n, shape, kw, dtype, include_pad):
+    kw = dict(kw, count_include_pad=include_pad)
+    x = rng.standard_normal(shape).astype(dtype)
+    xt = torch.from_numpy(x).requires_grad_()
+    yt = _avg(torch, n)(xt, **kw)
+    g = rng.standard_normal(tuple(yt.shape)).astype(dtype)
+    yt.backward(torch.from_numpy(g))
+
+    def ember_grad():
+        xe = ember.from_numpy(x).requires_grad_()
+        _avg(ember, n)(xe, **kw).backward(ember.from_numpy(g))
+        return xe.grad.numpy()
+
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    got = ember_grad()
+    np.testing.assert_allclose(got, xt.grad.numpy(), rtol=tol, atol=tol)
+    saved = ckpool.avg_pool_backward
+    ckpool.avg_pool_backward = lambda *a: None
+    try:
+        np.testing.assert_allclose(ember_grad(), got, rtol=tol, atol=tol)
+    finally:
+        ckpool.avg_pool_backward = saved
+
+
+@needs_c
+def test_avg_pool_backward_c_kernel_runs_and_has_gradients():
+    g = rng.standard_normal((2, 3, 5, 4))
+    r = ckpool.avg_pool_backward(g, (9, 8), (3, 3), (2, 2), (1, 1), True, None)
+    assert r is not None and r.shape == (2, 3, 9, 8)
+    # the gradient of the gradient is average pooling again (double backward), and its
+    # vmap, forward AD and half dtypes follow torch's
+    x = rng.standard_normal((2, 3, 9, 8))
+    xt = torch.from_numpy(x).requires_grad_()
+    xe = ember.from_numpy(x).requires_grad_()
+    gt, ge = torch.from_numpy(g).requires_grad_(), ember.from_numpy(g).requires_grad_()
+    outs = []
+    for lib, xx, gg in ((torch, xt, gt), (ember, xe, ge)):
+        y = lib.nn.functional.avg_pool2d(xx, 3, 2, 1)
+        (gx,) = lib.autograd.grad(y, xx, gg, create_graph=True)
+        (ggg,) = lib.autograd.grad((gx * gx).sum(), gg)
+        outs.append((gx.detach().numpy(), ggg.numpy()))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+    gcheck = ember.from_numpy(g).requires_grad_()
+    assert ember.autograd.gradcheck(
+        lambda t: P.apply(P.AVG_POOL_BACKWARD, (t,), dict(
+            in_spatial=(9, 8), ks=(3, 3), stride=(2, 2), pad=(1, 1), ceil=False,
+            include_pad=False, override=None)), (gcheck,))
+    assert ember.autograd.gradgradcheck(
+        lambda t: ember.nn.functional.avg_pool2d(t, 3, 2, 1), (xe,))
+    vx = rng.standard_normal((4, 3, 9, 8)).astype(np.float32)
+
+    def vgrad(lib):
+        def one(x):
+            return lib.func.vjp(lambda t: lib.nn.functional.avg_pool2d(t, 3, 2), x)[1](
+                lib.ones(3, 4, 3))[0]
+        return lib.func.vmap(one)(lib.from_numpy(vx)).numpy()
+
+    np.testing.assert_allclose(vgrad(ember), vgrad(torch), rtol=1e-6, atol=1e-6)
+    for dt in ("float16", "bfloat16"):
+        xh = torch.from_numpy(vx).to(getattr(torch, dt)).requires_grad_()
+        eh = ember.from_numpy(vx).to(getattr(ember, dt)).requires_grad_()
+        torch.nn.functional.avg_pool2d(xh, 2).sum().backward()
+        ember.nn.functional.avg_pool2d(eh, 2).sum().backward()
+        assert eh.grad.dtype == getattr(ember, dt)
+        np.testing.assert_allclose(eh.grad.float().numpy(), xh.grad.float().numpy(),
+                                   rtol=1e-2, atol=1e-2)
 
 
 @needs_c

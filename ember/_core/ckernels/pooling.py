@@ -1,15 +1,17 @@
-"""Max pooling in C: the one template of its forward and backward loops, rendered for the
-eager library and for the compiler.
+"""Max and average pooling in C: the one template of their forward and backward loops,
+rendered for the eager library and for the compiler.
 
 NumPy max pooling is several passes over strided window views plus a tie-breaking pass,
 and its gradient a bincount; one loop per window does both at once.  The loops are
 written once here, over named sizes (``LEAD`` planes of ``L0..`` inputs, ``O0..``
 outputs, window ``K``, stride ``S``, padding ``P``, dilation ``D`` per pooled dim):
 
-* the eager library (`source.render`) gets ``ck_max_pool{1,2,3}d_f32/_f64`` and
-  ``ck_max_pool_backward_f32/_f64``, whose sizes are read from a geometry array at run
-  time; `max_pool` / `max_pool_backward` call them on NumPy arrays, or return None when
-  the arrays do not fit (the op then runs its NumPy kernel, which computes the same thing);
+* the eager library (`source.render`) gets ``ck_max_pool{1,2,3}d_f32/_f64``,
+  ``ck_max_pool_backward_f32/_f64`` and average pooling's forward and backward
+  ``ck_avg_pool{1,2,3}d[_backward]_f32/_f64``, whose sizes are read from a geometry array
+  at run time; `max_pool`, `max_pool_backward`, `avg_pool` and `avg_pool_backward` call
+  them on NumPy arrays, or return None when the arrays do not fit (the op then runs its
+  NumPy kernel, which computes the same thing);
 * the compiler's C externs (`ember._inductor.codegen.c_externs`) render the same loops
   with the sizes as literals (`forward_source` / `backward_source`), which the C compiler
   folds.
@@ -26,8 +28,8 @@ import math
 
 import numpy as np
 
-__all__ = ["forward_source", "backward_source", "avg_forward_source", "render", "max_pool",
-           "max_pool_backward", "avg_pool"]
+__all__ = ["forward_source", "backward_source", "avg_forward_source", "avg_backward_source",
+           "render", "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward"]
 
 _CTYPE = {"f32": "float", "f64": "double"}
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -169,13 +171,20 @@ def _window_count(d, pos):
             f"cnt *= INCL ? e - s : (e < L{d} ? e : L{d}) - (s > 0 ? s : 0); }}")
 
 
+def _avg_decls(n, geometry):
+    """The size declarations of the average-pooling loops (`_names` with ``INCL`` and
+    ``DIV``; no dilation)."""
+    names = _names(n, ["INCL", "DIV"])
+    return _decls(names, _values(names, geometry, "g")) + \
+        "".join(f"\n    const int64_t D{d} = 1;" for d in range(n))
+
+
 def avg_forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
     """C of ``void fname(T *vals, const T *x, [const int64_t *g,] int nt)``: average
     pooling over the last ``n`` dims of C-contiguous ``x``: window sums (in window order)
     divided by ``DIV``, or when that is 0 by the window's size (``INCL``: padding
     included, as torch's count_include_pad).  ``geometry`` as `forward_source`'s, with
     ``INCL`` and ``DIV`` after the padding."""
-    names = _names(n, ["INCL", "DIV"])
     m = n - 1
     pin = " * ".join(f"L{d}" for d in range(n))
     pout = " * ".join(f"O{d}" for d in range(n))
@@ -190,10 +199,32 @@ def avg_forward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0
                  f"    {_window_count(m, 'o')}",
                  f"    vr[o] = vr[o] / ({ctype})(DIV ? DIV : cnt);",
                  "}"])
-    dil = "".join(f"\n    const int64_t D{d} = 1;" for d in range(n))
     body += _row_windows(n, ctype, ["vr[o] = 0;"], update, finish, [f"vr += O{m};"])
-    params = [_decls(names, _values(names, geometry, "g")) + dil,
-              f"{ctype} *restrict vals", f"const {ctype} *restrict x"]
+    params = [_avg_decls(n, geometry), f"{ctype} *restrict vals", f"const {ctype} *restrict x"]
+    if geometry is None:
+        params.append("const int64_t *restrict g")
+    work = f"LEAD * {pout} * " + " * ".join(f"K{d}" for d in range(n))
+    return _plane_function(fname, params, work, body, pragma, min_work)
+
+
+def avg_backward_source(fname, ctype, n, geometry, pragma="CK_PRAGMA", min_work=0):
+    """C of ``void fname(T *out, T *w, const T *gy, [const int64_t *g,] int nt)``: the
+    input gradient of `avg_forward_source`'s pooling (same ``geometry``): each plane of
+    ``out`` zeroed, then each output's gradient divided by its divisor (stored in ``w``,
+    scratch the size of ``gy``) and added to every input element of its window -- window
+    by window, in output order, the adjoint of the forward's loops with no column buffer."""
+    m = n - 1
+    pin = " * ".join(f"L{d}" for d in range(n))
+    pout = " * ".join(f"O{d}" for d in range(n))
+    body = [f"{ctype} *op = out + l * ({pin});", f"const {ctype} *gr = gy + l * ({pout});",
+            f"{ctype} *wr = w + l * ({pout});",
+            f"for (int64_t q = 0; q < {pin}; q++) op[q] = 0;"]
+    init = (["int64_t cnt = 1;"] + [_window_count(d, f"o{d}") for d in range(m)]
+            + [_window_count(m, "o"), f"wr[o] = gr[o] / ({ctype})(DIV ? DIV : cnt);"])
+    update = [f"for (int64_t o = lo; o < hi; o++) op[off + o * S{m}] += wr[o];"]
+    body += _row_windows(n, ctype, init, update, [], [f"gr += O{m};", f"wr += O{m};"])
+    params = [_avg_decls(n, geometry), f"{ctype} *restrict out", f"{ctype} *restrict w",
+              f"const {ctype} *restrict gy"]
     if geometry is None:
         params.append("const int64_t *restrict g")
     work = f"LEAD * {pout} * " + " * ".join(f"K{d}" for d in range(n))
@@ -229,6 +260,8 @@ def render():
         for n in (1, 2, 3):
             parts.append(forward_source(f"ck_max_pool{n}d_{suffix}", ctype, n, None))
             parts.append(avg_forward_source(f"ck_avg_pool{n}d_{suffix}", ctype, n, None))
+            parts.append(avg_backward_source(f"ck_avg_pool{n}d_backward_{suffix}", ctype, n,
+                                             None))
         parts.append(backward_source(f"ck_max_pool_backward_{suffix}", ctype, None))
     return "".join(parts)
 
@@ -283,23 +316,48 @@ def max_pool(x, ks, stride, pad, dil, outs, need_idx):
     return vals, idx
 
 
+def _avg_geometry(lead, ins, outs, ks, stride, pad, include_pad, override):
+    return np.array((lead,) + tuple(ins) + tuple(outs) + tuple(ks) + tuple(stride)
+                    + tuple(pad) + (int(bool(include_pad)), int(override or 0)), np.int64)
+
+
+def _avg_fits(x, n, override):
+    return _fits(x) and n <= 3 and x.ndim >= n and not (override and int(override) != override)
+
+
 def avg_pool(x, ks, stride, pad, outs, include_pad, override):
     """Average pooling of ``x`` (float32/float64) over its last ``len(ks)`` dims into
     output sizes ``outs``, divided by ``override`` or the window size (padding counted
     with ``include_pad``), or None when the C kernel cannot be had."""
     n = len(ks)
-    if not _fits(x) or n > 3 or x.ndim < n or (override and int(override) != override):
-        return None
-    f = _fn(f"ck_avg_pool{n}d_{_SUFFIX[x.dtype]}", 4)
+    f = _fn(f"ck_avg_pool{n}d_{_SUFFIX[x.dtype]}", 4) if _avg_fits(x, n, override) else None
     if f is None:
         return None
     x = np.ascontiguousarray(x)
     vals = np.empty(x.shape[:x.ndim - n] + tuple(outs), x.dtype)
-    geo = np.array((math.prod(x.shape[:x.ndim - n]),) + x.shape[x.ndim - n:] + tuple(outs)
-                   + tuple(ks) + tuple(stride) + tuple(pad)
-                   + (int(bool(include_pad)), int(override or 0)), np.int64)
+    geo = _avg_geometry(math.prod(x.shape[:x.ndim - n]), x.shape[x.ndim - n:], outs, ks,
+                        stride, pad, include_pad, override)
     f(vals.ctypes.data, x.ctypes.data, geo.ctypes.data, _threads(vals.size * math.prod(ks)))
     return vals
+
+
+def avg_pool_backward(g, in_spatial, ks, stride, pad, include_pad, override):
+    """The input gradient of `avg_pool` (sizes ``g.shape[:-n] + in_spatial``) from the
+    output gradient ``g`` (float32/float64), or None when the C kernel cannot be had."""
+    n = len(ks)
+    f = _fn(f"ck_avg_pool{n}d_backward_{_SUFFIX[g.dtype]}") \
+        if _avg_fits(g, n, override) else None
+    if f is None:
+        return None
+    g = np.ascontiguousarray(g)
+    lead = g.shape[:g.ndim - n]
+    out = np.empty(lead + tuple(in_spatial), g.dtype)
+    w = np.empty_like(g)
+    geo = _avg_geometry(math.prod(lead), in_spatial, g.shape[g.ndim - n:], ks, stride, pad,
+                        include_pad, override)
+    f(out.ctypes.data, w.ctypes.data, g.ctypes.data, geo.ctypes.data,
+      _threads(g.size * math.prod(ks)))
+    return out
 
 
 def max_pool_backward(g, idx, in_shape, n):

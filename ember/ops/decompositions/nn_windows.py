@@ -11,7 +11,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from . import decomposes
-from ._util import cast, const, full, numel, prim, reshape
+from ._util import cast, const, expand_as_shape, full, numel, prim, reshape
 
 _HALVES = ("float16", "bfloat16")
 
@@ -330,6 +330,22 @@ def _avg_pool(x, ks, stride, pad, ceil, include_pad, override):
 
 
 # ---- attention -----------------------------------------------------------------------------------
+@decomposes("avg_pool_backward")
+def _avg_pool_backward(g, in_spatial, ks, stride, pad, ceil, include_pad, override):
+    from ..nn.pooling import _divisor
+    n = len(ks)
+    a, back = _work(g)
+    shape = tuple(a.shape)
+    outs, pads = _pool_geometry(shape[:len(shape) - n] + tuple(in_spatial), ks, stride, pad,
+                                (1,) * n, ceil)
+    div = _divisor(tuple(in_spatial), ks, stride, pad, outs, include_pad, override)
+    a = prim.div(a, override if div is None else const(div, a.dtype))
+    w = expand_as_shape(reshape(a, shape + (1,) * n), shape + tuple(ks))  # (..., *O, *K)
+    tables = [_table(o, k, s, 1) for o, k, s in zip(outs, ks, stride)]
+    r = _scatter_windows(w, tables, tuple(L + p0 + p1 for L, (p0, p1) in zip(in_spatial, pads)))
+    return _back(_constant_pad(r, tuple((-p0, -p1) for p0, p1 in pads), 0.0), back)
+
+
 def _scores(q, k, mask, scale, causal, cdt):
     kT = prim.permute(k, dims=tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2))
     s = prim.matmul(prim.mul(q, cast(const(scale), cdt)), kT)

@@ -1,24 +1,26 @@
 """The pooling primitives: max pooling (fixed and adaptive windows), its gradient, and
-average pooling.
+average pooling and its gradient.
 
 Max pooling is one primitive producing values and flat indices into each input plane
 (PyTorch's index convention); its gradient is the primitive ``max_pool_backward`` (a
 scatter-add by index, done with one bincount), whose own gradient is a gather, so double
-backward works.  Average pooling sums windows in one kernel; its gradient spreads
-``g / divisor`` back with ``col2im``.  Every kernel treats the dimensions before the
+backward works.  Average pooling sums windows in one kernel; its gradient, the primitive
+``avg_pool_backward``, spreads ``g / divisor`` back over the windows (and its own gradient
+is average pooling again).  Every kernel treats the dimensions before the
 pooled ones as batch, so the vmap batch is one more leading dimension (indices are
 per plane, hence unchanged).
 """
+import itertools
+
 import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.ckernels import pooling as _ckpool
 from ..._core.op import Op
-from ..._core.tensor import host_tensor
 from .._batching import _batched_front, _move_to_front
 from .._helpers import apply, not_implemented, type_name
 from ._rules import leading_rule
-from .conv import _compute, _windows, col2im
+from .conv import _compute, _windows
 
 __all__ = []
 
@@ -237,17 +239,9 @@ def _avg_pool_kernel(xp, x, ks, stride, pad, ceil, include_pad, override):
 
 
 def _avg_pool_vjp(ctx, g, x, ks, stride, pad, ceil, include_pad, override):
-    n = len(ks)
-    shape = ctx.in_meta[0][0]
-    outs, pads = _geometry(shape, ks, stride, pad, (1,) * n, ceil)
-    div = _divisor(shape[-n:], ks, stride, pad, outs, include_pad, override)
-    g = g / (override if div is None else host_tensor(div.astype(g._data.dtype), g))
-    lead = shape[:-n]
-    g4 = g.reshape((-1, 1) + outs) if len(lead) != 2 else g
-    cols = g4.transpose(0, 1).reshape((g4.shape[1],) + (1,) * n + (g4.shape[0],) + outs)
-    cols = cols.expand((g4.shape[1],) + ks + (g4.shape[0],) + outs)
-    r = col2im(cols, shape[-n:], ks, (1,) * n, pads, stride)
-    return r.reshape(shape)
+    return apply(AVG_POOL_BACKWARD, (g,), {
+        "in_spatial": tuple(ctx.in_meta[0][0][-len(ks):]), "ks": ks, "stride": stride,
+        "pad": pad, "ceil": ceil, "include_pad": include_pad, "override": override})
 
 
 def _avg_pool_shape(x, ks, stride, pad, ceil, include_pad, override):
@@ -261,6 +255,56 @@ def _avg_pool_jvp(out, ts, x, **params):
 
 AVG_POOL = Op("avg_pool", _avg_pool_kernel, _avg_pool_vjp, save_inputs=False, category="nn",
               shape=_avg_pool_shape, batch=leading_rule, jvp=_avg_pool_jvp)
+
+
+# The gradient of average pooling is a primitive of its own (the adjoint linear map), so
+# its C kernel spreads each output's share straight into the input gradient, with no
+# column buffer expanded to every window element; its own gradient is average pooling.
+
+def _avg_pool_backward_kernel(xp, g, in_spatial, ks, stride, pad, ceil, include_pad,
+                              override):
+    a, back = _compute(g)
+    r = _ckpool.avg_pool_backward(a, in_spatial, ks, stride, pad, include_pad, override)
+    if r is None:
+        r = _avg_pool_backward_numpy(xp, a, in_spatial, ks, stride, pad, ceil, include_pad,
+                                     override)
+    return r if back is None else r.astype(back)
+
+
+def _avg_pool_backward_numpy(xp, a, in_spatial, ks, stride, pad, ceil, include_pad,
+                             override):
+    """Each output's gradient over its divisor, added window offset by window offset into
+    the padded input, which is then cropped."""
+    n = len(ks)
+    lead = a.shape[:a.ndim - n]
+    outs, pads = _geometry(lead + tuple(in_spatial), ks, stride, pad, (1,) * n, ceil)
+    div = _divisor(in_spatial, ks, stride, pad, outs, include_pad, override)
+    a = a / (override if div is None else xp.asarray(div, dtype=a.dtype))
+    full = xp.zeros(lead + tuple(L + p0 + p1 for L, (p0, p1) in zip(in_spatial, pads)),
+                    dtype=a.dtype)
+    for idx in itertools.product(*[range(k) for k in ks]):
+        full[(Ellipsis,) + tuple(slice(i, i + s * (o - 1) + 1, s)
+                                 for i, s, o in zip(idx, stride, outs))] += a
+    return full[(Ellipsis,) + tuple(slice(p0, p0 + L) for L, (p0, _) in zip(in_spatial, pads))]
+
+
+def _avg_pool_backward_vjp(ctx, gg, g, in_spatial, ks, stride, pad, ceil, include_pad,
+                           override):
+    return apply(AVG_POOL, (gg,), {"ks": ks, "stride": stride, "pad": pad, "ceil": ceil,
+                                   "include_pad": include_pad, "override": override})
+
+
+def _avg_pool_backward_shape(g, in_spatial, ks, **params):
+    return g.shape[:-len(ks)] + tuple(in_spatial), g.dtype
+
+
+def _avg_pool_backward_jvp(out, ts, g, **params):
+    return apply(AVG_POOL_BACKWARD, (ts[0],), params)  # a linear map of g
+
+
+AVG_POOL_BACKWARD = Op("avg_pool_backward", _avg_pool_backward_kernel, _avg_pool_backward_vjp,
+                       save_inputs=False, category="nn", shape=_avg_pool_backward_shape,
+                       batch=leading_rule, jvp=_avg_pool_backward_jvp)
 
 
 # ---- adaptive max pooling ----------------------------------------------------------------
