@@ -40,3 +40,47 @@ def test_common_types():
     assert ct._size_2_t == ct._scalar_or_tuple_2_t[int]
     assert set(n for n in dir(torch.nn.common_types) if n.startswith("_") and
                not n.startswith("__")) - {"_TypeAlias"} <= set(dir(ct))
+
+
+class _Ops(ember.DispatchMode):
+    def __init__(self):
+        self.seen = []
+
+    def __ember_dispatch__(self, op, args, kwargs):
+        self.seen.append(getattr(op, "base", op).name)
+        return op(*args, **kwargs)
+
+
+@pytest.mark.parametrize("which", ["input", "weight"])
+def test_one_convolution_backward_and_no_forward(which):
+    x, w = ember.randn(2, 3, 9, 8), ember.randn(4, 3, 3, 3)
+    go = ember.randn(2, 4, 5, 4)
+    mode = _Ops()
+    with mode:
+        if which == "input":
+            r = ember.nn.grad.conv2d_input(x.shape, w, go, stride=2, padding=1)
+        else:
+            r = ember.nn.grad.conv2d_weight(x, w.shape, go, stride=2, padding=1)
+    assert "convolution_backward" in mode.seen and "convolution" not in mode.seen
+    tx, tw = torch.from_numpy(x.numpy()), torch.from_numpy(w.numpy())
+    tgo = torch.from_numpy(go.numpy())
+    want = torch.nn.grad.conv2d_input(tx.shape, tw, tgo, 2, 1) if which == "input" else \
+        torch.nn.grad.conv2d_weight(tx, tw.shape, tgo, 2, 1)
+    np.testing.assert_allclose(r.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.grad.conv2d_input((2, 5, 9, 8), lib.ones(4, 3, 3, 3), lib.ones(2, 4, 7, 6)),
+    lambda lib: lib.nn.grad.conv2d_weight(lib.ones(2, 3, 9, 8), (4, 3, 3, 3),
+                                          lib.ones(2, 4, 7, 6, 1)),
+    lambda lib: lib.nn.grad.conv1d_input((3, 9), lib.ones(4, 3, 3), lib.ones(4, 7)),
+    lambda lib: lib.nn.grad.conv2d_input((2, 3, 9, 8), lib.ones(4, 3, 3, 3),
+                                         lib.ones(2, 4, 9, 8), padding="same"),
+    lambda lib: lib.nn.grad.conv2d_input((2, 3, 9, 8), lib.ones(4, 2, 3, 3),
+                                         lib.ones(2, 4, 7, 6), groups=2),
+])
+def test_bad_arguments_raise_as_torch(call):
+    with pytest.raises(Exception) as t:
+        call(torch)
+    with pytest.raises(type(t.value)):
+        call(ember)

@@ -77,7 +77,11 @@ def _fit_spatial(xp, a, spatial):
 
 def _backward_arrays(xp, gy, x, w, stride, pads, dilation, transposed, groups, mask):
     ct, back = K.compute_dtype(x.dtype)
-    gy, x, w = (xp.ascontiguousarray(a, dtype=ct) for a in (gy, x, w))
+    # x is read only for the weight gradient and w only for the input gradient; otherwise
+    # each is just a shape (torch.nn.grad passes a broadcast scalar), left unmaterialised
+    gy = xp.ascontiguousarray(gy, dtype=ct)
+    x = xp.ascontiguousarray(x, dtype=ct) if mask[1] else x
+    w = xp.ascontiguousarray(w, dtype=ct) if mask[0] else w
     ks = tuple(w.shape[2:])
     empty = xp.zeros((0,), dtype=ct)
     gx = gw = gb = empty
