@@ -134,6 +134,14 @@ class MetaArray:
     def __array__(self, *a, **k):
         no_data()
 
+    def _no_value(self, *a):
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+
+    # Python code that asks a meta array for values gets torch's error for reading one
+    __bool__ = __float__ = __int__ = __index__ = __complex__ = _no_value
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _no_value
+    all = any = tolist = item = _no_value
+
     def __array_function__(self, func, types, args, kwargs):
         no_data()
 
@@ -235,18 +243,19 @@ def meta_operands(args, arrays):
     tensors = [a for a in args if isinstance(a, Tensor)]
     if not any(type(t._data) is MetaArray for t in tensors):
         return None
-    first = tensors[0]
+    # torch: the first tensor that is not a CPU scalar tensor sets the device
+    common = next((t for t in tensors if not _cpu_scalar(t)), tensors[0]).device
     for t in tensors:
-        d = t._data
-        if type(d) is MetaArray:
-            continue
-        if t.device.type == "cpu" and d.ndim == 0:
-            continue
-        expected = first.device if t is not first else next(
-            u.device for u in tensors if type(u._data) is MetaArray)
-        raise RuntimeError(f"Tensor on device {t.device} is not on the expected device "
-                           f"{expected}!")
+        if t.device != common and not _cpu_scalar(t):
+            raise RuntimeError(f"Tensor on device {t.device} is not on the expected device "
+                               f"{common}!")
+    if common.type != "meta":
+        return None  # a CPU call with meta scalar tensors: the device error of other devices
     return [MetaArray(a.shape, a.dtype) if isinstance(a, np.ndarray) else a for a in arrays]
+
+
+def _cpu_scalar(t):
+    return type(t._data) is np.ndarray and t._data.ndim == 0
 
 
 def _meta_of(a):
@@ -289,6 +298,8 @@ def meta_kernel(op, arrays, params):
         if op.view:
             return _view_array(op, arrays[0], r, params)
         shape = tuple(r[0])
+        if op.name == "empty_strided":
+            return MetaArray(shape, r[1].np, tuple(s * r[1].itemsize for s in params["stride"]))
         if op.category in _ELEMENTWISE:
             return MetaArray(shape, r[1].np, _kept_layout(arrays, shape, r[1].np.itemsize))
         return MetaArray(shape, r[1].np)

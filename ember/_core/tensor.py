@@ -166,8 +166,8 @@ class Tensor:
         return t
 
     def data_ptr(self):
-        if type(self._data) is MetaArray:
-            return 0  # torch's data pointer of a tensor without storage
+        if type(self._data) is MetaArray:  # torch's: no storage at 0, plus the view's offset
+            return self._data.offset * self._data.itemsize
         return self._data.__array_interface__["data"][0]
 
     def is_floating_point(self):

@@ -84,6 +84,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     # normal draws redrawn where out of [a, b] when that mass is large, else uniform
     # candidates on [a, b] accepted against the normal density
     from .. import ops as _ops
+    if tensor.is_meta:
+        return tensor  # no values to draw (rejection sampling reads them)
     with no_grad_ctx():
         if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
             lo, hi = (float(v) for v in _ops.tensor([a, b], dtype=tensor.dtype).tolist())
@@ -227,6 +229,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     from ..ops.random import randperm
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
+    if tensor.is_meta:
+        return tensor  # no values to write
     with no_grad_ctx():
         tensor.normal_(0, std, generator=generator)
         for c in range(cols):

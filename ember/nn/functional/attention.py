@@ -100,7 +100,7 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     s = query.matmul(key.transpose(-1, -2)) * scale
     if is_causal:
         L, S = query.shape[-2], key.shape[-2]
-        s = s.masked_fill(ones((L, S), dtype=_bool()).triu(1), -math.inf)
+        s = s.masked_fill(ones((L, S), dtype=_bool(), device=query.device).triu(1), -math.inf)
     if attn_mask is not None:
         s = s.masked_fill(attn_mask.logical_not(), -math.inf) if attn_mask.dtype == _bool() \
             else s + attn_mask

@@ -143,7 +143,8 @@ def _get_clones(module, n):
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     from ..._core import dtype as _dt
-    return full((sz, sz), -math.inf, dtype=dtype or _dt.get_default_dtype()).triu(1)
+    return full((sz, sz), -math.inf, dtype=dtype or _dt.get_default_dtype(),
+                device=device).triu(1)
 
 
 def _detect_is_causal_mask(mask, is_causal=None, size=None):
