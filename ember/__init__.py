@@ -121,7 +121,7 @@ def _route_overrides():
 _route_overrides()
 
 
-from . import backends, cuda  # noqa: E402
+from . import backends, cpu, cuda  # noqa: E402
 from . import futures  # noqa: E402,F401  (torch.futures)
 from . import profiler  # noqa: E402
 from . import hub  # noqa: E402

@@ -14,7 +14,8 @@ __all__ = ["set_warn_always", "is_warn_always_enabled", "get_num_interop_threads
            "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "slice_copy",
            "dropout_", "alpha_dropout_", "feature_dropout", "feature_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "constant_pad_nd",
-           "native_layer_norm", "native_group_norm", "frobenius_norm", "nuclear_norm"]
+           "native_layer_norm", "native_group_norm", "frobenius_norm", "nuclear_norm",
+           "get_device_module"]
 
 # NumPy/SciPy supply LAPACK, FFTs and a BLAS; ember has no MKL-specific or OpenMP code paths
 has_lapack, has_spectral = True, True
@@ -54,6 +55,37 @@ def set_flush_denormal(mode):
 
 def is_vulkan_available():
     return False
+
+
+# the device types torch's device strings name (torch.device accepts each, built in or not)
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                       "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu",
+                       "mtia", "privateuseone")
+
+
+def get_device_module(device=None):
+    """The module of a device type (``ember.cuda`` for "cuda:0", ``ember.cpu`` for "cpu"); with
+    no device, the current accelerator's, else ``ember.cpu``."""
+    import sys
+    from ._core.device import device as _device
+    if isinstance(device, _device):
+        name = device.type
+    elif isinstance(device, str):
+        name = device.split(":")[0]
+        if name not in _TORCH_DEVICE_TYPES:
+            name = _device(device).type  # raises torch's error for a malformed string
+    elif device is None:
+        from .accelerator import current_accelerator
+        acc = current_accelerator()
+        name = "cpu" if acc is None else acc.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           f"None")
+    module = getattr(sys.modules[__package__], name, None)
+    if module is None:
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as "
+                           f"'torch.{name}'.")
+    return module
 
 
 @overridable

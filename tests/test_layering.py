@@ -14,7 +14,7 @@ prefix, and every top-level entry of ``ember/`` must be listed:
   1  ops           every operator, defined once (including linalg/fft/special/nn kernels)
   2  autograd      engine, Function, grad modes, forward AD, functional, its profiler
   3  the libraries on autograd: nn, optim, utils.data, utils.checkpoint,
-     utils.safetensors, amp, cuda (device queries and cuda.amp), random, fft, linalg,
+     utils.safetensors, amp, cuda (device queries and cuda.amp), cpu, random, fft, linalg,
      special, sparse, distributions, serialization (save/load: knows nn.Parameter),
      storage, types, futures, backends, accelerator, testing, profiler, version,
      library (custom operators and ember.ops.aten's table, on nn.functional), overrides
@@ -41,7 +41,8 @@ RANKS = {
     "ops": 1,
     "autograd": 2,
     "nn": 3, "optim": 3, "utils.data": 3, "utils.checkpoint": 3, "utils.safetensors": 3,
-    "amp": 3, "cuda": 3, "random": 3, "fft": 3, "linalg": 3, "special": 3, "sparse": 3,
+    "amp": 3, "cuda": 3, "cpu": 3, "random": 3, "fft": 3, "linalg": 3, "special": 3,
+    "sparse": 3,
     "distributions": 3, "serialization": 3, "storage": 3, "types": 3, "futures": 3,
     "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3, "library": 3,
     "overrides": 3, "utils._selective_checkpoint": 3,

@@ -20,7 +20,7 @@ _NONE = "Cannot access accelerator device when none is available."
 
 def _accelerator_name():
     for name in _BACKENDS:
-        if name != "cpu":
+        if name not in ("cpu", "meta"):  # meta tensors have no memory: not an accelerator
             return name
     return None
 

@@ -128,6 +128,41 @@ Tensor.cuda = lambda self, device=None, non_blocking=False: _to_device(
     self, _device("cuda" if device is None else device if isinstance(device, str) else
                   f"cuda:{device}"))
 
+# torch's errors on a build without the device: a third-party backend registered under the
+# name (ember._core.device.register_backend) takes the move instead
+_NO_DEVICE = {
+    "xpu": (AssertionError, "Torch not compiled with XPU enabled"),
+    "ipu": (RuntimeError, "PyTorch is not linked with support for ipu devices"),
+    "mtia": (AssertionError, "Torch not compiled with MTIA enabled. Ensure you have `import "
+             "mtia.host_runtime.torch_mtia.dynamic_library` in your python src file and include "
+             "`//mtia/host_runtime/torch_mtia:torch_mtia` as your target dependency!"),
+}
+
+
+def _vendor_move(kind):
+    def move(self, device=None, non_blocking=False, memory_format=None):
+        from .._core.device import _BACKENDS
+        if isinstance(device, int):
+            if kind not in _BACKENDS:
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            device = f"{kind}:{device}"
+        elif device is not None:
+            named = str(device).split(":")[0]
+            if named != kind:
+                raise RuntimeError(f"Invalid device, must be "
+                                   f"{'MTIA' if kind == 'mtia' else kind} device")
+        if kind not in _BACKENDS:
+            exc, msg = _NO_DEVICE[kind]
+            raise exc(msg)
+        return _to_device(self, _device(kind if device is None else device))
+    move.__name__ = move.__qualname__ = kind
+    move.__doc__ = f"A copy of this tensor on the {kind.upper()} device (torch's error without one)."
+    return move
+
+
+for _kind in _NO_DEVICE:
+    setattr(Tensor, _kind, _vendor_move(_kind))
+
 for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
                   ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32),
                   ("short", _dt.int16), ("char", _dt.int8), ("byte", _dt.uint8),

@@ -771,6 +771,15 @@ class Module:
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
 
+    def xpu(self, device=None):
+        return self._apply(lambda t: t.xpu(device))
+
+    def ipu(self, device=None):
+        return self._apply(lambda t: t.ipu(device))
+
+    def mtia(self, device=None):
+        return self._apply(lambda t: t.mtia(device))
+
     def share_memory(self):
         """Moves the parameters and buffers to shared memory (see ``Tensor.share_memory_``)."""
         for t in list(self.parameters()) + list(self.buffers()):
