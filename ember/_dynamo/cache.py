@@ -59,7 +59,9 @@ class FunctionCache:
         self.by_ordinal = {}   # n -> the spec of the last graph compiled as a call's n-th
         self.signatures = set()     # argument signatures of calls that ran compiled
         self.called = False         # whether a call came (set_stance eager_then_compile)
-        self.replay_plan = None     # ember._dynamo.replay: how to skip the Python
+        # ember._dynamo.replay: how to skip the Python, one plan per guard set seen (at
+        # most cache_size_limit), the one made or hit last first
+        self.replay_plans = []
         self.replay_failures = 0    # calls found not replayable (recording stops at 8)
         self.replay_reason = None   # why the last one was not
 
@@ -74,9 +76,14 @@ class FunctionCache:
         self.recompile_reasons.clear()
         self.by_ordinal.clear()
         self.signatures.clear()
-        self.replay_plan = None
+        self.replay_plans.clear()
         self.replay_failures = 0
         self.replay_reason = None
+
+    @property
+    def replay_plan(self):
+        """The replay plan made or hit last (None before any)."""
+        return self.replay_plans[0] if self.replay_plans else None
 
     # ---- lookup --------------------------------------------------------------------
     def lookup(self, trace, outputs, session):

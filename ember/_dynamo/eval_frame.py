@@ -127,13 +127,17 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
-        plan = self.cache.replay_plan
-        if plan is not None and config.replay and _STANCE[0] != "force_eager" and \
+        plans = self.cache.replay_plans
+        if plans and config.replay and _STANCE[0] != "force_eager" and \
                 not _SESSIONS.stack and not _LOCAL.disabled:
             # the replay fast path first: a plan exists only after calls that compiled
-            r = plan.run(args, kwargs)
-            if r is not MISS:
-                return r
+            for plan in plans:
+                r = plan.run(args, kwargs)
+                if r is not MISS:
+                    if plan is not plans[0]:  # the plan hit last is tried first
+                        plans.remove(plan)
+                        plans.insert(0, plan)
+                    return r
         if _LOCAL.disabled or _STANCE[0] == "force_eager" or current_session() is not None or \
                 STATE.modes and not config.__dict__.get("_allow_under_modes", True):
             return self.fn(*args, **kwargs)
@@ -177,10 +181,15 @@ class CompiledFunction:
             with recorder:
                 result = plain(self.fn(*call_args, **kwargs))
         plan, why = make_plan(self, recorder, session, args, kwargs, result, before)
-        cache.replay_plan = plan
         if plan is None:
             cache.replay_failures += 1
             cache.replay_reason = why
+        else:
+            # one plan per guard set (train and eval, two static shapes), so calls that
+            # alternate between them replay instead of remaking one plan in turn
+            plans = cache.replay_plans
+            plans.insert(0, plan)
+            del plans[max(config.cache_size_limit, 1):]
         return result
 
     def _apply_config(self):
