@@ -201,7 +201,8 @@ def _parse(shape, item):
             # a bound that is a traced size (an int subclass under ember.compile) keeps its
             # slice: x[:t] is one program for every t, the full one included
             full = r == (0, shape[d], 1) and all(
-                b is None or type(b) is int for b in (c.start, c.stop, c.step))
+                b is None or type(b) is int or isinstance(b, np.integer)
+                for b in (c.start, c.stop, c.step))
             basic.append(_FULL if full else r)
             adv.append(None)
             d += 1

@@ -262,10 +262,8 @@ def _assert_same_training(name, opt_kind, losses, state):
     assert ref_losses[-5:].mean() < ref_losses[:5].mean()
 
 
-# Core bugs reported in /tmp/dynamo_bugs.md: the affected cases are strictly xfailed, so the
-# suite stays green and each mark goes as soon as its fix lands.
-_SLICE_BOUND_BUG = ("core bug reported: mask[:t, :t] with t equal to the mask's size is "
-                    "another program (full slice elided): 4 compiles instead of 2")
+# Known core bugs (none at present): the affected cases are strictly xfailed, so the suite
+# stays green and each mark goes as soon as its fix lands.
 
 
 def _known_bugs(model, backend, how):
@@ -430,10 +428,7 @@ def _length_cases():
     out = []
     for m in ("gpt_sdpa", "gpt_manual_softmax"):
         for grad in (False, True):
-            bugs = []
-            if m == "gpt_manual_softmax":
-                bugs.append(_SLICE_BOUND_BUG)
-            out.append(_param(m, grad, bugs=bugs, id=f"{m}-{'grad' if grad else 'no_grad'}"))
+            out.append(_param(m, grad, id=f"{m}-{'grad' if grad else 'no_grad'}"))
     return out
 
 
