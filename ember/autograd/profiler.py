@@ -66,10 +66,11 @@ def _aten_name(op, params):
     name = op.name
     inplace = hasattr(op, "base")
     base = name[:-1] if inplace else name
-    if base in ("max_pool", "avg_pool"):
+    if base in ("max_pool", "avg_pool", "avg_pool_backward"):
         ks = params.get("ks")
         n = len(ks) if isinstance(ks, (tuple, list)) else 2
-        aten = f"{base}{n}d" + ("_with_indices" if params.get("need_idx") else "")
+        aten = f"{base[:8]}{n}d" + ("_with_indices" if params.get("need_idx") else "") + \
+            base[8:]
     else:
         aten = _ATEN_NAMES.get(base, base)
     return "aten::" + aten + ("_" if inplace else "")
