@@ -471,3 +471,14 @@ def test_ensembling_with_a_meta_base_equals_a_loop():
     loop = ember.stack([m(xi) for m, xi in zip(models, xs)])
     np.testing.assert_allclose(out.detach().numpy(), loop.detach().numpy(), rtol=1e-6,
                                atol=1e-6)
+
+
+def test_skip_init_builds_on_meta_and_draws_nothing():
+    def run(L):
+        L.manual_seed(0)
+        m = L.nn.utils.skip_init(L.nn.Linear, 3, 4)
+        return m, L.rand(3)
+    (tm, tr), (em, er) = _both(run)
+    assert em.weight.device.type == "cpu" and not em.weight.is_meta
+    assert tuple(em.weight.shape) == tuple(tm.weight.shape) == (4, 3)
+    np.testing.assert_array_equal(er.numpy(), tr.numpy())  # no init drew from the generator
