@@ -106,6 +106,20 @@ def not_implemented(kernel_name, dt):
     raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{type_name(dt)}'")
 
 
+def no_derivative(name, aten=False):
+    """``Op`` keywords (``vjp``, ``jvp``) for an op whose outputs require grad in torch
+    although torch has no derivative for it: backward and forward AD raise torch's error.
+    ``aten``: torch registers no formula at all (RuntimeError naming ``aten::name``);
+    otherwise its formula is ``not_implemented`` (NotImplementedError).  ``name`` may be a
+    callable of the op's params."""
+    def refuse(_ctx_or_out, _grads, *inputs, **params):
+        n = name(params) if callable(name) else name
+        if aten:
+            raise RuntimeError(f"derivative for aten::{n} is not implemented")
+        raise NotImplementedError(f"the derivative for '{n}' is not implemented.")
+    return {"vjp": refuse, "jvp": refuse}
+
+
 def dtype_kind(dt):
     """'b', 'i' (signed and unsigned), 'f' (halves included) or 'c'."""
     k = dt.kind
@@ -473,5 +487,6 @@ __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "speci
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
            "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
-           "type_name", "not_implemented", "gated", "dtype_kind", "broadcast_guard",
-           "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear", "table_vjp"]
+           "type_name", "not_implemented", "no_derivative", "gated", "dtype_kind",
+           "broadcast_guard", "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear",
+           "table_vjp"]

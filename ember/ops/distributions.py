@@ -14,7 +14,7 @@ from .._core import meta as _meta
 from .._core.dispatch import overridable
 from .._core.op import JVP_FROM_VJP
 from ._batching import _elementwise_rule
-from ._helpers import Op, apply, not_implemented, special, type_name
+from ._helpers import Op, apply, no_derivative, not_implemented, special, type_name
 from .random import _gen, _gen_param
 
 __all__ = ["STANDARD_GAMMA", "GAMMA_GRAD", "BINOMIAL", "standard_gamma", "binomial"]
@@ -56,7 +56,8 @@ def _gamma_grad_kernel(xp, alpha, x):
     return np.where(x <= 0, 0.0, np.where(bad, np.nan, g)).astype(x.dtype)
 
 
-GAMMA_GRAD = Op("standard_gamma_grad", _gamma_grad_kernel, None, differentiable=False,
+GAMMA_GRAD = Op("standard_gamma_grad", _gamma_grad_kernel, **no_derivative("_standard_gamma_grad"),
+                save_inputs=False,
                 category="distributions", shape=lambda alpha, x: (x.shape, x.dtype),
                 batch=_elementwise_rule)
 

@@ -15,7 +15,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.device import backend_for_type, namespace_of
-from ._helpers import Op, Tensor, _E, apply, overridable, promote_np, type_name
+from ._helpers import Op, Tensor, _E, apply, no_derivative, overridable, promote_np, type_name
 from ._return_types import structseq
 from .creation import _finish, zeros
 from .pointwise import where
@@ -379,9 +379,9 @@ def _histogram_batch(op, args, bdims, params, batch_size):
     return op(*phys, **p), (0, 0)
 
 
-HISTOGRAM = Op("histogram", _histogram_kernel, None, shape=_histogram_shape, n_out=2,
-               nondiff_outputs=(0, 1), differentiable=False, save_inputs=False,
-               batch=_histogram_batch)
+# both outputs require grad in torch, whose backward raises
+HISTOGRAM = Op("histogram", _histogram_kernel, **no_derivative("histogram", aten=True),
+               shape=_histogram_shape, n_out=2, save_inputs=False, batch=_histogram_batch)
 
 
 @overridable

@@ -7,8 +7,8 @@ the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torc
 
 from .._core import meta as _meta
 from ._batching import _elementwise_rule
-from ._helpers import (Op, Tensor, binary_kernel, def_binary, def_unary, gated, overridable,
-                       shape_broadcast, table_vjp, unary_float, write_out)
+from ._helpers import (Op, Tensor, binary_kernel, def_binary, def_unary, gated, no_derivative,
+                       overridable, shape_broadcast, table_vjp, unary_float, write_out)
 from .._core import scalar_functions as _sf
 from .pointwise import pow
 
@@ -93,12 +93,9 @@ def _heaviside_checked(kernel):
     return k
 
 
-def _heaviside_vjp(ctx, g, x, values):
-    raise RuntimeError("derivative for aten::heaviside is not implemented")
-
-
-HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)), _heaviside_vjp,
-               shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
+HEAVISIDE = Op("heaviside", _heaviside_checked(binary_kernel(_heaviside_np)),
+               **no_derivative("heaviside", aten=True), shape=shape_broadcast, save_inputs=False,
+               category="binary", batch=_elementwise_rule)
 heaviside = def_binary("heaviside", HEAVISIDE, tensors=2)
 heaviside.__doc__ = "Computes the Heaviside step function for each element in ``input``."
 

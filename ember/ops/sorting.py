@@ -17,7 +17,7 @@ from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule, _logical_ndim, _move_to_front
 from ._batching_index import _dynamic_rule
 from .._core.device import namespace_of
-from ._helpers import Op, Tensor, apply, host_tensor, write_out
+from ._helpers import Op, Tensor, apply, host_tensor, no_derivative, write_out
 from .pointwise import where
 from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of, public_fn,
                            reduced_shape, select_back, type_name, write_outs)
@@ -449,11 +449,15 @@ def _data_dependent(*args, **params):
     raise _meta.DataDependentShape("the output size depends on the input's values")
 
 
-UNIQUE = Op("unique", _unique_kernel, None, differentiable=False, save_inputs=False, n_out=3,
-            category="sorting", shape=_data_dependent, batch=_dynamic_rule)
-UNIQUE_CONSECUTIVE = Op("unique_consecutive", _unique_consecutive_kernel, None,
-                        differentiable=False, save_inputs=False, n_out=3, category="sorting",
-                        shape=_data_dependent, batch=_dynamic_rule)
+# torch's values output requires grad, and its backward raises
+UNIQUE = Op("unique", _unique_kernel,
+            **no_derivative(lambda p: "_unique2" if p.get("dim") is None else "unique_dim"),
+            save_inputs=False, n_out=3, nondiff_outputs=(1, 2), category="sorting",
+            shape=_data_dependent, batch=_dynamic_rule)
+UNIQUE_CONSECUTIVE = Op("unique_consecutive", _unique_consecutive_kernel,
+                        **no_derivative("unique_consecutive"), save_inputs=False, n_out=3,
+                        nondiff_outputs=(1, 2), category="sorting", shape=_data_dependent,
+                        batch=_dynamic_rule)
 
 
 def _unique_result(r, return_inverse, return_counts):
@@ -499,8 +503,9 @@ def _bincount_kernel(xp, x, weights, minlength=0):
     return r.astype(np.float32 if weights.dtype == np.float32 else np.float64)
 
 
-BINCOUNT = Op("bincount", _bincount_kernel, None, differentiable=False, save_inputs=False,
-              category="sorting", shape=_data_dependent,  # max(input) + 1 bins
+BINCOUNT = Op("bincount", _bincount_kernel, **no_derivative("bincount", aten=True),
+              save_inputs=False, category="sorting",
+              shape=_data_dependent,  # max(input) + 1 bins
               batch=_dynamic_rule)
 
 

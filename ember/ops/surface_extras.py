@@ -176,9 +176,22 @@ def _float_only(kernel):
     return k
 
 
-NEXTAFTER = Op("nextafter", _float_only(binary_kernel(_nextafter_np)), None,
-               shape=shape_broadcast,
-               category="binary", batch=_elementwise_rule, differentiable=False)
+def _nextafter_vjp(ctx, g, a, b):
+    # torch's formula: the one-ulp step is the identity for input, except where it is
+    # already at other (nextafter(a, a) is a); other gets zeros
+    from .creation import zeros_like
+    from .pointwise import where
+    return where(a != b, g, 0), zeros_like(b)
+
+
+def _nextafter_jvp(out, ts, a, b):
+    from .pointwise import where
+    return None if ts[0] is None else where(a != b, ts[0], 0)
+
+
+NEXTAFTER = Op("nextafter", _float_only(binary_kernel(_nextafter_np)), _nextafter_vjp,
+               jvp=_nextafter_jvp, shape=shape_broadcast, category="binary",
+               batch=_elementwise_rule)
 nextafter = def_binary("nextafter", NEXTAFTER, inplace=True, tensors=2)
 nextafter.__doc__ = "The next floating-point value after ``input`` towards ``other``."
 

@@ -590,4 +590,6 @@ def _nextafter(dtype, rng):
 
 
 # nextafter steps by one representable value: exact equality, no derivative in torch
-add(OpInfo("nextafter", samples=_nextafter, dtypes=FLOATS, grad=False, atol=0, rtol=0))
+# torch's derivative: the identity for input except where it equals other (gradcheck's
+# differences straddle that kink on the samples with equal arguments)
+add(OpInfo("nextafter", samples=_nextafter, dtypes=FLOATS, gradcheck=False, atol=0, rtol=0))

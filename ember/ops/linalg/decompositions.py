@@ -12,7 +12,7 @@ from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..._core.state import STATE
 from ..._core.tensor import host_tensor
-from .._helpers import cj
+from .._helpers import cj, no_derivative
 from ..blas import matmul
 from ..pointwise import where
 from ..shape import cat, tril, triu
@@ -251,7 +251,9 @@ def _ldl_kernel(xp, a, hermitian):
     return xp.tril(ld).astype(a.dtype, copy=False), piv.astype(np.int32), info.astype(np.int32)
 
 
-LDL = Op("linalg_ldl_factor_ex", _ldl_kernel, None, n_out=3, differentiable=False,
+LDL = Op("linalg_ldl_factor_ex", _ldl_kernel,
+         **no_derivative("linalg_ldl_factor_ex", aten=True), n_out=3, nondiff_outputs=(1, 2),
+         save_inputs=False,
          category="linalg", batch=_linalg_rule, shape=lambda a, hermitian: (
              (a.shape, a.dtype), (a.shape[:-1], _dt.int32), (a.shape[:-2], _dt.int32)))
 
@@ -273,7 +275,8 @@ def _ldl_solve_kernel(xp, ld, piv, b, hermitian):
     return out.reshape(bs + b.shape[-2:])
 
 
-LDL_SOLVE = Op("linalg_ldl_solve", _ldl_solve_kernel, None, differentiable=False,
+LDL_SOLVE = Op("linalg_ldl_solve", _ldl_solve_kernel,
+               **no_derivative("linalg_ldl_solve", aten=True), save_inputs=False,
                category="linalg", batch=_vector_args_rule(1),
                shape=lambda ld, piv, b, hermitian: (_batched_rhs(ld, b), b.dtype))
 
