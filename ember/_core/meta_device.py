@@ -279,6 +279,8 @@ _DATA_DEPENDENT = {
                "'torch.fx.experimental._config.meta_nonzero_assume_all_nonzero' to True.",
 }
 _DATA_DEPENDENT["index"] = _DATA_DEPENDENT["nonzero"]  # a boolean mask index: torch's nonzero
+# ops whose torch composite reads the size with .item() (one_hot's inferred class count)
+_READS_ITEM = {"one_hot"}
 
 
 def meta_kernel(op, arrays, params):
@@ -291,6 +293,8 @@ def meta_kernel(op, arrays, params):
     try:
         r = op.shape(*metas, **params)
     except DataDependentShape:
+        if op.name in _READS_ITEM:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors") from None
         raise NotImplementedError(_DATA_DEPENDENT.get(op.name) or (
             f"aten::{op.name}: attempted to run this operator with Meta tensors, but there was "
             f"no fake impl or Meta kernel registered. {_NO_FAKE}")) from None
