@@ -5,6 +5,7 @@ import builtins
 
 import numpy as np
 
+from .._core import dtype as _dt
 from .._core.dispatch import overridable
 from .._core.tensor import Tensor, host_tensor
 from . import _return_types as _rt
@@ -35,7 +36,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
                         "out=tuple, but no overload takes 'out'")
     if input.dim() < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
-    if not input.dtype.is_floating_point:
+    if input.dtype not in (_dt.float32, _dt.float64):
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
                                   f"'{type_name(input.dtype)}'")
     D = input.shape[-1]

@@ -338,7 +338,7 @@ def _histogram_one(x, bins, edges_in, weight, rng, density):
 
 
 def _histogram_kernel(xp, x, edges, weight, bins=None, range=None, density=False, nbatch=0):
-    if x.dtype.kind not in "fV":
+    if x.dtype not in (np.float32, np.float64):
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{type_name(x.dtype)}'")
     if weight is not None and weight.dtype != x.dtype:
         raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and "
@@ -384,14 +384,41 @@ HISTOGRAM = Op("histogram", _histogram_kernel, **no_derivative("histogram", aten
                shape=_histogram_shape, n_out=2, save_inputs=False, batch=_histogram_batch)
 
 
-@overridable
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
-    """Computes a histogram of the values in ``input``; returns ``(hist, bin_edges)``."""
+_HISTOGRAM_OVERLOADS = (
+    " * (Tensor input, Tensor bins, *, Tensor weight = None, bool density = False, tuple of "
+    "Tensors out = None)\n * (Tensor input, int bins = 100, *, tuple of floats range = None, "
+    "Tensor weight = None, bool density = False, tuple of Tensors out = None)")
+
+
+def _histogram_checks(input, bins, range, weight):
+    """torch's argument checks of histogram that its kernel does not make."""
     if isinstance(bins, Tensor):
         if range is not None:
-            raise TypeError("histogram() received an invalid combination of arguments - got "
-                            "(Tensor, Tensor, range=tuple), but expected (Tensor input, "
-                            "Tensor bins, *, Tensor weight, bool density, tuple out)")
+            raise TypeError(f"histogram() received an invalid combination of arguments - got "
+                            f"(Tensor, Tensor, range=tuple), but expected one of:\n"
+                            f"{_HISTOGRAM_OVERLOADS}")
+        if bins.dim() != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
+                               f"got {bins.dim()} dimensions in the bins tensor for dimension 0")
+        if bins.numel() == 0:
+            raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, "
+                               "but got 0 elements in the bins tensor for dimension 0")
+    elif isinstance(bins, bool) or not isinstance(bins, (int, np.integer)):
+        got = "bins=" + type(bins).__name__ if bins is None else type(bins).__name__
+        raise TypeError(f"histogram() received an invalid combination of arguments - got "
+                        f"(Tensor, {got}), but expected one of:\n{_HISTOGRAM_OVERLOADS}")
+    if weight is not None and weight.numel() != input.numel():
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the "
+                           f"same shape as the input tensor excluding its innermost dimension, "
+                           f"but got input with shape {[input.numel(), 1]} and weight "
+                           f"with shape {list(weight.shape)}")
+
+
+@overridable
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
+    """Computes a histogram of the values in ``input``; returns ``(hist, bin_edges)``."""
+    _histogram_checks(input, bins, range, weight)
+    if isinstance(bins, Tensor):
         args, params = (input, bins, weight), {"density": bool(density)}
     else:
         if bins <= 0:
@@ -452,6 +479,6 @@ Tensor.renorm_ = _renorm_
 Tensor.cov = lambda self, *, correction=1, fweights=None, aweights=None: cov(
     self, correction=correction, fweights=fweights, aweights=aweights)
 Tensor.corrcoef = lambda self: corrcoef(self)
-Tensor.histogram = lambda self, bins, *, range=None, weight=None, density=False: histogram(
+Tensor.histogram = lambda self, bins=100, *, range=None, weight=None, density=False: histogram(
     self, bins, range=range, weight=weight, density=density)
 Tensor.dist = lambda self, other, p=2: dist(self, other, p)

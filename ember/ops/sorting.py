@@ -576,6 +576,9 @@ HISTC = Op("histc", _histc_kernel, None, differentiable=False, save_inputs=False
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """A histogram of ``input`` with ``bins`` equal bins over [min, max] (the data's range if
     both are equal); values outside are ignored."""
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)):
+        raise TypeError(f"histc(): argument 'bins' (position 2) must be int, not "
+                        f"{type(bins).__name__}")
     r = apply(HISTC, (input,), {"bins": int(bins), "min": min, "max": max})
     return r if out is None else write_out(out, r)
 
