@@ -8,15 +8,16 @@ size expressions re-checked with ``ast`` (integers, symbols, ``+ - * // %``), fl
 literals, and the index tables of constant ``tensor`` nodes, which are passed as inputs at
 run time (their values are checked against the indexed size here, never compiled in).
 
-The subset: float32/float64 values; the elementwise primitives of the scalar-function table
-(`ember_lite._ctable`, generated from ember's table) with tensor or scalar operands and
-broadcasting; ``sum``/``amax``/``amin`` over any dims; ``matmul`` (batched, broadcast) through
+The subset: float32/float64 values (bool ones from comparisons, for ``where``; int64 ones as
+indices and through views and copies); the elementwise primitives of the scalar-function
+table (`ember_lite._ctable`, generated from ember's table) with tensor or scalar operands and
+broadcasting; casts; ``sum``/``amax``/``amin`` over any dims; ``matmul`` (batched, broadcast) through
 BLAS (`ember_lite._cblas`, NumPy's own OpenBLAS) with a plain loop where a stride does not
 fit BLAS; views (``view``, ``permute``, ``expand``, ``slice``, ``select``,
 ``_stop_gradient``) as strides, copies
-where a view needs contiguous data; ``_reshape_copy``, constant ``pad``, ``index`` with one
-constant integer table (the gathers of convolution and pooling), ``full`` and float
-``tensor`` constants.  Nodes no output depends on are dropped first.  A graph with anything
+where a view needs contiguous data; ``_reshape_copy``, ``cat``, constant ``pad``, ``index``
+with one integer table (constant: the gathers of convolution and pooling; or an input, each
+index checked per call: embeddings), ``full`` and float ``tensor`` constants.  Nodes no output depends on are dropped first.  A graph with anything
 else gets None and a reason, and runs on the NumPy kernels as before.
 
 Symbolic sizes are arguments, so one library serves every batch size.  Intermediates live
@@ -40,7 +41,9 @@ from ._graph import Ref, _Sym, decode
 __all__ = ["generate", "CProgram", "ABI"]
 
 ABI = 1
-_CT = {"float32": ("float", "f32", "s"), "float64": ("double", "f64", "d")}
+_CT = {"float32": ("float", "f32", "s"), "float64": ("double", "f64", "d"),
+       "bool": ("_Bool", None, None), "int64": ("int64_t", None, None)}
+_FLOAT = ("float32", "float64")
 
 
 class Unsupported(Exception):
@@ -382,7 +385,7 @@ class _Gen:
     def shape_of(self, meta, what):
         if not isinstance(meta, dict) or not isinstance(meta.get("shape"), list):
             raise Unsupported(f"{what}: no shape recorded")
-        if meta.get("dtype") not in _CT and meta.get("dtype") != "int64":
+        if meta.get("dtype") not in _CT:
             raise Unsupported(f"{what}: dtype {meta.get('dtype')}")
         return [self.sym(s) for s in meta["shape"]], meta["dtype"]
 
@@ -394,7 +397,7 @@ class _Gen:
                 raise Unsupported(f"{at}: literal data")
             dt = np.dtype(kwargs.get("dtype") or data.dtype)
             self.env[name] = ("table", np.ascontiguousarray(data, dt))
-            if dt.name in _CT:  # a float constant is an input like a weight
+            if dt.name in _FLOAT:  # a float constant is an input like a weight
                 slot = len(self.inputs)
                 self.inputs.append(("table", self.env[name][1]))
                 self.env[name] = _T(f"(({_CT[dt.name][0]} *)in[{slot}])", dt.name,
@@ -406,6 +409,17 @@ class _Gen:
             raise Unsupported(f"{at}: dtype {dtype}")
         if target in _ctable.EXPR:
             self.env[name] = self.pointwise(at, target, args, kwargs, shape, dtype)
+        elif target == "_to_copy":
+            x = self.tensor(args[0], at)
+            if dtype == "int64" and x.dtype not in ("int64", "bool"):
+                raise Unsupported(f"{at}: float to integer")  # C leaves NaN's undefined
+            out = self.fresh(dtype, shape)
+            self.same_shape(x.shape, shape, at)
+            ctype = _CT[dtype][0]
+            self.lines += self.loop(shape, lambda i: [f"{out.at(i)} = ({ctype}){x.at(i)};"])
+            self.env[name] = out
+        elif target == "cat":
+            self.env[name] = self.cat(at, args, kwargs, shape, dtype)
         elif target in ("sum", "amax", "amin"):
             self.env[name] = self.reduce(at, target, args, kwargs, shape, dtype)
         elif target == "matmul":
@@ -442,6 +456,8 @@ class _Gen:
         elif target == "index":
             self.env[name] = self.index(at, args, shape, dtype)
         elif target == "full":
+            if dtype not in _FLOAT:
+                raise Unsupported(f"{at}: dtype")
             out = self.fresh(dtype, shape)
             v = _literal(kwargs.get("fill_value"), dtype)
             self.lines += self.loop([_prod(shape)], lambda i: [f"{out.ptr}[{i[0]}] = {v};"])
@@ -450,21 +466,31 @@ class _Gen:
             raise Unsupported(f"{at}: no C form")
 
     def pointwise(self, at, target, args, kwargs, shape, dtype):
-        arity, forms = _ctable.EXPR[target]
-        if dtype not in forms or len(args) != arity or \
-                (kwargs and kwargs != {"alpha": 1}):
+        arity, rule, forms = _ctable.EXPR[target]
+        if len(args) != arity or (kwargs and kwargs != {"alpha": 1}):
             raise Unsupported(f"{at}: arguments")
+        # the dtype the formula computes in: the operands' for a bool result, else the
+        # result's (where's condition is the bool operand 0)
+        compute = dtype
+        if rule in ("compare", "predicate"):
+            kinds = {self.tensor(a, at).dtype for a in args if isinstance(a, Ref)}
+            compute = kinds.pop() if len(kinds) == 1 and dtype == "bool" else None
+        if compute not in forms:
+            raise Unsupported(f"{at}: dtypes")
         ops = []
-        for a in args:
+        for k, a in enumerate(args):
+            want = "bool" if target == "where" and k == 0 else compute
             if isinstance(a, Ref):
                 t = self.tensor(a, at)
-                if t.dtype != dtype:
+                if t.dtype != want:
                     raise Unsupported(f"{at}: mixed dtypes")
                 ops.append(self.broadcast(t, shape, at))
+            elif want == "bool":
+                raise Unsupported(f"{at}: a constant condition")
             else:
-                ops.append(_literal(a, dtype))
+                ops.append(_literal(a, compute))
         out = self.fresh(dtype, shape)
-        expr = forms[dtype]
+        expr = forms[compute]
 
         def body(i):
             vals = {str(k): (o.at(i) if isinstance(o, _T) else o) for k, o in enumerate(ops)}
@@ -487,7 +513,7 @@ class _Gen:
 
     def reduce(self, at, target, args, kwargs, shape, dtype):
         x = self.tensor(args[0], at)
-        if x.dtype != dtype or kwargs.get("dtype") not in (None, np.dtype(dtype)):
+        if x.dtype != dtype or dtype not in _FLOAT or kwargs.get("dtype") not in (None, np.dtype(dtype)):
             raise Unsupported(f"{at}: dtype")
         dims = kwargs.get("dims", args[1] if len(args) > 1 else None)
         nd = len(x.shape)
@@ -523,7 +549,7 @@ class _Gen:
 
     def matmul(self, at, args, shape, dtype):
         a, b = (self.tensor(v, at) for v in args[:2])
-        if a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
+        if dtype not in _FLOAT or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
             raise Unsupported(f"{at}: operands")
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
         self.same(b.shape[-2], K, at)
@@ -564,6 +590,28 @@ class _Gen:
             return x, 1, sc
         x = self.copy(x)
         return x, 0, x.strides[-2]
+
+    def cat(self, at, args, kwargs, shape, dtype):
+        """Each part copied into its place along ``dim``; parts must agree elsewhere."""
+        parts = [self.tensor(a, at) for a in args]
+        if not parts or any(p.dtype != dtype or len(p.shape) != len(shape) for p in parts):
+            raise Unsupported(f"{at}: parts")
+        dim = kwargs.get("dim", 0)
+        if type(dim) is not int or not -len(shape) <= dim < len(shape):
+            raise Unsupported(f"{at}: dim")
+        dim %= len(shape)
+        out = self.fresh(dtype, shape)
+        start = 0
+        for p in parts:
+            for d, (n, want) in enumerate(zip(p.shape, shape)):
+                if d != dim:
+                    self.same(n, want, at)
+            dst = _T(out.ptr if start == 0 else f"({out.ptr} + {_mul(start, out.strides[dim])})",
+                     dtype, p.shape, out.strides)
+            self.lines += self.loop(p.shape, lambda i, p=p, dst=dst: [f"{dst.at(i)} = {p.at(i)};"])
+            start = _add(start, p.shape[dim])
+        self.same(start, shape[dim], at)
+        return out
 
     def slice(self, at, x, key):
         """A basic-indexing view: per leading dim a ``(start, stop, step)`` or an int."""
@@ -611,6 +659,8 @@ class _Gen:
         if len(shape) != len(x.shape):
             raise Unsupported(f"{at}: shape")
         out = self.fresh(dtype, shape)
+        if dtype not in _FLOAT:
+            raise Unsupported(f"{at}: dtype")
         fill = _literal(kwargs.get("value", 0.0) or 0.0, dtype)
 
         def body(i):
@@ -622,35 +672,43 @@ class _Gen:
         return out
 
     def index(self, at, args, shape, dtype):
+        """``x[..., table, ...]`` with one integer table: a constant one (the gathers of
+        convolution and pooling) checked against the indexed size now, or an input (an
+        embedding's indices) checked element by element on every call."""
         x = self.tensor(args[0], at)
         idx = args[1:]
         tensors = [(d, v) for d, v in enumerate(idx) if v is not None]
         if len(tensors) != 1 or not isinstance(tensors[0][1], Ref):
             raise Unsupported(f"{at}: indices")
         d, ref = tensors[0]
-        table = self.env.get(ref.name)
-        if not (isinstance(table, tuple) and table[1].dtype.kind == "i") or \
-                type(x.shape[d]) is not int:
-            raise Unsupported(f"{at}: a non-constant index")
-        tbl = table[1].astype(np.int64)
-        n = x.shape[d]
-        if tbl.size and (tbl.min() < -n or tbl.max() >= n):
-            raise Unsupported(f"{at}: index out of range")
-        tbl = np.where(tbl < 0, tbl + n, tbl)
-        slot = len(self.inputs)
-        self.inputs.append(("table", np.ascontiguousarray(tbl)))
-        k = tbl.ndim
-        self.same_shape(shape, x.shape[:d] + list(tbl.shape) + x.shape[d + 1:], at)
-        tstr = _contiguous(list(tbl.shape))
+        table, n = self.env.get(ref.name), x.shape[d]
+        if isinstance(table, tuple) and table[1].dtype.kind == "i" and type(n) is int:
+            tbl = table[1].astype(np.int64)
+            if tbl.size and (tbl.min() < -n or tbl.max() >= n):
+                raise Unsupported(f"{at}: index out of range")
+            slot = len(self.inputs)
+            self.inputs.append(("table", np.ascontiguousarray(np.where(tbl < 0, tbl + n, tbl))))
+            table = _T(f"((const int64_t *)in[{slot}])", "int64", list(tbl.shape))
+            checked = False
+        elif isinstance(table, _T) and table.dtype == "int64":
+            checked = True
+        else:
+            raise Unsupported(f"{at}: the index")
+        k = len(table.shape)
+        self.same_shape(shape, x.shape[:d] + table.shape + x.shape[d + 1:], at)
         out = self.fresh(dtype, shape)
 
         def body(i):
-            t = " + ".join(f"{v} * {s}" for v, s in zip(i[d:d + k], tstr)) or "0"
             terms = [f"{v} * {s}" for v, s in zip(i[:d], x.strides[:d]) if s != 0]
-            terms.append(f"((const int64_t *)in[{slot}])[{t}] * {x.strides[d]}")
+            terms.append(f"t * {x.strides[d]}")
             terms += [f"{v} * {s}" for v, s in zip(i[d + k:], x.strides[d + 1:]) if s != 0]
-            return [f"{out.at(i)} = {x.ptr}[{' + '.join(terms)}];"]
-        self.lines += self.loop(shape, body)
+            get = [f"int64_t t = {table.at(i[d:d + k])};"]
+            if checked:   # torch's negative indices; out of range: NumPy runs and raises
+                get += [f"if (t < 0) t += {n};", f"if (t < 0 || t >= {n}) {{ bad = 1; t = 0; }}"]
+            return get + [f"{out.at(i)} = {x.ptr}[{' + '.join(terms)}];"]
+        self.lines += self.loop(shape, body, simd=not checked)
+        if checked:
+            self.lines.append("    if (bad) return 2;")
         return out
 
     # -- the entry point ---------------------------------------------------------------
@@ -682,7 +740,7 @@ class _Gen:
             _ctable.PRELUDE, _cblas.declarations(_cblas.ILP64), _HELPERS,
             f"int lite_abi(void) {{ return {ABI}; }}",
             "int lite_entry(void **in, void **out, const int64_t *sym) {",
-            "    (void)sym;", *head, *self.lines, *body, "    return 0;", "}", ""])
+            "    (void)sym;", "    int bad = 0; (void)bad;", *head, *self.lines, *body, "    return 0;", "}", ""])
         return CProgram(src, self.inputs, symbols, results, self.matmuls, self.uses_blas)
 
 

@@ -145,7 +145,9 @@ def _many_ops(x, y, w, v):
             x.sum(), x.sum(0), x.sum(1, keepdim=True), x.amax(1), x.amin(0), x.mean(1),
             x.permute(1, 0) * 1, x.t().reshape(-1), x.expand(2, 6, 5) + 0,
             x @ w, x.t() @ x, (x.unsqueeze(0).expand(3, 6, 5) @ v), ember.softmax(x, 1),
-            ember.nn.functional.layer_norm(x, (5,))]
+            ember.nn.functional.layer_norm(x, (5,)), x > y, x <= 0.25, x == y, x.isnan(),
+            ember.where(x > y, x, y * 2), ember.cat([x, y[:, 1:3], x.exp()], 1),
+            x.to(ember.float64), x[1:5:2, ::2] * 3]
     return tuple(outs)
 
 
@@ -174,6 +176,19 @@ def test_one_library_serves_every_batch_size():
     for b in (2, 5, 300):
         x = np.random.default_rng(b).standard_normal((b, 4)).astype(np.float32)
         np.testing.assert_allclose(prog(x)[0], m(ember.from_numpy(x)).detach().numpy(), **F32)
+
+
+def test_embedding_indices_are_checked_on_every_call():
+    ember.manual_seed(4)
+    emb = nn.Embedding(10, 3)
+    raw = _program(emb, ember.tensor([[1, 2], [3, 4]]), dynamic=({0: Dim("b", min=1, max=64)},))
+    prog = ember_lite.load(io.BytesIO(raw))
+    assert prog.backend == "c", prog.c_info
+    idx = np.array([[0, 9], [3, 3], [7, 1]])
+    np.testing.assert_array_equal(prog(idx)[0], emb(ember.from_numpy(idx)).detach().numpy())
+    # out of range: the C entry refuses the call, the NumPy kernels raise as they always did
+    with pytest.raises(RuntimeError, match="index 10 is out of bounds"):
+        prog(np.array([[0, 10], [1, 2]]))
 
 
 def _tamper(raw, edit):
