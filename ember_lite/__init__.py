@@ -13,6 +13,18 @@ SciPy only, and it loads in a fraction of ember's import time (see
 ``benchmarks/lite_runtime.py``).  Loading runs no code from the file: operator names must
 be primitives this runtime has a kernel for, sizes are ``ast``-checked expressions.
 
+With a C compiler, ``load`` also generates one C function for the graph (`ember_lite.
+_cgen`: the elementwise math of ember's scalar-function table, shipped as the generated
+`ember_lite._ctable`; reductions, gathers, views as strides; matrix products through the
+OpenBLAS of NumPy's wheel, `ember_lite._cblas`), builds it once into the kernel cache that
+ember's own C kernels use (`ember_lite._build`; ``$EMBER_CACHE_DIR``, else
+``~/.cache/ember/kernels``; keyed by source, compiler, flags and CPU) and runs each call
+through it.  ``program.backend`` is ``"c"``, or ``"numpy"`` with the reason in
+``program.c_info``: no compiler, a failed build, a graph outside the generator's subset,
+``load(f, c_kernels=False)`` or ``EMBER_LITE_C=0``.  The C comes from the graph this
+runtime has checked, never from the file (a file's C would be code from an untrusted
+source), and no size the file states reaches memory unchecked.
+
 The kernels (`ember_lite.kernels`) are a deliberate second implementation of ember's
 primitive set (`ember.ops.primitives.PRIMITIVES`, extern library calls included), kept
 minimal: one NumPy call where NumPy has one, with torch's semantics as ember's own kernels

@@ -29,6 +29,10 @@ Layout (a zip archive, members stored uncompressed)
 ``extra/<name>``
     The user's ``extra_files``, verbatim.
 
+No member holds code, C included: ember_lite generates the C it runs from the graph at load
+time (a C member would be code from the file, which loading never runs), so the format did
+not change for it.
+
 program.json (schema version 1)
 -------------------------------
 ``schema_version``: 1.  ``kind``: ``"ExportedProgram"`` (from `ember.export.export`) or
