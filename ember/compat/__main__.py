@@ -1,6 +1,9 @@
 """``python -m ember.compat script.py [args...]``: run a PyTorch script on ember."""
-import runpy
+import builtins
+import importlib.machinery
+import os
 import sys
+import types
 
 from . import install
 
@@ -13,7 +16,18 @@ def main():
     install()
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
-    runpy.run_path(script, run_name="__main__")
+    # set up __main__ as `python script.py` does: the script's own folder (links resolved)
+    # leads sys.path in place of the working directory -m put there, __file__ is absolute,
+    # sys.argv[0] stays as typed (runpy.run_path would replace it by its path argument)
+    path = os.path.abspath(script)
+    sys.path[0] = os.path.dirname(os.path.realpath(script))
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __spec__=None, __builtins__=builtins,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", path))
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Behaviours that public programs (pytorch/examples, nanoGPT, minGPT) run unchanged rely on
 and ember got wrong; each checked against torch."""
 import io
+import os
 
 import numpy as np
 import pytest
@@ -77,3 +78,25 @@ def test_range_objects_index_like_lists():
                     tuple(x[range(0)].shape), x[range(3), 1:].numpy()])
     for e, t in zip(out[1], out[0]):
         np.testing.assert_array_equal(e, t)
+
+
+def test_compat_runs_a_script_as_python_does(tmp_path):
+    # nanoGPT's train.py imports its sibling model.py and warnings name the script by its
+    # absolute path: `python -m ember.compat prog.py` must set up __main__ as `python prog.py`
+    import subprocess
+    import sys
+    d = tmp_path / "prog"
+    d.mkdir()
+    (d / "helper_mod.py").write_text("VALUE = 41\n")
+    (d / "prog.py").write_text(
+        "import os, sys, warnings\nimport helper_mod\n"
+        "print(__file__, sys.argv, sys.path[0], helper_mod.VALUE + 1)\n"
+        "print(__name__, __spec__ is None)\n")
+    outs = []
+    for pre in ([], ["-m", "ember.compat"]):
+        r = subprocess.run([sys.executable, *pre, os.path.join("prog", "prog.py"), "a", "--b=1"],
+                           cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[1] == outs[0]
+    assert str(d / "prog.py") in outs[0]
