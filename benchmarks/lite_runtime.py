@@ -12,6 +12,13 @@
               (``torch.export.load(...).module()`` of the same model exported by torch).
 (c) run       the median time of one call of the loaded program in that process.
 (d) disk      the size of the package's directory on disk (``__pycache__`` excluded).
+(e) C path    ember_lite runs a program as one generated C function where a compiler is
+              there (``ember_lite`` rows) or on its NumPy kernels (``EMBER_LITE_C=0``: the
+              ``ember_lite_numpy`` rows); (a)-(c) are measured for both, and for an MLP
+              and a small CNN at batch 2, 32 and 256 the CPU time of one call
+              (``time.process_time``, one BLAS thread, the median of 5 rounds), and the
+              load time with an empty cache (generating and compiling the C) and with a
+              warm one.
 
 Each runtime runs in its own subprocess, so one's imports never count for another; each
 uses its default thread count unless ``--threads N`` sets all (on a busy machine torch's
@@ -33,6 +40,13 @@ _IMPORT = "import time; t = time.perf_counter(); import {mod}; print(time.perf_c
 
 _RUN = {
     "ember_lite": """
+        import ember_lite, numpy as np
+        prog = ember_lite.load({path!r})
+        x = np.load({x!r})
+        run = lambda: prog(x)[0]
+    """,
+    "ember_lite_numpy": """
+        import os; os.environ["EMBER_LITE_C"] = "0"
         import ember_lite, numpy as np
         prog = ember_lite.load({path!r})
         x = np.load({x!r})
@@ -86,10 +100,12 @@ def _python(code):
 
 
 def import_seconds(mod, repeat):
+    mod = "ember_lite" if mod == "ember_lite_numpy" else mod
     return statistics.median(float(_python(_IMPORT.format(mod=mod))) for _ in range(repeat))
 
 
 def package_dir(mod):
+    mod = "ember_lite" if mod == "ember_lite_numpy" else mod
     spec = __import__("importlib.util").util.find_spec(mod)
     return pathlib.Path(spec.origin).parent
 
@@ -143,7 +159,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
         want = _models(tmp)
-        for mod in ("ember_lite", "ember", "torch"):
+        for mod in ("ember_lite", "ember_lite_numpy", "ember", "torch"):
             path = tmp / ("mlp.pt2" if mod == "torch" else "mlp.ember")
             code = textwrap.dedent(_RUN[mod].format(path=str(path), x=str(tmp / "x.npy"))) + \
                 textwrap.dedent(_MEASURE.format(out=str(tmp / f"out_{mod}.npy")))
@@ -162,9 +178,82 @@ def main(argv=None):
         f"{m} import x{r['import_s'] / base['import_s']:.1f}, RSS x"
         f"{r['rss_mib'] / base['rss_mib']:.1f}, disk x{r['disk_mib'] / base['disk_mib']:.0f}"
         for m, r in rows.items() if m != "ember_lite"))
+    with tempfile.TemporaryDirectory() as d:
+        rows["c_path"] = c_path(pathlib.Path(d), args.repeat)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
     return rows
+
+
+_PER_CALL = """
+    import json, statistics, sys, time, numpy as np
+    t = time.perf_counter()
+    import ember_lite
+    prog = ember_lite.load({path!r})
+    load_s = time.perf_counter() - t
+    out = {{"backend": prog.backend, "compiled": prog.c_info.get("compiled"), "load_s": load_s}}
+    for b in (2, 32, 256):
+        x = np.random.default_rng(b).standard_normal((b,) + {shape!r}).astype(np.float32)
+        prog(x)
+        n = max(3, int(2000 / b))
+        rounds = []
+        for _ in range(5):
+            t = time.process_time()
+            for _ in range(n):
+                prog(x)
+            rounds.append((time.process_time() - t) / n)
+        out[b] = statistics.median(rounds)
+    print(json.dumps(out))
+"""
+
+
+def c_path(tmp, repeat):
+    """(e): per-call CPU time of the MLP and a small CNN through C and through NumPy, and
+    the load time with an empty kernel cache (C generated and compiled) and a warm one."""
+    import ember
+    import ember.nn as nn
+    from ember.export import Dim, export, save
+    ember.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(64, 256), nn.LayerNorm(256), nn.GELU(), nn.Linear(256, 256),
+                        nn.GELU(), nn.Linear(256, 10)).eval()
+
+    class CNN(nn.Module):   # LeNet-like: conv-bn-relu-pool twice, two linear layers
+        def __init__(self):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8)
+            self.c2, self.b2 = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+            self.f1, self.f2 = nn.Linear(16 * 7 * 7, 64), nn.Linear(64, 10)
+
+        def forward(self, x):
+            x = nn.functional.max_pool2d(ember.relu(self.b1(self.c1(x))), 2)
+            x = nn.functional.max_pool2d(ember.relu(self.b2(self.c2(x))), 2)
+            return self.f2(ember.relu(self.f1(x.flatten(1))))
+    models = {"mlp": (mlp, (64,)), "cnn": (CNN().eval(), (1, 28, 28))}
+    env = dict(_ENV, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               EMBER_CACHE_DIR=str(tmp / "cache"))
+    out = {}
+    print("\n(e) ember_lite per call, CPU ms at 1 thread (C / NumPy kernels), load s")
+    for name, (model, shape) in models.items():
+        path = tmp / f"{name}.ember"
+        save(export(model, (ember.randn(2, *shape),),
+                    dynamic_shapes=({0: Dim("batch", min=1, max=4096)},)), path)
+        code = textwrap.dedent(_PER_CALL.format(path=str(path), shape=shape))
+        res = {}
+        for tag, extra in (("c_cold", {}), ("c", {}), ("numpy", {"EMBER_LITE_C": "0"})):
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=600, env=dict(env, **extra))
+            if r.returncode:
+                raise RuntimeError(r.stderr[-2000:])
+            res[tag] = json.loads(r.stdout.strip().splitlines()[-1])
+        out[name] = res
+        c, n = res["c"], res["numpy"]
+        assert c["backend"] == "c" and res["c_cold"]["compiled"] and not c["compiled"], res
+        print(f"{name}: " + ", ".join(
+            f"batch {b}: {c[str(b)] * 1e3:.3f} / {n[str(b)] * 1e3:.3f} (x{n[str(b)] / c[str(b)]:.1f})"
+            for b in (2, 32, 256)) +
+            f"; load {res['c_cold']['load_s']:.2f} cold, {c['load_s']:.3f} cached, "
+            f"{n['load_s']:.3f} NumPy")
+    return out
 
 
 if __name__ == "__main__":

@@ -184,6 +184,16 @@ class _T:
         return f"{self.ptr}[{' + '.join(terms) or 0}]"
 
 
+class _Lazy:
+    """A pointwise value that is not stored: its C expression at loop indices, inlined into
+    its one pointwise reader of the same shape (vertical fusion: a chain of elementwise ops
+    is one loop).  ``holds`` are the buffers the expression reads, kept alive until then."""
+    __slots__ = ("dtype", "shape", "expr", "holds")
+
+    def __init__(self, dtype, shape, expr, holds):
+        self.dtype, self.shape, self.expr, self.holds = dtype, shape, expr, holds
+
+
 _HELPERS = r"""
 #include <stdlib.h>
 static inline int64_t lite_fdiv(int64_t a, int64_t b) {
@@ -239,8 +249,10 @@ class _Gen:
         self.symbols = set()
         self.env, self.meta = {}, {}
         self.checks = []   # C conditions the sizes must meet (else the entry returns 2)
-        self.owners = {}   # buffer -> the live values that are it or views of it
+        self.owners = {}   # buffer -> the live values that are it, view it or read it
+        self.holds = {}    # value -> the buffers it keeps alive
         self.pool = {}     # (C type, element count) -> free buffers
+        self.users = {}    # value -> the targets of the live nodes that read it
 
     # -- emission helpers --------------------------------------------------------------
     def fresh(self, dtype, shape):
@@ -251,16 +263,18 @@ class _Gen:
         self.buffers.append((name, _CT[dtype][0], list(shape)))
         return _T(name, dtype, shape)
 
+    def hold(self, value, bufs):
+        self.holds.setdefault(value, set()).update(bufs)
+        for b in bufs:
+            self.owners.setdefault(b, set()).add(value)
+
     def release(self, value):
-        """``value`` has no later reader: its buffer is free once no view of it lives."""
-        t = self.env.get(value)
-        if not isinstance(t, _T) or t.buf is None or value not in self.owners.get(t.buf, ()):
-            return
-        self.owners[t.buf].discard(value)
-        if not self.owners[t.buf]:
-            shape = next(sh for b, _, sh in self.buffers if b == t.buf)
-            key = (_CT[t.dtype][0], str(_prod(shape)))
-            self.pool.setdefault(key, []).append(t.buf)
+        """``value`` has no later reader: a buffer is free once no value holds it."""
+        for b in sorted(self.holds.pop(value, ())):
+            self.owners[b].discard(value)
+            if not self.owners[b]:
+                _, ctype, shape = next(e for e in self.buffers if e[0] == b)
+                self.pool.setdefault((ctype, str(_prod(shape))), []).append(b)
 
     def same(self, a, b, what):
         """Sizes ``a`` and ``b`` must be equal: known now, or checked on every call (the
@@ -303,6 +317,11 @@ class _Gen:
     def tensor(self, v, what):
         if isinstance(v, Ref):
             t = self.env.get(v.name)
+            if isinstance(t, _Lazy):  # a reader that cannot inline it: store it
+                out = self.fresh(t.dtype, t.shape)
+                self.lines += self.loop(t.shape, lambda i: [f"{out.at(i)} = {t.expr(i)};"])
+                self.env[v.name] = t = out
+                self.hold(v.name, {out.buf})
             if isinstance(t, _T):
                 return t
         raise Unsupported(f"{what}: operand {getattr(v, 'name', v)!r} is not a float tensor")
@@ -318,6 +337,11 @@ class _Gen:
             _refs(n.get("kwargs"), refs)
             for r in refs:
                 dies[r] = i if n.get("op") != "output" else None
+                if n["name"] in live:
+                    self.users.setdefault(r, []).append(
+                        n.get("target") if n.get("op") == "call_function" else "output")
+                    self.users[r] += ["again"] * (_count(n.get("args"), r) +
+                                                  _count(n.get("kwargs"), r) - 1)
         dying = {}
         for r, i in sorted(dies.items()):  # sorted: the source must not vary by process
             if i is not None:
@@ -346,8 +370,10 @@ class _Gen:
                               for k, v in (n.get("kwargs") or {}).items()}
                     self.node(name, n.get("target"), args, kwargs, n.get("meta"))
                     t = self.env.get(name)
-                    if isinstance(t, _T) and t.buf is not None:
-                        self.owners.setdefault(t.buf, set()).add(name)
+                    if isinstance(t, _Lazy):
+                        self.hold(name, t.holds)
+                    elif isinstance(t, _T) and t.buf is not None:
+                        self.hold(name, {t.buf})
                     for r in dying.get(i, ()):
                         self.release(r)
             elif kind == "output":
@@ -408,7 +434,8 @@ class _Gen:
         if dtype not in _CT:
             raise Unsupported(f"{at}: dtype {dtype}")
         if target in _ctable.EXPR:
-            self.env[name] = self.pointwise(at, target, args, kwargs, shape, dtype)
+            self.env[name] = self.pointwise(at, target, args, kwargs, shape, dtype,
+                                            self.users.get(name, ()))
         elif target == "_to_copy":
             x = self.tensor(args[0], at)
             if dtype == "int64" and x.dtype not in ("int64", "bool"):
@@ -465,7 +492,7 @@ class _Gen:
         else:
             raise Unsupported(f"{at}: no C form")
 
-    def pointwise(self, at, target, args, kwargs, shape, dtype):
+    def pointwise(self, at, target, args, kwargs, shape, dtype, users):
         arity, rule, forms = _ctable.EXPR[target]
         if len(args) != arity or (kwargs and kwargs != {"alpha": 1}):
             raise Unsupported(f"{at}: arguments")
@@ -473,29 +500,39 @@ class _Gen:
         # result's (where's condition is the bool operand 0)
         compute = dtype
         if rule in ("compare", "predicate"):
-            kinds = {self.tensor(a, at).dtype for a in args if isinstance(a, Ref)}
+            kinds = {getattr(self.env.get(a.name), "dtype", None) for a in args
+                     if isinstance(a, Ref)}
             compute = kinds.pop() if len(kinds) == 1 and dtype == "bool" else None
         if compute not in forms:
             raise Unsupported(f"{at}: dtypes")
-        ops = []
+        ops, holds = [], set()
         for k, a in enumerate(args):
             want = "bool" if target == "where" and k == 0 else compute
             if isinstance(a, Ref):
+                v = self.env.get(a.name)
+                if isinstance(v, _Lazy) and v.dtype == want and v.shape == shape:
+                    ops.append(v)
+                    holds |= v.holds
+                    continue
                 t = self.tensor(a, at)
                 if t.dtype != want:
                     raise Unsupported(f"{at}: mixed dtypes")
                 ops.append(self.broadcast(t, shape, at))
+                holds |= {t.buf} - {None}
             elif want == "bool":
                 raise Unsupported(f"{at}: a constant condition")
             else:
                 ops.append(_literal(a, compute))
-        out = self.fresh(dtype, shape)
-        expr = forms[compute]
+        form = forms[compute]
 
-        def body(i):
-            vals = {str(k): (o.at(i) if isinstance(o, _T) else o) for k, o in enumerate(ops)}
-            return [f"{out.at(i)} = {_subst(expr, vals)};"]
-        self.lines += self.loop(shape, body)
+        def expr(i):
+            return "(" + _subst(form, {str(k): o.expr(i) if isinstance(o, _Lazy) else
+                                       o.at(i) if isinstance(o, _T) else o
+                                       for k, o in enumerate(ops)}) + ")"
+        if len(users) == 1 and users[0] in _ctable.EXPR:
+            return _Lazy(dtype, shape, expr, holds)
+        out = self.fresh(dtype, shape)
+        self.lines += self.loop(shape, lambda i: [f"{out.at(i)} = {expr(i)};"])
         return out
 
     def broadcast(self, t, shape, at):
@@ -756,6 +793,15 @@ def _refs(v, acc):
     elif isinstance(v, list):
         for x in v:
             _refs(x, acc)
+
+
+def _count(v, name):
+    """How many times ``v`` (JSON arguments) refers to node ``name``."""
+    if isinstance(v, dict):
+        return 1 if v == {"node": name} else sum(_count(x, name) for x in v.values())
+    if isinstance(v, list):
+        return sum(_count(x, name) for x in v)
+    return 0
 
 
 def _subst(expr, vals):

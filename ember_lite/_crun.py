@@ -1,19 +1,20 @@
 """Running a lite program through C: `_cgen`'s source built once with `ember_lite._build`
 (the same cached, verified builder as ember's kernels), NumPy's OpenBLAS installed, and one
 ctypes call per program call.  `prepare` says why not when it cannot: no C compiler, a
-failed build, ``EMBER_LITE_C=0``, a graph outside the generator's subset, or a NumPy whose
-BLAS is not its own OpenBLAS (for a graph with products); the program then runs on NumPy."""
+failed build, a graph outside the generator's subset, or a NumPy whose BLAS is not its own
+OpenBLAS (for a graph with products); the program then runs on NumPy (as with
+``EMBER_LITE_C=0``, which `ember_lite._program` checks before importing this module)."""
 import ctypes
-import os
+import math
 
 import numpy as np
 
 from . import _build, _cblas, _cgen
+from ._format import eval_size
 from .kernels._blas import threads_for
 
-__all__ = ["prepare", "ENV"]
+__all__ = ["prepare"]
 
-ENV = "EMBER_LITE_C"
 _OPT = ("-O3", "-fno-trapping-math")
 # -march=native is safe in the cache: the key holds this CPU's model and flags
 _VARIANTS = [(_OPT + ("-march=native",) + _build.BASE_FLAGS + _build.FALLBACK_FLAGS, {}),
@@ -29,8 +30,6 @@ def prepare(nodes, ctx):
     call's sizes failed the entry's checks, run NumPy) and the build's info, or ``(None,
     {"reason": why})``.  The caller has checked that each weight matches its placeholder's
     recorded dtype and shape (user inputs are checked on every call)."""
-    if os.environ.get(ENV, "1") == "0":
-        return None, {"reason": f"disabled by {ENV}=0"}
     cp, why = _cgen.generate(nodes, ctx)
     if cp is None:
         return None, {"reason": f"the graph is outside the C generator's subset ({why})"}
@@ -52,33 +51,49 @@ def prepare(nodes, ctx):
     return _Runner(cp, entry, lib), dict(info, reason=None)
 
 
+def _size_fn(e):
+    """``f(syms)`` giving size ``e`` (an int, a symbol or an expression): a call pays one
+    lookup for the usual bare symbol."""
+    if type(e) is int:
+        return lambda syms: e
+    if e.isidentifier():
+        return lambda syms: syms[e]
+    return lambda syms: eval_size(e, syms)
+
+
 class _Runner:
     def __init__(self, cp, entry, lib):
         self.cp, self.entry, self.lib = cp, entry, lib
         self.ins = (ctypes.c_void_p * max(len(cp.inputs), 1))()
         self.outs = (ctypes.c_void_p * max(len(cp.outputs), 1))()
-        self.tables = {k: v for k, (kind, v) in enumerate(cp.inputs) if kind == "table"}
-        for k, t in self.tables.items():
-            self.ins[k] = t.ctypes.data
+        self.sym = ctypes.c_int64 * max(len(cp.symbols), 1)
+        for k, (kind, v) in enumerate(cp.inputs):
+            if kind == "table":
+                self.ins[k] = v.ctypes.data
         self.slots = [(k, v) for k, (kind, v) in enumerate(cp.inputs) if kind == "placeholder"]
-        self.dtypes = [np.dtype(d) for _, d in cp.outputs]
+        self.seen = [None] * len(self.slots)  # the array each slot's pointer was read from
+        self.out_shapes = [([_size_fn(e) for e in shape], np.dtype(d))
+                           for shape, d in cp.outputs]
+        self.macs = [[_size_fn(e) for e in m] for m in cp.matmuls]
 
     def __call__(self, env, syms):
-        cp = self.cp
-        keep = []
-        for k, name in self.slots:
+        keep = []   # contiguous copies, alive until the call returns
+        for j, (k, name) in enumerate(self.slots):
             a = env[name]
-            if not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
-                keep.append(a)
-            self.ins[k] = a.ctypes.data
+            if a is not self.seen[j]:   # weights keep their arrays from call to call
+                if not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a)
+                    keep.append(a)
+                else:
+                    self.seen[j] = a
+                self.ins[k] = a.ctypes.data
         outs = []
-        for k, ((shape, _), dt) in enumerate(zip(cp.outputs, self.dtypes)):
-            o = np.empty(_cgen.eval_sizes(shape, syms), dt)
+        for k, (shape, dt) in enumerate(self.out_shapes):
+            o = np.empty([f(syms) for f in shape], dt)
             outs.append(o)
             self.outs[k] = o.ctypes.data
-        sym = (ctypes.c_int64 * max(len(cp.symbols), 1))(*(syms[s] for s in cp.symbols))
-        macs = max((int(np.prod(_cgen.eval_sizes(m, syms))) for m in cp.matmuls), default=0)
+        sym = self.sym(*(syms[s] for s in self.cp.symbols))
+        macs = max((math.prod(f(syms) for f in m) for m in self.macs), default=0)
         with threads_for(macs):
             rc = self.entry(self.ins, self.outs, sym)
         if rc == 1:

@@ -1,7 +1,9 @@
-"""`Program`: a loaded lite program, run node by node with the NumPy kernels."""
+"""`Program`: a loaded lite program, run node by node with the NumPy kernels or through
+the C its graph generates (`ember_lite._cgen`)."""
+import os
+
 import numpy as np
 
-from . import _crun
 from ._format import eval_size, np_dtype, open_program, read_array
 from ._graph import Graph, Ref, decode
 
@@ -65,6 +67,10 @@ class Program:
                 self.c_info = {"reason": f"weight {key!r} does not match placeholder {name}'s "
                                          f"recorded shape and dtype"}
                 return
+        if os.environ.get("EMBER_LITE_C", "1") == "0":
+            self.c_info = {"reason": "disabled by EMBER_LITE_C=0"}
+            return
+        from . import _crun   # the C machinery is imported only by a load that uses it
         self._c, self.c_info = _crun.prepare(prog["graph"], ctx)
 
     def _compile_graph(self, prog, where, ctx):

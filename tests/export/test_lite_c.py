@@ -21,6 +21,8 @@ import ember_lite
 from ember.export import Dim, export, save
 from ember_lite import _build
 
+from .test_lite_runtime import _CNN
+
 pytestmark = pytest.mark.skipif(_build.find_compiler() is None and not os.environ.get("CI"),
                                 reason="no C compiler")
 
@@ -33,18 +35,6 @@ def test_ctable_is_generated_from_the_scalar_table():
     from ember.export.serde import _lite_ctable
     assert _lite_ctable.PATH.read_text() == _lite_ctable.render(), \
         "ember_lite/_ctable.py is stale: python -m ember.export.serde._lite_ctable"
-
-
-class _CNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = nn.BatchNorm2d(8)
-        self.pool = nn.MaxPool2d(2)
-        self.fc = nn.Linear(8 * 4 * 4, 5)
-
-    def forward(self, x):
-        return self.fc(self.pool(ember.relu(self.bn(self.conv(x)))).flatten(1))
 
 
 def _saved(tmp_path):
@@ -82,6 +72,8 @@ _SCRIPT = """
                         "reason": prog.c_info.get("reason")}
     report["ember_modules"] = sorted(m for m in sys.modules
                                      if m == "ember" or m.startswith("ember."))
+    report["c_modules"] = sorted(m for m in sys.modules if m in
+                                 ("ember_lite._crun", "ember_lite._cgen", "ember_lite._build"))
     print(json.dumps(report))
 """
 
@@ -114,6 +106,7 @@ def test_mlp_and_cnn_through_c_in_fresh_processes(tmp_path):
         assert no_cc[name]["backend"] == "numpy" and "false" in no_cc[name]["reason"]
         assert off[name] == {"backend": "numpy", "uses_c": False, "compiled": None,
                              "reason": "disabled by EMBER_LITE_C=0"}
+        assert off["c_modules"] == [] and len(first["c_modules"]) == 3  # imported on use
         for i, w in enumerate(want):
             c = np.load(f"{path}.c{i}.npy")
             np.testing.assert_allclose(c, w, **F32, err_msg=f"{name} batch {len(xs[i])}")
