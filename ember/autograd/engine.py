@@ -359,7 +359,9 @@ _GRAD_LOCK = threading.Lock()
 def _retain_into_grad(t, g):
     if t._grad is None:
         t._grad = g.detach() if not STATE.grad_enabled else g
-        if t._grad is g or _shares_memory(t._grad._data, g._data):
+        if g.is_sparse:
+            t._grad = t._grad.clone()  # a sparse tensor's _data is a placeholder
+        elif t._grad is g or _shares_memory(t._grad._data, g._data):
             t._grad = wrap(g._data.copy())
     else:
         t._grad = t._grad + g
@@ -376,9 +378,10 @@ def _accumulate_leaf(node, g, create_graph):
     t = node.variable()
     if t is None or g is None:
         return
-    if g._data.shape != t._data.shape:
+    # a sparse gradient (Embedding(sparse=True)) is made for its leaf's shape and dtype
+    if g._data.shape != t._data.shape and not g.is_sparse:
         g = g.sum_to_size(t._data.shape)
-    if g._data.dtype != t._data.dtype:
+    if g._data.dtype != t._data.dtype and not g.is_sparse:
         if g._data.dtype.kind == "c" and t._data.dtype.kind != "c":
             g = g.real
         g = wrap(g._data.astype(t._data.dtype)) if not create_graph else g.to(t.dtype)
@@ -393,10 +396,15 @@ def _add_into_grad(t, g, create_graph):
     if t._grad is None:
         if create_graph:
             t._grad = g
+        elif g.is_sparse:
+            # torch keeps a sparse gradient sparse (its _data is only a placeholder)
+            t._grad = g.detach().clone()
         else:
             # the engine may hand the same gradient tensor to several leaves: own a copy
             t._grad = wrap(g._data.copy())
-    elif create_graph or t._grad._requires_grad:
+    elif create_graph or g.is_sparse or t._grad.is_sparse or t._grad._requires_grad:
+        # sparse + sparse stays sparse (torch sums sparse gradients across backward calls);
+        # a dense term makes the sum dense
         t._grad = t._grad + g
     else:
         gd = t._grad._data

@@ -4,7 +4,9 @@ import numpy as np
 
 from ..._core.dispatch import overridable
 from ..._core.tensor import _version_of, wrap
+from ..._core.state import STATE
 from ...autograd import no_grad
+from ...autograd.function import Function
 from ...ops._helpers import apply
 from ...ops.nn.embedding import EMBEDDING, ONE_HOT, _check_indices
 
@@ -54,8 +56,36 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         _check_indices(input._data)
         _renorm_(weight, input, max_norm, norm_type)
-    return apply(EMBEDDING, (weight, input), {"padding_idx": padding_idx,
-                                              "scale_freq": bool(scale_grad_by_freq)})
+    params = {"padding_idx": padding_idx, "scale_freq": bool(scale_grad_by_freq)}
+    if sparse and weight.requires_grad and STATE.grad_enabled:
+        return _SparseGradEmbedding.apply(weight, input, params)
+    return apply(EMBEDDING, (weight, input), params)
+
+
+class _SparseGradEmbedding(Function):
+    """embedding whose weight gradient is a sparse COO tensor, as torch's ``sparse=True``:
+    one row per looked-up index (repeats not summed, padding_idx's dropped)."""
+
+    @staticmethod
+    def forward(ctx, weight, input, params):
+        ctx.save_for_backward(input)
+        ctx.shape, ctx.padding_idx = tuple(weight.shape), params["padding_idx"]
+        ctx.scale_freq = params["scale_freq"]
+        return apply(EMBEDDING, (weight.detach(), input), params)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ...sparse import sparse_coo_tensor
+        if ctx.scale_freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with "
+                               "sparse gradients")
+        (input,) = ctx.saved_tensors
+        idx = input.reshape(-1).long()
+        rows = grad.reshape(-1, ctx.shape[1])
+        if ctx.padding_idx >= 0:
+            keep = idx != ctx.padding_idx
+            idx, rows = idx[keep], rows[keep]
+        return sparse_coo_tensor(idx.unsqueeze(0), rows, ctx.shape), None, None
 
 
 @overridable
