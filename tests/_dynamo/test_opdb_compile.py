@@ -41,12 +41,7 @@ _RNG_STATE = ember.Generator().manual_seed(SEED).get_state()
 
 # records the "eager" backend cannot match bit for bit, with the reason (compared with the
 # dtype's tolerance instead)
-_FUSED_RNN = "eager LSTM/GRU run a fused recurrence kernel that is skipped under any dispatch " \
-             "mode (nn/functional/rnn.py _run_fused); captured, the recurrence is its ops one " \
-             "by one: equal up to rounding"
-NOT_EXACT = {name: _FUSED_RNN for name in (
-    "nn.LSTM", "nn.LSTM-2layer-bidirectional-batch_first", "nn.GRU",
-    "nn.GRU-2layer-bidirectional")}
+NOT_EXACT = {}
 
 # Known core bugs (none at present): strict, so a fix makes the test fail until its entry
 # goes.  Records whose compiled forward (FORWARD_XFAIL) or backward (BACKWARD_XFAIL) differs from

@@ -2,6 +2,8 @@
 gradient, flash attention's backward) against a Python loop over the examples: the vmap
 batch is folded into each op's own batch dim, and per-example weight gradients are kept
 apart."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -46,9 +48,9 @@ def test_lstm_layer_and_backward_under_vmap(reverse):
     _close(vmap(fwd)(xw, h0, c0), _loop(fwd, xw, h0, c0))
     hs, cs, acts = _loop(fwd, xw, h0, c0)
     ghs, gcs = _t(rng, V, T, B, n), _t(rng, V, T, B, n)
-    bwd = lambda gh, gc, a, h, c, h_, c_: LSTM_LAYER_BACKWARD(  # noqa: E731
-        gh, gc, a, h, c, h_, c_, whhT, reverse=reverse)
-    args = (ghs, gcs, acts, hs, cs, h0, c0)
+    bwd = lambda gh, gc, a, h, c, x, h_, c_: LSTM_LAYER_BACKWARD(  # noqa: E731
+        gh, gc, a, h, c, x, h_, c_, whhT, reverse=reverse)
+    args = (ghs, gcs, acts, hs, cs, xw, h0, c0)
     # the weight gradient (output 3) is each example's own, not the sum over the vmap batch
     _close(vmap(bwd)(*args), _loop(bwd, *args))
 
@@ -64,19 +66,48 @@ def test_gru_layer_and_backward_under_vmap(bias, reverse):
     _close(vmap(fwd)(xw, h0), _loop(fwd, xw, h0))
     hs, acts = _loop(fwd, xw, h0)
     ghs = _t(rng, V, T, B, n)
-    bwd = lambda g, a, h, h_: GRU_LAYER_BACKWARD(g, a, h, h_, whhT, b,  # noqa: E731
-                                                 reverse=reverse)
-    _close(vmap(bwd)(ghs, acts, hs, h0), _loop(bwd, ghs, acts, hs, h0))
+    bwd = lambda g, a, h, x, h_: GRU_LAYER_BACKWARD(g, a, h, x, h_, whhT, b,  # noqa: E731
+                                                    reverse=reverse)
+    _close(vmap(bwd)(ghs, acts, hs, xw, h0), _loop(bwd, ghs, acts, hs, xw, h0))
 
 
-def test_lstm_per_example_weights_loop():
-    # a per-example recurrence matrix cannot fold into the layer's batch: the loop gives it
+@pytest.mark.parametrize("reverse", [False, True])
+def test_layers_with_per_example_weights(reverse):
+    # a per-example recurrence matrix cannot fold into the layer's batch: the kernels run the
+    # examples side by side (V between time and batch rows), no Python loop
     rng = np.random.default_rng(2)
-    xw, h0, c0, whhT = _t(rng, V, 3, 2, 8), _t(rng, V, 2, 2), _t(rng, V, 2, 2), _t(rng, V, 2, 8)
-    fwd = lambda x, h, c, w: LSTM_LAYER(x, h, c, w, reverse=False)  # noqa: E731
-    with pytest.warns(UserWarning, match="Python loop"):
-        got = vmap(fwd)(xw, h0, c0, whhT)
-    _close(got, _loop(fwd, xw, h0, c0, whhT))
+    T, B, n = 3, 2, 2
+    xw, h0, c0, whhT = (_t(rng, V, T, B, 4 * n), _t(rng, V, B, n), _t(rng, V, B, n),
+                        _t(rng, V, n, 4 * n))
+    fwd = lambda x, h, c, w: LSTM_LAYER(x, h, c, w, reverse=reverse)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _close(vmap(fwd)(xw, h0, c0, whhT), _loop(fwd, xw, h0, c0, whhT))
+        hs, cs, acts = _loop(fwd, xw, h0, c0, whhT)
+        bwd = lambda gh, gc, a, h, c, x, h_, c_, w: LSTM_LAYER_BACKWARD(  # noqa: E731
+            gh, gc, a, h, c, x, h_, c_, w, reverse=reverse)
+        args = (_t(rng, V, T, B, n), _t(rng, V, T, B, n), acts, hs, cs, xw, h0, c0, whhT)
+        _close(vmap(bwd)(*args), _loop(bwd, *args))
+        # GRU: per-example bias with a shared matrix, and both per example
+        xg, wg, bg = _t(rng, V, T, B, 3 * n), _t(rng, n, 3 * n), _t(rng, V, 3 * n)
+        gfwd = lambda x, h, b: GRU_LAYER(x, h, wg, b, reverse=reverse)  # noqa: E731
+        _close(vmap(gfwd)(xg, h0, bg), _loop(gfwd, xg, h0, bg))
+        wgs = _t(rng, V, n, 3 * n)
+        gfwd2 = lambda x, h, w, b: GRU_LAYER(x, h, w, b, reverse=reverse)  # noqa: E731
+        _close(vmap(gfwd2)(xg, h0, wgs, bg), _loop(gfwd2, xg, h0, wgs, bg))
+        hs, acts = _loop(gfwd2, xg, h0, wgs, bg)
+        gbwd = lambda g, a, h, x, h_, w, b: GRU_LAYER_BACKWARD(  # noqa: E731
+            g, a, h, x, h_, w, b, reverse=reverse)
+        args = (_t(rng, V, T, B, n), acts, hs, xg, h0, wgs, bg)
+        _close(vmap(gbwd)(*args), _loop(gbwd, *args))
+        gbwd0 = lambda g, a, h, x, h_, w: GRU_LAYER_BACKWARD(  # noqa: E731
+            g, a, h, x, h_, w, None, reverse=reverse)
+        hs, acts = _loop(lambda x, h, w: GRU_LAYER(x, h, w, None, reverse=reverse), xg, h0, wgs)
+        args = (_t(rng, V, T, B, n), acts, hs, xg, h0, wgs)
+        got = vmap(gbwd0)(*args)
+        want = [_loop(lambda *a: gbwd0(*a)[k], *args) for k in range(3)]
+        _close(got[:3], tuple(want))
+        assert tuple(got[3].shape) == (V, 0)
 
 
 @pytest.mark.parametrize("rnn", ["LSTM", "GRU"])

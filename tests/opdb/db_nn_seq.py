@@ -101,9 +101,9 @@ def _sdpa(dtype, rng):
                        rng.random((2, 3, 5)) > 0.3), name="bool-mask")
 
 
-# ops=: the fused layer operators (rnn.py's `_run_fused`) and the fused attention backward
-# run only when no dispatch mode is active, so the coverage collector's recording mode sees
-# the per-step cells and the blockwise backward instead
+# ops=: the fused layer operators and their backward ops, and the fused attention backward
+# (which runs only when no dispatch mode is active: the coverage collector's recording mode
+# sees the blockwise backward instead)
 OPS = [
     OpInfo("nn.LSTM", fn=_rnn("LSTM"), samples=_rnn_samples(4),
            ops=("_lstm_layer", "_lstm_layer_backward"), **TOL),

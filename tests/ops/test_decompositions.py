@@ -141,9 +141,9 @@ def _nn_drivers(rng):
 
 
 def _direct_drivers(rng):
-    """Operators that public functions reach only without a mode (fused layer kernels and
-    their fused backward) or never through the dispatcher (the in-place-through-a-view
-    node): called directly."""
+    """Operators called directly: the fused layer ops and their backward (the modules reach
+    them too) on both directions, flash attention's backward (which public functions reach
+    only without a mode) and the in-place-through-a-view node (never dispatched)."""
     def t(*shape):
         return ember.from_numpy(rng.uniform(-1, 1, shape))
     R = REGISTRY
@@ -151,13 +151,13 @@ def _direct_drivers(rng):
     def lstm(reverse):
         args = (t(T, B, 4 * n), t(B, n), t(B, n), t(n, 4 * n))
         hs, cs, acts = R["_lstm_layer"](*args, reverse=reverse)
-        return R["_lstm_layer_backward"](t(T, B, n), t(T, B, n), acts, hs, cs, *args[1:],
+        return R["_lstm_layer_backward"](t(T, B, n), t(T, B, n), acts, hs, cs, *args,
                                          reverse=reverse)
 
     def gru(reverse, bias):
         args = (t(T, B, 3 * n), t(B, n), t(n, 3 * n), t(3 * n) if bias else None)
         hs, acts = R["_gru_layer"](*args, reverse=reverse)
-        return R["_gru_layer_backward"](t(T, B, n), acts, hs, *args[1:], reverse=reverse)
+        return R["_gru_layer_backward"](t(T, B, n), acts, hs, *args, reverse=reverse)
 
     for reverse in (False, True):
         yield lambda: lstm(reverse)

@@ -132,7 +132,8 @@ def _nn_and_random_programs():
     lp = r(6, 2, 5, requires_grad=True).log_softmax(2)
     ctc = F.ctc_loss(lp, ember.tensor([[1, 2], [3, 3]]), (6, 6), (2, 2))
     lstm, gru = ember.nn.LSTM(4, 3), ember.nn.GRU(4, 3)
-    seq = lstm(emb)[0].sum() + gru(emb)[0].sum()
+    cells = ember.nn.LSTMCell(4, 3)(emb[0])[0].sum() + ember.nn.GRUCell(4, 3)(emb[0]).sum()
+    seq = lstm(emb)[0].sum() + gru(emb)[0].sum() + cells
     v = r(4, 6, requires_grad=True) * 1
     v[1:3].mul_(2)  # an in-place write through a view: the _view_scatter node
     v = v.unfold(1, 2, 2).sum() + v[1:, ::2].sum() + v.gather(1, ember.tensor([[0], [1], [2],
@@ -166,7 +167,8 @@ def test_rules_match_kernels_beyond_the_op_database():
                 "rrelu_with_noise", "native_dropout", "_dropout_mask", "_normalize", "linear",
                 "cross_entropy_loss", "_cross_entropy_backward", "nll_loss", "embedding",
                 "_flash_attention", "_ctc_loss", "_ctc_loss_backward", "_lstm_cell",
-                "_gru_cell", "_view_scatter", "_unfold_backward", "_index_view_backward",
+                "_gru_cell", "_lstm_layer", "_lstm_layer_backward", "_gru_layer",
+                "_gru_layer_backward", "_view_scatter", "_unfold_backward", "_index_view_backward",
                 "_scatter_along", "nuclear_norm", "_nuc_basis", "one_hot", "uniform", "normal",
                 "random", "randperm", "bernoulli", "bernoulli_scalar", "poisson",
                 "multinomial", "normal_tensor", "exponential", "geometric", "log_normal",

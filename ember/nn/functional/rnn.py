@@ -4,11 +4,10 @@ Each step costs one matmul for all gates of the hidden state (the input projecti
 every time step is one matmul per layer and direction, done up front) plus one fused
 cell operator (``ember.ops.nn.rnn``).  Padded and packed inputs share one loop: a
 padded batch is a packed one whose batch size never shrinks.  When every step has the
-same batch size and no mode is active, a whole LSTM (without projections) or GRU layer
-direction is one operator instead (``_lstm_layer`` / ``_gru_layer``).
+same batch size, a whole LSTM (without projections) or GRU layer direction is one operator
+instead (``_lstm_layer`` / ``_gru_layer``), in eager runs and under every mode alike.
 """
 
-from ..._core.state import STATE
 from ...ops import addmm, cat, stack
 from ...ops.nn.rnn import GRU_CELL, GRU_LAYER, LSTM_CELL, LSTM_LAYER  # noqa: F401
 
@@ -17,7 +16,7 @@ __all__ = []
 
 def _run_fused(mode, xw, T, B, state0, w, reverse):
     """One layer direction as one operator; None where the per-step loop must run."""
-    if STATE.intercept or not T or w.get("hrT") is not None or mode not in ("LSTM", "GRU"):
+    if not T or w.get("hrT") is not None or mode not in ("LSTM", "GRU"):
         return None
     xw = xw.reshape((T, B, xw.shape[-1]))
     last = 0 if reverse else T - 1

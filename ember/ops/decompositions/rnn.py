@@ -2,7 +2,11 @@
 
 The sequence length is static in a traced graph, so a layer is T copies of its cell; the
 backward layers are the same recursion run in reverse.  Gate order and the saved
-activations (``acts``) follow the fused kernels exactly, so each output matches.
+activations (``acts``) follow the fused kernels exactly, so each output matches.  The
+backward layers recompute the gates from the layer's input and the states each step
+started from instead of reading ``acts``: their derivative is the backward ops' own
+(`ember.ops.decomposition_vjp`), and it must reach the input, which ``acts`` (a
+non-differentiable output of the forward) would cut off.
 """
 from ..._core import dtype as _dt
 from . import decomposes
@@ -45,12 +49,13 @@ def _stack0(items):
                     sizes=tuple(1 for _ in items))
 
 
+def _lstm_gates(gates, n):
+    return (prim.sigmoid(_part(gates, 0, n)), prim.sigmoid(_part(gates, 1, n)),
+            prim.tanh(_part(gates, 2, n)), prim.sigmoid(_part(gates, 3, n)))
+
+
 def _lstm_step(gates, c):
-    n = c.shape[-1]
-    i = prim.sigmoid(_part(gates, 0, n))
-    f = prim.sigmoid(_part(gates, 1, n))
-    g = prim.tanh(_part(gates, 2, n))
-    o = prim.sigmoid(_part(gates, 3, n))
+    i, f, g, o = _lstm_gates(gates, c.shape[-1])
     c2 = prim.add(prim.mul(f, c), prim.mul(i, g))
     return prim.mul(o, prim.tanh(c2)), c2, (i, f, g, o)
 
@@ -123,18 +128,19 @@ def _T(x):
 
 
 @decomposes("_lstm_layer_backward")
-def _lstm_layer_backward(ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
+def _lstm_layer_backward(ghs, gcs, acts, hs, cs, xw, h0, c0, whhT, reverse):
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
-    ghs, gcs, hs, cs, h0, c0 = (cast(a, f32) for a in (ghs, gcs, hs, cs, h0, c0))
-    whh = _T(cast(whhT, f32))
+    ghs, gcs, hs, cs, xw, h0, c0 = (cast(a, f32) for a in (ghs, gcs, hs, cs, xw, h0, c0))
+    whhT = cast(whhT, f32)
+    whh = _T(whhT)
     dG = [None] * T
     dh = full(tuple(h0.shape), 0, f32)
     dc = full(tuple(c0.shape), 0, f32)
     dw = full(tuple(whhT.shape), 0, f32)
     for t in reversed(list(_steps(T, reverse))):
-        a = _at(acts, t)
-        i, f, g, o = (_part(a, k, n) for k in range(4))
+        hp = _prev(hs, h0, t, reverse)
+        i, f, g, o = _lstm_gates(prim.add(prim.matmul(hp, whhT), _at(xw, t)), n)
         tc = prim.tanh(_at(cs, t))
         dh = prim.add(dh, _at(ghs, t))
         dc = prim.add(dc, _at(gcs, t))
@@ -144,7 +150,6 @@ def _lstm_layer_backward(ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
                           prim.mul(dc, prim.mul(prim.mul(cp, f), _one_minus(f))),
                           prim.mul(dc, prim.mul(i, _one_minus(prim.mul(g, g)))),
                           prim.mul(dh, prim.mul(prim.mul(tc, o), _one_minus(o))))
-        hp = _prev(hs, h0, t, reverse)
         dw = prim.add(dw, prim.matmul(_T(hp), dG[t]))
         dh = prim.matmul(dG[t], whh)
         dc = prim.mul(dc, f)
@@ -153,19 +158,22 @@ def _lstm_layer_backward(ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
 
 
 @decomposes("_gru_layer_backward")
-def _gru_layer_backward(ghs, acts, hs, h0, whhT, b_hh, reverse):
+def _gru_layer_backward(ghs, acts, hs, xw, h0, whhT, b_hh, reverse):
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
-    ghs, hs, h0 = (cast(a, f32) for a in (ghs, hs, h0))
-    whh = _T(cast(whhT, f32))
+    ghs, hs, xw, h0 = (cast(a, f32) for a in (ghs, hs, xw, h0))
+    whhT = cast(whhT, f32)
+    whh = _T(whhT)
     dGI = [None] * T
     dh = full(tuple(h0.shape), 0, f32)
     dw = full(tuple(whhT.shape), 0, f32)
     db = full((3 * n,), 0, f32)
     for t in reversed(list(_steps(T, reverse))):
-        a = _at(acts, t)
-        r, z, nn_, ghn = (_part(a, k, n) for k in range(4))
         hp = _prev(hs, h0, t, reverse)
+        gh = prim.matmul(hp, whhT)
+        if b_hh is not None:
+            gh = prim.add(gh, _f32(b_hh))
+        _, (r, z, nn_, ghn) = _gru_step(_at(xw, t), gh, hp)
         dh = prim.add(dh, _at(ghs, t))
         dn = prim.mul(prim.mul(dh, _one_minus(z)), _one_minus(prim.mul(nn_, nn_)))
         dr = prim.mul(prim.mul(dn, ghn), prim.mul(r, _one_minus(r)))

@@ -2,23 +2,22 @@
 
 ``_lstm_cell`` and ``_gru_cell`` compute all gate nonlinearities and the state update
 of one step in one NumPy kernel; their derivatives are written in ember ops.  When
-every step has the same batch size and no mode is active, ``nn.functional`` runs an
-LSTM (without projections) or GRU layer direction as one operator, ``_lstm_layer`` /
-``_gru_layer``, whose kernel runs all steps and keeps the gate activations; its first
-derivative is one backward-through-time kernel (``_lstm_layer_backward`` /
-``_gru_layer_backward``).  Under ``create_graph`` (or a mode pushed since the forward)
-the derivative is instead backpropagation through time in ember ops, step by step
-through the cells' vjps, so higher derivatives stay exact.
+every step has the same batch size, ``nn.functional`` runs an LSTM (without projections)
+or GRU layer direction as one operator, ``_lstm_layer`` / ``_gru_layer``, whose kernel
+runs all steps and keeps the gate activations; its derivative is always one
+backward-through-time operator (``_lstm_layer_backward`` / ``_gru_layer_backward``), with
+or without modes, so eager runs, traces and compiled graphs compute the same thing.  The
+backward operators' own derivative (double backward, forward AD) is that of their
+decompositions (`ember.ops.decomposition_vjp`), which recompute the gates from the inputs:
+the saved activations are the kernel's cache and carry no gradient.
 """
 import numpy as np
 
-from ..._core import dtype as _dtype
 from ..._core.op import Op
-from ..._core.state import STATE
 from .. import _helpers as H
-from .._batching import _batched_front, _fallback_rule
-from ..blas import addmm
-from ..shape import cat, stack
+from .._batching import _batched_front
+from ..decomposition_vjp import vjp_from_decomposition
+from ..shape import cat
 from ._rules import leading_rule
 
 __all__ = []
@@ -101,7 +100,7 @@ def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
     dt = h0.dtype
     xw, h, c, whhT = _f32(xw), _f32(h0), _f32(c0), _f32(whhT)
     T, n = xw.shape[0], h0.shape[-1]
-    hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
+    hs = np.empty(xw.shape[:-1] + (n,), dtype=h.dtype)
     cs = np.empty_like(hs)
     acts = np.empty(xw.shape, dtype=h.dtype)
     # sigmoid(x) = (tanh(x / 2) + 1) / 2: one tanh call for all four gates
@@ -116,41 +115,49 @@ def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
         np.tanh(a, out=a)
         a *= half
         a += shift
-        g = a[:, 2 * n:3 * n]
-        c = a[:, n:2 * n] * c
-        c += a[:, :n] * g
+        g = a[..., 2 * n:3 * n]
+        c = a[..., n:2 * n] * c
+        c += a[..., :n] * g
         h = np.tanh(c)
-        h *= a[:, 3 * n:]
+        h *= a[..., 3 * n:]
         hs[t], cs[t] = h, c
     return hs.astype(dt, copy=False), cs.astype(dt, copy=False), acts
 
 
-def _lstm_layer_bwd_kernel(xp, ghs, gcs, acts, hs, cs, h0, c0, whhT, reverse):
-    T, B, n = acts.shape[0], acts.shape[1], h0.shape[-1]
+def _lstm_layer_bwd_kernel(xp, ghs, gcs, acts, hs, cs, xw, h0, c0, whhT, reverse):
+    # xw is not read: acts holds the gates the forward computed from it
+    T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
     ghs, gcs, hs, cs, h0, c0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, gcs, hs, cs, h0, c0))
-    whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
-    a4 = acts.reshape(T, B, 4, n)
-    i, f, g, o = a4[:, :, 0], a4[:, :, 1], a4[:, :, 2], a4[:, :, 3]
+    whh = np.ascontiguousarray(np.swapaxes(_f32(whhT), -1, -2), dtype=f32)
+    a4 = acts.reshape(acts.shape[:-1] + (4, n))
+    i, f, g, o = a4[..., 0, :], a4[..., 1, :], a4[..., 2, :], a4[..., 3, :]
     tc = np.tanh(cs)
     dc_dh = o * (1 - tc * tc)
     do_dh = tc * o * (1 - o)
     dgates_dc = np.stack([g * i * (1 - i), _prev_states(cs, c0, reverse) * f * (1 - f),
-                          i * (1 - g * g)], 2)
+                          i * (1 - g * g)], -2)
     dG = np.empty_like(acts)
-    dG4 = dG.reshape(T, B, 4, n)
+    dG4 = dG.reshape(a4.shape)
     dh = np.zeros_like(h0)
     dc = np.zeros_like(c0)
     for t in reversed(list(_steps(T, reverse))):
         dh += ghs[t]
         dc += gcs[t]
         dc += dh * dc_dh[t]
-        np.multiply(dc[:, None], dgates_dc[t], out=dG4[t, :, :3])
-        np.multiply(dh, do_dh[t], out=dG4[t, :, 3])
+        np.multiply(dc[..., None, :], dgates_dc[t], out=dG4[t, ..., :3, :])
+        np.multiply(dh, do_dh[t], out=dG4[t, ..., 3, :])
         dh = np.matmul(dG[t], whh)
         dc *= f[t]
-    dwhhT = np.matmul(_prev_states(hs, h0, reverse).reshape(-1, n).T, dG.reshape(-1, 4 * n))
-    return dG, dh, dc, dwhhT
+    return dG, dh, dc, _weight_grad(_prev_states(hs, h0, reverse), dG)
+
+
+def _weight_grad(prev, dG):
+    """sum over steps and batch rows of prev^T dG; leading dims between time and the batch
+    rows (per-example weights under vmap) stay apart."""
+    if prev.ndim == 3:
+        return np.matmul(prev.reshape(-1, prev.shape[-1]).T, dG.reshape(-1, dG.shape[-1]))
+    return np.einsum("t...bn,t...bm->...nm", prev, dG)
 
 
 def _prev_states(hs, h0, reverse):
@@ -160,81 +167,17 @@ def _prev_states(hs, h0, reverse):
     return np.concatenate([h0[None], hs[:-1]], 0)
 
 
-class _Saved:
-    """The ``ctx`` a cell's vjp reads, for calling it step by step."""
-    __slots__ = ("out", "needs_input_grad")
-
-    def __init__(self, out, need):
-        self.out = out
-        self.needs_input_grad = need
-
-
-def _before(seq, first, t, reverse):
-    """The state step ``t`` starts from."""
-    p = t + 1 if reverse else t - 1
-    return first if p < 0 or p >= seq.shape[0] else seq[p]
-
-
-def _lstm_layer_bptt(grads, inputs, outs, reverse):
-    """Backpropagation through time in ember ops, step by step through the cell's own vjp:
-    differentiable again, and every op has a batching rule."""
-    ghs, gcs = grads
-    xw, h0, c0, whhT = inputs
-    hs, cs = outs[0], outs[1]
-    whh = whhT.transpose(0, 1)
-    dxw = [None] * xw.shape[0]
-    dh = dc = dw = None
-    for t in reversed(list(_steps(xw.shape[0], reverse))):
-        hp, cp = _before(hs, h0, t, reverse), _before(cs, c0, t, reverse)
-        gh = ghs[t] if dh is None else ghs[t] + dh
-        gc = gcs[t] if dc is None else gcs[t] + dc
-        dg, dc = _lstm_cell_vjp(_Saved((hs[t], cs[t]), (True, True)), (gh, gc),
-                                addmm(xw[t], hp, whhT), cp)
-        dxw[t] = dg
-        dh = dg.matmul(whh)
-        w = hp.transpose(0, 1).matmul(dg)
-        dw = w if dw is None else dw + w
-    return stack(dxw, 0), dh, dc, dw
-
-
-def _gru_layer_bptt(grads, inputs, outs, reverse):
-    """`_lstm_layer_bptt` for the GRU layer."""
-    (ghs,) = grads
-    xw, h0, whhT, b_hh = inputs
-    hs = outs[0]
-    whh = whhT.transpose(0, 1)
-    dxw = [None] * xw.shape[0]
-    dh = dw = db = None
-    for t in reversed(list(_steps(xw.shape[0], reverse))):
-        hp = _before(hs, h0, t, reverse)
-        gh = hp.matmul(whhT) if b_hh is None else addmm(b_hh, hp, whhT)
-        g = ghs[t] if dh is None else ghs[t] + dh
-        dgi, dgh, dh = _gru_cell_vjp(_Saved(None, (True, True, True)), g, xw[t], gh, hp)
-        dxw[t] = dgi
-        dh = dh + dgh.matmul(whh)
-        w = hp.transpose(0, 1).matmul(dgh)
-        dw = w if dw is None else dw + w
-        if b_hh is not None:
-            s = dgh.sum(0)
-            db = s if db is None else db + s
-    return stack(dxw, 0), dh, dw, db
-
-
-def _fused(bwd_op, bptt, n_diff):
-    """vjp of a whole-layer op: one BPTT kernel, or the BPTT in ember ops under
-    create_graph (or a mode pushed since the forward)."""
+def _layer_vjp(bwd_op, n_diff):
+    """vjp of a whole-layer op: its backward op, given the output gradients, the saved
+    activations and states, and the layer's inputs."""
     def vjp(ctx, grads, *inputs, reverse):
         need = ctx.needs_input_grad
-        if STATE.grad_enabled or STATE.intercept:
-            res = bptt(grads[:n_diff], inputs, ctx.out, reverse)
-            return tuple(r if n else None for r, n in zip(res, need))
-        res = bwd_op(*grads[:n_diff], *ctx.out[n_diff:], *ctx.out[:n_diff], *inputs[1:],
+        res = bwd_op(*grads[:n_diff], *ctx.out[n_diff:], *ctx.out[:n_diff], *inputs,
                      reverse=reverse)
         res = [r if n else None for r, n in zip(res, need)]
-        for k, r in enumerate(res):
-            if r is not None and ctx.in_meta[k] is not None and r.dtype.np != ctx.in_meta[k][1]:
-                res[k] = r.to(_dtype.from_np(ctx.in_meta[k][1]))
-        return tuple(res)
+        # halves are differentiated in float32: each gradient in its input's dtype
+        return tuple(r if r is None or r.dtype == x.dtype else r.to(x.dtype)
+                     for r, x in zip(res, inputs))
     return vjp
 
 
@@ -245,8 +188,9 @@ def _f32_dtype(dt):
 
 def _layer_shape(n_gates, n_states):
     def shape(xw, h0, *rest, reverse):
-        st = (xw.shape[:2] + (h0.shape[-1],), h0.dtype)
-        acts = (xw.shape[:2] + (n_gates * h0.shape[-1],), _f32_dtype(h0.dtype))
+        rows = tuple(xw.shape[:-1])  # time, [per-example weights' batch,] batch
+        st = (rows + (h0.shape[-1],), h0.dtype)
+        acts = (rows + (n_gates * h0.shape[-1],), _f32_dtype(h0.dtype))
         return (st,) * n_states + (acts,)
     return shape
 
@@ -254,15 +198,15 @@ def _layer_shape(n_gates, n_states):
 def _bwd_shape(n_gates_in):
     """dgates (input side), d h0, [d c0,] d whhT and, for GRU, d b_hh."""
     def shape(*args, reverse):
-        acts, h0, whhT, b_hh = (args[2], args[5], args[7], None) if n_gates_in == 4 else \
-            (args[1], args[3], args[4], args[5])
+        acts, h0, whhT, b_hh = (args[2], args[6], args[8], None) if n_gates_in == 4 else \
+            (args[1], args[4], args[5], args[6])
         dt, n = acts.dtype, h0.shape[-1]
-        res = [(tuple(acts.shape[:2]) + (n_gates_in * n,), dt), (h0.shape, dt)]
+        res = [(tuple(acts.shape[:-1]) + (n_gates_in * n,), dt), (h0.shape, dt)]
         if n_gates_in == 4:
             res.append((h0.shape, dt))
         res.append((whhT.shape, dt))
         if n_gates_in == 3:
-            res.append(((3 * n if b_hh is not None else 0,), dt))
+            res.append(((tuple(whhT.shape[:-2]) + (3 * n,) if b_hh is not None else (0,)), dt))
         return tuple(res)
     return shape
 
@@ -285,13 +229,20 @@ def _unfold(a, V, B, seq):
 
 
 def _layer_batch(n_seq, n_state):
-    """Inputs: n_seq (T, B, X) sequences, n_state (B, n) states, then the weights; a
-    per-example weight has no fold (each example its own recurrence matrix): a loop."""
+    """Inputs: n_seq (T, B, X) sequences, n_state (B, n) states, then the weights.  Shared
+    weights: the vmap batch folds into B.  Per-example weights (each example its own
+    recurrence matrix): the kernels take leading batch dims, (T, V, B, X) sequences,
+    (V, B, n) states and (V, ...) weights, and every output keeps V."""
     def rule(op, args, bdims, params, batch_size):
         k = n_seq + n_state
-        if any(b is not None for b in bdims[k:]):
-            return _fallback_rule(op, args, bdims, params, batch_size)
         V = batch_size
+        if any(b is not None for b in bdims[k:]):
+            front = [None if a is None else _batched_front(a, b, V) for a, b in zip(args, bdims)]
+            outs = op(*(a.movedim(0, 1) for a in front[:n_seq]), *front[n_seq:], **params)
+            if op is LSTM_LAYER or op is GRU_LAYER:  # every output is a sequence
+                return outs, (1,) * len(outs)
+            # the gate gradients, then states and weights (a bias-free GRU's empty d b_hh)
+            return outs, (1,) + tuple(0 if o.ndim > 1 else None for o in outs[1:])
         folded = [_fold(a, b, V, i < n_seq) for i, (a, b) in enumerate(zip(args[:k], bdims))]
         B = folded[n_seq].shape[0] // V
         outs = op(*folded, *args[k:], **params)
@@ -307,11 +258,11 @@ def _unfold_outs(op, outs, V, B, folded, weights, params):
     T = folded[0].shape[0]
     if op is LSTM_LAYER_BACKWARD:
         dG, dh, dc, _ = outs
-        hs, h0, dGH = folded[3], folded[5], dG
+        hs, h0, dGH = folded[3], folded[6], dG
         states = (_unfold(dh, V, B, False), _unfold(dc, V, B, False))
     else:
         dGI, dh, _, _ = outs
-        hs, h0 = folded[2], folded[3]
+        hs, h0 = folded[2], folded[4]
         n = h0.shape[-1]
         dGH = cat([dGI[..., :2 * n], dGI[..., 2 * n:] * folded[1][..., :n]], -1)
         dG, states = dGI, (_unfold(dh, V, B, False),)
@@ -331,10 +282,10 @@ def _unfold_outs(op, outs, V, B, folded, weights, params):
     return res, (1,) + (0,) * (len(res) - 1)
 
 
-LSTM_LAYER_BACKWARD = Op("_lstm_layer_backward", _lstm_layer_bwd_kernel, None, n_out=4,
-                         differentiable=False, shape=_bwd_shape(4), batch=_layer_batch(5, 2))
-LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel,
-                _fused(LSTM_LAYER_BACKWARD, _lstm_layer_bptt, 2), n_out=3,
+LSTM_LAYER_BACKWARD = Op("_lstm_layer_backward", _lstm_layer_bwd_kernel,
+                         vjp_from_decomposition("_lstm_layer_backward"), n_out=4,
+                         shape=_bwd_shape(4), batch=_layer_batch(6, 2))
+LSTM_LAYER = Op("_lstm_layer", _lstm_layer_kernel, _layer_vjp(LSTM_LAYER_BACKWARD, 2), n_out=3,
                 save_output=True, nondiff_outputs=(2,), shape=_layer_shape(4, 2),
                 batch=_layer_batch(1, 2))
 
@@ -343,52 +294,53 @@ def _gru_layer_kernel(xp, xw, h0, whhT, b_hh, reverse):
     dt = h0.dtype
     xw, h, whhT = _f32(xw), _f32(h0), _f32(whhT)
     T, n = xw.shape[0], h0.shape[-1]
-    hs = np.empty(xw.shape[:2] + (n,), dtype=h.dtype)
-    acts = np.empty(xw.shape[:2] + (4 * n,), dtype=h.dtype)  # r, z, n, h @ W_hn + b_hn
+    hs = np.empty(xw.shape[:-1] + (n,), dtype=h.dtype)
+    acts = np.empty(xw.shape[:-1] + (4 * n,), dtype=h.dtype)  # r, z, n, h @ W_hn + b_hn
+    # per-example biases (vmap) broadcast over the batch rows
+    b = None if b_hh is None else _f32(b_hh) if b_hh.ndim == 1 else _f32(b_hh)[..., None, :]
     for t in _steps(T, reverse):
         a = acts[t]
         gh = np.matmul(h, whhT)
-        if b_hh is not None:
-            gh += _f32(b_hh)
-        a[:, :2 * n] = _sig(xw[t, :, :2 * n] + gh[:, :2 * n])
-        a[:, 3 * n:] = gh[:, 2 * n:]
-        a[:, 2 * n:3 * n] = np.tanh(xw[t, :, 2 * n:] + a[:, :n] * gh[:, 2 * n:])
-        z, nn_ = a[:, n:2 * n], a[:, 2 * n:3 * n]
+        if b is not None:
+            gh += b
+        a[..., :2 * n] = _sig(xw[t, ..., :2 * n] + gh[..., :2 * n])
+        a[..., 3 * n:] = gh[..., 2 * n:]
+        a[..., 2 * n:3 * n] = np.tanh(xw[t, ..., 2 * n:] + a[..., :n] * gh[..., 2 * n:])
+        z, nn_ = a[..., n:2 * n], a[..., 2 * n:3 * n]
         h = nn_ + z * (h - nn_)
         hs[t] = h
     return hs.astype(dt, copy=False), acts
 
 
-def _gru_layer_bwd_kernel(xp, ghs, acts, hs, h0, whhT, b_hh, reverse):
+def _gru_layer_bwd_kernel(xp, ghs, acts, hs, xw, h0, whhT, b_hh, reverse):
+    # xw is not read: acts holds what the forward computed from it
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
     ghs, hs, h0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, hs, h0))
-    whh = np.ascontiguousarray(_f32(whhT).T, dtype=f32)
+    whh = np.ascontiguousarray(np.swapaxes(_f32(whhT), -1, -2), dtype=f32)
     prev = _prev_states(hs, h0, reverse)
-    dGI = np.empty(acts.shape[:2] + (3 * n,), dtype=f32)
+    dGI = np.empty(acts.shape[:-1] + (3 * n,), dtype=f32)
     dGH = np.empty_like(dGI)
     dh = np.zeros_like(h0)
     for t in reversed(list(_steps(T, reverse))):
         a = acts[t]
-        r, z, nn_, ghn = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+        r, z, nn_, ghn = a[..., :n], a[..., n:2 * n], a[..., 2 * n:3 * n], a[..., 3 * n:]
         dh = dh + ghs[t]
         dn = dh * (1 - z) * (1 - nn_ * nn_)
-        dGI[t, :, :n] = dn * ghn * r * (1 - r)
-        dGI[t, :, n:2 * n] = dh * (prev[t] - nn_) * z * (1 - z)
-        dGI[t, :, 2 * n:] = dn
-        dGH[t, :, :2 * n] = dGI[t, :, :2 * n]
-        dGH[t, :, 2 * n:] = dn * r
+        dGI[t, ..., :n] = dn * ghn * r * (1 - r)
+        dGI[t, ..., n:2 * n] = dh * (prev[t] - nn_) * z * (1 - z)
+        dGI[t, ..., 2 * n:] = dn
+        dGH[t, ..., :2 * n] = dGI[t, ..., :2 * n]
+        dGH[t, ..., 2 * n:] = dn * r
         dh = dh * z + np.matmul(dGH[t], whh)
-    flat = dGH.reshape(-1, 3 * n)
-    dwhhT = np.matmul(prev.reshape(-1, n).T, flat)
-    db = flat.sum(0) if b_hh is not None else np.zeros(0, dtype=f32)
-    return dGI, dh, dwhhT, db
+    db = dGH.sum((0, dGH.ndim - 2)) if b_hh is not None else np.zeros(0, dtype=f32)
+    return dGI, dh, _weight_grad(prev, dGH), db
 
 
-GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel, None, n_out=4,
-                        differentiable=False, shape=_bwd_shape(3), batch=_layer_batch(3, 1))
-GRU_LAYER = Op("_gru_layer", _gru_layer_kernel,
-               _fused(GRU_LAYER_BACKWARD, _gru_layer_bptt, 1), n_out=2,
+GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel,
+                        vjp_from_decomposition("_gru_layer_backward"), n_out=4,
+                        shape=_bwd_shape(3), batch=_layer_batch(4, 1))
+GRU_LAYER = Op("_gru_layer", _gru_layer_kernel, _layer_vjp(GRU_LAYER_BACKWARD, 1), n_out=2,
                save_output=True, nondiff_outputs=(1,), shape=_layer_shape(4, 1),
                batch=_layer_batch(1, 1))
 
@@ -396,4 +348,5 @@ GRU_LAYER = Op("_gru_layer", _gru_layer_kernel,
 # forward mode derives these tangents from the vjp: it is written in differentiable ember ops
 from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
 
-mark_unsupported("jvp", JVP_FROM_VJP, "_lstm_cell", "_gru_cell", "_lstm_layer", "_gru_layer")
+mark_unsupported("jvp", JVP_FROM_VJP, "_lstm_cell", "_gru_cell", "_lstm_layer", "_gru_layer",
+                 "_lstm_layer_backward", "_gru_layer_backward")
