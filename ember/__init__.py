@@ -98,7 +98,7 @@ def typename(obj):
 
 from . import amp  # noqa: E402
 from .amp import autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype  # noqa: E402,E501
-from .amp import set_autocast_dtype, set_autocast_enabled  # noqa: E402
+from .amp import GradScaler, set_autocast_dtype, set_autocast_enabled  # noqa: E402,F401
 from .amp.legacy import *  # noqa: E402,F401,F403  (get_autocast_cpu_dtype, ...)
 
 

@@ -47,6 +47,18 @@ class dtype:
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))
 
+    @property
+    def abbr(self):
+        """The short name of graph printouts and tensor annotations ("f32", "bf16", "b8")."""
+        n = self.name
+        if n == "bool":
+            return "b8"
+        for long, short in (("bfloat", "bf"), ("float8_", "f8"), ("float", "f"), ("uint", "u"),
+                            ("int", "i"), ("complex", "c")):
+            if n.startswith(long):
+                return short + n[len(long):]
+        return n  # the quantized dtypes keep their names, as torch's do
+
     def to_real(self):
         return {complex64: float32, complex128: float64}.get(self, self)
 

@@ -213,8 +213,10 @@ def set_rng_state(new_state):
 
 @contextlib.contextmanager
 def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
-             device_type="cuda"):
-    """Restores the default generator's state on exit, so the block's draws leave no trace."""
+             device_type=None):
+    """Restores the default generator's state on exit, so the block's draws leave no trace.
+    ember's generators are all host-side, so the one default generator covers every device
+    (``devices``/``device_type`` name nothing further to fork)."""
     if not enabled:
         yield
         return

@@ -21,7 +21,7 @@ class GradScaler:
     the gradients before the optimizer step, skips steps whose gradients hold inf/NaN and
     adapts the scale (backoff on overflow, growth after ``growth_interval`` clean steps)."""
 
-    def __init__(self, device="cpu", init_scale=2.0 ** 16, growth_factor=2.0,
+    def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         from .. import cuda
         self._device = device

@@ -48,6 +48,7 @@ class _Globals:
         self.sizes_bound = False   # symbolic sizes print as expressions (see generate)
         self._by_id = {}
         self._ops = None
+        self.paint = lambda kind, text: text  # generate(colored=True) sets ANSI colouring
 
     def _module(self, name, module):
         self.globals[name] = module
@@ -137,13 +138,14 @@ def _repr(a, g):
         if math.isinf(a) or math.isnan(a):
             g.globals["inf"], g.globals["nan"] = math.inf, math.nan
             g.imports["inf"] = "from math import inf, nan"
-            return ("-inf" if a < 0 else "inf") if math.isinf(a) else "nan"
-        return repr(a)
+            return g.paint("blue", ("-inf" if a < 0 else "inf") if math.isinf(a) else "nan")
+        return g.paint("blue", repr(a))
     expr = getattr(a, "expr", None)
     if isinstance(a, int) and isinstance(expr, str) and g.sizes_bound:
         return expr if expr.isidentifier() else f"({expr})"   # a symbolic size
     if a is None or isinstance(a, (bool, int, str, complex, bytes)):
-        return repr(int(a)) if isinstance(a, int) and type(a) not in (int, bool) else repr(a)
+        return g.paint("blue", repr(int(a)) if isinstance(a, int) and type(a) not in (int, bool)
+                       else repr(a))
     from .._core.device import device
     from .._core.dtype import dtype
     if isinstance(a, dtype):
@@ -230,9 +232,70 @@ def _size_bindings(nodes):
     return lines
 
 
-def generate(graph, root_module="self", verbose=False):
+_COLORS = {"red": "\033[31m", "blue": "\033[34m", "dim": "\033[2m",
+           "dim_blue": "\033[2m\033[34m", "dim_green": "\033[2m\033[32m"}
+
+
+def _painter(colored):
+    if not colored:
+        return lambda kind, text: text
+    return lambda kind, text: f"{_COLORS[kind]}{text}\033[0m" if text else text
+
+
+def _shape_text(shape):
+    return f"[{', '.join(str(x) for x in shape)}]"
+
+
+def _annotation(node, paint, include_stride, include_device):
+    """torch's verbose annotation of a node's value: ``: "f32[2, 3]"`` (with strides and the
+    device on request) from ``meta['val']`` (a Tensor) or ``meta['tensor_meta']``."""
+    from .._core.tensor import Tensor
+    meta = node.meta
+    val = meta.get("val", meta.get("tensor_meta", meta.get("example_value")))
+    if isinstance(val, Tensor):
+        stride = _shape_text(val.stride()) if include_stride else ""
+        device = str(val.device) if include_device else ""
+        return (f': "{paint("red", val.dtype.abbr)}{paint("blue", _shape_text(val.shape))}'
+                f'{paint("dim_blue", stride)}{paint("dim_green", device)}"')
+    if hasattr(val, "dtype") and hasattr(val, "shape") and hasattr(val.dtype, "abbr"):
+        return f': "{val.dtype.abbr}{_shape_text(val.shape)}"'
+    return ""
+
+
+def _stack_summary(node, additional_meta):
+    """The comment torch's verbose code puts above each run of nodes from one source line."""
+    extra = ""
+    if additional_meta:
+        parts = [f"{k}: {node.meta[k]}" for k in additional_meta if k in node.meta]
+        if parts:
+            extra = f"# {', '.join(parts)} "
+    where = "No stacktrace found for following nodes"
+    lines = (node.stack_trace or "").strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        ln = lines[i].strip()
+        if ln.startswith("File "):   # File "f.py", line 3, in forward / the code line
+            parts = [p.strip() for p in ln.split(",")]
+            file = parts[0][len("File "):].strip('"')
+            line = parts[1].split()[-1] if len(parts) > 1 else "?"
+            fn = parts[2].split()[-1] if len(parts) > 2 else "?"
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            where = f"File: {file}:{line} in {fn}, code: {code}"
+            break
+    return f"{extra}# {where}"
+
+
+def generate(graph, root_module="self", verbose=False, include_stride=False,
+             include_device=False, colored=False, expanded_def=False, record_func=False,
+             additional_meta=None):
+    """The ``forward`` source of ``graph``.  ``verbose`` annotates values with their dtype and
+    shape (strides and device on request) and heads each run of nodes with its source line;
+    ``record_func`` brackets the graph and each call in profiler ``record_function`` ranges
+    ("## <node index> ##"); ``expanded_def`` puts one parameter per line; ``colored`` adds
+    ANSI colours."""
+    paint = _painter(colored)
     nodes = list(graph.nodes)
-    g = _Globals({n.name for n in nodes})
+    g = _Globals({n.name for n in nodes} | {f"_rf_{n.name}" for n in nodes} | {"_rf"})
+    g.paint = paint
     sizes = _size_bindings(nodes) if _symbolic_sizes_used(nodes) else []
     g.sizes_bound = bool(sizes)
     last_use = {}
@@ -246,28 +309,57 @@ def generate(graph, root_module="self", verbose=False):
     sig = [root_module]
     body = []
     lineno_map = {}
-    for n in nodes:
+    rf = None
+    if record_func:
+        from ..autograd.profiler import record_function
+        rf = g.name_of(record_function)
+        body.append(f"_rf = {rf}('## ENTER_GRAPH_PLACEHOLDER_KEY ##'); _rf.__enter__()")
+    summary = None
+    for i, n in enumerate(nodes):
+        note = _annotation(n, paint, include_stride, include_device) if verbose else ""
         if n.op == "placeholder":
             t = n.target
             default = f" = {_repr(n.args[0], g)}" if n.args else ""
-            sig.append(f"{t}{default}")
+            sig.append(f"{t}{note}{default}")
             if t.lstrip("*") != n.name:
                 body.append(f"{n.name} = {t.lstrip('*')}")
             continue
         if sizes:   # after the placeholders, before their first use
             body.extend(sizes)
             sizes = []
-        lineno_map[len(body) + 2] = n.name
+        if verbose and n.op != "output":
+            text = _stack_summary(n, additional_meta)
+            if text != summary:
+                if summary is not None:
+                    body.append("")  # a blank line between runs, as torch prints them
+                summary = text
+                body.append(paint("dim", text))
         if n.op == "output":
+            if rf is not None:
+                body.append("_rf.__exit__(None, None, None)")
+            lineno_map[len(body) + 2] = n.name
             body.append(f"return {_repr(n.args[0], g)}" if n.args else "return None")
             continue
-        line = f"{n.name} = {_expr(n, root_module, g)}"
+        timed = rf is not None and n.op in ("call_function", "call_method", "call_module")
+        if timed:
+            body.append(f"_rf_{n.name} = {rf}('## {i} ##'); _rf_{n.name}.__enter__()")
+        lineno_map[len(body) + 2] = n.name
+        line = f"{n.name}{note} = {_expr(n, root_module, g)}"
         dead = [x.name for x in frees.get(n, []) if x.op != "output"]
         if dead:
-            line += ";  " + " = ".join(dead) + " = None"
+            line += ";  " + paint("dim", " = ".join(dead) + " = None")
         body.append(line)
+        if timed:
+            body.append(f"_rf_{n.name}.__exit__(None, None, None)")
     if not body or not body[-1].startswith("return"):
+        if rf is not None:
+            body.append("_rf.__exit__(None, None, None)")
         body.append("return None")
-    src = "\n\n\ndef forward(" + ", ".join(sig) + "):\n" + \
-        "\n".join("    " + b for b in body) + "\n    "
-    return PythonCode(src, g.globals, g.import_block(), {k + 3: v for k, v in lineno_map.items()})
+    if expanded_def:
+        head = "def forward(\n" + "".join(f"    {p},\n" for p in sig) + "):\n"
+    else:
+        head = "def forward(" + ", ".join(sig) + "):\n"
+    src = "\n\n\n" + head + "\n".join("    " + b for b in body) + "\n    "
+    shift = head.count("\n") + 2
+    return PythonCode(src, g.globals, {k + shift: v for k, v in lineno_map.items()},
+                      imports=g.import_block())

@@ -109,11 +109,12 @@ class PythonCode:
     """Generated source: ``src`` (the forward body), ``globals`` it needs, and an
     import block that rebuilds those globals in a fresh process."""
 
-    def __init__(self, src, globals_, imports, lineno_map=None):
+    def __init__(self, src, globals, _lineno_map, _prologue_start=0, imports=""):
         self.src = src
-        self.globals = globals_
+        self.globals = globals
+        self._lineno_map = _lineno_map or {}
+        self._prologue_start = _prologue_start
         self.imports = imports
-        self._lineno_map = lineno_map or {}
 
 
 def _target_to_str(target):
@@ -207,9 +208,10 @@ class Graph:
         """Call method ``method_name`` on ``args[0]``."""
         return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
 
-    def call_function(self, the_function, args=None, kwargs=None, type_expr=None):
-        """Call the free function ``the_function``."""
-        return self.create_node("call_function", the_function, args, kwargs,
+    def call_function(self, the_function, args=None, kwargs=None, type_expr=None, name=None):
+        """Call the free function ``the_function`` (the node named ``name`` if given, made
+        unique)."""
+        return self.create_node("call_function", the_function, args, kwargs, name=name,
                                 type_expr=type_expr)
 
     def output(self, result, type_expr=None):
@@ -296,7 +298,9 @@ class Graph:
             raise AssertionError(f"Expected output node, got op={last.op}")
         return last
 
-    def find_nodes(self, *, op, target=None):
+    def find_nodes(self, *, op, target=None, sort=True):
+        """The nodes of kind ``op`` (calling ``target`` if given), in graph order (ember scans
+        the node list, so ``sort=False`` returns the same order)."""
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     def eliminate_dead_code(self, is_impure_node=None):
@@ -368,10 +372,16 @@ class Graph:
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in out)
 
     # ---- code generation ------------------------------------------------------------
-    def python_code(self, root_module="self", *, verbose=False):
-        """Python source of a ``forward`` that runs this graph, with the globals it needs."""
+    def python_code(self, root_module="self", *, verbose=False, include_stride=False,
+                    include_device=False, colored=False, expanded_def=False, record_func=False,
+                    additional_meta=None):
+        """Python source of a ``forward`` that runs this graph, with the globals it needs
+        (the options: ``ember.fx.codegen.generate``)."""
         from .codegen import generate
-        return generate(self, root_module, verbose=verbose)
+        return generate(self, root_module, verbose=verbose, include_stride=include_stride,
+                        include_device=include_device, colored=colored,
+                        expanded_def=expanded_def, record_func=record_func,
+                        additional_meta=additional_meta)
 
 
 class _Ref:

@@ -131,10 +131,18 @@ class GraphModule(Module):
         type(self).forward = _forward_from_src(self._code, python_code.globals)
         return python_code
 
-    def print_readable(self, print_output=True):
-        """The generated module as readable Python (class header, forward)."""
-        body = "\n".join("    " + ln if ln.strip() else ln
-                         for ln in self._code.strip("\n").rstrip().splitlines())
+    def print_readable(self, print_output=True, include_stride=False, include_device=False,
+                       colored=False, *, fast_sympy_print=False, expanded_def=False,
+                       additional_meta=None):
+        """The generated module as readable Python (class header, a verbose forward: values
+        annotated with dtype and shape, runs of nodes headed by their source line)."""
+        code = self._graph.python_code(root_module="self", verbose=True,
+                                       include_stride=include_stride,
+                                       include_device=include_device, colored=colored,
+                                       expanded_def=expanded_def,
+                                       additional_meta=additional_meta).src
+        body = "\n".join("    " + ln if ln.strip() else ""
+                         for ln in code.strip("\n").rstrip().splitlines())
         s = f"class {type(self).__name__}(ember.nn.Module):\n{body}\n"
         if print_output:
             print(s)

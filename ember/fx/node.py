@@ -20,6 +20,26 @@ _side_effectful_functions = {operator.setitem, operator.iadd, operator.isub, ope
                              builtins.print}
 
 
+# the public functions that draw from a generator (torch's _RANDOM_FUNCTIONS)
+_RANDOM_FUNCTION_NAMES = ("normal", "bernoulli", "randn_like", "rand", "poisson", "randperm",
+                          "randint", "multinomial", "randint_like", "randn", "rand_like")
+
+
+def _is_random_function(fn):
+    import sys
+    top = sys.modules.get(__name__.split(".")[0])
+    return any(getattr(top, n, None) is fn for n in _RANDOM_FUNCTION_NAMES)
+
+
+def _is_tensor(v):
+    from .._core.tensor import Tensor
+    return isinstance(v, Tensor)
+
+
+def _shape_str(shape):
+    return f"[{', '.join(str(x) for x in shape)}]"
+
+
 def has_side_effect(fn):
     """Mark ``fn`` as side-effectful: its call_function nodes are never dead code."""
     _side_effectful_functions.add(fn)
@@ -199,15 +219,15 @@ class Node:
         self._input_nodes.setdefault(n, None)
         return n
 
-    def replace_all_uses_with(self, replace_with, delete_user_cb=lambda user: True, *,
-                              propagate_meta=False):
-        """Make every user of this node read ``replace_with`` instead; returns those users."""
+    def replace_all_uses_with(self, replace_with, delete_user_cb=None, *, propagate_meta=False):
+        """Make every user of this node (those ``delete_user_cb`` accepts, if given) read
+        ``replace_with`` instead; returns those users."""
         if propagate_meta:
             for k, v in self.meta.items():
                 replace_with.meta.setdefault(k, v)
         changed = []
         for user in list(self.users):
-            if not delete_user_cb(user):
+            if delete_user_cb is not None and not delete_user_cb(user):
                 continue
             user.replace_input_with(self, replace_with)
             changed.append(user)
@@ -228,12 +248,18 @@ class Node:
     def stack_trace(self, trace):
         self.meta["stack_trace"] = trace
 
-    def is_impure(self):
-        """Whether removing this node could change the program (inputs, outputs, side effects)."""
+    def is_impure(self, impure_random=True):
+        """Whether removing this node could change the program (inputs, outputs, side effects).
+        A call of a public random function (``ember.rand``, ...) advances the generator, so it
+        is impure; an operator-level random op (in captured graphs) is impure only with
+        ``impure_random``, as torch treats its seeded ATen ops."""
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
-            return self.target in _side_effectful_functions
+            t = self.target
+            if t in _side_effectful_functions or _is_random_function(t):
+                return True
+            return impure_random and isinstance(t, Op) and t.category == "random"
         if self.op == "call_method":
             # in-place Tensor methods (add_, copy_, ...) mutate their input
             t = self.target
@@ -244,7 +270,8 @@ class Node:
             return bool(getattr(target, "_is_impure", False))
         return False
 
-    def format_node(self, placeholder_names=None, maybe_return_typename=None):
+    def format_node(self, placeholder_names=None, maybe_return_typename=None, *,
+                    include_tensor_metadata=False):
         """This node as one readable line (``%name : [num_users=N] = op[target=...](...)``)."""
         if self.op == "placeholder":
             if placeholder_names is not None:
@@ -258,7 +285,13 @@ class Node:
                 maybe_return_typename[0] = f" -> {self.type}"
             return f"return {_format_arg(self._args[0]) if self._args else None}"
         target = self.target if isinstance(self.target, str) else _qualified_name(self.target)
-        return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={target}]("
+        annotation = ""
+        val = self.meta.get("val", self.meta.get("tensor_meta", self.meta.get("example_value")))
+        if include_tensor_metadata and _is_tensor(val):
+            annotation = f'Tensor "{val.dtype.abbr}{_shape_str(val.shape)}' \
+                         f'{_shape_str(val.stride())}{val.device}"'
+        return (f"%{self.name} : {annotation}[num_users={len(self.users)}] = {self.op}"
+                f"[target={target}]("
                 f"args = {_format_arg(self._args)}, kwargs = {_format_arg(self._kwargs)})")
 
     def __repr__(self):

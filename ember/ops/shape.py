@@ -366,7 +366,12 @@ def unbind(input, dim=0):
     return mark_multi_output_views(tuple(select(input, d, i) for i in range(shp[d])), "Unbind")
 
 
-Tensor.split = split
+def _split_method(self, split_size, dim=0):
+    """``Tensor.split``: torch names the size argument ``split_size`` on the method."""
+    return split(self, split_size, dim)
+
+
+Tensor.split = _split_method
 Tensor.tensor_split = tensor_split
 Tensor.hsplit = hsplit
 Tensor.vsplit = vsplit
@@ -561,12 +566,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
         if not _is_integral(repeats.dtype):
             raise RuntimeError(f"repeat_interleave only supports Int or Long tensors as repeats")
-        if repeats.is_meta:  # the counts are values: only output_size gives the shape
-            if output_size is None:
-                raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
-            shape = (output_size,) if flat else \
-                tuple(input.shape[:d]) + (output_size,) + tuple(input.shape[d + 1:])
-            return input.new_empty(shape)
         r = repeats._data.reshape(-1)
         if r.size == 1 and n != 1:
             r = int(r[0])

@@ -176,6 +176,9 @@ def _norm_default(v):
         return repr(v).replace("ember.", "torch.")  # tuple subclasses: ember.Size([])
     if inspect.isfunction(v) or inspect.isclass(v) or inspect.isbuiltin(v):
         return getattr(v, "__name__", repr(v))
+    if type(v).__name__ == "Generator" and v is getattr(
+            sys.modules[type(v).__module__.split(".")[0]], "default_generator", None):
+        return "default_generator"  # its repr carries a memory address
     return str(v).replace("ember.", "torch.")
 
 

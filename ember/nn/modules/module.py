@@ -72,10 +72,22 @@ def register_module_forward_pre_hook(hook):
     return h
 
 
-def register_module_forward_hook(hook):
-    """Registers a global forward hook for all the modules."""
-    h = _HookHandle(_global_forward_hooks)
+# ids of the global forward hooks registered with_kwargs / always_call
+_global_forward_hooks_with_kwargs = {}
+_global_forward_hooks_always_called = {}
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Registers a forward hook common to all modules: ``hook(module, args, output)`` (with
+    ``with_kwargs``: ``hook(module, args, kwargs, output)``) runs after every forward, before
+    the module's own hooks; with ``always_call`` it also runs when forward raises."""
+    h = _HookHandle(_global_forward_hooks, _global_forward_hooks_always_called,
+                    extra=_global_forward_hooks_with_kwargs)
     _global_forward_hooks[h.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[h.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[h.id] = True
     return h
 
 
@@ -888,16 +900,23 @@ class Module:
         try:
             result = self.forward(*args, **kwargs)
         except Exception:
-            for hid, hook in self._forward_hooks.items():
-                if self._forward_hooks_always_called.get(hid):
+            for hid, hook in itertools.chain(_global_forward_hooks.items(),
+                                             self._forward_hooks.items()):
+                if self._forward_hooks_always_called.get(hid) or \
+                        _global_forward_hooks_always_called.get(hid):
                     try:
-                        hook(self, args, None)
+                        if self._forward_hooks_with_kwargs.get(hid) or \
+                                _global_forward_hooks_with_kwargs.get(hid):
+                            hook(self, args, kwargs, None)
+                        else:
+                            hook(self, args, None)
                     except Exception:  # noqa: BLE001 - the forward error is the one to see
                         pass
             raise
         for hid, hook in itertools.chain(_global_forward_hooks.items(),
                                          self._forward_hooks.items()):
-            if self._forward_hooks_with_kwargs.get(hid):
+            if self._forward_hooks_with_kwargs.get(hid) or \
+                    _global_forward_hooks_with_kwargs.get(hid):
                 r = hook(self, args, kwargs, result)
             else:
                 r = hook(self, args, result)

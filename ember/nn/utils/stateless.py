@@ -77,7 +77,7 @@ def _reparametrize(module, tensors, tie_weights, strict):
 _MISSING = object()
 
 
-def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
     """Perform a functional call on the module by replacing its parameters and buffers with
     the provided ones (deprecated here: use ``ember.func.functional_call``)."""
@@ -86,7 +86,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                   "and will be removed in a future version of PyTorch. Please use "
                   "`torch.func.functional_call` instead which is a drop-in replacement.",
                   FutureWarning, stacklevel=2)
-    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+    return _functional_call(module, parameters_and_buffers, args, kwargs,
                             tie_weights=tie_weights, strict=strict)
 
 

@@ -4,6 +4,8 @@ import itertools
 import math
 import warnings
 
+from ..._core.random import default_generator
+
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -129,7 +131,7 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(dataset, lengths, generator=default_generator):
     """Randomly split a dataset into non-overlapping subsets of the given lengths (or
     fractions summing to 1, with the remainder spread round-robin as torch does)."""
     from ...ops.random import randperm
