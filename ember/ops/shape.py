@@ -566,6 +566,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
         if not _is_integral(repeats.dtype):
             raise RuntimeError(f"repeat_interleave only supports Int or Long tensors as repeats")
+        if repeats.is_meta:  # the counts are values: only output_size gives the shape
+            if output_size is None:
+                raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
+            shape = (output_size,) if flat else \
+                tuple(input.shape[:d]) + (output_size,) + tuple(input.shape[d + 1:])
+            return input.new_empty(shape)
         r = repeats._data.reshape(-1)
         if r.size == 1 and n != 1:
             r = int(r[0])
