@@ -2,7 +2,12 @@
 in one process, measured with ``ember.utils.benchmark.Timer.blocked_autorange``,
 printed as a Compare table with an ember/torch ratio column, and written as JSON.
 
-    python -m benchmarks.run [--only NAME] [--quick] [--json PATH]
+    python -m benchmarks.run [--only NAME] [--quick] [--cpu-time] [--json PATH]
+
+ember's GEMMs are NumPy's and SciPy's OpenBLAS, whose kernel set follows the CPU unless
+``OPENBLAS_CORETYPE`` forces one: ``Haswell`` (AVX2) on an AVX512 CPU halves float32 GEMM
+throughput against ``SkylakeX``, while torch's convolutions (oneDNN) keep AVX512.  The
+JSON's ``meta.blas`` records the variable and each library's kernel set.
 """
 import argparse
 import contextlib
@@ -85,7 +90,9 @@ def _blas_info():
                 for i in threadpool_info() if i.get("user_api") == "blas"]
     except Exception as e:  # noqa: BLE001 - only the report loses this field
         libs = f"{type(e).__name__}: {e}"
-    return {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"), "libraries": libs}
+    from ember._core import cpu_capability
+    return {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"), "libraries": libs,
+            "cpu_capability": cpu_capability.detect()}
 
 
 def main(argv=None):
@@ -108,6 +115,12 @@ def main(argv=None):
         libs.append(("torch", torch))
     except ImportError:
         print("torch is not installed: reporting ember times only", file=sys.stderr)
+
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced:  # a common container setting: it silently halves GEMM speed on AVX512 CPUs
+        print(f"note: OPENBLAS_CORETYPE={forced} forces OpenBLAS's kernel set (this CPU: "
+              f"{_blas_info()['cpu_capability']}); unset it to measure OpenBLAS's own choice",
+              file=sys.stderr)
 
     names = args.only or list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]

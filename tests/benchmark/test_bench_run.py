@@ -15,5 +15,6 @@ def test_cpu_time_run_writes_results_and_blas_info(tmp_path, capsys):
     assert abs(row["ratio"] - row["ember"] / row["torch"]) < 1e-12
     blas = data["meta"]["blas"]
     assert "OPENBLAS_CORETYPE" in blas
+    assert blas["cpu_capability"] in ("DEFAULT", "AVX2", "AVX512")
     assert any("openblas" in lib["filepath"].lower() for lib in blas["libraries"])
     assert "add_small" in capsys.readouterr().out
