@@ -166,6 +166,13 @@ def test_c_kernels_on_strided_inputs_and_threads(monkeypatch):
     tx = torch.from_numpy(np.ascontiguousarray(x)).requires_grad_()
     torch.nn.functional.max_pool2d(tx, 3, 2).backward(torch.from_numpy(g))
     np.testing.assert_array_equal(ckpool.max_pool_backward(g, idx, x.shape, 2), tx.grad.numpy())
+    # average pooling's gradient, strided gradient in, over threads
+    ga = rng.standard_normal((8, 8, 15, 29)).astype(np.float32)[..., ::2]
+    ta = torch.from_numpy(np.ascontiguousarray(x)).requires_grad_()
+    torch.nn.functional.avg_pool2d(ta, 3, 2, 1).backward(torch.from_numpy(ga.copy()))
+    np.testing.assert_allclose(
+        ckpool.avg_pool_backward(ga, x.shape[-2:], (3, 3), (2, 2), (1, 1), True, None),
+        ta.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_integer_and_empty_inputs_take_the_numpy_kernel():
