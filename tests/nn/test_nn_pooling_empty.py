@@ -84,3 +84,15 @@ def test_max_pool1d_dtypes_like_torch(dtype):
             except NotImplementedError as e:
                 res.append(str(e))
         assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("n", (1, 2, 3))
+def test_max_unpool_empty_batch_returns_empty_like_torch(n):
+    # only the batch is empty: torch returns an empty result (NumPy cannot infer a -1 there)
+    shape = (0, 2) + (2,) * n
+    outs = []
+    for lib in (torch, ember):
+        x = lib.ones(shape)
+        r = getattr(lib.nn.functional, f"max_unpool{n}d")(x, lib.zeros(shape, dtype=lib.long), 2)
+        outs.append(tuple(r.shape))
+    assert outs[0] == outs[1] == (0, 2) + (4,) * n

@@ -367,12 +367,14 @@ def _max_unpool_kernel(xp, x, idx, osz):
         not_implemented(f"max_unpool{max(n, 2)}d", x.dtype)
     lead = x.shape[:x.ndim - n]
     plane = int(np.prod(osz, dtype=np.int64))
-    flat = idx.reshape(lead + (-1,))
+    # sizes spelled out: a -1 cannot be inferred when the batch is empty
+    window = int(np.prod(x.shape[x.ndim - n:], dtype=np.int64))
+    flat = idx.reshape(lead + (window,))
     if flat.size and (flat.max() >= plane or flat.min() < 0):
         raise RuntimeError(f"Found an invalid max index: {int(flat.max())} (output volumes are "
                            f"of size {'x'.join(map(str, osz))}")
     out = xp.zeros(lead + (plane,), dtype=x.dtype)
-    xp.put_along_axis(out, flat, x.reshape(lead + (-1,)), axis=-1)
+    xp.put_along_axis(out, flat, x.reshape(lead + (window,)), axis=-1)
     return out.reshape(lead + tuple(osz))
 
 
