@@ -370,7 +370,8 @@ def _create(op, size, params, generator, out, dtype, device, requires_grad, defa
     if dtype is None:
         dtype = out.dtype if out is not None else (default or _dt.get_default_dtype())
     params = dict(params, shape=shape, dtype=dtype.np, generator=_gen_param(generator))
-    if out is None and is_meta_device(device or DEFAULT_DEVICE[0]):
+    if (device is not None or DEFAULT_DEVICE[0] is not None) and out is None and \
+            is_meta_device(device or DEFAULT_DEVICE[0]):
         r = apply_meta(op, (), params)  # no values drawn: the generator does not advance
         return r._set_requires_grad(True) if requires_grad else r
     r = apply(op, (), params)
