@@ -18,10 +18,15 @@
               compiled (one graph with its backward and the Adam update, replayed; and,
               for comparison, with ``config.capture_backward=False``: graph breaks at
               backward() and at the update), for both libraries.
+(d) dropout   one training step of the benchmark GPT (workloads_nn.tiny_gpt: 4 blocks,
+              d 128, batch 16 x 64 tokens, AdamW) with dropout 0.1 after the embedding,
+              in attention and after the MLP: eager, the whole step compiled (its draws
+              are graph nodes, so the step replays), for both libraries.
 
 Times are medians of ``ember.utils.benchmark.Timer.blocked_autorange``; every library
 runs at its default thread count (torch's intra-op pool is left alone) unless
-``--threads N`` sets both.  The load average is printed with the tables: on a busy machine
+``--threads N`` sets both; ``--cpu-time`` measures the process's CPU time instead of wall
+time (on a shared machine, with ``--threads 1``, the figure that does not depend on load).  The load average is printed with the tables: on a busy machine
 torch's spinning OpenMP pool is many times slower at its default than at one thread.  Ratios are
 against the torch.compile row of each table.  A variant that fails prints its error and
 the others still run.
@@ -42,6 +47,7 @@ from ember.utils.benchmark import Timer
 CHAIN_OPS = 20
 CAPTURE_OPS = 200
 ROWS = []  # every measurement: dict(table, variant, seconds, error, note)
+CLOCK = [time.perf_counter]  # what median_time measures (--cpu-time: time.process_time)
 
 
 # ---- workloads ----------------------------------------------------------------------------
@@ -103,7 +109,8 @@ def set_threads(n):
 def median_time(fn, min_run_time, label):
     """Median seconds per call of ``fn`` (after one warm-up call)."""
     fn()
-    timer = Timer("fn()", globals={"fn": fn}, label=label, num_threads=_threads())
+    timer = Timer("fn()", globals={"fn": fn}, label=label, num_threads=_threads(),
+                  timer=CLOCK[0])
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
@@ -279,6 +286,48 @@ def bench_training(min_run_time):
     record(table, "torch.compile(step) inductor", make(torch, "step"), min_run_time)
 
 
+# ---- (d) GPT training step with dropout ---------------------------------------------------
+def gpt_dropout_training(lib, how, backend="inductor", dropout=0.1):
+    """One training step of the benchmark GPT with dropout, as a zero-argument callable;
+    ``how``: "eager" or "step" (the whole step compiled)."""
+    from .workloads_nn import tiny_gpt
+    seq, batch, vocab = 64, 16, 96
+    lib.manual_seed(0)
+    model = tiny_gpt(lib, seq=seq, vocab=vocab, dropout=dropout)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = _tensor(lib, (batch, seq), ints=vocab), _tensor(lib, (batch, seq), 1, ints=vocab)
+    F = lib.nn.functional
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        loss.backward()
+        opt.step()
+        return loss
+    return lib.compile(step, backend=backend) if how == "step" else step
+
+
+def bench_dropout(min_run_time):
+    import torch
+
+    import ember
+    table = "(d) GPT training step with dropout 0.1 (4 blocks, d 128, 16 x 64 tokens, AdamW)"
+
+    def make(lib, how, backend="inductor"):
+        def build():
+            lib._dynamo.reset()
+            return gpt_dropout_training(lib, how, backend)
+        return build
+    record(table, "ember eager", make(ember, "eager"), min_run_time)
+    for backend in ("eager", "inductor"):
+        record(table, f"ember.compile(step) {backend}", make(ember, "step", backend),
+               min_run_time)
+        record(table, f"ember.compile(step) {backend}, Python every call",
+               _with_replay(make(ember, "step", backend), False), min_run_time)
+    record(table, "torch eager", make(torch, "eager"), min_run_time)
+    record(table, "torch.compile(step) inductor", make(torch, "step"), min_run_time)
+
+
 # ---- report -------------------------------------------------------------------------------
 def _reference(rows):
     """The torch.compile row a table's ratios are against."""
@@ -309,8 +358,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="short measurements")
-    p.add_argument("--only", choices=("overhead", "capture", "training"), action="append",
-                   help="run only this part (repeatable)")
+    p.add_argument("--only", choices=("overhead", "capture", "training", "dropout"),
+                   action="append", help="run only this part (repeatable)")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="measure process CPU time rather than wall time")
     p.add_argument("--threads", type=int, default=None,
                    help="run both libraries at this many threads (default: torch's default)")
     p.add_argument("--json", default=None, help="where to write results (default "
@@ -324,12 +375,15 @@ def main(argv=None):
     min_run_time = 0.2 if args.quick else 1.0
     if args.threads:
         set_threads(args.threads)
+    if args.cpu_time:
+        CLOCK[0] = time.process_time
     parts = {"overhead": bench_overhead, "capture": bench_capture,
-             "training": bench_training}
+             "training": bench_training, "dropout": bench_dropout}
     for name in args.only or parts:
         parts[name](min_run_time)
     load = os.getloadavg()
-    print(f"\n{os.cpu_count()} CPUs, torch at {torch.get_num_threads()} threads, load average "
+    print(f"\n{os.cpu_count()} CPUs, torch at {torch.get_num_threads()} threads, "
+          f"{'CPU' if args.cpu_time else 'wall'} time, load average "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print_tables(ROWS)
     out = args.json or os.path.join(os.path.dirname(__file__), "results",
@@ -338,6 +392,7 @@ def main(argv=None):
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "ember": ember.__version__, "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "min_run_time": min_run_time,
+            "clock": "process_time" if args.cpu_time else "perf_counter",
             "load_average": os.getloadavg()}
     with open(out + ".tmp", "w") as f:
         json.dump({"meta": meta, "results": ROWS}, f, indent=1)

@@ -44,8 +44,10 @@ def lenet_train_step(lib, compile_model=False):
     return _step(lib, model, opt, lambda m: nn.functional.cross_entropy(fwd(x), y))
 
 
-def tiny_gpt(lib, d=128, heads=4, seq=64, vocab=96, layers=4):
-    """The benchmark GPT: pre-norm causal self-attention blocks (also used by benchmarks.ddp)."""
+def tiny_gpt(lib, d=128, heads=4, seq=64, vocab=96, layers=4, dropout=0.0):
+    """The benchmark GPT: pre-norm causal self-attention blocks (also used by benchmarks.ddp
+    and, with ``dropout`` after the embedding, the attention and the MLP, by
+    benchmarks.compile_capture)."""
     nn = lib.nn
     F = nn.functional
 
@@ -60,9 +62,11 @@ def tiny_gpt(lib, d=128, heads=4, seq=64, vocab=96, layers=4):
             b, t, c = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
             q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               dropout_p=dropout if self.training else 0.0)
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+            return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)))), dropout,
+                                 self.training)
 
     class GPT(nn.Module):
         def __init__(self):
@@ -72,7 +76,8 @@ def tiny_gpt(lib, d=128, heads=4, seq=64, vocab=96, layers=4):
             self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
 
         def forward(self, idx):
-            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            x = F.dropout(self.tok(idx) + self.pos(lib.arange(idx.shape[1])), dropout,
+                          self.training)
             return self.head(self.ln(self.blocks(x)))
 
     return GPT()
