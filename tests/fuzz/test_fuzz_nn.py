@@ -189,6 +189,15 @@ def _nn_call(spec):
     return call
 
 
+def _has_huge(a):
+    """Whether ``a`` holds finite values so large that adding two of them overflows."""
+    if a.dtype.kind not in "fc" or not a.size:
+        return False
+    with np.errstate(all="ignore"):
+        mag = np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+        return bool((np.isfinite(mag) & (mag > np.finfo(a.dtype).max / 4)).any())
+
+
 @fuzz_settings(NN_BUDGET)
 @given(_nn_case())
 def _fuzz_nn(spec):
@@ -201,6 +210,7 @@ def _fuzz_nn(spec):
             for k, v in spec.items()}
     if "t" in spec:
         desc["t"] = (spec["t"][0].tolist() if spec["t"][0].size < 8 else "...", spec["t"][1])
+    desc["huge"] = _has_huge(spec["x"])
     NN_STATS.record(op, cls, detail, repr(desc)[:500])
 
 
