@@ -54,10 +54,12 @@ class CProgram:
     """What `generate` made: ``source``; ``inputs``, the ``("placeholder", name)`` or
     ``("table", array)`` of each entry input; ``symbols``; ``outputs``, ``(shape, dtype
     name)`` per graph output (sizes as the file writes them); ``matmuls``, per product the
-    sizes whose product is its multiply-adds (K, then the output's shape)."""
+    sizes whose product is its multiply-adds (K, then the output's shape); ``placeholders``,
+    the ``(dtype, static shape or None)`` the C assumes of each input."""
 
-    def __init__(self, source, inputs, symbols, outputs, matmuls, uses_blas):
+    def __init__(self, source, inputs, symbols, outputs, matmuls, uses_blas, placeholders):
         self.source, self.inputs, self.symbols = source, inputs, symbols
+        self.placeholders = placeholders
         self.outputs, self.matmuls, self.uses_blas = outputs, matmuls, uses_blas
 
 
@@ -83,10 +85,13 @@ def _c_size(text):
                 return f"({a} - {b})"
             if op is ast.Mult:
                 return f"({a} * {b})"
-            if op is ast.FloorDiv:
-                return f"lite_fdiv({a}, {b})"
-            if op is ast.Mod:
-                return f"lite_fmod({a}, {b})"
+            if op in (ast.FloorDiv, ast.Mod):
+                # a divisor of 0 (or -1 of INT64_MIN) would trap: constants > 0 only
+                if not (isinstance(n.right, ast.Constant) and type(n.right.value) is int
+                        and n.right.value > 0):
+                    raise Unsupported(f"size expression {text!r}: a divisor that is not a "
+                                      f"positive constant")
+                return f"lite_{'fdiv' if op is ast.FloorDiv else 'fmod'}({a}, {b})"
         raise Unsupported(f"size expression {text!r}")
     return c(tree)
 
@@ -155,6 +160,10 @@ def _contiguous(shape):
 def _literal(x, dtype):
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise Unsupported(f"scalar operand {x!r}")
+    if dtype == "int64":
+        if type(x) is not int or not -2 ** 63 < x < 2 ** 63:
+            raise Unsupported(f"scalar operand {x!r} of an int64 op")
+        return f"INT64_C({x})"
     x = float(x)
     if math.isnan(x):
         return "NAN"
@@ -248,6 +257,7 @@ class _Gen:
         self.uses_blas = False
         self.symbols = set()
         self.env, self.meta = {}, {}
+        self.placeholders = {}   # name -> (dtype, static shape or None)
         self.checks = []   # C conditions the sizes must meet (else the entry returns 2)
         self.owners = {}   # buffer -> the live values that are it, view it or read it
         self.holds = {}    # value -> the buffers it keeps alive
@@ -362,6 +372,8 @@ class _Gen:
                     shape = [self.sym(s) for s in meta["shape"]]
                     slot = len(self.inputs)
                     self.inputs.append(("placeholder", name))
+                    self.placeholders[name] = (np.dtype(dt), tuple(shape) if all(
+                        type(v) is int for v in shape) else None)
                     self.env[name] = _T(f"(({_CT[dt][0]} *)in[{slot}])", dt, shape)
             elif kind == "call_function":
                 if name in live:
@@ -554,9 +566,11 @@ class _Gen:
             raise Unsupported(f"{at}: dtype")
         dims = kwargs.get("dims", args[1] if len(args) > 1 else None)
         nd = len(x.shape)
-        dims = range(nd) if dims is None else [d % nd for d in
-                                               (dims if isinstance(dims, (list, tuple))
-                                                else [dims])]
+        dims = range(nd) if dims is None else dims if isinstance(dims, (list, tuple)) \
+            else [dims]
+        if not all(type(d) is int and -max(nd, 1) <= d < max(nd, 1) for d in dims):
+            raise Unsupported(f"{at}: dims")
+        dims = [d % max(nd, 1) for d in dims]
         dims = sorted(set(dims))
         kept = [d for d in range(nd) if d not in dims]
         out = self.fresh(dtype, shape)
@@ -778,7 +792,8 @@ class _Gen:
             f"int lite_abi(void) {{ return {ABI}; }}",
             "int lite_entry(void **in, void **out, const int64_t *sym) {",
             "    (void)sym;", "    int bad = 0; (void)bad;", *head, *self.lines, *body, "    return 0;", "}", ""])
-        return CProgram(src, self.inputs, symbols, results, self.matmuls, self.uses_blas)
+        return CProgram(src, self.inputs, symbols, results, self.matmuls, self.uses_blas,
+                        self.placeholders)
 
 
 def _refs(v, acc):

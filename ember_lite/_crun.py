@@ -15,7 +15,7 @@ from .kernels._blas import threads_for
 
 __all__ = ["prepare"]
 
-_OPT = ("-O3", "-fno-trapping-math")
+_OPT = ("-O3", "-fno-trapping-math", "-fwrapv")  # integers wrap, as torch's
 # -march=native is safe in the cache: the key holds this CPU's model and flags
 _VARIANTS = [(_OPT + ("-march=native",) + _build.BASE_FLAGS + _build.FALLBACK_FLAGS, {}),
              (_OPT + _build.BASE_FLAGS + _build.FALLBACK_FLAGS, {})]
@@ -72,6 +72,9 @@ class _Runner:
                 self.ins[k] = v.ctypes.data
         self.slots = [(k, v) for k, (kind, v) in enumerate(cp.inputs) if kind == "placeholder"]
         self.seen = [None] * len(self.slots)  # the array each slot's pointer was read from
+        # what the C assumes of each input: a weight replaced by a buffer mutation must
+        # still match (user inputs are checked against the same metadata by the caller)
+        self.expect = [cp.placeholders[v] for _, v in self.slots]
         self.out_shapes = [([_size_fn(e) for e in shape], np.dtype(d))
                            for shape, d in cp.outputs]
         self.macs = [[_size_fn(e) for e in m] for m in cp.matmuls]
@@ -81,6 +84,9 @@ class _Runner:
         for j, (k, name) in enumerate(self.slots):
             a = env[name]
             if a is not self.seen[j]:   # weights keep their arrays from call to call
+                dtype, shape = self.expect[j]
+                if a.dtype != dtype or (shape is not None and a.shape != shape):
+                    return None
                 if not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a)
                     keep.append(a)

@@ -249,3 +249,40 @@ def test_index_tables_are_checked_against_the_indexed_size():
     assert prog.backend == "numpy" and "out of range" in prog.c_info["reason"]
     with pytest.raises(RuntimeError, match="index"):
         prog(x)
+
+
+def test_training_program_through_c_updates_its_buffers():
+    ember.manual_seed(4)
+    m = nn.BatchNorm1d(3)
+    x = ember.randn(6, 3)
+    prog = ember_lite.load(io.BytesIO(_program(m, x)))
+    assert prog.backend == "c", prog.c_info
+    for _ in range(2):   # the second call reads the buffers the first one wrote
+        np.testing.assert_allclose(prog(x.numpy())[0], m(x).detach().numpy(), **F32)
+        np.testing.assert_allclose(prog._weights["running_mean"], m.running_mean.numpy(),
+                                   **F32)
+        np.testing.assert_allclose(prog._weights["running_var"], m.running_var.numpy(), **F32)
+    # a weight that no longer matches what the C was generated for is never handed to it
+    prog._weights["running_mean"] = np.zeros(1, np.float32)
+    numpy_prog = ember_lite.load(io.BytesIO(_program(m, x)), c_kernels=False)
+    numpy_prog._weights.update(prog._weights)
+    np.testing.assert_array_equal(prog(x.numpy())[0], numpy_prog(x.numpy())[0])
+
+
+def _int_ops(i, j):
+    return (i + j * 3 - 1, ember.maximum(i, j), ember.minimum(i, j), i.abs(), -i, i.sign(),
+            i > j, i == j, ember.where(i > j, i, j), (i * j).sum(1))
+
+
+def test_int64_ops_through_c_equal_ember():
+    rng = np.random.default_rng(5)
+    i, j = (ember.from_numpy(rng.integers(-50, 50, (4, 6))) for _ in range(2))
+    big = ember.full((4, 6), 2 ** 62)
+    prog = ember_lite.load(io.BytesIO(_program(_int_ops, i, j)))
+    assert prog.backend == "numpy" and "sum" in prog.c_info["reason"]  # no integer sums
+    prog = ember_lite.load(io.BytesIO(_program(lambda i, j: _int_ops(i, j)[:-1], i, j)))
+    assert prog.backend == "c", prog.c_info
+    for a, b in ((i, j), (big, big)):   # 2**62 * 3 wraps in C as in torch
+        for g, w in zip(prog(a.numpy(), b.numpy()), _int_ops(a, b)[:-1]):
+            assert g.dtype == w.numpy().dtype
+            np.testing.assert_array_equal(g, w.numpy())

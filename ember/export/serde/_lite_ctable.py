@@ -18,6 +18,10 @@ PATH = pathlib.Path(__file__).resolve().parents[3] / "ember_lite" / "_ctable.py"
 # rules whose result is computed in the dtype of the (float) operands; compare and
 # predicate results are bool
 _RULES = ("float", "same", "promote", "promote_float", "compare", "predicate")
+# int64 forms only where C's integer arithmetic cannot trap (no division: a zero divisor
+# would kill the process); the lite build's -fwrapv makes overflow wrap as torch's does
+_INT64 = ("add", "sub", "mul", "neg", "abs", "maximum", "minimum", "sign", "eq", "ne", "lt",
+          "le", "gt", "ge", "where")
 
 
 def render():
@@ -29,7 +33,7 @@ def render():
             continue
         operands = [f"${i}" for i in range(sf.arity)]
         forms = {}
-        for dt in ("float32", "float64"):
+        for dt in ("float32", "float64") + (("int64",) if name in _INT64 else ()):
             if _sf.has_c(name, dt):
                 forms[dt] = _sf.c_expr(name, dt, *operands)
         if forms:
