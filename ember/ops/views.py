@@ -800,10 +800,10 @@ def _as_strided_vjp(ctx, g, x, size, stride, storage_offset, rel, in_stride=None
     buf = host_tensor(np.zeros(int(hi - lo + 1), dtype=g.dtype.np), g)
     if out_pos.size:
         buf = buf.put(host_tensor(out_pos - lo, g), g, accumulate=True)
-    gi = buf.take(wrap(in_pos - lo))
+    gi = buf.take(host_tensor(in_pos - lo, g))
     count = np.bincount((in_pos - lo).reshape(-1))[in_pos - lo]
     if (count > 1).any():
-        gi = gi / wrap(count.astype(g.dtype.np))
+        gi = gi / host_tensor(count.astype(g.dtype.np), g)
     return gi
 
 
