@@ -1,8 +1,9 @@
 """``torch.cuda``: the queries device-agnostic scripts make.
 
 A 'cuda' device exists when a backend named 'cuda' is registered (CuPy); without
-one, ``is_available()`` is False and the seeding/synchronisation helpers are
-no-ops, exactly what PyTorch does on a machine without a GPU.
+one, ember answers as a CPU-only build of PyTorch: ``is_available()`` is False, seeding
+and ``empty_cache`` are no-ops, and calls that need the device (``synchronize``,
+``current_device``) raise its AssertionError.
 """
 from .._core import device as _device
 
@@ -19,9 +20,13 @@ def device_count():
     return 1 if is_available() else 0
 
 
-def current_device():
+def _lazy_init():
     if not is_available():
-        raise RuntimeError("Torch not compiled with CUDA enabled")
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+
+def current_device():
+    _lazy_init()
     return 0
 
 
@@ -34,6 +39,7 @@ manual_seed_all = manual_seed
 
 def synchronize(device=None):
     """ember's kernels complete before returning; nothing to wait for."""
+    _lazy_init()
 
 
 def empty_cache():

@@ -100,3 +100,17 @@ def test_compat_runs_a_script_as_python_does(tmp_path):
         outs.append(r.stdout)
     assert outs[1] == outs[0]
     assert str(d / "prog.py") in outs[0]
+
+
+@LIBS
+def test_cuda_calls_without_cuda_answer_as_a_cpu_build(lib):
+    # nanoGPT's bench.py calls torch.cuda.synchronize() on device=cpu: a CPU build of torch
+    # refuses it; seeding and empty_cache stay no-ops
+    assert lib.cuda.is_available() is False
+    for f in (lib.cuda.synchronize, lib.cuda.current_device):
+        with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+            f()
+    lib.cuda.manual_seed(3)
+    lib.cuda.manual_seed_all(3)
+    lib.cuda.empty_cache()
+    assert lib.cuda.is_bf16_supported() is False
