@@ -4,6 +4,8 @@ flags, ``unsafe_*`` splits and the positional ``torch.*dropout*`` entry points."
 import builtins
 import warnings
 
+import numpy as np
+
 from . import ops
 from ._core.dispatch import overridable
 from .nn.functional.dropout import _impl as _dropout_impl
@@ -15,7 +17,8 @@ __all__ = ["set_warn_always", "is_warn_always_enabled", "get_num_interop_threads
            "dropout_", "alpha_dropout_", "feature_dropout", "feature_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "constant_pad_nd",
            "native_layer_norm", "native_group_norm", "frobenius_norm", "nuclear_norm",
-           "get_device_module"]
+           "get_device_module", "AcceleratorError", "OutOfMemoryError", "FatalError",
+           "ldexp_", "hash_tensor", "slice_inverse", "from_file"]
 
 # NumPy/SciPy supply LAPACK, FFTs and a BLAS; ember has no MKL-specific or OpenMP code paths
 has_lapack, has_spectral = True, True
@@ -229,3 +232,93 @@ def nuclear_norm(input, dim=None, keepdim=False):
     if dim is None:
         dim = (-2, -1)
     return linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
+
+
+# ---- errors torch raises from its device runtimes -----------------------------------------
+class AcceleratorError(RuntimeError):
+    """Exception raised while executing on device"""
+
+
+class OutOfMemoryError(RuntimeError):
+    """Exception raised when device is out of memory"""
+
+
+class FatalError(Exception):
+    """An unrecoverable error in the runtime (torch's native fatal error)."""
+
+
+# ---- small top-level functions ------------------------------------------------------------
+@overridable
+def ldexp_(input, other):
+    """In-place ``input * 2 ** other``."""
+    return input.ldexp_(other)
+
+
+_HASH_BITS = {"f": np.float64, "i": np.int64, "u": np.int64, "b": np.int64}
+
+
+@overridable
+def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
+    """An xor-reduction hash: each element widened to its 64-bit float or integer type and
+    read as ``uint64`` bits, xor-ed over ``dim`` (all dims if None); returns ``uint64``."""
+    from ._core import dtype as _dt
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    a = np.asarray(input.detach().cpu().numpy())
+    kind = "f" if input.dtype.is_floating_point else "b" if input.dtype == _dt.bool else \
+        "c" if input.dtype.is_complex else "i"
+    if kind == "c" or input.dtype == _dt.uint64:
+        from .ops._helpers import not_implemented
+        not_implemented("xor_sum_cpu", input.dtype)
+    if dim is None and a.size == 0:
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           "argument.")
+    bits = a.astype(_HASH_BITS[kind]).view(np.uint64)
+    axis = None if dim is None else tuple(d % builtins.max(a.ndim, 1) for d in
+                                          (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    for d in axis or ():
+        if a.ndim and a.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    out = np.bitwise_xor.reduce(bits, axis=axis, keepdims=keepdim) if a.ndim else bits
+    return ops.tensor(np.asarray(out, dtype=np.uint64), dtype=_dt.uint64)
+
+
+@overridable
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
+    """The inverse of slicing: a view of ``input``'s memory with the geometry of ``src``, the
+    tensor ``input`` was sliced from (``src[..., start:end:step]`` along ``dim``)."""
+    return ops.as_strided(input, tuple(src.shape), tuple(src.stride()), src.storage_offset())
+
+
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False, requires_grad=False):
+    """A 1-D CPU tensor of ``size`` elements backed by a memory map of ``filename``: with
+    ``shared`` its writes reach the file (created if needed), otherwise they stay private."""
+    from ._core import dtype as _dt
+    dtype = dtype or _dt.get_default_dtype()
+    from ._core.storage import map_file
+    raw = map_file(filename, builtins.bool(shared), size * dtype.itemsize)
+    t = ops.from_numpy(raw.view(dtype.np))
+    return t.requires_grad_() if requires_grad else t
+
+
+def _module_load(self, other, assign=False):
+    """How ``nn.Module.load_state_dict`` turns the state-dict value ``other`` into the value
+    that replaces ``self`` when parameters are swapped: ``other`` detached with ``assign``,
+    else ``self`` with ``other`` copied in, detached."""
+    return other.detach() if assign else self.copy_(other).detach()
+
+
+def _attach_methods():
+    from ._core.overrides import overridable as method
+    from ._core.tensor import Tensor
+    for name, fn in (("hash_tensor", hash_tensor), ("slice_inverse", slice_inverse),
+                     ("module_load", _module_load)):
+        m = method(fn, name)
+        m.__module__ = Tensor.__module__
+        m.__ember_method__ = True
+        setattr(Tensor, name, m)
+
+
+_attach_methods()

@@ -178,6 +178,14 @@ class UntypedStorage:
             dtype = _dt.uint8
         return _from_buffer(buffer, byte_order, dtype, count, offset).untyped()
 
+    @classmethod
+    def from_file(cls, filename, shared=False, nbytes=0):
+        """A storage of the first ``nbytes`` of ``filename``, memory-mapped: with ``shared``
+        its writes reach the file (created or grown as needed), otherwise they stay private."""
+        s = cls._of_array(map_file(filename, bool(shared), nbytes))
+        s._owns = True
+        return s
+
     def __repr__(self):
         body = "\n".join(f" {b}" for b in self._bytes.tolist())
         return f"{body}\n[{_dt.REPR_PREFIX[0]}storage.UntypedStorage(device=cpu) of size " \
@@ -304,6 +312,16 @@ class TypedStorage:
         dtype = getattr(cls, "_legacy_dtype", None) or dtype or _dt.get_default_dtype()
         return _from_buffer(buffer, byte_order, dtype, count, offset)
 
+    @classmethod
+    def from_file(cls, filename, shared, size):
+        """``size`` elements of this legacy class's dtype (``FloatStorage.from_file``), read
+        through a memory map of ``filename`` (see ``UntypedStorage.from_file``)."""
+        dtype = getattr(cls, "_legacy_dtype", None)
+        if dtype is None:
+            raise RuntimeError("from_file can only be called on derived classes")
+        raw = UntypedStorage.from_file(filename, shared, size * dtype.itemsize)
+        return TypedStorage(wrap_storage=raw, dtype=dtype, _internal=True)
+
     def _cast(self, dtype):
         if dtype is self.dtype:
             return self
@@ -352,6 +370,29 @@ def _to_device(untyped, device):
     if getattr(d, "type", d) != "cpu":
         raise RuntimeError(f"ember storages live in host memory; cannot move one to {d}")
     return untyped
+
+
+def map_file(filename, shared, nbytes):
+    """The first ``nbytes`` of ``filename`` as a uint8 array: written through to the file
+    (created or grown as needed) when ``shared``, else a private copy-on-write mapping."""
+    import os
+    if shared:
+        if not os.path.exists(filename) or os.path.getsize(filename) < nbytes:
+            with open(filename, "ab") as f:
+                f.truncate(max(nbytes, os.path.getsize(filename)))
+        mode = "r+"
+    else:
+        if not os.path.exists(filename):
+            raise RuntimeError(f"unable to open file <{filename}> in read-only mode: No such "
+                               f"file or directory (2)")
+        size = os.path.getsize(filename)
+        if size < nbytes:
+            raise RuntimeError(f"file <{filename}> size <{size}> is smaller than the required "
+                               f"mapping size <{nbytes}>")
+        mode = "c"
+    if nbytes == 0:
+        return np.zeros(0, dtype=np.uint8)
+    return np.memmap(filename, dtype=np.uint8, mode=mode, shape=(nbytes,))
 
 
 def _from_buffer(buffer, byte_order, dtype, count, offset):

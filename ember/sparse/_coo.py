@@ -398,3 +398,29 @@ Tensor.to_sparse_coo = lambda self: to_sparse(self)
 Tensor.to_dense = _dense_to_dense
 Tensor.sparse_dim = lambda self: 0
 Tensor.dense_dim = lambda self: self.dim()
+
+
+# the COO accessors on a strided tensor raise torch's layout errors (SparseCOOTensor defines
+# the working ones)
+def _coo_only(name, expected="sparse coordinate tensor"):
+    def method(self):
+        raise RuntimeError(f"{name} expected {expected} layout but got Strided")
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+Tensor.coalesce = _coo_only("coalesce")
+Tensor.is_coalesced = _coo_only("is_coalesced")
+Tensor.indices = _coo_only("indices")
+Tensor.values = _coo_only("values", "sparse tensor")
+
+
+def _smm(self, mat):
+    """``torch.smm(self, mat)``: sparse ``self`` times dense ``mat``, as a sparse tensor."""
+    if not isinstance(self, SparseCOOTensor):
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+    from . import smm
+    return smm(self, mat)
+
+
+Tensor.smm = _smm
