@@ -62,16 +62,18 @@ def _size_fn(e):
 
 
 class _Runner:
+    """One program's C entry.  Thread-safe: each call has its own pointer arrays, and the
+    entry's arena is per thread."""
+
     def __init__(self, cp, entry, lib):
         self.cp, self.entry, self.lib = cp, entry, lib
-        self.ins = (ctypes.c_void_p * max(len(cp.inputs), 1))()
-        self.outs = (ctypes.c_void_p * max(len(cp.outputs), 1))()
+        self.in_array = ctypes.c_void_p * max(len(cp.inputs), 1)
+        self.out_array = ctypes.c_void_p * max(len(cp.outputs), 1)
         self.sym = ctypes.c_int64 * max(len(cp.symbols), 1)
-        for k, (kind, v) in enumerate(cp.inputs):
-            if kind == "table":
-                self.ins[k] = v.ctypes.data
+        self.base = [v.ctypes.data if kind == "table" else None for kind, v in cp.inputs]
         self.slots = [(k, v) for k, (kind, v) in enumerate(cp.inputs) if kind == "placeholder"]
-        self.seen = [None] * len(self.slots)  # the array each slot's pointer was read from
+        # (array, its address) per slot: weights keep their arrays from call to call
+        self.seen = [(None, None)] * len(self.slots)
         # what the C assumes of each input: a weight replaced by a buffer mutation must
         # still match (user inputs are checked against the same metadata by the caller)
         self.expect = [cp.placeholders[v] for _, v in self.slots]
@@ -80,28 +82,29 @@ class _Runner:
         self.macs = [[_size_fn(e) for e in m] for m in cp.matmuls]
 
     def __call__(self, env, syms):
+        ptrs = list(self.base)
         keep = []   # contiguous copies, alive until the call returns
         for j, (k, name) in enumerate(self.slots):
             a = env[name]
-            if a is not self.seen[j]:   # weights keep their arrays from call to call
+            known, address = self.seen[j]
+            if a is not known:
                 dtype, shape = self.expect[j]
                 if a.dtype != dtype or (shape is not None and a.shape != shape):
                     return None
                 if not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a)
                     keep.append(a)
+                    address = a.ctypes.data
                 else:
-                    self.seen[j] = a
-                self.ins[k] = a.ctypes.data
-        outs = []
-        for k, (shape, dt) in enumerate(self.out_shapes):
-            o = np.empty([f(syms) for f in shape], dt)
-            outs.append(o)
-            self.outs[k] = o.ctypes.data
+                    address = a.ctypes.data
+                    self.seen[j] = (a, address)
+            ptrs[k] = address
+        outs = [np.empty([f(syms) for f in shape], dt) for shape, dt in self.out_shapes]
         sym = self.sym(*(syms[s] for s in self.cp.symbols))
         macs = max((math.prod(f(syms) for f in m) for m in self.macs), default=0)
         with threads_for(macs):
-            rc = self.entry(self.ins, self.outs, sym)
+            rc = self.entry(self.in_array(*ptrs), self.out_array(*(o.ctypes.data for o in outs)),
+                            sym)
         if rc == 1:
             raise MemoryError("ember_lite: the C program could not allocate its buffers")
         return outs if rc == 0 else None

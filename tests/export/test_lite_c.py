@@ -286,3 +286,22 @@ def test_int64_ops_through_c_equal_ember():
         for g, w in zip(prog(a.numpy(), b.numpy()), _int_ops(a, b)[:-1]):
             assert g.dtype == w.numpy().dtype
             np.testing.assert_array_equal(g, w.numpy())
+
+
+def test_threads_share_a_program():
+    # each call has its own pointers and each thread its own arena: concurrent calls with
+    # different batch sizes all get their own results
+    import concurrent.futures
+    ember.manual_seed(6)
+    m = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).eval()
+    prog = ember_lite.load(io.BytesIO(
+        _program(m, ember.randn(2, 8), dynamic=({0: Dim("b", min=2, max=4096)},))))
+    assert prog.backend == "c"
+    xs = [np.random.default_rng(k).standard_normal((2 + 37 * k, 8)).astype(np.float32)
+          for k in range(8)]
+    want = [m(ember.from_numpy(x)).detach().numpy() for x in xs]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(5):
+            got = list(pool.map(lambda x: prog(x)[0], xs))
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, **F32)
