@@ -181,13 +181,13 @@ def _numpy_blas_libraries():
     import numpy
     libs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__))),
                         "numpy.libs")
-    wheel = set(glob.glob(os.path.join(libs, "*openblas*")))
+    wheel = {os.path.realpath(p) for p in glob.glob(os.path.join(libs, "*openblas*"))}
     try:
         with open("/proc/self/maps") as f:
             mapped = {line.split(None, 5)[-1].strip() for line in f if "openblas" in line}
     except OSError:   # no /proc (macOS, where NumPy uses Accelerate anyway)
         return []
-    return sorted(p for p in mapped if p in wheel or os.path.realpath(p) in wheel)
+    return sorted(p for p in mapped if os.path.realpath(p) in wheel)
 
 
 def numpy_pointers():

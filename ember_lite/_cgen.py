@@ -221,16 +221,23 @@ static int lite_grow(size_t *arena, size_t item, int n, const int64_t *dims) {
     return __builtin_add_overflow(*arena, bytes, arena);
 }
 /* the arena of this thread, kept between calls and grown as needed (a fresh allocation
-   per call measured slower than the whole program at small batches: page faults) */
+   per call measured slower than the whole program at small batches: page faults); freed
+   when the thread ends (a thread per request must not leak one each) */
+#include <pthread.h>
 static __thread char *lite_arena_ptr;
 static __thread size_t lite_arena_cap;
 static char lite_no_bytes[64];
+static pthread_key_t lite_arena_key;
+static pthread_once_t lite_arena_once = PTHREAD_ONCE_INIT;
+static void lite_arena_key_make(void) { pthread_key_create(&lite_arena_key, free); }
 static char *lite_arena(size_t size) {   /* size: a multiple of 64 (lite_grow) */
     if (size == 0) return lite_no_bytes;
     if (size > lite_arena_cap) {
+        pthread_once(&lite_arena_once, lite_arena_key_make);
         free(lite_arena_ptr);
         lite_arena_ptr = (char *)aligned_alloc(64, size);
         lite_arena_cap = lite_arena_ptr ? size : 0;
+        pthread_setspecific(lite_arena_key, lite_arena_ptr);
     }
     return lite_arena_ptr;
 }

@@ -15,7 +15,8 @@ from .kernels._blas import threads_for
 
 __all__ = ["prepare"]
 
-_OPT = ("-O3", "-fno-trapping-math", "-fwrapv")  # integers wrap, as torch's
+_OPT = ("-O3", "-fno-trapping-math", "-fwrapv", "-pthread")  # -fwrapv: integers wrap, as
+# torch's; -pthread: the per-thread arena's destructor
 # -march=native is safe in the cache: the key holds this CPU's model and flags
 _VARIANTS = [(_OPT + ("-march=native",) + _build.BASE_FLAGS + _build.FALLBACK_FLAGS, {}),
              (_OPT + _build.BASE_FLAGS + _build.FALLBACK_FLAGS, {})]
