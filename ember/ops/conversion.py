@@ -107,19 +107,23 @@ def _to(self, *args, **kwargs):
     return t
 
 
-def _to_device_kernel(xp, x, backend):
+def _to_device_kernel(xp, x, backend, source=None):
     host = backend_for_array(x).to_host(x)
     return get_backend(backend).from_host(np.asarray(host))  # host memory: NumPy's
 
 
-TO_DEVICE = Op("_to_device", _to_device_kernel, lambda ctx, g, x, backend: g, save_inputs=False,
-               shape=_meta.same, batch=_elementwise_rule)
+# the gradient goes back to the device the input came from (``source``)
+TO_DEVICE = Op("_to_device", _to_device_kernel,
+               lambda ctx, g, x, backend, source=None: g if source is None else
+               _to_device(g, _device(source)), save_inputs=False, shape=_meta.same,
+               batch=_elementwise_rule)
 
 
 def _to_device(t, d):
-    if d.type == t.device.type:
+    src = t.device.type
+    if d.type == src:
         return t
-    return apply(TO_DEVICE, (t,), {"backend": d.type})
+    return apply(TO_DEVICE, (t,), {"backend": d.type, "source": src})
 
 
 Tensor.to = _to

@@ -569,9 +569,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if repeats.is_meta:  # the counts are values: only output_size gives the shape
             if output_size is None:
                 raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
-            shape = (output_size,) if flat else \
-                tuple(input.shape[:d]) + (output_size,) + tuple(input.shape[d + 1:])
-            return input.new_empty(shape)
+            # an index of that length: the gather is differentiable, as torch's result is
+            src = input.reshape(-1) if flat else input if input.dim() else input.reshape((1,))
+            return src.index_select(0 if flat else d, repeats.new_empty(output_size))
         r = repeats._data.reshape(-1)
         if r.size == 1 and n != 1:
             r = int(r[0])

@@ -498,3 +498,12 @@ def test_skip_init_builds_on_meta_and_draws_nothing():
     assert em.weight.device.type == "cpu" and not em.weight.is_meta
     assert tuple(em.weight.shape) == tuple(tm.weight.shape) == (4, 3)
     np.testing.assert_array_equal(er.numpy(), tr.numpy())  # no init drew from the generator
+
+
+def test_backward_through_a_device_move_returns_to_the_source_device():
+    # the gradient of x.to(d) goes back to x's device: meta gradients cannot reach a CPU leaf
+    _same_error(lambda L: L.ones(3, requires_grad=True).to("meta").sum().backward())
+    _same_error(lambda L: L.empty(3, device="meta", requires_grad=True).cpu().sum().backward())
+    x = ember.empty(2, 3, device="meta", requires_grad=True)
+    (x.to(ember.float64) * 2).sum().backward()
+    _meta_like(torch.empty(2, 3, device="meta"), x.grad)

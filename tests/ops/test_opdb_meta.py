@@ -114,3 +114,96 @@ def test_op_on_meta_tensors(op):
                 assert tuple(b.shape) == tuple(a.shape) and b.dtype == a.dtype, \
                     f"{where}: output {i} {b.dtype}{tuple(b.shape)} vs cpu " \
                     f"{a.dtype}{tuple(a.shape)}"
+
+
+# backward on meta: the vjps that read values in Python (not through operators)
+_VJP_READS = "the vjp tests values with the array namespace (degenerate spectra), which " \
+             "meta arrays do not have; torch's meta backward computes"
+KNOWN_GRAD = dict(
+    {n: _VJP_READS for n in (
+        "linalg.eigh", "linalg.eigvalsh", "linalg.eig", "linalg.eigvals", "linalg.svd",
+        "linalg.svdvals", "svd", "linalg.cond", "linalg.matrix_norm", "linalg.norm")},
+    **{n: "the vjp gathers the used source elements with masked_select (a size that depends "
+          "on the mask's values)" for n in ("masked_scatter", "masked_scatter_")},
+    **{"nn.functional.embedding": "scale_grad_by_freq counts indices with bincount (its size "
+                                  "depends on the values)",
+       "tensor_split": KNOWN["tensor_split"]},
+)
+
+
+def _grad_leaves(args, lib):
+    leaves = []
+
+    def mark(a):
+        if isinstance(a, lib.Tensor) and (a.dtype.is_floating_point or a.dtype.is_complex):
+            a.requires_grad_(True)
+            leaves.append(a)
+        elif isinstance(a, list):
+            for x in a:
+                mark(x)
+    for a in args:
+        mark(a)
+    return leaves
+
+
+def _grads(lib, op, s, meta):
+    """The gradients of the sum of ``op``'s outputs with respect to its float arguments."""
+    args, kwargs = to_lib(lib, s.args), to_lib(lib, s.kwargs)
+    if meta:
+        args, kwargs = _to_meta(args, lib), _to_meta(kwargs, lib)
+    leaves = _grad_leaves(args, lib)
+    if not leaves:
+        return None
+    with lib.device("meta" if meta else "cpu"):
+        total = None
+        for o in _flatten(op.call(lib, args, kwargs)):
+            if isinstance(o, lib.Tensor) and o.requires_grad:
+                t = o.sum()
+                if o.dtype.is_complex:
+                    t = t.real + t.imag
+                total = t if total is None else total + t
+        if total is None:
+            return None
+        total.backward()
+    return [x.grad for x in leaves]
+
+
+def _grad_cases():
+    for op in OPS:
+        if not op.grad:
+            continue
+        marks = [pytest.mark.xfail(reason=KNOWN_GRAD[op.name], strict=True)] \
+            if op.name in KNOWN_GRAD else []
+        yield pytest.param(op, id=op.name, marks=marks)
+
+
+@pytest.mark.parametrize("op", list(_grad_cases()))
+def test_backward_on_meta_tensors(op):
+    """backward() on meta outputs gives meta gradients of the inputs' shapes and dtypes,
+    for the same inputs the CPU run gives gradients to."""
+    dtype = "float64" if "float64" in op.dtypes else op.dtypes[0]
+    rng = np.random.default_rng(SEED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in op.samples(dtype, rng):
+            where = f"{op.name}[{dtype}] sample {s.name}"
+            ember.manual_seed(SEED)
+            try:
+                cpu = _grads(ember, op, s, False)
+            except Exception:
+                continue
+            if cpu is None:
+                continue
+            try:
+                meta = _grads(ember, op, s, True)
+            except Exception as e:
+                with pytest.raises(type(e)):
+                    _grads(torch, op, s, True)
+                continue
+            assert meta is not None, f"{where}: no output requires grad on meta"
+            for i, (a, b) in enumerate(zip(cpu, meta)):
+                assert (a is None) == (b is None), f"{where}: grad {i} cpu {a!r} meta {b!r}"
+                if a is not None:
+                    assert b.is_meta and tuple(b.shape) == tuple(a.shape) and \
+                        b.dtype == a.dtype, f"{where}: grad {i} {b!r} vs cpu " \
+                        f"{a.dtype}{tuple(a.shape)}"
