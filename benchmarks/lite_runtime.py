@@ -249,7 +249,8 @@ def c_path(tmp, repeat):
         c, n = res["c"], res["numpy"]
         assert c["backend"] == "c" and res["c_cold"]["compiled"] and not c["compiled"], res
         print(f"{name}: " + ", ".join(
-            f"batch {b}: {c[str(b)] * 1e3:.3f} / {n[str(b)] * 1e3:.3f} (x{n[str(b)] / c[str(b)]:.1f})"
+            f"batch {b}: {c[str(b)] * 1e3:.3f} / {n[str(b)] * 1e3:.3f} "
+            f"(x{n[str(b)] / c[str(b)]:.1f})"
             for b in (2, 32, 256)) +
             f"; load {res['c_cold']['load_s']:.2f} cold, {c['load_s']:.3f} cached, "
             f"{n['load_s']:.3f} NumPy")

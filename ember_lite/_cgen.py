@@ -8,23 +8,26 @@ size expressions re-checked with ``ast`` (integers, symbols, ``+ - * // %``), fl
 literals, and the index tables of constant ``tensor`` nodes, which are passed as inputs at
 run time (their values are checked against the indexed size here, never compiled in).
 
-The subset: float32/float64 values (bool ones from comparisons, for ``where``; int64 ones as
-indices and through views and copies); the elementwise primitives of the scalar-function
-table (`ember_lite._ctable`, generated from ember's table) with tensor or scalar operands and
-broadcasting; casts; ``sum``/``amax``/``amin`` over any dims; ``matmul`` (batched, broadcast) through
-BLAS (`ember_lite._cblas`, NumPy's own OpenBLAS) with a plain loop where a stride does not
-fit BLAS; views (``view``, ``permute``, ``expand``, ``slice``, ``select``,
-``_stop_gradient``) as strides, copies
-where a view needs contiguous data; ``_reshape_copy``, ``cat``, constant ``pad``, ``index``
-with one integer table (constant: the gathers of convolution and pooling; or an input, each
-index checked per call: embeddings), ``full`` and float ``tensor`` constants.  Nodes no output depends on are dropped first.  A graph with anything
-else gets None and a reason, and runs on the NumPy kernels as before.
+The subset: float32/float64 values (bool ones from comparisons, for ``where``; int64 ones
+as indices, through views and copies, and in the elementwise ops that cannot trap); the
+elementwise primitives of the scalar-function table (`ember_lite._ctable`, generated from
+ember's table) with tensor or scalar operands and broadcasting, a chain of them fused into
+one loop where each value has one elementwise reader; casts; ``sum``/``amax``/``amin`` over
+any dims; ``matmul`` (batched, broadcast) through BLAS (`ember_lite._cblas`, NumPy's own
+OpenBLAS) with a plain loop where a stride does not fit BLAS; views (``view``,
+``permute``, ``expand``, ``slice``, ``select``, ``_stop_gradient``) as strides, copies where
+a view needs contiguous data; ``_reshape_copy``, ``cat``, constant ``pad``, ``index`` with
+one integer table (constant: the gathers of convolution and pooling; or an input, each
+index checked per call: embeddings), ``full`` and float ``tensor`` constants.  Nodes no
+output depends on are dropped first.  A graph with anything else gets None and a reason,
+and runs on the NumPy kernels as before.
 
 Symbolic sizes are arguments, so one library serves every batch size.  Intermediates live
-in one arena per thread, kept between calls, where a dead value's buffer serves a later one
-of the same size; outputs are written into arrays the caller allocates.  The entry is ``int lite_entry(void **in, void **out, const int64_t *sym)``:
-``in`` the used placeholders then the constant tables, in `CProgram.inputs` order, ``sym``
-the symbols in `CProgram.symbols` order.  It returns 0; 1 when the arena cannot be had (or
+in one arena per thread, kept between calls (freed when the thread ends), where a dead
+value's buffer serves a later one of the same size; outputs are written into arrays the
+caller allocates.  The entry is ``int lite_entry(void **in, void **out, const int64_t
+*sym)``: ``in`` the used placeholders then the constant tables, in `CProgram.inputs` order,
+``sym`` the symbols in `CProgram.symbols` order.  It returns 0; 1 when the arena cannot be had (or
 its size overflows); 2 when the sizes of this call break what the graph's shapes imply (the
 file's shapes decide no memory access unchecked: a hostile file must not make the C read
 out of bounds), and the caller then runs the NumPy kernels, which raise their own error.
@@ -349,28 +352,27 @@ class _Gen:
         # the step after which each value is dead: its buffer returns to the pool then
         dies = {}
         for i, n in enumerate(self.nodes):
+            if n["name"] not in live and n.get("op") != "output":
+                continue   # a dead reader is never generated: it frees nothing
             refs = set()
             _refs(n.get("args"), refs)
             _refs(n.get("kwargs"), refs)
             for r in refs:
                 dies[r] = i if n.get("op") != "output" else None
-                if n["name"] in live:
-                    self.users.setdefault(r, []).append(
-                        n.get("target") if n.get("op") == "call_function" else "output")
-                    self.users[r] += ["again"] * (_count(n.get("args"), r) +
-                                                  _count(n.get("kwargs"), r) - 1)
+                self.users.setdefault(r, []).append(
+                    n.get("target") if n.get("op") == "call_function" else "output")
+                self.users[r] += ["again"] * (_count(n.get("args"), r) +
+                                              _count(n.get("kwargs"), r) - 1)
         dying = {}
         for r, i in sorted(dies.items()):  # sorted: the source must not vary by process
             if i is not None:
                 dying.setdefault(i, []).append(r)
         names = set()
-        placeholders = 0
         for i, n in enumerate(self.nodes):
             name, kind = n["name"], n["op"]
             at = f"node {name}"
             self.meta[name] = n.get("meta")
             if kind == "placeholder":
-                placeholders += 1
                 if name in live:
                     meta = n.get("meta") or {}
                     dt = meta.get("dtype")
@@ -569,7 +571,8 @@ class _Gen:
 
     def reduce(self, at, target, args, kwargs, shape, dtype):
         x = self.tensor(args[0], at)
-        if x.dtype != dtype or dtype not in _FLOAT or kwargs.get("dtype") not in (None, np.dtype(dtype)):
+        if x.dtype != dtype or dtype not in _FLOAT or \
+                kwargs.get("dtype") not in (None, np.dtype(dtype)):
             raise Unsupported(f"{at}: dtype")
         dims = kwargs.get("dims", args[1] if len(args) > 1 else None)
         nd = len(x.shape)
@@ -607,7 +610,8 @@ class _Gen:
 
     def matmul(self, at, args, shape, dtype):
         a, b = (self.tensor(v, at) for v in args[:2])
-        if dtype not in _FLOAT or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
+        if dtype not in _FLOAT or a.dtype != dtype or b.dtype != dtype or \
+                len(a.shape) < 2 or len(b.shape) < 2:
             raise Unsupported(f"{at}: operands")
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
         self.same(b.shape[-2], K, at)
@@ -798,7 +802,8 @@ class _Gen:
             _ctable.PRELUDE, _cblas.declarations(_cblas.ILP64), _HELPERS,
             f"int lite_abi(void) {{ return {ABI}; }}",
             "int lite_entry(void **in, void **out, const int64_t *sym) {",
-            "    (void)sym;", "    int bad = 0; (void)bad;", *head, *self.lines, *body, "    return 0;", "}", ""])
+            "    (void)sym;", "    int bad = 0; (void)bad;", *head, *self.lines, *body,
+            "    return 0;", "}", ""])
         return CProgram(src, self.inputs, symbols, results, self.matmuls, self.uses_blas,
                         self.placeholders)
 
