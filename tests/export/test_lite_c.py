@@ -216,8 +216,11 @@ def test_shapes_a_file_lies_about_never_reach_memory():
     def permute_twice(g):   # a permutation naming one dim twice would read past the end
         _node(g, "permute")["kwargs"]["dims"] = {"tuple": [1, 1]}
 
+    def divide_by_zero(g):   # integer division by 0 would kill the process in C
+        _node(g, "matmul")["meta"]["shape"][0] = "s0//0"
+
     for edit, backend in ((bigger_static, "numpy"), (bigger_symbolic, "c"),
-                          (permute_twice, "numpy")):
+                          (permute_twice, "numpy"), (divide_by_zero, "numpy")):
         prog = ember_lite.load(io.BytesIO(_tamper(raw, edit)))
         assert prog.backend == backend, (edit.__name__, prog.c_info)
         try:   # whatever the NumPy kernels make of the lie: never a C read out of bounds
