@@ -75,7 +75,16 @@ def _row_windows(n, ctype, init, update, finish, advance):
     for the outputs whose window element is inside the input, then ``finish`` and
     ``advance`` (lines with the outer output positions ``o0..`` in scope)."""
     m = n - 1  # the row dim
-    body, ind = [], ""
+    # each window column's range of outputs inside the input is the same for every row:
+    # computed once per plane (two divisions per offset and row cost more than the row)
+    body, ind = [
+        f"int64_t ck_lo[K{m}], ck_hi[K{m}];",
+        f"for (int64_t k = 0; k < K{m}; k++) {{",
+        f"    const int64_t first = k * D{m} - P{m};  /* input col of output 0 */",
+        f"    const int64_t lo = first >= 0 ? 0 : (S{m} - 1 - first) / S{m};",
+        f"    const int64_t hi = L{m} - first <= 0 ? 0 : (L{m} - first + S{m} - 1) / S{m};",
+        f"    ck_lo[k] = lo; ck_hi[k] = hi > O{m} ? O{m} : hi;",
+        "}"], ""
     for d in range(m):  # the outer output dims: one row each
         body.append(f"{ind}for (int64_t o{d} = 0; o{d} < O{d}; o{d}++) {{")
         ind += "    "
@@ -90,11 +99,8 @@ def _row_windows(n, ctype, init, update, finish, advance):
         base = f"({base}) * L{d} + h{d}" if d else "h0"
     body += [
         f"{inner}for (int64_t k{m} = 0; k{m} < K{m}; k{m}++) {{",
-        f"{inner}    const int64_t first = k{m} * D{m} - P{m};  /* input col of output 0 */",
-        f"{inner}    const int64_t off = ({base}) * L{m} + first;",
-        f"{inner}    int64_t lo = first >= 0 ? 0 : (S{m} - 1 - first) / S{m};",
-        f"{inner}    int64_t hi = L{m} - first <= 0 ? 0 : (L{m} - first + S{m} - 1) / S{m};",
-        f"{inner}    if (hi > O{m}) hi = O{m};"]
+        f"{inner}    const int64_t off = ({base}) * L{m} + k{m} * D{m} - P{m};",
+        f"{inner}    const int64_t lo = ck_lo[k{m}], hi = ck_hi[k{m}];"]
     body += [f"{inner}    {ln}" for ln in update] + [f"{inner}}}"]
     for _ in range(m):  # the outer window loops
         inner = inner[:-4]

@@ -16,6 +16,7 @@ reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
 from . import attention as _attention
+from . import depthwise as _depthwise
 from . import pooling as _pooling
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
@@ -167,4 +168,5 @@ def render():
         parts.append(defs + ROWS.replace("_S(", f"_{suffix}(") + undefs)
     parts.append(_attention.render())
     parts.append(_pooling.render())
+    parts.append(_depthwise.render())
     return "".join(parts)

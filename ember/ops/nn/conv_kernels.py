@@ -16,7 +16,9 @@ copy of a 2n-dimensional window view.  A 1x1 kernel with unit stride and no padd
 no buffer at all: the input *is* its column matrix.  A transposed convolution's forward
 is the input gradient of the plain one, and its gradients are the plain forward (input)
 and the weight gradient with the roles of input and output exchanged, so these three
-kernels serve both.  float16/bfloat16 compute in float32, rounded once.
+kernels serve both.  Depthwise convolutions (a channel per group) run direct C kernels
+(`ember._core.ckernels.depthwise`) instead.  float16/bfloat16 compute in float32, rounded
+once.
 
 Geometry is passed per spatial dim: ``ks`` kernel sizes, ``stride``, ``pad`` as (lo, hi)
 pairs, ``dilation``.
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..._core.blas_threads import matmul as _gemm
 from ..._core.ckernels import conv as _ck
+from ..._core.ckernels import depthwise as _dw
 from .._helpers import _F32, _HALF
 from .conv import _prod
 
@@ -175,9 +178,22 @@ def _winograd_fits(x, ks, stride, pad, dilation, groups):
         x.shape[1] >= WINOGRAD_MIN_CHANNELS
 
 
+def _depthwise(xp, groups, C, O, Cg):
+    """One input and one output channel per group: the direct C kernels (`_dw`) instead of
+    a GEMM of one row per example and channel."""
+    return xp is np and groups == C == O and Cg == 1 and groups > 1
+
+
 def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
     """Plain convolution of x (B, C, *L) with w (O, C/g, *ks), plus bias b (O,) or None."""
     B, O = x.shape[0], w.shape[0]
+    if _depthwise(xp, groups, x.shape[1], O, w.shape[1]):
+        lo = out_spatial(x.shape[2:], ks, stride, pad, dilation)
+        y = _dw.forward(x, w, ks, stride, pad, dilation, lo)
+        if y is not None:
+            if b is not None:
+                y += b.reshape((O,) + (1,) * len(lo))
+            return y
     if xp is np and _winograd_fits(x, ks, stride, pad, dilation, groups):
         y = _ck.winograd_conv3x3(x, w, b, pad[0][0], lambda u, v, out: _gemm(xp, u, v, out),
                                  _planes)
@@ -209,6 +225,10 @@ def input_grad(xp, gy, w, in_spatial, ks, stride, pad, dilation, groups):
     also the forward of the transposed convolution of gy with w."""
     B, O = gy.shape[:2]
     lo = tuple(gy.shape[2:])
+    if _depthwise(xp, groups, w.shape[0], O, w.shape[1]):
+        gx = _dw.input_grad(gy, w, in_spatial, ks, stride, pad, dilation)
+        if gx is not None:
+            return gx
     if xp is np and _winograd_fits(gy, ks, stride, pad, dilation, groups) and pad[0][0] <= 2:
         # stride 1: the input gradient is the convolution of gy with the flipped, transposed
         # kernel, padded by 2 - p
@@ -238,6 +258,10 @@ def weight_grad(xp, x, gy, ks, stride, pad, dilation, groups):
     B, O = gy.shape[:2]
     C = x.shape[1]
     lo = tuple(gy.shape[2:])
+    if _depthwise(xp, groups, C, O, 1):
+        gw = _dw.weight_grad(x, gy, ks, stride, pad, dilation)
+        if gw is not None:
+            return gw
     wide = wide_layout(B, lo)
     cols, _ = columns(xp, x, ks, stride, pad, dilation, groups, wide)
     if wide:  # one GEMM per group over batch and positions: (O/g, B*L) @ (B*L, Cg*K)
