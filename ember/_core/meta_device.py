@@ -15,7 +15,10 @@ Values never exist: reading them raises torch's errors (`no_data`).
 """
 import numpy as np
 
+from .array_meta import ArrayMeta
 from .device import register_backend
+
+_SHAPE = ArrayMeta.shape  # the slot MetaArray's shape property keeps its value in
 
 __all__ = ["MetaArray", "META_XP", "meta_kernel", "meta_operands", "no_data", "is_meta_device",
            "contiguous_strides"]
@@ -60,24 +63,26 @@ def _is_contiguous(shape, strides, itemsize):
     return True
 
 
-class MetaArray:
-    """An array's metadata: ``shape``, NumPy ``dtype``, ``strides`` (bytes, as NumPy's) and
-    the storage ``offset`` (elements) of a view.  It answers what Tensor's metadata
-    properties ask of an array; anything that would read values raises."""
-    __slots__ = ("_shape", "dtype", "strides", "offset")
+class MetaArray(ArrayMeta):
+    """An array's metadata: `ArrayMeta`'s ``shape`` and NumPy ``dtype``, ``strides`` (bytes,
+    as NumPy's) and the storage ``offset`` (elements) of a view.  It answers what Tensor's
+    metadata properties ask of an array; anything that would read values raises."""
+    __slots__ = ("strides", "offset")
     __array_ufunc__ = None  # NumPy must not compute on it
     __hash__ = None
 
     def __init__(self, shape, dtype, strides=None, offset=0):
-        self._shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.strides = contiguous_strides(self._shape, self.dtype.itemsize) if strides is None \
+        shape = tuple(shape)
+        dtype = np.dtype(dtype)
+        _SHAPE.__set__(self, shape)
+        self.dtype = dtype
+        self.strides = contiguous_strides(shape, dtype.itemsize) if strides is None \
             else tuple(strides)
         self.offset = offset
 
     @property
     def shape(self):
-        return self._shape
+        return _SHAPE.__get__(self)
 
     @shape.setter
     def shape(self, shape):
@@ -85,36 +90,17 @@ class MetaArray:
         otherwise, as NumPy raises; ``view``/``reshape`` test viewability with it)."""
         f = self.stand_in()
         f.shape = shape
-        self._shape = f.shape
+        _SHAPE.__set__(self, f.shape)
         self.strides = tuple(s * self.dtype.itemsize for s in f.strides)
 
     def stand_in(self):
         """An ndarray of zero-byte elements with this array's shape and element strides:
         NumPy's view arithmetic runs on it without touching memory."""
         it = self.dtype.itemsize
-        return np.lib.stride_tricks.as_strided(_V0, self._shape, [s // it for s in self.strides])
+        return np.lib.stride_tricks.as_strided(_V0, self.shape, [s // it for s in self.strides])
 
     def view(self):
-        return MetaArray(self._shape, self.dtype, self.strides, self.offset)
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def itemsize(self):
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self):
-        return self.size * self.dtype.itemsize
+        return MetaArray(self.shape, self.dtype, self.strides, self.offset)
 
     @property
     def flags(self):

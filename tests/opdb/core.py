@@ -212,3 +212,29 @@ def to_numpy(x):
 def _torch():
     import torch
     return torch
+
+
+def flatten(out):
+    """The outputs of an op call as one flat list (nested tuples/lists opened)."""
+    if isinstance(out, (tuple, list)):
+        r = []
+        for o in out:
+            r.extend(flatten(o))
+        return r
+    return [out]
+
+
+def grad_leaves(args, lib):
+    """Float/complex ``lib`` tensor arguments (in lists too) become leaves that require grad."""
+    leaves = []
+
+    def mark(a):
+        if isinstance(a, lib.Tensor) and (a.dtype.is_floating_point or a.dtype.is_complex):
+            a.requires_grad_(True)
+            leaves.append(a)
+        elif isinstance(a, list):
+            for x in a:
+                mark(x)
+    for a in args:
+        mark(a)
+    return leaves

@@ -20,7 +20,7 @@ import pytest
 import ember
 from ember._core import device as _dev
 from opdb.all import OPS
-from opdb.core import to_lib
+from opdb.core import flatten, grad_leaves, to_lib
 
 SEED = 1234
 DEVICE = "wrapdev"
@@ -251,17 +251,8 @@ def _to_dev(x):
     return x
 
 
-def _flatten(out):
-    if isinstance(out, (tuple, list)):
-        r = []
-        for o in out:
-            r.extend(_flatten(o))
-        return r
-    return [out]
-
-
 def _same(cpu, dev, where):
-    c, d = _flatten(cpu), _flatten(dev)
+    c, d = flatten(cpu), flatten(dev)
     assert len(c) == len(d), f"{where}: {len(d)} outputs on {DEVICE}, {len(c)} on cpu"
     for i, (a, b) in enumerate(zip(c, d)):
         if isinstance(a, ember.Tensor):
@@ -362,26 +353,10 @@ def test_op_values_on_a_foreign_backend(op):
         _same(cpu, dev, where)
 
 
-def _grad_leaves(args):
-    """Float/complex tensor arguments (in lists too) become leaves that require grad."""
-    leaves = []
-
-    def mark(a):
-        if isinstance(a, ember.Tensor) and (a.dtype.is_floating_point or a.dtype.is_complex):
-            a.requires_grad_(True)
-            leaves.append(a)
-        elif isinstance(a, list):
-            for x in a:
-                mark(x)
-    for a in args:
-        mark(a)
-    return leaves
-
-
 def _loss(out):
     total = None
     rng = np.random.default_rng(SEED)
-    for o in _flatten(out):
+    for o in flatten(out):
         if isinstance(o, ember.Tensor) and o.requires_grad:
             w = ember.from_numpy(rng.uniform(0.5, 1.5, tuple(o.shape))).to(o.device).to(o.dtype)
             term = (o * w).sum()
@@ -396,7 +371,7 @@ def _grads(op, s, device):
     kwargs = to_lib(ember, s.kwargs)
     if device is not None:
         args, kwargs = _to_dev(args), _to_dev(kwargs)
-    leaves = _grad_leaves(args)
+    leaves = grad_leaves(args, ember)
     if not leaves:
         return None
     ember.manual_seed(SEED)

@@ -5,7 +5,7 @@ import torch
 
 import ember
 from opdb.all import OPS
-from opdb.core import HALVES, to_lib, to_numpy
+from opdb.core import HALVES, flatten, to_lib, to_numpy
 
 SEED = 1234
 
@@ -21,17 +21,8 @@ def _xfail(op, test):
         pytest.xfail(op.xfail[test])
 
 
-def _flatten(out):
-    if isinstance(out, (tuple, list)):
-        r = []
-        for o in out:
-            r.extend(_flatten(o))
-        return r
-    return [out]
-
-
 def _compare(op, e_out, t_out, dtype, where):
-    e_flat, t_flat = _flatten(e_out), _flatten(t_out)
+    e_flat, t_flat = flatten(e_out), flatten(t_out)
     assert len(e_flat) == len(t_flat), f"{where}: {len(e_flat)} outputs vs torch's {len(t_flat)}"
     for i, (e, t) in enumerate(zip(e_flat, t_flat)):
         if isinstance(t, torch.Tensor):
@@ -91,7 +82,7 @@ def _grad_inputs(lib, s):
 def _weighted_sum(lib, out, rng_seed):
     rng = np.random.default_rng(rng_seed)
     total = None
-    for o in _flatten(out):
+    for o in flatten(out):
         if isinstance(o, (torch.Tensor, ember.Tensor)) and o.dtype.is_floating_point or \
                 isinstance(o, (torch.Tensor, ember.Tensor)) and o.dtype.is_complex:
             w = rng.uniform(0.5, 1.5, tuple(o.shape))

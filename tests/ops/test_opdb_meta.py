@@ -16,7 +16,7 @@ import torch
 
 import ember
 from opdb.all import OPS
-from opdb.core import to_lib
+from opdb.core import flatten, grad_leaves, to_lib
 
 SEED = 1234
 
@@ -61,15 +61,6 @@ def _on_meta(lib, op, s):
         return op.call(lib, _to_meta(args, lib), _to_meta(kwargs, lib))
 
 
-def _flatten(out):
-    if isinstance(out, (tuple, list)):
-        r = []
-        for o in out:
-            r.extend(_flatten(o))
-        return r
-    return [out]
-
-
 def _cases():
     for op in OPS:
         marks = [pytest.mark.xfail(reason=KNOWN[op.name], strict=True)] \
@@ -104,7 +95,7 @@ def test_op_on_meta_tensors(op):
                     f"{where}: ember raised {type(e).__name__}: {e}, torch " \
                     f"{type(torch_error).__name__}: {torch_error}"
                 continue
-            c, m = _flatten(cpu), _flatten(meta)
+            c, m = flatten(cpu), flatten(meta)
             assert len(c) == len(m), f"{where}: {len(m)} outputs on meta, {len(c)} on cpu"
             for i, (a, b) in enumerate(zip(c, m)):
                 if not isinstance(a, ember.Tensor):
@@ -131,32 +122,17 @@ KNOWN_GRAD = dict(
 )
 
 
-def _grad_leaves(args, lib):
-    leaves = []
-
-    def mark(a):
-        if isinstance(a, lib.Tensor) and (a.dtype.is_floating_point or a.dtype.is_complex):
-            a.requires_grad_(True)
-            leaves.append(a)
-        elif isinstance(a, list):
-            for x in a:
-                mark(x)
-    for a in args:
-        mark(a)
-    return leaves
-
-
 def _grads(lib, op, s, meta):
     """The gradients of the sum of ``op``'s outputs with respect to its float arguments."""
     args, kwargs = to_lib(lib, s.args), to_lib(lib, s.kwargs)
     if meta:
         args, kwargs = _to_meta(args, lib), _to_meta(kwargs, lib)
-    leaves = _grad_leaves(args, lib)
+    leaves = grad_leaves(args, lib)
     if not leaves:
         return None
     with lib.device("meta" if meta else "cpu"):
         total = None
-        for o in _flatten(op.call(lib, args, kwargs)):
+        for o in flatten(op.call(lib, args, kwargs)):
             if isinstance(o, lib.Tensor) and o.requires_grad:
                 t = o.sum()
                 if o.dtype.is_complex:
