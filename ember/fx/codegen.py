@@ -293,6 +293,7 @@ def generate(graph, root_module="self", verbose=False, include_stride=False,
     ("## <node index> ##"); ``expanded_def`` puts one parameter per line; ``colored`` adds
     ANSI colours."""
     paint = _painter(colored)
+    codegen = graph._codegen
     nodes = list(graph.nodes)
     g = _Globals({n.name for n in nodes} | {f"_rf_{n.name}" for n in nodes} | {"_rf"})
     g.paint = paint
@@ -338,7 +339,8 @@ def generate(graph, root_module="self", verbose=False, include_stride=False,
             if rf is not None:
                 body.append("_rf.__exit__(None, None, None)")
             lineno_map[len(body) + 2] = n.name
-            body.append(f"return {_repr(n.args[0], g)}" if n.args else "return None")
+            body.append(codegen.generate_output(n.args[0] if n.args else None,
+                                                repr_fn=lambda a: _repr(a, g)))
             continue
         timed = rf is not None and n.op in ("call_function", "call_method", "call_module")
         if timed:
@@ -355,10 +357,13 @@ def generate(graph, root_module="self", verbose=False, include_stride=False,
         if rf is not None:
             body.append("_rf.__exit__(None, None, None)")
         body.append("return None")
-    if expanded_def:
-        head = "def forward(\n" + "".join(f"    {p},\n" for p in sig) + "):\n"
-    else:
-        head = "def forward(" + ", ".join(sig) + "):\n"
+    if codegen._body_transformer is not None:
+        body = [ln.rstrip("\n") for ln in codegen._body_transformer([b + "\n" for b in body])]
+    for name, obj in codegen.additional_globals():
+        g.globals[name] = obj
+    params = sig[1:] if sig[0] == "self" else sig
+    head = codegen.gen_fn_def([root_module] + params if root_module != "self" else params,
+                              "", expanded_def=expanded_def) + "\n"
     src = "\n\n\n" + head + "\n".join("    " + b for b in body) + "\n    "
     shift = head.count("\n") + 2
     return PythonCode(src, g.globals, {k + shift: v for k, v in lineno_map.items()},

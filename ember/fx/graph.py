@@ -105,6 +105,42 @@ class _InsertPoint:
         self.graph._insert = self.orig
 
 
+class CodeGen:
+    """How a Graph's Python code begins and ends, and what its callers pass and receive:
+    ``gen_fn_def`` writes the ``def`` line, ``generate_output`` the return statement,
+    ``process_inputs``/``process_outputs`` convert the values the GraphModule's callers use
+    to and from the graph's own (identity here; a subclass may flatten pytrees), and
+    ``additional_globals`` lists (name, object) pairs the code needs.  Install one with
+    ``Graph.set_codegen``."""
+
+    def __init__(self):
+        self._body_transformer = None
+        self._func_name = "forward"
+
+    def gen_fn_def(self, free_vars, maybe_return_annotation, *, expanded_def=False):
+        """The ``def`` line for parameters ``free_vars`` (``self`` added when missing)."""
+        if len(free_vars) == 0 or free_vars[0] != "self":
+            free_vars.insert(0, "self")
+        if expanded_def:
+            params = "".join(f"\n    {v}," for v in free_vars)
+            return f"def {self._func_name}({params}\n){maybe_return_annotation}:"
+        return f"def {self._func_name}({', '.join(free_vars)}){maybe_return_annotation}:"
+
+    def generate_output(self, output_args, *, descs=None, repr_fn=None):
+        """The return statement for the output node's argument ``output_args`` (written
+        with ``repr_fn``, the code generator's value formatter, when given)."""
+        return f"return {repr_fn(output_args) if repr_fn is not None else repr(output_args)}"
+
+    def process_inputs(self, *args):
+        return args
+
+    def process_outputs(self, outputs):
+        return outputs
+
+    def additional_globals(self):
+        return []
+
+
 class PythonCode:
     """Generated source: ``src`` (the forward body), ``globals`` it needs, and an
     import block that rebuilds those globals in a fresh process."""
@@ -140,7 +176,7 @@ class Graph:
         self._owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
-        self._codegen_hook = None
+        self._codegen = CodeGen()
 
     @property
     def owning_module(self):
@@ -279,7 +315,7 @@ class Graph:
             rv, old_out = out
             o = g.output(rv, type_expr=old_out.type)
             o.meta = copy.deepcopy(old_out.meta, memo)
-        g._codegen_hook = self._codegen_hook
+        g._codegen = copy.deepcopy(self._codegen, memo)
         return g
 
     def __reduce__(self):
@@ -289,7 +325,7 @@ class Graph:
             ref = lambda x: _Ref(x.name)  # noqa: E731
             rows.append((n.op, n.target, map_arg(n.args, ref), map_arg(n.kwargs, ref), n.name,
                          n.type, n.meta))
-        return (_rebuild_graph, (rows, self._tracer_cls))
+        return (_rebuild_graph, (rows, self._tracer_cls, self._codegen))
 
     def output_node(self):
         """The graph's output node (its last node)."""
@@ -372,6 +408,34 @@ class Graph:
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in out)
 
     # ---- code generation ------------------------------------------------------------
+    def set_codegen(self, codegen):
+        """Generate this graph's code with ``codegen`` (a `CodeGen`)."""
+        self._codegen = codegen
+
+    def process_inputs(self, *args):
+        """The graph's inputs for caller-side ``args`` (see `CodeGen.process_inputs`)."""
+        return self._codegen.process_inputs(*args)
+
+    def process_outputs(self, out):
+        """The caller-side result for the graph's output ``out``."""
+        return self._codegen.process_outputs(out)
+
+    def on_generate_code(self, make_transformer):
+        """Install ``make_transformer(previous)`` as the transformer of the generated body
+        (a function from the list of body lines, each ending in a newline, to a new list);
+        the returned context manager restores the previous transformer on exit."""
+        previous = self._codegen._body_transformer
+        self._codegen._body_transformer = make_transformer(previous)
+        graph = self
+
+        class _Restore:
+            def __enter__(self):
+                return None
+
+            def __exit__(self, *exc):
+                graph._codegen._body_transformer = previous
+        return _Restore()
+
     def python_code(self, root_module="self", *, verbose=False, include_stride=False,
                     include_device=False, colored=False, expanded_def=False, record_func=False,
                     additional_meta=None):
@@ -395,8 +459,10 @@ class _Ref:
         return (_Ref, (self.name,))
 
 
-def _rebuild_graph(rows, tracer_cls=None):
+def _rebuild_graph(rows, tracer_cls=None, codegen=None):
     g = Graph(tracer_cls=tracer_cls)
+    if codegen is not None:
+        g._codegen = codegen
     env = {}
 
     def deref(a):

@@ -15,7 +15,7 @@ from ..nn import Module, Parameter
 from ._namespace import ember_namespace
 from .graph import Graph, _fetch_attr
 
-__all__ = ["GraphModule"]
+__all__ = ["GraphModule", "reduce_graph_module"]
 
 _eval_count = itertools.count()
 
@@ -292,4 +292,33 @@ def _reduce_graph_module(body, class_name):
         if k not in gm.__dict__:
             gm.__dict__[k] = v
     gm.meta = body.get("meta", {})
+    return gm
+
+
+def reduce_graph_module(body, import_block):
+    """Rebuild a pickled GraphModule from its ``__dict__`` ``body`` and generated code (the
+    form torch pickles: ``body['_code']`` or ``body['code']``, run after ``import_block``):
+    the code is traced again with every submodule kept as a call, so the graph is the one
+    the code spells."""
+    from .tracer import Tracer
+    src = body.get("_code") or body["code"]
+    forward = _forward_from_src(import_block + src, {})
+
+    class CodeOnlyModule(Module):
+        def __init__(self, body):
+            super().__init__()
+            self.__dict__ = body
+
+    CodeOnlyModule.forward = forward
+
+    class KeepModules(Tracer):
+        def is_leaf_module(self, m, module_qualified_name):
+            return True
+
+    com = CodeOnlyModule(body)
+    graph = KeepModules().trace(com, **body.get("_tracer_extras", {}))
+    gm = GraphModule(com, graph, body.get("_graphmodule_cls_name", "GraphModule"))
+    for k, v in body.items():
+        if not hasattr(gm, k):
+            setattr(gm, k, v)
     return gm

@@ -270,6 +270,20 @@ class Node:
             return bool(getattr(target, "_is_impure", False))
         return False
 
+    def normalized_arguments(self, root, arg_types=None, kwarg_types=None,
+                             normalize_to_only_use_kwargs=False):
+        """This call's arguments matched to its target's signature (defaults filled in) as an
+        ``ArgsKwargsPair``, or None where that is not possible (other node kinds, targets
+        without a readable signature, modules that are not ember.nn's own)."""
+        from .operator_schemas import normalize_function, normalize_module
+        if self.op == "call_function":
+            return normalize_function(self.target, self.args, self.kwargs, arg_types,
+                                      kwarg_types, normalize_to_only_use_kwargs)
+        if self.op == "call_module":
+            return normalize_module(root, self.target, self.args, self.kwargs,
+                                    normalize_to_only_use_kwargs)
+        return None
+
     def format_node(self, placeholder_names=None, maybe_return_typename=None, *,
                     include_tensor_metadata=False):
         """This node as one readable line (``%name : [num_users=N] = op[target=...](...)``)."""

@@ -16,14 +16,42 @@ from .._core.state import STATE
 from ._namespace import ember_namespace
 from .node import map_aggregate
 
-__all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "GraphAppendingTracer"]
+__all__ = ["Proxy", "Attribute", "ParameterProxy", "MetaProxy", "TraceError",
+           "GraphAppendingTracer", "TracerBase", "Scope", "ScopeContextManager"]
 
 
 def __getattr__(name):
-    if name == "GraphAppendingTracer":  # defined with the Tracer it extends (which imports us)
-        from .tracer import GraphAppendingTracer
-        return GraphAppendingTracer
+    if name in ("GraphAppendingTracer", "TracerBase"):  # defined with the Tracer (which
+        from . import tracer                            # imports this module)
+        return getattr(tracer, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Scope:
+    """The module a node was recorded in: its qualified path in the root (``"layer1.0"``,
+    ``""`` for the root) and its type.  The tracer keeps the current one in
+    ``tracer.scope`` and the scope of each recorded node in ``node_name_to_scope``."""
+
+    def __init__(self, module_path, module_type):
+        self.module_path = module_path
+        self.module_type = module_type
+
+
+class ScopeContextManager:
+    """Sets ``scope`` to ``current_scope``'s module while a submodule's forward is traced
+    and restores the previous module on exit."""
+
+    def __init__(self, scope, current_scope):
+        self._prev = (scope.module_path, scope.module_type)
+        scope.module_path = current_scope.module_path
+        scope.module_type = current_scope.module_type
+        self._scope = scope
+
+    def __enter__(self):
+        return self._scope
+
+    def __exit__(self, *exc):
+        self._scope.module_path, self._scope.module_type = self._prev
 
 _FX_DIR = os.path.dirname(os.path.abspath(__file__))
 _EMBER_DIR = os.path.dirname(_FX_DIR)
@@ -312,3 +340,35 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     _def_magic(_name, getattr(operator, _name + ("_" if _name in ("and", "or") else "")), True)
 for _name in ("lt", "le", "eq", "ne", "gt", "ge", "getitem", "neg", "pos", "invert", "abs"):
     _def_magic(_name, getattr(operator, _name), False)
+
+
+class MetaProxy(Proxy):
+    """A Proxy that also computes each recorded call on example values: the result of running
+    the call on the arguments' ``meta['val']`` (inside ``fake_mode``, a context manager such
+    as a meta-device scope, if given) becomes the new node's ``meta['val']``."""
+
+    def __init__(self, node, tracer=None, fake_mode=None):
+        super().__init__(node, tracer)
+        self.fake_mode = fake_mode
+
+    def __repr__(self):
+        return f"MetaProxy({self.node.name})"
+
+    @classmethod
+    def __ember_function__(cls, func, types, args=(), kwargs=None):
+        import contextlib
+        kwargs = kwargs or {}
+        found = []
+        map_aggregate(args, lambda a: found.append(a) if isinstance(a, MetaProxy) else None)
+        if not found:
+            raise AssertionError("No MetaProxy found in arguments, but one is expected.")
+        proxy = Proxy.__ember_function__.__func__(cls, func, types, args, kwargs)
+        mode = found[0].fake_mode
+        with mode if mode is not None else contextlib.nullcontext():
+            def val(a):
+                return a.node.meta["val"] if isinstance(a, Proxy) else a
+            proxy.node.meta["val"] = func(*map_aggregate(args, val),
+                                          **map_aggregate(kwargs, val))
+        return MetaProxy(proxy.node, proxy.tracer, mode)
+
+    __torch_function__ = __ember_function__

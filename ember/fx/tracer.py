@@ -22,10 +22,10 @@ import math
 from .._core.tensor import Tensor
 from .graph import Graph
 from .node import Node, has_side_effect, map_aggregate
-from .proxy import ParameterProxy, Proxy, TraceError
+from .proxy import ParameterProxy, Proxy, Scope, ScopeContextManager, TraceError
 
-__all__ = ["Tracer", "symbolic_trace", "wrap", "GraphAppendingTracer", "TraceError",
-           "is_fx_tracing"]
+__all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "GraphAppendingTracer",
+           "TraceError", "is_fx_tracing"]
 
 _BASE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 _wrapped_fns_to_patch = []   # (globals dict, name) registered by wrap()
@@ -122,77 +122,26 @@ def _assert_is_concrete(value, expected, name):
                              f"another value {value!r}")
 
 
-class Tracer:
-    """Turns a Module or function into a Graph by running it on Proxies.
+class TracerBase:
+    """What every tracer shares: turning (kind, target, args, kwargs) into Nodes of
+    ``self.graph`` and their Proxies, and converting Python values into graph arguments.
+    `Tracer` adds module tracing; a subclass of this one that sets ``graph`` can build
+    graphs from Proxies directly."""
+    graph = None
+    record_stack_traces = False
+    check_mutable_operations = False
+    trace_asserts = False
+    proxy_buffer_attributes = False
+    traced_func_name = "forward"
+    scope = None
+    module_stack = None
+    node_name_to_scope = None
 
-    Override `is_leaf_module` to choose which submodules stay opaque (ember.nn
-    modules do by default), `create_arg` for custom argument types, `call_module` /
-    `getattr` to change how submodules and parameters are recorded."""
-
-    def __init__(self, autowrap_modules=(math,), autowrap_functions=(),
-                 param_shapes_constant=False):
-        self._autowrap_function_ids = {
-            id(v) for m in autowrap_modules for k, v in vars(m).items()
-            if not k.startswith("_") and callable(v)}
-        self._autowrap_function_ids.update(id(f) for f in autowrap_functions)
-        self._autowrap_search = list(autowrap_modules)
-        self._autowrap_functions = tuple(autowrap_functions)
-        self.param_shapes_constant = param_shapes_constant
-        self.proxy_buffer_attributes = False
-        self.record_stack_traces = False
-        self.graph = None
-        self.root = None
-        self.submodule_paths = None
-        self.tensor_attrs = {}
-        self._param_nodes = {}
-
-    # ---- leaves --------------------------------------------------------------------
-    def is_leaf_module(self, m, module_qualified_name):
-        """ember.nn's own modules (not containers) are leaves; user modules are traced."""
-        from ..nn import Sequential
-        mod = type(m).__module__
-        return (mod.startswith("ember.nn.") or mod.startswith("ember.ao.nn.")) and \
-            not isinstance(m, Sequential)
-
-    def path_of_module(self, mod):
-        """Qualified name of ``mod`` in the root module."""
-        if self.submodule_paths is None:
-            self.submodule_paths = {}
-            for name, m in self.root.named_modules(remove_duplicate=False):
-                self.submodule_paths.setdefault(id(m), name)
-        path = self.submodule_paths.get(id(mod))
-        if path is None:
-            raise NameError("module is not installed as a submodule")
-        return path
-
-    def call_module(self, m, forward, args, kwargs):
-        """Record a call_module node for a leaf, or trace through ``forward`` otherwise."""
-        qualname = self.path_of_module(m)
-        if not self.is_leaf_module(m, qualname):
-            return forward(*args, **kwargs)
-        return self.create_proxy("call_module", qualname, args, kwargs)
-
-    def getattr(self, attr, attr_val, parameter_proxy_cache):
-        """What reading ``module.attr`` gives while tracing (a get_attr Proxy for parameters)."""
-        from ..nn import Parameter
-        if isinstance(attr_val, Parameter) or (self.proxy_buffer_attributes and
-                                               isinstance(attr_val, Tensor)):
-            name = self.tensor_attrs.get(id(attr_val))
-            if name is None:
-                return attr_val
-            if name not in parameter_proxy_cache:
-                factory = None
-                if self.param_shapes_constant and isinstance(attr_val, Parameter):
-                    def factory(node, n=name, v=attr_val):
-                        return ParameterProxy(self, node, n, v)
-                parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {},
-                                                                proxy_factory_fn=factory)
-            return parameter_proxy_cache[name]
-        return attr_val
-
-    # ---- node creation ---------------------------------------------------------------
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        if self.scope is not None and self.node_name_to_scope is not None:
+            self.node_name_to_scope[node.name] = (self.scope.module_path, self.scope.module_type)
+        return node
 
     def proxy(self, node):
         return Proxy(node, self)
@@ -246,6 +195,96 @@ class Tracer:
         if isinstance(a, enum.Enum):
             return a
         raise NotImplementedError(f"argument of type: {type(a)}")
+
+    def _tensor_arg(self, t):
+        return t  # no module to hold a constant: the tensor itself is the argument
+
+    def to_bool(self, obj):
+        """What ``bool(proxy)`` gives: tracing cannot know it."""
+        raise TraceError("symbolically traced variables cannot be used as inputs to control "
+                         "flow")
+
+    def iter(self, obj):
+        """What iterating a proxy gives: tracing cannot know its length."""
+        raise TraceError("Proxy object cannot be iterated. This can be attempted when the "
+                         "Proxy is used in a loop or as a *args or **kwargs function argument.")
+
+    def keys(self, obj):
+        """``proxy.keys()`` (for ``**proxy``): a call_method node."""
+        return self.create_proxy("call_method", "keys", (obj,), {})
+
+
+class Tracer(TracerBase):
+    """Turns a Module or function into a Graph by running it on Proxies.
+
+    Override `is_leaf_module` to choose which submodules stay opaque (ember.nn
+    modules do by default), `create_arg` for custom argument types, `call_module` /
+    `getattr` to change how submodules and parameters are recorded."""
+
+    def __init__(self, autowrap_modules=(math,), autowrap_functions=(),
+                 param_shapes_constant=False):
+        self._autowrap_function_ids = {
+            id(v) for m in autowrap_modules for k, v in vars(m).items()
+            if not k.startswith("_") and callable(v)}
+        self._autowrap_function_ids.update(id(f) for f in autowrap_functions)
+        self._autowrap_search = list(autowrap_modules)
+        self._autowrap_functions = tuple(autowrap_functions)
+        self.param_shapes_constant = param_shapes_constant
+        self.proxy_buffer_attributes = False
+        self.record_stack_traces = False
+        self.graph = None
+        self.root = None
+        self.submodule_paths = None
+        self.tensor_attrs = {}
+        self._param_nodes = {}
+        self.scope = Scope("", None)  # the module whose forward is being traced
+        self.module_stack = {}
+        self.node_name_to_scope = {}
+
+    # ---- leaves --------------------------------------------------------------------
+    def is_leaf_module(self, m, module_qualified_name):
+        """ember.nn's own modules (not containers) are leaves; user modules are traced."""
+        from ..nn import Sequential
+        mod = type(m).__module__
+        return (mod.startswith("ember.nn.") or mod.startswith("ember.ao.nn.")) and \
+            not isinstance(m, Sequential)
+
+    def path_of_module(self, mod):
+        """Qualified name of ``mod`` in the root module."""
+        if self.submodule_paths is None:
+            self.submodule_paths = {}
+            for name, m in self.root.named_modules(remove_duplicate=False):
+                self.submodule_paths.setdefault(id(m), name)
+        path = self.submodule_paths.get(id(mod))
+        if path is None:
+            raise NameError("module is not installed as a submodule")
+        return path
+
+    def call_module(self, m, forward, args, kwargs):
+        """Record a call_module node for a leaf, or trace through ``forward`` otherwise."""
+        qualname = self.path_of_module(m)
+        with ScopeContextManager(self.scope, Scope(qualname, type(m))):
+            if not self.is_leaf_module(m, qualname):
+                return forward(*args, **kwargs)
+            return self.create_proxy("call_module", qualname, args, kwargs)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        """What reading ``module.attr`` gives while tracing (a get_attr Proxy for parameters)."""
+        from ..nn import Parameter
+        if isinstance(attr_val, Parameter) or (self.proxy_buffer_attributes and
+                                               isinstance(attr_val, Tensor)):
+            name = self.tensor_attrs.get(id(attr_val))
+            if name is None:
+                return attr_val
+            if name not in parameter_proxy_cache:
+                factory = None
+                if self.param_shapes_constant and isinstance(attr_val, Parameter):
+                    def factory(node, n=name, v=attr_val):
+                        return ParameterProxy(self, node, n, v)
+                parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {},
+                                                                proxy_factory_fn=factory)
+            return parameter_proxy_cache[name]
+        return attr_val
 
     def _tensor_arg(self, t):
         name = self.tensor_attrs.get(id(t))
@@ -369,14 +408,6 @@ def _collect_tensor_attrs(root):
                 if isinstance(v, Tensor):
                     out.setdefault(id(v), pre + k)
     return out
-
-
-class GraphAppendingTracer(Tracer):
-    """A tracer that appends to an existing graph (used for Proxies built outside tracing)."""
-
-    def __init__(self, graph):
-        super().__init__(autowrap_modules=())
-        self.graph = graph
 
 
 def symbolic_trace(root, concrete_args=None):
