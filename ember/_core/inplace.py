@@ -98,9 +98,12 @@ def copy_into(target, r):
     v[0] += 1
 
 
-def _check_result_shape(target, args):
-    """torch fixes the result's shape before it looks at dtypes: an op that failed is reported
-    as a shape mismatch when its operands do not broadcast to ``target``'s shape."""
+def _check_result_shape(op, target, args):
+    """torch fixes a binary op's result shape before it looks at dtypes: one that failed is
+    reported as a shape mismatch when its operands do not broadcast to ``target``'s shape
+    (other ops' operands need not broadcast: their own error stands)."""
+    if op.category != "binary":  # Category.BINARY (a str enum; op imports this module)
+        return
     shapes = [tuple(a.shape) for a in args if isinstance(a, Tensor)]
     td = tuple(target.shape)
     try:
@@ -135,13 +138,13 @@ def apply_inplace(op, target, args, params):
             r = op.kernel(xp, *arrays, **params) if xp is not META_XP else \
                 meta_kernel(op, arrays, params)
         except NUMPY_ERRORS as e:
-            _check_result_shape(target, args)
+            _check_result_shape(op, target, args)
             t = translate(op.name, arrays, e)
             if t is None:
                 raise
             raise t from None
         except (NotImplementedError, TypeError):
-            _check_result_shape(target, args)
+            _check_result_shape(op, target, args)
             raise
         if type(r) is not _ndarray:
             r = _as_array(r, xp)
@@ -155,7 +158,7 @@ def apply_inplace(op, target, args, params):
     try:
         out = apply(op, (src,) + tuple(args), params)
     except (NotImplementedError, TypeError, RuntimeError):
-        _check_result_shape(target, args)
+        _check_result_shape(op, target, args)
         raise
     copy_into(target, out._data)
     _rebase_history(target, out)
