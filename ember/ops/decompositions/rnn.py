@@ -118,73 +118,101 @@ def _gru_layer(xw, h0, whhT, b_hh, reverse):
     return cast(_stack0(hs), dt), _stack0(acts)
 
 
-def _prev(seq, first, t, reverse):
-    p = t + 1 if reverse else t - 1
-    return first if p < 0 or p >= seq.shape[0] else _at(seq, p)
+def _prev_all(seq, first, reverse):
+    """The state each step starts from, for all steps at once (in time order)."""
+    T = seq.shape[0]
+    first = reshape(first, (1,) + tuple(first.shape))
+    if reverse:
+        return _cat0(slice_dim(seq, 0, 1, T), first)
+    return _cat0(first, slice_dim(seq, 0, 0, T - 1))
+
+
+def _cat0(a, b):
+    return prim.cat(a, b, dim=0, sizes=(a.shape[0], b.shape[0]))
 
 
 def _T(x):
     return prim.permute(x, dims=(1, 0))
 
 
+def _rows(x):
+    """(T, B, X) -> (T*B, X)."""
+    return reshape(x, (x.shape[0] * x.shape[1], x.shape[2]))
+
+
+def _mul(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = prim.mul(out, x)
+    return out
+
+
+# Everything that does not depend on the gradient flowing back through time (the gates,
+# their derivatives, the states each step started from) is computed for all steps at once;
+# the loop carries only the state gradients, as the fused kernels do.
+
 @decomposes("_lstm_layer_backward")
 def _lstm_layer_backward(ghs, gcs, acts, hs, cs, xw, h0, c0, whhT, reverse):
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
+    if T == 0:
+        return (full(tuple(acts.shape), 0, f32), full(tuple(h0.shape), 0, f32),
+                full(tuple(c0.shape), 0, f32), full(tuple(whhT.shape), 0, f32))
     ghs, gcs, hs, cs, xw, h0, c0 = (cast(a, f32) for a in (ghs, gcs, hs, cs, xw, h0, c0))
     whhT = cast(whhT, f32)
     whh = _T(whhT)
+    hp = _prev_all(hs, h0, reverse)
+    i, f, g, o = _lstm_gates(prim.add(prim.matmul(hp, whhT), xw), n)
+    tc = prim.tanh(cs)
+    dc_dh = prim.mul(o, _one_minus(prim.mul(tc, tc)))
+    do_dh = _mul(tc, o, _one_minus(o))
+    dgates_dc = _cat_last(_mul(g, i, _one_minus(i)),
+                          _mul(_prev_all(cs, c0, reverse), f, _one_minus(f)),
+                          prim.mul(i, _one_minus(prim.mul(g, g))))
     dG = [None] * T
     dh = full(tuple(h0.shape), 0, f32)
     dc = full(tuple(c0.shape), 0, f32)
-    dw = full(tuple(whhT.shape), 0, f32)
     for t in reversed(list(_steps(T, reverse))):
-        hp = _prev(hs, h0, t, reverse)
-        i, f, g, o = _lstm_gates(prim.add(prim.matmul(hp, whhT), _at(xw, t)), n)
-        tc = prim.tanh(_at(cs, t))
         dh = prim.add(dh, _at(ghs, t))
-        dc = prim.add(dc, _at(gcs, t))
-        dc = prim.add(dc, prim.mul(dh, prim.mul(o, _one_minus(prim.mul(tc, tc)))))
-        cp = _prev(cs, c0, t, reverse)
-        dG[t] = _cat_last(prim.mul(dc, prim.mul(prim.mul(g, i), _one_minus(i))),
-                          prim.mul(dc, prim.mul(prim.mul(cp, f), _one_minus(f))),
-                          prim.mul(dc, prim.mul(i, _one_minus(prim.mul(g, g)))),
-                          prim.mul(dh, prim.mul(prim.mul(tc, o), _one_minus(o))))
-        dw = prim.add(dw, prim.matmul(_T(hp), dG[t]))
+        dc = prim.add(prim.add(dc, _at(gcs, t)), prim.mul(dh, _at(dc_dh, t)))
+        dG[t] = _cat_last(prim.mul(_cat_last(dc, dc, dc), _at(dgates_dc, t)),
+                          prim.mul(dh, _at(do_dh, t)))
         dh = prim.matmul(dG[t], whh)
-        dc = prim.mul(dc, f)
-    dGs = _stack0(dG) if T else full(tuple(acts.shape), 0, f32)
-    return dGs, dh, dc, dw
+        dc = prim.mul(dc, _at(f, t))
+    dGs = _stack0(dG)
+    return dGs, dh, dc, prim.matmul(_T(_rows(hp)), _rows(dGs))
 
 
 @decomposes("_gru_layer_backward")
 def _gru_layer_backward(ghs, acts, hs, xw, h0, whhT, b_hh, reverse):
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
+    empty_db = full((0,), 0, f32)
+    if T == 0:
+        return (full(tuple(acts.shape[:2]) + (3 * n,), 0, f32), full(tuple(h0.shape), 0, f32),
+                full(tuple(whhT.shape), 0, f32), full((3 * n,), 0, f32) if b_hh is not None
+                else empty_db)
     ghs, hs, xw, h0 = (cast(a, f32) for a in (ghs, hs, xw, h0))
     whhT = cast(whhT, f32)
     whh = _T(whhT)
-    dGI = [None] * T
+    hp = _prev_all(hs, h0, reverse)
+    gh = prim.matmul(hp, whhT)
+    if b_hh is not None:
+        gh = prim.add(gh, _f32(b_hh))
+    _, (r, z, nn_, ghn) = _gru_step(xw, gh, hp)
+    dn_dh = prim.mul(_one_minus(z), _one_minus(prim.mul(nn_, nn_)))
+    dr_dn = _mul(ghn, r, _one_minus(r))
+    dz_dh = _mul(prim.sub(hp, nn_), z, _one_minus(z))
+    dGI, dGH = [None] * T, [None] * T
     dh = full(tuple(h0.shape), 0, f32)
-    dw = full(tuple(whhT.shape), 0, f32)
-    db = full((3 * n,), 0, f32)
     for t in reversed(list(_steps(T, reverse))):
-        hp = _prev(hs, h0, t, reverse)
-        gh = prim.matmul(hp, whhT)
-        if b_hh is not None:
-            gh = prim.add(gh, _f32(b_hh))
-        _, (r, z, nn_, ghn) = _gru_step(_at(xw, t), gh, hp)
         dh = prim.add(dh, _at(ghs, t))
-        dn = prim.mul(prim.mul(dh, _one_minus(z)), _one_minus(prim.mul(nn_, nn_)))
-        dr = prim.mul(prim.mul(dn, ghn), prim.mul(r, _one_minus(r)))
-        dz = prim.mul(prim.mul(dh, prim.sub(hp, nn_)), prim.mul(z, _one_minus(z)))
+        dn = prim.mul(dh, _at(dn_dh, t))
+        dr = prim.mul(dn, _at(dr_dn, t))
+        dz = prim.mul(dh, _at(dz_dh, t))
         dGI[t] = _cat_last(dr, dz, dn)
-        dgh = _cat_last(dr, dz, prim.mul(dn, r))
-        dw = prim.add(dw, prim.matmul(_T(hp), dgh))
-        db = prim.add(db, prim.sum(dgh, dims=(0,), keepdim=False))
-        dh = prim.add(prim.mul(dh, z), prim.matmul(dgh, whh))
-    dGIs = _stack0(dGI) if T else full(tuple(acts.shape[:2]) + (3 * n,), 0, f32)
-    if b_hh is None:
-        db = full((0,), 0, f32)
-    return dGIs, dh, dw, db
-
+        dGH[t] = _cat_last(dr, dz, prim.mul(dn, _at(r, t)))
+        dh = prim.add(prim.mul(dh, _at(z, t)), prim.matmul(dGH[t], whh))
+    dGHs = _rows(_stack0(dGH))
+    db = prim.sum(dGHs, dims=(0,), keepdim=False) if b_hh is not None else empty_db
+    return _stack0(dGI), dh, prim.matmul(_T(_rows(hp)), dGHs), db
