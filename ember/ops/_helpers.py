@@ -106,6 +106,16 @@ def not_implemented(kernel_name, dt):
     raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{type_name(dt)}'")
 
 
+def check_tensor(fn, name, pos, v):
+    """torch's TypeError for a non-tensor argument of a tensor-only function (a tensor-like
+    with ``__ember_function__``, an fx Proxy say, goes to its override instead)."""
+    if not isinstance(v, Tensor):
+        if hasattr(type(v), "__ember_function__"):
+            raise NeedsOverride
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(v).__name__}")
+
+
 def no_derivative(name, aten=False):
     """``Op`` keywords (``vjp``, ``jvp``) for an op whose outputs require grad in torch
     although torch has no derivative for it: backward and forward AD raise torch's error.
@@ -487,6 +497,6 @@ __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "speci
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
            "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
-           "type_name", "not_implemented", "no_derivative", "gated", "dtype_kind",
+           "type_name", "not_implemented", "check_tensor", "no_derivative", "gated", "dtype_kind",
            "broadcast_guard", "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear",
            "table_vjp"]

@@ -6,7 +6,7 @@ Derivatives follow PyTorch's conjugate-Wirtinger convention.
 import numpy as np
 
 from .._core.dispatch import overridable
-from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, default_float_np,
+from ._helpers import (Op, Tensor, _E, apply, broadcast_guard, check_tensor, default_float_np,
                        not_implemented, type_name, write_out)
 from ._batching import _elementwise_rule
 from .pointwise import where
@@ -48,9 +48,7 @@ COMPLEX = Op("complex", broadcast_guard(_complex_kernel), _complex_vjp, shape=_c
 
 def _tensors(name, **args):
     for pos, (k, v) in enumerate(args.items()):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"{name}(): argument '{k}' (position {pos + 1}) must be Tensor, not "
-                            f"{type(v).__name__}")
+        check_tensor(name, k, pos + 1, v)
 
 
 @overridable

@@ -15,7 +15,8 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.device import backend_for_type, namespace_of
-from ._helpers import Op, Tensor, _E, apply, no_derivative, overridable, promote_np, type_name
+from ._helpers import (Op, Tensor, _E, apply, check_tensor, no_derivative, overridable,
+                       promote_np, type_name)
 from ._return_types import structseq
 from .creation import _finish, zeros
 from .pointwise import where
@@ -191,6 +192,8 @@ def corrcoef(input):
 @overridable
 def dist(input, other, p=2):
     """The p-norm of ``input - other``."""
+    check_tensor("dist", "input", 1, input)
+    check_tensor("dist", "other", 2, other)
     return (input - other).norm(p)
 
 

@@ -14,8 +14,8 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
                        def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
                        unary_float, unary_same, write_out)
-from ._helpers import (_F32, _cast, broadcast_guard, dtype_kind, gated, not_implemented,
-                       type_name, jvp_elementwise, jvp_sum)
+from ._helpers import (_F32, _cast, broadcast_guard, check_tensor, dtype_kind, gated,
+                       not_implemented, type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
 from .._core import dtype as _dt
 from .._core import meta as _meta
@@ -1054,9 +1054,11 @@ ISCLOSE = Op("isclose", _isclose_kernel, None, differentiable=False, save_inputs
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal if ``equal_nan``)."""
-    if isinstance(input, Tensor) and isinstance(other, Tensor) and input.dtype != other.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
     try:
+        check_tensor("isclose", "input", 1, input)
+        check_tensor("isclose", "other", 2, other)
+        if input.dtype != other.dtype:
+            raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
         return apply(ISCLOSE, (input, other), {"rtol": rtol, "atol": atol,
                                                "equal_nan": equal_nan})
     except NeedsOverride:

@@ -13,7 +13,8 @@ from .._core import dtype as _dt
 from .._core.op import Op
 from .._core.tensor import Tensor
 from ._batching import _elementwise_rule
-from ._helpers import type_name, binary_kernel, def_binary, overridable, shape_broadcast
+from ._helpers import (_cast, check_tensor, def_binary, gated, overridable, promote_np,
+                       shape_broadcast, type_name)
 from .views import view_as_complex, view_as_real
 
 _INPLACE = ("abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ "
@@ -156,24 +157,27 @@ def fill(input, value):
 @overridable
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
-    return (input * alpha).neg().add(other) if alpha != 1 else (-input).add(other)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__}), but expected one "
+                        f"of:\n * (Tensor input, Tensor other, *, Number alpha = 1)\n * (Tensor "
+                        f"input, Number other, Number alpha = 1)\n")
+    from .pointwise import sub  # computed in the promoted dtype: negating first wraps uints
+    return sub(other, input, alpha=alpha)
 
 
 # ---- nextafter, ldexp, frexp, mvlgamma ----------------------------------------------------
 def _nextafter_np(xp, a, b):
-    return xp.nextafter(a, b)
-
-
-def _float_only(kernel):
-    def k(xp, a, b):
-        kinds = [getattr(x, "dtype", np.dtype(type(x))).kind for x in (a, b)]
-        if any(kd not in "f" for kd in kinds) and not any(
-                getattr(x, "dtype", None) in (_dt.bfloat16.np, np.dtype(np.float16))
-                for x in (a, b)):
-            raise NotImplementedError(f"\"nextafter_cpu\" not implemented for "
-                                      f"'{type_name(np.result_type(a, b))}'")
-        return kernel(xp, a, b)
-    return k
+    if a.dtype.itemsize > 2:
+        return xp.nextafter(a, b)
+    # half types: one step of the 16-bit pattern (a float32 step would round back to a)
+    a, b = xp.broadcast_arrays(a, b)
+    bits = a.view(np.uint16).astype(np.int32)
+    away = (b > a) == (a > 0)  # the magnitude grows
+    step = xp.where(a == 0, (b < 0).astype(np.int32) << 15 | 1, bits + xp.where(away, 1, -1))
+    r = step.astype(np.uint16).view(a.dtype)
+    r = xp.where(a == b, b, r)  # nextafter(x, x) is x's twin y (-0.0 towards 0.0 gives 0.0)
+    return xp.where((a != a) | (b != b), a + b, r)  # NaN in, NaN out
 
 
 def _nextafter_vjp(ctx, g, a, b):
@@ -189,7 +193,14 @@ def _nextafter_jvp(out, ts, a, b):
     return None if ts[0] is None else where(a != b, ts[0], 0)
 
 
-NEXTAFTER = Op("nextafter", _float_only(binary_kernel(_nextafter_np)), _nextafter_vjp,
+# judged on the promoted dtype: a bool tensor and a 0-dim double give double, as in torch
+def _nextafter_kernel(xp, a, b):
+    dt = promote_np(a, b)
+    return _nextafter_np(xp, _cast(a, dt, xp), _cast(b, dt, xp))
+
+
+NEXTAFTER = Op("nextafter", gated(_nextafter_kernel, "nextafter_cpu", "bic", n=2),
+               _nextafter_vjp,
                jvp=_nextafter_jvp, shape=shape_broadcast, category="binary",
                batch=_elementwise_rule)
 nextafter = def_binary("nextafter", NEXTAFTER, inplace=True, tensors=2)
@@ -199,6 +210,8 @@ nextafter.__doc__ = "The next floating-point value after ``input`` towards ``oth
 @overridable
 def ldexp(input, other, *, out=None):
     """``input * 2 ** other``."""
+    check_tensor("ldexp", "input", 1, input)
+    check_tensor("ldexp", "other", 2, other)
     r = input * (2.0 ** other if not isinstance(other, Tensor) else other.exp2())
     return r if out is None else out.copy_(r)
 

@@ -5,7 +5,8 @@ incomplete gammas' first argument: those raise NotImplementedError when needed).
 from ..._core import meta as _meta
 from ..._core.op import JVP_FROM_VJP
 from .._batching import _elementwise_rule
-from .._helpers import Op, Tensor, _E, apply, apply_inplace, binary_kernel, special
+from .._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel,  # noqa: F401
+                       check_tensor, special)  # check_tensor: re-exported
 from ._gate import gate
 
 __all__ = ["XLOG1PY", "ZETA", "GAMMAINC", "GAMMAINCC", "check_tensor"]
@@ -64,13 +65,6 @@ GAMMAINC = _binop("gammainc", lambda xp, a, b: special(xp).gammainc(a, b), _gamm
                   "igamma_cpu", int_ok=False)
 GAMMAINCC = _binop("gammaincc", lambda xp, a, b: special(xp).gammaincc(a, b), _gammaincc_vjp,
                    "igammac_cpu", int_ok=False)
-
-
-def check_tensor(fn, name, pos, v):
-    """torch's TypeError for a non-tensor argument of a tensor-only function."""
-    if not isinstance(v, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
-                        f"{type(v).__name__}")
 
 
 for _m, _op in (("igamma", GAMMAINC), ("igammac", GAMMAINCC)):
