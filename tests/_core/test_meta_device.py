@@ -169,6 +169,10 @@ OPS = {
     "einsum": lambda L, x: L.einsum("ij,kj->ik", x, x),
     "fft": lambda L, x: L.fft.rfft(x),
     "cumsum": lambda L, x: x.cumsum(1),
+    "lstm": lambda L, x: L.nn.LSTM(4, 6, 2, device="meta")(x.unsqueeze(1))[1][1],
+    "gru_cell": lambda L, x: L.nn.GRUCell(4, 5, device="meta")(x),
+    "sdpa-causal": lambda L, x: L.nn.functional.scaled_dot_product_attention(
+        x.view(1, 3, 4), x.view(1, 3, 4), x.view(1, 3, 4), is_causal=True),
     "linalg.inv": lambda L, x: L.linalg.inv(L.empty(2, 3, 3, device="meta")),
     "linalg.solve": lambda L, x: L.linalg.solve(L.empty(3, 3, device="meta"), x[:, :2]),
     "cholesky": lambda L, x: L.linalg.cholesky(L.empty(4, 4, device="meta")),

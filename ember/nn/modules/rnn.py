@@ -208,7 +208,8 @@ class RNNBase(Module):
         self._check_input(data, batch_sizes if packed else None)
         D = 2 if self.bidirectional else 1
         if hx is None:
-            states = tuple(zeros((self.num_layers * D, max_batch, s), dtype=data.dtype)
+            states = tuple(zeros((self.num_layers * D, max_batch, s), dtype=data.dtype,
+                                 device=data.device)
                            for s in self._state_sizes())
         else:
             states = tuple(hx) if lstm else (hx,)
@@ -329,7 +330,8 @@ class RNNCellBase(Module):
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
                                f"expected {self.input_size}")
         if states is None:
-            states = tuple(zeros((input.shape[0], self.hidden_size), dtype=input.dtype)
+            states = tuple(zeros((input.shape[0], self.hidden_size), dtype=input.dtype,
+                                 device=input.device)
                            for _ in range(n_states))
         for k, s in enumerate(states):
             if s.shape[0] != input.shape[0]:
