@@ -4,7 +4,8 @@ A backend owns an array namespace (``xp``) and the array type that stores its
 tensors.  Kernels never import NumPy by name for anything that depends on the
 device: they receive the namespace of their inputs.  'cpu' is NumPy; further
 backends (a CuPy 'cuda', or a third-party PrivateUse1-style device) register
-here with `register_backend`.
+here with `register_backend`.  'meta' (``meta_device``) registers the same way: its
+arrays are metadata only, and the dispatcher runs shape rules instead of kernels on them.
 """
 import numpy as np
 
