@@ -259,17 +259,23 @@ def bench_capture(min_run_time):
 
 
 # ---- (c) MLP training step ----------------------------------------------------------------
+def _fresh(workload):
+    """``make(lib, how, backend)``: a builder of ``workload(lib, how, backend)``'s callable,
+    made after the library's compile caches are reset."""
+    def make(lib, how, backend="inductor"):
+        def build():
+            lib._dynamo.reset()
+            return workload(lib, how, backend)
+        return build
+    return make
+
+
 def bench_training(min_run_time):
     import torch
 
     import ember
     table = "(c) MLP training step (64-256-10, Adam, batch 128)"
-
-    def make(lib, how, backend="inductor"):
-        def build():
-            lib._dynamo.reset()
-            return mlp_training(lib, how, backend)
-        return build
+    make = _fresh(mlp_training)
     record(table, "ember eager", make(ember, "eager"), min_run_time)
     for backend in ("eager", "inductor"):
         record(table, f"ember.compile(model) {backend}", make(ember, "model", backend),
@@ -312,12 +318,7 @@ def bench_dropout(min_run_time):
 
     import ember
     table = "(d) GPT training step with dropout 0.1 (4 blocks, d 128, 16 x 64 tokens, AdamW)"
-
-    def make(lib, how, backend="inductor"):
-        def build():
-            lib._dynamo.reset()
-            return gpt_dropout_training(lib, how, backend)
-        return build
+    make = _fresh(gpt_dropout_training)
     record(table, "ember eager", make(ember, "eager"), min_run_time)
     for backend in ("eager", "inductor"):
         record(table, f"ember.compile(step) {backend}", make(ember, "step", backend),

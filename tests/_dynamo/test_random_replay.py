@@ -14,9 +14,9 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember._dynamo.eval_frame import CompiledFunction
 
 from test_models import GPT, _gpt_batches, _lm_loss, _optimizer
+from test_training_step_replay import python_runs  # noqa: F401  (the fixture)
 
 BACKENDS = ["eager", "aot_eager", "inductor"]
 
@@ -25,19 +25,6 @@ BACKENDS = ["eager", "aot_eager", "inductor"]
 def _fresh_caches():
     ember._dynamo.reset()
     yield
-
-
-@pytest.fixture
-def python_runs(monkeypatch):
-    """How many calls of a compiled function ran its Python (did not replay)."""
-    count = [0]
-    orig = CompiledFunction._run
-
-    def counted(self, args, kwargs, explain=None):
-        count[0] += 1
-        return orig(self, args, kwargs, explain)
-    monkeypatch.setattr(CompiledFunction, "_run", counted)
-    return count
 
 
 def _same(got, want, backend):

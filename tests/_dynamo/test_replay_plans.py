@@ -11,25 +11,13 @@ import pytest
 import ember
 import ember.nn as nn
 from ember._dynamo import config
-from ember._dynamo.eval_frame import CompiledFunction
+from test_training_step_replay import python_runs  # noqa: F401  (the fixture)
 
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
     ember._dynamo.reset()
     yield
-
-
-@pytest.fixture
-def python_runs(monkeypatch):
-    count = [0]
-    orig = CompiledFunction._run
-
-    def counted(self, args, kwargs, explain=None):
-        count[0] += 1
-        return orig(self, args, kwargs, explain)
-    monkeypatch.setattr(CompiledFunction, "_run", counted)
-    return count
 
 
 def _net():
