@@ -798,7 +798,7 @@ class Module:
             t.share_memory_()
         return self
 
-    def to_empty(self, *, device=None, recurse=True):
+    def to_empty(self, *, device, recurse=True):
         """Moves the parameters and buffers to ``device`` without copying their values (their
         new storage is uninitialised): how a model built on the meta device gets memory."""
         from ...ops.creation import empty_like
