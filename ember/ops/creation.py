@@ -14,6 +14,7 @@ trace can replay it.  ``zeros``/``ones``/``scalar_tensor`` and the ``*_like`` fo
 of an ndarray, ``frombuffer``) compute nothing and stay outside the dispatcher.
 """
 import builtins
+import collections.abc
 import math
 
 import numpy as np
@@ -46,7 +47,7 @@ def _infer_dtype(data):
             if c > cat or (c == cat and np_dtype is not None):
                 np_dtype = d if np_dtype is None or c > cat else _dt.promote_types(np_dtype, d)
             cat = max(cat, c)
-        elif isinstance(x, (list, tuple)):
+        elif _is_sequence(x):
             stack.extend(x)
         elif isinstance(x, np.ndarray) or isinstance(x, np.generic):
             d = _dt.from_np(x.dtype)
@@ -60,8 +61,10 @@ def _infer_dtype(data):
             cat = max(cat, 2)
         elif isinstance(x, complex):
             cat = max(cat, 3)
+        elif isinstance(x, str):
+            raise TypeError("new(): invalid data type 'str'")
         else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
     py = {-1: _dt.get_default_dtype(), 0: _dt.bool, 1: _dt.int64, 2: _dt.get_default_dtype(),
           3: _dt.default_complex_dtype()}[cat]
     if np_dtype is not None and np_dtype.category >= cat:
@@ -69,10 +72,17 @@ def _infer_dtype(data):
     return py
 
 
+def _is_sequence(x):
+    # torch reads any Python sequence (deque, range, array.array, ...) as nested data;
+    # a str is refused as data, not walked
+    return isinstance(x, (list, tuple)) or (
+        isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes)))
+
+
 def _to_nested(data):
     if isinstance(data, Tensor):
         return data._data
-    if isinstance(data, (list, tuple)):
+    if _is_sequence(data):
         return [_to_nested(x) for x in data]
     return data
 

@@ -114,3 +114,27 @@ def test_cuda_calls_without_cuda_answer_as_a_cpu_build(lib):
     lib.cuda.manual_seed_all(3)
     lib.cuda.empty_cache()
     assert lib.cuda.is_bf16_supported() is False
+
+
+def test_tensor_reads_any_python_sequence():
+    # reinforce.py builds torch.tensor(returns) from a collections.deque
+    import array
+    import collections
+    cases = [collections.deque([1.5, 2.0, -3.0]), range(2, 7), collections.deque(),
+             [range(2), collections.deque([3, 4])], array.array("d", [1.0, 2.5]),
+             (collections.deque([True, False]),)]
+    for data in cases:
+        t, e = torch.tensor(data), ember.tensor(data)
+        assert str(e.dtype).split(".")[1] == str(t.dtype).split(".")[1], data
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    for bad in ({1: 2}, {1, 2}, [1, None], object()):
+        with pytest.raises(RuntimeError) as te:
+            torch.tensor(bad)
+        with pytest.raises(RuntimeError) as ee:
+            ember.tensor(bad)
+        assert str(ee.value) == str(te.value)
+    for bad in ("ab", [1, "a"]):
+        with pytest.raises(TypeError, match="invalid data type 'str'"):
+            torch.tensor(bad)
+        with pytest.raises(TypeError, match="invalid data type 'str'"):
+            ember.tensor(bad)
