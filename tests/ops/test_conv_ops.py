@@ -116,6 +116,32 @@ def test_both_column_layouts_give_the_same_gradients(wide, monkeypatch):
         np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), atol=1e-9)
 
 
+@pytest.mark.parametrize("xs,ws,kw", [((5, 4, 9, 8), (6, 2, 3, 2), dict(stride=(1, 2),
+                                                                       padding=(2, 1), groups=2)),
+                                       ((3, 3, 20), (4, 3, 5), dict(padding=2, dilation=2))])
+def test_forward_in_batch_blocks_equals_the_whole_batch(xs, ws, kw, monkeypatch):
+    # the per-example column layout filled one and two examples at a time (the last block
+    # shorter): the same output as the whole batch's buffer, and torch's
+    x, w, b = _arr(*xs), _arr(*ws), _arr(ws[0])
+    n = len(xs) - 2
+    monkeypatch.setattr(conv_kernels, "WIDE", False)
+
+    def run():
+        return getattr(F, f"conv{n}d")(*(ember.from_numpy(a) for a in (x, w, b)), **kw).numpy()
+    whole = run()
+    per = xs[1] * int(np.prod(ws[2:])) * int(np.prod(whole.shape[2:])) * x.itemsize
+    got = []
+    for nb in (1, 2):
+        monkeypatch.setattr(conv_kernels, "COLS_BLOCK_BYTES", nb * per)
+        assert conv_kernels._batch_block(x, ws[2:], whole.shape[2:], (1,) * n,
+                                         ((1, 1),) * n, False) == nb
+        got.append(run())
+    want = getattr(TF, f"conv{n}d")(*(torch.from_numpy(a) for a in (x, w, b)), **kw).numpy()
+    for g in got:
+        np.testing.assert_allclose(g, whole, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(whole, want, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("name,xs,ws,bias,kw", [CASES[i] for i in (0, 4, 9, 12, 15, 17)],
                          ids=[IDS[i] for i in (0, 4, 9, 12, 15, 17)])
 def test_gradcheck_and_gradgradcheck(name, xs, ws, bias, kw):

@@ -201,6 +201,9 @@ def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
             return y
     lo = out_spatial(x.shape[2:], ks, stride, pad, dilation)
     wide = wide_layout(B, lo)
+    nb = _batch_block(x, ks, lo, stride, pad, wide)
+    if nb < B:
+        return _forward_blocked(xp, x, w, b, ks, stride, pad, dilation, groups, lo, nb)
     cols, lo = columns(xp, x, ks, stride, pad, dilation, groups, wide)
     wm = w.reshape(groups, O // groups, cols.shape[-2])
     if wide:  # (O, B, L) -> (B, O, L), the bias added on the way
@@ -215,6 +218,38 @@ def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
             xp.add(yt, b.reshape(O, 1), out=o3)
         return out
     y = _gemm(xp, wm, cols).reshape((B, O) + lo)        # (B, g, O/g, L): already (B, O, *Lo)
+    if b is not None:
+        y += b.reshape((O,) + (1,) * len(lo))
+    return y
+
+
+COLS_BLOCK_BYTES = 1 << 21  # column buffer of the examples filled and multiplied at once
+
+
+def _batch_block(x, ks, lo, stride, pad, wide):
+    """How many examples' columns the per-example layout fills before their GEMMs: as many
+    as fit `COLS_BLOCK_BYTES`, so that the GEMMs read the columns from cache, not from
+    memory (the buffer is K times the input); the whole batch when that is one block."""
+    B = x.shape[0]
+    if wide or B <= 1 or _is_pointwise(ks, stride, pad):
+        return B
+    per = x.shape[1] * _prod(ks) * _prod(lo) * x.dtype.itemsize
+    return max(1, min(B, COLS_BLOCK_BYTES // max(per, 1)))
+
+
+def _forward_blocked(xp, x, w, b, ks, stride, pad, dilation, groups, lo, nb):
+    """`forward`'s per-example GEMMs, ``nb`` examples' columns at a time, written straight
+    into the output."""
+    B, O = x.shape[0], w.shape[0]
+    L = _prod(lo)
+    y = xp.empty((B, O) + tuple(lo), dtype=x.dtype)
+    y4 = y.reshape(B, groups, O // groups, L)
+    wm = None
+    for b0 in range(0, B, nb):
+        cols, _ = columns(xp, x[b0:b0 + nb], ks, stride, pad, dilation, groups, False)
+        if wm is None:
+            wm = w.reshape(groups, O // groups, cols.shape[-2])
+        _gemm(xp, wm, cols, y4[b0:b0 + nb])
     if b is not None:
         y += b.reshape((O,) + (1,) * len(lo))
     return y
