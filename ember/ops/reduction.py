@@ -248,6 +248,8 @@ amin = _def_amax("amin", AMIN)
 @overridable
 def aminmax(input, *, dim=None, keepdim=False, out=None):
     """The minimum and maximum of ``input`` (along ``dim`` if given), as a named tuple."""
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
     n = ndim_of(input)
     dims = norm_dims(dim, n)
     if input.numel() == 0:
@@ -294,13 +296,13 @@ ARGMIN = Op("argmin", _arg_kernel(np.argmin, "argmin"), None, differentiable=Fal
 def _def_arg(name, op):
     def public(input, dim=None, keepdim=False, *, out=None):
         n = ndim_of(input)
+        if dim is not None and not isinstance(dim, (int, np.integer)):  # torch's parser first
+            raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not "
+                            f"{type(dim).__name__}")
         if input.dtype == _dt.bool:
             raise RuntimeError(f"{name}(): does not support bool input")
         params = {"keepdim": keepdim}
         if dim is not None:
-            if not isinstance(dim, (int, np.integer)):
-                raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not "
-                                f"{type(dim).__name__}")
             params["dim"] = d = _wrap_dim(int(dim), n)
             _check_reducible(name, input, (d,) if n else (), False)
         else:
@@ -459,9 +461,11 @@ def _norm_kernel(xp, x, ord, dims, keepdim):
     rdt = a.dtype
     w = a.astype(_F32) if rdt in _HALF else a
     kw = {"axis": dims, "keepdims": keepdim}
+    # inf and negative orders have no identity: an empty reduction has no value
+    if (ord == _INF or ord < 0) and (builtins.any(x.shape[d] == 0 for d in dims) or
+                                     (x.size == 0 and not dims)):
+        raise RuntimeError(_EMPTY_INF.format(f"{ord:g}"))
     if ord in (_INF, -_INF):
-        if builtins.any(x.shape[d] == 0 for d in dims) or (x.size == 0 and not dims):
-            raise RuntimeError(_EMPTY_INF.format("inf" if ord > 0 else "-inf"))
         r = xp.max(w, **kw) if ord > 0 else xp.min(w, **kw)
     elif ord == 0:
         r = xp.sum(w != 0, dtype=w.dtype, **kw)
