@@ -160,7 +160,7 @@ def tensor_repr(t, prefix="tensor("):
         suffix.append(f"dtype={d}")
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
-    return _joined(t, prefix + body, suffix)
+    return _joined(t, prefix + body, suffix, indent)
 
 
 def _meta_repr(t, prefix):
@@ -168,14 +168,23 @@ def _meta_repr(t, prefix):
     suffix = [f"device='{t.device}'", f"size={tuple(t._data.shape)}"]
     if t.dtype is not _dt.get_default_dtype():
         suffix.append(f"dtype={t.dtype}")
-    return _joined(t, prefix + "...", suffix)
+    return _joined(t, prefix + "...", suffix, len(prefix))
 
 
-def _joined(t, s, suffix):
+def _joined(t, s, suffix, indent=7):
+    """``s`` with the suffixes (and autograd's) appended as torch does: a suffix that would
+    pass the line width starts a new line, indented to the opening parenthesis."""
     if t.grad_fn is not None:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
         suffix.append("requires_grad=True")
-    if suffix:
-        s += ", " + ", ".join(suffix)
-    return s + ")"
+    parts = [s]
+    line = len(s) - s.rfind("\n") + 1  # torch's count (one more than the line's length)
+    for x in suffix:
+        if line + len(x) + 2 > _OPTS["linewidth"]:
+            parts.append(",\n" + " " * indent + x)
+            line = indent + len(x)
+        else:
+            parts.append(", " + x)
+            line += len(x) + 2
+    return "".join(parts) + ")"

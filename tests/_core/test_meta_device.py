@@ -511,3 +511,13 @@ def test_backward_through_a_device_move_returns_to_the_source_device():
     x = ember.empty(2, 3, device="meta", requires_grad=True)
     (x.to(ember.float64) * 2).sum().backward()
     _meta_like(torch.empty(2, 3, device="meta"), x.grad)
+
+
+def test_long_reprs_wrap_their_suffixes_as_torch():
+    def cases(L):
+        return [L.nn.Parameter(L.empty(2, 2, device="meta", dtype=L.float16)),
+                L.empty(2, 2, device="meta", dtype=L.float16, requires_grad=True) * 2,
+                L.ones(3, 2, dtype=L.float16, requires_grad=True) * 3,
+                L.arange(12.0).to(L.float16).requires_grad_() * 1]
+    for t, e in zip(cases(torch), cases(ember)):
+        assert repr(e).replace("ember.", "torch.") == repr(t)
