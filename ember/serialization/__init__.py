@@ -24,8 +24,11 @@ import os
 import pickle
 import re
 import shutil
+import sys
 import tempfile
 import warnings
+
+import numpy as np
 
 from .._core.device import _BACKENDS, device as _device
 from . import _globals
@@ -36,7 +39,7 @@ from ._globals import (StorageType, add_safe_globals, clear_safe_globals, get_sa
 from ._rebuild import LoadedStorage
 from ._unpickler import WeightsUnpickler
 from ._torch_objects import QINT_STORAGES
-from ._writer import write_archive
+from ._writer import SKIP_DATA, write_archive
 
 QINT_STORAGE_NAMES = frozenset(QINT_STORAGES.values())
 
@@ -46,12 +49,43 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "safe_globals
            "validate_cuda_device", "validate_hpu_device", "location_tag",
            "default_restore_location", "StorageType", "LoadEndianness", "get_crc32_options",
            "set_crc32_options", "get_default_load_endianness", "set_default_load_endianness",
-           "get_default_mmap_options", "set_default_mmap_options"]
+           "get_default_mmap_options", "set_default_mmap_options", "skip_data",
+           "normalize_storage_type", "storage_to_tensor_type"]
 
 DEFAULT_PROTOCOL = 2
 # a compressed record may expand at most this many times (beyond torch: decompression bombs)
 MAX_DECOMPRESSION_RATIO = 64
 _KEY_RE = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+class skip_data:
+    """Context manager: ``save`` writes each storage's record at its full size but leaves the
+    bytes empty (zeros), for a later pass to fill in; ``load`` builds every tensor without
+    reading its bytes (zero-filled).  ``materialize_fake_tensors`` is accepted for torch's
+    signature: ember has no fake tensors to materialize."""
+
+    def __init__(self, materialize_fake_tensors=False):
+        self.materialize_fake_tensors = materialize_fake_tensors
+
+    def __enter__(self):
+        self._old = (SKIP_DATA.active, SKIP_DATA.materialize_fake_tensors)
+        SKIP_DATA.active = True
+        SKIP_DATA.materialize_fake_tensors = self.materialize_fake_tensors
+
+    def __exit__(self, *exc):
+        SKIP_DATA.active, SKIP_DATA.materialize_fake_tensors = self._old
+
+
+def normalize_storage_type(storage_type):
+    """The top-level storage class of that name (``ember.FloatStorage``)."""
+    return getattr(sys.modules[__name__.split(".")[0]], storage_type.__name__)
+
+
+def storage_to_tensor_type(storage):
+    """The tensor class named like ``storage``'s class, in the same module (``XStorage`` ->
+    ``XTensor``); like torch's, a plain TypedStorage/UntypedStorage has none."""
+    cls = type(storage)
+    return getattr(sys.modules[cls.__module__], cls.__name__.replace("Storage", "Tensor"))
 
 
 class SourceChangeWarning(Warning):
@@ -287,7 +321,8 @@ class _StorageLoader:
                 raise RuntimeError(f"storage {key} is declared with two different sizes")
             return storage
         device = _target_device(location, self.map_location)
-        raw = self.archive.read_storage(key, nbytes)
+        raw = np.zeros(nbytes, dtype=np.uint8) if SKIP_DATA.active else \
+            self.archive.read_storage(key, nbytes)
         array = raw if dtype is None else raw.view(dtype.np)
         storage = LoadedStorage(array, dtype, key, location,
                                 big_endian=self.archive.big_endian,

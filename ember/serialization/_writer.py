@@ -10,6 +10,7 @@ import collections
 import io
 import pickle
 import secrets
+import threading
 
 import numpy as np
 
@@ -213,6 +214,14 @@ def _serialization_id():
     return f"{draw(64):020d}{draw(64):020d}".encode()
 
 
+class _SkipData(threading.local):
+    active = False
+    materialize_fake_tensors = False
+
+
+SKIP_DATA = _SkipData()  # set by serialization.skip_data, per thread
+
+
 def write_archive(obj, fp, prefix, protocol, record_byteorder=True):
     buf = io.BytesIO()
     w = Writer(buf, protocol)
@@ -224,6 +233,9 @@ def write_archive(obj, fp, prefix, protocol, record_byteorder=True):
     if record_byteorder:
         zw.write_record(f"{prefix}/byteorder", b"little")
     for key, arr in w.storages.items():
+        if SKIP_DATA.active:  # the record keeps its size; its bytes are left empty
+            zw.write_record(f"{prefix}/data/{key}", np.zeros(arr.nbytes, dtype=np.uint8))
+            continue
         data = arr if arr.dtype.byteorder in "=|<" else arr.astype(arr.dtype.newbyteorder("<"))
         zw.write_record(f"{prefix}/data/{key}", np.ascontiguousarray(data).reshape(-1).view(np.uint8))
     zw.write_record(f"{prefix}/version", b"3\n")

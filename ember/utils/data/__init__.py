@@ -1,7 +1,7 @@
 """``ember.utils.data``: datasets, samplers and the DataLoader (``torch.utils.data``)."""
 from ._collate import default_collate, default_convert
 from ._worker import get_worker_info
-from .dataloader import DataLoader
+from .dataloader import DataLoader, _DatasetKind  # noqa: F401
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
                       Subset, TensorDataset, random_split)
 from .distributed import DistributedSampler

@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import queue
 import time
+import warnings
 import weakref
 
 from . import _worker
@@ -64,9 +65,74 @@ def _shutdown_workers(owner_pid, workers, index_queues, result_queue, done_event
             q.close()
 
 
+class _DatasetKind:
+    """How a DataLoader reads its dataset: by index (map-style) or by iterating it."""
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
+        return create_fetcher(kind, dataset, auto_collation, collate_fn, None, drop_last)
+
+
+def _cpu_count():
+    """The logical CPUs this process may run on (its affinity set where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return len(os.sched_getaffinity(0))
+        except Exception:  # noqa: BLE001 - fall back to the machine's count
+            pass
+    return os.cpu_count()
+
+
 class DataLoader:
     """Combines a dataset and a sampler, and provides an iterable over the dataset
     (``torch.utils.data.DataLoader``)."""
+
+    @property
+    def multiprocessing_context(self):
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, multiprocessing_context):
+        """A start-method name ("fork", "spawn", "forkserver") or a multiprocessing context
+        for the workers; only with ``num_workers > 0``."""
+        if multiprocessing_context is not None:
+            if self.num_workers <= 0:
+                raise ValueError(f"multiprocessing_context can only be used with multi-process "
+                                 f"loading (num_workers > 0), but got "
+                                 f"num_workers={self.num_workers}")
+            if isinstance(multiprocessing_context, str):
+                valid = multiprocessing.get_all_start_methods()
+                if multiprocessing_context not in valid:
+                    raise ValueError(f"multiprocessing_context option should specify a valid "
+                                     f"start method in {valid!r}, but got "
+                                     f"multiprocessing_context={multiprocessing_context!r}")
+                multiprocessing_context = multiprocessing.get_context(multiprocessing_context)
+            if not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
+                raise TypeError(f"multiprocessing_context option should be a valid context "
+                                f"object or a string specifying the start method, but got "
+                                f"multiprocessing_context={multiprocessing_context}")
+        self._multiprocessing_context = multiprocessing_context
+
+    def check_worker_number_rationality(self):
+        """Warns when this loader would start more worker processes than the CPUs it may
+        use (torch's check, run when the workers start)."""
+        if not self.num_workers:
+            return
+        suggest = _cpu_count()
+        if suggest is not None and self.num_workers <= suggest:
+            return
+        cpuset = "" if hasattr(os, "sched_getaffinity") else " (`cpuset` is not taken into account)"
+        advice = (f"Our suggested max number of worker in current system is {suggest}{cpuset}, "
+                  f"which is smaller than what this DataLoader is going to create."
+                  if suggest is not None else
+                  "DataLoader is not able to compute a suggested max number of worker in "
+                  "current system.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in "
+                      f"total. {advice} Please be aware that excessive worker creation might get "
+                      f"DataLoader running slow or even freeze, lower the worker number to "
+                      f"avoid potential slowness/freeze if necessary.", stacklevel=2)
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -97,7 +163,7 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self.in_order = in_order
         if isinstance(dataset, IterableDataset):
-            self._dataset_kind = "iterable"
+            self._dataset_kind = _DatasetKind.Iterable
             if shuffle not in (False, None):
                 raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle "
                                  f"option, but got shuffle={shuffle}")
@@ -108,7 +174,7 @@ class DataLoader:
                 raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
                                  f"batch_sampler option, but got batch_sampler={batch_sampler}")
         else:
-            self._dataset_kind = "map"
+            self._dataset_kind = _DatasetKind.Map
             shuffle = bool(shuffle)
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
@@ -122,7 +188,7 @@ class DataLoader:
             raise ValueError("batch_size=None option disables auto-batching and is mutually "
                              "exclusive with drop_last")
         if sampler is None:
-            if self._dataset_kind == "iterable":
+            if self._dataset_kind == _DatasetKind.Iterable:
                 sampler = _InfiniteConstantSampler()
             elif shuffle:
                 sampler = RandomSampler(dataset, generator=generator)
@@ -159,7 +225,7 @@ class DataLoader:
         return _MultiProcessIter(self)
 
     def __len__(self):
-        if self._dataset_kind == "iterable":
+        if self._dataset_kind == _DatasetKind.Iterable:
             n = len(self.dataset)
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
@@ -204,6 +270,7 @@ class _SingleProcessIter:
 
 class _MultiProcessIter:
     def __init__(self, loader):
+        loader.check_worker_number_rationality()
         self.loader = loader
         ctx = loader.multiprocessing_context
         if ctx is None:

@@ -30,17 +30,20 @@ class _IterableFetcher:
     def fetch(self, _indices):
         if not self.auto_collation:
             return self.collate_fn(next(self.it))
+        # the batch sampler hands one placeholder index per item of the batch
+        size = self.batch_size if self.batch_size is not None else len(_indices)
         data = []
         for item in self.it:
             data.append(item)
-            if len(data) == self.batch_size:
+            if len(data) == size:
                 break
-        if not data or (self.drop_last and len(data) < self.batch_size):
+        if not data or (self.drop_last and len(data) < size):
             raise StopIteration
         return self.collate_fn(data)
 
 
 def create_fetcher(kind, dataset, auto_collation, collate_fn, batch_size, drop_last):
-    if kind == "map":
+    """``kind``: 0 (map-style, ``_DatasetKind.Map``) or 1 (iterable)."""
+    if kind == 0:
         return _MapFetcher(dataset, auto_collation, collate_fn)
     return _IterableFetcher(dataset, auto_collation, collate_fn, batch_size, drop_last)
