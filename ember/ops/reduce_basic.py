@@ -319,10 +319,12 @@ def _along(fn, x, dim, reverse):
     return fn(x)
 
 
-def _cum_kernel(ufunc):
+def _cum_kernel(ufunc, name):
     def kernel(xp, x, dim, reverse=False, dtype=None):
         dt = np.dtype(dtype) if dtype is not None else (
             np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype)
+        if dt == np.bool_:  # a bool accumulator (dtype= or out=): torch has no such kernel
+            raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
         if x.ndim == 0:
             return x.astype(dt)
         work = _F32 if dt in _HALF else dt
@@ -413,9 +415,9 @@ def _cum_shape(x, dim, reverse=False, dtype=None):
     return x.shape, _meta.as_dtype(dtype) or (_dt.int64 if x.dtype.category < 2 else x.dtype)
 
 
-CUMSUM = Op("cumsum", _cum_kernel(np.add), _cumsum_vjp, save_inputs=False, shape=_cum_shape,
+CUMSUM = Op("cumsum", _cum_kernel(np.add, "cumsum"), _cumsum_vjp, save_inputs=False, shape=_cum_shape,
             category="reduction", batch=_dims_rule)
-CUMPROD = Op("cumprod", _cum_kernel(np.multiply), _cumprod_vjp, save_output=True,
+CUMPROD = Op("cumprod", _cum_kernel(np.multiply, "cumprod"), _cumprod_vjp, save_output=True,
              shape=_cum_shape, category="reduction", batch=_dims_rule)
 
 
@@ -425,6 +427,8 @@ def _cum_params(dim, dtype):
 
 def _def_cum(name, op):
     def public(input, dim, *, dtype=None, out=None):
+        if dtype is None and out is not None:
+            dtype = out.dtype  # torch accumulates in out's dtype, as sum does
         r = apply(op, (input,), _cum_params(_wrap_dim(dim, ndim_of(input)), dtype))
         return r if out is None else write_out(out, r)
     public = public_fn(public, name,

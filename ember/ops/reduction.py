@@ -120,6 +120,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is not None and not isinstance(dim, (int, np.integer)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     params = {"dims": norm_dims(dim, n), "keepdim": keepdim if dim is not None else False}
+    if dtype is None and out is not None:
+        dtype = out.dtype  # torch multiplies in out's dtype, as sum does
     if dtype is not None:
         params["dtype"] = dtype.np
     r = apply(PROD, (input,), params)

@@ -58,3 +58,32 @@ def test_norm_without_identity_on_empty_like_torch(p):
         with pytest.raises(RuntimeError, match=f"cannot compute the {p:g} norm"):
             lib.norm(lib.zeros(0), p)
         assert lib.linalg.vector_norm(lib.ones(2, 0), p, dim=0).shape == (0,)
+
+
+@pytest.mark.parametrize("name", ("sum", "prod", "cumsum", "cumprod"))
+@pytest.mark.parametrize("out_dtype", ("int64", "bool", "float64", "float16"))
+def test_out_dtype_is_the_accumulation_dtype_like_torch(name, out_dtype):
+    # torch computes these in out's dtype (a float product into an int64 out truncates first)
+    res = []
+    for lib in (torch, ember):
+        x = lib.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]])
+        out = lib.empty(0, dtype=getattr(lib, out_dtype))
+        try:
+            r = getattr(lib, name)(x, 1, out=out)
+            assert r is out
+            res.append((str(r.dtype).split(".")[1], r.tolist()))
+        except NotImplementedError as e:
+            res.append(str(e))
+    assert res[0] == res[1]
+
+
+def test_cumulative_ops_refuse_a_bool_accumulator_like_torch():
+    for lib in (torch, ember):
+        x = lib.tensor([[1.5, -2.0, 3.0]])
+        for call in (lambda: lib.cumsum(x, 1, dtype=lib.bool),
+                     lambda: lib.cumprod(x > 0, 1, dtype=lib.bool),
+                     lambda: (x > 0).cumsum(1, dtype=lib.bool)):
+            with pytest.raises(NotImplementedError, match=r"_out_cpu\" not implemented for "
+                                                          r"'Bool'"):
+                call()
+        assert lib.cumsum(x > 0, 1).dtype == lib.int64
