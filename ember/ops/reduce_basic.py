@@ -415,8 +415,8 @@ def _cum_shape(x, dim, reverse=False, dtype=None):
     return x.shape, _meta.as_dtype(dtype) or (_dt.int64 if x.dtype.category < 2 else x.dtype)
 
 
-CUMSUM = Op("cumsum", _cum_kernel(np.add, "cumsum"), _cumsum_vjp, save_inputs=False, shape=_cum_shape,
-            category="reduction", batch=_dims_rule)
+CUMSUM = Op("cumsum", _cum_kernel(np.add, "cumsum"), _cumsum_vjp, save_inputs=False,
+            shape=_cum_shape, category="reduction", batch=_dims_rule)
 CUMPROD = Op("cumprod", _cum_kernel(np.multiply, "cumprod"), _cumprod_vjp, save_output=True,
              shape=_cum_shape, category="reduction", batch=_dims_rule)
 
