@@ -31,7 +31,11 @@ def vjp_from_decomposition(name):
         try:
             for k, x in enumerate(inputs):
                 if need[k] and isinstance(x, Tensor):
-                    args[k] = x.view_as(x) if x._requires_grad else x.detach().requires_grad_()
+                    if x._requires_grad:
+                        args[k] = x.view_as(x)
+                    else:  # not requires_grad_(), which vmap (jacrev, hessian) refuses
+                        args[k] = x.detach()
+                        args[k]._set_requires_grad(True)
                     wrt.append(k)
             outs = decomposition_of(name)(*args, **params)
             outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)

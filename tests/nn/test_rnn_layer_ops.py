@@ -1,6 +1,8 @@
 """LSTM/GRU layers run the same operators in eager mode, under dispatch modes and in a
 create_graph backward: the fused layer op forward, its fused backward op always, and the
 backward op's own derivative (double backward, forward AD) from its decomposition."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,23 @@ def test_hessian_vector_product_matches_torch(kind):
             (g[0] * lib.tensor(vn)).sum() + g[1].sum(), (x, w))]
     for got, want in zip(hvp(ember, m), hvp(torch, tm)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_hessian_under_func_transforms_matches_torch(kind):
+    # forward over reverse: jacrev runs the backward op under vmap, jacfwd differentiates it
+    # (its vjp, from the decomposition, makes its stand-in leaves inside vmap)
+    torch = pytest.importorskip("torch")
+    m = _module(kind)
+    tm = getattr(torch.nn, kind)(3, 4).double()
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(m.named_parameters(), tm.named_parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy()))
+    xn = np.random.default_rng(2).standard_normal((3, 1, 3))
+
+    def hess(lib, module):
+        f = lambda x: (module(x)[0] ** 2).sum()  # noqa: E731
+        with warnings.catch_warnings():  # torch.func's import of torch.jit.script warns
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return lib.func.jacfwd(lib.func.jacrev(f))(lib.tensor(xn)).detach().numpy()
+    np.testing.assert_allclose(hess(ember, m), hess(torch, tm), rtol=1e-8, atol=1e-10)
