@@ -3,12 +3,26 @@ call_method, call_module or output), plus `map_arg` / `map_aggregate` over the
 nested argument structures nodes take."""
 import builtins
 import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional, Union
 
+from .._core.device import device as _device
+from .._core.dtype import dtype as _dtype
+from .._core.layout import layout as _layout, memory_format as _memory_format
 from .._core.op import Op
-from ..ops.op_namespaces import overload_of
+from .._core.tensor import Tensor
+from ..ops.op_namespaces import OpOverload, overload_of
 from ._namespace import ember_namespace
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]
+
+# the annotations programs write for tracer overrides (`target: torch.fx.node.Target`)
+base_types = (str, int, float, bool, complex, _dtype, Tensor, _device, _memory_format, _layout,
+              OpOverload)
+BaseArgumentTypes = Union[base_types]
+Target = Union[Callable[..., Any], str]
+Argument = Optional[Union[tuple["Argument", ...], Sequence["Argument"], Mapping[str, "Argument"],
+                          slice, range, "Node", BaseArgumentTypes]]
 
 _OPS = ("placeholder", "call_method", "call_module", "call_function", "get_attr", "output", "root")
 

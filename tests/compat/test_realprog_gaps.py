@@ -138,3 +138,28 @@ def test_tensor_reads_any_python_sequence():
             torch.tensor(bad)
         with pytest.raises(TypeError, match="invalid data type 'str'"):
             ember.tensor(bad)
+
+
+@LIBS
+def test_fx_node_type_aliases_annotate_tracer_overrides(lib):
+    # pytorch/examples fx/module_tracer.py annotates create_proxy with torch.fx.node.Target
+    # and Argument; a Tracer overriding it records the same graph
+    from typing import Any, Dict, Optional, Tuple
+    fx = lib.fx
+
+    class Recording(fx.Tracer):
+        seen = []
+
+        def create_proxy(self, kind: str, target: fx.node.Target, args: Tuple[Any, ...],
+                         kwargs: Dict[str, Any], name: Optional[str] = None,
+                         type_expr: Optional[Any] = None) -> fx.node.Argument:
+            self.seen.append(kind)
+            return super().create_proxy(kind, target, args, kwargs, name, type_expr)
+
+    m = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.ReLU())
+    graph = Recording().trace(m)
+    assert [n.op for n in graph.nodes] == ["placeholder", "call_module", "call_module", "output"]
+    assert Recording.seen == ["placeholder", "call_module", "call_module"]
+    names = {t.__name__ for t in fx.node.base_types}
+    assert {"str", "int", "float", "bool", "complex", "dtype", "Tensor", "device",
+            "memory_format", "layout", "OpOverload"} <= names
