@@ -268,7 +268,8 @@ def test_packed_sequence_methods():
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_fused_layers_gradcheck_and_double_backward(reverse):
-    """The whole-layer ops: BPTT kernel (gradcheck) and the per-step path under create_graph."""
+    """The whole-layer ops: the BPTT kernel (gradcheck) and its own derivative, from its
+    decomposition (gradgradcheck)."""
     from ember.autograd import gradcheck, gradgradcheck
     from ember.nn.functional.rnn import GRU_LAYER, LSTM_LAYER
     r = lambda *s: ember.randn(*s, dtype=ember.float64, requires_grad=True)  # noqa: E731
