@@ -16,4 +16,5 @@ from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .aten_forms import *  # noqa: F401,F403  (conv_tbc, grouped_mm)
+from .linear_cross_entropy import linear_cross_entropy  # noqa: F401
 from ._namespace_helpers import *  # noqa: F401,F403  (has_torch_function, boolean_dispatch, ...)
