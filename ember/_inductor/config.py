@@ -28,6 +28,9 @@ keep_whole = keep_whole | frozenset(("_flash_attention", "_flash_attention_backw
 # a pointwise chain inlined deeper than this is cut into kernels at a buffer: the passes
 # recurse over expression trees (about 4 Python frames a level; the limit is 1000)
 max_inline_depth = 128
+# a pointwise value with several readers is stored, not recomputed by each, once its
+# expression loads more buffers than this (a residual stream stays linear in the depth)
+max_inline_reads = 8
 # var/std/layer_norm statistics of rows at least this long (a static length) take one
 # blocked Welford pass instead of two (codegen/welford.py); 0: every row kernel does.
 # Measured (float32, 2 loaded cores): 16 x 262144 rows 14% faster one-pass, 256 x 4096

@@ -67,3 +67,33 @@ def test_long_chain_under_compile_equals_eager():
     cf = ember.compile(fn, backend="inductor")
     x = rand(4, 8, dtype=ember.float64)
     np.testing.assert_allclose(cf(x).numpy(), fn(x).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _residual_stream(x, w, *biases):
+    # per layer: a row reduction of the stream, a product (an extern step between kernels),
+    # and the stream read again by the next layer: x_k has several readers
+    for b in biases:
+        h = x - x.mean(-1, keepdim=True)
+        x = x + (h @ w + b).tanh()
+    return x
+
+
+def _max_kernel_pointers(source):
+    import re
+    return max(m.group(1).count("*") for m in re.finditer(r"void kernel\d+\(([^)]*)\)", source))
+
+
+def test_a_residual_stream_is_stored_not_recomputed_from_every_layer():
+    biases = [rand(16, seed=i + 2) for i in range(12)]
+    c = check(_residual_stream, rand(8, 16), rand(16, 16, seed=1), *biases)
+    assert c.backend == "c"  # the C compiler is there (the test counts kernel signatures)
+    # each layer's kernel loads a bounded number of buffers (the stream, its statistics, a
+    # product, a bias, ...), not all twelve earlier layers' products and biases
+    assert _max_kernel_pointers(c.source) <= config.max_inline_reads + 3, c.source
+    old = config.max_inline_reads
+    try:
+        config.max_inline_reads = 10 ** 6  # the unbounded recomputation, for contrast
+        unbounded = check(_residual_stream, rand(8, 16), rand(16, 16, seed=1), *biases)
+    finally:
+        config.max_inline_reads = old
+    assert _max_kernel_pointers(unbounded.source) > config.max_inline_reads + 3

@@ -191,19 +191,28 @@ def _bound_inline_depth(nodes, kinds, realized):
     """Realize a pointwise value whose inlined expression would be deeper than
     ``config.max_inline_depth`` (a long chain becomes several kernels): lowering and C
     generation recurse over the expression, and Python's recursion limit would otherwise
-    send a 300-op chain back to eager.  Returns the values cut there: their readers go
-    to other kernels, which load them."""
+    send a 300-op chain back to eager.  Also realize a pointwise value read more than once
+    whose expression loads more than ``config.max_inline_reads`` buffers: every reader
+    would reload them all, and a residual stream (``x = x + f(x)`` per layer) would make
+    each layer's kernels read every earlier layer's outputs, quadratic in the depth.
+    Returns the values cut there: their readers go to other kernels, which load them."""
     from .. import config
-    depth, cuts = {}, set()
+    depth, reads, cuts = {}, {}, set()
     for n in nodes:
         if n.op != "call_function" or n in realized:
             continue
-        d = 1 + max((depth.get(a, 0) for a in _inputs(n) if a not in realized), default=0)
-        if kinds.get(n) == "pointwise" and d >= config.max_inline_depth:
+        inlined = [a for a in _inputs(n) if a not in realized]
+        d = 1 + max((depth.get(a, 0) for a in inlined), default=0)
+        loads = set(a for a in _inputs(n) if a in realized or a not in reads)
+        for a in inlined:
+            loads |= reads.get(a, set())
+        if kinds.get(n) == "pointwise" and (
+                d >= config.max_inline_depth or
+                (len(loads) > config.max_inline_reads and len(n.users) > 1)):
             realized.add(n)
             cuts.add(n)
         else:
-            depth[n] = d
+            depth[n], reads[n] = d, loads
     return cuts
 
 
