@@ -24,6 +24,14 @@ def _module(kind, **kw):
     return getattr(ember.nn, kind)(3, 4, **kw).double()
 
 
+def _torch_twin(torch, m, kind, **kw):
+    tm = getattr(torch.nn, kind)(3, 4, **kw).double()
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(m.named_parameters(), tm.named_parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy()))
+    return tm
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_modes_see_the_layer_ops(kind, create_graph):
@@ -58,10 +66,7 @@ def test_hessian_vector_product_matches_torch(kind):
     # (gradgradcheck of the modules: tests/ops/test_opdb_generic.py)
     torch = pytest.importorskip("torch")
     m = _module(kind, num_layers=2, bidirectional=True)
-    tm = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True).double()
-    with torch.no_grad():
-        for (_, p), (_, q) in zip(m.named_parameters(), tm.named_parameters()):
-            q.copy_(torch.from_numpy(p.detach().numpy()))
+    tm = _torch_twin(torch, m, kind, num_layers=2, bidirectional=True)
     xn = np.random.default_rng(0).standard_normal((5, 2, 3))
     vn = np.random.default_rng(1).standard_normal((5, 2, 3))
 
@@ -81,10 +86,7 @@ def test_hessian_under_func_transforms_matches_torch(kind):
     # (its vjp, from the decomposition, makes its stand-in leaves inside vmap)
     torch = pytest.importorskip("torch")
     m = _module(kind)
-    tm = getattr(torch.nn, kind)(3, 4).double()
-    with torch.no_grad():
-        for (_, p), (_, q) in zip(m.named_parameters(), tm.named_parameters()):
-            q.copy_(torch.from_numpy(p.detach().numpy()))
+    tm = _torch_twin(torch, m, kind)
     xn = np.random.default_rng(2).standard_normal((3, 1, 3))
 
     def hess(lib, module):
