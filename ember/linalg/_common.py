@@ -5,7 +5,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core.device import backend_for_type
 from .._core.tensor import Tensor
-from ..ops._helpers import type_name
+from ..ops._helpers import cpp_name, type_name
 
 _HALF = (_dt.float16, _dt.bfloat16)
 
@@ -62,17 +62,6 @@ def raise_info(name, batch_shape, info, fmt):
         raise LinAlgError(f"{name}: {batch_prefix(batch_shape, i)}{fmt.format(int(flat[i]))}")
 
 
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-              "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>", "int64": "long int", "int32": "int",
-              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-              "bool": "bool"}
-
-
-def _cpp(dt):
-    return _CPP_NAMES.get(dt.name, dt.name)
-
-
 def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=None):
     """``out=(t0, t1, ...)`` of a linalg function returning ``cls(*results)``: torch's
     argument and autograd errors, then each element written by `write_out` (resized with
@@ -99,8 +88,8 @@ def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=No
     for i, (o, r) in enumerate(zip(out, results)):
         have, want = o.dtype, r.dtype
         if check == "same" and have is not want:
-            raise RuntimeError(f"Expected out tensor to have dtype {_cpp(want)}, but got "
-                               f"{_cpp(have)} instead")
+            raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(want)}, but got "
+                               f"{cpp_name(have)} instead")
         if check == "castable" and want.category > have.category:
             raise RuntimeError(f"torch.{name.replace('_', '.', 1)}: Expected {labels[i]} to be "
                                f"safely castable from {type_name(want)} dtype, but got "

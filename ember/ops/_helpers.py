@@ -106,6 +106,28 @@ def not_implemented(kernel_name, dt):
     raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{type_name(dt)}'")
 
 
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool"}
+
+
+def cpp_name(dt):
+    """The C++ name torch's messages give dtype ``dt`` ('float', 'long int', ...)."""
+    name = dt.np.name if isinstance(dt, _dt.dtype) else np.dtype(dt).name
+    return _CPP_NAMES.get(name, name)
+
+
+def write_out_exact(out, result):
+    """``out=`` of an op whose out must already have the result's dtype (torch's structured
+    kernels: matmul, sort, max(dim), argmax, ...), where `write_out` would cast."""
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but "
+                           f"got {cpp_name(out.dtype)} instead")
+    return write_out(out, result)
+
+
 def check_tensor(fn, name, pos, v):
     """torch's TypeError for a non-tensor argument of a tensor-only function (a tensor-like
     with ``__ember_function__``, an fx Proxy say, goes to its override instead)."""
@@ -497,6 +519,6 @@ __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "speci
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
            "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
            "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
-           "type_name", "not_implemented", "check_tensor", "no_derivative", "gated", "dtype_kind",
-           "broadcast_guard", "check_broadcast", "jvp_sum", "jvp_elementwise", "jvp_linear",
-           "table_vjp"]
+           "type_name", "cpp_name", "write_out_exact", "not_implemented", "check_tensor",
+           "no_derivative", "gated", "dtype_kind", "broadcast_guard", "check_broadcast",
+           "jvp_sum", "jvp_elementwise", "jvp_linear", "table_vjp"]

@@ -20,7 +20,8 @@ from .._core.dispatch import overridable
 from ._helpers import _own_override
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, cj,
-                       handle_override, promote_np, write_out, jvp_sum)
+                       handle_override, promote_np, type_name, write_out, write_out_exact,
+                       jvp_sum)
 from ._batching import _leading_padded_rule
 from ._batching_blas import _addmm_rule, _cross_rule, _einsum_rule, _matmul_rule
 from .creation import eye
@@ -226,7 +227,7 @@ def matmul(input, other, *, out=None):
         r = apply(MATMUL, (input, other), _E)
     except NeedsOverride:
         return handle_override(matmul, (input, other), {"out": out} if out is not None else {})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out_exact(out, r)
 
 
 def _matmul_magic(self, other):
@@ -261,6 +262,13 @@ def _need_dims(t, n, msg):
         raise RuntimeError(msg)
 
 
+def _write_dot(out, r):
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:
+        raise RuntimeError(f"result dtype {type_name(out.dtype)} does not match input dtype "
+                           f"{type_name(r.dtype)}")
+    return write_out(out, r)
+
+
 def _public2(fn, checks):
     """``fn(input, other, *, out=None)`` that validates ranks/dtypes then applies MATMUL."""
     def public(input, other, *, out=None):
@@ -272,7 +280,9 @@ def _public2(fn, checks):
             r = apply(MATMUL, (input, other), _E)
         except NeedsOverride:
             return handle_override(public, (input, other), {"out": out} if out else {})
-        return r if out is None else write_out(out, r)
+        if out is None:
+            return r
+        return _write_dot(out, r) if fn == "dot" else write_out_exact(out, r)
     public.__name__ = public.__qualname__ = fn
     public.__doc__ = _DOCS[fn]
     setattr(Tensor, fn, lambda self, other: public(self, other))
@@ -337,7 +347,7 @@ def vdot(input, other, *, out=None):
     except NeedsOverride:
         return handle_override(vdot, (input, other), {})
     r = apply(MATMUL, (cj(input), other), _E)
-    return r if out is None else write_out(out, r)
+    return r if out is None else _write_dot(out, r)
 
 
 Tensor.vdot = lambda self, other: vdot(self, other)
@@ -504,7 +514,7 @@ def _def_add(name, a1, a2):
             r = apply(ADDMM, (input, m1, m2), _add_params(kind, beta, alpha))
         except NeedsOverride:
             return handle_override(public, (input, m1, m2), {"beta": beta, "alpha": alpha})
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out_exact(out, r)
     public.__name__ = public.__qualname__ = name
     public.__doc__ = f"beta * input + alpha * ({a1} {'x' if kind == 'r' else '@'} {a2})."
     setattr(Tensor, name, lambda self, m1, m2, *, beta=1, alpha=1: public(

@@ -15,7 +15,7 @@ from .._core import meta as _meta
 from .._core.device import namespace_of
 from .._core.tensor import _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override, \
-    write_out, xp_fn
+    write_out, write_out_exact, xp_fn
 from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule
 
@@ -203,14 +203,16 @@ def type_name(dt):
     return _kind_name(dt)
 
 
-def write_outs(out, results, cls):
-    """``out=(a, b)`` for ops returning a named tuple."""
+def write_outs(out, results, cls, exact=False):
+    """``out=(a, b)`` for ops returning a named tuple; ``exact``: each out must have its
+    result's dtype (`write_out_exact`)."""
     if out is None:
         return results
     if not isinstance(out, (tuple, list)) or len(out) != len(results):
         raise TypeError(f"{cls.__name__}(): argument 'out' must be tuple of {len(results)} "
                         f"Tensors")
-    return cls(*(write_out(o, r) for o, r in zip(out, results)))
+    write = write_out_exact if exact else write_out
+    return cls(*(write(o, r) for o, r in zip(out, results)))
 
 
 def check_nonempty_dims(name, shape, dims):

@@ -20,7 +20,8 @@ from .._core.tensor import _wrap_dim
 from . import _return_types as return_types
 from ._batching import _dims_rule
 from ._batching_index import _arg_rule
-from ._helpers import Op, Tensor, _E, apply, cj, default_float_np, write_out
+from ._helpers import (Op, Tensor, _E, apply, cj, default_float_np, write_out,
+                       write_out_exact)
 from .pointwise import maximum, minimum, where
 from .reduce_basic import (SUM, _F32, _HALF, _numel, check_nonempty_dims,
                            expand_back, int64_acc_kernel, ndim_of, norm_dims, public_fn,
@@ -220,7 +221,7 @@ def _def_extreme(name, whole, along, binary, rt):
         d = _wrap_dim(dim, n)
         _check_reducible(name, input, (d,) if n else (), False)
         r = apply(along, (input,), {"dim": d, "keepdim": keepdim})
-        return write_outs(out, rt(*r), rt)
+        return write_outs(out, rt(*r), rt, exact=True)
     return public_fn(public, name,
                      f"The {name}imum of all elements of ``input``; with ``dim``, the named "
                      f"tuple (values, indices) of the {name}ima along ``dim``; with a tensor "
@@ -261,7 +262,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
         check_nonempty_dims("aminmax", input.shape, dims)
     p = {"dims": dims, "keepdim": keepdim}
     r = (apply(AMIN, (input,), p), apply(AMAX, (input,), p))
-    return write_outs(out, return_types.aminmax(*r), return_types.aminmax)
+    return write_outs(out, return_types.aminmax(*r), return_types.aminmax, exact=True)
 
 
 Tensor.max = max
@@ -310,7 +311,7 @@ def _def_arg(name, op):
         else:
             _check_reducible(name, input, (), True)
         r = apply(op, (input,), params)
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out_exact(out, r)
     return public_fn(public, name,
                      f"The index of the {name[3:]}imum of ``input`` (flattened, or along "
                      f"``dim``); the first one on ties.")

@@ -68,7 +68,7 @@ SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=True
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """The elements of ``input`` sorted along ``dim``, and their original indices."""
     r = apply(SORT, (input,), {"dim": _wrap_dim(dim, ndim_of(input)), "descending": descending})
-    return write_outs(out, _rt.sort(*r), _rt.sort)
+    return write_outs(out, _rt.sort(*r), _rt.sort, exact=True)
 
 
 @overridable
@@ -131,7 +131,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     r = apply(TOPK, (input,), {"k": int(k), "dim": d, "largest": largest})
-    return write_outs(out, _rt.topk(*r), _rt.topk)
+    return write_outs(out, _rt.topk(*r), _rt.topk, exact=True)
 
 
 def _pick_kernel(xp, x, dim, keepdim, pos, name):
