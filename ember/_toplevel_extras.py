@@ -18,7 +18,7 @@ __all__ = ["set_warn_always", "is_warn_always_enabled", "get_num_interop_threads
            "feature_alpha_dropout", "feature_alpha_dropout_", "constant_pad_nd",
            "native_layer_norm", "native_group_norm", "frobenius_norm", "nuclear_norm",
            "get_device_module", "AcceleratorError", "OutOfMemoryError", "FatalError",
-           "ldexp_", "hash_tensor", "slice_inverse", "from_file"]
+           "ldexp_", "hash_tensor", "slice_inverse", "from_file", "lobpcg"]
 
 # NumPy/SciPy supply LAPACK, FFTs and a BLAS; ember has no MKL-specific or OpenMP code paths
 has_lapack, has_spectral = True, True
@@ -322,3 +322,46 @@ def _attach_methods():
 
 
 _attach_methods()
+
+
+def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None,
+           method=None, tracker=None, ortho_iparams=None, ortho_fparams=None,
+           ortho_bparams=None):
+    """The ``k`` largest (or, with ``largest=False``, smallest) eigenpairs of the symmetric
+    (generalized, with SPD ``B``) eigenproblem ``A X = B X diag(E)``, as torch's lobpcg
+    returns them: eigenvalues largest-first (smallest-first), eigenvectors as columns.
+
+    ember solves the problem directly (a Cholesky reduction of ``B`` and ``linalg.eigh``)
+    instead of iterating, so the result is exact to round-off and differentiable through
+    eigh; ``X``, ``n`` and ``iK`` only fix the block size and ``niter``/``tol``/``method``/
+    ``tracker``/``ortho_*`` (the iteration's controls) have nothing to tune."""
+    from . import linalg
+    if getattr(A, "is_sparse", False):
+        A = A.to_dense()
+    if B is not None and getattr(B, "is_sparse", False):
+        B = B.to_dense()
+    m = A.shape[-1]
+    if X is not None:
+        n = X.shape[-1]
+        k = n if k is None else builtins.min(k, n)
+    else:
+        k = 1 if k is None else k
+        n = k if n is None else n
+        k = builtins.min(k, n)
+    if m < 3 * n:
+        raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows (={m})"
+                         f" is smaller than 3 x the number of requested eigenpairs (={n})")
+    largest = True if largest is None else builtins.bool(largest)
+    if B is None:
+        E, V = linalg.eigh(A)
+    else:
+        L = linalg.cholesky(B)
+        C = linalg.solve_triangular(L, A, upper=False)
+        C = linalg.solve_triangular(L, C.mT, upper=False).mT
+        E, Y = linalg.eigh(C)
+        V = linalg.solve_triangular(L.mT, Y, upper=True)
+    if largest:
+        idx = ops.arange(m - 1, m - 1 - k, -1)
+    else:
+        idx = ops.arange(0, k)
+    return E.index_select(-1, idx), V.index_select(-1, idx)

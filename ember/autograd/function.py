@@ -27,7 +27,8 @@ from .._core.tensor import Tensor, _version_of, wrap
 from .engine import current_graph_task_keeps_graph
 from ..ops.decompositions import no_decomposition
 
-__all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction"]
+__all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction", "FunctionMeta",
+           "BackwardCFunction"]
 
 
 class FunctionCtx(Node):
@@ -169,13 +170,35 @@ class FunctionCtx(Node):
             self.released = True
 
 
-class _FunctionMeta(type):
+class BackwardCFunction(FunctionCtx):
+    """The class of a custom Function's ``ctx`` (one subclass per Function, ``<Name>Backward``):
+    the graph node that runs the Function's ``backward``.  ``_forward_cls`` is the Function."""
+
+    @property
+    def _forward_cls(self):
+        return self._fn_cls
+
+    def apply_jvp(self, *args):
+        """The Function's ``jvp`` on this context."""
+        return self._fn_cls.jvp(self, *args)
+
+    def _compiled_autograd_key(self):
+        return (id(self._fn_cls),)
+
+
+class FunctionMeta(type):
+    """Metaclass of `Function`: gives each Function class its ``_backward_cls``, the
+    `BackwardCFunction` subclass its contexts are made from."""
+
     def __init__(cls, name, bases, attrs):
         super().__init__(name, bases, attrs)
-        cls._backward_cls = type(name + "Backward", (FunctionCtx,), {"_fn_cls": cls})
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_fn_cls": cls})
 
 
-class Function(FunctionCtx, metaclass=_FunctionMeta):
+_FunctionMeta = FunctionMeta
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
     """Base class for custom autograd operators: define ``forward`` and ``backward``
     staticmethods and call ``MyFunction.apply(*args)``.
 
