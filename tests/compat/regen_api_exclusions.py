@@ -41,22 +41,11 @@ RULES = [
  (r"^torch\.(sym_|Sym|compile$|export$|cond$)|^torch\.nn\.Module\.compile$|^torch\.fx\.GraphModule\.compile$|^torch\.fx\.Graph\.(create_size_node|create_storage_offset_node|create_stride_node|materialize_symint)", "compile/export/dynamic shapes: the later compile and export issues"),
  (r"sparse_(csr|csc|bsr|bsc|compressed)|crow_indices|ccol_indices|col_indices|row_indices|to_sparse_(csr|csc|bsr|bsc)|is_sparse_csr|^torch\.(hspmm|sspaddmm|dsmm|hsmm|saddmm)$|^torch\.Tensor\.(sspaddmm|sparse_mask|sparse_resize_|sparse_resize_and_clear_|resize_as_sparse_)$|^torch\.resize_as_sparse_$|^torch\.sparse\.|values_copy|indices_copy", "sparse beyond COO (CSR/CSC/BSR, semi-structured, sparse masks): the later sparsity issue"),
  (r"^torch\.distributed|^torch\.is_distributed$|^torch\.Tensor\.is_distributed$|RRefType", "issue 13: distributed (in progress)"),
- (r"^torch\.distributions", "issue 16: distributions (distributions helper, in progress)"),
- (r"^torch\.(autograd\.)?profiler", "issue 16: profiler (profiler helper, in progress)"),
- (r"^torch\.hub", "issue 16: hub (profiler helper, in progress)"),
- (r"^torch\.optim\.(swa_utils|ASGD|Rprop|SparseAdam|Adafactor)|^torch\.optim\.swa_utils", "issue 16: optimizers/swa_utils (profiler helper, in progress)"),
- (r"^torch\.utils\.data", "issue 16: utils.data (runtime helper, in progress)"),
- (r"^torch\.serialization", "issue 16: serialization (the lead, in progress)"),
  (r"^torch\.multiprocessing|^torch\.nn\.parallel", "issue 13/16: multiprocessing and nn.parallel (distributed helpers, in progress)"),
  (r"^torch\.cuda\.", "CUDA runtime API: ember has no CUDA build (a CuPy backend registers at run time); torch.cuda names programs call on CPU machines exist"),
  (r"^torch\.backends\.cuda\.|^torch\.backends\.mps\.get_", "CUDA/MPS backend introspection: no such device in ember"),
- (r"^torch\.(Tensor\.)?(ipu|xpu|mtia|is_ipu|is_xpu|is_mtia|is_maia|is_vulkan|is_xla|record_stream)$|^torch\.(nn\.Module|fx\.GraphModule)\.(ipu|xpu|mtia)$|is_vulkan_available|get_device_module", "issue 16: other accelerators' device flags/moves (not yet added)"),
  (r"^torch\.(bits|int[1-7]$|uint[1-7]$|float4|float8_e4m3fnuz|float8_e5m2fnuz|float8_e8m0fnu|complex32)", "sub-byte / exotic dtype ember does not store (no NumPy/ml_dtypes array type for it)"),
  (r"^torch\.Tensor\.(eig|lstsq|symeig|solve|reinforce|volatile)$", "removed from torch (raises a removal error in torch too)"),
- (r"^torch\.(get_autocast_|set_autocast_|is_autocast_|autocast_|clear_autocast_cache)", "issue 16: legacy per-device autocast setters (not yet added; ember.autocast/amp cover the API)"),
- (r"^torch\.(batch_norm_|native_|gru|lstm|rnn_|conv_tbc|convolution|constant_pad_nd|grid_sampler|affine_grid_generator|norm_except_dim|frobenius_norm|nuclear_norm|embedding_renorm_|max_pool1d_with_indices)|^torch\.nn\.functional\.(conv_tbc|grouped_mm|scaled_grouped_mm|scaled_mm)", "issue 16: ATen-level kernel entry point (not yet added; the nn.functional form exists)"),
- (r"^torch\.nn\.functional\.(BroadcastingList|ScalingType|SwizzleType|Tensor$|assert_int_or_pair|boolean_dispatch|handle_torch_function|has_torch_function)", "issue 16: typing helper / __torch_function__ plumbing of torch.nn.functional's module namespace (not yet added)"),
- (r"^torch\.nn\.(attention|common_types|grad)$|^torch\.utils\.(backcompat|backend_registration|collect_env|deterministic|dlpack|hooks|torch|weak)$", "issue 16: submodule not yet added"),
 ]
 DEFAULT = "issue 16: not yet implemented"
 
