@@ -88,10 +88,13 @@ class MetaArray(ArrayMeta):
     def shape(self, shape):
         """NumPy's in-place reshape: only where the strides allow a view (AttributeError
         otherwise, as NumPy raises; ``view``/``reshape`` test viewability with it)."""
-        f = self.stand_in()
-        f.shape = shape
-        _SHAPE.__set__(self, f.shape)
-        self.strides = tuple(s * self.dtype.itemsize for s in f.strides)
+        shape = _shape(shape)
+        st = view_strides(self.shape, self.strides, shape, self.dtype.itemsize)
+        if st is None:
+            raise AttributeError("Incompatible shape for in-place modification. Use "
+                                 "`.reshape()` to make a copy with the desired shape.")
+        _SHAPE.__set__(self, shape)
+        self.strides = st
 
     def stand_in(self):
         """An ndarray of zero-byte elements with this array's shape and element strides:
@@ -330,6 +333,13 @@ def _view_array(op, x, rule, params):
         if name == "view_dtype" and dtype.itemsize == it:
             return MetaArray(shape, dtype, x.strides, x.offset)
         return MetaArray(shape, dtype, offset=x.offset * it // dtype.itemsize)
+    if name == "view":
+        st = view_strides(x.shape, x.strides, shape, it)
+        if st is None:
+            raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                               "(at least one dimension spans across two contiguous subspaces). "
+                               "Use .reshape(...) instead.")
+        return MetaArray(shape, dtype, st, x.offset)
     # the view's own kernel on a stand-in of zero-byte elements: strides come out in elements
     # and no memory is read
     fake = x.stand_in()
@@ -339,6 +349,43 @@ def _view_array(op, x, rule, params):
         return MetaArray(shape, dtype)  # a kernel a stand-in cannot serve: a dense result
     off = v.__array_interface__["data"][0] - fake.__array_interface__["data"][0]
     return MetaArray(shape, dtype, tuple(s * dtype.itemsize for s in v.strides), x.offset + off)
+
+
+def view_strides(shape, strides, new, itemsize):
+    """The strides (bytes) of a ``new``-shaped view of an array of ``shape`` and ``strides``,
+    as torch's ``view`` computes them, or None where no view exists.  (NumPy's stand-in
+    cannot answer that for meta: it copies every zero-byte element before refusing, and it
+    strides size-1 dims otherwise.)"""
+    new = tuple(new)
+    if not shape:
+        return (itemsize,) * len(new)
+    st = [s // itemsize for s in strides]
+    n = 1
+    for d in shape:
+        n *= d
+    if n == 0:
+        if tuple(shape) == new:
+            return tuple(strides)
+        return contiguous_strides(new, itemsize)
+    out = [0] * len(new)
+    v = len(new) - 1
+    # walk the old dims from the innermost, in chunks that are contiguous among themselves;
+    # each chunk must be covered exactly by a run of new dims
+    base, numel, view_numel = st[-1], 1, 1
+    for d in range(len(shape) - 1, -1, -1):
+        numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and st[d - 1] != numel * base):
+            while v >= 0 and (view_numel < numel or new[v] == 1):
+                out[v] = view_numel * base
+                view_numel *= new[v]
+                v -= 1
+            if view_numel != numel:
+                return None
+            if d > 0:
+                base, numel, view_numel = st[d - 1], 1, 1
+    if v != -1:
+        return None
+    return tuple(s * itemsize for s in out)
 
 
 def _shape(shape):

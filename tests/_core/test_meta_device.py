@@ -521,3 +521,36 @@ def test_long_reprs_wrap_their_suffixes_as_torch():
                 L.arange(12.0).to(L.float16).requires_grad_() * 1]
     for t, e in zip(cases(torch), cases(ember)):
         assert repr(e).replace("ember.", "torch.") == repr(t)
+
+
+def test_view_and_reshape_strides_of_strided_meta_tensors_match_torch():
+    """views of sliced/permuted layouts (size-1 dims included): torch's strides, or torch's
+    refusal; reshape copies exactly where torch's does.  (Empty slices keep NumPy's strides
+    on CPU and meta alike, a known difference from torch.)"""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(300):
+        shape = tuple(int(d) for d in rng.choice([1, 1, 2, 3, 4], rng.integers(1, 5)))
+        steps = tuple(int(s) for s in rng.choice([1, 2], len(shape)))
+        perm = tuple(int(p) for p in rng.permutation(len(shape)))
+        n = int(np.prod(shape))
+        news = {(n,), (1, n), (n, 1), tuple(reversed(shape)), shape[:1] + (-1,)}
+
+        def make(L):
+            big = L.empty(tuple(d * s + 1 for d, s in zip(shape, steps)), device="meta")
+            return big[tuple(slice(0, d * s, s) for d, s in zip(shape, steps))].permute(perm)
+        t, e = make(torch), make(ember)
+        _meta_like(t, e)
+        for new in news:
+            for how in ("view", "reshape"):
+                try:
+                    tv = getattr(t, how)(new)
+                except RuntimeError:
+                    with pytest.raises(RuntimeError):
+                        getattr(e, how)(new)
+                    continue
+                ev = getattr(e, how)(new)
+                _meta_like(tv, ev)
+                assert (ev._base is None) == (tv._base is None), (shape, steps, perm, new, how)
+                checked += 1
+    assert checked > 1000

@@ -33,6 +33,9 @@ KNOWN = {
     **{n: "fweights/aweights are checked by value (item()'s RuntimeError); torch's meta run "
           "stops before, at its missing aten::equal (NotImplementedError)"
        for n in ("cov", "Tensor.cov")},
+    "optim.SparseAdam": "sparse gradients are coalesced by their index values (item()'s "
+                        "RuntimeError); torch's SparseMeta backend lacks _coalesce "
+                        "(NotImplementedError)",
     "tensor_split": "tensor indices on meta: ember reads their values (NotImplementedError), "
                     "torch refuses indices off the CPU (RuntimeError)",
 }
