@@ -139,6 +139,38 @@ def _interp_matrix(in_size, out_size, mode, align_corners, scale):
     return m
 
 
+def _aa_filter(mode):
+    if mode == "bilinear":
+        return lambda x: np.maximum(1.0 - np.abs(x), 0.0)
+    a = -0.5  # antialiased bicubic uses PIL's Keys kernel, not the -0.75 of plain bicubic
+
+    def cubic(x):
+        x = np.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+    return cubic
+
+
+def _aa_matrix(in_size, out_size, mode, align_corners, scale):
+    """torch's antialiased resampling weights: when downsampling, the filter is stretched by
+    the scale so every input sample contributes; each row normalised to sum 1."""
+    s = _scale(in_size, out_size, align_corners, scale)
+    support = (2.0 if mode == "bilinear" else 4.0) * 0.5 * (s if s >= 1.0 else 1.0)
+    invscale = 1.0 / s if s >= 1.0 else 1.0
+    m = np.zeros((out_size, in_size))
+    for i in range(out_size):
+        center = s * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)  # C casts truncate toward zero
+        hi = min(int(center + support + 0.5), in_size)
+        if hi <= lo:
+            continue
+        w = _aa_filter(mode)((np.arange(lo, hi) - center + 0.5) * invscale)
+        total = w.sum()
+        m[i, lo:hi] = w / total if total != 0 else w
+    return m
+
+
 def _output_size(input, n, size, scale_factor, recompute):
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
@@ -171,11 +203,16 @@ def _output_size(input, n, size, scale_factor, recompute):
     return osz, ((None,) * n if recompute else sf)
 
 
-def _interp_dtype_check(input, mode, n):
-    """torch's interpolation kernels take floating inputs, and uint8 images except in
-    (tri)linear mode; the name in the error is the kernel's."""
+def _interp_dtype_check(input, mode, n, antialias):
+    """torch's interpolation kernels take floating inputs (antialiased: float32/64 only), and
+    uint8 images except in (tri)linear mode; the name in the error is the kernel's."""
     dt = input.dtype
-    if dt.is_floating_point or (dt == _dt.uint8 and mode in ("nearest", "nearest-exact")):
+    if antialias and dt in (_dt.float32, _dt.float64):
+        return
+    if antialias and dt != _dt.uint8:
+        not_implemented("compute_index_ranges_weights", dt)
+    if (dt.is_floating_point and not antialias) or (dt == _dt.uint8 and mode in (
+            "nearest", "nearest-exact")):
         return
     if dt == _dt.uint8 and mode in ("bilinear", "bicubic"):
         # torch resamples uint8 images in int16 fixed point, one dimension at a time with
@@ -207,8 +244,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                                   f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
                                   f"bicubic | trilinear | area | nearest-exact (got {mode})")
-    if antialias:
-        raise NotImplementedError("Anti-alias option is not supported by ember's interpolate")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.dim() == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
     n = input.dim() - 2
     if n not in (1, 2, 3):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
@@ -225,7 +263,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"({'x'.join(map(str, osz))})")
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, osz)
-    _interp_dtype_check(input, mode, n)
+    _interp_dtype_check(input, mode, n, antialias)
     spatial = tuple(input.shape[2:])
     x = input
     if mode in ("nearest", "nearest-exact"):
@@ -235,7 +273,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 x = x.index_select(2 + i, wrap(idx))
         return x if x is not input else input.clone()
     dt = input.dtype.np
-    mats = [wrap(_interp_matrix(L, o, mode, align_corners, s).astype(dt))
+    weights = _aa_matrix if antialias else _interp_matrix
+    mats = [wrap(weights(L, o, mode, align_corners, s).astype(dt))
             for L, o, s in zip(spatial, osz, scales)]
     return apply_separable(x, mats)
 
