@@ -11,7 +11,8 @@ from .._core.node import HOOKS_ON, SAVED_HOOKS, Node, grad_accumulator
 from .._core.tensor import Tensor, _version_of
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
-           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "allow_mutation_on_saved_tensors"]
 
 
 class GradientEdge(NamedTuple):
@@ -96,3 +97,86 @@ def disable_saved_tensors_hooks(error_message):
         yield
     finally:
         SAVED_HOOKS.disabled = prev
+
+
+def _memory_key(t):
+    """One key per block of memory: a view and its base share it."""
+    a = t._data
+    while getattr(a, "base", None) is not None and hasattr(a.base, "shape"):
+        a = a.base
+    return id(a)
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one ``allow_mutation_on_saved_tensors`` block: the tensors saved for
+    backward (``original``), the copies taken before a write changed them (``cloned``), and
+    which saved tensors live in each block of memory (``sid_to_tid``)."""
+
+    def __init__(self):
+        self.original = {}
+        self.cloned = {}
+        self.sid_to_tid = {}
+        self.tid_to_weakhandle = {}
+        self._next = 0
+        self._closed = False
+
+    def clear(self):
+        self.original.clear()
+        self.cloned.clear()
+        self.sid_to_tid.clear()
+        self.tid_to_weakhandle.clear()
+
+
+_MUTATION_CTX = [None]
+
+
+def _mutation_mode(ctx):
+    from .._core.dispatch import DispatchMode
+
+    class _CloneSavedBeforeWrite(DispatchMode):
+        def __ember_dispatch__(self, op, args, kwargs):
+            if hasattr(op, "base") and args and isinstance(args[0], Tensor):  # op_ writes
+                for tid in ctx.sid_to_tid.get(_memory_key(args[0]), ()):  # into args[0]
+                    if tid not in ctx.cloned:
+                        ctx.cloned[tid] = ctx.original[tid].clone()
+            return op(*args, **kwargs)
+    return _CloneSavedBeforeWrite()
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Context manager under which tensors saved for backward may be modified in place: the
+    first in-place write to a saved tensor (or a view of its memory) copies it first, and
+    backward reads the copy, so gradients are those of the values the forward used.  Backward
+    of a graph recorded inside must run inside the same block."""
+    if _MUTATION_CTX[0] is not None:
+        raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+    ctx = _AllowMutationOnSavedContext()
+
+    def pack(t):
+        if ctx._closed:
+            return t
+        tid = ctx._next
+        ctx._next += 1
+        ctx.original[tid] = t
+        ctx.sid_to_tid.setdefault(_memory_key(t), set()).add(tid)
+        return tid, ctx
+
+    def unpack(packed):
+        if not isinstance(packed, tuple):
+            return packed
+        tid, owner = packed
+        if owner._closed:
+            raise AssertionError("Trying to backward outside of the "
+                                 "'allow_mutation_on_saved_tensors' contextin which the graph "
+                                 "was originally recorded.")
+        return owner.cloned.get(tid, owner.original.get(tid))
+
+    _MUTATION_CTX[0] = ctx
+    try:
+        with saved_tensors_hooks(pack, unpack), _mutation_mode(ctx):
+            yield ctx
+    finally:
+        _MUTATION_CTX[0] = None
+        ctx._closed = True
+        ctx.clear()
