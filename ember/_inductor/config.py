@@ -25,6 +25,9 @@ keep_whole = frozenset(("im2col", "col2im", "max_pool", "max_pool_backward", "em
 # flash attention runs its eager kernels, the blocked C ones (O(L d) memory, OpenMP); its
 # decomposition would materialise the L x S scores
 keep_whole = keep_whole | frozenset(("_flash_attention", "_flash_attention_backward"))
+# the gradient of a slice (split's, a q/k/v projection's) writes a region of zeros: its
+# eager kernel is a strided assignment, its decomposition an index_put through index tables
+keep_whole = keep_whole | frozenset(("_index_view_backward",))
 # a pointwise chain inlined deeper than this is cut into kernels at a buffer: the passes
 # recurse over expression trees (about 4 Python frames a level; the limit is 1000)
 max_inline_depth = 128

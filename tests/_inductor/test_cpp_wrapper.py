@@ -344,3 +344,21 @@ def test_sdpa_without_the_compiled_eager_kernels(monkeypatch):
     q, k, v = rand(2, 3, 4, 5), rand(2, 3, 4, 5, seed=1), rand(2, 3, 4, 5, seed=2)
     c = check(lambda q, k, v: SDPA(q, k, v) * 2, q, k, v, options=CPP)
     assert not c.cpp_wrapper and "flash-attention kernels" in c.cpp_wrapper_reason
+
+
+def test_slice_gradient_in_the_entry_point():
+    # a slice's gradient (split's, in q/k/v projections) is zeros with the slice written in
+    from ember._core.dispatch import apply
+    from ember.ops.views import INDEX_VIEW_BACKWARD
+
+    def grad_of_slice(shape, key):
+        return lambda g: apply(INDEX_VIEW_BACKWARD, (g * 2,), {"shape": shape, "key": key}) + 1
+
+    cases = [((4, 6), ((None, None, None), (2, 4, None)), (4, 2)),
+             ((2, 5, 6), ((None, None, None), (1, 5, 2), (3, None, None)), (2, 2, 3)),
+             ((3, 4), (1,), (4,)),
+             ((3, 4), (-1, (None, None, -1)), (4,))]
+    for shape, key, gshape in cases:
+        g = rand(*gshape)
+        cpp(grad_of_slice(shape, key), g)
+        cpp(grad_of_slice(shape, key), g.to(ember.float64))

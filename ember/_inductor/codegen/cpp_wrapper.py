@@ -176,6 +176,8 @@ class _Entry:
             return False
         if name == "index_put" and len(ins) >= 3 and len(ins) == len(n.args):
             return self._index_put(n, ins, out)
+        if name == "_index_view_backward" and len(ins) == 1:
+            return self._index_view_backward(n, ins[0], out)
         if name in EXTERNS:
             if isinstance(n.meta.get("val"), tuple):
                 out = self.parts[n.name] = self._outputs(n)
@@ -204,6 +206,21 @@ class _Entry:
         src = self.contiguous(ins[0])
         self.own(out)
         self.body += index_put_lines(n, src, vals, indices, out, self.ctype(out))
+        return False
+
+    def _index_view_backward(self, n, g, out):
+        """A slice's gradient: zeros, and ``g`` written into the region the slice read."""
+        shape = tuple(_sizes.size(d) for d in n.kwargs["shape"])
+        self.own(out)
+        try:
+            dst = strided.region(strided.contiguous(out, shape), n.kwargs["key"])
+        except strided.Unsupported as e:
+            raise Ineligible(str(e)) from None
+        if _keys(dst.shape) != _keys(self.lay[g].shape):
+            raise Ineligible("a slice gradient of an unexpected shape")
+        self.body.append(f"memset({out}, 0, sizeof({self.ctype(out)}) * "
+                         f"{_sizes.c_text(_sizes.prod(shape))});")
+        self.body += strided.copy_between(self.ctype(out), self.lay[g], dst)
         return False
 
     def _outputs(self, n):

@@ -158,6 +158,28 @@ def view_layout(node, x):
     raise Unsupported(f"no layout for {name}")
 
 
+def region(x, key):
+    """The layout of ``x[key]`` (a basic index key of slices and ints), for writes into it."""
+    if any(entry is None for entry in key):
+        raise Unsupported("an index key that inserts dims")
+    return _index(x, key)
+
+
+def copy_between(ctype, src, dst):
+    """C lines copying layout ``src`` into layout ``dst`` of the same shape."""
+    nd = len(src.shape)
+    L = ["{"]
+    si, di = [_sizes.c_text(src.offset)], [_sizes.c_text(dst.offset)]
+    for d, (n, s, t) in enumerate(zip(src.shape, src.strides, dst.strides)):
+        L.append("    " * (d + 1) + f"for (int64_t j{d} = 0; j{d} < {_sizes.c_text(n)}; j{d}++)")
+        si.append(f"j{d}*{_sizes.c_text(s)}")
+        di.append(f"j{d}*{_sizes.c_text(t)}")
+    L.append("    " * (nd + 1) + f"(({ctype} *){dst.root})[{' + '.join(di)}] = "
+             f"(({ctype} *){src.root})[{' + '.join(si)}];")
+    L.append("}")
+    return L
+
+
 def copy_loops(ctype, src, dst):
     """C lines copying layout ``src`` into the contiguous array ``dst`` (a C pointer)."""
     nd = len(src.shape)
