@@ -83,7 +83,6 @@ def build_graph_module(trace, spec, grad_nodes, input_names=None, computed_sizes
         p.meta["val"] = int if isinstance(x, SymInt) else type(x)
         env[("s", pos)] = p
     grad = STATE.grad_enabled
-    draws = set(trace.draws)
     for i in spec.ops:
         rec = trace.ops[i]
         if grad_nodes and rec.grad != grad:
@@ -100,10 +99,6 @@ def build_graph_module(trace, spec, grad_nodes, input_names=None, computed_sizes
         params = {k: symbolic_value(v, leaf_values, symbols) for k, v in rec.params.items()}
         node = g.create_node("call_function", rec.op, tuple(args), params,
                              name=rec.op.name.strip("_") or "op")
-        if i in draws:
-            # its kernel draws from the eager generator, torch's stream: a decomposition
-            # (dropout's) would draw and scale otherwise
-            node.meta["no_decompose"] = True
         metas = [trace.metas[rec.out + j] for j in range(rec.n_out)]
         vals = [TensorMeta(_sym_shape(s, symbols, leaf_values if computed_sizes else None), d)
                 for s, d in metas]

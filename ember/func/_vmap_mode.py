@@ -157,7 +157,7 @@ class VmapMode(DispatchMode):
 
     def __ember_dispatch__(self, op, args, kwargs):
         base = op.base if isinstance(op, InplaceOp) else op
-        if base.category is Category.RANDOM:
+        if base.category is Category.RANDOM and base.batch is None:  # dropout has its rule
             return self._random(op, base, args, kwargs)
         phys, bdims, any_b = self._unwrap(args)
         if not any_b:

@@ -35,8 +35,9 @@ def _dropout_vjp(ctx, g, x, p):
     return g[0] * ctx.out[1]
 
 
+# category "random": passes that must not merge, drop, fold or decompose a draw know it so
 DROPOUT = Op("native_dropout", _dropout_kernel, _dropout_vjp, save_inputs=False,
-             save_output=True, n_out=2, nondiff_outputs=(1,), category="nn",
+             save_output=True, n_out=2, nondiff_outputs=(1,), category="random",
              shape=lambda x, p: (_meta.same(x), _meta.same(x)), batch=random_rule)
 
 
@@ -44,7 +45,7 @@ def _mask_kernel(xp, x, p, shape):
     return xp.asarray(_keep(shape, p, x.dtype)).astype(x.dtype)
 
 
-DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, category="nn",
+DROPOUT_MASK = Op("_dropout_mask", _mask_kernel, None, differentiable=False, category="random",
                   shape=lambda x, p, shape: (tuple(shape), x.dtype), batch=random_rule)
 
 
