@@ -227,7 +227,8 @@ def is_meta_device(device):
 def meta_operands(args, arrays):
     """``arrays`` with every tensor's array as a MetaArray when the call mixes meta tensors
     with 0-dim CPU tensors (torch lets a CPU scalar tensor join any device), else torch's
-    device error.  Returns None when no meta tensor takes part."""
+    device error (a meta tensor is never a CPU scalar, so it decides or it mismatches).
+    Returns None when no meta tensor takes part."""
     from .tensor import Tensor
     tensors = [a for a in args if isinstance(a, Tensor)]
     if not any(type(t._data) is MetaArray for t in tensors):
@@ -238,8 +239,6 @@ def meta_operands(args, arrays):
         if t.device != common and not _cpu_scalar(t):
             raise RuntimeError(f"Tensor on device {t.device} is not on the expected device "
                                f"{common}!")
-    if common.type != "meta":
-        return None  # a CPU call with meta scalar tensors: the device error of other devices
     return [MetaArray(a.shape, a.dtype) if isinstance(a, np.ndarray) else a for a in arrays]
 
 
