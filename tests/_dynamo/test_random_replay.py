@@ -151,3 +151,23 @@ def test_compiled_module_with_dropout_replays(python_runs):
         ember.manual_seed(seed)
         np.testing.assert_array_equal(got.detach().numpy(), model(x).detach().numpy())
     assert python_runs[0] == 1
+
+
+def _same_tensor_twice(x):
+    a = F.dropout(x, 0.5)
+    b = F.dropout(x, 0.5)  # the same op on the same tensor: another draw, not a common value
+    F.dropout(x, 0.5)      # unused: eager draws it all the same
+    return a + b, ember.rand(2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_equal_draws_are_neither_merged_nor_dropped(backend):
+    x = ember.ones(6)
+    cf = ember.compile(_same_tensor_twice, backend=backend)
+    for seed in (1, 2):
+        ember.manual_seed(seed)
+        got = cf(x)
+        ember.manual_seed(seed)
+        want = _same_tensor_twice(x)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
