@@ -163,3 +163,25 @@ def test_fx_node_type_aliases_annotate_tracer_overrides(lib):
     names = {t.__name__ for t in fx.node.base_types}
     assert {"str", "int", "float", "bool", "complex", "dtype", "Tensor", "device",
             "memory_format", "layout", "OpOverload"} <= names
+
+
+@LIBS
+def test_pin_memory_without_accelerator_warns_per_iterator(lib):
+    # minGPT's Trainer asks for pin_memory=True; torch says on CPU that it is not used
+    import warnings
+    data = lib.utils.data.TensorDataset(lib.arange(6.0))
+
+    def messages(**kw):
+        loader = lib.utils.data.DataLoader(data, batch_size=2, **kw)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            batches = [b[0].tolist() for b in loader]
+        assert batches == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+        return [str(x.message) for x in w]
+
+    assert messages() == []
+    assert messages(pin_memory=True) == [
+        "'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+        "memory won't be used."]
+    got = messages(pin_memory=True, pin_memory_device="cpu")
+    assert len(got) == 2 and got[0].startswith("pin_memory_device is deprecated")

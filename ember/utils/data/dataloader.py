@@ -156,6 +156,7 @@ class DataLoader:
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -215,13 +216,16 @@ class DataLoader:
 
     def __iter__(self):
         if self.num_workers == 0:
+            _warn_pin_memory(self)
             return _SingleProcessIter(self)
         if self.persistent_workers:
             if self._iterator is None:
+                _warn_pin_memory(self)
                 self._iterator = _MultiProcessIter(self)
             else:
                 self._iterator._reset(self)
             return self._iterator
+        _warn_pin_memory(self)
         return _MultiProcessIter(self)
 
     def __len__(self):
@@ -231,6 +235,19 @@ class DataLoader:
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n
         return len(self._index_sampler)
+
+
+def _warn_pin_memory(loader):
+    # as each new torch iterator does: pinning needs an accelerator, and the device is the
+    # current accelerator whatever pin_memory_device says
+    from ...accelerator import is_available
+    if loader.pin_memory and loader.pin_memory_device:
+        warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as "
+                      f"the device,ignore pin_memory_device='{loader.pin_memory_device}'.",
+                      stacklevel=3)
+    if loader.pin_memory and not is_available():
+        warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                      "device pinned memory won't be used.", stacklevel=3)
 
 
 class _InfiniteConstantSampler:
