@@ -23,15 +23,20 @@ import time
 import warnings
 import weakref
 
+import numpy as np
+
 from .._core.dispatch import DispatchMode
+from .._core.overrides import overridable
 from .._core.state import STATE
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, wrap
+from ..ops.op_namespaces import define_overload
 from .profiler_util import (DeviceType, EventList, FunctionEvent, MEMORY_EVENT_NAME,
                             MemRecordsAcc, chrome_trace)
 
 __all__ = ["profile", "record_function", "emit_nvtx", "FunctionEvent", "EventList",
            "DeviceType", "ProfilerActivity", "kineto_available", "MEMORY_EVENT_NAME",
-           "MemRecordsAcc", "EnforceUnique", "KinetoStepTracker"]
+           "MemRecordsAcc", "EnforceUnique", "KinetoStepTracker", "parse_nvprof_trace",
+           "load_nvprof"]
 
 
 class ProfilerActivity(enum.Enum):
@@ -602,6 +607,43 @@ class record_function(_ContextDecorator):
         return fut.then(done) if hasattr(fut, "then") else done(fut)
 
 
+# torch.ops.profiler: record_function as operators, so a traced graph can open and close a
+# range (pytorch/examples fx/profiling_tracer.py records them with a custom Tracer)
+def _record_function_enter_new(name, args=None):
+    rf = record_function(name, args)
+    rf.__enter__()
+    return rf
+
+
+def _record_function_enter(name, args=None):
+    # the legacy form hands back a tensor standing for the open range
+    handle = wrap(np.empty(0, dtype=np.uint8))
+    handle._record_function = _record_function_enter_new(name, args)
+    return handle
+
+
+def _record_function_exit(handle):
+    rf = handle._record_function if isinstance(handle, Tensor) else handle
+    rf.__exit__(None, None, None)
+
+
+_record_function_enter_new = overridable(_record_function_enter_new)
+_record_function_enter = overridable(_record_function_enter)
+_record_function_exit = overridable(_record_function_exit)
+define_overload("profiler::_record_function_enter", "default",
+                "profiler::_record_function_enter(str name, str? args=None) -> Tensor",
+                _record_function_enter)
+define_overload("profiler::_record_function_enter_new", "default",
+                "profiler::_record_function_enter_new(str name, str? args=None) -> "
+                "__torch__.torch.classes.profiler._RecordFunction", _record_function_enter_new)
+define_overload("profiler::_record_function_exit", "default",
+                "profiler::_record_function_exit(Tensor handle) -> ()", _record_function_exit)
+define_overload("profiler::_record_function_exit", "_RecordFunction",
+                "profiler::_record_function_exit._RecordFunction("
+                "__torch__.torch.classes.profiler._RecordFunction handle) -> ()",
+                _record_function_exit)
+
+
 class emit_nvtx:
     """Make every autograd operation emit an NVTX range (for nvprof / Nsight).
 
@@ -640,6 +682,63 @@ class EnforceUnique:
         if key in self.seen:
             raise RuntimeError("duplicate key: " + str(key))
         self.seen.add(key)
+
+
+_NVPROF_MARKERS = """
+    SELECT start.id AS marker_id, start.name, start.timestamp AS start_time,
+           end.timestamp AS end_time
+    FROM CUPTI_ACTIVITY_KIND_MARKER AS start INNER JOIN CUPTI_ACTIVITY_KIND_MARKER AS end
+         ON start.id = end.id
+    WHERE start.name != 0 AND end.name = 0
+"""
+_NVPROF_KERNELS = """
+    SELECT start.id AS marker_id, start.name, start.timestamp, end.timestamp,
+           runtime._id_ AS runtime_id, runtime.cbid, runtime.start AS runtime_start,
+           runtime.end AS runtime_end, kernel.start AS kernel_start,
+           kernel.end AS kernel_end, kernel.name AS kernel_name
+    FROM CUPTI_ACTIVITY_KIND_MARKER AS start
+         INNER JOIN CUPTI_ACTIVITY_KIND_MARKER AS end ON start.id = end.id
+         INNER JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS runtime
+             ON (start.timestamp < runtime.start AND runtime.end < end.timestamp)
+         INNER JOIN CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL AS kernel
+             ON kernel.correlationId = runtime.correlationId
+"""
+
+
+def parse_nvprof_trace(path):
+    """The ranges (NVTX markers, as ``emit_nvtx`` writes them) of an nvprof SQLite trace
+    as FunctionEvents, each with the CUDA kernels launched inside it, in start order.
+    Names are read as stored (torch demangles C++ symbol names; marker names are plain)."""
+    import sqlite3
+    conn = sqlite3.connect(path)
+    try:
+        conn.row_factory = sqlite3.Row
+        strings = {r["id"]: r["value"]
+                   for r in conn.execute("SELECT _id_ as id, value FROM StringTable")}
+        functions, by_id = [], {}
+        unique = EnforceUnique()
+        for row in conn.execute(_NVPROF_MARKERS):
+            unique.see(row["marker_id"])
+            evt = FunctionEvent(id=row["marker_id"], node_id=0, name=strings[row["name"]],
+                                start_us=row["start_time"], end_us=row["end_time"], thread=0)
+            functions.append(evt)
+            by_id[evt.id] = evt
+        unique = EnforceUnique()
+        for row in conn.execute(_NVPROF_KERNELS):
+            unique.see(row["marker_id"], row["runtime_id"])
+            if row["cbid"] != 211:  # cudaLaunchKernel (CUDA >= 9.2)
+                raise AssertionError(f"Expected cbid to be 211, but got {row['cbid']}")
+            by_id[row["marker_id"]].append_kernel(row["kernel_name"], 0,
+                                                  row["kernel_end"] - row["kernel_start"])
+    finally:
+        conn.close()
+    functions.sort(key=lambda evt: evt.time_range.start)
+    return functions
+
+
+def load_nvprof(path):
+    """Open an nvprof trace file and parse its autograd annotations into an EventList."""
+    return EventList(parse_nvprof_trace(path))
 
 
 class KinetoStepTracker:
