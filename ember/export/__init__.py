@@ -9,7 +9,7 @@ runs saved programs with NumPy alone.
 """
 
 from .._dynamo.exc import UserError
-from ..func._pytree import tree_unflatten
+from ..func._pytree import register_dataclass, tree_unflatten
 from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from ..nn.modules.module import Module
 from .capture import capture
@@ -25,7 +25,7 @@ from .verify import dims_that_do_not_generalise
 __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
            "default_decompositions", "primitive_decompositions", "ExportGraphSignature",
            "InputKind", "InputSpec", "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
-           "CustomDecompTable", "ExportBackwardSignature"]
+           "CustomDecompTable", "ExportBackwardSignature", "register_dataclass"]
 
 
 class _FunctionModule(Module):

@@ -18,6 +18,7 @@ from .._dynamo.exc import Unsupported, UserError
 from .._dynamo.graph_build import build_graph_module
 from .._dynamo.graph_key import spec_of
 from .._dynamo.session import CaptureSession, user_location
+from ..func import _pytree
 from ..func._pytree import tree_flatten, tree_unflatten
 from ..nn.modules.module import Module
 from ..nn.utils.stateless import _reparametrize
@@ -88,7 +89,13 @@ def _flat_paths(args, kwargs):
     out = []
 
     def walk(x, path):
-        if isinstance(x, (tuple, list)):
+        node = _pytree._REGISTRY.get(type(x))
+        if node is not None:   # a registered class (a dataclass): its fields by name
+            children, (kept, _) = node[0](x)
+            names = kept if len(kept) == len(children) else range(len(children))
+            for n, v in zip(names, children):
+                walk(v, f"{path}.{n}")
+        elif isinstance(x, (tuple, list)):
             for i, v in enumerate(x):
                 walk(v, f"{path}[{i}]")
         elif isinstance(x, dict):
@@ -115,7 +122,7 @@ def _input_names(mod, args, kwargs, flat, paths):
         else:
             base = p[len("kwargs['"):p.index("']")]
             rest = p[p.index("']") + 2:]
-        suffix = "".join("_" + c for c in rest.replace("[", " ").replace("]", " ")
+        suffix = "".join("_" + c for c in rest.replace(".", " ").replace("[", " ").replace("]", " ")
                          .replace("'", "").split())
         out.append(_identifier(base + suffix))
     return out

@@ -1,6 +1,48 @@
-"""Minimal pytrees: flatten/unflatten nested tuples, lists, dicts and namedtuples."""
+"""Minimal pytrees: flatten/unflatten nested tuples, lists, dicts, namedtuples and the
+classes registered with `register_pytree_node` (dataclasses through
+``ember.export.register_dataclass``)."""
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map"]
+__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "register_pytree_node",
+           "register_dataclass"]
+
+# type -> (flatten(obj) -> (children, context), unflatten(children, context) -> obj)
+_REGISTRY = {}
+
+
+def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None):
+    """Make instances of ``cls`` pytree nodes: ``flatten_fn(obj)`` gives ``(children,
+    context)`` with a hashable, comparable context, ``unflatten_fn(children, context)``
+    rebuilds the object."""
+    if cls in _REGISTRY:
+        raise ValueError(f"{cls} is already registered as pytree node.")
+    _REGISTRY[cls] = (flatten_fn, unflatten_fn, serialized_type_name)
+
+
+def register_dataclass(cls, *, serialized_type_name=None):
+    """A dataclass as a pytree node (torch.export.register_dataclass): its init fields
+    are children, except those that are None, which the spec keeps (as torch does)."""
+    import dataclasses
+    if not dataclasses.is_dataclass(cls):
+        raise ValueError(f"field_names must be specified with a list of all fields used to "
+                         f"initialize {cls}, as it is not a dataclass.")
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+
+    def flatten(obj):
+        values = [getattr(obj, n) for n in names]
+        kept = tuple(n for n, v in zip(names, values) if v is not None)
+        none = tuple(n for n, v in zip(names, values) if v is None)
+        return [v for v in values if v is not None], (kept, none)
+
+    def unflatten(children, context):
+        kept, none = context
+        return cls(**dict(zip(kept, children)), **{n: None for n in none})
+    if cls in _REGISTRY:   # torch re-registers a dataclass with a warning
+        import warnings
+        warnings.warn(f"{cls} is already registered as pytree node. Overwriting the previous "
+                      f"registration.", UserWarning, stacklevel=2)
+        del _REGISTRY[cls]
+    register_pytree_node(cls, flatten, unflatten,
+                         serialized_type_name=serialized_type_name)
 
 
 class _Spec:
@@ -24,6 +66,12 @@ class _Spec:
 
 
 def tree_flatten(tree):
+    node = _REGISTRY.get(type(tree))
+    if node is not None:
+        children, context = node[0](tree)
+        parts = [tree_flatten(x) for x in children]
+        return [l for p in parts for l in p[0]], _Spec("custom", (type(tree), context),
+                                                       [p[1] for p in parts])
     if isinstance(tree, tuple) and hasattr(tree, "_fields"):
         parts = [tree_flatten(x) for x in tree]
         return [l for p in parts for l in p[0]], _Spec("namedtuple", type(tree), [p[1] for p in parts])
@@ -45,6 +93,8 @@ def tree_unflatten(leaves, spec):
         if s.kind == "leaf":
             return next(it)
         items = [build(c) for c in s.children]
+        if s.kind == "custom":
+            return _REGISTRY[s.meta[0]][1](items, s.meta[1])
         if s.kind == "namedtuple":
             return s.meta(*items)
         if s.kind == "tuple":
