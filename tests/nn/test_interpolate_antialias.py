@@ -1,6 +1,6 @@
 """interpolate(antialias=True) against torch: values and gradients of antialiased bilinear
-and bicubic resampling (down and up, sizes and scale factors, align_corners), and its
-argument and dtype errors."""
+and bicubic resampling (down and up, sizes and scale factors, align_corners), uint8 images
+(torch's fixed-point kernel, bit for bit), and its argument and dtype errors."""
 import numpy as np
 import pytest
 import torch
@@ -61,3 +61,18 @@ def test_kernel_dtypes_like_torch(dtype):
             lib.nn.functional.interpolate(x, 3, mode="bilinear", antialias=True)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("mode, antialias", [("bilinear", False), ("bilinear", True),
+                                             ("bicubic", True)])
+@pytest.mark.parametrize("align_corners", (False, True))
+@pytest.mark.parametrize("size", (dict(size=(5, 7)), dict(size=(26, 34)), dict(size=(13, 5)),
+                                  dict(size=(3, 40)), dict(size=(1, 1)),
+                                  dict(scale_factor=0.5), dict(scale_factor=2.5)))
+def test_uint8_images_bit_for_bit(mode, antialias, align_corners, size):
+    img = np.random.default_rng(1).integers(0, 256, (2, 4, 13, 17)).astype(np.uint8)
+    outs = [lib.nn.functional.interpolate(lib.from_numpy(img.copy()), mode=mode,
+                                          align_corners=align_corners, antialias=antialias,
+                                          **size).numpy() for lib in (torch, ember)]
+    assert outs[1].dtype == np.uint8
+    np.testing.assert_array_equal(outs[1], outs[0])

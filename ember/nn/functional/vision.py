@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
-from ..._core.tensor import wrap
+from ..._core.tensor import host_tensor, wrap
 from ...ops._helpers import not_implemented
 from ...ops.blas import matmul
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, \
@@ -152,23 +152,44 @@ def _aa_filter(mode):
     return cubic
 
 
-def _aa_matrix(in_size, out_size, mode, align_corners, scale):
-    """torch's antialiased resampling weights: when downsampling, the filter is stretched by
-    the scale so every input sample contributes; each row normalised to sum 1."""
+def _aa_matrix(in_size, out_size, mode, align_corners, scale, antialias=True):
+    """torch's resampling weights of its antialiased (and uint8) kernels: when downsampling
+    with antialias, the filter is stretched by the scale so every input sample contributes;
+    each row normalised to sum 1."""
     s = _scale(in_size, out_size, align_corners, scale)
-    support = (2.0 if mode == "bilinear" else 4.0) * 0.5 * (s if s >= 1.0 else 1.0)
-    invscale = 1.0 / s if s >= 1.0 else 1.0
+    stretch = s if s >= 1.0 and antialias else 1.0
+    support = (2.0 if mode == "bilinear" else 4.0) * 0.5 * stretch
+    delta = 0.5 if align_corners and not antialias else 0.0  # torch's uint8 align_corners
     m = np.zeros((out_size, in_size))
     for i in range(out_size):
-        center = s * (i + 0.5)
-        lo = max(int(center - support + 0.5), 0)  # C casts truncate toward zero
-        hi = min(int(center + support + 0.5), in_size)
+        center = s * (i + 0.5 - delta)
+        lo = max(int(center - support + 0.5 + delta), 0)  # C casts truncate toward zero
+        hi = min(int(center + support + 0.5 + delta), in_size)
         if hi <= lo:
             continue
-        w = _aa_filter(mode)((np.arange(lo, hi) - center + 0.5) * invscale)
+        w = _aa_filter(mode)((np.arange(lo, hi) - center + 0.5 - delta) / stretch)
         total = w.sum()
         m[i, lo:hi] = w / total if total != 0 else w
     return m
+
+
+def _resample_uint8(x, osz, scales, mode, align_corners, antialias):
+    """torch's uint8 resampling: weights in int16 fixed point (the largest precision that
+    keeps the biggest weight below 2**15, rounded half away from zero), one pass per
+    resized dimension (width first), each rounded and clamped to uint8."""
+    a = np.asarray(x._data)
+    for d in (1, 0):
+        L, o = a.shape[2 + d], osz[d]
+        if L == o:
+            continue
+        m = _aa_matrix(L, o, mode, align_corners, scales[d], antialias)
+        bits = next((p for p in range(22) if int(0.5 + m.max() * (1 << (p + 1))) >= 1 << 15),
+                    22)
+        q = np.trunc(m * (1 << bits) + np.where(m < 0, -0.5, 0.5)).astype(np.int64)
+        acc = np.moveaxis(a, 2 + d, -1).astype(np.int64) @ q.T
+        r = np.clip((acc + (1 << (bits - 1))) >> bits, 0, 255).astype(np.uint8)
+        a = np.moveaxis(r, -1, 2 + d)
+    return host_tensor(np.ascontiguousarray(a), x)
 
 
 def _output_size(input, n, size, scale_factor, recompute):
@@ -214,12 +235,13 @@ def _interp_dtype_check(input, mode, n, antialias):
     if (dt.is_floating_point and not antialias) or (dt == _dt.uint8 and mode in (
             "nearest", "nearest-exact")):
         return
-    if dt == _dt.uint8 and mode in ("bilinear", "bicubic"):
-        # torch resamples uint8 images in int16 fixed point, one dimension at a time with
-        # rounding in between; ember's float weights would give other pixels
-        raise NotImplementedError(f"interpolate(mode='{mode}') of uint8 input: ember does not "
-                                  f"implement torch's fixed-point uint8 kernel; convert the "
-                                  f"input to a floating dtype")
+    if dt == _dt.uint8 and (mode == "bilinear" or antialias):
+        return  # torch's fixed-point kernel (_resample_uint8)
+    if dt == _dt.uint8 and mode == "bicubic":
+        # torch's plain uint8 bicubic rounds in its own way, which ember does not reproduce
+        raise NotImplementedError("interpolate(mode='bicubic') of uint8 input without "
+                                  "antialias: ember does not implement torch's uint8 bicubic "
+                                  "kernel; convert the input to a floating dtype")
     if mode in ("nearest", "nearest-exact"):
         name = "upsample_nearest2d_channels_last" if n == 2 else "compute_indices_weights_nearest"
     else:
@@ -272,6 +294,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if o != L or (idx != np.arange(L)).any():
                 x = x.index_select(2 + i, wrap(idx))
         return x if x is not input else input.clone()
+    if input.dtype == _dt.uint8:  # bilinear, or antialiased bicubic: torch's fixed point
+        return _resample_uint8(input, osz, scales, mode, align_corners, antialias)
     dt = input.dtype.np
     weights = _aa_matrix if antialias else _interp_matrix
     mats = [wrap(weights(L, o, mode, align_corners, s).astype(dt))
