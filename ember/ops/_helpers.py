@@ -144,12 +144,25 @@ def no_derivative(name, aten=False):
     ``aten``: torch registers no formula at all (RuntimeError naming ``aten::name``);
     otherwise its formula is ``not_implemented`` (NotImplementedError).  ``name`` may be a
     callable of the op's params."""
-    def refuse(_ctx_or_out, _grads, *inputs, **params):
+    def refuse(_ctx, _grads, *inputs, **params):
         n = name(params) if callable(name) else name
         if aten:
             raise RuntimeError(f"derivative for aten::{n} is not implemented")
         raise NotImplementedError(f"the derivative for '{n}' is not implemented.")
-    return {"vjp": refuse, "jvp": refuse}
+
+    def refuse_forward(_out, _tangents, *inputs, **params):
+        n = name(params) if callable(name) else name
+        if aten:
+            raise NotImplementedError(f"Trying to use forward AD with aten::{n} that does not "
+                                      f"support it.")
+        raise NotImplementedError(
+            f"Trying to use forward AD with {n} that does not support it because it has not "
+            f"been implemented yet.\nPlease file an issue to PyTorch at https://github.com/"
+            f"pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize "
+            f"its implementation or submit a PR adding the implementation to derivatives.yaml")
+    # a refusal, not a formula: there is no tangent to compare with one derived from the vjp
+    refuse_forward.no_derivative = True
+    return {"vjp": refuse, "jvp": refuse_forward}
 
 
 def dtype_kind(dt):

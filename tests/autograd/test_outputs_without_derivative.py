@@ -1,5 +1,7 @@
 """Ops whose outputs require grad in torch although torch has no derivative for them:
 ember's outputs require grad too, and backward raises torch's error (type and message)."""
+import warnings
+
 import pytest
 import torch
 
@@ -83,3 +85,40 @@ def test_nextafter_forward_mode():
     y = ember.tensor([0.0, 2.0, 4.0])
     _, t = ember.func.jvp(lambda a: ember.nextafter(a, y), (x,), (ember.tensor([1.0, 2.0, 3.0]),))
     assert t.tolist() == [1.0, 0.0, 3.0]
+
+
+def _dual_x(lib):
+    return lib.tensor([1.0, 2.0, 2.0, 3.0], dtype=lib.float64)
+
+
+FORWARD_CASES = {
+    "heaviside": lambda lib, d: lib.heaviside(d, lib.tensor(0.5, dtype=lib.float64)),
+    "unique": lambda lib, d: lib.unique(d),
+    "unique_dim": lambda lib, d: lib.unique(d, dim=0),
+    "unique_consecutive": lambda lib, d: lib.unique_consecutive(d, return_counts=True),
+    "bincount_weights": lambda lib, d: lib.bincount(lib.tensor([0, 1, 1, 3]), weights=d),
+    "histogram": lambda lib, d: lib.histogram(d, 3),
+    "ldl_factor": lambda lib, d: lib.linalg.ldl_factor_ex(lib.diag(d)),
+    "ldl_solve": lambda lib, d: lib.linalg.ldl_solve(
+        *lib.linalg.ldl_factor(lib.diag(d).detach()), d[:, None]),
+    "standard_gamma_grad": lambda lib, d: _gamma_grad(lib, d, _dual_x(lib)),
+}
+
+
+def _forward_error(lib, name):
+    fwad = lib.autograd.forward_ad
+    with warnings.catch_warnings(), fwad.dual_level():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch's forward AD scripts a helper
+        d = fwad.make_dual(_dual_x(lib), lib.ones(4, dtype=lib.float64))
+        try:
+            FORWARD_CASES[name](lib, d)
+        except (RuntimeError, NotImplementedError) as e:
+            return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(FORWARD_CASES))
+def test_forward_ad_error_like_torch(name):
+    err = _forward_error(torch, name)
+    assert err is not None
+    assert _forward_error(ember, name) == err

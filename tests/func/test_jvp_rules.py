@@ -67,6 +67,21 @@ def _conv_backward(lib, *args):
     return lib.ops.aten.convolution_backward(*args)
 
 
+def _avg_pool_backward_samples(dtype, rng):
+    """The gradient of a padded 2-d average pooling (count_include_pad) and of a ceil-mode
+    1-d one with a divisor override, as avg_pool's vjp calls it."""
+    yield SampleInput((make((2, 3, 3, 3), dtype, rng),),
+                      {"in_spatial": (5, 5), "ks": (3, 3), "stride": (2, 2), "pad": (1, 1),
+                       "ceil": False, "include_pad": True, "override": None}, name="2d")
+    yield SampleInput((make((2, 3), dtype, rng),),
+                      {"in_spatial": (5,), "ks": (2,), "stride": (2,), "pad": (0,),
+                       "ceil": True, "include_pad": False, "override": 3}, name="1d ceil")
+
+
+def _avg_pool_backward(lib, g, **params):
+    return REGISTRY["avg_pool_backward"](g, **params)
+
+
 # nn activations and linear (not in the op database) and dtype casts with floating inputs
 _F = "nn.functional."
 EXTRA = [OpInfo(_F + n, samples=_kw_samples(*kw), dtypes=("float64",)) for n, kw in (
@@ -81,13 +96,18 @@ EXTRA = [OpInfo(_F + n, samples=_kw_samples(*kw), dtypes=("float64",)) for n, kw
       OpInfo("to_dtype", fn=lambda lib, x, d: x.to(getattr(lib, d)), samples=_cast_samples,
              dtypes=("float64", "complex128")),
       OpInfo("convolution_backward", fn=_conv_backward, samples=_conv_backward_samples,
+             dtypes=("float64",)),
+      OpInfo("avg_pool_backward", fn=_avg_pool_backward, samples=_avg_pool_backward_samples,
              dtypes=("float64",))]
 OPS = DB_OPS + EXTRA
 # operators reached by the samples that have no derivative at all in ember (no rule to compare)
 # (a custom Function's ops have no vjp to derive from: their tangents come from the operators
 # their Python runs, tested in tests/autograd/test_function_dispatch.py)
+# (ops that torch gives no derivative, `no_derivative`, refuse forward AD as torch does, tested
+# in tests/autograd/test_outputs_without_derivative.py)
 RULE_OPS = sorted(name for name, op in REGISTRY.items() if op.jvp is not None and
-                  not getattr(op.jvp, "from_body", False))
+                  not getattr(op.jvp, "from_body", False) and
+                  not getattr(op.jvp, "no_derivative", False))
 
 
 class _Record(DispatchMode):
