@@ -231,7 +231,7 @@ def linearize(func, *primals):
 
 def _basis(n, like):
     from ..ops.creation import eye
-    return eye(n, dtype=like.dtype)
+    return eye(n, dtype=like.dtype, device=like.device)
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):

@@ -554,3 +554,17 @@ def test_view_and_reshape_strides_of_strided_meta_tensors_match_torch():
                 assert (ev._base is None) == (tv._base is None), (shape, steps, perm, new, how)
                 checked += 1
     assert checked > 1000
+
+
+def test_function_transforms_on_meta():
+    def run(L):
+        x = L.empty(3, 4, device="meta")
+        return [L.func.jacrev(lambda a: a.sin().sum(0))(x),
+                L.func.jacfwd(lambda a: a.sin().sum(0))(x),
+                L.func.grad(lambda a: a.sin().sum())(x),
+                L.vmap(L.mv, in_dims=(None, 0))(x, L.empty(5, 4, device="meta"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.func's own jit.script use
+        results = _both(run)
+    for t, e in zip(*results):
+        _meta_like(t, e, strides=False)
