@@ -185,3 +185,54 @@ def test_pin_memory_without_accelerator_warns_per_iterator(lib):
         "memory won't be used."]
     got = messages(pin_memory=True, pin_memory_device="cpu")
     assert len(got) == 2 and got[0].startswith("pin_memory_device is deprecated")
+
+
+@LIBS
+def test_profiler_record_function_operators(lib):
+    # fx/profiling_tracer.py puts torch.ops.profiler._record_function_enter/_exit into a
+    # traced graph so that record_function ranges survive tracing
+    ops = lib.ops.profiler
+
+    class ProfilerTracer(lib.fx.Tracer):
+        def trace(self, root, concrete_args=None):
+            rf = lib.autograd.profiler.record_function
+            orig = rf.__enter__, rf.__exit__
+            tracer = self
+
+            def enter(rf_self):
+                rf_self._proxy = tracer.create_proxy("call_function", ops._record_function_enter,
+                                                     (rf_self.name,), {})
+                return rf_self
+
+            def exit_(rf_self, *exc):
+                ops._record_function_exit(rf_self._proxy)
+
+            rf.__enter__, rf.__exit__ = enter, exit_
+            try:
+                return super().trace(root, concrete_args)
+            finally:
+                rf.__enter__, rf.__exit__ = orig
+
+    def f(x):
+        with lib.profiler.record_function("blk"):
+            return x.relu() * 2
+
+    tracer = ProfilerTracer()
+    graph = tracer.trace(f)
+    gm = lib.fx.GraphModule(tracer.root, graph)
+    kinds = [n.op for n in gm.graph.nodes]
+    assert kinds.count("call_function") >= 3 and kinds[0] == "placeholder"
+    x = lib.tensor([-1.0, 2.0])
+    with lib.autograd.profiler.profile() as prof:
+        out = gm(x)
+    assert out.tolist() == [0.0, 4.0]
+    events = {e.name: e for e in prof.function_events}
+    blk, relu = events["blk"], events["aten::relu"]
+    assert blk.time_range.start <= relu.time_range.start
+    assert relu.time_range.end <= blk.time_range.end
+    # and by hand, the new-style handle
+    with lib.autograd.profiler.profile() as prof:
+        h = ops._record_function_enter_new("by_hand")
+        lib.ones(2).relu()
+        ops._record_function_exit(h)
+    assert "by_hand" in [e.name for e in prof.function_events]
