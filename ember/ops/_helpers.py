@@ -96,10 +96,14 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int6
                "uint64": "UInt64"}
 
 
+def _dtype_named(dt, table):
+    name = dt.np.name if isinstance(dt, _dt.dtype) else np.dtype(dt).name
+    return table.get(name, name)
+
+
 def type_name(dt):
     """torch's scalar-type name of dtype ``dt`` (ember or NumPy) ('Float', 'Long', 'ComplexDouble', ...)."""
-    name = dt.np.name if isinstance(dt, _dt.dtype) else np.dtype(dt).name
-    return _TYPE_NAMES.get(name, name)
+    return _dtype_named(dt, _TYPE_NAMES)
 
 
 def not_implemented(kernel_name, dt):
@@ -115,8 +119,7 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
 
 def cpp_name(dt):
     """The C++ name torch's messages give dtype ``dt`` ('float', 'long int', ...)."""
-    name = dt.np.name if isinstance(dt, _dt.dtype) else np.dtype(dt).name
-    return _CPP_NAMES.get(name, name)
+    return _dtype_named(dt, _CPP_NAMES)
 
 
 def write_out_exact(out, result):
