@@ -64,14 +64,16 @@ def _on_meta(lib, op, s):
         return op.call(lib, _to_meta(args, lib), _to_meta(kwargs, lib))
 
 
-def _cases():
+def _cases(known, grad_only=False):
     for op in OPS:
-        marks = [pytest.mark.xfail(reason=KNOWN[op.name], strict=True)] \
-            if op.name in KNOWN else []
+        if grad_only and not op.grad:
+            continue
+        marks = [pytest.mark.xfail(reason=known[op.name], strict=True)] \
+            if op.name in known else []
         yield pytest.param(op, id=op.name, marks=marks)
 
 
-@pytest.mark.parametrize("op", list(_cases()))
+@pytest.mark.parametrize("op", list(_cases(KNOWN)))
 def test_op_on_meta_tensors(op):
     dtype = _dtype(op)
     rng = np.random.default_rng(SEED)
@@ -147,16 +149,7 @@ def _grads(lib, op, s, meta):
     return [x.grad for x in leaves]
 
 
-def _grad_cases():
-    for op in OPS:
-        if not op.grad:
-            continue
-        marks = [pytest.mark.xfail(reason=KNOWN_GRAD[op.name], strict=True)] \
-            if op.name in KNOWN_GRAD else []
-        yield pytest.param(op, id=op.name, marks=marks)
-
-
-@pytest.mark.parametrize("op", list(_grad_cases()))
+@pytest.mark.parametrize("op", list(_cases(KNOWN_GRAD, grad_only=True)))
 def test_backward_on_meta_tensors(op):
     """backward() on meta outputs gives meta gradients of the inputs' shapes and dtypes,
     for the same inputs the CPU run gives gradients to."""
