@@ -179,9 +179,9 @@ class FunctionCache:
             where = f"graph {session.graph_ordinal + 1} of " if session.graph_ordinal else ""
             warnings.warn(f"ember.compile: {where}{self.name} has been compiled {n + 1} "
                           f"times (config.cache_size_limit={config.cache_size_limit}). "
-                          f"Sizes and numbers that vary are compiled as dynamic; what still "
-                          f"recompiles: {summary}. ember keeps compiling rather than falling "
-                          f"back to eager.", RuntimeWarning, stacklevel=4)
+                          f"{_AT_LIMIT[self.dynamic is False]}; what still recompiles: "
+                          f"{summary}. ember keeps compiling rather than falling back to "
+                          f"eager.", RuntimeWarning, stacklevel=4)
 
     # ---- compile -------------------------------------------------------------------
     def _compile(self, trace, spec, session):
@@ -218,6 +218,10 @@ class FunctionCache:
         if src is not None:
             logs.log("output_code", f"output code of {self.name}:\n{src}")
         return Entry(spec, gm, run, None, needs_grad)
+
+
+_AT_LIMIT = {False: "Sizes and numbers that vary are compiled as dynamic",
+             True: "dynamic=False: sizes that vary stay static"}
 
 
 def _diff_reason(new, old, session):
