@@ -20,12 +20,14 @@ from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignat
 from .graph_signature import (ExportBackwardSignature, ExportGraphSignature, InputKind,
                               InputSpec, OutputKind, OutputSpec)
 from .guards import check_guards
+from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 from .verify import dims_that_do_not_generalise
 
 __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save", "load",
            "default_decompositions", "primitive_decompositions", "ExportGraphSignature",
            "InputKind", "InputSpec", "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
-           "CustomDecompTable", "ExportBackwardSignature", "register_dataclass"]
+           "CustomDecompTable", "ExportBackwardSignature", "register_dataclass",
+           "unflatten", "UnflattenedModule", "FlatArgsAdapter"]
 
 
 class _FunctionModule(Module):

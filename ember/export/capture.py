@@ -187,7 +187,8 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replaceme
             readable.update((id(t), t) for t in stand_ins.values())
             unbacked = UnbackedValues(session, readable, leaf_specs,
                                       lambda: DimSpec("unbacked", None, -INT_OO, INT_OO))
-            with _reparametrize(mod, stand_ins, True, False), unbacked:
+            with _reparametrize(mod, stand_ins, True, False), unbacked, \
+                    _ModuleCalls(mod, session):
                 out = mod(*args, **kwargs)
             result["capture"] = _graph_of(session, out, role, flat, tensor_pos, names,
                                           stand_ins, non_persistent, params, buffers,
@@ -209,6 +210,64 @@ def capture(mod, args, kwargs, dynamic_shapes, strict, auto_static=(), replaceme
     c.flat_paths = paths
     c.arg_of_leaf = {a: tensor_pos[a] for a in range(len(tensor_pos))}
     return c
+
+
+class _ModuleCalls:
+    """Notes, while the program runs, which trace ops each submodule call recorded:
+    ``session.module_calls`` gets ``(fqn, class name, first op, end op)`` per call, from
+    which the graph's nodes get torch's ``nn_module_stack`` (`ember.export.unflatten`)."""
+
+    def __init__(self, mod, session):
+        self.fqn = {id(m): name for name, m in mod.named_modules() if name}
+        self.session = session
+        session.module_calls = []
+        self.open = []
+
+    def _ops(self):
+        trace = self.session.trace
+        return len(trace.ops) if trace is not None else 0
+
+    def _pre(self, m, args):
+        self.open.append((m, self._ops()))
+
+    def _post(self, m, args, out):
+        while self.open:
+            top, start = self.open.pop()
+            if top is m:
+                name = self.fqn.get(id(m))
+                if name is not None:
+                    self.session.module_calls.append(
+                        (name, type(m).__qualname__, start, self._ops()))
+                break
+
+    def __enter__(self):
+        from ..nn.modules.module import (register_module_forward_hook,
+                                         register_module_forward_pre_hook)
+        self.handles = [register_module_forward_pre_hook(self._pre),
+                        register_module_forward_hook(self._post, always_call=True)]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+
+
+def _tag_module_stacks(graph, ops, calls):
+    """``node.meta["nn_module_stack"]``: ``{fqn: (fqn, class name)}`` of the submodule
+    calls (outermost first) that recorded the op of each node; a multi-output op's getitems
+    share their op's."""
+    import operator as _op
+    if not calls:
+        return
+    calls = sorted(calls, key=lambda c: (c[2], -c[3]))
+    nodes = [n for n in graph.nodes if n.op == "call_function" and n.target is not _op.getitem]
+    for node, i in zip(nodes, ops):
+        node.meta["nn_module_stack"] = {
+            name: (name, cls) for name, cls, a, b in calls if a <= i < b}
+    for n in graph.nodes:
+        if n.op == "call_function" and n.target is _op.getitem and \
+                "nn_module_stack" in getattr(n.args[0], "meta", {}):
+            n.meta["nn_module_stack"] = dict(n.args[0].meta["nn_module_stack"])
 
 
 def _stop_guards(guards):
@@ -333,6 +392,7 @@ def _graph_of(session, out, role, flat, tensor_pos, names, stand_ins, non_persis
                 "program (" + ", ".join(n for n, _ in spec.size_inputs) + "); read the input "
                 "in the program or declare the dimension static")
         gm = build_graph_module(trace, spec, grad_nodes=False, computed_sizes=True)
+        _tag_module_stacks(gm.graph, spec.ops, getattr(session, "module_calls", ()))
         graph_inputs = [trace.inputs[k] for k in spec.inputs]
         symbols = dict(spec.symbols)
     else:

@@ -194,6 +194,8 @@ class _ExportedModule(Module):
     """``ExportedProgram.module()``: the program's state as parameters and buffers under
     their original names, the graph as forward."""
 
+    _submodule = Module   # the class of the modules that hold nested state
+
     def __init__(self, ep):
         super().__init__()
         from ..nn.parameter import Parameter
@@ -204,11 +206,11 @@ class _ExportedModule(Module):
             if s.kind is InputKind.PARAMETER:
                 t = ep.state_dict[s.target]
                 p = t if isinstance(t, Parameter) else Parameter(t, requires_grad=t.requires_grad)
-                _owner(self, s.target).register_parameter(s.target.rsplit(".", 1)[-1], p)
+                _owner(self, s.target, self._submodule).register_parameter(s.target.rsplit(".", 1)[-1], p)
             elif s.kind is InputKind.BUFFER:
                 persistent = s.persistent is not False
                 t = ep.state_dict[s.target] if persistent else ep.constants[s.target]
-                _owner(self, s.target).register_buffer(s.target.rsplit(".", 1)[-1], t,
+                _owner(self, s.target, self._submodule).register_buffer(s.target.rsplit(".", 1)[-1], t,
                                                        persistent=persistent)
 
     @property
@@ -340,14 +342,14 @@ def _spec_text(spec):
     return f"{spec.num_leaves} leaves"
 
 
-def _owner(root, target):
+def _owner(root, target, make=Module):
     """The submodule that holds ``target`` (``"a.b.weight"`` -> ``root.a.b``), created as
-    plain modules where missing."""
+    ``make()`` where missing."""
     m = root
     for part in target.split(".")[:-1]:
         sub = m._modules.get(part)
         if sub is None:
-            sub = Module()
+            sub = make()
             m.add_module(part, sub)
         m = sub
     return m
