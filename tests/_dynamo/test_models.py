@@ -262,26 +262,9 @@ def _assert_same_training(name, opt_kind, losses, state):
     assert ref_losses[-5:].mean() < ref_losses[:5].mean()
 
 
-# Known core bugs (none at present): the affected cases are strictly xfailed, so the suite
-# stays green and each mark goes as soon as its fix lands.
-
-
-def _known_bugs(model, backend, how):
-    """The reported core bugs that make this case fail (empty: it must pass)."""
-    bugs = []
-    if how == "opt_step":  # the model runs eagerly
-        return bugs
-    return bugs
-
-
-def _param(*values, bugs=(), id=None):
-    marks = [pytest.mark.xfail(reason="; ".join(bugs), strict=True)] if bugs else []
-    return pytest.param(*values, marks=marks, id=id)
-
-
 def _cases(how, models=tuple(MODELS)):
-    """(model, optimizer, backend) triples, the known core bugs xfailed."""
-    return [_param(m, o, b, bugs=_known_bugs(m, b, how), id=f"{m}-{o}-{b}")
+    """(model, optimizer, backend) triples."""
+    return [pytest.param(m, o, b, id=f"{m}-{o}-{b}")
             for m in models for o in OPTIMIZERS for b in BACKENDS]
 
 
@@ -323,7 +306,7 @@ def _counting_backend(gms):
 
 
 @pytest.mark.parametrize("how,opt_kind", [
-    _param(h, o, bugs=_known_bugs("gpt_sdpa", "eager", h), id=f"{h}-{o}")
+    pytest.param(h, o, id=f"{h}-{o}")
     for h in ("module", "step") for o in OPTIMIZERS])
 def test_training_loop_stops_recompiling(how, opt_kind):
     """After a few steps every graph is found in the cache: AdamW's step count and the
@@ -352,8 +335,7 @@ def test_training_loop_stops_recompiling(how, opt_kind):
 
 # ---- eval-mode inference ----------------------------------------------------------------------
 @pytest.mark.parametrize("name,backend,no_grad", [
-    _param(m, b, ng, bugs=() if ng else _known_bugs(m, b, "module"),
-           id=f"{m}-{b}-{'no_grad' if ng else 'grad'}")
+    pytest.param(m, b, ng, id=f"{m}-{b}-{'no_grad' if ng else 'grad'}")
     for m in ("mlp", "cnn_bn_train", "gpt_sdpa", "gpt_manual_softmax") for b in BACKENDS
     for ng in (True, False)])
 def test_eval_inference_matches_eager(name, backend, no_grad):
@@ -428,7 +410,7 @@ def _length_cases():
     out = []
     for m in ("gpt_sdpa", "gpt_manual_softmax"):
         for grad in (False, True):
-            out.append(_param(m, grad, id=f"{m}-{'grad' if grad else 'no_grad'}"))
+            out.append(pytest.param(m, grad, id=f"{m}-{'grad' if grad else 'no_grad'}"))
     return out
 
 
@@ -454,7 +436,7 @@ def test_gpt_varying_sequence_length(name, grad):
 
 # ---- Module.compile() ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name,backend", [
-    _param(m, b, bugs=_known_bugs(m, b, "module"), id=f"{m}-{b}")
+    pytest.param(m, b, id=f"{m}-{b}")
     for m in ("mlp", "cnn_bn_train") for b in BACKENDS])
 def test_module_compile_in_place_trains_like_eager(name, backend):
     """``model.compile()`` compiles the module in place: the same 20 steps as eager."""

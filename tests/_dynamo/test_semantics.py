@@ -460,10 +460,6 @@ def _out_input(x, o):
     return o.sum()
 
 
-def _xfail(reason):
-    return pytest.mark.xfail(reason=f"core bug reported: {reason}", strict=True)
-
-
 @pytest.mark.parametrize("fn, make", [
     pytest.param(_data_write, lambda: (ember.ones(2, requires_grad=True),), id="data"),
     pytest.param(_t_, lambda: (ember.ones(2, 3),), id="t_"),
