@@ -342,9 +342,15 @@ class _Gen:
                 self.lines += self.loop(t.shape, lambda i: [f"{out.at(i)} = {t.expr(i)};"])
                 self.env[v.name] = t = out
                 self.hold(v.name, {out.buf})
+            if isinstance(t, tuple) and t[1].dtype.name in _CT:  # an int/bool constant
+                slot = len(self.inputs)
+                self.inputs.append(t)
+                self.env[v.name] = t = _T(f"(({_CT[t[1].dtype.name][0]} *)in[{slot}])",
+                                          t[1].dtype.name, list(t[1].shape))
             if isinstance(t, _T):
                 return t
-        raise Unsupported(f"{what}: operand {getattr(v, 'name', v)!r} is not a float tensor")
+        raise Unsupported(f"{what}: operand {getattr(v, 'name', v)!r} is not a tensor the C "
+                          f"can read")
 
     # -- the graph ---------------------------------------------------------------------
     def run(self):
