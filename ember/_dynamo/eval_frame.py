@@ -297,7 +297,7 @@ def _rebuild_optimized_module(mod, kwargs):
     return compile(mod, **kwargs)
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None,
             options=None, name=None, disable=False):
     """Optimizes the given model or function with capture and a compiler backend.
 
