@@ -18,6 +18,7 @@ from ._helpers import NeedsOverride, Op, Tensor, apply, apply_inplace, handle_ov
     write_out, write_out_exact, xp_fn
 from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule
+from .decomposition_vjp import vjp_from_decomposition
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin",
            "logcumsumexp"]
@@ -349,16 +350,11 @@ def _rcumsum(t, dim):
 def _cumprod_vjp(ctx, g, x, dim, reverse=False, dtype=None):
     if not ctx.in_meta[0][0]:
         return g
-    from .._core.state import STATE
-    if STATE.grad_enabled:
-        # a graph for higher orders: the composite, with the terms beyond the first zero
-        return _cumprod_grad(x, g, ctx.out, dim, reverse, 1)
-    # no graph: the same values from one operator with a fused kernel
     return apply(CUMPROD_BACKWARD, (x, g, ctx.out), {"dim": dim, "reverse": reverse})
 
 
 def _cumprod_backward_kernel(xp, x, g, out, dim, reverse=False):
-    """`_cumprod_grad`'s values (depth 0) in one pass over arrays; the quotient alone where
+    """The decomposition's values in one pass over arrays; the quotient alone where
     the input has no zero (a branch on values is fine inside a kernel: a trace records the
     operator, whose value does not depend on the path taken)."""
     dt = np.result_type(x.dtype, out.dtype)
@@ -380,37 +376,12 @@ def _cumprod_backward_kernel(xp, x, g, out, dim, reverse=False):
     return xp.where(before, a, xp.where(first, b, 0)).astype(dt, copy=False)
 
 
-CUMPROD_BACKWARD = Op("_cumprod_backward", _cumprod_backward_kernel, None, differentiable=False,
+# its derivative (double backward, forward AD over a gradient) is its decomposition's
+CUMPROD_BACKWARD = Op("_cumprod_backward", _cumprod_backward_kernel,
+                      vjp_from_decomposition("_cumprod_backward"),
                       shape=lambda x, g, out, dim, reverse=False: (x.shape,
                                                                     _meta.promote(x, out)),
                       category="reduction", batch=_dims_rule)
-
-
-def _cumprod_grad(x, g, out, dim, reverse=False, depth=1):
-    """sum_{j>=k} g_j d(out_j)/dx_k (j<=k for ``reverse``), without testing values: the same
-    ops run whether or not x has zeros, so a traced backward computes what eager does.
-
-    Before the first zero of a slice: rcumsum(g out) / x.  At it (z): sum_{j>=z} g_j C_j with
-    C = cumprod(y), y = x with x_z set to 1.  After it the value is 0, written as x_z times the
-    same gradient for y (one zero fewer), so derivatives through x_z stay right; that nesting
-    stops after ``depth`` levels (0 beyond: exact values, and exact derivatives of order
-    ``depth + 1``)."""
-    from .pointwise import where
-    from ._helpers import cj
-    zero = x == 0
-    seen = apply(CUMSUM, (zero,), {"dim": dim, "reverse": reverse})
-    before = seen == 0
-    first = zero & (seen == 1)
-    a = apply(CUMSUM, (g * cj(out),), {"dim": dim, "reverse": not reverse}) / \
-        cj(where(before, x, 1))
-    y = where(first, 1, x)
-    c = apply(CUMPROD, (y,), {"dim": dim, "reverse": reverse})
-    b = apply(CUMSUM, (g * cj(c),), {"dim": dim, "reverse": not reverse})
-    if depth <= 0:
-        return where(before, a, where(first, b, 0))
-    x_z = (x * first).sum(dim, keepdim=True)
-    rest = cj(x_z) * _cumprod_grad(y, g, c, dim, reverse, depth - 1)
-    return where(before, a, where(first, b, rest))
 
 
 def _cum_shape(x, dim, reverse=False, dtype=None):
@@ -542,4 +513,4 @@ Tensor.logcumsumexp = logcumsumexp
 from .._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
 
 mark_unsupported("jvp", JVP_FROM_VJP, "_gather_along", "_scatter_along", "cumsum", "cumprod",
-                 "cummax", "cummin", "logcumsumexp")
+                 "_cumprod_backward", "cummax", "cummin", "logcumsumexp")

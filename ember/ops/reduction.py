@@ -76,15 +76,13 @@ def _prod_others_kernel(xp, x, dim):
 
 def _prod_others_vjp(ctx, h, x, dim):
     """Through the exclusive products E (from the left) and F (from the right), P = E F:
-    cumprod's rule for each, so higher orders stay exact at zeros too."""
+    cumprod's backward for each (whose own derivative is exact at zeros too)."""
     from .creation import ones_like, zeros_like
-    from .reduce_basic import CUMPROD, _cumprod_grad
+    from .reduce_basic import CUMPROD, CUMPROD_BACKWARD
     from .shape import cat
-    from .._core.state import STATE
     n = x.shape[dim]
     if n < 2:
         return zeros_like(x)
-    depth = 1 if STATE.grad_enabled else 0
     head, tail = x.narrow(dim, 0, n - 1), x.narrow(dim, 1, n - 1)
     c = apply(CUMPROD, (head,), {"dim": dim})
     r = apply(CUMPROD, (tail,), {"dim": dim, "reverse": True})
@@ -92,8 +90,10 @@ def _prod_others_vjp(ctx, h, x, dim):
     zero = zeros_like(one)
     e = cat([one, c], dim)
     f = cat([r, one], dim)
-    g_head = _cumprod_grad(head, (h * cj(f)).narrow(dim, 1, n - 1), c, dim, False, depth)
-    g_tail = _cumprod_grad(tail, (h * cj(e)).narrow(dim, 0, n - 1), r, dim, True, depth)
+    g_head = apply(CUMPROD_BACKWARD, (head, (h * cj(f)).narrow(dim, 1, n - 1), c),
+                   {"dim": dim, "reverse": False})
+    g_tail = apply(CUMPROD_BACKWARD, (tail, (h * cj(e)).narrow(dim, 0, n - 1), r),
+                   {"dim": dim, "reverse": True})
     return cat([g_head, zero], dim) + cat([zero, g_tail], dim)
 
 

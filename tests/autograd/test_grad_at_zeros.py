@@ -120,3 +120,32 @@ def test_cumprod_with_dtype_and_halves():
         assert ge.dtype == ember.float16
         np.testing.assert_allclose(ge.numpy().astype(np.float32), gt.numpy().astype(np.float32),
                                    rtol=1e-3)
+
+
+FNS = {"prod_all": lambda v: v.prod(), "prod_dim": lambda v: v.prod(-1),
+       "cumprod": lambda v: v.cumprod(-1), "cumprod_weighted": lambda v: (
+           v.cumprod(-1) * (v * 0 + 1).cumsum(-1)).sum()}
+
+
+@pytest.mark.parametrize("data", CASES)
+@pytest.mark.parametrize("fn", sorted(FNS))
+def test_forward_over_reverse_hessian_equals_torch(data, fn):
+    # jacfwd(jacrev): forward AD through the backward operators (the fused ones included)
+    f = FNS[fn]
+    he = ember.func.jacfwd(ember.func.jacrev(lambda v: f(v).sum()))(
+        ember.tensor(data, dtype=ember.float64))
+    ht = torch.autograd.functional.hessian(lambda v: f(v).sum(),
+                                           torch.tensor(data, dtype=torch.float64))
+    np.testing.assert_allclose(he.numpy(), ht.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("fn", [lambda v: v.prod(0), lambda v: v.cumprod(0)])
+def test_backward_runs_the_same_ops_with_and_without_a_graph(fn):
+    seqs = []
+    for create_graph in (False, True):
+        x = ember.tensor([2.0, 0.0, 4.0], dtype=ember.float64, requires_grad=True)
+        y = fn(x).sum()
+        with OpNames() as m:
+            ember.autograd.grad(y, x, create_graph=create_graph)
+        seqs.append(m.names)
+    assert seqs[0] == seqs[1]

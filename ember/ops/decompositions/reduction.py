@@ -373,20 +373,32 @@ def _slice_dim(x, dim, start, stop):
 
 @decomposes("_cumprod_backward")
 def _cumprod_backward(x, g, out, dim, reverse=False):
-    # sum_{j >= k} g_j d(out_j)/d(x_k): before a slice's first zero the quotient form, at
-    # it the products with that zero replaced by 1, after it 0 (every case computed, one
-    # picked by where, so no value decides which ops run)
     dt = _dt.promote_types(x.dtype, out.dtype)
     work = _dt.float32 if dt.name in _HALVES else dt
     x, g, out = cast(x, work), cast(g, work), cast(out, work)
     if work.is_complex:
         x, out = prim.conj(x), prim.conj(out)
+    return cast(_cumprod_grad(x, g, out, dim, reverse, 1), dt)
+
+
+def _cumprod_grad(x, g, out, dim, reverse, depth):
+    """sum_{j >= k} g_j d(out_j)/d(x_k) (x, out conjugated): before a slice's first zero the
+    quotient form, at it (z) the products with that zero replaced by 1, after it 0, written
+    as x_z times the same gradient for that y (one zero fewer) so that its derivative
+    through x_z, the fused op's vjp (`vjp_from_decomposition`), is right; the nesting stops
+    after ``depth`` levels.  Every case is computed and one picked by where, so no value
+    decides which ops run."""
     zero = prim.eq(x, 0)
     seen = prim.cumsum(zero, dim=dim, reverse=reverse)
     before = prim.eq(seen, 0)
     first = prim.logical_and(zero, prim.eq(seen, 1))
     a = prim.div(prim.cumsum(prim.mul(g, out), dim=dim, reverse=not reverse),
                  prim.where(before, x, 1))
-    c = prim.cumprod(prim.where(first, 1, x), dim=dim, reverse=reverse)
+    y = prim.where(first, 1, x)
+    c = prim.cumprod(y, dim=dim, reverse=reverse)
     b = prim.cumsum(prim.mul(g, c), dim=dim, reverse=not reverse)
-    return cast(prim.where(before, a, prim.where(first, b, 0)), dt)
+    if depth <= 0:
+        return prim.where(before, a, prim.where(first, b, 0))
+    x_z = prim.sum(prim.where(first, x, 0), dims=(dim,), keepdim=True)
+    rest = prim.mul(x_z, _cumprod_grad(y, g, c, dim, reverse, depth - 1))
+    return prim.where(before, a, prim.where(first, b, rest))
