@@ -15,7 +15,7 @@ from ..nn.modules.module import Module
 from .capture import capture
 from .decompositions import (CustomDecompTable, default_decompositions,
                              primitive_decompositions)
-from .dynamic_shapes import Dim, ShapesCollection, dims
+from .dynamic_shapes import AdditionalInputs, Dim, ShapesCollection, dims
 from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
 from .graph_signature import (ExportBackwardSignature, ExportGraphSignature, InputKind,
                               InputSpec, OutputKind, OutputSpec)
@@ -27,7 +27,7 @@ __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save
            "default_decompositions", "primitive_decompositions", "ExportGraphSignature",
            "InputKind", "InputSpec", "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
            "CustomDecompTable", "ExportBackwardSignature", "register_dataclass",
-           "unflatten", "UnflattenedModule", "FlatArgsAdapter"]
+           "unflatten", "UnflattenedModule", "FlatArgsAdapter", "AdditionalInputs"]
 
 
 class _FunctionModule(Module):
@@ -147,7 +147,12 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
                              f"callable, got {type(mod).__name__}")
         mod = _FunctionModule(mod)
     training = mod.training
+    additional = dynamic_shapes if isinstance(dynamic_shapes, AdditionalInputs) else None
+    if additional is not None:
+        dynamic_shapes = additional.dynamic_shapes(mod, args, kwargs)
     ep = _program(mod, args, kwargs, dynamic_shapes, strict, training)
+    if additional is not None:
+        additional.verify(ep)
     if isinstance(mod, _FunctionModule):
         return ep   # a function has no training mode to read
     # the program of the other mode, kept when it differs (ExportedProgram.module())

@@ -14,7 +14,7 @@ import inspect
 
 from .._core.tensor import Tensor
 
-__all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection"]
+__all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection", "AdditionalInputs"]
 
 _INT_MAX = INT_OO = 2 ** 63 - 1
 
@@ -170,6 +170,70 @@ class ShapesCollection:
         if kwargs:
             return _named(m, out, spec(dict(kwargs)))
         return out
+
+
+class AdditionalInputs:
+    """Dynamic shapes inferred from more example inputs (torch.export.AdditionalInputs):
+    ``add(args, kwargs)`` each representative input; a dimension (or int input) whose size
+    differs from the export example's in any of them is ``Dim.DYNAMIC``, one that never
+    differs is static.  Export then checks that the program accepts every added input
+    (`verify`).  Beyond torch's inference nothing is guessed: a non-int value that differs
+    is an error."""
+
+    def __init__(self):
+        self._examples = []
+
+    def add(self, args, kwargs=None):
+        if type(args) is not tuple:
+            raise AssertionError(f"Representative args {args} must be a tuple")
+        if kwargs is not None and type(kwargs) is not dict:
+            raise AssertionError(f"Representative kwargs {kwargs} must be None or a dict")
+        self._examples.append((args, kwargs))
+
+    def dynamic_shapes(self, m, args, kwargs=None):
+        """The ``dynamic_shapes`` (a dict by argument name) that the example ``args``/
+        ``kwargs`` and the added inputs imply."""
+        def shapes(x):
+            if isinstance(x, Tensor):
+                return tuple(int(s) for s in x.shape)
+            if isinstance(x, (tuple, list)):
+                return type(x)(shapes(v) for v in x)
+            if isinstance(x, dict):
+                return {k: shapes(v) for k, v in x.items()}
+            return x
+        trees = [_named(m, tuple(shapes(a)), shapes(dict(k or {})))
+                 for a, k in [(args, kwargs), *self._examples]]
+        return _merge(trees[0], trees[1:])
+
+    def verify(self, ep):
+        """Check that ``ep``'s module accepts each added input (shapes, dtypes, ranges);
+        raises as a call would, without running the program."""
+        epm = ep.module()
+        for args, kwargs in self._examples:
+            epm._user_inputs(epm._program_for_mode(), args, kwargs or {})
+
+
+def _merge(v, others):
+    if not all(type(v) is type(o) for o in others):
+        raise ValueError(f"The following inputs were found to have differing types, so they "
+                         f"cannot be marked as dynamic: {(v,) + tuple(others)}.")
+    if isinstance(v, dict):
+        if any(list(o) != list(v) for o in others):
+            raise ValueError(f"The additional inputs name other arguments than the example: "
+                             f"{list(v)} against {[list(o) for o in others]}")
+        return {k: _merge(v[k], [o[k] for o in others]) for k in v}
+    if isinstance(v, (tuple, list)):
+        if any(len(o) != len(v) for o in others):
+            raise ValueError(f"The following inputs were found to have differing lengths "
+                             f"(tensor ranks or sequence lengths), so they cannot be marked "
+                             f"as dynamic: {(v,) + tuple(others)}.")
+        return type(v)(_merge(x, [o[i] for o in others]) for i, x in enumerate(v))
+    if isinstance(v, int) and not isinstance(v, bool):
+        return None if all(o == v for o in others) else Dim.DYNAMIC
+    if not all(o == v for o in others):
+        raise ValueError(f"The following inputs were found to have differing values, but they "
+                         f"cannot be marked as dynamic: {(v,) + tuple(others)}.")
+    return None
 
 
 def _named(m, positional, keyword):

@@ -251,6 +251,23 @@ class _ExportedModule(Module):
     def forward(self, *args, **kwargs):
         ep = self._program_for_mode()
         sig = ep.graph_signature
+        tensors, user_specs = self._user_inputs(ep, args, kwargs)
+        state = []
+        for s in sig.input_specs:
+            if s.kind is InputKind.PARAMETER:
+                state.append(_get(self, s.target))
+            elif s.kind is InputKind.BUFFER:
+                state.append(_get(self, s.target))
+            elif s.kind is InputKind.CONSTANT_TENSOR:
+                state.append(ep.constants[s.target])
+        outs = self._run_graph(ep, state + tensors)
+        return self._program_outputs(ep, sig, outs, tensors, user_specs)
+
+    def _user_inputs(self, ep, args, kwargs):
+        """The call's tensor inputs, checked against the program's structure, shapes,
+        dtypes and ranges (raises naming the input that differs); and the user input
+        specs."""
+        sig = ep.graph_signature
         flat, spec = tree_flatten((tuple(args), dict(kwargs)))
         if ep._in_spec is not None and spec != ep._in_spec:
             expected = ep._in_spec
@@ -283,15 +300,9 @@ class _ExportedModule(Module):
             if want != got:
                 raise RuntimeError(f"Expected input at {where} to be equal to {expr} = {want}, "
                                    f"but got {got}")
-        state = []
-        for s in sig.input_specs:
-            if s.kind is InputKind.PARAMETER:
-                state.append(_get(self, s.target))
-            elif s.kind is InputKind.BUFFER:
-                state.append(_get(self, s.target))
-            elif s.kind is InputKind.CONSTANT_TENSOR:
-                state.append(ep.constants[s.target])
-        outs = self._run_graph(ep, state + tensors)
+        return tensors, user_specs
+
+    def _program_outputs(self, ep, sig, outs, tensors, user_specs):
         if not isinstance(outs, (tuple, list)):
             outs = (outs,)
         results = []

@@ -47,11 +47,15 @@ class ValueRanges:
 
 class _Var:
     """One free size: a `Dim` (all its dims, derived ones too) or one hinted dimension."""
-    __slots__ = ("key", "name", "lo", "hi", "example", "auto", "leaves", "symbol", "unbacked")
+    __slots__ = ("key", "name", "lo", "hi", "example", "auto", "leaves", "symbol", "unbacked",
+                 "relaxed")
 
-    def __init__(self, key, name, lo, hi, example, auto):
+    def __init__(self, key, name, lo, hi, example, auto, relaxed=False):
         self.key, self.name, self.lo, self.hi = key, name, lo, hi
         self.example, self.auto = example, auto
+        # Dim.AUTO and Dim.DYNAMIC may be tied equal to other sizes (torch's relaxed
+        # constraints); a named Dim may not
+        self.relaxed = auto or relaxed
         self.leaves = []
         self.symbol = None
         self.unbacked = False
@@ -88,7 +92,7 @@ def _variables(c):
         if var is None:
             # sizes 0 and 1 are specialized: a dynamic size is at least 2
             var = vars_[key] = _Var(key, name, max(lo, _least_root(a, b)), hi, example,
-                                    ds.kind == "auto")
+                                    ds.kind == "auto", ds.kind == "dynamic" and dim is None)
         var.leaves.append(lf)
         sym = c.symbols.get(lf)
         if sym is not None and a == 1 and b == 0:
@@ -181,7 +185,7 @@ def _env(c, of_leaf, values):
 def _single_auto_leaf(expr, of_leaf):
     if type(expr) is tuple and expr[0] in _LEAF_KINDS and expr in of_leaf:
         var, a, b = of_leaf[expr]
-        return var.auto and a == 1 and b == 0
+        return var.relaxed and a == 1 and b == 0
     return False
 
 
@@ -312,18 +316,19 @@ def check_guards(c):
                     prev[3].append(text)
         else:
             autos = [v for v in involved.values() if v.auto]
+            # Dim.AUTO/DYNAMIC: an equality ties a size to the others (y's dim is x's, z's
+            # is x's times y's); any other relation makes the auto dims static
+            if g[0] == "==" and _single_auto_leaf(g[1], of_leaf) and \
+                    g[1] not in _leaves(g[2], set()):
+                replacements[g[1]] = g[2]
+                continue
+            if g[0] == "==" and _single_auto_leaf(g[2], of_leaf) and \
+                    g[2] not in _leaves(g[1], set()):
+                replacements[g[2]] = g[1]
+                continue
             if autos:
-                # Dim.AUTO: an equality ties a size to the others (y's dim is x's, z's is
-                # x's times y's); any other relation makes the auto dims static
-                if g[0] == "==" and _single_auto_leaf(g[1], of_leaf) and \
-                        g[1] not in _leaves(g[2], set()):
-                    replacements[g[1]] = g[2]
-                elif g[0] == "==" and _single_auto_leaf(g[2], of_leaf) and \
-                        g[2] not in _leaves(g[1], set()):
-                    replacements[g[2]] = g[1]
-                else:
-                    for v in autos:
-                        auto_static.update(v.leaves)
+                for v in autos:
+                    auto_static.update(v.leaves)
                 continue
             names = [v.name for v in involved.values()]
             violated.extend(names)
