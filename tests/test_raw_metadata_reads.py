@@ -40,7 +40,6 @@ ALLOWED = {
     "ember/autograd/function.py": 6,
     # x[i]'s hot path (building a Size costs ~5% of x[i]) and the parse of its key
     "ember/ops/indexing.py": 2,
-    "ember/ops/nn/pooling.py": 1,
     # programs on top
     "ember/_dynamo/numpy_array.py": 1,
 }

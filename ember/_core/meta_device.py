@@ -243,7 +243,7 @@ def meta_operands(args, arrays):
 
 
 def _cpu_scalar(t):
-    return type(t._data) is np.ndarray and t._data.ndim == 0
+    return type(t._data) is np.ndarray and t.ndim == 0
 
 
 def _meta_of(a):

@@ -165,7 +165,7 @@ def tensor_repr(t, prefix="tensor("):
 
 def _meta_repr(t, prefix):
     """torch's form for tensors without values: ``tensor(..., device='meta', size=(2, 3))``."""
-    suffix = [f"device='{t.device}'", f"size={tuple(t._data.shape)}"]
+    suffix = [f"device='{t.device}'", f"size={tuple(t.shape)}"]
     if t.dtype is not _dt.get_default_dtype():
         suffix.append(f"dtype={t.dtype}")
     return _joined(t, prefix + "...", suffix, len(prefix))
