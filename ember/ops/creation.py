@@ -96,8 +96,16 @@ def _on(arr, device):
     return get_backend(device.type).from_host(arr)
 
 
+def _positive_zero(v):
+    """``v`` is +0 (complex parts included): -0.0 must keep its sign bit, as torch's does."""
+    if v != 0:
+        return False
+    c = complex(v)
+    return math.copysign(1.0, c.real) > 0 and math.copysign(1.0, c.imag) > 0
+
+
 def _full_kernel(xp, *, shape, fill_value, dtype, device=None):
-    if fill_value == 0:
+    if _positive_zero(fill_value):
         arr = xp.zeros(shape, dtype=dtype)  # calloc'd: large zero tensors cost no writes
     else:
         arr = xp.full(shape, _c_cast(fill_value, np.dtype(dtype)), dtype=dtype)

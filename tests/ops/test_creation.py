@@ -230,3 +230,17 @@ def test_logspace_complex_bounds_give_complex():
     t, e = torch.logspace(1 + 1j, 2, 3), ember.logspace(1 + 1j, 2, 3)
     assert e.dtype == ember.complex64
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_full_keeps_the_sign_of_negative_zero():
+    import torch
+    for lib in (ember, torch):
+        x = lib.ones(3, dtype=lib.float64)
+        made = [lib.full((2,), -0.0), lib.full_like(x, -0.0), x.new_full((2,), -0.0),
+                lib.full((2,), -0.0, dtype=lib.float64), lib.full((2,), complex(-0.0, -0.0)),
+                lib.ones(2).fill_(-0.0)]
+        signs = [lib.signbit(lib.view_as_real(t) if t.is_complex() else t).all().item()
+                 for t in made]
+        assert signs == [True] * len(made), lib.__name__
+        assert not lib.signbit(lib.full((2,), 0.0)).any().item()
+        assert (1 / lib.full((2,), -0.0)).tolist() == [-float("inf")] * 2
