@@ -13,6 +13,7 @@ from .nn import functional as F
 from .nn.functional import rnn as _rnn
 from .nn.functional.aten_forms import conv_tbc  # noqa: F401  (torch.conv_tbc)
 from .nn.functional.embedding import _renorm_
+from .nn.functional.normalization import batch_norm_with_stats
 from .ops._helpers import apply
 from .ops.nn.dropout import DROPOUT_MASK
 
@@ -172,15 +173,11 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """Batch norm that also returns what its backward saves: in training the batch mean and
     inverse standard deviation (per channel), in evaluation two empty tensors."""
-    out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
-    if not training:
-        empty = ops.empty((0,), dtype=input.dtype)
-        return out, empty, empty.clone()
-    dims = _reduce_dims(input)
-    with no_grad():
-        mean = input.mean(dims)
-        invstd = (input.var(dims, unbiased=False) + eps).rsqrt()
-    return out, mean, invstd
+    out, mean, invstd = batch_norm_with_stats(input, running_mean, running_var, weight, bias,
+                                              training, momentum, eps)
+    if mean is None:
+        return out, ops.empty((0,), dtype=input.dtype), ops.empty((0,), dtype=input.dtype)
+    return out, mean.reshape((-1,)), invstd.reshape((-1,))
 
 
 @overridable

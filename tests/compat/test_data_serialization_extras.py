@@ -83,12 +83,15 @@ def test_skip_data(tmp_path):
         lib.save({"a": t}, p)
         with lib.serialization.skip_data(materialize_fake_tensors=False):
             skipped = lib.load(p, weights_only=True)
-        assert not skipped["a"].numpy().any()
+        # torch leaves the unread storage uninitialised; ember's is zero-filled
+        assert tuple(skipped["a"].shape) == (2, 3)
+        if lib is ember:
+            assert not skipped["a"].numpy().any()
         np.testing.assert_array_equal(lib.load(p, weights_only=True)["a"].numpy(),
                                       np.arange(6.0).reshape(2, 3))
 
 
-def test_storage_type_helpers():
+def test_storage_type_helpers(torch_typed_storage_warning_state):
     warnings.simplefilter("ignore", UserWarning)  # TypedStorage's deprecation
     assert ember.serialization.normalize_storage_type(ember.FloatStorage) is ember.FloatStorage
     assert torch.serialization.normalize_storage_type(torch.FloatStorage) is torch.FloatStorage

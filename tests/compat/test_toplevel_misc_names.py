@@ -106,7 +106,7 @@ def test_from_file_shared_and_private(tmp_path):
     assert out[ember] == out[torch]
 
 
-def test_storage_from_file(tmp_path):
+def test_storage_from_file(tmp_path, torch_typed_storage_warning_state):
     p = str(tmp_path / "s.bin")
     np.arange(4, dtype=np.float32).tofile(p)
     warnings.simplefilter("ignore", UserWarning)  # TypedStorage's deprecation, both sides

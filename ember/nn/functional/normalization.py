@@ -80,6 +80,14 @@ def _update_running(running, new, momentum):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-05):
     """Apply Batch Normalization for each channel across a batch of data."""
+    return batch_norm_with_stats(input, running_mean, running_var, weight, bias, training,
+                                 momentum, eps)[0]
+
+
+def batch_norm_with_stats(input, running_mean, running_var, weight, bias, training, momentum,
+                          eps):
+    """`batch_norm`, also returning the batch mean and inverse standard deviation it
+    normalised with (per channel; None in evaluation), as ATen's native_batch_norm does."""
     if input.dim() < 2:
         raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
     C = input.shape[1]
@@ -104,18 +112,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if running_var is not None:
                 r = rstd.detach().double()
                 _update_running(running_var, (1.0 / (r * r) - eps) * (n / (n - 1)), momentum)
-            return out
-        out, _, _, new_mean, new_var = BATCH_NORM_FUNCTIONAL(
+            return out, mean, rstd
+        out, mean, rstd, new_mean, new_var = BATCH_NORM_FUNCTIONAL(
             input, weight, bias, running_mean, running_var, training=True, momentum=momentum,
             eps=eps)
         with no_grad():
             running_mean.copy_(new_mean)
             running_var.copy_(new_var)
-        return out
+        return out, mean, rstd
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     return BATCH_NORM_NO_TRAINING(input, weight, bias, running_mean, running_var,
-                                  momentum=momentum, eps=eps)[0]
+                                  momentum=momentum, eps=eps)[0], None, None
 
 
 @overridable
