@@ -20,6 +20,7 @@ from .exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignat
 from .graph_signature import (ExportBackwardSignature, ExportGraphSignature, InputKind,
                               InputSpec, OutputKind, OutputSpec)
 from .guards import check_guards
+from .draft_export import draft_export
 from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 from .verify import dims_that_do_not_generalise
 
@@ -27,7 +28,8 @@ __all__ = ["export", "ExportedProgram", "Dim", "dims", "ShapesCollection", "save
            "default_decompositions", "primitive_decompositions", "ExportGraphSignature",
            "InputKind", "InputSpec", "OutputKind", "OutputSpec", "ModuleCallEntry", "ModuleCallSignature", "UserError",
            "CustomDecompTable", "ExportBackwardSignature", "register_dataclass",
-           "unflatten", "UnflattenedModule", "FlatArgsAdapter", "AdditionalInputs"]
+           "unflatten", "UnflattenedModule", "FlatArgsAdapter", "AdditionalInputs",
+           "draft_export"]
 
 
 class _FunctionModule(Module):
