@@ -28,18 +28,7 @@ def test_moves_without_the_device_raise_torchs_error(kind):
         _error(lambda: getattr(torch.nn.Linear(2, 2), kind)(0))
 
 
-@pytest.fixture
-def fake_xpu():
-    from ember._core import device as dev
-
-    class XpuArray(np.ndarray):
-        pass
-    dev.register_backend("xpu", np, XpuArray, to_host=lambda a: np.asarray(a),
-                         from_host=lambda a: np.asarray(a).view(XpuArray))
-    yield
-    dev._BACKENDS.pop("xpu")
-    dev._BY_TYPE.clear()
-    dev.XP_BY_ARRAY_TYPE.pop(XpuArray)
+# (the fake_xpu fixture: tests/compat/conftest.py)
 
 
 def test_moves_to_a_registered_backend(fake_xpu):

@@ -397,20 +397,7 @@ def test_nn_modules_path_modules():
 
 
 # ---- default device -------------------------------------------------------------------------
-@pytest.fixture
-def fake_device():
-    """A registered third-party device whose arrays are an ndarray subclass."""
-    from ember._core import device as dev
-
-    class FakeArray(np.ndarray):
-        pass
-    dev.register_backend("fakedev", np, FakeArray, to_host=lambda a: np.asarray(a),
-                         from_host=lambda a: np.asarray(a).view(FakeArray))
-    yield "fakedev"
-    ember.set_default_device(None)
-    dev._BACKENDS.pop("fakedev")
-    dev._BY_TYPE.clear()
-    dev.XP_BY_ARRAY_TYPE.pop(FakeArray)
+# (the fake_device fixture: tests/compat/conftest.py)
 
 
 def test_default_device_and_device_context_manager(fake_device):
