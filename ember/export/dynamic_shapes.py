@@ -10,11 +10,14 @@ derived dim) says a dimension is always twice ``dx``.  ``Dim.AUTO`` lets export 
 if the program specialises it, as ``Dim("name")`` does.
 """
 import enum
+import re
 import inspect
 
 from .._core.tensor import Tensor
+from .._dynamo.exc import UserError
 
-__all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection", "AdditionalInputs"]
+__all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection", "AdditionalInputs",
+           "refine_dynamic_shapes_from_suggested_fixes"]
 
 _INT_MAX = INT_OO = 2 ** 63 - 1
 
@@ -211,6 +214,96 @@ class AdditionalInputs:
         epm = ep.module()
         for args, kwargs in self._examples:
             epm._user_inputs(epm._program_for_mode(), args, kwargs or {})
+
+
+_FIX_DIM = re.compile(r"^Dim\('(\w+)'(?:,\s*min=(\d+))?(?:,\s*max=(\d+))?\)$")
+_FIX_REL = re.compile(r"^(?:(\d+)\s*\*\s*)?([A-Za-z_]\w*)(?:\s*([+-])\s*(\d+))?$")
+
+
+def _suggested_fixes(msg):
+    """``{dim name: int | Dim | (a, root name, b)}`` from the "Suggested fix(es)" lines of
+    an export error (ember's inline form, torch's block form)."""
+    lines = []
+    if "Suggested fixes:" in msg:
+        lines = msg.split("Suggested fixes:", 1)[1].strip().splitlines()
+    lines += [ln.split("Suggested fix:", 1)[1] for ln in msg.splitlines()
+              if "Suggested fix:" in ln]
+    fixes = {}
+    for line in lines:
+        line = re.sub(r"\s*(#.*|\(or .*\))$", "", line.strip())
+        if " = " not in line:
+            continue
+        name, expr = (x.strip() for x in line.split(" = ", 1))
+        m = _FIX_DIM.match(expr)
+        if re.fullmatch(r"-?\d+", expr):
+            fixes[name] = int(expr)
+        elif m:
+            fixes[name] = Dim(m.group(1), min=None if m.group(2) is None else int(m.group(2)),
+                              max=None if m.group(3) is None else int(m.group(3)))
+        elif (m := _FIX_REL.match(expr)):
+            b = int(m.group(4) or 0) * (-1 if m.group(3) == "-" else 1)
+            fixes[name] = (int(m.group(1) or 1), m.group(2), b)
+        else:
+            raise ValueError(f"refine_dynamic_shapes_from_suggested_fixes: cannot read the "
+                             f"suggested fix {line!r}")
+    if not fixes:
+        raise UserError("Suggested fixes not found in error message given to "
+                        "refine_dynamic_shapes_from_suggested_fixes()")
+    return fixes
+
+
+def _affine(a, root, b):
+    if isinstance(root, int):
+        return a * root + b
+    return root if (a, b) == (1, 0) else root * a + b
+
+
+def refine_dynamic_shapes_from_suggested_fixes(msg, dynamic_shapes):
+    """``dynamic_shapes`` with the fixes an export error suggests applied
+    (torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes): a Dim fixed
+    to an int becomes that int, one given a new range the new Dim, one tied to another
+    dim that dim (or ``a * dim + b``); derived dims follow their root."""
+    fixes = _suggested_fixes(str(msg))
+    by_name = {}
+
+    def collect(spec):
+        if isinstance(spec, dict):
+            for v in spec.values():
+                collect(v)
+        elif isinstance(spec, (tuple, list)):
+            for v in spec:
+                collect(v)
+        elif isinstance(spec, DerivedDim):
+            by_name.setdefault(spec.root.__name__, spec.root)
+        elif isinstance(spec, Dim):
+            by_name.setdefault(spec.__name__, spec)
+    collect(dynamic_shapes)
+    roots = {f[1] for f in fixes.values() if type(f) is tuple}
+    for k in fixes:
+        if k not in by_name and k not in roots:
+            raise AssertionError(f"shape_fixes key {k!r} not found in name_to_dim or roots")
+    new = {}
+
+    def fixed(name):
+        if name not in new:
+            f = fixes.get(name, by_name.get(name))
+            if type(f) is tuple:
+                a, root, b = f
+                f = _affine(a, fixed(root), b)
+            new[name] = f
+        return new[name]
+
+    def apply(spec):
+        if isinstance(spec, dict):
+            return {k: apply(v) for k, v in spec.items()}
+        if isinstance(spec, (tuple, list)):
+            return type(spec)(apply(v) for v in spec)
+        if isinstance(spec, DerivedDim):
+            return _affine(spec.a, fixed(spec.root.__name__), spec.b)
+        if isinstance(spec, Dim):
+            return fixed(spec.__name__)
+        return spec
+    return apply(dynamic_shapes)
 
 
 def _merge(v, others):
