@@ -846,9 +846,15 @@ def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     try:
+        if out is not None:  # torch's where.out overload takes tensors only, of out's dtype
+            check_tensor("where", "input", 2, input)
+            check_tensor("where", "other", 3, other)
         r = apply(WHERE, (condition, input, other), _E)
     except NeedsOverride:
         return handle_override(where, (condition, input, other), {})
+    if out is not None and out.dtype is not r.dtype:
+        raise RuntimeError(f"Expected out type to be {type_name(r.dtype)} but got "
+                           f"{type_name(out.dtype)}")
     return r if out is None else write_out(out, r)
 
 

@@ -53,3 +53,21 @@ def _outcome(lib, name, dts):
 @pytest.mark.parametrize("outs", sorted(OUTS))
 def test_out_dtype_like_torch(name, outs):
     assert _outcome(ember, name, OUTS[outs]) == _outcome(torch, name, OUTS[outs])
+
+
+@pytest.mark.parametrize("args", ("scalar_input", "scalar_other", "tensors", "double_other",
+                                  "double_out"))
+def test_where_out_like_torch(args):
+    res = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, -2.0, 3.0])
+        cond, out = x > 0, lib.empty(0, dtype=lib.float64 if args == "double_out" else
+                                     lib.float32)
+        a, b = {"scalar_input": (1.0, x), "scalar_other": (x, 2), "tensors": (x, -x),
+                "double_other": (x, x.double()), "double_out": (x, -x)}[args]
+        try:
+            r = lib.where(cond, a, b, out=out)
+            res.append((r is out, r.tolist()))
+        except (TypeError, RuntimeError) as e:
+            res.append((type(e).__name__, str(e)))
+    assert res[0] == res[1]
