@@ -1,7 +1,7 @@
 """SparseAdam (``torch.optim.SparseAdam``): Adam masked to the gradient's non-zeros."""
-import numpy as np
 
-from .._core.tensor import wrap
+from .._core import dtype as _dt
+from ..ops.creation import zeros_like as _zeros_like
 from ..ops.optim import SPARSE_ADAM_STEP, fused_step
 from ._functional import ArrayOptimizer, check_betas, check_lr, scalar, zeros_like
 
@@ -51,10 +51,11 @@ class SparseAdam(ArrayOptimizer):
                 # a sparse gradient: its stored entries are the ones to update (torch takes
                 # every stored value as non-zero), duplicates summed by coalesce
                 grad = grad.coalesce()
-                mask = np.zeros(tuple(grad.shape), dtype=bool)
-                mask[tuple(np.asarray(grad._indices().numpy()))] = True
-                grads.append(grad.to_dense())
-                masks.append(wrap(mask))
+                dense = grad.to_dense()
+                mask = _zeros_like(dense, dtype=_dt.bool)
+                mask[tuple(grad._indices())] = True
+                grads.append(dense)
+                masks.append(mask)
             else:
                 grads.append(grad)
                 masks.append(grad != 0)

@@ -16,6 +16,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.dispatch import overridable, register_override_type
 from .._core.tensor import Tensor, wrap
+from ..ops.shape import stack
 
 __all__ = ["SparseCOOTensor", "sparse_coo_tensor", "to_sparse", "is_sparse_tensor"]
 
@@ -81,17 +82,18 @@ class SparseCOOTensor(Tensor):
         """Sums the values of duplicate indices and sorts the indices (row-major order)."""
         if self._coalesced:
             return self
-        idx = self._sp_indices._data
-        sizes = self.shape[:idx.shape[0]]
+        idx = self._sp_indices
+        sizes = tuple(self.shape[:idx.shape[0]])
         if idx.shape[1] == 0:
             return _make(self._sp_indices, self._sp_values, self.shape, True)
-        flat = np.ravel_multi_index(tuple(idx), sizes) if sizes else np.zeros(idx.shape[1], int)
-        uniq, inverse = np.unique(flat, return_inverse=True)
-        new_idx = np.stack(np.unravel_index(uniq, sizes)) if sizes else np.zeros((0, len(uniq)))
+        # in ember ops, so the indices stay on their device: row-major positions, their
+        # distinct values (sorted) and each entry's place among them
+        uniq, inverse = _flat_positions(idx, sizes).unique(sorted=True, return_inverse=True)
+        new_idx = _unflatten_positions(uniq, sizes)
         vals = self._sp_values
-        zeros = vals.new_zeros((len(uniq),) + tuple(vals.shape[1:]))
-        summed = zeros.index_add(0, wrap(inverse.reshape(-1).astype(np.int64)), vals)
-        return _make(wrap(new_idx.astype(np.int64)), summed, self.shape, True)
+        zeros = vals.new_zeros((uniq.shape[0],) + tuple(vals.shape[1:]))
+        summed = zeros.index_add(0, inverse.reshape(-1), vals)
+        return _make(new_idx, summed, self.shape, True)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """The dense tensor with this tensor's values at its indices (duplicates summed)."""
@@ -100,10 +102,9 @@ class SparseCOOTensor(Tensor):
         vals = self._sp_values
         out = vals.new_zeros(shape)
         if self._nnz():
-            flat_idx = np.ravel_multi_index(tuple(self._sp_indices._data), shape[:sd]) \
-                if sd else np.zeros(self._nnz(), np.int64)
+            flat_idx = _flat_positions(self._sp_indices, tuple(shape[:sd]))
             out = out.reshape((-1,) + tuple(shape[sd:])).index_add(
-                0, wrap(flat_idx.astype(np.int64)), vals).reshape(shape)
+                0, flat_idx, vals).reshape(shape)
         return out if dtype is None else out.to(dtype)
 
     def to_sparse(self, *args, **kwargs):
@@ -424,3 +425,22 @@ def _smm(self, mat):
 
 
 Tensor.smm = _smm
+
+
+def _flat_positions(indices, sizes):
+    """Row-major positions (int64) of the columns of ``indices`` in an array of ``sizes``."""
+    flat = indices.new_zeros((indices.shape[1],))
+    for d, n in enumerate(sizes):
+        flat = flat * n + indices[d]
+    return flat
+
+
+def _unflatten_positions(flat, sizes):
+    """The ``(len(sizes), n)`` indices of row-major positions ``flat``."""
+    rows, rest = [], flat
+    for n in reversed(sizes):
+        rows.append(rest % n)
+        rest = rest // n
+    if not rows:
+        return flat.new_zeros((0, flat.shape[0]))
+    return stack(rows[::-1])
