@@ -149,6 +149,9 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
                              f"callable, got {type(mod).__name__}")
         mod = _FunctionModule(mod)
     training = mod.training
+    if isinstance(dynamic_shapes, ShapesCollection):
+        # keyed by the caller's tensors: resolved before capture copies them
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
     additional = dynamic_shapes if isinstance(dynamic_shapes, AdditionalInputs) else None
     if additional is not None:
         dynamic_shapes = additional.dynamic_shapes(mod, args, kwargs)

@@ -89,3 +89,20 @@ def test_additional_inputs_errors_match_torch():
     tai.add((torch.ones(2), "b"))
     with pytest.raises(ValueError, match="differing values"):
         tai.dynamic_shapes(_mod(torch), (torch.ones(2), "a"))
+
+
+def test_shapes_collection_keys_are_the_callers_tensors():
+    # export copies its example inputs; the collection must be read before that
+    counts = []
+    for lib in (torch, ember):
+        x, y = lib.ones(4, 3), lib.ones(4)
+        sc = lib.export.ShapesCollection()
+        b = lib.export.Dim("b")
+        sc[x] = {0: b}
+        sc[y] = {0: b}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = lib.export.export(_mod(lib), (x, y), dynamic_shapes=sc)
+        assert tuple(ep.module()(lib.ones(6, 3), lib.ones(6)).shape) == (6,)
+        counts.append(len(ep.range_constraints))
+    assert counts == [1, 1]
