@@ -39,6 +39,18 @@ def _resolvable(obj):
     return (mod, qual) if cur is obj else None
 
 
+def _name_hint(obj):
+    # torch names a global from its qualified name (`__main__.f` -> `__main___f`), so two
+    # functions called f from different modules stay apart and the code says where each is from
+    name = getattr(obj, "__name__", None)
+    if not isinstance(name, str):
+        return "_const"
+    mod = getattr(obj, "__module__", None)
+    if not isinstance(mod, str) or mod == "builtins" or not name.isidentifier():
+        return name
+    return f"{mod}.{name}"
+
+
 class _Globals:
     def __init__(self, node_names):
         self.ns = _Namespace()
@@ -61,7 +73,7 @@ class _Globals:
             return self._by_id[id(obj)]
         expr = self._public_name(obj)
         if expr is None:
-            name = self.ns.create_name(getattr(obj, "__name__", None) or "_const")
+            name = self.ns.create_name(_name_hint(obj))
             self.globals[name] = obj
             r = _resolvable(obj)
             self.imports[name] = f"from {r[0]} import {r[1]} as {name}" if r and "." not in r[1] \

@@ -236,3 +236,22 @@ def test_profiler_record_function_operators(lib):
         lib.ones(2).relu()
         ops._record_function_exit(h)
     assert "by_hand" in [e.name for e in prof.function_events]
+
+
+def user_leaf(x):
+    return x + 1
+
+
+def test_fx_code_names_a_user_function_by_its_qualified_name():
+    # fx/primitive_library.py prints traced code: a call_function target from a user module
+    # is named after module and function, as torch's codegen does
+    lines = []
+    for lib in (torch, ember):
+        g = lib.fx.Graph()
+        x = g.placeholder("x")
+        g.output(g.call_function(user_leaf, (x,)))
+        gm = lib.fx.GraphModule(lib.nn.Module(), g)
+        lines.append([ln.strip() for ln in gm.code.splitlines() if "(x)" in ln])
+        assert gm(lib.ones(2)).tolist() == [2.0, 2.0]
+    assert lines[1] == lines[0]
+    assert lines[0][0].startswith("user_leaf = " + __name__.replace(".", "_") + "_user_leaf(x)")
