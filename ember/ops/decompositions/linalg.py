@@ -142,3 +142,30 @@ def _fft_resize(x, dims, sizes):
     return prim._to_copy(out, dtype=out.dtype.np) if out is x else out
 
 
+
+
+@decomposes("_linalg_det_backward")
+def _linalg_det_backward(g, a, det):
+    # every path computed, one picked per matrix by where: conj(det) A^{-H} on a stand-in
+    # for the singular ones, which take the SVD formula (the product of the other singular
+    # values) computed on a regular stand-in for the others
+    from .reduction import _prod_others
+    n, dt = a.shape[-1], a.dtype
+    rdt = prim.abs(det).dtype
+    sing = prim.lt(prim.abs(det), 100 * float(np.finfo(rdt.np).eps))
+    sing = reshape(sing, tuple(sing.shape) + (1, 1))
+    gd = prim.mul(g, prim.conj(det))
+    inv = prim.linalg_inv_ex(prim.where(sing, const(np.eye(n), dt), a))[0]
+    regular = prim.mul(reshape(gd, tuple(gd.shape) + (1, 1)), prim.conj(mT(inv)))
+    spread = const(np.diag(np.arange(1, n + 1)), dt)
+    u, s_, vh = prim.linalg_svd(prim.where(sing, a, spread), full_matrices=False)
+    alpha = prim.conj(prim.mul(prim.linalg_det(u), prim.linalg_det(vh)))
+    ga = prim.mul(g, alpha)
+    dd = prim.mul(reshape(ga, tuple(ga.shape) + (1,)), cast(_prod_others(s_, s_.ndim - 1), dt))
+    dd = reshape(dd, tuple(dd.shape[:-1]) + (1, n))
+    return prim.where(sing, prim.matmul(prim.mul(u, dd), vh), regular)
+
+
+def mT(x):
+    order = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return prim.permute(x, dims=order)

@@ -10,13 +10,13 @@ from ..._core import dtype as _dt
 from ..._core import meta as _meta
 from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
-from ..._core.state import STATE
 from ..._core.tensor import host_tensor
-from .._helpers import cj, no_derivative
+from .._helpers import no_derivative
 from ..blas import matmul
-from ..pointwise import where
 from ..shape import cat, tril, triu
 from ..views import diag_embed
+from ..decomposition_vjp import vjp_from_decomposition
+from ..nn._rules import leading_rule
 from ._batching import _linalg_rule, _vector_args_rule
 from ._lapack import batched, lapack
 from .eig import SVD
@@ -287,45 +287,39 @@ def _det_kernel(xp, a):
     return xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False)
 
 
-def _eps(a):
-    return float(np.finfo(np.abs(np.zeros((), a.dtype.np)).dtype).eps)
-
-
-def _prod_safe_zeros_backward(g, x):
-    """Gradient of ``prod(x, -1)`` without dividing by ``x``: products of the elements
-    before and after each one (exclusive cumulative products from both ends)."""
-    ones = x[..., :1] * 0 + 1
-    before = cat((ones, x[..., :-1]), -1).cumprod(-1)
-    after = cat((ones, x[..., 1:].flip(-1)), -1).cumprod(-1).flip(-1)
-    return g * (before * after).conj()
-
-
 def _det_vjp(ctx, g, a):
-    # torch's linalg_det_backward: d det / dA = conj(det) A^{-H}, finite at singular A
+    return apply(DET_BACKWARD, (g, a, ctx.out), {})
+
+
+def _det_backward_kernel(xp, g, a, det):
+    """torch's linalg_det_backward, d det / dA = conj(det) A^{-H}, finite at singular A:
+    for a (near-)singular matrix the SVD formula (the product of the other singular values)
+    instead, the path picked per matrix by its value (inside a kernel: a trace records the
+    operator, whose value does not depend on the path)."""
     n = a.shape[-1]
-    gd = (g * cj(ctx.out)).unsqueeze(-1).unsqueeze(-1)
-    eye = host_tensor(np.eye(n, dtype=a.dtype.np), a)
-    if not STATE.grad_enabled:
-        # first order only: solve with the LU, its exact zero pivots nudged to eps (for an
-        # exactly singular A, det is 0 and so is the gradient, as in torch)
-        lu_, piv, _ = apply(LU, (a,), {})
-        d = lu_.diagonal(0, -2, -1)
-        lu_ = lu_ + where(d == 0, _eps(a), 0).diag_embed()
-        return gd * lu_solve_core(lu_, piv, eye, True, True)
-    # differentiable again: the SVD formula (prod of the other singular values) for
-    # (near-)singular matrices, A^{-H} for the others; each computed on safe stand-ins
-    sing = (ctx.out.abs() < 100 * _eps(a)).unsqueeze(-1).unsqueeze(-1)
-    regular = gd * apply(INV, (where(sing, eye, a),), {})[0].mH
-    spread = host_tensor(np.diag(np.arange(1, n + 1)).astype(a.dtype.np), a)
-    u, s_, vh = apply(SVD, (where(sing, a, spread),), {"full_matrices": False})
-    alpha = cj(apply(DET, (u,), {}) * apply(DET, (vh,), {}))
-    dd = _prod_safe_zeros_backward((g * alpha).unsqueeze(-1), s_.to(a.dtype))
-    return where(sing, matmul(u * dd.unsqueeze(-2), vh), regular)
+    eye = xp.eye(n, dtype=a.dtype)
+    mag = xp.abs(det)
+    sing = mag < 100 * np.finfo(mag.dtype).eps
+    inv = xp.linalg.inv(xp.where(sing[..., None, None], eye, a))
+    r = (g * xp.conj(det))[..., None, None] * xp.conj(xp.swapaxes(inv, -1, -2))
+    if sing.any():
+        u, s_, vh = xp.linalg.svd(a[sing], full_matrices=False)
+        alpha = xp.conj(xp.linalg.det(u) * xp.linalg.det(vh))
+        ones = xp.ones(s_.shape[:-1] + (1,), s_.dtype)
+        before = xp.cumprod(xp.concatenate((ones, s_[..., :-1]), -1), -1)
+        after = xp.cumprod(xp.concatenate((ones, s_[..., :0:-1]), -1), -1)[..., ::-1]
+        dd = (g[sing] * alpha)[..., None] * (before * after)
+        r[sing] = xp.matmul(u * dd[..., None, :], vh)
+    return r.astype(a.dtype, copy=False)
 
 
 DET = Op("linalg_det", _det_kernel, _det_vjp, save_output=True, category="linalg",
          batch=_linalg_rule,
          shape=lambda a: (a.shape[:-2], a.dtype))
+# its derivative (double backward, forward AD over a gradient) is its decomposition's
+DET_BACKWARD = Op("_linalg_det_backward", _det_backward_kernel,
+                  vjp_from_decomposition("_linalg_det_backward"), category="linalg",
+                  batch=leading_rule, shape=lambda g, a, det: (a.shape, a.dtype))
 
 
 def _slogdet_kernel(xp, a):
@@ -350,4 +344,4 @@ SLOGDET = Op("linalg_slogdet", _slogdet_kernel, _slogdet_vjp, save_output=True, 
 
 
 # forward AD derives these operators' tangents from their vjps (no jvp rule written yet)
-mark_unsupported("jvp", JVP_FROM_VJP, CHOL, QR, LU, DET, SLOGDET)
+mark_unsupported("jvp", JVP_FROM_VJP, CHOL, QR, LU, DET, DET_BACKWARD, SLOGDET)
