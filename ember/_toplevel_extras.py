@@ -324,6 +324,7 @@ def _attach_methods():
 _attach_methods()
 
 
+@overridable
 def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None,
            method=None, tracker=None, ortho_iparams=None, ortho_fparams=None,
            ortho_bparams=None):
