@@ -114,6 +114,9 @@ def _check_activities(activities):
         if not isinstance(a, ProfilerActivity):
             raise TypeError(f"activities must be ProfilerActivity values, got {a!r}")
     missing = acts - supported_activities()
+    if ProfilerActivity.CUDA in missing:  # torch's words, which programs' logs carry
+        warnings.warn("CUDA is not available, disabling CUDA profiling", stacklevel=3)
+        missing.discard(ProfilerActivity.CUDA)
     if missing:
         warnings.warn(f"Profiler activities {sorted(a.name for a in missing)} are not "
                       f"available in ember on this machine and will be ignored: only "

@@ -255,3 +255,16 @@ def test_fx_code_names_a_user_function_by_its_qualified_name():
         assert gm(lib.ones(2)).tolist() == [2.0, 2.0]
     assert lines[1] == lines[0]
     assert lines[0][0].startswith("user_leaf = " + __name__.replace(".", "_") + "_user_leaf(x)")
+
+
+@LIBS
+def test_profiling_cuda_without_cuda_warns_as_torch(lib):
+    # nanoGPT's bench.py --profile=True asks for CPU and CUDA activities on a CPU machine
+    import warnings
+    acts = [lib.profiler.ProfilerActivity.CPU, lib.profiler.ProfilerActivity.CUDA]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with lib.profiler.profile(activities=acts) as prof:
+            lib.ones(3).relu()
+    assert "CUDA is not available, disabling CUDA profiling" in [str(x.message) for x in w]
+    assert "aten::relu" in [e.name for e in prof.events()]
