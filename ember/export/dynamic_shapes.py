@@ -15,6 +15,7 @@ import inspect
 
 from .._core.tensor import Tensor
 from .._dynamo.exc import UserError
+from ..func import _pytree
 
 __all__ = ["Dim", "dims", "DerivedDim", "ShapesCollection", "AdditionalInputs",
            "refine_dynamic_shapes_from_suggested_fixes"]
@@ -445,6 +446,17 @@ def _walk(tree, spec, position, paths, out):
                 raise ValueError(f"dynamic_shapes{where}: dimension {d!r} is out of range for "
                                  f"a tensor of {tree.ndim} dimensions")
             dims_[d % tree.ndim] = _dim_spec(entry, where)
+        return
+    node = _pytree._REGISTRY.get(type(tree))
+    if node is not None:   # a registered dataclass: a list of its children's specs, as torch
+        children = node[0](tree)[0]
+        if not isinstance(spec, (tuple, list)):
+            raise ValueError(f"Node type mismatch; expected {list}, but got {type(spec)}.")
+        if len(spec) != len(children):
+            raise ValueError(f"dynamic_shapes: expected {len(children)} specs for the fields "
+                             f"of {type(tree).__name__}, got {len(spec)}")
+        for t, s in zip(children, spec):
+            _walk(t, s, position, paths, out)
         return
     if isinstance(tree, (tuple, list)):
         if not isinstance(spec, (tuple, list)) or len(spec) != len(tree):

@@ -85,3 +85,25 @@ def test_register_dataclass_errors_match_torch():
     with pytest.raises(ValueError, match="not a dataclass") as ee:
         ember.export.register_dataclass(NotADataclass)
     assert str(ee.value) == str(te.value)
+
+
+def test_dynamic_shapes_of_dataclass_fields_as_torch():
+    results = []
+    for lib in (torch, ember):
+        @dataclasses.dataclass
+        class Two:
+            a: object
+            b: object
+        lib.export.register_dataclass(Two)
+
+        class M(lib.nn.Module):
+            def forward(self, i):
+                return i.a.sum(1) + i.b
+        d = lib.export.Dim("d")
+        ex = (Two(lib.ones(4, 3), lib.ones(4)),)
+        ep = lib.export.export(M(), ex, dynamic_shapes={"i": [{0: d}, {0: d}]})
+        out = ep.module()(Two(lib.ones(6, 3), lib.ones(6)))
+        with pytest.raises(ValueError, match="Node type mismatch"):
+            lib.export.export(M(), ex, dynamic_shapes={"i": {"a": {0: d}, "b": {0: d}}})
+        results.append((len(ep.range_constraints), tuple(out.shape)))
+    assert results[0] == results[1] == (1, (6,))
