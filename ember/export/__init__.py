@@ -85,6 +85,8 @@ def _program(mod, args, kwargs, dynamic_shapes, strict, training, log=True):
     from .dynamic_shapes import _argument_names
     arg_names = _argument_names(mod, len(args), kwargs) + list(kwargs or {})
     calls = [ModuleCallEntry("", ModuleCallSignature([], [], c.in_spec, c.out_spec, arg_names))]
+    # every submodule, called or not, in the module's order (unflatten's tree, as torch's)
+    calls += [ModuleCallEntry(fqn) for fqn, _ in mod.named_modules() if fqn]
     return ExportedProgram(c.gm, c.gm.graph, c.signature, c.state_dict, ranges, calls,
                            example_inputs=(tuple(args), dict(kwargs or {})),
                            constants=c.constants, in_spec=c.in_spec, out_spec=c.out_spec,

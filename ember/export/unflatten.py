@@ -193,6 +193,16 @@ def _submodule(root, fqn, ty):
     return m
 
 
+def _reorder(mod, prefix, rank):
+    """Submodules in the exported module's order (they were made as state and calls
+    were met)."""
+    names = list(mod._modules)
+    names.sort(key=lambda n: rank.get(f"{prefix}{n}", len(rank)))
+    mod._modules = type(mod._modules)((n, mod._modules[n]) for n in names)
+    for n in names:
+        _reorder(mod._modules[n], f"{prefix}{n}.", rank)
+
+
 def _build(root, ep):
     """Split ``ep``'s graph over the module tree under ``root``; the root's graph."""
     from ..fx import Graph
@@ -213,6 +223,10 @@ def _build(root, ep):
     for n in body:
         for fqn, (_, ty) in _stack(n):
             _submodule(root, fqn, ty)
+    order = [e.fqn for e in ep.module_call_graph if e.fqn]
+    for fqn in order:
+        _submodule(root, fqn, None)
+    _reorder(root, "", {fqn: i for i, fqn in enumerate(order)})
     built = set()
     output = graph.output_node()
     out = output.args[0]

@@ -121,3 +121,34 @@ def test_unflatten_errors_and_adapter():
     assert ea.adapted
     np.testing.assert_allclose(_np(out), _np(tu(torch.tensor(x), torch.tensor(y))),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_shared_uncalled_and_sequential_submodules_as_torch():
+    res = []
+    for lib in (torch, ember):
+        class S(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = lib.nn.Linear(2, 2)   # called twice
+                self.act = lib.nn.ReLU()
+                self.unused = lib.nn.Dropout()   # never called: still in the tree
+                self.seq = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Tanh())
+
+            def forward(self, x, *, scale):
+                return self.seq(self.act(self.l(self.l(x)))) * scale
+        lib.manual_seed(0)
+        m = S()
+        if lib is ember:
+            m.load_state_dict({k: ember.tensor(v.detach().numpy())
+                               for k, v in res[0][3].items()})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = lib.export.export(m, (lib.ones(3, 2),), {"scale": lib.ones(2) * 3})
+            u = lib.export.unflatten(ep)
+        x = np.arange(6, dtype="f4").reshape(3, 2)
+        out = u(lib.tensor(x), scale=lib.ones(2) * 3)
+        res.append(([n for n, _ in u.named_modules()], list(u.state_dict()), _np(out),
+                    m.state_dict()))
+    assert res[1][0] == res[0][0] == ["", "l", "act", "unused", "seq", "seq.0", "seq.1"]
+    assert res[1][1] == res[0][1]
+    np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-5, atol=1e-6)
