@@ -9,8 +9,9 @@ forward takes the values it reads from outside (its flat tensor inputs) and retu
 read after it; its own parameters and buffers are attributes.  A submodule called twice
 keeps the graph of its first call: the second call runs inline in its caller (torch
 makes a ``name@1`` copy instead).  A program without module stacks (one loaded from a
-file, or one whose passes dropped them) unflattens to the module tree of its state with
-the whole graph at the root.
+file, or one from ``run_decompositions``, which captures the flat graph again) unflattens
+to the module tree with its state and the whole graph at the root: the same outputs and
+state, but submodules without a graph of their own.
 """
 import abc
 import operator
