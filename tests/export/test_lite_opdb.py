@@ -25,13 +25,15 @@ _LEFT_OUT = ("_out", "-out", "inplace", "setitem", "-train")
 _NO_KERNEL = (RuntimeError, "the lite runtime has no kernel for operator")
 CANNOT = {
     "masked_select": _NO_KERNEL, "nn.functional.one_hot": _NO_KERNEL,
-    "autograd.Function": (ValueError, "cannot encode the argument"),
+    "autograd.Function": (ValueError, "calls the custom autograd.Function"),
 }
 
 
 def _cannot(name):
     if name.startswith("optim."):  # fused optimizer updates: kernels, not inference
-        return (RuntimeError, r"no kernel for operator|cannot encode"), True
+        # (SparseAdam's sparse embedding gradient comes from a custom autograd.Function)
+        return (Exception, r"no kernel for operator|cannot encode|custom autograd.Function"), \
+            True
     if name in CANNOT:
         return CANNOT[name], True
     return (None, None), False

@@ -175,8 +175,18 @@ def encode_value(v, node_name, ctx=None):
         return {"subgraph": ctx.subgraph(v)}
     if isinstance(v, _device_type()):
         return {"device": str(v)}
+    if isinstance(v, type) and _is_autograd_function(v):
+        raise ValueError(f"ember.export.save: the program calls the custom autograd.Function "
+                         f"{v.__qualname__}, whose forward and backward are Python: a program "
+                         f"file holds ember ops only (write the forward in ember ops, or "
+                         f"export it as ember.library custom op)")
     raise ValueError(f"ember.export.save: cannot encode the argument {v!r} "
                      f"({type(v).__name__}) in a program file")
+
+
+def _is_autograd_function(cls):
+    from ...autograd.function import Function
+    return issubclass(cls, Function)
 
 
 def _decode_float(x, where):

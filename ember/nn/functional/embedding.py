@@ -58,7 +58,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         _renorm_(weight, input, max_norm, norm_type)
     params = {"padding_idx": padding_idx, "scale_freq": bool(scale_grad_by_freq)}
     if sparse and weight.requires_grad and STATE.grad_enabled:
-        return _SparseGradEmbedding.apply(weight, input, params)
+        return _SparseGradEmbedding.apply(weight, input, padding_idx, params["scale_freq"])
     return apply(EMBEDDING, (weight, input), params)
 
 
@@ -67,11 +67,12 @@ class _SparseGradEmbedding(Function):
     one row per looked-up index (repeats not summed, padding_idx's dropped)."""
 
     @staticmethod
-    def forward(ctx, weight, input, params):
+    def forward(ctx, weight, input, padding_idx, scale_freq):
+        # plain arguments (no dict): a captured program file encodes them
         ctx.save_for_backward(input)
-        ctx.shape, ctx.padding_idx = tuple(weight.shape), params["padding_idx"]
-        ctx.scale_freq = params["scale_freq"]
-        return apply(EMBEDDING, (weight.detach(), input), params)
+        ctx.shape, ctx.padding_idx, ctx.scale_freq = tuple(weight.shape), padding_idx, scale_freq
+        return apply(EMBEDDING, (weight.detach(), input),
+                     {"padding_idx": padding_idx, "scale_freq": scale_freq})
 
     @staticmethod
     def backward(ctx, grad):
@@ -85,7 +86,7 @@ class _SparseGradEmbedding(Function):
         if ctx.padding_idx >= 0:
             keep = idx != ctx.padding_idx
             idx, rows = idx[keep], rows[keep]
-        return sparse_coo_tensor(idx.unsqueeze(0), rows, ctx.shape), None, None
+        return sparse_coo_tensor(idx.unsqueeze(0), rows, ctx.shape), None, None, None
 
 
 @overridable
