@@ -85,7 +85,8 @@ def test_unflattened_submodule_runs_its_own_forward():
     x, y = _inputs(4)
     tu = _torch_unflatten(tm, (torch.tensor(x), torch.tensor(y)))
     eu = ember.export.unflatten(ember.export.export(em, (ember.tensor(x), ember.tensor(y))))
-    assert isinstance(eu.a, ember.export.unflatten.__globals__["InterpreterModule"])
+    from ember.export.unflatten import InterpreterModule
+    assert isinstance(eu.a, InterpreterModule)
     assert eu.a.graph is not None and eu.a.lin.graph is not None
     # a submodule's graph reads its own parameters as attributes, its input as a placeholder
     assert [n.op for n in eu.a.lin.graph.nodes] == ["placeholder", "get_attr", "get_attr",
