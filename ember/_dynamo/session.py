@@ -59,6 +59,9 @@ class CaptureMode(DispatchMode):
                 return trace.record_inplace(base, args[0], args[1:], kwargs)
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
+            if op.name == "autograd_function_apply":
+                # its forward and backward are the user's Python (the engine runs them)
+                raise CannotCapture(f"custom autograd.Function {kwargs['fn'].__qualname__}")
             if op.name in FUNCTIONALIZED and op.decomp is not None and (
                     config.capture_optimizer_updates or s.backwards and _reads_lazy(args)
                     and not _counts_in(kwargs)):
