@@ -271,7 +271,8 @@ def check_guards(c):
         if g in seen:
             continue
         seen.add(g)
-        involved = {of_leaf[lf][0].key: of_leaf[lf][0] for lf in leaves}
+        # sorted: the messages (which dim to tie to which) read the same in every process
+        involved = {of_leaf[lf][0].key: of_leaf[lf][0] for lf in sorted(leaves, key=repr)}
         bad = None
         for var in involved.values():
             for x in _candidates(var):
