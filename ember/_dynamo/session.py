@@ -60,8 +60,7 @@ class CaptureMode(DispatchMode):
             if not isinstance(op, Op):
                 raise CannotCapture(f"{op!r} is not an operator")
             if op.name == "autograd_function_apply":
-                # its forward and backward are the user's Python (the engine runs them)
-                raise CannotCapture(f"custom autograd.Function {kwargs['fn'].__qualname__}")
+                return op(*args, **kwargs)  # passed on: its forward's ops reach this mode
             if op.name in FUNCTIONALIZED and op.decomp is not None and (
                     config.capture_optimizer_updates or s.backwards and _reads_lazy(args)
                     and not _counts_in(kwargs)):

@@ -1,6 +1,6 @@
-"""A custom autograd.Function in a compiled region: the region breaks at it (its forward and
-backward are the user's Python, which the engine runs), keeping the Function's own backward;
-fullgraph=True names the Function."""
+"""A custom autograd.Function in a compiled region: its forward is captured and the region
+breaks where its output is read when gradients are needed (its backward is the user's Python,
+which the engine runs)."""
 import numpy as np
 import pytest
 
@@ -39,8 +39,10 @@ def test_compiled_region_keeps_the_functions_backward():
         np.testing.assert_allclose(xc.grad.numpy(), 3 * x.numpy() + np.sign(x.numpy()))
 
 
-def test_fullgraph_names_the_function():
+def test_fullgraph_without_gradients_is_one_graph_and_with_them_breaks():
     ember._dynamo.reset()
-    with pytest.raises(ember._dynamo.exc.Unsupported,
-                       match="custom autograd.Function StraightThroughSign"):
-        ember.compile(_f, fullgraph=True)(ember.ones(3))
+    x = ember.from_numpy(np.array([-1.5, 0.5, 2.0]))
+    assert ember.compile(_f, fullgraph=True)(x).item() == _f(x).item()  # nothing to break
+    ember._dynamo.reset()
+    with pytest.raises(ember._dynamo.exc.Unsupported, match="graph break under fullgraph"):
+        ember.compile(_f, fullgraph=True)(x.clone().requires_grad_(True))

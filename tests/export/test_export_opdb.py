@@ -5,7 +5,8 @@ that dim stayed dynamic, at a size one larger (against eager at that size).
 
 Records export cannot take are listed with the error they must give (asserted, not
 skipped): ops whose output shape depends on the values (a data-dependent shape has no
-symbol in ember yet), and a Python ``autograd.Function`` that reads its input's values."""
+symbol in ember yet).  A Python ``autograd.Function`` is traced through (its forward's ops),
+as torch.export does."""
 import warnings
 
 import numpy as np
@@ -21,12 +22,11 @@ _LEFT_OUT = ("_out", "-out", "inplace", "setitem", "-train")
 _DATA_SHAPE = (ember.export.UserError, "depends on the data|values of a tensor")
 # export cannot take these (asserted): an output whose shape depends on the values has no
 # symbol in ember yet (torch gives it an unbacked size), a module built inside the
-# exported function reads its fresh parameters' values (.to(dtype)), and an
-# autograd.Function has no shape rule to record it by
+# exported function reads its fresh parameters' values (.to(dtype))
 CANNOT = {name: _DATA_SHAPE for name in (
     "masked_select", "nonzero", "nonzero_tuple", "argwhere", "where_cond_only", "unique",
     "Tensor.unique", "unique_consecutive", "bincount", "repeat_interleave_counts",
-    "nn.functional.one_hot", "autograd.Function", "nn.LSTM",
+    "nn.functional.one_hot", "nn.LSTM",
     "nn.LSTM-2layer-bidirectional-batch_first", "nn.GRU", "nn.GRU-2layer-bidirectional",
     "nn.LSTMCell", "nn.GRUCell", "distributions.Binomial.sample",
     "distributions.Gamma.rsample", "linalg.lstsq-gelsd", "linalg.lstsq-gelss")}
