@@ -153,7 +153,9 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 has_grad = grads[0] is not None
             else:
                 has_grad = any(g is not None for g in grads)
-                if has_grad:
+                # a custom Function's ctx fills them itself (or, with
+                # set_materialize_grads(False), passes None as torch does)
+                if has_grad and not getattr(node, "fills_missing_grads", False):
                     like = next(g for g in grads if g is not None)._data
                     grads = [g if g is not None else _zeros_for(node, i, like)
                              for i, g in enumerate(grads)]

@@ -86,3 +86,30 @@ def test_maybe_clear_saved_tensors_inside_backward(lib):
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         y.grad_fn.saved_tensors
     np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
+
+
+def _two_outputs(lib, materialize):
+    class TwoOut(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(materialize)
+            return x * 1, x * 2
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append(None if g2 is None else g2.tolist())
+            return g1 * 3
+    seen = []
+    return TwoOut, seen
+
+
+@LIBS
+@pytest.mark.parametrize("materialize", [True, False])
+def test_unused_output_gradient_is_none_without_materializing(lib, materialize):
+    fn, seen = _two_outputs(lib, materialize)
+    x = lib.ones(2, requires_grad=True)
+    a, _ = fn.apply(x)
+    a.sum().backward()
+    # torch: zeros by default, None after set_materialize_grads(False)
+    assert seen == [[0.0, 0.0]] if materialize else seen == [None]
+    assert x.grad.tolist() == [3.0, 3.0]
