@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["open_program", "np_dtype", "eval_size", "read_array", "READS"]
 
-READS = range(1, 2)  # the format versions this runtime reads; every version ember wrote
+READS = range(1, 3)  # the format versions this runtime reads; every version ember wrote
 _SCHEMA = 1
 _MAX_JSON = 256 << 20
 

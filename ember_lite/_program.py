@@ -50,8 +50,10 @@ class Program:
                 self._weights[k] = read_array(e, ar, f"{where}: {group}[{k!r}]")
         self._symbols = {}
         for name, e in (prog.get("symbols") or {}).items():
-            if not (isinstance(name, str) and name.isidentifier() and isinstance(e, dict)):
-                raise ValueError(f"{where}: malformed symbol {name!r}")
+            if not (isinstance(name, str) and name.isidentifier() and isinstance(e, dict)
+                    and type(e.get("min") or 0) is int
+                    and (e.get("max") is None or type(e.get("max")) is int)):
+                raise ValueError(f"{where}: malformed symbol {name!r}: {e!r:.100}")
             self._symbols[name] = (e.get("min") or 0, e.get("max"))
         ctx = _Context(ar, where)
         self._compile_graph(prog, where, ctx)

@@ -19,7 +19,7 @@ from ember.export import Dim, export, load, save
 DATA = pathlib.Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("version", [1])
+@pytest.mark.parametrize("version", [1, 2])
 def test_every_format_version_still_loads(version):
     assert version in ember_lite.READS
     path = DATA / f"program_v{version}.ember"
@@ -29,7 +29,11 @@ def test_every_format_version_still_loads(version):
     assert prog.input_specs == [("x", ("s0", 4), "float32")]
     extra = {"made_by": None}
     mod = load(path, extra_files=extra).module()
-    assert extra["made_by"] == "make_v1.py"
+    assert extra["made_by"] == f"make_v{version}.py"
+    # version 2 keeps each node's nn_module_stack: unflatten gives the submodules graphs
+    flat = ember.export.unflatten(load(path))
+    with_graph = [n for n, m in flat.named_modules() if n and m.graph is not None]
+    assert with_graph == (["fc1", "norm", "fc2"] if version >= 2 else [])
     for case in expected["cases"]:
         x = np.array(case["input"], np.float32)
         want_y = np.array(case["output"], np.float32)

@@ -11,7 +11,8 @@ name weights the file holds.  The same file runs without ember in `ember_lite`.
 Layout (a zip archive, members stored uncompressed)
 ---------------------------------------------------
 ``version``
-    The format version, ASCII digits (this ember writes ``1`` and reads ``1``).  A reader
+    The format version, ASCII digits (this ember writes ``2`` and reads ``1`` and ``2``;
+    version 2 is version 1 with program.json of schema 2, see below).  A reader
     that meets a version it does not know raises ``RuntimeError("this file has format
     version N; ember reads 1..M")``.
 ``program.json``
@@ -19,7 +20,8 @@ Layout (a zip archive, members stored uncompressed)
 ``lite/program.json``
     The same program with its graph decomposed to ember's primitive set
     (`ember.ops.primitives.PRIMITIVES`, by `ember._inductor.passes.decompose`), which is
-    what `ember_lite` runs.  Same schema, ``kind`` ``"LiteProgram"``.  Sizes are folded
+    what `ember_lite` runs.  Schema 1 in every format version, ``kind``
+    ``"LiteProgram"``.  Sizes are folded
     into the ops' arguments as expressions; a value read from an input stays an
     ``item_at`` node whose ``meta`` ``{"int": "u0"}`` names the symbol it binds, and the
     ``assert_size`` checks on it stay.  (Files of ember before this could hold instead an
@@ -33,10 +35,11 @@ No member holds code, C included: ember_lite generates the C it runs from the gr
 time (a C member would be code from the file, which loading never runs), so the format did
 not change for it.
 
-program.json (schema version 1)
+program.json (schema version 2)
 -------------------------------
-``schema_version``: 1.  ``kind``: ``"ExportedProgram"`` (from `ember.export.export`) or
-``"GraphModule"`` (a bare graph; every placeholder a user input).
+``schema_version``: 2 (files of format version 1 hold 1: the same without the fields
+marked *schema 2*, which readers treat as absent).  ``kind``: ``"ExportedProgram"``
+(from `ember.export.export`) or ``"GraphModule"`` (a bare graph; every placeholder a user input).
 ``opset_version``: ``{"ember": 1, ...}``, the operator-set versions (``opset_version=`` of
 save adds namespaces; ``expected_opset_version=`` of load checks them).
 
@@ -62,6 +65,11 @@ node with several outputs).  A size is an int or a string expression over the sy
 ``ast`` and never evaluated as code.  Dtype names are NumPy's (``"float32"``, ``"int64"``,
 ``"bool"``, ``"complex64"``) and ml_dtypes' (``"bfloat16"``, ``"float8_e4m3fn"``,
 ``"float8_e5m2"``).
+
+*Schema 2*: a node may carry ``"nn_module_stack"``: ``[[key, fqn, class name], ...]``, the
+submodule calls (outermost first) that ran it, torch's ``node.meta["nn_module_stack"]``,
+with which `ember.export.unflatten` gives each submodule its own graph.  Optional: without
+it (schema 1 files) unflatten runs the whole graph at the root.  ember_lite ignores it.
 
 Arguments are JSON values with tags for what JSON lacks: numbers, strings, booleans and
 null are themselves, a JSON list is a Python list, and one-key objects are
@@ -90,6 +98,9 @@ constant output is not a graph output.  ``training``: the mode the program was c
 ``alternate``: ``{"graph", "input_specs", "output_specs", "training"}``, the program of the
 other mode when it differs (ExportedProgram.module() switches with ``train()``/``eval()``),
 or null, with ``alternate_error`` saying why it could not be captured.
+*Schema 2*: ``module_call_graph``: ``{"forward_arg_names": [...] or null, "fqns": [...]}``,
+the root's argument names and the submodules exported, in order (unflatten makes them even
+where no node ran); absent, the root's entry only.
 
 ``state_dict`` and ``constants``: ``{key: {"storage": "data/<n>", "dtype", "shape",
 "strides", "offset"}}`` (strides and offset in elements; tensors may share a storage;
@@ -101,7 +112,14 @@ null}}``, the dynamic sizes and their range constraints.  ``in_spec``/``out_spec
 pytree specs of the user's inputs and outputs (null when absent).  A spec node is
 ``{"kind": "leaf" | "tuple" | "list" | "dict" | "namedtuple", "children": [...]}`` with
 ``"keys"`` (arguments) for a dict and ``"type"``/``"fields"`` for a namedtuple (loading
-makes a namedtuple of that name and fields: the user's class is not needed).
+makes a namedtuple of that name and fields: the user's class is not needed).  *Schema 2*:
+``"kind": "custom"``, a class registered with ``register_dataclass`` or
+``register_pytree_node``, has ``"type"``, the ``serialized_type_name`` it was registered
+under (saving one registered without a name raises NotImplementedError, as torch), and
+``"context"``, its flatten context as an argument (a dataclass's ``[[kept fields], [None
+fields]]`` tuples).  Loading never imports it: the class registered under that name in the
+loading process is used, and a name no class is registered under raises
+NotImplementedError saying to register it.
 ``example_inputs``: ``{"args": [...], "kwargs": {...}}`` with each tensor a storage entry
 ``{"tensor": entry}``, other values ``{"value": argument}``, containers ``{"seq": [...],
 "list": bool}`` and ``{"dict": [[key, value], ...]}``.

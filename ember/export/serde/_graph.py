@@ -105,8 +105,22 @@ def encode_graph(graph, ctx=None):
             entry["meta"] = "int"
         elif isinstance(val, int) and not isinstance(val, bool):  # a sub-graph's size input
             entry["meta"] = {"int": encode_size(val)}
+        stack = n.meta.get("nn_module_stack")
+        if stack:
+            entry["nn_module_stack"] = [[k, fqn, ty if isinstance(ty, str) else ty.__qualname__]
+                                        for k, (fqn, ty) in stack.items()]
         nodes.append(entry)
     return nodes
+
+
+def _decode_stack(obj, where):
+    """``[[key, fqn, class name], ...]`` (outermost first) back to the node's dict."""
+    if not isinstance(obj, list) or not all(
+            isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t)
+            for t in obj):
+        raise ValueError(f"{where}: nn_module_stack must be a list of [key, fqn, class name] "
+                         f"string triples, got {obj!r:.100}")
+    return {k: (fqn, ty) for k, fqn, ty in obj}
 
 
 def decode_graph(nodes_json, hints, where, ctx=None):
@@ -159,6 +173,8 @@ def decode_graph(nodes_json, hints, where, ctx=None):
             node.meta["val"] = int
         elif "meta" in e:
             node.meta["val"] = decode_meta(e["meta"], hints, at)
+        if "nn_module_stack" in e:
+            node.meta["nn_module_stack"] = _decode_stack(e["nn_module_stack"], at)
         nodes[name] = node
     if not nodes_json or nodes_json[-1].get("op") != "output":
         raise ValueError(f"{where}: the graph does not end with an output node")

@@ -17,10 +17,15 @@ from ember_lite._format import _Archive
 __all__ = ["save_program", "load_program", "FORMAT_VERSION", "SCHEMA_VERSION",
            "OPSET_VERSION", "read_archive"]
 
-FORMAT_VERSION = 1      # the zip layout (the ``version`` member)
-SCHEMA_VERSION = 1      # the JSON schema of program.json and lite/program.json
+# version 2 added the optional ``nn_module_stack`` of nodes, ``module_call_graph`` and
+# pytree nodes of registered classes (kind "custom") to program.json; lite/program.json
+# did not change (schema 1)
+FORMAT_VERSION = 2      # the zip layout (the ``version`` member)
+SCHEMA_VERSION = 2      # the JSON schema of program.json
+LITE_SCHEMA_VERSION = 1  # the JSON schema of lite/program.json
 OPSET_VERSION = {"ember": 1}  # the operator set the graphs call
 _READS = range(1, FORMAT_VERSION + 1)
+_SCHEMAS = range(1, SCHEMA_VERSION + 1)
 _INT_OO = 2 ** 63 - 1   # torch's int_oo: no upper bound
 
 
@@ -116,6 +121,25 @@ def _tensors_json(ep, writer):
     return out
 
 
+def _custom_json(cls, context):
+    """(serialized type name, context as a tagged literal) of a registered class's node.
+    The file names the class by the name it was registered under, never by import path:
+    loading looks that name up among the classes registered in the loading process."""
+    from ...func._pytree import _REGISTRY
+    name = _REGISTRY[cls][2]
+    if name is None:  # as torch: no name given at registration, nothing to save it by
+        raise NotImplementedError(
+            f"No registered serialization name for {cls} found. Please update your "
+            f"register_dataclass (or register_pytree_node) call with a "
+            f"`serialized_type_name` kwarg.")
+    try:
+        return name, encode_value(context, lambda _: None)
+    except ValueError:
+        raise TypeError(f"ember.export.save: the pytree context of {cls.__qualname__} "
+                        f"({context!r:.100}) is not a plain value (None, bool, int, float, "
+                        f"str, tuples and lists of them)") from None
+
+
 def _spec_json(spec):
     """A pytree spec (`ember.func._pytree`) as JSON: ``{"kind", "children", ...}`` with
     dict keys and namedtuple type names and fields spelled out."""
@@ -128,14 +152,29 @@ def _spec_json(spec):
     elif kind == "namedtuple":
         node["type"] = spec.meta.__name__
         node["fields"] = list(spec.meta._fields)
+    elif kind == "custom":
+        node["type"], node["context"] = _custom_json(*spec.meta)
     elif kind not in ("leaf", "tuple", "list"):
         raise ValueError(f"ember.export.save: cannot encode a pytree node of kind {kind!r}")
     return node
 
 
+def _call_graph_json(ep):
+    """``{"module_call_graph": {"forward_arg_names", "fqns"}}``: the submodules exported
+    (unflatten makes them, in this order, even those no node ran in)."""
+    calls = getattr(ep, "module_call_graph", None)
+    if not calls:
+        return {}
+    sig = calls[0].signature
+    names = getattr(sig, "forward_arg_names", None)
+    return {"module_call_graph": {"forward_arg_names": list(names) if names else None,
+                                  "fqns": [c.fqn for c in calls[1:]]}}
+
+
 def _graph_part(ep, gm, writer):
     ins, outs = _specs(ep, gm)
-    return {"graph": encode_graph(gm.graph, Encoder(writer)), "input_specs": ins,
+    part = _call_graph_json(ep)
+    return {**part, "graph": encode_graph(gm.graph, Encoder(writer)), "input_specs": ins,
             "output_specs": outs, "training": getattr(ep, "training", None)}
 
 
@@ -157,7 +196,7 @@ def _program_json(ep, gm, writer, opset_version):
                 alternate_error=getattr(ep, "alternate_error", None))
     hints = {k: e["hint"] if e["hint"] is not None else max(2, e["min"])
              for k, e in symbols.items()}
-    lite = dict(common, kind="LiteProgram",
+    lite = dict(common, schema_version=LITE_SCHEMA_VERSION, kind="LiteProgram",
                 graph=lite_graph(gm, hints, LiteEncoder(writer, hints)),
                 input_specs=main["input_specs"], output_specs=main["output_specs"])
     return full, lite
@@ -231,9 +270,9 @@ def read_archive(f):
                            f"{_READS.start}..{_READS.stop - 1}")
     prog = ar.json("program.json")
     sv = prog.get("schema_version")
-    if sv != SCHEMA_VERSION:
+    if sv not in _SCHEMAS or type(sv) is not int:
         raise RuntimeError(f"{ar.label}: program.json has schema version {sv!r}; ember reads "
-                           f"{SCHEMA_VERSION}")
+                           f"{_SCHEMAS.start}..{_SCHEMAS.stop - 1}")
     return ar, prog
 
 

@@ -66,7 +66,25 @@ def _spec(obj, where):
                 and all(isinstance(f, str) and f.isidentifier() for f in fields)):
             raise ValueError(f"{where}: malformed namedtuple spec")
         return _Spec("namedtuple", collections.namedtuple(name, fields), children)
+    if kind == "custom":
+        return _Spec("custom", _custom(obj, where), children)
     raise ValueError(f"{where}: unknown pytree node kind {kind!r}")
+
+
+def _custom(obj, where):
+    """(class, context) of a registered class's node: the class registered in this process
+    under the stored name (the file never names code to import)."""
+    from ...func._pytree import _REGISTRY
+    name = obj.get("type")
+    if not isinstance(name, str):
+        raise ValueError(f"{where}: malformed custom pytree spec {obj!r:.100}")
+    found = [cls for cls, entry in _REGISTRY.items() if entry[2] == name]
+    if not found:
+        raise NotImplementedError(
+            f"{where}: the program's inputs or outputs hold a {name!r}, which is not "
+            f"registered in this process: register the class first "
+            f"(ember.export.register_dataclass(cls, serialized_type_name={name!r}))")
+    return found[-1], decode_value(obj.get("context"), {}, {}, where)
 
 
 def _ranges(prog):
@@ -105,6 +123,20 @@ def _state_as_parameters(sig, state_dict):
             state_dict[s.target] = Parameter(t.detach(), requires_grad=t.requires_grad)
 
 
+def _call_graph(part, in_spec, out_spec, where):
+    from ..exported_program import ModuleCallEntry, ModuleCallSignature
+    calls = part.get("module_call_graph")
+    if calls is None:   # schema 1: the root's entry only
+        return None
+    names, fqns = calls.get("forward_arg_names"), calls.get("fqns")
+    if not (names is None or isinstance(names, list) and all(isinstance(n, str) for n in names)) \
+            or not (isinstance(fqns, list) and all(isinstance(f, str) and f for f in fqns)):
+        raise ValueError(f"{where}: module_call_graph must hold forward_arg_names (strings "
+                         f"or null) and fqns (non-empty strings), got {calls!r:.100}")
+    return [ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec, names))] + \
+        [ModuleCallEntry(f) for f in fqns]
+
+
 def rebuild(prog, gm, state_dict, constants, hints, ar, ctx, where):
     kind = prog.get("kind")
     if kind == "GraphModule":
@@ -117,7 +149,8 @@ def rebuild(prog, gm, state_dict, constants, hints, ar, ctx, where):
     in_spec = _spec(prog.get("in_spec"), f"{where}: in_spec")
     out_spec = _spec(prog.get("out_spec"), f"{where}: out_spec")
     ranges = _ranges(prog)
-    common = dict(example_inputs=_example_inputs(prog.get("example_inputs"), ar,
+    common = dict(module_call_graph=_call_graph(prog, in_spec, out_spec, where),
+                  example_inputs=_example_inputs(prog.get("example_inputs"), ar,
                                                  f"{where}: example_inputs"),
                   constants=constants, in_spec=in_spec, out_spec=out_spec)
     alternate = None
