@@ -15,7 +15,7 @@ from .node import record
 from .state import STATE
 from .tensor import Tensor, _version_of, real_array, storage_changing, wrap
 
-__all__ = ["apply_inplace", "copy_into", "write_out", "mark_multi_output_views",
+__all__ = ["apply_inplace", "check_castable", "copy_into", "write_out", "mark_multi_output_views",
            "regenerate_view_grad_fn"]
 
 _ndarray = np.ndarray
@@ -68,6 +68,14 @@ def _check_inplace_allowed(target, args=()):
                            "allowed.")
 
 
+def check_castable(src, dst):
+    """torch's refusal to write a result of dtype ``src`` into an ``out`` of dtype ``dst`` of
+    a lower category (float into int, complex into float, ...)."""
+    if src.category > dst.category:
+        raise RuntimeError(f"result type {_cat_name(src)} can't be cast to the desired output "
+                           f"type {_cat_name(dst)}")
+
+
 def copy_into(target, r):
     """Write array ``r`` into ``target``'s storage with torch's shape and casting checks."""
     td = target._data
@@ -80,10 +88,7 @@ def copy_into(target, r):
             raise RuntimeError(f"output with shape {list(td.shape)} doesn't match the broadcast "
                                f"shape {list(_np.broadcast_shapes(r.shape, td.shape)) if b else list(r.shape)}")
     if r.dtype != td.dtype:
-        src, dst = _dt.FROM_NP[r.dtype], _dt.FROM_NP[td.dtype]
-        if src.category > dst.category:
-            raise RuntimeError(f"result type {_cat_name(src)} can't be cast to the desired output "
-                               f"type {_cat_name(dst)}")
+        check_castable(_dt.FROM_NP[r.dtype], _dt.FROM_NP[td.dtype])
     if type(r) is not _ndarray:
         r = real_array(r)  # a result not computed yet (ember.compile): computed now
     if type(td) is _ndarray and type(r) is _ndarray:

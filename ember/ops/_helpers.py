@@ -12,6 +12,7 @@ from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_inplace,
                               handle_override, overridable, routes_overrides, write_out)
+from .._core.inplace import check_castable
 from .._core.overrides import FUNCTION_MODES
 from .._core.op import Op
 from .._core.device import XP_BY_ARRAY_TYPE as _ARRAY_TYPES
@@ -129,6 +130,15 @@ def write_out_exact(out, result):
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but "
                            f"got {cpp_name(out.dtype)} instead")
     return write_out(out, result)
+
+
+def check_out_same(out, expected):
+    """``out=`` of an op that does not promote (neg, abs, floor, sgn, bitwise_not, clamp, ...):
+    torch's TensorIterator wants ``out`` in the operands' dtype ``expected`` and casts
+    nothing, where `write_out` would cast."""
+    if isinstance(out, Tensor) and out.dtype is not expected:
+        raise RuntimeError(f"Found dtype {type_name(out.dtype)} but expected "
+                           f"{type_name(expected)}")
 
 
 def check_tensor(fn, name, pos, v):
@@ -361,14 +371,35 @@ def table_vjp(sf):
 
 # ---- public API boilerplate -------------------------------------------------------------
 
-def def_unary(name, op, *, inplace=True, method_name=None):
-    """Public ``ember.name(input, *, out=None)``, ``Tensor.name`` and ``Tensor.name_``."""
+def def_unary(name, op, *, inplace=True, method_name=None, exact_out=False, with_out=True,
+              cast_first=True):
+    """Public ``ember.name(input, *, out=None)``, ``Tensor.name`` and ``Tensor.name_``.
+
+    ``exact_out``: the op keeps its input's dtype and ``out`` must have it too; torch checks
+    this before the kernel, so it wins over a dtype the kernel refuses; a callable of input
+    and out says for which.  A floating op's ``out`` must take its result dtype, also checked
+    first unless ``cast_first=False`` (torch refuses some inputs before that: rad2deg of
+    complex).  ``with_out=False``: torch's function has no ``out=``."""
+    def check_first(input, out):
+        if exact_out is True or callable(exact_out) and exact_out(input, out):
+            check_out_same(out, input.dtype)
+        elif cast_first and op.shape is _meta.unary_float:
+            check_castable(_meta.unary_float(input)[1], out.dtype)
+
     def public(input, *, out=None):
+        if isinstance(out, Tensor) and isinstance(input, Tensor):
+            check_first(input, out)
         try:
             r = apply(op, (input,), _E)
         except NeedsOverride:
             return handle_override(public, (input,), {"out": out} if out is not None else {})
         return r if out is None else write_out(out, r)
+    if not with_out:
+        def public(input):
+            try:
+                return apply(op, (input,), _E)
+            except NeedsOverride:
+                return handle_override(public, (input,), {})
     public.__name__ = public.__qualname__ = name
 
     def meth(self):
@@ -533,7 +564,8 @@ def jvp_linear(op):
 
 __all__ = ["Op", "apply", "apply_inplace", "write_out", "wrap", "Tensor", "special", "method",
            "cj", "promote_np", "unary_float", "unary_same", "binary_kernel", "nary_kernel",
-           "def_unary", "def_binary", "shape_same", "shape_broadcast", "NeedsOverride",
+           "def_unary", "def_binary", "check_out_same", "check_castable", "shape_same",
+           "shape_broadcast", "NeedsOverride",
            "handle_override", "overridable", "routes_overrides", "default_float_np", "float_of",
            "type_name", "cpp_name", "write_out_exact", "not_implemented", "check_tensor",
            "no_derivative", "gated", "dtype_kind", "broadcast_guard", "check_broadcast",

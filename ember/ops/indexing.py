@@ -19,7 +19,7 @@ from .._core.dispatch import overridable
 from .._core.device import backend_for_type, namespace_of
 from .._core.tensor import _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
-                       host_tensor, write_out, xp_fn)
+                       host_tensor, write_out, write_out_exact, xp_fn)
 from ._batching import _dims_rule
 from ._batching_index import (_dynamic_rule, _index_put_rule, _index_rule, _index_select_rule,
                               _index_write_rule, _masked_fill_rule, _masked_scatter_rule,
@@ -536,7 +536,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
         r = apply(GATHER, (input, index), {"dim": d})
     except (AttributeError, NeedsOverride):
         return handle_override(gather, (input, dim, index), {})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out_exact(out, r)
 
 
 def _scatter_key(idx, dim):
@@ -836,7 +836,11 @@ def index_select(input, dim, index, *, out=None):
         r = apply(INDEX_SELECT, (input, index), {"dim": d})
     except (AttributeError, NeedsOverride):
         return handle_override(index_select, (input, dim, index), {})
-    return r if out is None else write_out(out, r)
+    if out is None:
+        return r
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:
+        raise RuntimeError("index_select(): self and result must have the same scalar type")
+    return write_out(out, r)
 
 
 def _index_write_kernel(mode):

@@ -14,8 +14,8 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
                        def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
                        unary_float, unary_same, write_out)
-from ._helpers import (_F32, _cast, broadcast_guard, check_tensor, dtype_kind, gated,
-                       not_implemented, type_name, jvp_elementwise, jvp_sum)
+from ._helpers import (_F32, _cast, broadcast_guard, check_castable, check_out_same,
+                       check_tensor, dtype_kind, gated, not_implemented, type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
 from .._core import dtype as _dt
 from .._core import meta as _meta
@@ -42,9 +42,10 @@ def _table(name, fn):
 
 
 def _unary(name, fn=None, vjp=None, *, floating=None, save_inputs=None, save_output=None,
-           inplace=True, reject="", kname=None):
+           inplace=True, reject="", kname=None, exact_out=None):
     """An elementwise op from its scalar-function table entry (kernel, dtype rule, vjp and
-    what it saves); ``fn``/``vjp`` and the flags override the entry's for special cases."""
+    what it saves); ``fn``/``vjp`` and the flags override the entry's for special cases.
+    An op keeping its input's dtype takes only an ``out`` of that dtype, as torch's."""
     sf = _sf.get(name)
     fn = _table(name, fn)
     vjp = vjp or table_vjp(sf)
@@ -58,13 +59,16 @@ def _unary(name, fn=None, vjp=None, *, floating=None, save_inputs=None, save_out
             save_inputs=save_inputs,
             save_output=save_output, category="unary",
             jvp=jvp_elementwise(vjp) if vjp else None, batch=_elementwise_rule)
-    _export(name, def_unary(name, op, inplace=inplace))
+    exact_out = not floating if exact_out is None else exact_out
+    _export(name, def_unary(name, op, inplace=inplace, exact_out=exact_out))
     return op
 
 
 # ---- unary math -------------------------------------------------------------------------
 _NEG = _sf.get("neg").numpy
-NEG = _unary("neg", lambda xp, x: _NEG(xp, x) if x.dtype.kind != "b" else _bool_neg(x))
+# torch refuses a bool input, a complex one of sign/floor/..., before it looks at out
+NEG = _unary("neg", lambda xp, x: _NEG(xp, x) if x.dtype.kind != "b" else _bool_neg(x),
+             exact_out=lambda x, out: x.dtype is not _dt.bool)
 
 
 def _bool_neg(x):
@@ -100,7 +104,8 @@ def _abs_kernel(xp, x):
     return _abs_real(xp, x)
 
 
-ABS = _unary("abs")  # complex: Re(conj(sgn) t) by the fit
+# complex: Re(conj(sgn) t) by the fit; torch writes |z| into a real out by a cast
+ABS = _unary("abs", exact_out=lambda x, out: not x.dtype.is_complex or out.dtype.is_complex)
 ABS.kernel = _abs_kernel
 ABS.shape = _meta.unary_real
 _export("absolute", globals()["abs"])
@@ -130,7 +135,11 @@ def _sign_np(xp, x):
     return _SIGN(xp, x)
 
 
-SIGN = _unary("sign", _sign_np)
+def _real_input(x, out):
+    return not x.dtype.is_complex
+
+
+SIGN = _unary("sign", _sign_np, exact_out=_real_input)
 
 
 def _sgn_kernel(xp, x):
@@ -152,7 +161,7 @@ def _sgn_vjp(ctx, g, x):
 
 SGN = Op("sgn", _sgn_kernel, _sgn_vjp, shape=shape_same, save_output=True, category="unary",
          batch=_elementwise_rule)
-_export("sgn", def_unary("sgn", SGN))
+_export("sgn", def_unary("sgn", SGN, exact_out=True))
 
 # kernel, dtype rule, derivative and saved values all come from the scalar-function table
 RECIPROCAL = _unary("reciprocal")
@@ -217,6 +226,8 @@ LOGIT = Op("logit", gated(_logit_kernel, "logit_cpu", "c"), _logit_vjp, shape=_m
 
 @overridable
 def logit(input, eps=None, *, out=None):
+    if isinstance(out, Tensor) and isinstance(input, Tensor):
+        check_castable(_meta.unary_float(input)[1], out.dtype)
     r = LOGIT(input, **({"eps": eps} if eps is not None else {}))
     return r if out is None else write_out(out, r)
 
@@ -274,9 +285,12 @@ def _ints_kept(name):
     return lambda xp, x: f(xp, x) if x.dtype.kind not in "biu" else x
 
 
-FLOOR = _unary("floor", _ints_kept("floor"), reject="bc", kname=_no_complex("floor"))
-CEIL = _unary("ceil", _ints_kept("ceil"), reject="bc", kname=_no_complex("ceil"))
-TRUNC = _unary("trunc", _ints_kept("trunc"), reject="bc", kname=_no_complex("trunc"))
+FLOOR = _unary("floor", _ints_kept("floor"), reject="bc", kname=_no_complex("floor"),
+               exact_out=_real_input)
+CEIL = _unary("ceil", _ints_kept("ceil"), reject="bc", kname=_no_complex("ceil"),
+              exact_out=_real_input)
+TRUNC = _unary("trunc", _ints_kept("trunc"), reject="bc", kname=_no_complex("trunc"),
+               exact_out=_real_input)
 _export("fix", globals()["trunc"])
 Tensor.fix, Tensor.fix_ = Tensor.trunc, Tensor.trunc_
 FRAC = _unary("frac", reject="bic")
@@ -285,7 +299,7 @@ FRAC = _unary("frac", reject="bic")
 def _round_kernel(xp, x, decimals=0):
     k = dtype_kind(x.dtype)
     if k in "bc" or (decimals and k == "i"):
-        not_implemented("round_decimals_cpu" if decimals else "round_vml_cpu", x.dtype)
+        not_implemented("round_cpu" if decimals else "round_vml_cpu", x.dtype)
     if k == "i":
         return x
     if not decimals:
@@ -302,6 +316,8 @@ ROUND = Op("round", _round_kernel, lambda ctx, g, x, decimals=0: g * 0, shape=sh
 
 @overridable
 def round(input, *, decimals=0, out=None):
+    if out is not None and isinstance(input, Tensor):
+        check_out_same(out, input.dtype)
     r = ROUND(input, **({"decimals": decimals} if decimals else {}))
     return r if out is None else write_out(out, r)
 
@@ -331,6 +347,9 @@ NAN_TO_NUM = Op("nan_to_num", _nan_to_num_kernel,
 
 @overridable
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    if isinstance(out, Tensor) and isinstance(input, Tensor) and out.dtype is not input.dtype:
+        raise RuntimeError(f"nan_to_num: dtype of out: {type_name(out.dtype)} should be same "
+                           f"as input: {type_name(input.dtype)}")
     r = NAN_TO_NUM(input, nan=nan, posinf=posinf, neginf=neginf)
     return r if out is None else write_out(out, r)
 
@@ -343,17 +362,20 @@ Tensor.nan_to_num_ = lambda self, nan=0.0, posinf=None, neginf=None: apply_inpla
 
 
 # ---- predicates (bool results, no gradient) ---------------------------------------------
-def _pred(name, fn):
+def _pred(name, fn, with_out=True):
     op = Op(name, fn, None, shape=_meta.predicate, differentiable=False,
             save_inputs=False, batch=_elementwise_rule)
-    _export(name, def_unary(name, op, inplace=False))
+    _export(name, def_unary(name, op, inplace=False, with_out=with_out))
     return op
 
 
-_pred("isnan", lambda xp, x: xp.isnan(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool))
-_pred("isinf", lambda xp, x: xp.isinf(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool))
+# torch's isnan, isinf, isfinite and isreal have no out= overload
+_pred("isnan", lambda xp, x: xp.isnan(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool),
+      False)
+_pred("isinf", lambda xp, x: xp.isinf(x) if x.dtype.kind in "fcV" else xp.zeros(x.shape, bool),
+      False)
 _pred("isfinite", lambda xp, x: xp.isfinite(x) if x.dtype.kind in "fcV" else
-      xp.ones(x.shape, bool))
+      xp.ones(x.shape, bool), False)
 def _no_complex_pred(name, fn, exc=RuntimeError, msg="does not support complex inputs."):
     def kernel(xp, x):
         if x.dtype.kind == "c":
@@ -379,7 +401,8 @@ _pred("isposinf", _no_complex_pred("isposinf", lambda xp, x: xp.isposinf(x) if x
                                    "fV" else xp.zeros(x.shape, bool)))
 _pred("isneginf", _no_complex_pred("isneginf", lambda xp, x: xp.isneginf(x) if x.dtype.kind in
                                    "fV" else xp.zeros(x.shape, bool)))
-_pred("isreal", lambda xp, x: xp.imag(x) == 0 if x.dtype.kind == "c" else xp.ones(x.shape, bool))
+_pred("isreal", lambda xp, x: xp.imag(x) == 0 if x.dtype.kind == "c" else xp.ones(x.shape, bool),
+      False)
 _pred("signbit", _no_complex_pred(
     "signbit", lambda xp, x: xp.signbit(x) if x.dtype.kind != "b" else xp.zeros(x.shape, bool),
     NotImplementedError, "is not implemented for complex tensors."))
@@ -404,7 +427,7 @@ _torch_type_name = type_name
 BITWISE_NOT = Op("bitwise_not", _bitwise_not_kernel, None, shape=shape_same,
                  differentiable=False, save_inputs=False, category="unary",
                  batch=_elementwise_rule)
-_export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT))
+_export("bitwise_not", def_unary("bitwise_not", BITWISE_NOT, exact_out=True))
 
 
 def _invert(self):
@@ -920,7 +943,12 @@ def clamp(input, min=None, max=None, *, out=None):
         r = apply(CLAMP, (input, min, max), _E)
     except NeedsOverride:
         return handle_override(clamp, (input, min, max), {})
-    return r if out is None else write_out(out, r)
+    if out is None:
+        return r
+    if not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        # torch's clamp(Scalar) does not promote into out; clamp(Tensor) casts
+        check_out_same(out, r.dtype)
+    return write_out(out, r)
 
 
 _export("clamp", clamp)

@@ -71,7 +71,7 @@ def _angle_op(name):
     kernel = gated(unary_float(sf.numpy), no_complex, "c")
     op = Op(name, kernel, table_vjp(sf), shape=_meta.unary_float,
             save_inputs=False, category="unary", batch=_elementwise_rule)
-    return op, def_unary(name, op)
+    return op, def_unary(name, op, cast_first=False)
 
 
 RAD2DEG, rad2deg = _angle_op("rad2deg")

@@ -16,7 +16,7 @@ from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override,
-                       host_tensor, promote_np, write_out, xp_fn)
+                       host_tensor, promote_np, write_out, write_out_exact, xp_fn)
 from ._batching import _dims_rule
 from ._batching_index import (_cat_rule, _repeat_interleave_rule, _repeat_rule, _roll_rule,
                               _stack_rule, _tri_rule)
@@ -609,7 +609,7 @@ def _tri(name, fn):
     def public(input, diagonal=0, *, out=None):
         check(input)
         r = apply(op, (input,), {"diagonal": int(diagonal)})
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out_exact(out, r)
 
     def inplace(self, diagonal=0):
         check(self)
