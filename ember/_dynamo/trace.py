@@ -20,6 +20,7 @@ from .._core.op import REGISTRY, Category, Op
 from .._core.random import Generator, default_generator
 from .._core.state import STATE
 from .._core.tensor import Tensor
+from .keep_history import KEEP_HISTORY
 from .lazy import LazyArray, LazyRef, lazy_class
 from .random_ops import RANDOM_NAMES as _RANDOM_NAMES
 from .symbolic import SymInt
@@ -484,12 +485,28 @@ class Trace:
             scattered = self.record(REGISTRY["_view_scatter"], (root, _as_value(self, j)),
                                     {"chain": chain}, where)
             self.assign(root, scattered.__dict__["_lazy"].index, where)
-            self._rebind(target, lz, j)
+            self._rebind(target, lz, self._kept_history(lz.index, j, where))
             lz.view = (root, chain, self.versions.get(id(root), 0))
             return
         else:
-            self._rebind(target, lz, j)
+            self._rebind(target, lz, self._kept_history(lz.index, j, where))
         self.versions[id(target)] = self.versions.get(id(target), 0) + 1
+
+    def _kept_history(self, old, new, where):
+        """The value a tensor holding ``old`` holds after a write of ``new``: ``new`` itself,
+        or, for a write without grad over a value with history, ``new`` carrying ``old``'s
+        history (`ember._dynamo.keep_history`), as eager mode keeps the ``grad_fn`` of a
+        tensor written under no_grad or in a custom Function's forward.  A real tensor
+        (``old`` None) keeps its own ``grad_fn`` when it is written back."""
+        if STATE.grad_enabled or old is None or not self.value_rg[old] or self.value_rg[new]:
+            return new
+        STATE.grad_enabled = True
+        try:
+            kept = self.record(KEEP_HISTORY, (_as_value(self, new), _as_value(self, old)), {},
+                               where)
+        finally:
+            STATE.grad_enabled = False
+        return kept.__dict__["_lazy"].index
 
     # ---- what the graph must produce -------------------------------------------------
     def live(self):

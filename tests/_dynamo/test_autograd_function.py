@@ -46,3 +46,73 @@ def test_fullgraph_without_gradients_is_one_graph_and_with_them_breaks():
     ember._dynamo.reset()
     with pytest.raises(ember._dynamo.exc.Unsupported, match="graph break under fullgraph"):
         ember.compile(_f, fullgraph=True)(x.clone().requires_grad_(True))
+
+
+
+def _programs(lib):
+    """In-place writes without grad, in ``lib`` (ember, or torch as the oracle)."""
+
+    class TripleInPlace(lib.autograd.Function):
+        """Writes its input and returns it (mark_dirty): the output's history is this
+        Function's node, whose gradient reaches the input's history from before the write."""
+
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(3)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    def dirty(x):
+        return (TripleInPlace.apply((x * 2).clone()) * x).sum()
+
+    def write(x):  # the write keeps y's history: y's gradient reaches x through x * x
+        y = x * x
+        with lib.no_grad():
+            y.mul_(2)
+        return y
+
+    def write_read(x):  # ... also when y is read again in the compiled region
+        y = x * x
+        with lib.no_grad():
+            y.mul_(2)
+        return (y * x).sum()
+
+    def write_view(x):  # a view written: the view and its base both keep theirs
+        y = x * x
+        v = y[1:]
+        with lib.no_grad():
+            v.mul_(2)
+        return (y * x).sum() + v.sum()
+
+    return {f.__name__: f for f in (dirty, write, write_read, write_view)}
+
+
+@pytest.mark.parametrize("name", ["dirty", "write", "write_read", "write_view"])
+def test_write_without_grad_keeps_the_history_as_eager(name):
+    torch = pytest.importorskip("torch")
+    x = np.array([1.0, 2.0, -3.0])
+    xt = torch.tensor(x, requires_grad=True)
+    want = _programs(torch)[name](xt)
+    want.sum().backward()
+    fn = _programs(ember)[name]
+    for backend in ("eager", "aot_eager", "inductor"):
+        ember._dynamo.reset()
+        xc = ember.from_numpy(x.copy()).requires_grad_(True)
+        out = ember.compile(fn, backend=backend)(xc)
+        out.sum().backward()
+        np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(xc.grad.numpy(), xt.grad.numpy())
+
+
+def test_write_without_grad_is_one_graph():
+    ember._dynamo.reset()
+    x = np.array([1.0, 2.0, -3.0])
+    xc = ember.from_numpy(x).requires_grad_(True)
+    out = ember.compile(_programs(ember)["write_read"], fullgraph=True, backend="inductor")(xc)
+    out.backward()
+    # d/dx sum(y * x), y = 2 x^2 in value and x^2 in history: 2 x^2 + x * 2x
+    np.testing.assert_array_equal(xc.grad.numpy(), 4 * x ** 2)
