@@ -36,7 +36,13 @@ class Net(nn.Module):
         return y, y.argmax(dim=1)
 
 
-def main():
+def write(version):
+    """program_v<version>.ember and expected_v<version>.json, as this ember writes them
+    (make_v2.py reuses it: the same model in each version's file).  Only the version this
+    ember writes can be made: an older one's kept file is never regenerated."""
+    from ember.export.serde import FORMAT_VERSION
+    if version != FORMAT_VERSION:
+        raise SystemExit(f"this ember writes format version {FORMAT_VERSION}, not {version}")
     ember.manual_seed(2026)
     net = Net().eval()
     rng = np.random.default_rng(7)
@@ -44,14 +50,18 @@ def main():
     inputs += [np.full((2, 4), -1.0, np.float32), np.full((2, 4), 1.0, np.float32)]
     ep = export(net, (ember.from_numpy(inputs[0]),),
                 dynamic_shapes=({0: Dim("batch", min=1, max=1024)},))
-    save(ep, HERE / "program_v1.ember", extra_files={"made_by": "make_v1.py"})
+    save(ep, HERE / f"program_v{version}.ember", extra_files={"made_by": f"make_v{version}.py"})
     cases = []
     for x in inputs:
         y, idx = net(ember.from_numpy(x))
         cases.append({"input": x.tolist(), "output": y.detach().numpy().tolist(),
                       "argmax": idx.numpy().tolist()})
-    (HERE / "expected_v1.json").write_text(json.dumps({"format_version": 1, "cases": cases},
-                                                      indent=1) + "\n")
+    (HERE / f"expected_v{version}.json").write_text(
+        json.dumps({"format_version": version, "cases": cases}, indent=1) + "\n")
+
+
+def main():
+    write(1)
 
 
 if __name__ == "__main__":
