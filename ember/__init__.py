@@ -207,6 +207,7 @@ from . import export  # noqa: E402,F401
 from . import jit  # noqa: E402,F401  (TorchScript API: trace, script, save/load, mobile)
 from . import onnx  # noqa: E402,F401  (torch.onnx; the onnx package itself loads on export)
 from ._dynamo.eval_frame import compile  # noqa: E402,F401
+from ._sym import *  # noqa: E402,F401,F403  (SymInt, sym_max, sym_constrain_range, is_distributed, ...)
 from ._dynamo.control_flow import cond, map, while_loop  # noqa: E402,F401
 from ._core.checks import *  # noqa: E402,F401,F403  (_check, _check_index, ... torch._check)
 from . import library  # noqa: E402,F401  (custom operators; ember.ops.aten)
