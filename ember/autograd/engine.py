@@ -17,14 +17,23 @@ from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 from .anomaly_mode import _CHECK_NAN
 
-__all__ = ["run_backward", "current_graph_task_keeps_graph"]
+__all__ = ["run_backward", "current_graph_task_keeps_graph", "queue_callback"]
 
 
 class _GraphTask(threading.local):
     keep_graph = True  # outside any backward, as torch's default
+    callbacks = None  # the running backward's end-of-backward callbacks (None: none runs)
 
 
 _TASK = _GraphTask()
+
+
+def queue_callback(callback):
+    """Run ``callback()`` when the backward running in this thread ends (torch's
+    ``Variable._execution_engine.queue_callback``); outside a backward it raises."""
+    if _TASK.callbacks is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _TASK.callbacks.append(callback)
 
 
 def current_graph_task_keeps_graph():
@@ -122,6 +131,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     prev_grad = STATE.grad_enabled
     STATE.grad_enabled = create_graph
     prev_keep, _TASK.keep_graph = _TASK.keep_graph, bool(retain_graph)
+    prev_callbacks, _TASK.callbacks = _TASK.callbacks, []
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while nxt is not None:
@@ -217,9 +227,13 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                             newly = None
                         heappush(ready, (-m.seq, id(m), m))
             nxt = newly if newly is not None else (heappop(ready)[2] if ready else None)
+        callbacks = _TASK.callbacks
+        while callbacks:  # a callback may queue another
+            callbacks.pop(0)()
     finally:
         STATE.grad_enabled = prev_grad
         _TASK.keep_graph = prev_keep
+        _TASK.callbacks = prev_callbacks
     if inputs is not None and accumulate:
         # backward(inputs=[...]) also fills .grad of non-leaf inputs, as torch does
         for t, g in zip(inputs, results):

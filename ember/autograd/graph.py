@@ -12,7 +12,7 @@ from .._core.tensor import Tensor, _version_of
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
-           "allow_mutation_on_saved_tensors"]
+           "allow_mutation_on_saved_tensors", "register_multi_grad_hook"]
 
 
 class GradientEdge(NamedTuple):
@@ -180,3 +180,59 @@ def allow_mutation_on_saved_tensors():
         _MUTATION_CTX[0] = None
         ctx._closed = True
         ctx.clear()
+
+
+class _MultiHandle:
+    """The handle ``register_multi_grad_hook`` returns: ``remove()`` drops every hook."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Register a multi-grad backward hook.
+
+    ``mode="all"``: ``fn(grads)`` runs once per backward that computes the gradient of any of
+    ``tensors``, with each tensor's gradient (None for those the backward did not reach);
+    ember calls it when that backward ends.  ``mode="any"``: ``fn(grad)`` runs once per
+    backward, with the first of those gradients computed.  Returns a handle whose
+    ``remove()`` removes the hook."""
+    from .engine import _TASK, queue_callback
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    state = {"task": None, "grads": None}
+
+    def make_hook(i):
+        def hook(grad):
+            task = _TASK.callbacks
+            if state["task"] is task:  # this backward already saw one of the tensors
+                if mode == "all":
+                    state["grads"][i] = grad
+                return None
+            state["task"] = task
+            if mode == "any":
+                fn(grad)
+                return None
+            grads = state["grads"] = [None] * len(tensors)
+            grads[i] = grad
+
+            def at_end():
+                state["task"] = None
+                fn(grads)
+            queue_callback(at_end)
+            return None
+        return hook
+
+    return _MultiHandle([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)
+                         if t.requires_grad])

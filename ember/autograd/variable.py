@@ -5,6 +5,7 @@ detached from its history, with ``requires_grad`` set (torch's behaviour); every
 tensor is an instance of ``Variable``.
 """
 from .._core.tensor import Tensor
+from . import engine as _engine
 
 __all__ = ["Variable"]
 
@@ -14,8 +15,19 @@ class VariableMeta(type):
         return isinstance(other, Tensor)
 
 
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the part of torch's engine object programs call."""
+
+    @staticmethod
+    def queue_callback(callback):
+        """Run ``callback()`` when the running backward ends."""
+        _engine.queue_callback(callback)
+
+
 class Variable(metaclass=VariableMeta):
     """Wraps a tensor (legacy API): a detached alias with ``requires_grad`` set."""
+
+    _execution_engine = _ExecutionEngine()
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
         if data is None:
