@@ -154,15 +154,20 @@ class PythonCode:
 
 
 def _target_to_str(target):
+    """The node name a target suggests, as torch's: a function's own ``__name__`` (leading
+    underscores kept: ``_f`` names its node ``_f``), a method's name without the dunder
+    (``__add__`` -> ``add``)."""
     if isinstance(target, str):
         if target.startswith("*"):
             target = target.lstrip("*")
+        if len(target) > 4 and target.startswith("__") and target.endswith("__"):
+            target = target[2:-2]
         return _snake_case(target.replace(".", "_"))
     name = getattr(target, "__name__", None)
     if name is None:   # an ember Op is named by its operator name
         op_name = getattr(target, "name", None)
-        name = op_name if isinstance(op_name, str) else type(target).__name__
-    return _snake_case(name.strip("_")) or "fn"
+        name = op_name.strip("_") if isinstance(op_name, str) else type(target).__name__
+    return _snake_case(name) or "fn"
 
 
 class Graph:

@@ -199,3 +199,41 @@ def test_graph_of_traced_module_matches_torch_fx_ops_and_targets():
             out.append((n.op, n.name, t))
         return out
     assert sig(eg, ember) == sig(tg, torch)
+
+
+def _under(x):
+    return x + 1
+
+
+def __dunder(x):
+    return x * 2
+
+
+def _(x):
+    return x - 3
+
+
+def test_node_names_keep_leading_underscores_like_torch_fx():
+    torch_fx = pytest.importorskip("torch.fx")
+
+    def build(graph_cls):
+        g = graph_cls()
+        x = g.placeholder("_x")
+        a = g.call_function(_under, (x,))
+        b = g.call_function(__dunder, (a,))
+        c = g.call_function(_, (b,))
+        d = g.call_method("__add__", (c, 1))
+        e = g.call_function(operator.mul, (d, g.get_attr("_buf")))
+        g.output(g.call_module("_sub", (e,)))
+        return g
+
+    g = build(Graph)
+    names, src = [n.name for n in g.nodes], g.python_code("self").src
+    assert names == ["_x", "_under", "__dunder", "_", "add", "_buf", "mul", "_sub", "output"]
+    tg = build(torch_fx.Graph)
+    assert (names, src) == ([n.name for n in tg.nodes], tg.python_code("self").src)
+    root = ember.nn.Module()
+    root.register_buffer("_buf", ember.tensor(2.0))
+    root.add_module("_sub", ember.nn.Identity())
+    # ((1 + 1) * 2 - 3 + 1) * 2
+    assert GraphModule(root, g)(ember.tensor(1.0)).item() == 4.0
