@@ -22,7 +22,8 @@ from ._dynamo import symbolic as _symbolic
 
 __all__ = ["SymInt", "SymFloat", "SymBool", "sym_not", "sym_float", "sym_int", "sym_max",
            "sym_min", "sym_sum", "sym_sqrt", "sym_ite", "sym_fresh_size",
-           "sym_constrain_range", "sym_constrain_range_for_size", "is_distributed"]
+           "sym_constrain_range", "sym_constrain_range_for_size", "_constrain_as_size",
+           "is_distributed"]
 
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _NUMBERS = (np.integer, np.floating, builtins.int, builtins.float)
@@ -180,6 +181,12 @@ def sym_constrain_range_for_size(size, *, min=None, max=None):
         raise RuntimeError(f"Max value to constrain_range_for_size must be greater than 2. "
                            f"got: {max}")
     sym_constrain_range(size, min=0 if min is None else min, max=max)
+
+
+def _constrain_as_size(symbol, min=None, max=None):
+    """``symbol`` (a value read from a tensor) is used as a size: `sym_constrain_range_for_size`
+    (torch's older spelling, still called by model code)."""
+    sym_constrain_range_for_size(symbol, min=min, max=max)
 
 
 @overridable

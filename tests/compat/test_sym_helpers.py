@@ -151,3 +151,27 @@ def test_constrain_range_on_a_read_value_narrows_its_export_range():
             ep.module()(T.ones(3), T.tensor(11))
     assert {str(k): str(v) for k, v in eps["torch"].range_constraints.items()} == \
         {str(k): str(v) for k, v in eps["ember"].range_constraints.items()}
+
+
+@pytest.mark.parametrize("how", ["sym_constrain_range_for_size", "_constrain_as_size"])
+def test_constrain_for_size_on_a_read_value_sizes_a_tensor_under_export(how):
+    eps = {}
+    for T in (torch, ember):
+        class M(T.nn.Module):
+            def forward(self, x, n):
+                k = n.item()
+                getattr(T, how)(k, min=3, max=10)
+                return x.new_zeros(k) + x.sum()
+
+        ep = eps[T.__name__] = T.export.export(M(), (T.ones(3), T.tensor(4)))
+        out = ep.module()(T.ones(3), T.tensor(5))
+        np.testing.assert_array_equal(np.asarray(out.tolist()), [3.0] * 5)
+        with pytest.raises(RuntimeError, match="u0 >= 3"):
+            ep.module()(T.ones(3), T.tensor(2))
+    assert {str(k): str(v) for k, v in eps["torch"].range_constraints.items()} == \
+        {str(k): str(v) for k, v in eps["ember"].range_constraints.items()}
+
+
+@pytest.mark.parametrize("value,kw", [(5, {}), (-1, {}), (5, dict(min=6)), (5, dict(max=2))])
+def test_constrain_as_size_matches_torch(value, kw):
+    _same("_constrain_as_size", value, **kw)
