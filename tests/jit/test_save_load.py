@@ -185,7 +185,8 @@ def test_lite_interpreter_round_trip(tmp_path):
     np.testing.assert_allclose(_np(lite.run_method("forward", x)), _np(m(x)), rtol=1e-5,
                                atol=1e-6)
     assert lite.find_method("forward") and not lite.find_method("backward")
-    assert _get_model_bytecode_version(str(path)) == 1
+    from ember.export.serde import FORMAT_VERSION
+    assert _get_model_bytecode_version(str(path)) == FORMAT_VERSION == 2
     ops = _export_operator_list(lite)
     assert {"ember::matmul", "ember::add"} <= ops and all(o.startswith("ember::") for o in ops)
     assert _export_operator_list(t) == ops
