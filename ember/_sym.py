@@ -5,8 +5,9 @@ On plain numbers they compute the value.  Under ``ember.compile``/``ember.export
 result symbolic where that class has the operation (``sym_sum`` adds expressions;
 ``sym_max``/``sym_min``/``sym_ite`` return one of their operands, expression and all).  A
 choice between sizes is made on the values: under ``ember.compile`` the user's Python reruns
-on every call, so the choice is remade for each size without a recompile; under
-``ember.export`` the comparison is recorded as a guard.  A float made from a size
+on every call, so the choice is remade for each size, and one graph is compiled per outcome
+(ember's SymInt has no max/min node, where torch's ``Max(s0, s1)`` serves every outcome in
+one graph); under ``ember.export`` the comparison is recorded as a guard.  A float made from a size
 (``sym_float``, ``sym_sqrt``) specialises the size, as ``float(size)`` does.
 """
 import abc
