@@ -321,6 +321,7 @@ def generate(graph, root_module="self", verbose=False, include_stride=False,
         frees.setdefault(user, []).append(inp)
     sig = [root_module]
     body = []
+    wrapped = {}   # global names of wrap()ped functions, in first-call order
     lineno_map = {}
     rf = None
     if record_func:
@@ -359,6 +360,8 @@ def generate(graph, root_module="self", verbose=False, include_stride=False,
             body.append(f"_rf_{n.name} = {rf}('## {i} ##'); _rf_{n.name}.__enter__()")
         lineno_map[len(body) + 2] = n.name
         line = f"{n.name}{note} = {_expr(n, root_module, g)}"
+        if n.op == "call_function" and n.meta.get("is_wrapped"):
+            wrapped.setdefault(g.name_of(n.target))
         dead = [x.name for x in frees.get(n, []) if x.op != "output"]
         if dead:
             line += ";  " + paint("dim", " = ".join(dead) + " = None")
@@ -376,7 +379,12 @@ def generate(graph, root_module="self", verbose=False, include_stride=False,
     params = sig[1:] if sig[0] == "self" else sig
     head = codegen.gen_fn_def([root_module] + params if root_module != "self" else params,
                               "", expanded_def=expanded_def) + "\n"
-    src = "\n\n\n" + head + "\n".join("    " + b for b in body) + "\n    "
-    shift = head.count("\n") + 2
+    # torch's prelude: the module re-wraps its wrapped functions, so tracing it keeps them
+    # leaves; a dotted name (math.sqrt) is no global to patch, autowrap covers it
+    prelude = [f'{g._module("ember", ember_namespace())}.fx.wrap("{w}")' for w in wrapped
+               if w.isidentifier()]
+    src = "\n" + "\n".join(prelude) + "\n\n" + head + "\n".join("    " + b for b in body) + \
+        "\n    "
+    shift = head.count("\n") + 2 + max(len(prelude) - 1, 0)
     return PythonCode(src, g.globals, {k + shift: v for k, v in lineno_map.items()},
                       imports=g.import_block())

@@ -28,7 +28,9 @@ __all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "GraphAppendingTrac
            "TraceError", "is_fx_tracing"]
 
 _BASE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
-_wrapped_fns_to_patch = []   # (globals dict, name) registered by wrap()
+# (id(globals), name) -> globals dict, registered by wrap(); keyed so that re-running a
+# GraphModule's code, whose prelude calls wrap() again, registers nothing new
+_wrapped_fns_to_patch = {}
 _is_tracing = [0]
 _WRAPPERS = {}
 
@@ -52,7 +54,7 @@ def wrap(fn_or_name):
         name = fn_or_name
     else:
         raise TypeError("wrap expects a function or the name of a function")
-    _wrapped_fns_to_patch.append((frame.f_globals, name))
+    _wrapped_fns_to_patch[(id(frame.f_globals), name)] = frame.f_globals
     return fn_or_name
 
 
@@ -76,7 +78,10 @@ def _leaf_wrapper(orig):
     def wrapped(*args, **kwargs):
         p = _find_proxy(args, kwargs)
         if p is not None:
-            return p.tracer.create_proxy("call_function", orig, args, kwargs)
+            proxy = p.tracer.create_proxy("call_function", orig, args, kwargs)
+            # codegen re-registers it with wrap(), so a retrace keeps it a leaf
+            proxy.node.meta["is_wrapped"] = True
+            return proxy
         return orig(*args, **kwargs)
     wrapped.__fx_orig__ = orig
     _WRAPPERS[id(orig)] = wrapped
@@ -382,7 +387,7 @@ class Tracer(TracerBase):
         return args
 
     def _patch_wrapped(self, patcher):
-        for g, name in _wrapped_fns_to_patch:
+        for (_, name), g in list(_wrapped_fns_to_patch.items()):
             orig = g[name] if name in g else getattr(builtins, name, None)
             if orig is not None and not hasattr(orig, "__fx_orig__"):
                 patcher.patch_dict(g, name, _leaf_wrapper(orig))
