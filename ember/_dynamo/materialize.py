@@ -13,6 +13,7 @@ import numpy as np
 from .._core.state import STATE
 from .._core.tensor import Tensor, _version_of
 from .step_backward import mark_consumed
+from .trace import DETACHED
 
 __all__ = ["run_trace"]
 
@@ -219,7 +220,7 @@ def _derive_view(t, lz):
     d = t.__dict__
     del d["_lazy"]
     t.__class__ = lz.original
-    if not chain:  # an alias (detach): the root's memory and version counter
+    if chain == DETACHED:  # an alias (detach): the root's memory and version counter
         d["_data"] = root._data
         d["_version"] = _version_of(root)
         return

@@ -267,9 +267,15 @@ class Trace:
         else:
             root, chain = t, ()
         self.roots[id(root)] = root
+        # a view by _stop_gradient: it reads as a value without history, and so does every
+        # view of it and every value derived again after a write (a value without history
+        # is read as it is: no node)
+        value = lz.index
+        if self.value_rg[value]:
+            value = self.record(STOP_GRADIENT, (t,), {}).__dict__["_lazy"].index
         a = object.__new__(lazy_class(Tensor))
-        a.__dict__["_lazy"] = LazyRef(self, lz.index, Tensor,
-                                      (root, chain, self.versions.get(id(root), 0)))
+        a.__dict__["_lazy"] = LazyRef(self, value, Tensor,
+                                      (root, chain + DETACHED, self.versions.get(id(root), 0)))
         self.holders.append(weakref.ref(a))
         return a
 
@@ -291,9 +297,16 @@ class Trace:
         if version == now:
             return
         lz.view = None  # the replay below reads the root, not this stale view
-        v = root
-        for op, params in chain:
-            v = self.record(op, (v,), params)
+        # a view keeps a history whatever the grad mode it is read under, as eager
+        # regenerates a view's grad_fn from its base's
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = prev or self.value_rg[lz.index]
+        try:
+            v = root
+            for op, params in chain:
+                v = self.record(op, (v,), params)
+        finally:
+            STATE.grad_enabled = prev
         if v is root and "_lazy" not in root.__dict__:
             raise CannotCapture("an alias of a tensor that is not pending")
         new = v.__dict__["_lazy"]
@@ -482,9 +495,15 @@ class Trace:
             self._rebind(target, lz, j)
         elif lz.view is not None:
             root, chain, _ = lz.view
-            scattered = self.record(REGISTRY["_view_scatter"], (root, _as_value(self, j)),
-                                    {"chain": chain}, where)
-            self.assign(root, scattered.__dict__["_lazy"].index, where)
+            prev = STATE.grad_enabled
+            if DETACHED[0] in chain:  # a write through detach(): the root keeps its history
+                STATE.grad_enabled = False
+            try:
+                scattered = self.record(REGISTRY["_view_scatter"], (root, _as_value(self, j)),
+                                        {"chain": chain}, where)
+                self.assign(root, scattered.__dict__["_lazy"].index, where)
+            finally:
+                STATE.grad_enabled = prev
             self._rebind(target, lz, self._kept_history(lz.index, j, where))
             lz.view = (root, chain, self.versions.get(id(root), 0))
             return
@@ -535,6 +554,9 @@ def _as_value(trace, j):
     return t
 
 
+STOP_GRADIENT = REGISTRY["_stop_gradient"]
+# the view chain of an alias without history (detach(), .data)
+DETACHED = ((STOP_GRADIENT, {}),)
 # update op structure -> the positions of the inputs it writes (Trace._written)
 _WRITTEN = {}
 # ops that must run when called: they have effects beyond their result

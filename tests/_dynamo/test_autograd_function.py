@@ -88,10 +88,30 @@ def _programs(lib):
             v.mul_(2)
         return (y * x).sum() + v.sum()
 
-    return {f.__name__: f for f in (dirty, write, write_read, write_view)}
+    def write_detached(x):  # a write through detach() keeps y's history too (any mode)
+        y = x * x
+        y.detach().mul_(2)
+        y.data[1:].add_(1)
+        return (y * x).sum()
+
+    def read_detached(x):  # detach() and its views carry no history
+        y = x * x
+        return (y.detach() * x).sum() + (y.detach()[1:] * x[1:]).sum()
+
+    def view_read_without_grad(x):  # a view of a written base, first read under no_grad,
+        y = x * x                     # keeps the history of the base's new value
+        v = y[1:]
+        y.mul_(2)
+        with lib.no_grad():
+            s = v.sum()
+        return (v * x[1:]).sum() + s
+
+    return {f.__name__: f for f in (dirty, write, write_read, write_view, write_detached,
+                                    read_detached, view_read_without_grad)}
 
 
-@pytest.mark.parametrize("name", ["dirty", "write", "write_read", "write_view"])
+@pytest.mark.parametrize("name", ["dirty", "write", "write_read", "write_view",
+                                  "write_detached", "read_detached", "view_read_without_grad"])
 def test_write_without_grad_keeps_the_history_as_eager(name):
     torch = pytest.importorskip("torch")
     x = np.array([1.0, 2.0, -3.0])
