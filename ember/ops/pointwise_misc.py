@@ -7,8 +7,9 @@ the top-level aliases of special functions (``torch.sinc``, ``torch.i0``, ``torc
 
 from .._core import meta as _meta
 from ._batching import _elementwise_rule
-from ._helpers import (Op, Tensor, binary_kernel, def_binary, def_unary, gated, no_derivative,
-                       overridable, shape_broadcast, table_vjp, unary_float, write_out)
+from ._helpers import (Op, Tensor, binary_kernel, check_castable, def_binary, def_unary, gated,
+                       no_derivative, overridable, shape_broadcast, table_vjp, unary_float,
+                       write_out)
 from .._core import scalar_functions as _sf
 from .pointwise import pow
 
@@ -149,6 +150,9 @@ def sinc(input, *, out=None):
 def i0(input, *, out=None):
     """Zeroth-order modified Bessel function of the first kind (see `ember.special.i0`)."""
     from .special.unary import I0
+    if isinstance(out, Tensor) and isinstance(input, Tensor):
+        # torch settles out's dtype before its kernel refuses a complex input
+        check_castable(_meta.unary_float(input)[1], out.dtype)
     return _out(I0(input), out)
 
 

@@ -638,7 +638,7 @@ def diag(input, diagonal=0, *, out=None):
         r = diagonal_copy(input, diagonal)
     else:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {n}D")
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out_exact(out, r)
 
 
 def diagonal_copy(input, offset=0, dim1=0, dim2=1):

@@ -17,7 +17,8 @@ from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule, _logical_ndim, _move_to_front
 from ._batching_index import _dynamic_rule
 from .._core.device import namespace_of
-from ._helpers import Op, Tensor, apply, host_tensor, no_derivative, write_out
+from ._helpers import (Op, Tensor, apply, host_tensor, no_derivative, write_out,
+                       write_out_exact)
 from .pointwise import where
 from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of, public_fn,
                            reduced_shape, select_back, type_name, write_outs)
@@ -29,7 +30,8 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian"
 
 def _no_complex(name, x):
     if x.dtype.kind == "c":
-        raise RuntimeError(f"{name} does not support complex dtypes on CPU")
+        # torch's message opens with a space (sort, msort, topk)
+        raise RuntimeError(f" {name} does not support complex dtypes on CPU")
 
 
 def _order(x, dim, descending):
@@ -81,7 +83,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def msort(input, *, out=None):
     """``input`` sorted along its first dimension."""
     r = sort(input, 0)[0]
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out_exact(out, r)
 
 
 Tensor.sort = lambda self, dim=-1, descending=False, stable=False: sort(self, dim, descending,

@@ -14,7 +14,7 @@ from .._core.op import Op
 from .._core.tensor import Tensor
 from ._batching import _elementwise_rule
 from ._helpers import (_cast, check_tensor, def_binary, gated, overridable, promote_np,
-                       shape_broadcast, type_name)
+                       shape_broadcast, type_name, write_out_exact)
 from .views import view_as_complex, view_as_real
 
 _INPLACE = ("abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ "
@@ -59,7 +59,11 @@ def _copy_form(view_name):
         r = getattr(input, view_name)(*args, **kwargs)
         r = type(r)(x.clone() for x in r) if isinstance(r, (tuple, list)) else r.clone()
         if out is not None:
-            out.copy_(r) if isinstance(r, Tensor) else [o.copy_(x) for o, x in zip(out, r)]
+            # torch's *_copy.out: the out's dtype must be the result's (no cast)
+            if isinstance(r, Tensor):
+                return write_out_exact(out, r)
+            for o, x in zip(out, r):
+                o.copy_(x)
             return out
         return r
     fn.__name__ = fn.__qualname__ = view_name + "_copy"
@@ -77,19 +81,19 @@ del _n
 def alias_copy(input, *, out=None):
     """A copy of ``input`` (torch: the copy form of ``alias``)."""
     r = input.clone()
-    return r if out is None else out.copy_(r)
+    return r if out is None else write_out_exact(out, r)
 
 
 @overridable
 def view_as_real_copy(input, *, out=None):
     r = view_as_real(input).clone()
-    return r if out is None else out.copy_(r)
+    return r if out is None else write_out_exact(out, r)
 
 
 @overridable
 def view_as_complex_copy(input, *, out=None):
     r = view_as_complex(input).clone()
-    return r if out is None else out.copy_(r)
+    return r if out is None else write_out_exact(out, r)
 
 
 @overridable

@@ -2,7 +2,8 @@
 (neg, abs, floor, sgn, bitwise_not, clamp with scalar bounds, ...) take only an ``out`` of
 that dtype ("Found dtype Double but expected Float"), floating ops (sin, exp, ...) cast into
 any ``out`` the result can be cast to, index_select/gather/tril/triu want the input's dtype,
-and isnan/isinf/isfinite/isreal have no ``out=`` at all."""
+the *_copy ops, diag and msort want the result's dtype, and isnan/isinf/isfinite/isreal have
+no ``out=`` at all."""
 import numpy as np
 import pytest
 import torch
@@ -67,6 +68,14 @@ OTHERS = {
     "gather": lambda l, x, o: l.gather(x, 1, l.tensor([[1], [0]]), out=o),
     "tril": lambda l, x, o: l.tril(x, out=o),
     "triu": lambda l, x, o: l.triu(x, 1, out=o),
+    "diag": lambda l, x, o: l.diag(x, out=o),
+    "msort": lambda l, x, o: l.msort(x, out=o),
+    "i0": lambda l, x, o: l.i0(x, out=o),
+    "alias_copy": lambda l, x, o: l.alias_copy(x, out=o),
+    "t_copy": lambda l, x, o: l.t_copy(x, out=o),
+    "diagonal_copy": lambda l, x, o: l.diagonal_copy(x, out=o),
+    "squeeze_copy": lambda l, x, o: l.squeeze_copy(x[:1], out=o),
+    "view_as_real_copy": lambda l, x, o: l.view_as_real_copy(x.to(l.complex64), out=o),
 }
 
 
