@@ -23,4 +23,5 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 
 from . import forward_ad, functional  # noqa: E402,F401
 from . import graph  # noqa: E402,F401
+from . import grad_dtype as _grad_dtype  # noqa: E402,F401  (Tensor.grad_dtype)
 from . import profiler  # noqa: E402,F401

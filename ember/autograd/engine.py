@@ -17,6 +17,8 @@ from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 from .anomaly_mode import _CHECK_NAN
 
+from .grad_dtype import leaf_grad_dtype
+
 __all__ = ["run_backward", "current_graph_task_keeps_graph", "queue_callback"]
 
 
@@ -397,10 +399,11 @@ def _accumulate_leaf(node, g, create_graph):
     # a sparse gradient (Embedding(sparse=True)) is made for its leaf's shape and dtype
     if g._data.shape != t._data.shape and not g.is_sparse:
         g = g.sum_to_size(t._data.shape)
-    if g._data.dtype != t._data.dtype and not g.is_sparse:
-        if g._data.dtype.kind == "c" and t._data.dtype.kind != "c":
+    want = t.dtype if "_grad_dtype" not in t.__dict__ else leaf_grad_dtype(t)
+    if want is not None and g.dtype != want and not g.is_sparse:
+        if g.is_complex() and not want.is_complex:
             g = g.real
-        g = wrap(g._data.astype(t._data.dtype)) if not create_graph else g.to(t.dtype)
+        g = wrap(g._data.astype(want.np)) if not create_graph else g.to(want)
     with _GRAD_LOCK:
         _add_into_grad(t, g, create_graph)
     if t._post_acc_hooks:  # outside the lock: a hook may itself run backward
