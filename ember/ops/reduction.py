@@ -578,7 +578,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     else:
         r = apply(NORM, (input,), {"ord": _norm_ord(p), "dims": norm_dims(dim, n),
                                    "keepdim": keepdim})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out_exact(out, r)
 
 
 Tensor.norm = lambda self, p="fro", dim=None, keepdim=False, dtype=None: norm(

@@ -17,7 +17,7 @@ from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule, _logical_ndim, _move_to_front
 from ._batching_index import _dynamic_rule
 from .._core.device import namespace_of
-from ._helpers import (Op, Tensor, apply, host_tensor, no_derivative, write_out,
+from ._helpers import (Op, Tensor, apply, cpp_name, host_tensor, no_derivative, write_out,
                        write_out_exact)
 from .pointwise import where
 from .reduce_basic import (_F32, _HALF, check_nonempty_dims, gather_along, ndim_of, public_fn,
@@ -520,7 +520,10 @@ def bincount(input, weights=None, minlength=0):
 
 def _histc_kernel(xp, x, bins, min, max):
     if x.dtype.kind in "biuc":
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{type_name(x.dtype)}'")
+        # the first of torch's steps to refuse the dtype: the bin edges, the data's range
+        step = "linspace" if x.dtype.kind == "b" else \
+            "aminmax" if x.dtype.kind == "c" and min == max else "histogram"
+        raise NotImplementedError(f"\"{step}_cpu\" not implemented for '{type_name(x.dtype)}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     w = (x.astype(_F32) if x.dtype in _HALF else x).reshape(-1)
@@ -581,6 +584,10 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)):
         raise TypeError(f"histc(): argument 'bins' (position 2) must be int, not "
                         f"{type(bins).__name__}")
+    if isinstance(out, Tensor) and isinstance(input, Tensor) and out.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogram: input tensor and hist tensor should have the same "
+                           f"dtype, but got input {cpp_name(input.dtype)} and hist "
+                           f"{cpp_name(out.dtype)}")
     r = apply(HISTC, (input,), {"bins": int(bins), "min": min, "max": max})
     return r if out is None else write_out(out, r)
 

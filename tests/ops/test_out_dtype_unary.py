@@ -75,6 +75,9 @@ OTHERS = {
     "t_copy": lambda l, x, o: l.t_copy(x, out=o),
     "diagonal_copy": lambda l, x, o: l.diagonal_copy(x, out=o),
     "squeeze_copy": lambda l, x, o: l.squeeze_copy(x[:1], out=o),
+    "norm": lambda l, x, o: l.norm(x, out=o),
+    "norm_dim": lambda l, x, o: l.norm(x, 2, 1, out=o),
+    "histc": lambda l, x, o: l.histc(x, 4, out=o),
     "view_as_real_copy": lambda l, x, o: l.view_as_real_copy(x.to(l.complex64), out=o),
 }
 
