@@ -20,7 +20,8 @@ from .ops.nn.dropout import DROPOUT_MASK
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell",
            "rnn_relu_cell", "native_dropout", "native_batch_norm", "batch_norm_update_stats",
            "native_channel_shuffle", "max_pool1d_with_indices", "grid_sampler",
-           "grid_sampler_2d", "affine_grid_generator", "norm_except_dim", "embedding_renorm_",
+           "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "norm_except_dim",
+           "embedding_renorm_",
            "conv_tbc"]
 
 
@@ -204,10 +205,11 @@ def _grid_mode(table, value, what):
     return table[value]
 
 
-@overridable
-def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
-    """``F.grid_sample`` with ATen's integer modes (0/1/2: bilinear/nearest/bicubic;
-    zeros/border/reflection)."""
+def _grid_sampler(nd, input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.dim() != nd + 2 or grid.dim() != nd + 2:
+        raise RuntimeError(f"grid_sampler(): expected {nd + 2}D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
     return F.grid_sample(input, grid, _grid_mode(_INTERPOLATION, interpolation_mode,
                                                  "interpolation_mode"),
                          _grid_mode(_PADDING, padding_mode, "padding_mode"),
@@ -215,8 +217,22 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
 
 
 @overridable
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``F.grid_sample`` of 4-D input with ATen's integer modes (0/1/2: bilinear/nearest/
+    bicubic; zeros/border/reflection)."""
+    return _grid_sampler(2, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@overridable
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``F.grid_sample`` of 5-D input with ATen's integer modes."""
+    return _grid_sampler(3, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@overridable
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
-    return grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)
+    nd = 3 if input.dim() == 5 else 2
+    return _grid_sampler(nd, input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 @overridable

@@ -221,6 +221,13 @@ def test_grid_sampler(interp, pad, align):
     for name in ("grid_sampler", "grid_sampler_2d"):
         close(getattr(ember, name)(E(x), E(grid), interp, pad, align),
               getattr(torch, name)(x, grid, interp, pad, align))
+    x3 = torch.randn(2, 3, 3, 4, 5, generator=g)
+    grid3 = torch.rand(2, 2, 3, 4, 3, generator=g) * 2.4 - 1.2
+    for name in ("grid_sampler", "grid_sampler_3d"):
+        close(getattr(ember, name)(E(x3), E(grid3), interp, pad, align),
+              getattr(torch, name)(x3, grid3, interp, pad, align))
+    with pytest.raises(RuntimeError, match="expected 5D input"):
+        ember.grid_sampler_3d(E(x), E(grid), interp, pad, align)
 
 
 def test_grid_sampler_bad_mode_and_affine_grid_generator():

@@ -61,7 +61,7 @@ def test_interpolate_errors():
     same_error(lambda lib, x: F(lib).interpolate(x, size=3, align_corners=True), R(2, 3, 4))
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("ac", [False, True])
 def test_grid_sample(mode, padding_mode, ac):
@@ -70,6 +70,26 @@ def test_grid_sample(mode, padding_mode, ac):
     check_fn(lambda lib, x, g: lib.nn.functional.grid_sample(
         x, g, mode=mode, padding_mode=padding_mode, align_corners=ac), [x, grid],
         atol=1e-8, rtol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("ac", [False, True])
+def test_grid_sample_volumetric(mode, padding_mode, ac):
+    x = R(2, 3, 3, 4, 5)
+    grid = rng.uniform(-1.4, 1.4, (2, 3, 2, 4, 3))
+    check_fn(lambda lib, x, g: lib.nn.functional.grid_sample(
+        x, g, mode=mode, padding_mode=padding_mode, align_corners=ac), [x, grid],
+        atol=1e-8, rtol=1e-7)
+
+
+def test_grid_sample_errors():
+    F = lambda lib: lib.nn.functional  # noqa: E731
+    # bicubic is 2-D only; grid rank must match
+    same_error(lambda lib, x, g: F(lib).grid_sample(x, g, mode="bicubic", align_corners=False),
+               R(1, 1, 2, 2, 2), rng.uniform(-1, 1, (1, 1, 1, 1, 3)))
+    same_error(lambda lib, x, g: F(lib).grid_sample(x, g, align_corners=False),
+               R(1, 1, 2, 2), rng.uniform(-1, 1, (1, 1, 1, 1, 3)))
 
 
 @pytest.mark.parametrize("ac", [False, True])

@@ -342,8 +342,7 @@ def _reflect(c, lo2, hi2):
     span = (hi2 - lo2) / 2
     c = (c - mn).abs()
     extra = c.fmod(span)
-    flips = np.floor(c.detach().numpy() / span)
-    even = wrap(flips % 2 == 0)
+    even = (c.detach() / span).floor().remainder(2) == 0
     return (extra + mn).where(even, span - extra + mn)
 
 
@@ -356,9 +355,24 @@ def _pad_coord(c, size, padding_mode, align_corners):
     return c
 
 
+def _cubic_weights(t):
+    """The four cubic-convolution weights (A = -0.75, torch's) of taps -1..2 at fraction t."""
+    A = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
 @overridable
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Compute grid sample: output values sampled from ``input`` at ``grid`` locations."""
+    """Compute grid sample: output values sampled from ``input`` at ``grid`` locations.
+
+    4-D input (N, C, H, W) with grid (N, Ho, Wo, 2), or 5-D input (N, C, D, H, W) with grid
+    (N, Do, Ho, Wo, 3); ``grid[..., 0]`` is the x (last spatial) coordinate in [-1, 1]."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -371,43 +385,71 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                       "old behavior is desired. See the documentation of grid_sample for details.",
                       stacklevel=2)
         align_corners = False
-    if input.dim() != 4 or mode == "bicubic":
-        raise NotImplementedError("ember's grid_sample supports 4-D inputs with bilinear or "
-                                  "nearest modes")
-    if grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension and "
-                           f"the same batch size as input, but got grid with sizes "
-                           f"{list(grid.shape)} and input with sizes {list(input.shape)}")
-    N, C, H, W = input.shape
-    Ho, Wo = grid.shape[1:3]
-    x = _pad_coord(_unnormalize(grid[..., 0], W, align_corners), W, padding_mode, align_corners)
-    y = _pad_coord(_unnormalize(grid[..., 1], H, align_corners), H, padding_mode, align_corners)
-    flat = input.reshape(N, C, H * W)
+    nd = input.dim() - 2
+    if input.dim() not in (4, 5) or grid.dim() != input.dim() or grid.shape[-1] != nd or \
+            grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions, size {nd} in the grid's last dimension and the same "
+                           f"batch size, but got input with sizes {list(input.shape)} and grid "
+                           f"with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    N, C = input.shape[:2]
+    spatial = tuple(input.shape[2:])              # (H, W) or (D, H, W)
+    out_sp = tuple(grid.shape[1:-1])
+    # coordinate of spatial dim d comes from grid[..., nd - 1 - d] (x is the last dim)
+    raw = [_unnormalize(grid[..., nd - 1 - d], spatial[d], align_corners) for d in range(nd)]
+    flat = input.reshape(N, C, -1)
+    strides = [int(np.prod(spatial[d + 1:], dtype=np.int64)) for d in range(nd)]
+    n_out = int(np.prod(out_sp, dtype=np.int64))
 
-    def tap(ix, iy):
-        """input[n, :, iy, ix] for integer coordinate arrays, zero outside the image."""
-        valid = (ix >= 0) & (ix < W) & (iy >= 0) & (iy < H)
-        idx = np.where(valid, np.clip(iy, 0, H - 1) * W + np.clip(ix, 0, W - 1), 0)
-        idx_t = wrap(idx.reshape(N, 1, -1).astype(np.int64)).expand(N, C, Ho * Wo)
-        v = flat.gather(2, idx_t).reshape(N, C, Ho, Wo)
-        if valid.all():
-            return v
-        return v * wrap(valid[:, None].astype(input.dtype.np))
+    def tap(idx):
+        """input[n, :, *idx] for integer coordinate tensors, zero outside the input."""
+        valid, pos = None, None
+        for d, i in enumerate(idx):
+            ok = (i >= 0) & (i < spatial[d])
+            valid = ok if valid is None else valid & ok
+            term = i.clamp(0, spatial[d] - 1) * strides[d]
+            pos = term if pos is None else pos + term
+        v = flat.gather(2, pos.reshape(N, 1, n_out).expand(N, C, n_out)).reshape(
+            (N, C) + out_sp)
+        return v * valid.unsqueeze(1).to(input.dtype)
 
-    xd, yd = x.detach().numpy(), y.detach().numpy()
+    if mode == "bicubic":
+        # torch's bicubic: weights from the unpadded coordinate, padding applied per tap
+        x, y = raw[1], raw[0]
+        x0, y0 = x.detach().floor(), y.detach().floor()
+        wx, wy = _cubic_weights(x - x0), _cubic_weights(y - y0)
+        out = None
+        for i in range(4):
+            yi = _pad_coord(y0 + (i - 1), spatial[0], padding_mode, align_corners)
+            row = None
+            for j in range(4):
+                xj = _pad_coord(x0 + (j - 1), spatial[1], padding_mode, align_corners)
+                v = tap((yi.long(), xj.long())) * wx[j].unsqueeze(1)
+                row = v if row is None else row + v
+            out = row * wy[i].unsqueeze(1) if out is None else out + row * wy[i].unsqueeze(1)
+        return out
+    coords = [_pad_coord(c, spatial[d], padding_mode, align_corners) for d, c in enumerate(raw)]
     if mode == "nearest":
-        out = tap(np.round(xd).astype(np.int64), np.round(yd).astype(np.int64))
+        out = tap([c.detach().round().long() for c in coords])
         if grid.requires_grad:
             # the grid gets a (zero) gradient, as in PyTorch
-            out = out + ((x + y) * 0).unsqueeze(1)
+            out = out + (sum(coords) * 0).unsqueeze(1)
         return out
-    x0, y0 = np.floor(xd), np.floor(yd)
-    wx1 = (x - wrap(x0.astype(xd.dtype))).unsqueeze(1)
-    wy1 = (y - wrap(y0.astype(yd.dtype))).unsqueeze(1)
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
-    return (tap(x0, y0) * (wx0 * wy0) + tap(x0 + 1, y0) * (wx1 * wy0) +
-            tap(x0, y0 + 1) * (wx0 * wy1) + tap(x0 + 1, y0 + 1) * (wx1 * wy1))
+    lows = [c.detach().floor() for c in coords]
+    w1 = [(c - lo).unsqueeze(1) for c, lo in zip(coords, lows)]
+    lows = [lo.long() for lo in lows]
+    out = None
+    for corner in range(1 << nd):
+        bits = [(corner >> (nd - 1 - d)) & 1 for d in range(nd)]
+        w = None
+        for d, b in enumerate(bits):
+            f = w1[d] if b else 1 - w1[d]
+            w = f if w is None else w * f
+        v = tap([lo + b for lo, b in zip(lows, bits)]) * w
+        out = v if out is None else out + v
+    return out
 
 
 def _base_coords(n, align_corners):
