@@ -307,8 +307,6 @@ class Trace:
                 v = self.record(op, (v,), params)
         finally:
             STATE.grad_enabled = prev
-        if v is root and "_lazy" not in root.__dict__:
-            raise CannotCapture("an alias of a tensor that is not pending")
         new = v.__dict__["_lazy"]
         self._rebind(t, lz, new.index)
         lz.view = (root, chain, now)
