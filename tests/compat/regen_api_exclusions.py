@@ -32,6 +32,11 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # ("ctc_loss_cpu"/"<pool>_out_frame"/"linspace_cpu"/"histogramdd"/"slow_conv" not
 # implemented for '<dtype>'), geqrf's missing derivative, assigning to an orthogonal
 # parametrization with the matrix exponential, and autograd.Function.vmap without a rule.
+# NotImplementedError kept on purpose, with its reason in the message (issue 16): an
+# optimizer's differentiable=True (its update is a fused operator with no derivative through
+# the step), F.interpolate of uint8 in plain bicubic mode (torch's fixed-point rounding there is
+# not reproduced; antialiased bicubic and bilinear are bit-exact), and
+# utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time statements in).
 """
 
 RULES = [
