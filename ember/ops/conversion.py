@@ -11,7 +11,8 @@ from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.device import CPU, backend_for_array, device as _device, get_backend
 from ._batching import _batched_front, _elementwise_rule, _front_padded, _move_to_front, rule_for
-from ._helpers import (Op, Tensor, _E, apply, apply_inplace, shape_same)
+from ._helpers import (Op, Tensor, _E, apply, apply_inplace, check_out_same, shape_same,
+                       write_out)
 
 
 def _identity_jvp(out, ts, x, *args, **params):
@@ -250,7 +251,17 @@ def conj(input):
     return apply(CONJ, (input,), _E)
 
 
-conj_physical = conj
+@overridable
+def conj_physical(input, *, out=None):
+    """The complex conjugate, computed (ember has no lazy conjugate bit, so `conj` is this
+    too); a non-complex ``input`` is returned itself.  ``out`` must have the input's dtype."""
+    if out is None:
+        return conj(input)
+    if isinstance(input, Tensor):
+        check_out_same(out, input.dtype)
+    return write_out(out, apply(CONJ, (input,), _E))
+
+
 Tensor.conj = conj
 Tensor.conj_physical = conj
 Tensor.conj_physical_ = lambda self: apply_inplace(CONJ, self, (), _E)

@@ -14,7 +14,7 @@ from tests.opdb.db_pointwise import _UNARY
 IN_DTYPES = ("float32", "int64", "bool", "complex64")
 OUT_DTYPES = ("float32", "float64", "float16", "int64", "int32", "bool", "complex64",
               "complex128")
-EXTRA = ("negative", "absolute", "fix", "bitwise_not", "logical_not", "isposinf", "isneginf",
+EXTRA = ("conj_physical", "negative", "absolute", "fix", "bitwise_not", "logical_not", "isposinf", "isneginf",
          "signbit", "nan_to_num", "rad2deg", "deg2rad", "logit", "isnan", "isinf", "isfinite",
          "isreal")
 NAMES = sorted({n for n, *_ in _UNARY} | set(EXTRA))
