@@ -62,6 +62,7 @@ class SymBool(abc.ABC):
         raise TypeError("ember has no symbolic bools: comparing sizes gives a plain bool")
 
 
+@overridable
 def sym_not(a):
     """Logical negation of a bool (or SymBool)."""
     if hasattr(a, "__sym_not__"):
@@ -69,20 +70,31 @@ def sym_not(a):
     return not a
 
 
+@overridable
 def sym_float(a):
     """``float(a)``; a size becomes its value (specialised)."""
     if isinstance(a, SymFloat):
         return a
     if hasattr(a, "__sym_float__"):
         return a.__sym_float__()
-    return builtins.float(a)
+    return _python(builtins.float, a)
 
 
+@overridable
 def sym_int(a):
     """``int(a)``, truncating toward zero; a symbolic size is returned as it is."""
     if isinstance(a, SymInt):
         return a
-    return builtins.int(a)
+    return _python(builtins.int, a)
+
+
+def _python(fn, a):
+    """``fn(a)`` with Python's own exception (raised here, so the public wrapper does not
+    take a ValueError from a builtin for NumPy's and translate it)."""
+    try:
+        return fn(a)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise type(e)(*e.args) from None
 
 
 def _extremum(pick, a, b):
@@ -95,16 +107,19 @@ def _extremum(pick, a, b):
     return pick(a, b)
 
 
+@overridable
 def sym_max(a, b):
     """``max(a, b)`` of ints/floats, a float if either is one."""
     return _extremum(builtins.max, a, b)
 
 
+@overridable
 def sym_min(a, b):
     """``min(a, b)`` of ints/floats, a float if either is one."""
     return _extremum(builtins.min, a, b)
 
 
+@overridable
 def sym_sum(*args):
     """The sum of ``args`` (``sym_sum([a, b, c])`` or ``sym_sum(a, b, c)``)."""
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
@@ -117,7 +132,7 @@ def _math_fn(name):
         if isinstance(a, SymInt):
             a = sym_float(a)
         own = getattr(a, f"__sym_{name}__", None)
-        return own() if own is not None else getattr(math, name)(a)
+        return own() if own is not None else _python(getattr(math, name), a)
     fn.__name__ = fn.__qualname__ = f"_sym_{name}"
     fn.__doc__ = f"``math.{name}`` of a number or size."
     return fn
@@ -127,9 +142,10 @@ for _name in ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos
               "log2"):
     globals()[f"_sym_{_name}"] = _math_fn(_name)
 del _name
-sym_sqrt = _sym_sqrt  # noqa: F821  (made in the loop above, as torch names it)
+sym_sqrt = overridable(_sym_sqrt)  # noqa: F821  (made in the loop above, as torch names it)
 
 
+@overridable
 def sym_ite(b, t, f):
     """``t if b else f``: ``t`` and ``f`` of one type."""
     if not isinstance(b, (SymBool, builtins.bool)):

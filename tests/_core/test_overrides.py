@@ -25,6 +25,9 @@ NAMESPACES = {"ember": ember, "ember.nn.functional": F, "ember.linalg": ember.li
 # predicates on the object's type, global settings and RNG state, file I/O, dtype
 # utilities.  (Functions without parameters are left out by rule: see `_takes_args`.)
 EXCLUDED = {
+    "ember.sym_constrain_range": "a size and its bounds (torch's get_ignored_functions has it)",
+    "ember.sym_constrain_range_for_size": "a size and its bounds (ignored by torch too)",
+    "ember.sym_fresh_size": "a size expression (ignored by torch too)",
     "ember.from_file": "takes a file name and no tensor (torch's get_ignored_functions has it)",
     "ember.get_device_module": "takes a device (torch's get_ignored_functions has it)",
     "ember.is_tensor": "answers about the object's type (False for a tensor-like, as torch)",
