@@ -62,13 +62,16 @@ def raise_info(name, batch_shape, info, fmt):
         raise LinAlgError(f"{name}: {batch_prefix(batch_shape, i)}{fmt.format(int(flat[i]))}")
 
 
-def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=None):
+def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=None,
+               differentiable=True):
     """``out=(t0, t1, ...)`` of a linalg function returning ``cls(*results)``: torch's
     argument and autograd errors, then each element written by `write_out` (resized with
     torch's warning when its shape differs).  ``check`` says which dtypes an element accepts:
     'same' (most linalg functions), 'castable' (eig: no lower category, named by ``labels``)
     or 'cast' (lstsq: `write_out`'s casting rule).  ``op`` names the operator in the
-    autograd error where torch's differs from ``name``."""
+    autograd error where torch's differs from ``name``; ``differentiable=False``: torch has no
+    derivative for the function (its outputs only refuse backward), and its out= variant takes
+    inputs that require grad."""
     if out is None:
         return cls(*results)
     from .._core.dispatch import write_out
@@ -82,7 +85,8 @@ def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=No
         if not isinstance(o, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument {argpos}, but got "
                             f"{type(o).__name__}")
-    if STATE.grad_enabled and any(t._requires_grad for t in tuple(out) + tuple(results)):
+    if differentiable and STATE.grad_enabled and \
+            any(t._requires_grad for t in tuple(out) + tuple(results)):
         raise RuntimeError(f"{op or name}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad.")
     for i, (o, r) in enumerate(zip(out, results)):
@@ -94,4 +98,6 @@ def write_outs(name, argpos, out, results, cls, check="same", labels=None, op=No
             raise RuntimeError(f"torch.{name.replace('_', '.', 1)}: Expected {labels[i]} to be "
                                f"safely castable from {type_name(want)} dtype, but got "
                                f"{labels[i]} with dtype {type_name(have)}")
+    if not differentiable:  # nothing for autograd to record into out
+        results = tuple(r.detach() for r in results)
     return cls(*(write_out(o, r) for o, r in zip(out, results)))

@@ -146,7 +146,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
                    "The factorization could not be completed because the input is singular "
                    "(D[{0},{0}] is zero).")
     return write_outs("linalg_ldl_factor_ex", 3, out, (ld, piv, info), ldl_factor_ex_t,
-                      op="aten::linalg_ldl_factor_ex")
+                      op="aten::linalg_ldl_factor_ex", differentiable=False)
 
 
 @overridable
@@ -158,7 +158,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
                "The factorization could not be completed because the input is singular "
                "(D[{0},{0}] is zero).")
     return write_outs("linalg_ldl_factor", 2, out, (ld, piv), ldl_factor_t,
-                      op="aten::linalg_ldl_factor_ex")
+                      op="aten::linalg_ldl_factor_ex", differentiable=False)
 
 
 @overridable

@@ -378,9 +378,18 @@ _HANDLERS = {
 }
 
 
+# functions torch runs on sparse operands through products only: the same values densified
+_DENSIFIED = frozenset(("lobpcg",))
+
+
 def _dispatch_sparse(cls, func, types, args=(), kwargs=None):
     kwargs = kwargs or {}
     name = getattr(func, "__name__", "")
+    if name in _DENSIFIED:
+        def dense(v):
+            return v.to_dense() if _is_sp(v) else v
+        return getattr(func, "__wrapped_impl__", func)(
+            *[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
     h = _HANDLERS.get(name)
     if h is None:
         raise NotImplementedError(f"Could not run '{name}' with arguments from the sparse COO "

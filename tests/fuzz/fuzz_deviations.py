@@ -60,6 +60,15 @@ DEVIATIONS = [
      "complex inputs near the float maximum (3.4e38 in complex64): products overflow, and "
      "torch's complex multiply-add turns inf - inf and 0 * inf into NaN in both parts where "
      "NumPy's BLAS keeps an infinite real part (-inf+nanj); both are overflow artifacts"),
+    ("nn", r"conv(_transpose)?[123]d", "value", r"(NaN positions|infinities) differ.*'huge': True",
+     "inputs near the float maximum: a sum of products that overflow to +inf and -inf is inf "
+     "or NaN depending on the order of the additions (torch's kernels accumulate in another "
+     "order than ember's GEMM)"),
+    ("nn", r"binary_cross_entropy_with_logits", "value",
+     r"infinities differ.*'reduction': 'sum'.*'huge': True",
+     "logits near the float maximum with reduction='sum': the terms' sum overflows to inf or "
+     "stays finite depending on the order of the additions (torch's reduction tree vs NumPy's "
+     "pairwise sum)"),
     ("nn", r"(adaptive_)?avg_pool[123]d", "value", r"'huge': True",
      "windows holding values near the float maximum (+1.8e308 and -1.8e308 in one window): "
      "the sum's rounding depends on the order of the additions (torch adds in window order, "

@@ -18,6 +18,18 @@ import ember
 from opdb.all import OPS
 from opdb.core import flatten, grad_leaves, to_lib
 
+
+@pytest.fixture(autouse=True)
+def _torch_validates():
+    """torch.compile switches torch's distribution argument checks off for the whole process
+    (Dynamo calls Distribution.set_default_validate_args(False)): another test in this worker
+    may have compiled. The oracle validates here, as torch does by default and as ember
+    does."""
+    prev = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(prev)
+
 SEED = 1234
 
 _VALUES_IN_PYTHON = ("the composite reads the values in Python (ember raises item()'s "
