@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
+from ember_lite._build import _fsync_dir  # one copy: ember_lite imports nothing of ember
 
 from ._codec import decode, encode, register_dataclass
 from .default_planner import _check_tiling
@@ -54,19 +55,6 @@ def _done(value):
     fut = Future()
     fut.set_result(value)
     return fut
-
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _as_uint8(tensor):
