@@ -37,6 +37,12 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # the step), F.interpolate of uint8 in plain bicubic mode (torch's fixed-point rounding there is
 # not reproduced; antialiased bicubic and bilinear are bit-exact), and
 # utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time statements in).
+# On the meta device (issue 16): value reads ("Cannot copy out of meta tensor; no data!") and
+# value-dependent ops (nonzero and friends) raise torch's own NotImplementedErrors;
+# untyped_storage()/storage() and ember.save of a meta tensor raise the "no data" error where
+# torch returns a data-less storage and saves shapes only (ember's storages are arrays, and a
+# meta tensor has none). export: draft_export's apply_suggested_fixes and saving a pytree class
+# registered without serialized_type_name raise torch 2.13's own NotImplementedErrors.
 """
 
 RULES = [
