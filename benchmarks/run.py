@@ -2,7 +2,14 @@
 in one process, measured with ``ember.utils.benchmark.Timer.blocked_autorange``,
 printed as a Compare table with an ember/torch ratio column, and written as JSON.
 
-    python -m benchmarks.run [--only NAME] [--quick] [--cpu-time] [--json PATH]
+    python -m benchmarks.run [--only NAME] [--quick] [--cpu-time] [--threads N|default]
+                             [--json PATH]
+
+Both libraries run at the same thread count: 1 by default (torch's Timer default:
+single-threaded compares intrinsic cost), ``--threads N``, or ``--threads default`` for
+torch's own default (``torch.get_num_threads()`` at start-up, the machine's cores), which is
+what a user gets without calling ``set_num_threads``.  The JSON's ``meta.num_threads``
+records the count, ``meta.default_threads`` each library's default.
 
 ember's GEMMs are NumPy's and SciPy's OpenBLAS, whose kernel set follows the CPU unless
 ``OPENBLAS_CORETYPE`` forces one: ``Haswell`` (AVX2) on an AVX512 CPU halves float32 GEMM
@@ -46,17 +53,36 @@ def _lib_threads(lib, n):
             set_n(prior)
 
 
-def measure(name, group, lib_name, lib, min_run_time, clock=None):
-    """One workload on one library: a Measurement (sub_label = workload,
-    description = library, label = group); ``clock``: the timer function (default: the
-    Timer's wall clock)."""
+def measure(name, group, lib_name, lib, min_run_time, clock=None, num_threads=NUM_THREADS):
+    """One workload on one library at ``num_threads`` threads: a Measurement (sub_label =
+    workload, description = library, label = group); ``clock``: the timer function
+    (default: the Timer's wall clock)."""
     fn = WORKLOADS[name][1](lib)
-    fn()  # first call outside the timer: builds/caches anything lazy
     timer = Timer("fn()", globals={"fn": fn}, label=group, sub_label=name,
-                  description=lib_name, num_threads=NUM_THREADS,
+                  description=lib_name, num_threads=num_threads,
                   **({} if clock is None else {"timer": clock}))
-    with _lib_threads(lib, NUM_THREADS):
+    with _lib_threads(lib, num_threads):
+        fn()  # first call outside the timer: builds/caches anything lazy
         return timer.blocked_autorange(min_run_time=min_run_time)
+
+
+def _default_threads(libs):
+    """Each library's intra-op thread count as found at start-up (before any run)."""
+    return {name: lib.get_num_threads() for name, lib in libs
+            if hasattr(lib, "get_num_threads")}
+
+
+def _thread_count(value):
+    if value == "default":
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'default', got "
+                                         f"{value!r}")
+    return n
 
 
 def _with_ratio_column(table, ratios):
@@ -105,7 +131,13 @@ def main(argv=None):
     p.add_argument("--cpu-time", action="store_true", help="measure this process's CPU "
                    "time instead of wall time (steady on a loaded machine; single-threaded "
                    "runs only, as it sums every thread's time)")
+    p.add_argument("--threads", type=_thread_count, default=NUM_THREADS,
+                   help="threads for both libraries: a count (default 1) or 'default' "
+                   "(torch's default, torch.get_num_threads() at start-up)")
     args = p.parse_args(argv)
+    if args.cpu_time and args.threads != 1:
+        p.error(f"--cpu-time sums every thread's CPU time, so it measures 1 thread only "
+                f"(got --threads {args.threads}); use wall time for more threads")
     clock = time.process_time if args.cpu_time else None
 
     import ember
@@ -115,6 +147,10 @@ def main(argv=None):
         libs.append(("torch", torch))
     except ImportError:
         print("torch is not installed: reporting ember times only", file=sys.stderr)
+    defaults = _default_threads(libs)
+    num_threads = args.threads
+    if num_threads == "default":
+        num_threads = defaults.get("torch", defaults["ember"])
 
     forced = os.environ.get("OPENBLAS_CORETYPE")
     if forced:  # a common container setting: it silently halves GEMM speed on AVX512 CPUs
@@ -134,7 +170,7 @@ def main(argv=None):
         res = {"workload": name, "group": group}
         for lib_name, lib in libs:
             try:
-                m = measure(name, group, lib_name, lib, min_run_time, clock)
+                m = measure(name, group, lib_name, lib, min_run_time, clock, num_threads)
             except Exception as e:  # one broken workload must not hide the others
                 print(f"{name} [{lib_name}] failed: {type(e).__name__}: {e}", file=sys.stderr)
                 res[f"{lib_name}_error"] = f"{type(e).__name__}: {e}"
@@ -161,7 +197,8 @@ def main(argv=None):
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "ember": ember.__version__,
             "torch": libs[1][1].__version__ if len(libs) > 1 else None,
-            "num_threads": NUM_THREADS, "min_run_time": min_run_time,
+            "num_threads": num_threads, "default_threads": defaults,
+            "min_run_time": min_run_time,
             "clock": "cpu" if args.cpu_time else "wall", "blas": _blas_info()}
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
