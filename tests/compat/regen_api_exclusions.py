@@ -34,9 +34,8 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # parametrization with the matrix exponential, and autograd.Function.vmap without a rule.
 # NotImplementedError kept on purpose, with its reason in the message (issue 16): an
 # optimizer's differentiable=True (its update is a fused operator with no derivative through
-# the step), F.interpolate of uint8 in plain bicubic mode (torch's fixed-point rounding there is
-# not reproduced; antialiased bicubic and bilinear are bit-exact), and
-# utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time statements in).
+# the step), and utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time
+# statements in).
 # On the meta device (issue 16): value reads ("Cannot copy out of meta tensor; no data!") and
 # value-dependent ops (nonzero and friends) raise torch's own NotImplementedErrors;
 # untyped_storage()/storage() and ember.save of a meta tensor raise the "no data" error where

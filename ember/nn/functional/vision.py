@@ -109,6 +109,7 @@ def _nearest_index(in_size, out_size, scale, exact):
 
 
 def _cubic_weights(t, A=-0.75):
+    """The four cubic-convolution weights (A = -0.75, torch's) of taps -1..2 at fraction t."""
     def near(x):
         return ((A + 2) * x - (A + 3)) * x * x + 1
 
@@ -139,10 +140,11 @@ def _interp_matrix(in_size, out_size, mode, align_corners, scale):
     return m
 
 
-def _aa_filter(mode):
+def _aa_filter(mode, a=-0.5):
+    """The resampling filter: the triangle, or the cubic of coefficient ``a`` (antialiased
+    bicubic uses PIL's Keys kernel, -0.5; plain uint8 bicubic torch's -0.75)."""
     if mode == "bilinear":
         return lambda x: np.maximum(1.0 - np.abs(x), 0.0)
-    a = -0.5  # antialiased bicubic uses PIL's Keys kernel, not the -0.75 of plain bicubic
 
     def cubic(x):
         x = np.abs(x)
@@ -173,6 +175,36 @@ def _aa_matrix(in_size, out_size, mode, align_corners, scale, antialias=True):
     return m
 
 
+def _cubic_uint8_matrix(in_size, out_size, align_corners, scale):
+    """torch's weights of plain (non-antialiased) bicubic on uint8: the four taps of the -0.75
+    cubic around the source index (its fraction clamped to [0, 1]), taps beyond an edge added
+    into the edge's weight, unnormalised; with the largest value any weight takes while the
+    edge taps are added up (torch sizes its fixed point by that running maximum)."""
+    s = _scale(in_size, out_size, align_corners, scale)
+    cubic = _aa_filter("bicubic", -0.75)
+    m = np.zeros((out_size, in_size))
+    peak = 0.0
+    for i in range(out_size):
+        real = s * i if align_corners else s * (i + 0.5) - 0.5
+        idx = min(int(np.floor(np.float32(real))), in_size - 1)  # torch floors in float32
+        lam = min(max(real - idx, 0.0), 1.0)
+        lo = max(idx - 1, 0)
+        n = min(max(min(idx + 3, in_size) - lo, 0), 4)
+        taps = cubic(np.arange(-1, 3) - lam)
+        row = np.zeros(4)
+        k = 0
+        for j in range(4):
+            if idx - 1 + j <= 0:
+                k = 0
+            elif idx - 1 + j >= in_size - 1:
+                k = n - 1
+            row[k] += taps[j]
+            peak = max(peak, row[k])
+            k += 1
+        m[i, lo:lo + n] = row[:n]
+    return m, peak
+
+
 def _resample_uint8(x, osz, scales, mode, align_corners, antialias):
     """torch's uint8 resampling: weights in int16 fixed point (the largest precision that
     keeps the biggest weight below 2**15, rounded half away from zero), one pass per
@@ -182,9 +214,12 @@ def _resample_uint8(x, osz, scales, mode, align_corners, antialias):
         L, o = a.shape[2 + d], osz[d]
         if L == o:
             continue
-        m = _aa_matrix(L, o, mode, align_corners, scales[d], antialias)
-        bits = next((p for p in range(22) if int(0.5 + m.max() * (1 << (p + 1))) >= 1 << 15),
-                    22)
+        if mode == "bicubic" and not antialias:
+            m, peak = _cubic_uint8_matrix(L, o, align_corners, scales[d])
+        else:
+            m = _aa_matrix(L, o, mode, align_corners, scales[d], antialias)
+            peak = m.max()
+        bits = next((p for p in range(22) if int(0.5 + peak * (1 << (p + 1))) >= 1 << 15), 22)
         q = np.trunc(m * (1 << bits) + np.where(m < 0, -0.5, 0.5)).astype(np.int64)
         acc = np.moveaxis(a, 2 + d, -1).astype(np.int64) @ q.T
         r = np.clip((acc + (1 << (bits - 1))) >> bits, 0, 255).astype(np.uint8)
@@ -235,13 +270,8 @@ def _interp_dtype_check(input, mode, n, antialias):
     if (dt.is_floating_point and not antialias) or (dt == _dt.uint8 and mode in (
             "nearest", "nearest-exact")):
         return
-    if dt == _dt.uint8 and (mode == "bilinear" or antialias):
+    if dt == _dt.uint8 and mode in ("bilinear", "bicubic"):
         return  # torch's fixed-point kernel (_resample_uint8)
-    if dt == _dt.uint8 and mode == "bicubic":
-        # torch's plain uint8 bicubic rounds in its own way, which ember does not reproduce
-        raise NotImplementedError("interpolate(mode='bicubic') of uint8 input without "
-                                  "antialias: ember does not implement torch's uint8 bicubic "
-                                  "kernel; convert the input to a floating dtype")
     if mode in ("nearest", "nearest-exact"):
         name = "upsample_nearest2d_channels_last" if n == 2 else "compute_indices_weights_nearest"
     else:
@@ -294,7 +324,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if o != L or (idx != np.arange(L)).any():
                 x = x.index_select(2 + i, wrap(idx))
         return x if x is not input else input.clone()
-    if input.dtype == _dt.uint8:  # bilinear, or antialiased bicubic: torch's fixed point
+    if input.dtype == _dt.uint8:  # bilinear or bicubic: torch's fixed point
         return _resample_uint8(input, osz, scales, mode, align_corners, antialias)
     dt = input.dtype.np
     weights = _aa_matrix if antialias else _interp_matrix
@@ -353,18 +383,6 @@ def _pad_coord(c, size, padding_mode, align_corners):
         c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
         return c.clamp(0, size - 1)
     return c
-
-
-def _cubic_weights(t):
-    """The four cubic-convolution weights (A = -0.75, torch's) of taps -1..2 at fraction t."""
-    A = -0.75
-
-    def near(x):  # |x| <= 1
-        return ((A + 2) * x - (A + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2
-        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
-    return far(t + 1), near(t), near(1 - t), far(2 - t)
 
 
 @overridable
