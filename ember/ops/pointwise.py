@@ -1006,13 +1006,23 @@ Tensor.lerp_ = lambda self, end, weight: apply_inplace(LERP, self, (end, weight)
 
 
 def _addcmul_kernel(xp, x, t1, t2, value=1):
-    return x + value * (t1 * t2)
+    p = t1 * t2
+    if value != 1:
+        p = value * p
+    if type(p) is np.ndarray and type(x) is np.ndarray and x.dtype == p.dtype and (
+            x.shape == p.shape or np.broadcast_shapes(x.shape, p.shape) == p.shape):
+        return np.add(x, p, out=p)  # into the fresh product: no third full-size temporary
+    return x + p
 
 
 def _addcmul_vjp(ctx, g, x, t1, t2, value=1):
     need = ctx.needs_input_grad
-    return (g if need[0] else None, g * cj(t2) * value if need[1] else None,
-            g * cj(t1) * value if need[2] else None)
+    return (g if need[0] else None, _scaled(g * cj(t2), value) if need[1] else None,
+            _scaled(g * cj(t1), value) if need[2] else None)
+
+
+def _scaled(t, value):
+    return t if value == 1 else t * value
 
 
 def _addcdiv_kernel(xp, x, t1, t2, value=1):

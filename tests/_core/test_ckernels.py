@@ -169,6 +169,46 @@ def test_normalize_matches_numpy(dtype, shape, dims, monkeypatch):
         np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
 
 
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dims", [((64, 129), (1,)), ((3, 40, 7, 11), (2, 3)),
+                                        ((5000,), (0,))])
+@pytest.mark.parametrize("stats", ["none", "mean", "rstd", "both", "zeros"])
+def test_normalize_backward_matches_numpy(dtype, shape, dims, stats, monkeypatch):
+    from ember.ops.nn.normalization import _normalize_backward_kernel
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(shape) * 4 + 3).astype(dtype)
+    xhat, mean, rstd = ck.normalize(x, dims, 1e-5, BOTH)
+    g = rng.standard_normal(shape).astype(dtype)
+    gm = rng.standard_normal(mean.shape).astype(dtype) if stats in ("mean", "both") else None
+    gr = rng.standard_normal(mean.shape).astype(dtype) if stats in ("rstd", "both") else None
+    if stats == "zeros":  # what the engine passes for unused outputs: the terms are skipped
+        gm, gr = np.zeros_like(mean), np.zeros_like(rstd)
+    n = x.size // mean.size
+    assert ck.normalize_backward(g, gm, gr, xhat, rstd, dims, BOTH) is not None
+    got = _normalize_backward_kernel(np, g, gm, gr, xhat, rstd, dims, n)
+    # a broadcast (non-contiguous) incoming gradient, as sum's backward gives, fits too
+    ones = np.broadcast_to(np.ones((), dtype), shape)
+    got_b = _normalize_backward_kernel(np, ones, gm, gr, xhat, rstd, dims, n)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    ref = _normalize_backward_kernel(np, g, gm, gr, xhat, rstd, dims, n)
+    ref_b = _normalize_backward_kernel(np, ones, gm, gr, xhat, rstd, dims, n)
+    # the float64 truth of the formula, from the same xhat/rstd
+    d64 = [a.astype(np.float64) for a in (g, xhat, rstd)]
+    g64, xh64, r64 = d64
+    truth = (g64 - g64.mean(dims, keepdims=True)
+             - xh64 * (g64 * xh64).mean(dims, keepdims=True)) * r64
+    if stats in ("mean", "both"):
+        truth += gm.astype(np.float64) / n
+    if stats in ("rstd", "both"):
+        truth -= xh64 * (gr.astype(np.float64) * r64 * r64 / n)
+    tol = 64 * np.finfo(dtype).eps * max(1.0, float(np.abs(truth).max()))
+    for a, b in ((got, ref), (got_b, ref_b)):
+        assert a.shape == b.shape == shape and a.dtype == b.dtype == dtype
+        np.testing.assert_allclose(a, b, rtol=0, atol=tol)
+    np.testing.assert_allclose(got, truth, rtol=0, atol=tol)
+
+
 def _float64_gelu(x, tanh):
     return act._gelu_np(np, x.astype(np.float64), tanh)
 

@@ -26,9 +26,8 @@ from . import build as _build
 from . import source as _source
 from .source import EAGER
 
-__all__ = ["status", "unary", "EAGER", "softmax", "normalize", "activation", "activation_backward",
-           "activation_vjp",
-           "MIN_SIZE", "PARALLEL_SIZE"]
+__all__ = ["status", "unary", "EAGER", "softmax", "normalize", "normalize_backward", "activation",
+           "activation_backward", "activation_vjp", "MIN_SIZE", "PARALLEL_SIZE"]
 
 MIN_SIZE = 4096
 PARALLEL_SIZE = 1 << 18
@@ -194,6 +193,32 @@ def normalize(x, dims, eps, dtypes=("f32", "f64")):
     f(x.ctypes.data, y.ctypes.data, mean.ctypes.data, rstd.ctypes.data, rows, x.size // rows,
       float(eps), _threads(x.size))
     return y, mean, rstd
+
+
+def normalize_backward(g, gm, gr, xhat, rstd, dims, dtypes=("f32", "f64")):
+    """The gradient of `normalize`'s input from those of its three outputs (``gm``/``gr``
+    None when absent), or None when the arrays do not fit or ``dims`` are not the trailing
+    ones."""
+    nd = xhat.ndim
+    if (not dims or tuple(dims) != tuple(range(nd - len(dims), nd)) or not _fits(xhat, dtypes)
+            or type(g) is not _ndarray or g.dtype != xhat.dtype or g.shape != xhat.shape
+            or type(rstd) is not _ndarray or rstd.dtype != xhat.dtype):
+        return None
+    f = _fn(f"ck_normalize_backward_{_SUFFIX[xhat.dtype]}",
+            _types(_P, _P, _P, _P, _P, _P, _N, _N, _I))
+    if f is None:
+        return None
+    rows = rstd.size
+    stat_shape = xhat.shape[:nd - len(dims)] + (1,) * len(dims)
+    if rstd.shape != stat_shape:
+        return None
+    stats = [np.ascontiguousarray(np.broadcast_to(s, stat_shape), xhat.dtype)
+             if s is not None else None for s in (rstd, gm, gr)]
+    g = np.ascontiguousarray(g)
+    gx = np.empty_like(xhat)
+    f(g.ctypes.data, xhat.ctypes.data, *(None if s is None else s.ctypes.data for s in stats),
+      gx.ctypes.data, rows, xhat.size // rows, _threads(xhat.size))
+    return gx
 
 
 def activation_vjp(name, g, x, tanh=False, dtypes=("f32", "f64")):

@@ -6,8 +6,8 @@ expression of its entry in the scalar-function table (`ember._core.scalar_functi
 table's ``c_prelude`` (the branch-free float32 polynomials for exp/log/tanh/erf/sigmoid and
 the helpers of every entry).  `EAGER` lists the functions that get a kernel, with the
 dtypes where it measured faster than NumPy (the ops take the C path only for those).
-What stays hand-written below are the row kernels (softmax/log_softmax, normalize): they
-are reductions over a row, not elementwise formulas.
+What stays hand-written below are the row kernels (softmax/log_softmax, normalize and its
+backward): they are reductions over a row, not elementwise formulas.
 
 Every kernel takes raw pointers to C-contiguous buffers plus an ``nt`` thread count; with
 ``nt == 1`` it runs a plain loop that never touches the OpenMP runtime (libgomp's pool is
@@ -23,7 +23,7 @@ from . import pooling as _pooling
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -144,6 +144,45 @@ void ck_normalize_S(const T *restrict x, T *restrict y, T *restrict mean, T *res
     } else {
         for (ptrdiff_t r = 0; r < rows; r++)
             ck_normalize_row_S(x + r * n, y + r * n, mean + r, rstd + r, n, eps);
+    }
+}
+/* gradient of normalize for one row: (g - mean(g) - xh * mean(g * xh)) * r, then the
+   statistics' terms + gm / n and - xh * (gr * r * r / n) when given (has_gm, has_gr). */
+static inline void ck_normalize_backward_row_S(const T *restrict g, const T *restrict xh,
+                                               T *restrict gx, T r, T gmn, T grn, int has_gm,
+                                               int has_gr, ptrdiff_t n) {
+    A s = 0, p = 0;
+    CK_PRAGMA(omp simd reduction(+:s) reduction(+:p))
+    for (ptrdiff_t i = 0; i < n; i++) { s += g[i]; p += (A)g[i] * (A)xh[i]; }
+    T mg = (T)(s / (A)n), mgx = (T)(p / (A)n);
+    CK_PRAGMA(omp simd)
+    for (ptrdiff_t i = 0; i < n; i++) gx[i] = ((g[i] - mg) - xh[i] * mgx) * r;
+    if (has_gm) {
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] += gmn;
+    }
+    if (has_gr) {
+        T d = grn * r * r / (T)n;
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] -= xh[i] * d;
+    }
+}
+
+/* gm, gr: one value per row, or NULL when that gradient is absent */
+void ck_normalize_backward_S(const T *restrict g, const T *restrict xh, const T *restrict rstd,
+                             const T *restrict gm, const T *restrict gr, T *restrict gx,
+                             ptrdiff_t rows, ptrdiff_t n, int nt) {
+    if (nt > 1) {
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+        for (ptrdiff_t r = 0; r < rows; r++)
+            ck_normalize_backward_row_S(g + r * n, xh + r * n, gx + r * n, rstd[r],
+                                        gm ? gm[r] / (T)n : 0, gr ? gr[r] : 0, gm != 0, gr != 0,
+                                        n);
+    } else {
+        for (ptrdiff_t r = 0; r < rows; r++)
+            ck_normalize_backward_row_S(g + r * n, xh + r * n, gx + r * n, rstd[r],
+                                        gm ? gm[r] / (T)n : 0, gr ? gr[r] : 0, gm != 0, gr != 0,
+                                        n);
     }
 }
 """

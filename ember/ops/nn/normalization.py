@@ -2,7 +2,7 @@
 
 ``_normalize(x, dims)`` returns (xhat, mean, rstd) in one pass (the C kernel where it
 fits).  Its derivative is the primitive ``_normalize_backward``: the closed-form
-normalization gradient in one NumPy kernel, taking the gradients of all three outputs
+normalization gradient in one kernel (C where it fits, else NumPy), taking the gradients of all three outputs
 (the engine passes zeros for unused ones; the kernel skips terms whose gradient is all
 zero, which changes no value).  That kernel's own derivative is written in ember ops,
 so double backward works, and eager, traced and vmapped backward passes compute the
@@ -13,6 +13,7 @@ from ..._core import meta as _meta
 from ..._core.op import Op
 from .._batching import _batched_front, _move_to_front
 from .._helpers import apply, type_name
+from ..creation import zeros_like
 from .conv import _compute
 
 __all__ = []
@@ -46,6 +47,8 @@ def _count(shape, dims):
 def _normalize_vjp(ctx, grads, x, dims, eps):
     gxh, gm, gr = grads
     xhat, _, rstd = ctx.out
+    if gxh is None:  # only the statistics are used (None: the output received no gradient)
+        gxh = zeros_like(xhat)
     return NORMALIZE_BACKWARD(gxh, gm, gr, xhat, rstd, dims=dims,
                               n=_count(ctx.in_meta[0][0], dims))
 
@@ -76,15 +79,22 @@ def normalize_stats(x, dims, eps):
 # means over ``dims``; gm and gr have the statistics' shape (``dims`` kept as size 1).
 
 def _normalize_backward_kernel(xp, gxh, gm, gr, xhat, rstd, dims, n):
+    if gm is not None and not gm.any():
+        gm = None
+    if gr is not None and not gr.any():
+        gr = None
+    fused = _ck.normalize_backward(gxh, gm, gr, xhat, rstd, dims)
+    if fused is not None:
+        return fused
     g, back = _compute(gxh)
     xh = _compute(xhat)[0]
     r = _compute(rstd)[0]
     gx = g - g.mean(axis=dims, keepdims=True)
     gx -= xh * (g * xh).mean(axis=dims, keepdims=True)
     gx *= r
-    if gm is not None and gm.any():
+    if gm is not None:
         gx += _compute(gm)[0] / n
-    if gr is not None and gr.any():
+    if gr is not None:
         gx -= xh * (_compute(gr)[0] * r * r / n)
     return gx if back is None else gx.astype(back)
 
