@@ -98,7 +98,7 @@ def build_graph_module(trace, spec, grad_nodes, input_names=None, computed_sizes
                 args.append(r[1])
         params = {k: symbolic_value(v, leaf_values, symbols) for k, v in rec.params.items()}
         node = g.create_node("call_function", rec.op, tuple(args), params,
-                             name=rec.op.name.strip("_") or "op")
+                             name=rec.op.name)
         metas = [trace.metas[rec.out + j] for j in range(rec.n_out)]
         vals = [TensorMeta(_sym_shape(s, symbols, leaf_values if computed_sizes else None), d)
                 for s, d in metas]

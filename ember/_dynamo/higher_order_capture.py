@@ -452,7 +452,7 @@ class Subgraph:
         for op, args, params, metas in self.ops:
             node_args = tuple(env[a[1]] if a[0] == "v" else _plain(a[1]) for a in args)
             node = g.create_node("call_function", op, node_args, _plain(params),
-                                 name=op.name.strip("_") or "op")
+                                 name=op.name)
             vals = [TensorMeta(_plain(s), d) for s, d in metas]
             if op.n_out == 1:
                 node.meta["val"] = vals[0]

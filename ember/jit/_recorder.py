@@ -143,7 +143,7 @@ class Recorder(DispatchMode):
         """Append the recorded ops to graph ``g``; ``env`` maps refs to nodes (in and out)."""
         for k, (op, refs, kw, n_out, metas) in enumerate(self.records):
             args = tuple(env[r] if r[0] != "value" else r[1] for r in refs)
-            node = g.create_node("call_function", op, args, kw, name=op.name.strip("_") or "op")
+            node = g.create_node("call_function", op, args, kw, name=op.name)
             if n_out is None:
                 node.meta["val"] = metas[0]
                 env[("op", k, 0)] = node
