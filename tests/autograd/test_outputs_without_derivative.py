@@ -42,6 +42,10 @@ CASES = {
         *lib.linalg.ldl_factor(_spd(lib)), lib.ones(3, 1, dtype=lib.float64)),
     "standard_gamma_grad": lambda lib: _gamma_grad(lib, _x(lib), _x(lib).detach()),
     "histc": lambda lib: lib.histc(_x(lib), 3),
+    "histogramdd": lambda lib: lib.histogramdd(_x(lib).reshape(2, 2), 3)[0],
+    "histogramdd_edges": lambda lib: lib.histogramdd(_x(lib).reshape(2, 2), [2, 3])[1],
+    "histogramdd_bins_tensors": lambda lib: lib.histogramdd(
+        _x(lib).reshape(2, 2), [lib.tensor([0.0, 1.5, 4.0], dtype=lib.float64)] * 2)[0],
 }
 
 
@@ -98,6 +102,7 @@ FORWARD_CASES = {
     "unique_consecutive": lambda lib, d: lib.unique_consecutive(d, return_counts=True),
     "bincount_weights": lambda lib, d: lib.bincount(lib.tensor([0, 1, 1, 3]), weights=d),
     "histogram": lambda lib, d: lib.histogram(d, 3),
+    "histogramdd": lambda lib, d: lib.histogramdd(d.reshape(2, 2), 3),
     "ldl_factor": lambda lib, d: lib.linalg.ldl_factor_ex(lib.diag(d)),
     "ldl_solve": lambda lib, d: lib.linalg.ldl_solve(
         *lib.linalg.ldl_factor(lib.diag(d).detach()), d[:, None]),

@@ -55,3 +55,50 @@ def test_errors(i):
         ERRORS[i](torch, torch.tensor(P), torch.tensor(Q))
     with pytest.raises(type(te.value)):
         ERRORS[i](ember, ember.tensor(P), ember.tensor(Q))
+
+
+def _grad_behaviour(L):
+    """requires_grad / grad_fn of hist and edges, and what backward through each says, for
+    every combination of input, weight and bin tensors that require grad."""
+    res = []
+    x = L.tensor(P[:10, :2].astype(np.float64))
+    for xrg in (False, True):
+        for wrg in (None, False, True):
+            for brg in (None, False, True):  # None: bins given as counts
+                xx = x.clone().requires_grad_(xrg)
+                w = None if wrg is None else L.linspace(0, 1, 10, dtype=L.float64)
+                w = None if w is None else w.requires_grad_(wrg)
+                bins = [3, 4] if brg is None else [
+                    L.linspace(-3, 3, 4, dtype=L.float64).requires_grad_(brg),
+                    L.linspace(-3, 3, 5, dtype=L.float64)]
+                h, e = L.histogramdd(xx, bins, weight=w)
+                r = [h.requires_grad, h.grad_fn is not None, [t.requires_grad for t in e],
+                     [t.grad_fn is not None for t in e], brg is None or e[0] is bins[0]]
+                for t in (h, e[0]):
+                    try:
+                        t.sum().backward()
+                        r.append("ok")
+                    except RuntimeError as ex:
+                        r.append(str(ex))
+                res.append(r)
+    with L.no_grad():
+        h, e = L.histogramdd(x.clone().requires_grad_(), 3)
+        res.append((h.requires_grad, e[0].requires_grad))
+    return res
+
+
+def test_outputs_require_grad_and_backward_raises_like_torch():
+    """torch's three operators have no derivative: outputs require grad when an input does,
+    backward names the operator (_histogramdd_bin_edges/_from_bin_cts/_from_bin_tensors);
+    bin tensors come back as the same objects."""
+    assert _grad_behaviour(ember) == _grad_behaviour(torch)
+
+
+def test_bins_tensors_dtype_must_match_input():
+    msgs = []
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError) as e:
+            L.histogramdd(L.zeros(4, 2), [L.tensor([0., 1.], dtype=L.float64),
+                                          L.tensor([0., 1.])])
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
