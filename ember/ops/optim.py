@@ -19,13 +19,14 @@ import numpy as np
 
 from .._core.device import namespace_of
 from .._core.op import Op
+from .._core.state import STATE
 from .._core.tensor import _version_of
 from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
            "ADAM_STEP", "RMSPROP_STEP", "ADAGRAD_STEP", "ADADELTA_STEP", "ADAMAX_STEP",
            "NADAM_STEP", "RADAM_STEP", "ASGD_STEP", "RPROP_STEP", "ADAFACTOR_STEP",
-           "SPARSE_ADAM_STEP", "MUON_STEP", "newton_schulz", "muon_lr"]
+           "SPARSE_ADAM_STEP", "MUON_STEP", "recorded_step", "newton_schulz", "muon_lr"]
 
 
 # ---- array building blocks (also used by the optimizers not fused yet) ---------------------
@@ -509,10 +510,10 @@ ADAFACTOR_STEP = _step_op("_adafactor_step", _adafactor_kernel,
                            "col_vars or variances"))
 
 
-def fused_step(op, params, grads, state_lists, **hyper):
+def fused_step(op, params, grads, state_lists, differentiable=False, **hyper):
     """Run update ``op`` on the group: ``params`` and their ``grads`` (tensors), then each
     list of state tensors (``state_lists``, in the op's order); bump the versions of the
-    tensors written."""
+    tensors written.  ``differentiable``: run `recorded_step` instead."""
     n = len(params)
     if not n:
         return
@@ -520,6 +521,9 @@ def fused_step(op, params, grads, state_lists, **hyper):
     for lst in state_lists:
         flat += lst
     hyper["n"] = n
+    if differentiable:
+        recorded_step(op, flat, hyper)
+        return
     apply(op, tuple(flat), hyper)
     for t in params:
         v = t._version
@@ -531,3 +535,26 @@ def fused_step(op, params, grads, state_lists, **hyper):
         if v is None:
             v = _version_of(t)
         v[0] += 1
+
+
+def recorded_step(op, flat, hyper):
+    """The update of ``op`` as autograd records it (torch's ``differentiable=True``): the
+    op's decomposition (`ember.ops.decompositions.optim`, the one statement of its math,
+    in differentiable ops) runs with grad mode on, on clones of the tensors it writes, and
+    each new value is copied into its tensor in place, as torch's ``param.add_(...)``
+    writes it: a leaf that requires grad raises torch's in-place error, a non-leaf param
+    or state tensor takes the new history.  The clones keep the values the backward pass
+    needs from being overwritten by those copies.  Hyper-parameters may be tensors (a
+    learning rate that requires grad)."""
+    from .decompositions import decomposition_of
+    n = hyper["n"]
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = True
+    try:
+        inputs = [t if n <= i < 2 * n else t.clone() for i, t in enumerate(flat)]
+        new = decomposition_of(op)(*inputs, **hyper)
+        for t, v in zip(flat, new):
+            if v is not None:
+                t.copy_(v)
+    finally:
+        STATE.grad_enabled = prev

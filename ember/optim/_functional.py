@@ -3,7 +3,9 @@
 Every optimizer's update is a fused operator (`ember.ops.optim`, and `ember.ops.lbfgs`
 for LBFGS's vector work): one dispatch per parameter group, visible to dispatch modes,
 which bumps the version counter of every tensor it writes, so that autograd's
-saved-tensor checks see the change.  State tensors are created by the factory operators;
+saved-tensor checks see the change.  With ``differentiable=True`` the same operator's
+decomposition runs instead, recorded by autograd (`ember.ops.optim.recorded_step`), its
+hyper-parameters possibly tensors.  State tensors are created by the factory operators;
 no optimizer touches a raw array.
 """
 from .._core import dtype as _dt
@@ -18,6 +20,13 @@ __all__ = []
 def scalar(x):
     """A Python number from a float or a one-element Tensor (lr, betas)."""
     return x.item() if isinstance(x, Tensor) else x
+
+
+def hyper(group, x):
+    """Hyper-parameter ``x`` of ``group`` as the update takes it: a Python number, or,
+    under ``differentiable=True``, a tensor as given (a learning rate learned through the
+    step)."""
+    return x if group["differentiable"] and isinstance(x, Tensor) else scalar(x)
 
 
 def step_tensor(value=0.0):
@@ -51,6 +60,9 @@ class ArrayOptimizer(Optimizer):
 
     # torch's refusal of a sparse gradient ("{}": the class name); None where it is taken
     _sparse_refused = "{} does not support sparse gradients"
+    # whether torch's foreach path of this optimizer records autograd (only SGD's does):
+    # the others refuse foreach=True with differentiable=True at the step
+    _foreach_autograd = False
 
     def step(self, closure=None):
         """Perform a single optimization step.
@@ -61,9 +73,10 @@ class ArrayOptimizer(Optimizer):
         """
         loss = _run_closure(closure)
         for group in self.param_groups:
-            if group.get("differentiable"):
-                raise NotImplementedError(
-                    f"{type(self).__name__}: differentiable=True is not supported by ember")
+            if group.get("differentiable") and group.get("foreach") and \
+                    not self._foreach_autograd and \
+                    any(p._grad is not None for p in group["params"]):
+                raise AssertionError("_foreach ops don't support autograd")
             if SPARSE_MADE[0] and self._sparse_refused is not None:  # no cost until then
                 self._refuse_sparse(group)
             self._update_group(group)

@@ -1,6 +1,7 @@
 """Adadelta (``torch.optim.Adadelta``)."""
 from ..ops.optim import ADADELTA_STEP, fused_step
-from ._functional import ArrayOptimizer, check_lr, check_range, scalar, step_tensor, zeros_like
+from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, step_tensor,
+                          zeros_like)
 
 __all__ = ["Adadelta"]
 
@@ -27,5 +28,6 @@ class Adadelta(ArrayOptimizer):
         live = self._live(group, init)
         fused_step(ADADELTA_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "square_avg", "acc_delta")],
-                   lr=scalar(group["lr"]), rho=group["rho"], eps=group["eps"],
-                   weight_decay=group["weight_decay"], maximize=group["maximize"])
+                   lr=hyper(group, group["lr"]), rho=group["rho"], eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"],
+                   differentiable=group["differentiable"])

@@ -1,7 +1,7 @@
 """Adagrad (``torch.optim.Adagrad``)."""
 from ..ops.optim import ADAGRAD_STEP, fused_step
 from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, dense_grads,
-                          scalar, step_tensor, zeros_like)
+                          hyper, step_tensor, zeros_like)
 
 __all__ = ["Adagrad"]
 
@@ -40,5 +40,6 @@ class Adagrad(ArrayOptimizer):
                             "weight_decay option is not compatible with sparse gradients")
         fused_step(ADAGRAD_STEP, params, grads,
                    [[st["step"] for _, st in live], [st["sum"] for _, st in live]],
-                   lr=scalar(group["lr"]), lr_decay=group["lr_decay"], eps=group["eps"],
-                   weight_decay=group["weight_decay"], maximize=group["maximize"])
+                   lr=hyper(group, group["lr"]), lr_decay=group["lr_decay"], eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"],
+                   differentiable=group["differentiable"])

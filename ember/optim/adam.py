@@ -1,6 +1,7 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
 from ..ops.optim import ADAM_STEP, fused_step
-from ._functional import ArrayOptimizer, check_args, check_fused, scalar, step_tensor, zeros_like
+from ._functional import (ArrayOptimizer, check_args, check_fused, hyper, step_tensor,
+                          zeros_like)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -38,10 +39,11 @@ class Adam(ArrayOptimizer):
         keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
         fused_step(ADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in keys],
-                   lr=scalar(group["lr"]), beta1=scalar(group["betas"][0]),
-                   beta2=scalar(group["betas"][1]), eps=group["eps"],
+                   lr=hyper(group, group["lr"]), beta1=hyper(group, group["betas"][0]),
+                   beta2=hyper(group, group["betas"][1]), eps=group["eps"],
                    weight_decay=group["weight_decay"], amsgrad=amsgrad,
-                   maximize=group["maximize"], decoupled=group["decoupled_weight_decay"])
+                   maximize=group["maximize"], decoupled=group["decoupled_weight_decay"],
+                   differentiable=group["differentiable"])
 
 
 class AdamW(Adam):

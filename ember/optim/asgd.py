@@ -1,6 +1,7 @@
 """ASGD (``torch.optim.ASGD``): averaged stochastic gradient descent."""
 from ..ops.optim import ASGD_STEP, fused_step
-from ._functional import ArrayOptimizer, check_lr, check_range, scalar, step_tensor, zeros_like
+from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, scalar, step_tensor,
+                          zeros_like)
 
 __all__ = ["ASGD"]
 
@@ -33,5 +34,6 @@ class ASGD(ArrayOptimizer):
         live = self._live(group, init)
         fused_step(ASGD_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "eta", "mu", "ax")],
-                   lr=lr, lambd=group["lambd"], alpha=group["alpha"], t0=group["t0"],
-                   weight_decay=group["weight_decay"], maximize=group["maximize"])
+                   lr=hyper(group, group["lr"]), lambd=group["lambd"], alpha=group["alpha"],
+                   t0=group["t0"], weight_decay=group["weight_decay"], maximize=group["maximize"],
+                   differentiable=group["differentiable"])

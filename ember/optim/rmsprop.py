@@ -1,6 +1,7 @@
 """RMSprop (``torch.optim.RMSprop``)."""
 from ..ops.optim import RMSPROP_STEP, fused_step
-from ._functional import ArrayOptimizer, check_lr, check_range, scalar, step_tensor, zeros_like
+from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, step_tensor,
+                          zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -37,6 +38,6 @@ class RMSprop(ArrayOptimizer):
             (("grad_avg",) if centered else ())
         fused_step(RMSPROP_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in keys],
-                   lr=scalar(group["lr"]), alpha=group["alpha"], eps=group["eps"],
+                   lr=hyper(group, group["lr"]), alpha=group["alpha"], eps=group["eps"],
                    weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
-                   maximize=group["maximize"])
+                   maximize=group["maximize"], differentiable=group["differentiable"])

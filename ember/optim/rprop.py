@@ -37,4 +37,4 @@ class Rprop(ArrayOptimizer):
         fused_step(RPROP_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "prev", "step_size")],
                    etaminus=etaminus, etaplus=etaplus, step_size_min=lo, step_size_max=hi,
-                   maximize=group["maximize"])
+                   maximize=group["maximize"], differentiable=group["differentiable"])

@@ -1,7 +1,7 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
 from ..ops.optim import SGD_STEP, fused_step
 from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, dense_grads,
-                          scalar, zeros_like)
+                          hyper, zeros_like)
 
 __all__ = ["SGD"]
 
@@ -10,6 +10,7 @@ class SGD(ArrayOptimizer):
     """Implements stochastic gradient descent (optionally with momentum)."""
 
     _sparse_refused = None  # sparse gradients taken (dense_grads)
+    _foreach_autograd = True
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
                  *, maximize=False, foreach=None, differentiable=False, fused=None):
@@ -41,6 +42,6 @@ class SGD(ArrayOptimizer):
         grads = dense_grads(params, group["weight_decay"] != 0 and
                             "add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
         fused_step(SGD_STEP, params, grads, [bufs] if momentum != 0 else [],
-                   lr=scalar(group["lr"]), momentum=momentum, dampening=group["dampening"],
-                   weight_decay=scalar(group["weight_decay"]), nesterov=group["nesterov"],
-                   maximize=group["maximize"], fresh=fresh)
+                   lr=hyper(group, group["lr"]), momentum=momentum, dampening=group["dampening"],
+                   weight_decay=hyper(group, group["weight_decay"]), nesterov=group["nesterov"],
+                   maximize=group["maximize"], differentiable=group["differentiable"], fresh=fresh)

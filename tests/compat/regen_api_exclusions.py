@@ -32,10 +32,8 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # ("ctc_loss_cpu"/"<pool>_out_frame"/"linspace_cpu"/"histogramdd"/"slow_conv" not
 # implemented for '<dtype>'), geqrf's missing derivative, assigning to an orthogonal
 # parametrization with the matrix exponential, and autograd.Function.vmap without a rule.
-# NotImplementedError kept on purpose, with its reason in the message (issue 16): an
-# optimizer's differentiable=True (its update is a fused operator with no derivative through
-# the step), and utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time
-# statements in).
+# NotImplementedError kept on purpose, with its reason in the message (issue 16):
+# utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time statements in).
 # On the meta device (issue 16): value reads ("Cannot copy out of meta tensor; no data!") and
 # value-dependent ops (nonzero and friends) raise torch's own NotImplementedErrors;
 # untyped_storage()/storage() and ember.save of a meta tensor raise the "no data" error where

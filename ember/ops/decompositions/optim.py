@@ -80,8 +80,8 @@ def _sgd_step(*arrays, n, lr, momentum, dampening, weight_decay, nesterov, maxim
         if momentum != 0:
             old = lists[2][i]
             b = _real(old)
-            if fresh and fresh[i]:
-                b = cast(g, b.dtype)
+            if fresh and fresh[i]:  # torch's first buffer is a detached copy of the gradient
+                b = cast(prim._stop_gradient(g), b.dtype)
             else:
                 b = prim.add(prim.mul(b, momentum), prim.mul(g, 1 - dampening))
             new_b.append(_back(b, old))
@@ -281,7 +281,8 @@ def _asgd_step(*arrays, n, lr, lambd, alpha, t0, weight_decay, maximize):
         g = _grad(x, grads[i], maximize, weight_decay)
         step = _incr(steps[i])
         s64 = _f64(step)
-        eta = _f64(etas[i])
+        # torch reads eta as a Python number (``eta.item()``): no derivative flows through it
+        eta = prim._stop_gradient(_f64(etas[i]))
         x = prim.mul(x, prim.sub(1, prim.mul(eta, lambd)))
         x = prim.add(x, prim.mul(g, prim.neg(eta)))
         ax = _real(axs[i])
