@@ -269,3 +269,24 @@ def test_complex_param_matches_torch():
         loss = (p.abs() ** 2).sum()
         out.append([p.detach().numpy()] + [g.numpy() for g in lib.autograd.grad(loss, [x0, lr])])
     _close(*out)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_tensor_betas_and_lr_gradients_match_torch(name):
+    """Learned betas and lr through two steps (torch's differentiable path takes tensors)."""
+    out = []
+    for lib in (torch, ember):
+        rng = np.random.RandomState(0)
+        x0 = lib.tensor(rng.randn(4), requires_grad=True)
+        g = lib.tensor(rng.randn(4), requires_grad=True)
+        b1, b2, lr = (lib.tensor(v, requires_grad=True) for v in (0.8, 0.95, 0.1))
+        p = x0.clone()
+        p.grad = g
+        opt = getattr(lib.optim, name)([p], lr=lr, betas=(b1, b2), differentiable=True)
+        opt.step()
+        p.grad = g * 2
+        opt.step()
+        loss = (p.clone() ** 2).sum()
+        out.append([p.detach().numpy()] +
+                   [t.numpy() for t in lib.autograd.grad(loss, [x0, g, b1, b2, lr])])
+    _close(*out)
