@@ -41,9 +41,9 @@ CASES = [
     ("conv2d", (1, 3, 5, 5), (2, 3, 5, 5), True, dict(padding="valid")),
     ("conv2d", (3, 4, 6, 6), (4, 1, 3, 3), False, dict(groups=4, stride=2, padding=(0, 1))),
     ("conv2d", (40, 2, 5, 4), (3, 2, 2, 2), True, dict(padding=1)),      # batch-inside layout
-    ("conv2d", (2, 9, 7, 6), (8, 9, 3, 3), True, dict(padding=1)),       # Winograd F(2x2, 3x3)
-    ("conv2d", (9, 5, 5), (8, 9, 3, 3), False, {}),                      # Winograd, odd sizes
-    ("conv_transpose2d", (2, 8, 4, 5), (8, 3, 3, 3), True, dict(padding=1)),  # Winograd
+    ("conv2d", (2, 9, 7, 6), (8, 9, 3, 3), True, dict(padding=1)),       # direct kernels
+    ("conv2d", (9, 5, 5), (8, 9, 3, 3), False, {}),                      # direct, odd sizes
+    ("conv_transpose2d", (2, 8, 4, 5), (8, 3, 3, 3), True, dict(padding=1)),  # direct
     ("conv3d", (2, 2, 5, 4, 5), (3, 2, 2, 3, 2), True, dict(stride=2, padding=(1, 0, 1))),
     ("conv3d", (2, 4, 4, 3), (2, 2, 2, 2, 2), False, dict(padding="same")),
     ("conv_transpose1d", (2, 4, 5), (4, 3, 3), False, dict(output_padding=1, dilation=2)),
@@ -125,6 +125,7 @@ def test_forward_in_batch_blocks_equals_the_whole_batch(xs, ws, kw, monkeypatch)
     x, w, b = _arr(*xs), _arr(*ws), _arr(ws[0])
     n = len(xs) - 2
     monkeypatch.setattr(conv_kernels, "WIDE", False)
+    monkeypatch.setattr(conv_kernels, "DIRECT", False)  # stride 1 would take the direct kernel
 
     def run():
         return getattr(F, f"conv{n}d")(*(ember.from_numpy(a) for a in (x, w, b)), **kw).numpy()
@@ -332,3 +333,68 @@ def test_int64_avg_pool_matches_torch(n):
         got = getattr(F, f"avg_pool{n}d")(ember.from_numpy(x), **kw)
         assert got.dtype == ember.int64
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# the direct stride-1 kernels (ember._core.ckernels.conv.direct_conv/direct_weight_grad):
+# widths that are not a multiple of the vector or position block, output channels not a
+# multiple of the register block, groups, dilation, asymmetric padding, 1-d, padding past
+# the kernel's reach (the input gradient then takes the column route)
+DIRECT_CASES = [
+    ((3, 5, 7, 13), (11, 5, 3, 3), dict(padding=1)),
+    ((2, 6, 9, 4), (4, 3, 2, 3), dict(padding=(2, 0), dilation=(2, 1), groups=2)),
+    ((2, 3, 5, 17), (9, 3, 1, 5), dict(padding=(0, 3))),
+    ((4, 4, 30), (10, 2, 4), dict(padding=3, dilation=2, groups=2)),
+    ((1, 2, 3, 3), (3, 2, 3, 3), dict(padding=3)),
+    ((2, 33, 8, 8), (17, 33, 3, 3), dict(padding=1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,kw", DIRECT_CASES)
+def test_direct_kernels_match_torch_and_the_column_route(xs, ws, kw, dtype, monkeypatch):
+    name = f"conv{len(xs) - 2}d"
+    arrays = [_arr(*xs, dtype=dtype), _arr(*ws, dtype=dtype), _arr(ws[0], dtype=dtype)]
+    yt = getattr(TF, name)(*[torch.from_numpy(a) for a in arrays], **kw)
+    g = _arr(*yt.shape, dtype=dtype)
+    calls = []
+    for fn in ("direct_conv", "direct_weight_grad"):
+        real = getattr(ck, fn)
+        monkeypatch.setattr(ck, fn, lambda *a, _f=real, _n=fn: calls.append(_n) or _f(*a))
+
+    def run(lib):
+        ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
+        y = getattr(lib.nn.functional, name)(*ts, **kw)
+        y.backward(lib.from_numpy(g))
+        return [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+    want, direct = run(torch), run(ember)
+    # forward, input gradient (unless the padding exceeds the kernel's reach), weight gradient
+    assert calls.count("direct_conv") == (1 if kw["padding"] == 3 and len(xs) == 4 else 2)
+    assert calls.count("direct_weight_grad") == 1
+    monkeypatch.setattr(conv_kernels, "DIRECT", False)
+    columns = run(ember)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for a, b, c in zip(direct, columns, want):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, c, rtol=tol, atol=tol)
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_direct_kernels_give_the_same_values_on_two_threads():
+    x, w, g = _arr(4, 16, 20, 20), _arr(24, 16, 3, 3), _arr(4, 24, 20, 20)
+    sc = (lambda slot, shape, dtype: np.empty(shape, dtype))
+    pad = ((1, 1), (1, 1))
+    prev = ember.get_num_threads()
+    out = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            out.append((ck.direct_conv(x, w, None, pad, (1, 1), 1, sc),
+                        ck.direct_weight_grad(x, g, (3, 3), pad, (1, 1), 1, sc)))
+    finally:
+        ember.set_num_threads(prev)
+    want_y = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
+    want_w = torch.nn.grad.conv2d_weight(torch.from_numpy(x), w.shape, torch.from_numpy(g),
+                                         padding=1).numpy()
+    for y, gw in out:
+        np.testing.assert_allclose(y, want_y, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(gw, want_w, rtol=1e-10, atol=1e-10)

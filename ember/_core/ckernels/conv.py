@@ -1,18 +1,33 @@
-"""Convolution's window copies in C: im2col and its adjoint col2im for 1-d and 2-d windows.
+"""Convolution in C: the direct stride-1 convolution and its weight gradient, and the
+window copies im2col / col2im that the column (GEMM) route uses for everything else.
 
-NumPy builds a column buffer with one strided slab copy per kernel offset (25 calls for a
-5x5 kernel, each paying NumPy's per-call cost, plus a padded copy of the input); this
-kernel writes the whole buffer in one pass, zeros where the window reaches into the
-padding, and col2im adds it back the same way.  Two layouts of the column buffer:
+Direct (`direct_conv`, `direct_weight_grad`; 1-d and 2-d windows of stride 1, any padding,
+dilation and groups): the input is copied once into zero-padded planes and read flattened,
+so that output position ``p = oh * Wp + ow`` (Wp the padded width) reads input position
+``p + kh * DH * Wp + kw * DW``: a run of positions is one unit-stride vector load per kernel
+offset, whatever the image width (the positions past each output row are computed and
+dropped).  The forward keeps a block of output channels x positions in vector registers
+(8 x 48 floats with AVX-512) and does one FMA per weight and vector, with no column buffer
+and no GEMM call; the weight gradient keeps output channels x kernel columns of vector
+accumulators over the positions, summed across the batch and reduced once.  The input
+gradient of a stride-1 convolution is a direct convolution too (the caller flips and
+transposes the kernel).  Vectors are GCC vector types of the build's width (the CPU
+capability level's flags), OpenMP threads over output blocks honour
+``ember.set_num_threads``.
+
+Column buffer (strided windows): NumPy builds it with one strided slab copy per kernel
+offset (plus a padded copy of the input); `im2col` writes the whole buffer in one pass,
+zeros where the window reaches into the padding, and `col2im` adds it back the same way.
+Two layouts of the column buffer:
 
 * ``wide=False``: (B, C, kh, kw, OH, OW), one GEMM per example (large images);
 * ``wide=True``: (C, kh, kw, B, OH, OW), one GEMM over the whole batch (small images,
   where per-example GEMMs are too small to be efficient).
 
-Its own library (``ember_conv``), built and cached like the eager one (`build.py`);
-`im2col` / `col2im` return None when it cannot be had or the arrays do not fit (the
-caller then runs its NumPy code, which computes the same thing).  float32 and float64,
-C-contiguous inputs.
+Its own library (``ember_conv``), built and cached like the eager one (`build.py`); every
+entry returns None when it cannot be had or the arrays do not fit (the caller then runs
+its NumPy/GEMM code, which computes the same thing).  float32 and float64, C-contiguous
+inputs.
 """
 import ctypes
 import os
@@ -22,15 +37,44 @@ import numpy as np
 
 from . import build as _build
 
-__all__ = ["im2col", "col2im", "winograd_conv3x3", "available"]
+__all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
+           "direct_fits", "available"]
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
 
 _C = r"""
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 int ckc_abi(void) { return @ABI@; }
+
+#if defined(_OPENMP)
+#define CKC_PRAGMA(x) _Pragma(#x)
+#else
+#define CKC_PRAGMA(x)
+#endif
+
+/* direct convolution's register block: CKD_OB output channels x CKD_NV vectors of CKD_VB
+   bytes (AVX-512: 8 x 2 zmm accumulators of 32 registers; AVX2/SSE: 4 x 3 of 16) */
+#if defined(__AVX512F__)
+#define CKD_VB 64
+#define CKD_OB 8
+#define CKD_NV 3
+#elif defined(__AVX__)
+#define CKD_VB 32
+#define CKD_OB 4
+#define CKD_NV 3
+#else
+#define CKD_VB 16
+#define CKD_OB 4
+#define CKD_NV 3
+#endif
+#define CKD_KWB 3   /* kernel columns per weight-gradient block */
+/* 0: CKD_OB, 1: CKD_NV, 2: CKD_KWB, 3: CKD_VB */
+int ckc_direct_block(int which) {
+    return which == 0 ? CKD_OB : which == 1 ? CKD_NV : which == 2 ? CKD_KWB : CKD_VB;
+}
 """
 
 # one copy per dtype (T, _S); geometry: g[0..13] = B C H W KH KW SH SW PH PW DH DW OH OW
@@ -80,80 +124,6 @@ void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int
         }
 }
 
-/* Winograd F(2x2, 3x3), input side: every 4x4 tile (stride 2, zero outside the image) of
-   x (B, C, H, W) as B^T d B into V (16, C, T), T = B * TH * TW tiles; g[4] is the padding,
-   g[7] the distance between V's 16 planes */
-void ckc_wino_in_S(const T *restrict x, T *restrict V, const ptrdiff_t *g, int unused) {
-    const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], P = g[4], TH = g[5], TW = g[6];
-    const ptrdiff_t T_ = B * TH * TW, K = g[7], RW = 2 * TW + 2;
-    (void)unused;
-    T rows[4][RW];  /* the tile row band, zero-padded: the tile loop has no bounds checks */
-    for (ptrdiff_t b = 0; b < B; b++)
-        for (ptrdiff_t c = 0; c < C; c++) {
-            const T *src = x + (b * C + c) * H * W;
-            for (ptrdiff_t ty = 0; ty < TH; ty++) {
-                for (int i = 0; i < 4; i++) {
-                    const ptrdiff_t yy = 2 * ty - P + i;
-                    for (ptrdiff_t j = 0; j < RW; j++) {
-                        const ptrdiff_t xx = j - P;
-                        rows[i][j] = (yy >= 0 && yy < H && xx >= 0 && xx < W)
-                                     ? src[yy * W + xx] : (T)0;
-                    }
-                }
-                T *v = V + c * T_ + (b * TH + ty) * TW;
-                for (ptrdiff_t tx = 0; tx < TW; tx++) {
-                    T r[4][4];
-                    const ptrdiff_t j0 = 2 * tx;
-                    for (int j = 0; j < 4; j++) {
-                        const T d0 = rows[0][j0 + j], d1 = rows[1][j0 + j],
-                                d2 = rows[2][j0 + j], d3 = rows[3][j0 + j];
-                        r[0][j] = d0 - d2;
-                        r[1][j] = d1 + d2;
-                        r[2][j] = d2 - d1;
-                        r[3][j] = d1 - d3;
-                    }
-                    for (int i = 0; i < 4; i++) {
-                        v[(4 * i + 0) * K + tx] = r[i][0] - r[i][2];
-                        v[(4 * i + 1) * K + tx] = r[i][1] + r[i][2];
-                        v[(4 * i + 2) * K + tx] = r[i][2] - r[i][1];
-                        v[(4 * i + 3) * K + tx] = r[i][1] - r[i][3];
-                    }
-                }
-            }
-        }
-}
-
-/* output side: M (16, O, T) as A^T m A into y (B, O, OH, OW), plus bias (or NULL) */
-void ckc_wino_out_S(const T *restrict M, T *restrict y, const ptrdiff_t *g,
-                    const T *restrict bias) {
-    const ptrdiff_t B = g[0], O = g[1], OH = g[2], OW = g[3], TH = g[5], TW = g[6];
-    const ptrdiff_t T_ = B * TH * TW, K = g[7];
-    for (ptrdiff_t b = 0; b < B; b++)
-        for (ptrdiff_t o = 0; o < O; o++) {
-            T *dst = y + (b * O + o) * OH * OW;
-            const T bo = bias ? bias[o] : (T)0;
-            for (ptrdiff_t ty = 0; ty < TH; ty++)
-                for (ptrdiff_t tx = 0; tx < TW; tx++) {
-                    const T *m = M + o * T_ + (b * TH + ty) * TW + tx;
-                    T s[2][4];
-                    for (int j = 0; j < 4; j++) {
-                        const T m0 = m[j * K], m1 = m[(4 + j) * K], m2 = m[(8 + j) * K],
-                                m3 = m[(12 + j) * K];
-                        s[0][j] = m0 + m1 + m2;
-                        s[1][j] = m1 - m2 - m3;
-                    }
-                    for (int i = 0; i < 2; i++) {
-                        const ptrdiff_t yy = 2 * ty + i;
-                        if (yy >= OH) break;
-                        const T v0 = s[i][0] + s[i][1] + s[i][2] + bo;
-                        const T v1 = s[i][1] - s[i][2] - s[i][3] + bo;
-                        dst[yy * OW + 2 * tx] = v0;
-                        if (2 * tx + 1 < OW) dst[yy * OW + 2 * tx + 1] = v1;
-                    }
-                }
-        }
-}
-
 void ckc_col2im_S(const T *restrict cols, T *restrict x, const ptrdiff_t *g, int wide) {
     const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
     const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
@@ -186,10 +156,164 @@ void ckc_col2im_S(const T *restrict cols, T *restrict x, const ptrdiff_t *g, int
 }
 """
 
+# direct stride-1 convolution, one copy per dtype (T, _S).  The padded input planes are read
+# flattened: with Wp the padded width, output position p = oh * Wp + ow reads input position
+# p + kh * DH * Wp + kw * DW, so a run of positions is one unit-stride vector load per kernel
+# offset, whatever the image width; positions with ow >= OW are computed and dropped.
+_DIRECT = r"""
+typedef T ckd_v_S __attribute__((vector_size(CKD_VB)));
+typedef T ckd_vu_S __attribute__((vector_size(CKD_VB), aligned(sizeof(T)), may_alias));
+
+/* x (n planes of H x W) into xp (planes of Hp x Wp, PL apart) at row ph, column pw, zeros
+   around; g: n H W Hp Wp ph pw PL */
+void ckc_pad_S(const T *restrict x, T *restrict xp, const ptrdiff_t *g, int nt) {
+    const ptrdiff_t n = g[0], H = g[1], W = g[2], Hp = g[3], Wp = g[4], ph = g[5], pw = g[6];
+    const ptrdiff_t PL = g[7];
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const T *s = x + i * H * W;
+        T *d = xp + i * PL;
+        memset(d, 0, sizeof(T) * Wp * ph);
+        for (ptrdiff_t r = 0; r < H; r++) {
+            T *dr = d + (ph + r) * Wp;
+            for (ptrdiff_t c = 0; c < pw; c++) dr[c] = 0;
+            memcpy(dr + pw, s + r * W, sizeof(T) * W);
+            for (ptrdiff_t c = pw + W; c < Wp; c++) dr[c] = 0;
+        }
+        memset(d + (ph + H) * Wp, 0, sizeof(T) * (PL - (ph + H) * Wp));
+    }
+}
+
+/* y (B, G*Og, OH, OW) = stride-1 convolution of the padded planes xp (B, G*Cg planes, PL
+   apart, rows Wp wide) with the packed weights wp (G, nob, Cg, KH*KW, CKD_OB), plus bias
+   (G*Og, or NULL); g: B G Cg Og OH OW Wp PL KH KW DH DW */
+void ckc_direct_fwd_S(const T *restrict xp, const T *restrict wp, const T *restrict bias,
+                      T *restrict y, const ptrdiff_t *g, int nt) {
+    enum { N = CKD_VB / sizeof(T), NV = CKD_NV, OB = CKD_OB, NVV = CKD_NV * N };
+    const ptrdiff_t B = g[0], G = g[1], Cg = g[2], Og = g[3], OH = g[4], OW = g[5];
+    const ptrdiff_t Wp = g[6], PL = g[7], KH = g[8], KW = g[9], DH = g[10], DW = g[11];
+    const ptrdiff_t KK = KH * KW, P = (OH - 1) * Wp + OW, ntile = (P + NVV - 1) / NVV;
+    const ptrdiff_t nob = (Og + OB - 1) / OB, items = B * G * nob * ntile;
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    for (ptrdiff_t it = 0; it < items; it++) {
+        const ptrdiff_t t = it % ntile, r = it / ntile, ob = r % nob, bg = r / nob;
+        const ptrdiff_t gg = bg % G, p0 = t * NVV;
+        ckd_v_S acc[OB][NV];
+        for (int i = 0; i < OB; i++)
+            for (int j = 0; j < NV; j++) acc[i][j] = (ckd_v_S){0};
+        const T *xb = xp + bg * Cg * PL + p0;
+        const T *wb = wp + (gg * nob + ob) * Cg * KK * OB;
+        for (ptrdiff_t c = 0; c < Cg; c++) {
+            const T *xc = xb + c * PL, *wc = wb + c * KK * OB;
+            for (ptrdiff_t kh = 0; kh < KH; kh++) {
+                const T *xr = xc + kh * DH * Wp;
+                const T *wr = wc + kh * KW * OB;
+                for (ptrdiff_t kw = 0; kw < KW; kw++) {
+                    ckd_v_S xv[NV];
+                    for (int j = 0; j < NV; j++)
+                        xv[j] = *(const ckd_vu_S *)(xr + kw * DW + j * N);
+                    const T *wk = wr + kw * OB;
+                    for (int i = 0; i < OB; i++) {
+                        const T wv = wk[i];
+                        for (int j = 0; j < NV; j++) acc[i][j] += wv * xv[j];
+                    }
+                }
+            }
+        }
+        T tile[OB][NVV] __attribute__((aligned(64)));
+        for (int i = 0; i < OB; i++)
+            for (int j = 0; j < NV; j++) *(ckd_vu_S *)(tile[i] + j * N) = acc[i][j];
+        const ptrdiff_t end = p0 + NVV < P ? p0 + NVV : P;
+        for (int i = 0; i < OB && ob * OB + i < Og; i++) {
+            const ptrdiff_t o = gg * Og + ob * OB + i;
+            const T bo = bias ? bias[o] : (T)0;
+            T *yo = y + ((bg / G) * G * Og + o) * OH * OW;
+            for (ptrdiff_t p = p0; p < end;) {
+                const ptrdiff_t row = p / Wp, col = p - row * Wp;
+                ptrdiff_t n = Wp - col < end - p ? Wp - col : end - p;
+                const ptrdiff_t m = col < OW ? (OW - col < n ? OW - col : n) : 0;
+                const T *s = tile[i] + (p - p0);
+                T *d = yo + row * OW + col;
+                for (ptrdiff_t q = 0; q < m; q++) d[q] = s[q] + bo;
+                p += n;
+            }
+        }
+    }
+}
+
+/* gw (G*Og, Cg, KH, KW) = sum over the batch of the correlation of gyp (B, G*Og planes, GP
+   apart, gy in rows Wp wide, zero past each output row and up to Pv vectors) with the
+   padded input planes xp (as `ckc_direct_fwd`); input channels in chunks of CC per work
+   item; g: B G Cg Og Wp PL KH KW DH DW Pv GP CC */
+int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw,
+                     const ptrdiff_t *g, int nt) {
+    enum { N = CKD_VB / sizeof(T), OB = CKD_OB, KB = CKD_KWB };
+    const ptrdiff_t B = g[0], G = g[1], Cg = g[2], Og = g[3], Wp = g[4], PL = g[5];
+    const ptrdiff_t KH = g[6], KW = g[7], DH = g[8], DW = g[9], Pv = g[10], GP = g[11];
+    const ptrdiff_t CC = g[12], ncc = (Cg + CC - 1) / CC;
+    const ptrdiff_t nob = (Og + OB - 1) / OB, nkb = (KW + KB - 1) / KB;
+    const ptrdiff_t items = G * nob * ncc, per_c = KH * nkb * OB * KB;
+    int ok = 1;
+    CKC_PRAGMA(omp parallel num_threads(nt) reduction(&&:ok))
+    {
+        ckd_v_S *part = aligned_alloc(CKD_VB, sizeof(ckd_v_S) * CC * per_c);
+        ok = part != NULL;
+        CKC_PRAGMA(omp for schedule(static))
+        for (ptrdiff_t it = 0; it < items; it++) {
+            if (!part) continue;
+            const ptrdiff_t cc = it % ncc, r = it / ncc, ob = r % nob, gg = r / nob;
+            const ptrdiff_t c0 = cc * CC, c1 = c0 + CC < Cg ? c0 + CC : Cg;
+            const ptrdiff_t rows = Og - ob * OB < OB ? Og - ob * OB : OB;
+            memset(part, 0, sizeof(ckd_v_S) * (c1 - c0) * per_c);
+            for (ptrdiff_t b = 0; b < B; b++) {
+                const T *gyr[OB];
+                for (int i = 0; i < OB; i++)  /* rows past Og repeat the last: discarded */
+                    gyr[i] = gyp + ((b * G + gg) * Og + ob * OB + (i < rows ? i : rows - 1)) * GP;
+                for (ptrdiff_t c = c0; c < c1; c++) {
+                    const T *xc = xp + ((b * G + gg) * Cg + c) * PL;
+                    for (ptrdiff_t kh = 0; kh < KH; kh++)
+                        for (ptrdiff_t kb = 0; kb < nkb; kb++) {
+                            ckd_v_S *pa = part + (((c - c0) * KH + kh) * nkb + kb) * OB * KB;
+                            ckd_v_S acc[OB][KB];
+                            for (int i = 0; i < OB; i++)
+                                for (int k = 0; k < KB; k++) acc[i][k] = pa[i * KB + k];
+                            const T *xs = xc + kh * DH * Wp + kb * KB * DW;
+                            for (ptrdiff_t v = 0; v < Pv; v++) {
+                                ckd_v_S xv[KB];
+                                for (int k = 0; k < KB; k++)
+                                    xv[k] = *(const ckd_vu_S *)(xs + v * N + k * DW);
+                                for (int i = 0; i < OB; i++) {
+                                    const ckd_v_S gv = *(const ckd_vu_S *)(gyr[i] + v * N);
+                                    for (int k = 0; k < KB; k++) acc[i][k] += gv * xv[k];
+                                }
+                            }
+                            for (int i = 0; i < OB; i++)
+                                for (int k = 0; k < KB; k++) pa[i * KB + k] = acc[i][k];
+                        }
+                }
+            }
+            for (ptrdiff_t c = c0; c < c1; c++)
+                for (ptrdiff_t kh = 0; kh < KH; kh++)
+                    for (ptrdiff_t kw = 0; kw < KW; kw++)
+                        for (ptrdiff_t i = 0; i < rows; i++) {
+                            const ckd_v_S a = part[(((c - c0) * KH + kh) * nkb + kw / KB) * OB
+                                                   * KB + i * KB + kw % KB];
+                            T s = 0;
+                            for (int l = 0; l < N; l++) s += a[l];
+                            gw[(((gg * Og + ob * OB + i) * Cg + c) * KH + kh) * KW + kw] = s;
+                        }
+        }
+        free(part);
+    }
+    return ok;
+}
+"""
+
 _SUFFIX = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
 _lib = None
 _tried = False
 _reason = None
+_info = {}
 _fns = {}
 
 
@@ -197,13 +321,14 @@ def render():
     src = _C.replace("@ABI@", str(ABI_VERSION))
     for t, s in _SUFFIX.values():
         src += re.sub(r"\bT\b", t, _TYPED.replace("_S(", f"_{s}("))
+        src += re.sub(r"\bT\b", t, re.sub(r"_S\b", f"_{s}", _DIRECT))
     return src
 
 
 def _load():
-    global _lib, _tried, _reason
+    global _lib, _tried, _reason, _info
     _tried = True
-    _lib, _, _reason = _build.try_build("ember_conv", render(),
+    _lib, _info, _reason = _build.try_build("ember_conv", render(),
                                         lambda lib: lib.ckc_abi() == ABI_VERSION)
     return _lib
 
@@ -223,8 +348,7 @@ def _fn(name, dtype):
             return None
         f = getattr(_lib, f"ckc_{name}_{_SUFFIX[dtype][1]}")
         f.restype = None
-        last = ctypes.c_void_p if name == "wino_out" else ctypes.c_int  # bias, or wide
-        f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, last)
+        f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
         _fns[key] = f
     return f
 
@@ -274,40 +398,149 @@ def col2im(cols, B, C, spatial, ks, stride, pad, dilation, lo, wide):
     return out
 
 
-# F(2x2, 3x3) weight transform G g G^T (its G), applied in NumPy: weights are small
-_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+# ---- direct stride-1 convolution -----------------------------------------------------------
+
+_DIRECT_ARGS = {"pad": 4, "direct_fwd": 6, "direct_wgt": 5}
+PARALLEL_MACS = 1 << 20  # multiply-adds from which the direct kernels use OpenMP threads
 
 
-def winograd_conv3x3(x, w, b, pad, gemm, planes):
-    """A 3x3, stride-1, undilated, ungrouped 2-d convolution by Winograd's F(2x2, 3x3): 2.25
-    times fewer multiplications than the column GEMM, as 16 GEMMs (O, C) @ (C, tiles) between
-    the C input and output transforms.  ``pad`` the (symmetric) padding; ``gemm(a, b, out)``
-    the product; ``planes(slot, n, dtype)`` a (16, n) work array whose rows lie 64 bytes
-    further apart than n (rows a power of two apart would share cache sets, and the
-    transforms touch all 16 for each tile).  None when the arrays do not fit."""
-    if not (_fits(x, (3, 3)) and w.dtype == x.dtype and w.flags.c_contiguous):
+def _direct_fn(name, dtype):
+    key = (name, dtype)
+    f = _fns.get(key)
+    if f is None:
+        if not available():
+            return None
+        f = getattr(_lib, f"ckc_{name}_{_SUFFIX[dtype][1]}")
+        f.restype = ctypes.c_int if name == "direct_wgt" else None
+        f.argtypes = [ctypes.c_void_p] * (_DIRECT_ARGS[name] - 1) + [ctypes.c_int]
+        _fns[key] = f
+    return f
+
+
+def _blocks():
+    """(output channels per block, vectors per position block, kernel columns per
+    weight-gradient block, vector bytes) of the library's build."""
+    b = _fns.get("blocks")
+    if b is None:
+        f = _lib.ckc_direct_block
+        f.restype, f.argtypes = ctypes.c_int, [ctypes.c_int]
+        b = _fns["blocks"] = tuple(f(i) for i in range(4))
+    return b
+
+
+def _threads(macs):
+    """OpenMP threads for ``macs`` multiply-adds: ember's thread count (the BLAS pool's, so
+    the two never oversubscribe the cores), one for small work, a forked child or a
+    library built without OpenMP."""
+    if macs < PARALLEL_MACS or not _info.get("openmp"):
+        return 1
+    from . import _forked
+    from .. import blas_threads
+    if _forked:
+        return 1
+    if not blas_threads._loaded:
+        blas_threads._load()
+    get = blas_threads._get
+    return max(1, int(get())) if get is not None else 1
+
+
+def _as_2d(shape, ks, pad, dilation):
+    """1-d geometry as 2-d of height 1: (H, W), (KH, KW), ((lo, hi), (lo, hi)), (DH, DW)."""
+    if len(ks) == 1:
+        return (1,) + tuple(shape), (1,) + tuple(ks), ((0, 0),) + tuple(pad), \
+            (1,) + tuple(dilation)
+    return tuple(shape), tuple(ks), tuple(pad), tuple(dilation)
+
+
+def _padded_planes(x, HW, pad, KW, DW, scratch):
+    """x (B, C, *HW) into the direct kernels' padded planes: (buffer, Wp, PL), the buffer
+    ``scratch``'s, with zeroed slack after the last plane for the kernels' overreads."""
+    (H, W), ((ph0, ph1), (pw0, pw1)) = HW, pad
+    Hp, Wp = H + ph0 + ph1, W + pw0 + pw1
+    n = x.shape[0] * x.shape[1]
+    _, NV, KB, VB = _blocks()
+    slack = ((NV + 2) * VB) // x.itemsize + KB * DW + KW
+    PL = Hp * Wp
+    buf = scratch("direct_in", (n * PL + slack,), x.dtype)
+    g = np.array([n, H, W, Hp, Wp, ph0, pw0, PL], dtype=np.intp)
+    _direct_fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
+                               _threads(n * PL * 8))
+    buf[n * PL:] = 0
+    return buf, Wp, PL
+
+
+def direct_fits(x, w, stride, pad):
+    """Whether `direct_conv` takes these operands: float32/float64, C-contiguous input, 1-d
+    or 2-d windows of stride 1, padding (lo, hi) pairs not negative."""
+    ks = w.shape[2:]
+    return _fits(x, ks) and w.dtype == x.dtype and all(s == 1 for s in stride) and \
+        all(p >= 0 for pr in pad for p in pr) and available()
+
+
+def direct_conv(x, w, b, pad, dilation, groups, scratch):
+    """The stride-1 convolution of ``x`` (B, C, *L) with ``w`` (O, C/groups, *ks) (1-d or
+    2-d), plus ``b`` (O,) or None, by a register-blocked direct kernel (no column buffer):
+    output channels x positions in vector registers, one FMA per weight and vector of
+    positions.  ``pad`` (lo, hi) pairs; ``scratch(slot, shape, dtype)`` a reusable work
+    array.  None when it does not apply (see `direct_fits`)."""
+    if not direct_fits(x, w, (1,) * len(w.shape[2:]), pad):
         return None
-    f_in, f_out = _fn("wino_in", x.dtype), _fn("wino_out", x.dtype)
-    if f_in is None or f_out is None:
+    f = _direct_fn("direct_fwd", x.dtype)
+    B, C = x.shape[:2]
+    O, Cg = w.shape[:2]
+    (H, W), (KH, KW), pad2, (DH, DW) = _as_2d(x.shape[2:], w.shape[2:], pad, dilation)
+    OH = H + pad2[0][0] + pad2[0][1] - DH * (KH - 1)
+    OW = W + pad2[1][0] + pad2[1][1] - DW * (KW - 1)
+    if OH <= 0 or OW <= 0 or B == 0 or O == 0:
         return None
-    B, C, H, W = x.shape
-    O = w.shape[0]
-    OH, OW = H + 2 * pad - 2, W + 2 * pad - 2
-    TH, TW = (OH + 1) // 2, (OW + 1) // 2
-    T = B * TH * TW
-    U = np.einsum("ij,ocjk,lk->iloc", _G, w, _G).reshape(16, O, C).astype(x.dtype)
-    V = planes("wino_in", C * T, x.dtype).reshape(16, C, T)
-    g_in = _sizes(B, C, H, W, pad, TH, TW, V)  # held: C reads it during the call
-    f_in(x.ctypes.data, V.ctypes.data, g_in.ctypes.data, 0)
-    M = gemm(U, V, planes("wino_out", O * T, x.dtype).reshape(16, O, T))
-    y = np.empty((B, O, OH, OW), dtype=x.dtype)
+    G, Og = groups, O // groups
+    OB = _blocks()[0]
+    nob = -(-Og // OB)
+    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, KW, DW, scratch)
+    # weights as (G, nob, Cg, KH*KW, OB): a block's OB weights per offset side by side
+    wp = np.zeros((G, nob * OB, Cg, KH * KW), dtype=x.dtype)
+    wp[:, :Og] = w.reshape(G, Og, Cg, KH * KW)
+    wp = np.ascontiguousarray(wp.reshape(G, nob, OB, Cg, KH * KW).transpose(0, 1, 3, 4, 2))
     bias = None if b is None else np.ascontiguousarray(b, dtype=x.dtype)
-    g_out = _sizes(B, O, OH, OW, pad, TH, TW, M)
-    f_out(M.ctypes.data, y.ctypes.data, g_out.ctypes.data,
-          None if bias is None else bias.ctypes.data)
+    out_sp = (OH, OW) if len(w.shape) == 4 else (OW,)
+    y = np.empty((B, O) + out_sp, dtype=x.dtype)
+    g = np.array([B, G, Cg, Og, OH, OW, Wp, PL, KH, KW, DH, DW], dtype=np.intp)
+    f(xpad.ctypes.data, wp.ctypes.data, None if bias is None else bias.ctypes.data,
+      y.ctypes.data, g.ctypes.data, _threads(B * O * OH * OW * Cg * KH * KW))
     return y
 
 
-def _sizes(B, C, H, W, pad, TH, TW, planes):
-    return np.array([B, C, H, W, pad, TH, TW, planes.strides[0] // planes.itemsize],
-                    dtype=np.intp)
+def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
+    """The weight gradient (O, C/groups, *ks) of the stride-1 convolution of ``x`` whose
+    output gradient is ``gy`` (B, O, *Lo), by a direct kernel (output channels x kernel
+    columns of vector accumulators over the positions), or None (see `direct_fits`)."""
+    if not (_fits(gy, ks) and gy.dtype == x.dtype and _fits(x, ks) and available()
+            and all(p >= 0 for pr in pad for p in pr)):
+        return None
+    f = _direct_fn("direct_wgt", x.dtype)
+    B, C = x.shape[:2]
+    O = gy.shape[1]
+    (H, W), (KH, KW), pad2, (DH, DW) = _as_2d(x.shape[2:], ks, pad, dilation)
+    (OH, OW), _, _, _ = _as_2d(gy.shape[2:], ks, pad, dilation)
+    if OH != H + pad2[0][0] + pad2[0][1] - DH * (KH - 1) or \
+            OW != W + pad2[1][0] + pad2[1][1] - DW * (KW - 1) or B == 0 or O == 0 or C == 0:
+        return None
+    G, Cg, Og = groups, C // groups, O // groups
+    OB, _, _, VB = _blocks()
+    N = VB // x.itemsize
+    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, KW, DW, scratch)
+    P = (OH - 1) * Wp + OW
+    Pv = -(-P // N)
+    GP = max(Pv * N, OH * Wp)
+    gyp = scratch("direct_gy", (B * O * GP,), x.dtype)
+    g = np.array([B * O, OH, OW, OH, Wp, 0, 0, GP], dtype=np.intp)
+    _direct_fn("pad", x.dtype)(gy.ctypes.data, gyp.ctypes.data, g.ctypes.data,
+                               _threads(B * O * GP * 8))
+    nt = _threads(B * O * OH * OW * Cg * KH * KW)
+    ncc = min(Cg, -(-4 * nt // (G * -(-Og // OB)))) if nt > 1 else 1
+    CC = -(-Cg // ncc)
+    gw = np.empty((O, Cg) + tuple(ks), dtype=x.dtype)
+    g = np.array([B, G, Cg, Og, Wp, PL, KH, KW, DH, DW, Pv, GP, CC], dtype=np.intp)
+    if not f(xpad.ctypes.data, gyp.ctypes.data, gw.ctypes.data, g.ctypes.data, nt):
+        return None
+    return gw

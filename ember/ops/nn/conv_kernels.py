@@ -17,7 +17,9 @@ no buffer at all: the input *is* its column matrix.  A transposed convolution's 
 is the input gradient of the plain one, and its gradients are the plain forward (input)
 and the weight gradient with the roles of input and output exchanged, so these three
 kernels serve both.  Depthwise convolutions (a channel per group) run direct C kernels
-(`ember._core.ckernels.depthwise`) instead.  float16/bfloat16 compute in float32, rounded
+(`ember._core.ckernels.depthwise`) instead, and so do stride-1 1-d/2-d float32/float64
+convolutions (`ember._core.ckernels.conv.direct_conv`: forward, the input gradient as the
+convolution with the flipped kernel, and `direct_weight_grad`), with no column buffer.  float16/bfloat16 compute in float32, rounded
 once.
 
 Geometry is passed per spatial dim: ``ks`` kernel sizes, ``stride``, ``pad`` as (lo, hi)
@@ -134,10 +136,8 @@ def scratch(xp, slot, shape, dtype):
     return buf[:n].reshape(shape)
 
 
-def _planes(slot, n, dtype):
-    """A (16, n) scratch array whose rows are 64 bytes more than n apart (Winograd's)."""
-    pad = 64 // np.dtype(dtype).itemsize
-    return scratch(np, slot, (16, n + pad), dtype)[:, :n]
+def _np_scratch(slot, shape, dtype):
+    return scratch(np, slot, shape, dtype)
 
 
 def _col2im(xp, cols, B, C, in_spatial, ks, stride, pad, dilation, lo, wide):
@@ -168,14 +168,15 @@ def _batch_inside(xp, a, groups):
     return t.reshape(groups, O // groups, B * L)
 
 
-WINOGRAD_MIN_CHANNELS = 8  # below, the transforms cost more than the products saved
+def _direct(xp, ks, stride, pad):
+    """Whether the direct C kernels (`_ck.direct_conv`, `_ck.direct_weight_grad`) may take
+    the convolution: NumPy arrays, 1-d or 2-d windows of stride 1 other than 1x1 without
+    padding (whose GEMM needs no column buffer at all).  They also check the arrays."""
+    return DIRECT and xp is np and len(ks) in (1, 2) and all(s == 1 for s in stride) and \
+        not _is_pointwise(ks, stride, pad)
 
 
-def _winograd_fits(x, ks, stride, pad, dilation, groups):
-    """3x3, stride 1, undilated, ungrouped, symmetric padding, enough input channels."""
-    return tuple(ks) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and \
-        groups == 1 and pad[0][0] == pad[0][1] == pad[1][0] == pad[1][1] and \
-        x.shape[1] >= WINOGRAD_MIN_CHANNELS
+DIRECT = True  # False: the column route everywhere (tests and measurements)
 
 
 def _depthwise(xp, groups, C, O, Cg):
@@ -194,9 +195,8 @@ def forward(xp, x, w, b, ks, stride, pad, dilation, groups):
             if b is not None:
                 y += b.reshape((O,) + (1,) * len(lo))
             return y
-    if xp is np and _winograd_fits(x, ks, stride, pad, dilation, groups):
-        y = _ck.winograd_conv3x3(x, w, b, pad[0][0], lambda u, v, out: _gemm(xp, u, v, out),
-                                 _planes)
+    if _direct(xp, ks, stride, pad):
+        y = _ck.direct_conv(x, w, b, pad, dilation, groups, _np_scratch)
         if y is not None:
             return y
     lo = out_spatial(x.shape[2:], ks, stride, pad, dilation)
@@ -264,12 +264,16 @@ def input_grad(xp, gy, w, in_spatial, ks, stride, pad, dilation, groups):
         gx = _dw.input_grad(gy, w, in_spatial, ks, stride, pad, dilation)
         if gx is not None:
             return gx
-    if xp is np and _winograd_fits(gy, ks, stride, pad, dilation, groups) and pad[0][0] <= 2:
-        # stride 1: the input gradient is the convolution of gy with the flipped, transposed
-        # kernel, padded by 2 - p
-        wf = np.ascontiguousarray(w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1])
-        gx = _ck.winograd_conv3x3(gy, wf, None, 2 - pad[0][0],
-                                  lambda u, v, out: _gemm(xp, u, v, out), _planes)
+    span = [d * (k - 1) for k, d in zip(ks, dilation)]
+    if _direct(xp, ks, stride, pad) and all(p <= e for pr, e in zip(pad, span) for p in pr):
+        # stride 1: the input gradient is the convolution of gy with each group's kernel
+        # transposed (in <-> out channels) and flipped, padded by d * (k - 1) - p
+        G, Og, Cg = groups, O // groups, w.shape[1]
+        wf = w.reshape((G, Og, Cg) + tuple(ks)).swapaxes(1, 2)
+        wf = wf[(Ellipsis,) + (slice(None, None, -1),) * len(ks)]
+        wf = wf.reshape((G * Cg, Og) + tuple(ks))
+        gx = _ck.direct_conv(gy, wf, None, tuple((e - p0, e - p1) for (p0, p1), e in
+                                                 zip(pad, span)), dilation, groups, _np_scratch)
         if gx is not None and tuple(gx.shape[2:]) == tuple(in_spatial):
             return gx
     Cg = w.shape[1]
@@ -295,6 +299,10 @@ def weight_grad(xp, x, gy, ks, stride, pad, dilation, groups):
     lo = tuple(gy.shape[2:])
     if _depthwise(xp, groups, C, O, 1):
         gw = _dw.weight_grad(x, gy, ks, stride, pad, dilation)
+        if gw is not None:
+            return gw
+    if _direct(xp, ks, stride, pad):
+        gw = _ck.direct_weight_grad(x, gy, ks, pad, dilation, groups, _np_scratch)
         if gw is not None:
             return gw
     wide = wide_layout(B, lo)
