@@ -16,7 +16,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core.dispatch import overridable, register_override_type
 from .._core.tensor import Tensor, wrap
-from ..ops.shape import stack
+from ..ops.shape import cat, stack
 
 __all__ = ["SparseCOOTensor", "sparse_coo_tensor", "to_sparse", "is_sparse_tensor"]
 
@@ -298,17 +298,78 @@ def _add(a, b, *, alpha=1, out=None):
         if tuple(a.shape) != tuple(b.shape):
             raise RuntimeError(f"add: expected sizes to match, got {list(a.shape)} and "
                                f"{list(b.shape)}")
-        from .. import ops
         bv = b._sp_values * alpha if alpha != 1 else b._sp_values
-        return _make(ops.cat([a._sp_indices, b._sp_indices], 1),
-                     ops.cat([a._sp_values, bv.to(a._sp_values.dtype) if bv.dtype is not
-                              a._sp_values.dtype else bv]), a.shape, False).coalesce()
+        if bv.dtype is not a._sp_values.dtype:
+            bv = bv.to(a._sp_values.dtype)
+        return _merge(a, b, bv)
     if _is_sp(b):  # dense + sparse -> dense
         return a + (b.to_dense() * alpha if alpha != 1 else b.to_dense())
     if isinstance(b, Tensor):  # sparse + dense -> dense
         return a.to_dense() + b * alpha
     raise RuntimeError("add(sparse, scalar) is not supported: adding a scalar to a sparse "
                        "tensor would make it dense; use to_dense() first")
+
+
+def _merge(a, b, bv):
+    """torch's sparse + sparse (``bv``: b's values times alpha).  With contiguous values,
+    one pass over both entry lists, each read in its stored order, taking the entry whose
+    index is smaller (row-major) and summing the two when the indices are equal: coalesced
+    operands give the coalesced sum, others a sum marked uncoalesced.  With non-contiguous
+    values (an embedding's gradient of a sum is an expanded one) torch concatenates the
+    entries instead, as its accumulated sparse gradients show.  An operand without entries
+    leaves the other one as it is."""
+    if b._nnz() == 0:
+        return _make(a._sp_indices.clone(), a._sp_values.clone(), a.shape, a._coalesced)
+    if a._nnz() == 0:
+        return _make(b._sp_indices.clone(), bv if bv is not b._sp_values else bv.clone(),
+                     a.shape, b._coalesced)
+    if not (a._sp_values.is_contiguous() and b._sp_values.is_contiguous()):
+        return _make(cat([a._sp_indices, b._sp_indices], 1), cat([a._sp_values, bv]),
+                     a.shape, False)
+    sizes = tuple(a.shape[:a.sparse_dim()])
+    ka = _flat_positions(a._sp_indices, sizes).numpy(force=True)
+    kb = _flat_positions(b._sp_indices, sizes).numpy(force=True)
+    slot_a, slot_b, first = _merge_slots(ka, kb)
+    va = a._sp_values
+    n = int(first.shape[0])
+    idx = a._sp_indices.new_tensor(first)
+    indices = cat([a._sp_indices, b._sp_indices], 1).index_select(1, idx)
+    values = va.new_zeros((n,) + tuple(va.shape[1:])).index_add(
+        0, idx.new_tensor(slot_a), va).index_add(0, idx.new_tensor(slot_b), bv)
+    return _make(indices, values, a.shape, a._coalesced and b._coalesced)
+
+
+def _merge_slots(ka, kb):
+    """The merge of key sequences ``ka`` and ``kb``: each entry's output slot, and for each
+    slot the entry (of ``ka`` then ``kb``, concatenated) whose index it takes."""
+    na = ka.shape[0]
+    if (np.diff(ka) >= 0).all() and (np.diff(kb) >= 0).all():
+        # sorted runs: the k-th entry of a key in one list meets the k-th in the other
+        keys = np.concatenate([ka, kb])
+        ranks = np.concatenate([np.arange(na) - np.searchsorted(ka, ka),
+                                np.arange(kb.shape[0]) - np.searchsorted(kb, kb)])
+        order = np.lexsort((ranks, keys))  # stable: a's entry first in a pair
+        k, r = keys[order], ranks[order]
+        new = np.ones(order.shape[0], dtype=bool)
+        new[1:] = (k[1:] != k[:-1]) | (r[1:] != r[:-1])
+        slots = np.empty(order.shape[0], dtype=np.int64)
+        slots[order] = np.cumsum(new) - 1
+        return slots[:na], slots[na:], order[new]
+    la, lb = ka.tolist(), kb.tolist()
+    slot_a, slot_b, first = [0] * len(la), [0] * len(lb), []
+    i = j = 0
+    while i < len(la) or j < len(lb):
+        take_a = j >= len(lb) or (i < len(la) and la[i] <= lb[j])
+        take_b = i >= len(la) or (j < len(lb) and lb[j] <= la[i])
+        first.append(i if take_a else na + j)
+        if take_a:
+            slot_a[i] = len(first) - 1
+            i += 1
+        if take_b:
+            slot_b[j] = len(first) - 1
+            j += 1
+    return (np.array(slot_a, dtype=np.int64), np.array(slot_b, dtype=np.int64),
+            np.array(first, dtype=np.int64))
 
 
 def _scale(s, other, op):

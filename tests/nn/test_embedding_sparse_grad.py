@@ -35,6 +35,51 @@ def test_first_sparse_grad_keeps_torch_indices():
     np.testing.assert_allclose(e._values().numpy(), t._values().numpy())
 
 
+def _layout(g):
+    return g.is_coalesced(), g._nnz(), g._indices().tolist(), g._values().tolist()
+
+
+@pytest.mark.parametrize("loss", ("sum", "weighted"))
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_grads_summed_across_backward_calls_keep_torch_layout(loss, padding_idx):
+    """Three backward calls: torch adds each sparse gradient into .grad without coalescing.
+    The gradient of a sum is expanded (non-contiguous values) and torch concatenates the
+    entries; a weighted loss's is contiguous and torch merges the two entry lists in one
+    pass (equal indices met side by side summed, the result still uncoalesced)."""
+    out = []
+    for lib in (torch, ember):
+        w = lib.tensor(W0, requires_grad=True)
+        seen = []
+        for idx in ([[0, 2, 2], [5, 0, 1]], [[3, 0]], [[0, 2, 2], [5, 0, 1]]):
+            y = lib.nn.functional.embedding(lib.tensor(idx), w, padding_idx=padding_idx,
+                                            sparse=True)
+            y = y.sum() if loss == "sum" else (y * lib.arange(4.0, dtype=lib.float64)).sum()
+            y.backward()
+            seen.append(_layout(w.grad))
+        out.append(seen)
+    assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("ca", (False, True))
+@pytest.mark.parametrize("cb", (False, True))
+@pytest.mark.parametrize("alpha", (1, 2))
+@pytest.mark.parametrize("expanded", (False, True))
+def test_sparse_add_layout_like_torch(ca, cb, alpha, expanded):
+    """sparse + sparse: torch's one-pass merge of the entry lists in their stored order
+    (coalesced only when both operands are), or concatenation when values are expanded."""
+    out = []
+    for lib in (torch, ember):
+        def sp(i, v):
+            vals = lib.tensor(v, dtype=lib.float64)[:, None]
+            vals = vals.expand(-1, 2) if expanded else vals.repeat(1, 2)
+            return lib.sparse_coo_tensor(lib.tensor([i]), vals, (6, 2), check_invariants=False)
+        a, b = sp([4, 1, 4, 0], [1., 2., 3., 4.]), sp([1, 0, 4], [10., 20., 30.])
+        a = a.coalesce() if ca else a
+        b = b.coalesce() if cb else b
+        out.append(_layout(lib.add(a, b, alpha=alpha)))
+    assert out[1] == out[0]
+
+
 def test_all_rows_padding_gives_an_empty_sparse_grad():
     for lib in (torch, ember):
         w = lib.tensor(W0, requires_grad=True)
