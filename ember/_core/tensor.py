@@ -26,6 +26,21 @@ _ndarray = np.ndarray
 _FROM_NP = _dt.FROM_NP
 
 
+
+_SCALAR_OF_GRAD_WARNED = False
+
+
+def _warn_scalar_of_grad(t):
+    # float()/complex() of a tensor that requires grad warn once per process, as torch's
+    # TORCH_WARN_ONCE (int(), bool() and .item() do not)
+    global _SCALAR_OF_GRAD_WARNED
+    if t.requires_grad and not _SCALAR_OF_GRAD_WARNED:
+        _SCALAR_OF_GRAD_WARNED = True
+        import warnings
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                      "unexpected behavior.\nConsider using tensor.detach() first.",
+                      UserWarning, stacklevel=3)
+
 class Tensor:
     """A multi-dimensional matrix of elements of a single dtype (``torch.Tensor``)."""
 
@@ -414,9 +429,11 @@ class Tensor:
         return int(self.item())
 
     def __float__(self):
+        _warn_scalar_of_grad(self)
         return float(self.item())
 
     def __complex__(self):
+        _warn_scalar_of_grad(self)
         return complex(self.item())
 
     __hash__ = object.__hash__

@@ -268,3 +268,39 @@ def test_profiling_cuda_without_cuda_warns_as_torch(lib):
             lib.ones(3).relu()
     assert "CUDA is not available, disabling CUDA profiling" in [str(x.message) for x in w]
     assert "aten::relu" in [e.name for e in prof.events()]
+
+
+_SCALAR_WARN_SCRIPT = r"""
+import warnings
+import {lib} as lib
+warnings.simplefilter("always")
+x = lib.ones(1, requires_grad=True)
+seen = []
+for name, conv in [("int", int), ("bool", bool), ("item", lambda t: t.item()),
+                   ("float_nograd", lambda t: float(t.detach())), ("float", float),
+                   ("float_again", float), ("complex", complex)]:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        conv(x * 2)
+    seen.append((name, [str(m.message) for m in w]))
+print(repr(seen))
+"""
+
+
+@LIBS
+def test_float_of_a_tensor_requiring_grad_warns_once_per_process(lib):
+    # time_sequence_prediction prints float(loss) of a graph output: torch warns once
+    # (TORCH_WARN_ONCE) for float()/complex(), never for int()/bool()/.item()
+    import ast
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    out = subprocess.run([sys.executable, "-c", _SCALAR_WARN_SCRIPT.format(lib=lib.__name__)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    seen = dict(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
+    assert [k for k, v in seen.items() if v] == ["float"]
+    assert seen["float"][0].startswith(
+        "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+        "behavior.\nConsider using tensor.detach() first.")
