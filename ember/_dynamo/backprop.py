@@ -6,7 +6,6 @@ and a ``loss.backward()`` recorded into the pending graph of a compiled training
 mode is active records the backward as more ops of the graph.
 """
 from .._core import dtype as _dt
-from .._core.op import REGISTRY
 from .._core.tensor import Tensor
 
 __all__ = ["backprop", "NotDifferentiable"]
@@ -56,9 +55,8 @@ def backprop(records, grads, rg):
         if rec.op.vjp is None:
             raise NotDifferentiable(f"operator {rec.op.name} has no derivative")
         if len(outs) > 1 or rec.op.n_out != 1:
-            gs = [g if g is not None else REGISTRY["full"](
-                shape=tuple(o.shape), fill_value=0, dtype=o.dtype.np)
-                for g, o in zip(gs, outs)]
+            # an output without a gradient passes None, as the eager engine does (the
+            # rule leaves its terms out: traced and eager backward compute the same thing)
             g = tuple(gs)
             out = tuple(outs)
         else:

@@ -80,13 +80,6 @@ def _accumulate(buf, i, g):
     buf[i] = g if old is None else old + g
 
 
-def _zeros_for(node, i, like):
-    # a missing gradient of a multi-output node: zeros shaped like that output, on the
-    # backend of the gradients that did arrive (``like``)
-    shape, dtype = node.out_meta[i]
-    return wrap(namespace_of(like).zeros(shape, dtype=dtype))
-
-
 def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, accumulate=True,
                  allow_unused=False):
     """Backpropagate ``grad_roots`` from ``roots``.
@@ -161,16 +154,14 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 nxt = heappop(ready)[2] if ready else None
                 continue
             edges = node.next_edges
+            # an output that received no gradient passes None (torch's undefined gradient):
+            # each multi-output rule skips its terms, materialising zeros only where its
+            # formula needs them (a custom Function's ctx does, unless
+            # set_materialize_grads(False))
             if node.n_out == 1:
                 has_grad = grads[0] is not None
             else:
                 has_grad = any(g is not None for g in grads)
-                # a custom Function's ctx fills them itself (or, with
-                # set_materialize_grads(False), passes None as torch does)
-                if has_grad and not getattr(node, "fills_missing_grads", False):
-                    like = next(g for g in grads if g is not None)._data
-                    grads = [g if g is not None else _zeros_for(node, i, like)
-                             for i, g in enumerate(grads)]
             if not has_grad:
                 grads_in = ()
             else:

@@ -40,7 +40,6 @@ class FunctionCtx(Node):
     needs_input_grad = None
     saved_for_forward = None
     materialize_grads = True
-    fills_missing_grads = True  # the engine leaves missing output gradients to `apply`
 
     def __init__(self):
         Node.__init__(self)

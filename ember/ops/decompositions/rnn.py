@@ -158,7 +158,9 @@ def _lstm_layer_backward(ghs, gcs, acts, hs, cs, xw, h0, c0, whhT, reverse):
     if T == 0:
         return (full(tuple(acts.shape), 0, f32), full(tuple(h0.shape), 0, f32),
                 full(tuple(c0.shape), 0, f32), full(tuple(whhT.shape), 0, f32))
-    ghs, gcs, hs, cs, xw, h0, c0 = (cast(a, f32) for a in (ghs, gcs, hs, cs, xw, h0, c0))
+    # ghs or gcs is None when that output of the layer received no gradient
+    ghs, gcs, hs, cs, xw, h0, c0 = (None if a is None else cast(a, f32)
+                                    for a in (ghs, gcs, hs, cs, xw, h0, c0))
     whhT = cast(whhT, f32)
     whh = _T(whhT)
     hp = _prev_all(hs, h0, reverse)
@@ -173,8 +175,11 @@ def _lstm_layer_backward(ghs, gcs, acts, hs, cs, xw, h0, c0, whhT, reverse):
     dh = full(tuple(h0.shape), 0, f32)
     dc = full(tuple(c0.shape), 0, f32)
     for t in reversed(list(_steps(T, reverse))):
-        dh = prim.add(dh, _at(ghs, t))
-        dc = prim.add(prim.add(dc, _at(gcs, t)), prim.mul(dh, _at(dc_dh, t)))
+        if ghs is not None:
+            dh = prim.add(dh, _at(ghs, t))
+        if gcs is not None:
+            dc = prim.add(dc, _at(gcs, t))
+        dc = prim.add(dc, prim.mul(dh, _at(dc_dh, t)))
         dG[t] = _cat_last(prim.mul(_cat_last(dc, dc, dc), _at(dgates_dc, t)),
                           prim.mul(dh, _at(do_dh, t)))
         dh = prim.matmul(dG[t], whh)

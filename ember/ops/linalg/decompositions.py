@@ -13,6 +13,7 @@ from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
 from ..._core.tensor import host_tensor
 from .._helpers import no_derivative
 from ..blas import matmul
+from ..creation import zeros_like
 from ..shape import cat, tril, triu
 from ..views import diag_embed
 from ..decomposition_vjp import vjp_from_decomposition
@@ -84,9 +85,15 @@ def _copyutl(m):
 
 
 def _qr_square_bw(gq, gr, q, r):
-    # A = QR with m >= n (reduced): gA = [gQ + Q copyutl(gR R^H - Q^H gQ)] R^{-H}
-    m = matmul(gr, r.mH) - matmul(q.mH, gq)
-    b = gq + matmul(q, _copyutl(m))
+    # A = QR with m >= n (reduced): gA = [gQ + Q copyutl(gR R^H - Q^H gQ)] R^{-H};
+    # a gradient that is None (its output received none) leaves its terms out
+    m = None if gr is None else matmul(gr, r.mH)
+    if gq is not None:
+        qhgq = matmul(q.mH, gq)
+        m = -qhgq if m is None else m - qhgq
+    b = matmul(q, _copyutl(m))
+    if gq is not None:
+        b = gq + b
     return _tri_solve(r.mH, b, False, left=False)
 
 
@@ -105,9 +112,13 @@ def _qr_vjp(ctx, g, a, mode):
         return _qr_square_bw(gq, gr, q, r)
     # wide: A = Q [R1 R2]; Y = Q R2 is a plain product
     r1 = r[..., :, :m]
+    y = a[..., :, m:]
+    if gr is None:  # only Q is used: Y does not move it
+        return cat([_qr_square_bw(gq, None, q, r1), zeros_like(y)], -1)
     gr1, gr2 = gr[..., :, :m], gr[..., :, m:]
     gy = matmul(q, gr2)
-    gx = _qr_square_bw(gq + matmul(a[..., :, m:], gr2.mH), gr1, q, r1)
+    gq = matmul(y, gr2.mH) if gq is None else gq + matmul(y, gr2.mH)
+    gx = _qr_square_bw(gq, gr1, q, r1)
     return cat([gx, gy], -1)
 
 
@@ -332,8 +343,11 @@ def _slogdet_vjp(ctx, g, a):
     sign, _ = ctx.out
     gs, gl = g
     c = gl
-    if a.is_complex():
-        c = gl + (gs * sign.conj()).imag * 1j
+    if a.is_complex() and gs is not None:
+        cs = (gs * sign.conj()).imag * 1j
+        c = cs if gl is None else gl + cs
+    if c is None:  # a real sign is piecewise constant: no gradient, as torch
+        return None
     ainv = apply(INV, (a,), {})[0]
     return c.unsqueeze(-1).unsqueeze(-1) * ainv.mH
 

@@ -21,11 +21,6 @@ _CPLX = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64):
          np.dtype(np.complex128)}
 
 
-def _is_zero(g):
-    d = g._data
-    return not bool(namespace_of(d).any(d))
-
-
 def _eye_mask(n, like):
     return host_tensor(np.eye(n, dtype=bool), like)
 
@@ -42,7 +37,7 @@ def _check_phase(name, imdiag, what):
 def _eig_backward(gl, gv, l, v, hermitian):
     name = "linalg_eigh_backward" if hermitian else "linalg_eig_backward"
     n = v.shape[-1]
-    if gv is None or _is_zero(gv):
+    if gv is None:  # torch's undefined gradient: only the eigenvalues are used
         if hermitian:
             return matmul(v * gl.unsqueeze(-2), v.mH)
         return apply(SOLVE, (v.mH, matmul(diag_embed(gl), v.mH)), {})[0]
@@ -152,11 +147,17 @@ def _svd_kernel(xp, a, full_matrices):
 
 
 def svd_backward(gu, gs, gvh, u, s, vh):
-    """Gradient of A = U diag(S) Vh (reduced) in ember ops, following torch's conventions."""
+    """Gradient of A = U diag(S) Vh (reduced) in ember ops, following torch's conventions.
+    A gradient that is None (the output received none) leaves its terms out: a test of
+    presence, never of values, so traced and eager backward compute the same thing, and
+    repeated singular values (where the U/V terms divide by zero) are fine when only S is
+    used."""
     m, n = u.shape[-2], vh.shape[-1]
-    no_u = gu is None or _is_zero(gu)
-    no_v = gvh is None or _is_zero(gvh)
+    no_u = gu is None
+    no_v = gvh is None
     if no_u and no_v:
+        if gs is None:
+            return None
         return matmul(u * gs.unsqueeze(-2), vh)
     k = s.shape[-1]
     uhgu = matmul(u.mH, gu) if not no_u else None
@@ -186,7 +187,9 @@ def svd_backward(gu, gs, gvh, u, s, vh):
         ret = (uhgu / e) * s.unsqueeze(-2)
     else:
         ret = s.unsqueeze(-1) * (vhgv / e)
-    ret = where(eye, 0, ret) + diag_embed(gs)
+    ret = where(eye, 0, ret)
+    if gs is not None:
+        ret = ret + diag_embed(gs)
     if cplx and not no_u:
         ret = ret + diag_embed(uhgu.diagonal(0, -2, -1) / (2 * s))
     if m > k and not no_u:
@@ -207,7 +210,9 @@ def _svd_vjp(ctx, g, a, full_matrices):
     gu, gs, gvh = g
     if full_matrices:
         k = s.shape[-1]
-        u, vh, gu, gvh = u[..., :, :k], vh[..., :k, :], gu[..., :, :k], gvh[..., :k, :]
+        u, vh = u[..., :, :k], vh[..., :k, :]
+        gu = None if gu is None else gu[..., :, :k]
+        gvh = None if gvh is None else gvh[..., :k, :]
     return svd_backward(gu, gs, gvh, u, s, vh)
 
 

@@ -21,6 +21,7 @@ from ..._core.op import Op
 from ..._core.tensor import Tensor, host_tensor
 from .. import _helpers as H
 from .._batching import _front_padded
+from ..creation import zeros_like
 from ._rules import front_all, outs_at_front
 
 __all__ = []
@@ -193,7 +194,9 @@ def _flash_bwd_vjp(ctx, grads, q, k, v, mask, g_out, out, lse, g_lse, scale, cau
     if causal and S > 1:
         s = s + host_tensor(_causal_add(0, L, 0, S, cdt.np), s)
     p = (s - lse.unsqueeze(-1)).exp()
-    delta = (g_out * out).sum(-1) - g_lse
+    delta = (g_out * out).sum(-1)
+    if g_lse is not None:  # None: the logsumexp output received no gradient
+        delta = delta - g_lse
     dP = g_out.matmul(v.transpose(-1, -2))
     ds = p * (dP - delta.unsqueeze(-1))
     # the cotangent of ds: its own, and through dq = ds k scale and dk = ds^T q scale
@@ -242,9 +245,11 @@ FLASH_ATTENTION_BACKWARD = Op("_flash_attention_backward", _flash_bwd_kernel, _f
 
 
 def _flash_vjp(ctx, grads, q, k, v, mask, scale, causal):
-    g_out, g_lse = grads
+    g_out, g_lse = grads  # None: that output received no gradient
     out, lse = ctx.out
     need = ctx.needs_input_grad
+    if g_out is None:
+        g_out = zeros_like(out)
     # one fused operator in every mode (its own derivative is in ember ops); the score
     # gradient (L x S) only when a float mask wants its gradient
     res = list(FLASH_ATTENTION_BACKWARD(q, k, v, mask, g_out, out, lse, g_lse, scale=scale,

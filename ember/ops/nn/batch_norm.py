@@ -19,6 +19,7 @@ the decompositions (`ember.ops.decompositions.nn`) are what compile and export l
 from ..._core.op import JVP_FROM_VJP, Op
 from .._batching import _batched_front
 from .conv import _compute
+from ..creation import zeros_like
 from .normalization import NORMALIZE_BACKWARD, _normalize_kernel
 
 __all__ = []
@@ -124,6 +125,11 @@ def _grads(ctx, g, x, weight, mean, rstd, g_mean=None, g_rstd=None, eval_stats=N
     rstd_c = rstd.reshape(stat_shape)
     xhat = (x - mean.reshape(stat_shape)) * rstd_c
     gx = gw = gb = None
+    if g is None:  # only the statistics are used: weight and bias do not move them
+        if eval_stats is not None or not need[0]:
+            return gx, gw, gb
+        need = (True, False, False)
+        g = zeros_like(x)
     if need[0]:
         gxh = g if weight is None else g * weight.reshape(shape)
         if eval_stats is not None:
