@@ -3,7 +3,9 @@
 scaled dot-product attention.
 
 The recurrent records run ``nn.LSTM``/``nn.GRU``/``nn.LSTMCell``/``nn.GRUCell`` through
-``func.functional_call`` with the sample's weights, so the weights take gradients too.
+``func.functional_call`` with the sample's weights, so the weights take gradients too.  The
+modules are built on the meta device: their own parameters (never used) are not drawn from
+the host generator, so the records run on any device (tests/ops/test_backend_neutral.py).
 """
 import numpy as np
 
@@ -36,7 +38,7 @@ def _names(layers, bidirectional):
 def _rnn(mode, layers=1, bidirectional=False, batch_first=False):
     def fn(lib, x, h0, *ws):
         m = getattr(lib.nn, mode)(I, H, num_layers=layers, bidirectional=bidirectional,
-                                  batch_first=batch_first).to(x.dtype)
+                                  batch_first=batch_first, device="meta").to(x.dtype)
         params = dict(zip(_names(layers, bidirectional), ws))
         if mode == "LSTM":
             state = (h0, lib.tanh(h0) * 0.5)
@@ -58,7 +60,7 @@ def _rnn_samples(gates, layers=1, bidirectional=False, batch_first=False):
 
 def _cell(mode):
     def fn(lib, x, h0, *ws):
-        m = getattr(lib.nn, mode)(I, H).to(x.dtype)
+        m = getattr(lib.nn, mode)(I, H, device="meta").to(x.dtype)
         params = dict(zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), ws))
         state = (h0, lib.tanh(h0) * 0.5) if mode == "LSTMCell" else h0
         return lib.func.functional_call(m, params, (x, state))

@@ -301,10 +301,6 @@ XFAIL = dict(
         "Tensor.log_normal_", "bernoulli", "multinomial", "poisson",
         "distributions.Gamma.rsample", "_standard_gamma_grad", "distributions.Binomial.sample")},
     **{n: _OPTIM for n in ("optim.Muon", "optim.Muon-no-nesterov")},
-    **{n: "the module creates its parameters in the call and initialises them in place from "
-          "the host generator" for n in (
-        "nn.LSTM", "nn.LSTM-2layer-bidirectional-batch_first", "nn.GRU",
-        "nn.GRU-2layer-bidirectional", "nn.LSTMCell", "nn.GRUCell")},
     **{"nn.functional.ctc_loss": "ctc_loss runs its dynamic programme over host arrays"},
     **{n: "ember translates NumPy's exceptions by their NumPy frames (_core/errors.py); the "
           "same error raised by another backend's namespace is left untranslated"

@@ -17,6 +17,7 @@ from ..._core.op import Op
 from .. import _helpers as H
 from .._batching import _batched_front
 from ..decomposition_vjp import vjp_from_decomposition
+from ..creation import zeros_like
 from ..shape import cat
 from ._rules import leading_rule
 
@@ -42,15 +43,20 @@ def _lstm_cell_kernel(xp, gates, c):
 
 
 def _lstm_cell_vjp(ctx, grads, gates, c):
-    gh, gc = grads
+    gh, gc = grads  # either may be None (its output received no gradient)
     _, c2 = ctx.out
     n = c.shape[-1]
     xi, xf, xg, xo = gates.split(n, -1)
     i, f, g, o = xi.sigmoid(), xf.sigmoid(), xg.tanh(), xo.sigmoid()
-    tc = c2.tanh()
-    dc2 = gc + gh * o * (1 - tc * tc)
-    dgates = cat([dc2 * g * i * (1 - i), dc2 * c * f * (1 - f), dc2 * i * (1 - g * g),
-                  gh * tc * o * (1 - o)], -1)
+    if gh is None:
+        dc2 = gc
+        do = zeros_like(c2)
+    else:
+        tc = c2.tanh()
+        dh = gh * o * (1 - tc * tc)
+        dc2 = dh if gc is None else gc + dh
+        do = gh * tc * o * (1 - o)
+    dgates = cat([dc2 * g * i * (1 - i), dc2 * c * f * (1 - f), dc2 * i * (1 - g * g), do], -1)
     return dgates, dc2 * f
 
 
@@ -92,84 +98,84 @@ def _steps(T, reverse):
     return range(T - 1, -1, -1) if reverse else range(T)
 
 
-def _sig(x):
-    return H.special(np).expit(x)
-
-
 def _lstm_layer_kernel(xp, xw, h0, c0, whhT, reverse):
     dt = h0.dtype
     xw, h, c, whhT = _f32(xw), _f32(h0), _f32(c0), _f32(whhT)
     T, n = xw.shape[0], h0.shape[-1]
-    hs = np.empty(xw.shape[:-1] + (n,), dtype=h.dtype)
-    cs = np.empty_like(hs)
-    acts = np.empty(xw.shape, dtype=h.dtype)
+    hs = xp.empty(xw.shape[:-1] + (n,), dtype=h.dtype)
+    cs = xp.empty_like(hs)
+    acts = xp.empty(xw.shape, dtype=h.dtype)
     # sigmoid(x) = (tanh(x / 2) + 1) / 2: one tanh call for all four gates
-    half = np.full(4 * n, 0.5, dtype=h.dtype)
+    half = xp.full(4 * n, 0.5, dtype=h.dtype)
     half[2 * n:3 * n] = 1
-    shift = np.where(half == 1, 0, 0.5).astype(h.dtype)
+    shift = xp.where(half == 1, 0, 0.5).astype(h.dtype)
     for t in _steps(T, reverse):
         a = acts[t]
-        np.matmul(h, whhT, out=a)
+        xp.matmul(h, whhT, out=a)
         a += xw[t]
         a *= half
-        np.tanh(a, out=a)
+        xp.tanh(a, out=a)
         a *= half
         a += shift
         g = a[..., 2 * n:3 * n]
         c = a[..., n:2 * n] * c
         c += a[..., :n] * g
-        h = np.tanh(c)
+        h = xp.tanh(c)
         h *= a[..., 3 * n:]
         hs[t], cs[t] = h, c
     return hs.astype(dt, copy=False), cs.astype(dt, copy=False), acts
 
 
 def _lstm_layer_bwd_kernel(xp, ghs, gcs, acts, hs, cs, xw, h0, c0, whhT, reverse):
-    # xw is not read: acts holds the gates the forward computed from it
+    # xw is not read: acts holds the gates the forward computed from it; ghs or gcs is None
+    # when that output received no gradient
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
-    ghs, gcs, hs, cs, h0, c0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, gcs, hs, cs, h0, c0))
-    whh = np.ascontiguousarray(np.swapaxes(_f32(whhT), -1, -2), dtype=f32)
+    ghs, gcs, hs, cs, h0, c0 = (None if a is None else _f32(a).astype(f32, copy=False)
+                                for a in (ghs, gcs, hs, cs, h0, c0))
+    whh = xp.ascontiguousarray(xp.swapaxes(_f32(whhT), -1, -2), dtype=f32)
     a4 = acts.reshape(acts.shape[:-1] + (4, n))
     i, f, g, o = a4[..., 0, :], a4[..., 1, :], a4[..., 2, :], a4[..., 3, :]
-    tc = np.tanh(cs)
+    tc = xp.tanh(cs)
     dc_dh = o * (1 - tc * tc)
     do_dh = tc * o * (1 - o)
-    dgates_dc = np.stack([g * i * (1 - i), _prev_states(cs, c0, reverse) * f * (1 - f),
+    dgates_dc = xp.stack([g * i * (1 - i), _prev_states(xp, cs, c0, reverse) * f * (1 - f),
                           i * (1 - g * g)], -2)
-    dG = np.empty_like(acts)
+    dG = xp.empty_like(acts)
     dG4 = dG.reshape(a4.shape)
-    dh = np.zeros_like(h0)
-    dc = np.zeros_like(c0)
+    dh = xp.zeros_like(h0)
+    dc = xp.zeros_like(c0)
     for t in reversed(list(_steps(T, reverse))):
-        dh += ghs[t]
-        dc += gcs[t]
+        if ghs is not None:
+            dh += ghs[t]
+        if gcs is not None:
+            dc += gcs[t]
         dc += dh * dc_dh[t]
-        np.multiply(dc[..., None, :], dgates_dc[t], out=dG4[t, ..., :3, :])
-        np.multiply(dh, do_dh[t], out=dG4[t, ..., 3, :])
-        dh = np.matmul(dG[t], whh)
+        xp.multiply(dc[..., None, :], dgates_dc[t], out=dG4[t, ..., :3, :])
+        xp.multiply(dh, do_dh[t], out=dG4[t, ..., 3, :])
+        dh = xp.matmul(dG[t], whh)
         dc *= f[t]
-    return dG, dh, dc, _weight_grad(_prev_states(hs, h0, reverse), dG)
+    return dG, dh, dc, _weight_grad(xp, _prev_states(xp, hs, h0, reverse), dG)
 
 
-def _weight_grad(prev, dG):
+def _weight_grad(xp, prev, dG):
     """sum over steps and batch rows of prev^T dG; leading dims between time and the batch
     rows (per-example weights under vmap) stay apart."""
     if prev.ndim == 3:
-        return np.matmul(prev.reshape(-1, prev.shape[-1]).T, dG.reshape(-1, dG.shape[-1]))
-    return np.einsum("t...bn,t...bm->...nm", prev, dG)
+        return xp.matmul(prev.reshape(-1, prev.shape[-1]).T, dG.reshape(-1, dG.shape[-1]))
+    return xp.einsum("t...bn,t...bm->...nm", prev, dG)
 
 
-def _prev_states(hs, h0, reverse):
+def _prev_states(xp, hs, h0, reverse):
     """The state each step starts from, in time order."""
     if reverse:
-        return np.concatenate([hs[1:], h0[None]], 0)
-    return np.concatenate([h0[None], hs[:-1]], 0)
+        return xp.concatenate([hs[1:], h0[None]], 0)
+    return xp.concatenate([h0[None], hs[:-1]], 0)
 
 
 def _layer_vjp(bwd_op, n_diff):
-    """vjp of a whole-layer op: its backward op, given the output gradients, the saved
-    activations and states, and the layer's inputs."""
+    """vjp of a whole-layer op: its backward op, given the output gradients (None for an
+    output that received none), the saved activations and states, and the layer's inputs."""
     def vjp(ctx, grads, *inputs, reverse):
         need = ctx.needs_input_grad
         res = bwd_op(*grads[:n_diff], *ctx.out[n_diff:], *ctx.out[:n_diff], *inputs,
@@ -238,12 +244,15 @@ def _layer_batch(n_seq, n_state):
         V = batch_size
         if any(b is not None for b in bdims[k:]):
             front = [None if a is None else _batched_front(a, b, V) for a, b in zip(args, bdims)]
-            outs = op(*(a.movedim(0, 1) for a in front[:n_seq]), *front[n_seq:], **params)
+            outs = op(*(None if a is None else a.movedim(0, 1) for a in front[:n_seq]),
+                      *front[n_seq:], **params)
             if op is LSTM_LAYER or op is GRU_LAYER:  # every output is a sequence
                 return outs, (1,) * len(outs)
             # the gate gradients, then states and weights (a bias-free GRU's empty d b_hh)
             return outs, (1,) + tuple(0 if o.ndim > 1 else None for o in outs[1:])
-        folded = [_fold(a, b, V, i < n_seq) for i, (a, b) in enumerate(zip(args[:k], bdims))]
+        # (an output gradient is None when that output received none)
+        folded = [None if a is None else _fold(a, b, V, i < n_seq)
+                  for i, (a, b) in enumerate(zip(args[:k], bdims))]
         B = folded[n_seq].shape[0] // V
         outs = op(*folded, *args[k:], **params)
         return _unfold_outs(op, outs, V, B, folded, args[k:], params)
@@ -294,18 +303,19 @@ def _gru_layer_kernel(xp, xw, h0, whhT, b_hh, reverse):
     dt = h0.dtype
     xw, h, whhT = _f32(xw), _f32(h0), _f32(whhT)
     T, n = xw.shape[0], h0.shape[-1]
-    hs = np.empty(xw.shape[:-1] + (n,), dtype=h.dtype)
-    acts = np.empty(xw.shape[:-1] + (4 * n,), dtype=h.dtype)  # r, z, n, h @ W_hn + b_hn
+    sig = H.special(xp).expit
+    hs = xp.empty(xw.shape[:-1] + (n,), dtype=h.dtype)
+    acts = xp.empty(xw.shape[:-1] + (4 * n,), dtype=h.dtype)  # r, z, n, h @ W_hn + b_hn
     # per-example biases (vmap) broadcast over the batch rows
     b = None if b_hh is None else _f32(b_hh) if b_hh.ndim == 1 else _f32(b_hh)[..., None, :]
     for t in _steps(T, reverse):
         a = acts[t]
-        gh = np.matmul(h, whhT)
+        gh = xp.matmul(h, whhT)
         if b is not None:
             gh += b
-        a[..., :2 * n] = _sig(xw[t, ..., :2 * n] + gh[..., :2 * n])
+        a[..., :2 * n] = sig(xw[t, ..., :2 * n] + gh[..., :2 * n])
         a[..., 3 * n:] = gh[..., 2 * n:]
-        a[..., 2 * n:3 * n] = np.tanh(xw[t, ..., 2 * n:] + a[..., :n] * gh[..., 2 * n:])
+        a[..., 2 * n:3 * n] = xp.tanh(xw[t, ..., 2 * n:] + a[..., :n] * gh[..., 2 * n:])
         z, nn_ = a[..., n:2 * n], a[..., 2 * n:3 * n]
         h = nn_ + z * (h - nn_)
         hs[t] = h
@@ -316,12 +326,12 @@ def _gru_layer_bwd_kernel(xp, ghs, acts, hs, xw, h0, whhT, b_hh, reverse):
     # xw is not read: acts holds what the forward computed from it
     T, n = acts.shape[0], h0.shape[-1]
     f32 = acts.dtype
-    ghs, hs, h0 = (np.asarray(_f32(a), dtype=f32) for a in (ghs, hs, h0))
-    whh = np.ascontiguousarray(np.swapaxes(_f32(whhT), -1, -2), dtype=f32)
-    prev = _prev_states(hs, h0, reverse)
-    dGI = np.empty(acts.shape[:-1] + (3 * n,), dtype=f32)
-    dGH = np.empty_like(dGI)
-    dh = np.zeros_like(h0)
+    ghs, hs, h0 = (_f32(a).astype(f32, copy=False) for a in (ghs, hs, h0))
+    whh = xp.ascontiguousarray(xp.swapaxes(_f32(whhT), -1, -2), dtype=f32)
+    prev = _prev_states(xp, hs, h0, reverse)
+    dGI = xp.empty(acts.shape[:-1] + (3 * n,), dtype=f32)
+    dGH = xp.empty_like(dGI)
+    dh = xp.zeros_like(h0)
     for t in reversed(list(_steps(T, reverse))):
         a = acts[t]
         r, z, nn_, ghn = a[..., :n], a[..., n:2 * n], a[..., 2 * n:3 * n], a[..., 3 * n:]
@@ -332,9 +342,9 @@ def _gru_layer_bwd_kernel(xp, ghs, acts, hs, xw, h0, whhT, b_hh, reverse):
         dGI[t, ..., 2 * n:] = dn
         dGH[t, ..., :2 * n] = dGI[t, ..., :2 * n]
         dGH[t, ..., 2 * n:] = dn * r
-        dh = dh * z + np.matmul(dGH[t], whh)
-    db = dGH.sum((0, dGH.ndim - 2)) if b_hh is not None else np.zeros(0, dtype=f32)
-    return dGI, dh, _weight_grad(prev, dGH), db
+        dh = dh * z + xp.matmul(dGH[t], whh)
+    db = dGH.sum((0, dGH.ndim - 2)) if b_hh is not None else xp.zeros(0, dtype=f32)
+    return dGI, dh, _weight_grad(xp, prev, dGH), db
 
 
 GRU_LAYER_BACKWARD = Op("_gru_layer_backward", _gru_layer_bwd_kernel,
