@@ -257,6 +257,19 @@ def rebuild_device_tensor_from_numpy(data, dtype, device, requires_grad):
     return _finish(t, requires_grad, None)
 
 
+def rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad):
+    """A meta tensor as torch saves one: its dtype, sizes and strides (no data, no offset)."""
+    if not isinstance(dtype, _dt.dtype):
+        raise pickle.UnpicklingError(f"expected a dtype, got {dtype!r:.80}")
+    for name, v in (("size", size), ("stride", stride)):
+        if not (isinstance(v, tuple) and all(type(i) is int for i in v)):
+            raise pickle.UnpicklingError(f"meta tensor {name} must be a tuple of ints, got "
+                                         f"{v!r:.80}")
+    from ..ops.creation import empty_strided
+    t = empty_strided(size, stride, dtype=dtype, device="meta")
+    return _finish(t, requires_grad, None)
+
+
 def _unsupported(kind):
     def rebuild(*args, **kwargs):
         raise RuntimeError(f"This checkpoint contains {kind}, which ember cannot load yet. "
@@ -267,7 +280,7 @@ def _unsupported(kind):
 
 _TENSOR_REBUILDERS = {rebuild_tensor, rebuild_tensor_v2, rebuild_tensor_v3, rebuild_parameter,
                       rebuild_parameter_with_state, rebuild_device_tensor_from_cpu_tensor,
-                      rebuild_device_tensor_from_numpy}
+                      rebuild_device_tensor_from_numpy, rebuild_meta_tensor_no_storage}
 
 # torch._utils names -> ember's implementations (the names torch's weights-only loader allows)
 TORCH_UTILS = {
@@ -282,5 +295,5 @@ TORCH_UTILS = {
     "_rebuild_sparse_tensor": _unsupported("sparse tensors"),
     "_rebuild_nested_tensor": _unsupported("nested tensors"),
     "_rebuild_wrapper_subclass": _unsupported("tensor wrapper subclasses"),
-    "_rebuild_meta_tensor_no_storage": _unsupported("meta tensors"),
+    "_rebuild_meta_tensor_no_storage": rebuild_meta_tensor_no_storage,
 }

@@ -50,6 +50,7 @@ _REBUILD_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
+_REBUILD_META = _Global("torch._utils", "_rebuild_meta_tensor_no_storage")
 _TORCH_TENSOR = _Global("torch", "Tensor")
 _UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 
@@ -178,19 +179,25 @@ class Writer(pickle._Pickler):
                 return (_REBUILD_PARAMETER_WITH_STATE,
                         (plain, t._requires_grad, _EmptyOrderedDict(), state))
             return (_REBUILD_PARAMETER, (plain, t._requires_grad, _EmptyOrderedDict()))
-        arr = t._data if type(t._data) is np.ndarray else np.asarray(t.cpu()._data)
-        ref, offset, strides = self._storage_of(arr)
-        hooks = _EmptyOrderedDict()
-        if ref.dtype.name in LEGACY_STORAGE_NAMES:
-            rebuild = (_REBUILD_V2, (ref, offset, tuple(arr.shape), strides,
-                                     bool(t._requires_grad), hooks))
+        if t.device.type == "meta":  # torch: dtype, sizes and strides, no storage
+            rebuild = (_REBUILD_META, (t.dtype, tuple(int(n) for n in t.shape),
+                                       tuple(t.stride()), bool(t._requires_grad)))
         else:
-            rebuild = (_REBUILD_V3, (ref, offset, tuple(arr.shape), strides,
-                                     bool(t._requires_grad), hooks, ref.dtype))
+            rebuild = self._reduce_dense(t)
         state = self._user_state(t)
         if state:  # a tensor carrying Python attributes: torch's _rebuild_from_type_v2
             return (_REBUILD_FROM_TYPE, (rebuild[0], _TORCH_TENSOR, rebuild[1], state))
         return rebuild
+
+    def _reduce_dense(self, t):
+        arr = t._data if type(t._data) is np.ndarray else np.asarray(t.cpu()._data)
+        ref, offset, strides = self._storage_of(arr)
+        hooks = _EmptyOrderedDict()
+        if ref.dtype.name in LEGACY_STORAGE_NAMES:
+            return (_REBUILD_V2, (ref, offset, tuple(arr.shape), strides,
+                                  bool(t._requires_grad), hooks))
+        return (_REBUILD_V3, (ref, offset, tuple(arr.shape), strides, bool(t._requires_grad),
+                              hooks, ref.dtype))
 
     def _reduce_qtensor(self, q):
         arr = np.asarray(q.int_repr.cpu()._data)
