@@ -3,12 +3,10 @@
 On plain numbers they compute the value.  Under ``ember.compile``/``ember.export`` sizes are
 `ember._dynamo.symbolic.SymInt` (an ``int`` carrying its expression), so a helper keeps the
 result symbolic where that class has the operation (``sym_sum`` adds expressions;
-``sym_max``/``sym_min``/``sym_ite`` return one of their operands, expression and all).  A
-choice between sizes is made on the values: under ``ember.compile`` the user's Python reruns
-on every call, so the choice is remade for each size, and one graph is compiled per outcome
-(ember's SymInt has no max/min node, where torch's ``Max(s0, s1)`` serves every outcome in
-one graph); under ``ember.export`` the comparison is recorded as a guard.  A float made from a size
-(``sym_float``, ``sym_sqrt``) specialises the size, as ``float(size)`` does.
+``sym_max``/``sym_min`` make a ``max(s0, s1)`` node, as torch's ``Max(s0, s1)``, so one
+graph serves every ordering of the sizes and export records no guard on it; ``sym_ite``
+returns one of its operands, expression and all, the choice made on the values).  A float
+made from a size (``sym_float``, ``sym_sqrt``) specialises the size, as ``float(size)`` does.
 """
 import abc
 import builtins
@@ -97,26 +95,31 @@ def _python(fn, a):
         raise type(e)(*e.args) from None
 
 
-def _extremum(pick, a, b):
+def _extremum(op, a, b):
     for x in (a, b):
         if not isinstance(x, _NUMBERS):
             raise AssertionError(f"expected {_NUMBERS}, got {type(x)}")
+    pick = builtins.max if op == "max" else builtins.min
     # unlike builtins.max/min, a float operand makes the result a float either way
     if isinstance(a, _FLOATS) or isinstance(b, _FLOATS):
         return builtins.float(pick(a, b))
+    if isinstance(a, _symbolic.SymInt) or isinstance(b, _symbolic.SymInt):
+        return _symbolic.extremum(op, a, b)   # one node, no guard: max(s0, s1)
     return pick(a, b)
 
 
 @overridable
 def sym_max(a, b):
-    """``max(a, b)`` of ints/floats, a float if either is one."""
-    return _extremum(builtins.max, a, b)
+    """``max(a, b)`` of ints/floats, a float if either is one; of sizes, a size that stays
+    symbolic (``max(s0, s1)``), so no graph is specialised to which one is larger."""
+    return _extremum("max", a, b)
 
 
 @overridable
 def sym_min(a, b):
-    """``min(a, b)`` of ints/floats, a float if either is one."""
-    return _extremum(builtins.min, a, b)
+    """``min(a, b)`` of ints/floats, a float if either is one; of sizes, a symbolic size
+    (``min(s0, s1)``)."""
+    return _extremum("min", a, b)
 
 
 @overridable

@@ -4,7 +4,7 @@ The C is generated here, at load time, from the graph the loader has validated; 
 executable comes from the file (a file's C would be code from an untrusted source, and
 loading never runs code from the file).  What the graph contributes is data this module
 formats itself: operator names (looked up in its own tables), integer sizes and strides,
-size expressions re-checked with ``ast`` (integers, symbols, ``+ - * // %``), float
+size expressions re-checked with ``ast`` (integers, symbols, ``+ - * // %``, max/min), float
 literals, and the index tables of constant ``tensor`` nodes, which are passed as inputs at
 run time (their values are checked against the indexed size here, never compiled in).
 
@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from . import _cblas, _ctable
-from ._format import _parse, eval_size
+from ._format import _parse, eval_size, is_extremum
 from ._graph import Ref, _Sym, decode
 
 __all__ = ["generate", "CProgram", "ABI"]
@@ -95,6 +95,9 @@ def _c_size(text):
                     raise Unsupported(f"size expression {text!r}: a divisor that is not a "
                                       f"positive constant")
                 return f"lite_{'fdiv' if op is ast.FloorDiv else 'fmod'}({a}, {b})"
+        if is_extremum(n):
+            a, b = c(n.args[0]), c(n.args[1])
+            return f"(({a}) {'>' if n.func.id == 'max' else '<'} ({b}) ? ({a}) : ({b}))"
         raise Unsupported(f"size expression {text!r}")
     return c(tree)
 
@@ -432,7 +435,9 @@ class _Gen:
         v = _size(s)
         if isinstance(s, (str, _Sym)):
             tree = _parse(s if isinstance(s, str) else s.expr)
-            self.symbols |= {x.id for x in ast.walk(tree) if isinstance(x, ast.Name)}
+            calls = {id(x.func) for x in ast.walk(tree) if is_extremum(x)}
+            self.symbols |= {x.id for x in ast.walk(tree)
+                             if isinstance(x, ast.Name) and id(x) not in calls}
         return v
 
     def shape_of(self, meta, what):

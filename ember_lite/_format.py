@@ -36,6 +36,15 @@ _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
         ast.Mod: lambda a, b: a % b}
 
 
+_CALLS = {"max": max, "min": min}   # ``max(s0, s1)``: ember.sym_max of two sizes
+
+
+def is_extremum(n):
+    """Whether ast node ``n`` is ``max(a, b)`` or ``min(a, b)``."""
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and \
+        n.func.id in _CALLS and len(n.args) == 2 and not n.keywords
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse(text):
     try:
@@ -47,7 +56,7 @@ def _parse(text):
 
 def eval_size(text, env):
     """A size expression ("s0", "2*s0+1") with the symbols of ``env``: parsed with ``ast``;
-    only integers, names and + - * // % are allowed (nothing is executed)."""
+    only integers, names, + - * // % and max/min of two are allowed (nothing is executed)."""
     tree = _parse(text) if isinstance(text, str) else None
     if tree is None:
         raise ValueError(f"malformed size expression {text!r}")
@@ -63,8 +72,10 @@ def eval_size(text, env):
             return _OPS[type(n.op)](ev(n.left), ev(n.right))
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
             return -ev(n.operand)
-        raise ValueError(f"size expression {text!r}: only integers, symbols and + - * // % "
-                         f"are allowed")
+        if is_extremum(n):
+            return _CALLS[n.func.id](ev(n.args[0]), ev(n.args[1]))
+        raise ValueError(f"size expression {text!r}: only integers, symbols, + - * // % and "
+                         f"max/min of two are allowed")
     return ev(tree)
 
 

@@ -241,7 +241,8 @@ def _check_bound(gm):
         elif n.op == "call_function":
             for a in _flat(n.args) + _flat(n.kwargs):
                 if isinstance(a, SymInt) and type(a.expr) is str:
-                    used.update(re.findall(r"[A-Za-z_]\w*", a.expr))
+                    # names, not the calls max(..)/min(..) of sym_max
+                    used.update(re.findall(r"[A-Za-z_]\w*\b(?!\()", a.expr))
     if used - bound:
         raise _NotTraceable(f"the backward uses sizes {sorted(used - bound)} it has no input for")
 

@@ -12,15 +12,16 @@ graph made for another branch.
 """
 import operator
 
-__all__ = ["SymInt", "leaf", "int_leaf", "render", "leaves_of", "is_symbolic"]
+__all__ = ["SymInt", "leaf", "int_leaf", "render", "leaves_of", "is_symbolic", "extremum"]
 
 
 class SymInt(int):
     """A size: an ``int`` (the example value) with ``expr``, its expression.
 
     ``expr`` is a leaf tuple ``("a", arg, dim)``, a node ``(op, lhs, rhs)`` over leaves and
-    ints, or, in the graphs handed to backends, a string over symbols ``s0, s1, ...``
-    (C/Python syntax).
+    ints (``op`` one of ``+ - * // %`` or ``max``/``min``), or, in the graphs handed to
+    backends, a string over symbols ``s0, s1, ...`` (Python syntax; ``max(s0, s1)`` is a
+    call, and C code defines ``max``/``min`` on sizes, see `ember._inductor.sizes`).
     """
 
     def __new__(cls, value=0, expr=None):
@@ -187,6 +188,17 @@ def plain(x):
     return x
 
 
+def extremum(op, a, b):
+    """``max(a, b)`` (``op`` "max") or ``min(a, b)`` of ints, at least one a SymInt: one
+    node, symbolic, with no guard on which operand wins (torch's ``Max(s0, s1)``), so one
+    graph serves every ordering of the sizes (`ember.sym_max`/`sym_min`)."""
+    ea = a.expr if isinstance(a, SymInt) else int(a)
+    eb = b.expr if isinstance(b, SymInt) else int(b)
+    if ea == eb:
+        return a
+    return SymInt(_FOLD[op](int(a), int(b)), (op, ea, eb))
+
+
 def is_symbolic(x):
     return isinstance(x, SymInt)
 
@@ -215,6 +227,8 @@ def render(expr, values, symbols):
     op = expr[0]
     if type(a) is int and type(b) is int:
         return _FOLD[op](a, b)
+    if op in _CALLS:
+        return a if a == b else f"{op}({a}, {b})"
     # identities, so sizes read as written (s0, not ((s0 - 0) // 1))
     if b == 0 and op in "+-" or b == 1 and op in ("*", "//"):
         return a
@@ -224,4 +238,6 @@ def render(expr, values, symbols):
 
 
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
-         "%": operator.mod}
+         "%": operator.mod, "max": max, "min": min}
+# nodes written as calls, ``max(a, b)``, the rest infix
+_CALLS = ("max", "min")

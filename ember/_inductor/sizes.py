@@ -1,24 +1,40 @@
 """Sizes that may be symbolic (dynamic shapes), as the passes and code generators use them.
 
 A graph's sizes are ints or ``SymInt``s (an int subclass with ``expr``, a C/Python
-expression over symbols ``s0, s1, ...``).  Here a size is an int or a `Sym` (a string
+expression over symbols ``s0, s1, ...``, with ``max(a, b)``/``min(a, b)`` as calls that
+`C_PRELUDE` defines for C).  Here a size is an int or a `Sym` (a string
 expression in C syntax), with just the arithmetic the kernels need; products and sums of
 constants fold, so the usual case stays plain ints and C code stays readable.
 """
 import re
 
 __all__ = ["Sym", "size", "is_static", "key", "mul", "add", "prod", "contiguous_strides",
-           "c_text", "py_text", "evaluate", "symbols_of"]
+           "c_text", "py_text", "evaluate", "symbols_of", "C_PRELUDE"]
 
 
 class Sym(str):
     """A symbolic size: its C expression text."""
 
 
+# ``max(a, b)``/``min(a, b)`` of sizes (`ember.sym_max`) are calls in both C and Python; every
+# C translation unit that uses sizes starts with this
+C_PRELUDE = r"""
+#ifndef EK_SIZE_MINMAX
+#define EK_SIZE_MINMAX
+static inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+#endif
+"""
+_CALLS = ("max", "min")
+_ENV = {"__builtins__": {}, "max": max, "min": min}
+
+
 def _render(expr):
     # a SymInt's expression: a string over symbols, or, after arithmetic on one in a shape
     # rule, a tree (op, lhs, rhs) over such strings and ints
     if isinstance(expr, tuple):
+        if expr[0] in _CALLS:
+            return f"{expr[0]}({_render(expr[1])}, {_render(expr[2])})"
         return f"({_render(expr[1])} {expr[0]} {_render(expr[2])})"
     return str(expr)
 
@@ -95,7 +111,7 @@ def evaluate(d, env):
     """The value of size ``d`` with symbol values ``env`` ({"s0": 7, ...})."""
     if isinstance(d, int):
         return d
-    return int(eval(py_text(d), {"__builtins__": {}}, env))  # noqa: S307 - our own text
+    return int(eval(py_text(d), _ENV, env))  # noqa: S307 - our own text
 
 
 def symbols_of(d):

@@ -14,15 +14,13 @@ import operator
 import random
 
 from ..fx.experimental.symbolic_shapes import ConstraintViolationError
-from .._dynamo.symbolic import _LEAF_KINDS
+from .._dynamo.symbolic import _CALLS, _FOLD as _ARITH, _LEAF_KINDS
 
 __all__ = ["check_guards", "ValueRanges"]
 
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
 _NEGATE = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
-          "%": operator.mod}
 INT_OO = 2 ** 63 - 1
 _SEARCH_CAP = 1 << 40    # the largest size a search for a range end tries
 
@@ -162,6 +160,8 @@ def _text(expr, c, of_leaf):
         var, a, b = got
         s = var.name if a == 1 else f"{a}*{var.name}"
         return s if b == 0 else f"({s} + {b})"
+    if expr[0] in _CALLS:
+        return f"{expr[0]}({_text(expr[1], c, of_leaf)}, {_text(expr[2], c, of_leaf)})"
     return f"({_text(expr[1], c, of_leaf)} {expr[0]} {_text(expr[2], c, of_leaf)})"
 
 

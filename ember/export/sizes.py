@@ -6,7 +6,8 @@ such a size from its inputs when it runs, as torch's exported graphs do: each sy
 read once from the first input dimension that carries it (``sym_size(x, 0)``, torch's
 ``aten.sym_size.int``), or for a value read from an input (``u0``, see
 `ember.export.unbacked`) from that input (``item_at(x, 0)``), and expressions become
-``operator`` nodes (``mul(sym_size, 9)``), whose results the ops take in place of the
+``operator`` nodes (``mul(sym_size, 9)``; ``max(s0, s1)`` a ``sym_max`` node, as torch's),
+whose results the ops take in place of the
 SymInts.  ``assert_size`` nodes check at run time what the program assumed of values read
 from inputs.
 """
@@ -112,6 +113,18 @@ class SizeBuilder:
             b = self._build(tree.right, before, text)
             with self.graph.inserting_before(before):
                 node = self.graph.call_function(_BINOPS[type(tree.op)], (a, b))
+            node.meta["val"] = int
+            self.nodes[key] = node
+            return node
+        if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and \
+                tree.func.id in ("max", "min") and len(tree.args) == 2 and not tree.keywords:
+            key = ast.unparse(tree)
+            if key in self.nodes:
+                return self.nodes[key]
+            from .. import _sym
+            args = tuple(self._build(a, before, text) for a in tree.args)
+            with self.graph.inserting_before(before):
+                node = self.graph.call_function(getattr(_sym, f"sym_{tree.func.id}"), args)
             node.meta["val"] = int
             self.nodes[key] = node
             return node

@@ -102,9 +102,9 @@ def _model(T):
     return f
 
 
-# ember's SymInt has no max/min node: sym_max returns the larger operand, so a graph serves
-# every size with the same ordering (one graph per ordering, reused; torch's Max(s0, s1)
-# serves all in one)
+# sym_max/sym_min are max(s0, s1) nodes (one graph for every ordering, see
+# tests/_dynamo/test_sym_max_min.py); sym_ite picks an operand on the values (ember has no
+# symbolic bools), so this model gets one graph per ordering where torch's serves all in one
 @pytest.mark.parametrize("sizes,graphs", [([(3, 5), (7, 9), (2, 11)], 1),
                                           ([(3, 5), (7, 2), (4, 6), (9, 8)], 2)])
 def test_symbolic_sizes_under_compile_match_eager(sizes, graphs):

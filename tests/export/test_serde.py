@@ -310,7 +310,7 @@ def test_size_expressions_are_parsed_never_run(mlp_file, tmp_path):
         ph = [n for n in p["graph"] if n["op"] == "placeholder"][-1]
         ph["meta"]["shape"][1] = payload
     for member, loader in (("program.json", load), ("lite/program.json", ember_lite.load)):
-        with pytest.raises(ValueError, match=r"only integers, symbols and \+ - \* // %"):
+        with pytest.raises(ValueError, match=r"only integers, symbols, \+ - \* // % and max/min"):
             prog = loader(io.BytesIO(_with_program(raw, inject, member)))
             if member != "program.json":
                 prog(np.zeros((3, 4), np.float32))

@@ -647,7 +647,7 @@ def kernel_source(kernel, symbols, parallel_min_work):
 
 def source(kernels, symbols, parallel_min_work):
     """The translation unit of a schedule's kernels."""
-    parts = [PRELUDE_EXTRA, _sf.c_prelude()]
+    parts = [PRELUDE_EXTRA, _sizes.C_PRELUDE, _sf.c_prelude()]
     for k in kernels:
         parts.append(kernel_source(k, symbols, parallel_min_work))
     parts.append("int ek_graph_abi(void) { return 1; }\n")

@@ -2,6 +2,7 @@
 key), arguments (node references and tagged literals) and metadata."""
 import operator
 
+from ... import _sym
 from ..._core.op import REGISTRY, Op
 from ...fx import Graph, GraphModule
 from ._verify import verify_graph
@@ -16,7 +17,8 @@ _GETITEM = "getitem"
 _SET_GRAD = "set_grad_enabled"
 SIZE_OPS = {"operator.add": operator.add, "operator.sub": operator.sub,
             "operator.mul": operator.mul, "operator.floordiv": operator.floordiv,
-            "operator.mod": operator.mod, "operator.neg": operator.neg}
+            "operator.mod": operator.mod, "operator.neg": operator.neg,
+            "ember.sym_max": _sym.sym_max, "ember.sym_min": _sym.sym_min}
 _SIZE_NAMES = {f: n for n, f in SIZE_OPS.items()}
 
 

@@ -9,6 +9,7 @@ import copy
 import operator
 import re
 
+from ... import _sym
 from ..._dynamo.symbolic import SymInt
 from ._graph import SIZE_OPS, _sym_size, encode_graph
 from ._values import eval_expr
@@ -17,6 +18,10 @@ __all__ = ["lite_graph"]
 
 _SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*",
            operator.floordiv: "//", operator.mod: "%"}
+
+
+# ``max(a, b)``/``min(a, b)`` of sizes: calls in the lite graph's size expressions
+_CALLS = {_sym.sym_max: "max", _sym.sym_min: "min"}
 
 
 def _atom(e):
@@ -72,6 +77,8 @@ def _fold_sizes(gm, hints):
             ops = [_expr_of(a, exprs) for a in node.args]
             if node.target is operator.neg:
                 exprs[node] = f"-{_atom(ops[0])}"
+            elif node.target in _CALLS:
+                exprs[node] = f"{_CALLS[node.target]}({ops[0]}, {ops[1]})"
             else:
                 exprs[node] = f"{_atom(ops[0])}{_SYMBOL[node.target]}{_atom(ops[1])}"
         else:
@@ -108,6 +115,8 @@ def _render(e):
     if isinstance(e, int):
         return str(e)
     sym, a, b = e
+    if sym in ("max", "min"):
+        return f"{sym}({_render(a)}, {_render(b)})"
     if sym == "-" and a == 0:
         return f"-{_atom(_render(b))}"
     return f"{_atom(_render(a))}{sym}{_atom(_render(b))}"

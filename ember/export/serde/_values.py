@@ -35,10 +35,11 @@ def np_dtype_from_name(name, where):
     return np.dtype(ember_dtype_from_name(name, where).np)
 
 
-# ---- symbolic sizes: strings over s0, s1, ... with + - * // % -----------------------
+# ---- symbolic sizes: strings over s0, s1, ... with + - * // % and max/min ----------
 _ALLOWED_BIN = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
                 ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
                 ast.Mod: lambda a, b: a % b}
+_CALLS = {"max": max, "min": min}   # ``max(s0, s1)``: ember.sym_max of two sizes
 
 
 def _eval_node(node, env, text):
@@ -59,8 +60,12 @@ def _eval_node(node, env, text):
         return _ALLOWED_BIN[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_eval_node(node.operand, env, text)
-    raise ValueError(f"size expression {text!r}: only integers, symbols and + - * // % "
-                     f"are allowed")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in _CALLS and len(node.args) == 2 and not node.keywords:
+        a, b = (_eval_node(x, env, text) for x in node.args)
+        return _CALLS[node.func.id](a, b)
+    raise ValueError(f"size expression {text!r}: only integers, symbols, + - * // % and "
+                     f"max/min of two are allowed")
 
 
 def _parse(text):
