@@ -194,7 +194,7 @@ void ckc_direct_fwd_S(const T *restrict xp, const T *restrict wp, const T *restr
     const ptrdiff_t Wp = g[6], PL = g[7], KH = g[8], KW = g[9], DH = g[10], DW = g[11];
     const ptrdiff_t KK = KH * KW, P = (OH - 1) * Wp + OW, ntile = (P + NVV - 1) / NVV;
     const ptrdiff_t nob = (Og + OB - 1) / OB, items = B * G * nob * ntile;
-    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
     for (ptrdiff_t it = 0; it < items; it++) {
         const ptrdiff_t t = it % ntile, r = it / ntile, ob = r % nob, bg = r / nob;
         const ptrdiff_t gg = bg % G, p0 = t * NVV;
@@ -258,7 +258,7 @@ int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw
     {
         ckd_v_S *part = aligned_alloc(CKD_VB, sizeof(ckd_v_S) * CC * per_c);
         ok = part != NULL;
-        CKC_PRAGMA(omp for schedule(static))
+        CKC_PRAGMA(omp for schedule(guided))
         for (ptrdiff_t it = 0; it < items; it++) {
             if (!part) continue;
             const ptrdiff_t cc = it % ncc, r = it / ncc, ob = r % nob, gg = r / nob;
