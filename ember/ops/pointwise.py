@@ -1021,10 +1021,6 @@ def _addcmul_vjp(ctx, g, x, t1, t2, value=1):
             _scaled(g * cj(t1), value) if need[2] else None)
 
 
-def _scaled(t, value):
-    return t if value == 1 else t * value
-
-
 def _addcdiv_kernel(xp, x, t1, t2, value=1):
     return x + value * t1 / t2  # torch's order: (value * t1) / t2
 
