@@ -12,7 +12,8 @@ graph made for another branch.
 """
 import operator
 
-__all__ = ["SymInt", "leaf", "int_leaf", "render", "leaves_of", "is_symbolic", "extremum"]
+__all__ = ["SymInt", "leaf", "int_leaf", "render", "leaves_of", "is_symbolic", "extremum",
+           "sym_max", "sym_min"]
 
 
 class SymInt(int):
@@ -189,14 +190,27 @@ def plain(x):
 
 
 def extremum(op, a, b):
-    """``max(a, b)`` (``op`` "max") or ``min(a, b)`` of ints, at least one a SymInt: one
-    node, symbolic, with no guard on which operand wins (torch's ``Max(s0, s1)``), so one
-    graph serves every ordering of the sizes (`ember.sym_max`/`sym_min`)."""
+    """``max(a, b)`` (``op`` "max") or ``min(a, b)`` of ints; with a SymInt, one node,
+    symbolic, with no guard on which operand wins (torch's ``Max(s0, s1)``), so one graph
+    serves every ordering of the sizes (`ember.sym_max`/`sym_min`)."""
+    if not isinstance(a, SymInt) and not isinstance(b, SymInt):
+        return _FOLD[op](a, b)
     ea = a.expr if isinstance(a, SymInt) else int(a)
     eb = b.expr if isinstance(b, SymInt) else int(b)
     if ea == eb:
         return a
     return SymInt(_FOLD[op](int(a), int(b)), (op, ea, eb))
+
+
+def sym_max(a, b):
+    """``max(a, b)`` of two sizes: the node of exported graphs that computes ``max(s0, s1)``
+    (torch.export's ``torch.sym_max`` node)."""
+    return extremum("max", a, b)
+
+
+def sym_min(a, b):
+    """``min(a, b)`` of two sizes (an exported graph's ``torch.sym_min`` node)."""
+    return extremum("min", a, b)
 
 
 def is_symbolic(x):

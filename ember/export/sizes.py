@@ -14,6 +14,7 @@ from inputs.
 import ast
 import operator
 
+from .._dynamo import symbolic
 from .._dynamo.symbolic import SymInt
 
 __all__ = ["sym_size", "item_at", "assert_size", "SizeBuilder", "lift_sizes"]
@@ -121,10 +122,10 @@ class SizeBuilder:
             key = ast.unparse(tree)
             if key in self.nodes:
                 return self.nodes[key]
-            from .. import _sym
             args = tuple(self._build(a, before, text) for a in tree.args)
+            fn = symbolic.sym_max if tree.func.id == "max" else symbolic.sym_min
             with self.graph.inserting_before(before):
-                node = self.graph.call_function(getattr(_sym, f"sym_{tree.func.id}"), args)
+                node = self.graph.call_function(fn, args)
             node.meta["val"] = int
             self.nodes[key] = node
             return node

@@ -53,8 +53,8 @@ save adds namespaces; ``expected_opset_version=`` of load checks them).
   ``[node, i]``), ``"set_grad_enabled"`` (grad-mode switches of a compile capture), or
   the size arithmetic of exported graphs: ``"sym_size"`` (args ``[node, dim]``, the size of
   an input dimension) and ``"operator.add"``, ``"operator.sub"``, ``"operator.mul"``,
-  ``"operator.floordiv"``, ``"operator.mod"``, ``"operator.neg"`` over sizes (their
-  ``meta`` is ``"int"``), ``"item_at"`` (args ``[node, flat index]``: an integer read from an
+  ``"operator.floordiv"``, ``"operator.mod"``, ``"operator.neg"``, ``"sym_max"``,
+  ``"sym_min"`` over sizes (their ``meta`` is ``"int"``), ``"item_at"`` (args ``[node, flat index]``: an integer read from an
   input, the unbacked ``u0``) and ``"assert_size"`` (args ``[lhs, op, rhs, message]``: a
   runtime check of what the program assumed of such a value);
 * ``{"op": "output", "args": [[...]]}``: the flat list of outputs.

@@ -2,8 +2,8 @@
 key), arguments (node references and tagged literals) and metadata."""
 import operator
 
-from ... import _sym
 from ..._core.op import REGISTRY, Op
+from ..._dynamo import symbolic
 from ...fx import Graph, GraphModule
 from ._verify import verify_graph
 from ._values import decode_meta, decode_value, encode_meta, encode_size, encode_value
@@ -18,7 +18,7 @@ _SET_GRAD = "set_grad_enabled"
 SIZE_OPS = {"operator.add": operator.add, "operator.sub": operator.sub,
             "operator.mul": operator.mul, "operator.floordiv": operator.floordiv,
             "operator.mod": operator.mod, "operator.neg": operator.neg,
-            "ember.sym_max": _sym.sym_max, "ember.sym_min": _sym.sym_min}
+            "sym_max": symbolic.sym_max, "sym_min": symbolic.sym_min}
 _SIZE_NAMES = {f: n for n, f in SIZE_OPS.items()}
 
 

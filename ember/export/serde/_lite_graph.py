@@ -9,7 +9,7 @@ import copy
 import operator
 import re
 
-from ... import _sym
+from ..._dynamo import symbolic
 from ..._dynamo.symbolic import SymInt
 from ._graph import SIZE_OPS, _sym_size, encode_graph
 from ._values import eval_expr
@@ -21,7 +21,7 @@ _SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*",
 
 
 # ``max(a, b)``/``min(a, b)`` of sizes: calls in the lite graph's size expressions
-_CALLS = {_sym.sym_max: "max", _sym.sym_min: "min"}
+_CALLS = {symbolic.sym_max: "max", symbolic.sym_min: "min"}
 
 
 def _atom(e):
