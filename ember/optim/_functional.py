@@ -9,6 +9,7 @@ hyper-parameters possibly tensors.  State tensors are created by the factory ope
 no optimizer touches a raw array.
 """
 from .._core import dtype as _dt
+from .._core.state import STATE
 from .._core.tensor import Tensor
 from ..ops.creation import full as _full, zeros_like as _zeros_like
 from ..sparse._coo import _REGISTERED as SPARSE_MADE  # set by the first sparse tensor
@@ -27,6 +28,19 @@ def hyper(group, x):
     under ``differentiable=True``, a tensor as given (a learning rate learned through the
     step)."""
     return x if group["differentiable"] and isinstance(x, Tensor) else scalar(x)
+
+
+def fold_weight_decay(group, params, grads, weight_decay):
+    """torch's differentiable SGD and Adam add a ``weight_decay`` tensor that requires grad
+    into each gradient in place (``grad.addcmul_(param.clone(), weight_decay)``: the
+    user's ``p.grad`` changes), except under ``maximize``, where the negated copy takes it.
+    Does the same; returns the weight decay left for the update to apply."""
+    if not (group["differentiable"] and isinstance(weight_decay, Tensor) and
+            weight_decay.requires_grad) or group["maximize"]:
+        return weight_decay
+    for p, g in zip(params, grads):
+        g.addcmul_(p.clone(), weight_decay)
+    return 0
 
 
 def step_tensor(value=0.0):
@@ -73,14 +87,27 @@ class ArrayOptimizer(Optimizer):
         """
         loss = _run_closure(closure)
         for group in self.param_groups:
-            if group.get("differentiable") and group.get("foreach") and \
-                    not self._foreach_autograd and \
-                    any(p._grad is not None for p in group["params"]):
-                raise AssertionError("_foreach ops don't support autograd")
             if SPARSE_MADE[0] and self._sparse_refused is not None:  # no cost until then
                 self._refuse_sparse(group)
-            self._update_group(group)
+            if group.get("differentiable"):
+                self._recorded_update(group)
+            else:
+                self._update_group(group)
         return loss
+
+    def _recorded_update(self, group):
+        """``differentiable=True``: the update with grad mode on throughout, as torch's
+        step runs it (under ``no_grad`` too); the fused operators run their recorded form
+        (`ember.ops.optim.recorded_step`)."""
+        if group.get("foreach") and not self._foreach_autograd and \
+                any(p._grad is not None for p in group["params"]):
+            raise AssertionError("_foreach ops don't support autograd")
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = True
+        try:
+            self._update_group(group)
+        finally:
+            STATE.grad_enabled = prev
 
     def __setstate__(self, state):
         # groups pickled by older versions may lack newer options: fill them from defaults

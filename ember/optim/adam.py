@@ -1,7 +1,7 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
 from ..ops.optim import ADAM_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_args, check_fused, hyper, step_tensor,
-                          zeros_like)
+from ._functional import (ArrayOptimizer, check_args, check_fused, fold_weight_decay, hyper,
+                          step_tensor, zeros_like)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -37,11 +37,14 @@ class Adam(ArrayOptimizer):
         if not live:
             return
         keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
-        fused_step(ADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
-                   [[st[k] for _, st in live] for k in keys],
+        params, grads = [p for p, _ in live], [p._grad for p, _ in live]
+        weight_decay = hyper(group, group["weight_decay"])
+        if not group["decoupled_weight_decay"]:
+            weight_decay = fold_weight_decay(group, params, grads, weight_decay)
+        fused_step(ADAM_STEP, params, grads, [[st[k] for _, st in live] for k in keys],
                    lr=hyper(group, group["lr"]), beta1=hyper(group, group["betas"][0]),
                    beta2=hyper(group, group["betas"][1]), eps=group["eps"],
-                   weight_decay=group["weight_decay"], amsgrad=amsgrad,
+                   weight_decay=weight_decay, amsgrad=amsgrad,
                    maximize=group["maximize"], decoupled=group["decoupled_weight_decay"],
                    differentiable=group["differentiable"])
 

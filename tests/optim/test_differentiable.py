@@ -290,3 +290,47 @@ def test_tensor_betas_and_lr_gradients_match_torch(name):
         out.append([p.detach().numpy()] +
                    [t.numpy() for t in lib.autograd.grad(loss, [x0, g, b1, b2, lr])])
     _close(*out)
+
+
+@pytest.mark.parametrize("name,kw", [("SGD", {}), ("SGD", dict(maximize=True)),
+                                     ("Adam", {}), ("Adam", dict(maximize=True)),
+                                     ("Adam", dict(decoupled_weight_decay=True))])
+def test_tensor_weight_decay_matches_torch(name, kw):
+    """A learned weight_decay: torch adds it into ``p.grad`` in place (not under maximize,
+    nor decoupled), and so does ember; gradients w.r.t. x0, the gradient and the decay."""
+    out = []
+    for lib in (torch, ember):
+        rng = np.random.RandomState(0)
+        x0 = lib.tensor(rng.randn(4), requires_grad=True)
+        g0 = lib.tensor(rng.randn(4), requires_grad=True)
+        wd = lib.tensor(0.1, requires_grad=True)
+        p = x0.clone()
+        p.grad = g0.clone()
+        getattr(lib.optim, name)([p], lr=0.1, weight_decay=wd, differentiable=True, **kw).step()
+        loss = (p.clone() ** 2).sum()
+        out.append([p.detach().numpy(), p.grad.detach().numpy()] +
+                   [t.numpy() for t in lib.autograd.grad(loss, [x0, g0, wd])])
+    _close(*out)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
+def test_several_params_and_groups_match_torch(name):
+    out = []
+    for lib in (torch, ember):
+        rng = np.random.RandomState(3)
+        xs = [lib.tensor(rng.randn(*s), requires_grad=True) for s in ((2, 3), (4,), ())]
+        ps = [x.clone() for x in xs]
+        lr = lib.tensor(0.05, requires_grad=True) if name != "RMSprop" else 0.05
+        opt = getattr(lib.optim, name)([{"params": ps[:2]}, {"params": ps[2:], "lr": 0.2}],
+                                       lr=lr, differentiable=True)
+        for _ in range(2):
+            qs = [p.clone() for p in ps]
+            loss = sum((lib.cos(q) * q).sum() for q in qs)
+            for p, g in zip(ps, lib.autograd.grad(loss, ps, create_graph=True)):
+                p.grad = g
+            opt.step()
+        final = sum((p.clone() ** 2).sum() for p in ps)
+        ins = xs + ([lr] if isinstance(lr, lib.Tensor) else [])
+        out.append([p.detach().numpy() for p in ps] +
+                   [g.numpy() for g in lib.autograd.grad(final, ins)])
+    _close(*out)

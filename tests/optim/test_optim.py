@@ -221,6 +221,9 @@ def _quadratic(lib, x):
 @pytest.mark.parametrize("kw", [dict(), dict(line_search_fn="strong_wolfe"),
                                 dict(lr=0.5, history_size=3, max_iter=7),
                                 dict(line_search_fn="strong_wolfe", history_size=2, max_iter=5)])
+# LBFGS reads the closure's loss with float(), which warns once per process for a tensor
+# that requires grad, in torch and in ember alike
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
 def test_lbfgs_matches_torch(kw, problem, x0, steps, dtype):
     res = []
     for lib in (ember, torch):
