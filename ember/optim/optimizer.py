@@ -368,6 +368,27 @@ class Optimizer:
         self.param_groups.append(param_group)
 
 
+def _use_grad_for_differentiable(func):
+    """Decorate an optimizer's ``step``: run it with grad mode set to the optimizer's
+    ``differentiable`` default (on: the update is recorded; off: it is not), the caller's
+    mode restored after (torch's decorator of the same name, which custom optimizers
+    written after torch's own import)."""
+    @functools.wraps(func)
+    def _use_grad(*args, **kwargs):
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = bool(args[0].defaults["differentiable"])
+        try:
+            return func(*args, **kwargs)
+        finally:
+            STATE.grad_enabled = prev
+    return _use_grad
+
+
+def _get_value(x):
+    """A Python number from a tensor (``x.item()``), anything else as it is."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
 def _run_closure(closure):
     """Evaluate ``closure`` with grad mode enabled, as torch's optimizers do."""
     if closure is None:

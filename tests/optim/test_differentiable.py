@@ -334,3 +334,43 @@ def test_several_params_and_groups_match_torch(name):
         out.append([p.detach().numpy() for p in ps] +
                    [g.numpy() for g in lib.autograd.grad(final, ins)])
     _close(*out)
+
+
+def test_use_grad_for_differentiable_decorator_like_torch():
+    """A custom optimizer written after torch's own (``_use_grad_for_differentiable`` on its
+    step, ``_get_value`` for the step count) records its update only when differentiable."""
+    from torch.optim.optimizer import _get_value as t_get, _use_grad_for_differentiable as t_use
+
+    from ember.optim.optimizer import _get_value as e_get, _use_grad_for_differentiable as e_use
+
+    def make(lib, use, get):
+        class Plain(lib.optim.Optimizer):
+            def __init__(self, params, lr, differentiable):
+                super().__init__(params, dict(lr=lr, differentiable=differentiable))
+
+            @use
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        st = self.state[p]
+                        st["step"] = st.get("step", lib.tensor(0.0)) + 1
+                        p.mul_(1 - 0.01 * get(st["step"])).add_(p.grad * -group["lr"])
+                return lib.is_grad_enabled()
+        return Plain
+
+    out = []
+    for lib, use, get in ((torch, t_use, t_get), (ember, e_use, e_get)):
+        x0 = lib.tensor([1.0, -2.0], requires_grad=True)
+        lr = lib.tensor(0.1, requires_grad=True)
+        p = x0.clone()
+        p.grad = lib.tensor([0.5, 0.25])
+        opt = make(lib, use, get)([p], lr, True)
+        with lib.no_grad():
+            assert opt.step() is True
+        assert lib.is_grad_enabled()
+        out.append([t.numpy() for t in lib.autograd.grad((p * p).sum(), [x0, lr])])
+        q = lib.nn.Parameter(lib.tensor([1.0, 2.0]))
+        q.grad = lib.tensor([1.0, 1.0])
+        assert make(lib, use, get)([q], 0.1, False).step() is False  # no leaf error: no grad
+        np.testing.assert_allclose(q.detach().numpy(), [0.89, 1.88])
+    _close(*out)
