@@ -15,7 +15,7 @@ import numpy as np
 from . import dtype as _dt
 from .device import CPU
 
-__all__ = ["UntypedStorage", "TypedStorage", "LEGACY_STORAGES"]
+__all__ = ["UntypedStorage", "TypedStorage", "MetaUntypedStorage", "LEGACY_STORAGES"]
 
 
 def _root(a):
@@ -34,6 +34,11 @@ def _warn_typed():
 
 class UntypedStorage:
     """The bytes of a tensor's memory.  ``UntypedStorage(n)`` allocates ``n`` zeroed bytes."""
+
+    def __new__(cls, *args, device=None):
+        if cls is UntypedStorage and device is not None and _is_meta(device):
+            return object.__new__(MetaUntypedStorage)
+        return object.__new__(cls)
 
     def __init__(self, *args, device=None):
         if len(args) == 1 and isinstance(args[0], int):
@@ -205,7 +210,7 @@ class TypedStorage:
         if wrap_storage is not None:
             self._untyped = wrap_storage
         elif len(args) == 1 and isinstance(args[0], int):
-            self._untyped = UntypedStorage(args[0] * self.dtype.itemsize)
+            self._untyped = UntypedStorage(args[0] * self.dtype.itemsize, device=device)
         elif len(args) == 1 and isinstance(args[0], (list, tuple)):
             self._untyped = UntypedStorage._owned(np.array(args[0], dtype=self.dtype.np))
         else:
@@ -213,6 +218,8 @@ class TypedStorage:
 
     @property
     def _elements(self):
+        if isinstance(self._untyped, MetaUntypedStorage):
+            raise NotImplementedError(_NOT_AVAILABLE)
         return self._untyped._bytes.view(self.dtype.np)
 
     def untyped(self):
@@ -235,10 +242,10 @@ class TypedStorage:
 
     @property
     def device(self):
-        return CPU
+        return self._untyped.device
 
     def get_device(self):
-        return -1
+        return self._untyped.get_device()
 
     is_cuda = False
 
@@ -247,19 +254,22 @@ class TypedStorage:
         return r.item() if np.ndim(r) == 0 else r.tolist()
 
     def __setitem__(self, i, v):
-        self._elements[i] = v
+        if not isinstance(self._untyped, MetaUntypedStorage):  # meta: nothing to write
+            self._elements[i] = v
 
     def tolist(self):
         return self._elements.tolist()
 
     def fill_(self, value):
-        self._elements[...] = value
+        if not isinstance(self._untyped, MetaUntypedStorage):  # meta: nothing to fill
+            self._elements[...] = value
         return self
 
     def is_shared(self):
         return False
 
     def share_memory_(self):
+        self._untyped.share_memory_()
         return self
 
     def is_pinned(self, device=None):
@@ -269,6 +279,9 @@ class TypedStorage:
         raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def cpu(self):
+        if isinstance(self._untyped, MetaUntypedStorage):
+            return TypedStorage(wrap_storage=self._untyped.cpu(), dtype=self.dtype,
+                                _internal=True)
         return self
 
     @property
@@ -303,8 +316,9 @@ class TypedStorage:
         return _LEGACY_NAME[self.dtype]
 
     def type(self, dtype=None, non_blocking=False):
-        if dtype is None:
-            return f"torch.{_LEGACY_NAME[self.dtype]}"
+        if dtype is None:  # torch has no legacy class of meta storages
+            return "torch.storage.TypedStorage" if isinstance(
+                self._untyped, MetaUntypedStorage) else f"torch.{_LEGACY_NAME[self.dtype]}"
         return _storage_of_type_name(dtype)(self.tolist())
 
     @classmethod
@@ -325,13 +339,107 @@ class TypedStorage:
     def _cast(self, dtype):
         if dtype is self.dtype:
             return self
+        if isinstance(self._untyped, MetaUntypedStorage):
+            return TypedStorage(wrap_storage=MetaUntypedStorage(self.size() * dtype.itemsize),
+                                dtype=dtype, _internal=True)
         return TypedStorage(wrap_storage=UntypedStorage._owned(
             self._elements.astype(dtype.np)), dtype=dtype, _internal=True)
 
     def __repr__(self):
-        body = "\n".join(f" {v}" for v in self.tolist())
+        meta = isinstance(self._untyped, MetaUntypedStorage)
+        body = "..." if meta else "\n".join(f" {v}" for v in self.tolist())
         return f"{body}\n[{_dt.REPR_PREFIX[0]}storage.TypedStorage(dtype={self.dtype}, " \
-               f"device=cpu) of size {self.size()}]"
+               f"device={'meta' if meta else 'cpu'}) of size {self.size()}]"
+
+
+_NOT_AVAILABLE = "Not available for 'meta' device type"
+
+
+def _is_meta(device):
+    return getattr(device, "type", str(device).split(":")[0]) == "meta"
+
+
+class MetaUntypedStorage(UntypedStorage):
+    """The storage of a meta tensor (``UntypedStorage(n, device="meta")``): a size in bytes
+    and no memory, as torch's: ``data_ptr()`` 0, values unreadable (torch's errors), writes
+    and fills accepted and dropped, resizable."""
+
+    def __init__(self, *args, device=None):
+        if len(args) == 1 and isinstance(args[0], int):
+            self._nbytes = args[0]
+        elif not args:
+            self._nbytes = 0
+        else:
+            raise TypeError(f"UntypedStorage(): invalid arguments {args} for device meta")
+        self._owns = True
+
+    @property
+    def _bytes(self):
+        raise NotImplementedError(_NOT_AVAILABLE)
+
+    def data_ptr(self):
+        return 0
+
+    def nbytes(self):
+        return self._nbytes
+
+    size = nbytes
+
+    def __len__(self):
+        return self._nbytes
+
+    @property
+    def device(self):
+        from .device import device
+        return device("meta")
+
+    def get_device(self):
+        return None
+
+    def __getitem__(self, i):
+        raise NotImplementedError(_NOT_AVAILABLE)
+
+    def __setitem__(self, i, v):
+        pass
+
+    def tolist(self):
+        raise NotImplementedError(_NOT_AVAILABLE)
+
+    def fill_(self, value):
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        return self
+
+    def clone(self):
+        return MetaUntypedStorage(self._nbytes)
+
+    def cpu(self):
+        from .meta_device import no_data
+        no_data()
+
+    def share_memory_(self):
+        raise RuntimeError("_share_fd_: only available on CPU")
+
+    def resize_(self, size):
+        self._nbytes = int(size)
+        return self
+
+    def byteswap(self, dtype):
+        pass
+
+    def type(self, dtype=None, non_blocking=False):
+        if dtype is None:
+            return "torch.storage.UntypedStorage"
+        return TypedStorage(wrap_storage=MetaUntypedStorage(self._nbytes * _storage_of_type_name(
+            dtype).dtype.itemsize), dtype=_storage_of_type_name(dtype).dtype, _internal=True)
+
+    def __reduce_ex__(self, proto):
+        self.cpu()  # torch: no data to pickle
+
+    def __repr__(self):
+        return f"...\n[{_dt.REPR_PREFIX[0]}storage.UntypedStorage(device=meta) of size " \
+               f"{self._nbytes}]"
 
 
 # ---- conversions, moves, buffers, the legacy per-dtype classes (torch.FloatStorage, ...) --
@@ -358,15 +466,29 @@ def _untyped_cast(dt):
     return cast
 
 
+def _meta_cast(dt):
+    def cast(self):
+        # each byte one element of the new type, as for a storage with memory
+        return TypedStorage(wrap_storage=MetaUntypedStorage(self._nbytes * dt.itemsize),
+                            dtype=dt, _internal=True)
+    cast.__doc__ = f"Each byte of this storage as a {dt.name} element (no data: meta)."
+    return cast
+
+
 for _name, _dtype in _CASTS.items():
     setattr(TypedStorage, _name, _typed_cast(_dtype))
     setattr(UntypedStorage, _name, _untyped_cast(_dtype))
+    setattr(MetaUntypedStorage, _name, _meta_cast(_dtype))
 del _name, _dtype
 
 
 def _to_device(untyped, device):
     from .device import device as _device
     d = _device(device) if isinstance(device, str) else device
+    if _is_meta(d):  # a meta storage of the same size (torch)
+        return MetaUntypedStorage(untyped.nbytes())
+    if isinstance(untyped, MetaUntypedStorage):
+        untyped.cpu()  # no data to move
     if getattr(d, "type", d) != "cpu":
         raise RuntimeError(f"ember storages live in host memory; cannot move one to {d}")
     return untyped
@@ -451,7 +573,15 @@ def _storage_of_type_name(name):
 
 
 def untyped_storage(self):
-    """The bytes of the memory this tensor (and every view of it) lives in."""
+    """The bytes of the memory this tensor (and every view of it) lives in; a meta tensor's
+    is a `MetaUntypedStorage` of the size its root tensor's layout spans."""
+    from .meta_device import MetaArray
+    if type(self._data) is MetaArray:
+        root = (self._base if self._base is not None else self)._data
+        if 0 in root.shape:
+            return MetaUntypedStorage(0)
+        span = 1 + sum((n - 1) * (st // root.itemsize) for n, st in zip(root.shape, root.strides))
+        return MetaUntypedStorage((root.offset + span) * root.itemsize)
     return UntypedStorage._of_array(np.asarray(self._data))
 
 

@@ -34,11 +34,9 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # parametrization with the matrix exponential, and autograd.Function.vmap without a rule.
 # NotImplementedError kept on purpose, with its reason in the message (issue 16):
 # utils.benchmark.Timer(language="cpp") (ember has no C++ frontend to time statements in).
-# On the meta device (issue 16): value reads ("Cannot copy out of meta tensor; no data!") and
-# value-dependent ops (nonzero and friends) raise torch's own NotImplementedErrors;
-# untyped_storage()/storage() and ember.save of a meta tensor raise the "no data" error where
-# torch returns a data-less storage and saves shapes only (ember's storages are arrays, and a
-# meta tensor has none). export: draft_export's apply_suggested_fixes and saving a pytree class
+# On the meta device (issue 16): value reads ("Cannot copy out of meta tensor; no data!"),
+# value-dependent ops (nonzero and friends) and reading a meta storage's bytes raise torch's
+# own NotImplementedErrors. export: draft_export's apply_suggested_fixes and saving a pytree class
 # registered without serialized_type_name raise torch 2.13's own NotImplementedErrors.
 """
 
