@@ -136,7 +136,25 @@ class ArrayOptimizer(Optimizer):
             if not st:
                 init(p, st)
             out.append((p, st))
+        if out and group.get("capturable"):
+            self._check_capturable(group, out)
         return out
+
+    # torch's capturable refusal, (single-tensor path, foreach path): what it names, and
+    # whether its list of devices has xla
+    _capturable_names = ("params and state_steps", "params and state_steps")
+    _capturable_xla = (True, False)
+
+    def _check_capturable(self, group, live):
+        """torch's step refuses ``capturable=True`` for tensors off the devices CUDA graphs
+        capture (after creating the state, as here)."""
+        supported = ["cuda", "xpu", "hpu", "privateuseone"]
+        foreach = bool(group.get("foreach")) and not group.get("differentiable")
+        if self._capturable_xla[foreach]:
+            supported.append("xla")
+        if any(p.device.type not in supported for p, _ in live):
+            raise AssertionError(f"If capturable=True, {self._capturable_names[foreach]} must "
+                                 f"be on supported devices: {supported}.")
 
 
 def check_range(name, value, lo=0.0, hi=None, lo_open=False, hi_open=True, msg=None):

@@ -13,6 +13,8 @@ class ASGD(ArrayOptimizer):
     ``state["ax"]`` holds the running average of the parameter once ``step > t0``.
     """
 
+    _capturable_names = ("params, mus, etas, and state_steps",) * 2
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         check_lr(lr)

@@ -13,6 +13,8 @@ class Rprop(ArrayOptimizer):
     ``step_sizes``; the parameter moves by the step size against the gradient's sign.
     """
 
+    _capturable_xla = (True, True)
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         check_lr(lr)

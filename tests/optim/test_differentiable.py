@@ -374,3 +374,23 @@ def test_use_grad_for_differentiable_decorator_like_torch():
         assert make(lib, use, get)([q], 0.1, False).step() is False  # no leaf error: no grad
         np.testing.assert_allclose(q.detach().numpy(), [0.89, 1.88])
     _close(*out)
+
+
+@pytest.mark.parametrize("kw", [dict(foreach=False), dict(foreach=True),
+                                dict(differentiable=True)], ids=["single", "foreach", "diff"])
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "Adadelta", "Adamax", "ASGD", "NAdam",
+                                  "RAdam", "RMSprop", "Rprop"])
+def test_capturable_refused_off_cuda_like_torch(name, kw):
+    """torch's step refuses capturable=True for CPU tensors (after creating the state)."""
+    msgs, keys = [], []
+    for lib in (torch, ember):
+        p = lib.randn(3, requires_grad=True)
+        p = p.clone() if kw.get("differentiable") else p.detach().requires_grad_()
+        p.grad = lib.randn(3)
+        opt = getattr(lib.optim, name)([p], lr=0.1, capturable=True, **kw)
+        with pytest.raises(AssertionError) as e:
+            opt.step()
+        msgs.append(str(e.value))
+        keys.append(sorted(opt.state[p]))
+    assert msgs[0] == msgs[1]
+    assert keys[0] == keys[1] and keys[1]
