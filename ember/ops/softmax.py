@@ -2,7 +2,8 @@
 
 Computed stably (max subtracted) in one kernel each, in float32 for half inputs;
 their derivatives reuse the output: d softmax = y * (g - sum(g * y)),
-d log_softmax = g - exp(y) * sum(g).
+d log_softmax = g - exp(y) * sum(g) (one C kernel along the last dimension when the
+backward pass records no graph, else these formulas in ember ops).
 """
 
 from .._core.dispatch import overridable
@@ -49,11 +50,17 @@ def _log_softmax_kernel(xp, x, dim, dtype=None):
 
 def _softmax_vjp(ctx, g, x, dim, dtype=None):
     y = ctx.out
+    fused = _ck.softmax_vjp(g, y, dim, False)  # one C pass per row, over threads
+    if fused is not None:
+        return fused
     return y * (g - (g * y).sum(dim, keepdim=True))
 
 
 def _log_softmax_vjp(ctx, g, x, dim, dtype=None):
     y = ctx.out
+    fused = _ck.softmax_vjp(g, y, dim, True, ("f32",))
+    if fused is not None:
+        return fused
     return g - y.exp() * g.sum(dim, keepdim=True)
 
 

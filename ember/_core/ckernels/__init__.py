@@ -26,8 +26,9 @@ from . import build as _build
 from . import source as _source
 from .source import EAGER
 
-__all__ = ["status", "unary", "EAGER", "softmax", "normalize", "normalize_backward", "activation",
-           "activation_backward", "activation_vjp", "MIN_SIZE", "PARALLEL_SIZE"]
+__all__ = ["status", "unary", "EAGER", "softmax", "softmax_backward", "softmax_vjp", "normalize",
+           "normalize_backward", "activation", "activation_backward", "activation_vjp",
+           "MIN_SIZE", "PARALLEL_SIZE"]
 
 MIN_SIZE = 4096
 PARALLEL_SIZE = 1 << 18
@@ -175,6 +176,22 @@ def softmax(x, dim, log, dtypes=("f32", "f64")):
     return y
 
 
+def softmax_backward(g, y, dim, log, dtypes=("f32", "f64")):
+    """The input gradient of softmax (or log_softmax) along the last dimension ``dim`` from
+    the incoming gradient ``g`` and the output ``y``, or None when they do not fit."""
+    if (dim != y.ndim - 1 or not _fits(y, dtypes) or type(g) is not _ndarray
+            or g.dtype != y.dtype or g.shape != y.shape):
+        return None
+    f = _fn(f"ck_softmax_backward_{_SUFFIX[y.dtype]}", _types(_P, _P, _P, _N, _N, _I, _I))
+    if f is None:
+        return None
+    g = np.ascontiguousarray(g)  # a broadcast gradient (sum's backward) is copied once
+    gx = np.empty_like(y)
+    n = y.shape[-1]
+    f(g.ctypes.data, y.ctypes.data, gx.ctypes.data, y.size // n, n, int(log), _threads(y.size))
+    return gx
+
+
 def normalize(x, dims, eps, dtypes=("f32", "f64")):
     """``((x - mean) * rstd, mean, rstd)`` over trailing ``dims`` (stats keep those dims as
     1), or None when ``x`` does not fit or ``dims`` are not the trailing ones."""
@@ -225,10 +242,29 @@ def activation_vjp(name, g, x, tanh=False, dtypes=("f32", "f64")):
     """The fused ``g * d act(x)/dx`` as a Tensor when a vjp runs plainly -- no graph being
     recorded (``create_graph=False``), no mode (tracing, vmap, forward AD) or override
     active -- else None (the caller then writes the derivative in ember ops)."""
-    from ..state import SHARED, STATE
-    from ..tensor import Tensor, wrap
-    if (STATE.grad_enabled or STATE.intercept or SHARED.forward or SHARED.overrides
-            or type(g) is not Tensor or type(x) is not Tensor):
+    if not _plain(g, x):
         return None
     r = activation_backward(name, g._data, x._data, tanh, dtypes)
-    return None if r is None else wrap(r)
+    return None if r is None else _wrap(r)
+
+
+def softmax_vjp(g, y, dim, log, dtypes=("f32", "f64")):
+    """`softmax_backward` as a Tensor from Tensors ``g`` and ``y`` when the vjp runs plainly
+    (as `activation_vjp`), else None."""
+    if not _plain(g, y):
+        return None
+    r = softmax_backward(g._data, y._data, dim, log, dtypes)
+    return None if r is None else _wrap(r)
+
+
+def _plain(*tensors):
+    # no graph being recorded, no mode or override active, plain Tensors
+    from ..state import SHARED, STATE
+    from ..tensor import Tensor
+    return not (STATE.grad_enabled or STATE.intercept or SHARED.forward or SHARED.overrides
+                or any(type(t) is not Tensor for t in tensors))
+
+
+def _wrap(a):
+    from ..tensor import wrap
+    return wrap(a)

@@ -6,8 +6,8 @@ expression of its entry in the scalar-function table (`ember._core.scalar_functi
 table's ``c_prelude`` (the branch-free float32 polynomials for exp/log/tanh/erf/sigmoid and
 the helpers of every entry).  `EAGER` lists the functions that get a kernel, with the
 dtypes where it measured faster than NumPy (the ops take the C path only for those).
-What stays hand-written below are the row kernels (softmax/log_softmax, normalize and its
-backward): they are reductions over a row, not elementwise formulas.
+What stays hand-written below are the row kernels (softmax/log_softmax, normalize, and
+their backward): they are reductions over a row, not elementwise formulas.
 
 Every kernel takes raw pointers to C-contiguous buffers plus an ``nt`` thread count; with
 ``nt == 1`` it runs a plain loop that never touches the OpenMP runtime (libgomp's pool is
@@ -32,6 +32,8 @@ HEADER = r"""
 #define CK_PRAGMA(x)
 #endif
 
+#define CK_BLOCK 4096
+
 int ck_abi(void) { return ABI_VERSION; }
 #if defined(_OPENMP)
 int ck_openmp(void) { return 1; }
@@ -40,14 +42,23 @@ int ck_openmp(void) { return 0; }
 #endif
 """
 
+# Blocks of CK_BLOCK elements, each one vectorised loop, dealt out to the threads whole: an
+# element's value never depends on the thread count (a loop's scalar remainder can round
+# differently from its vector body, so splitting it anywhere else could change a value).
 _LOOP = """
+static inline void {sym}_block({args}, ptrdiff_t b, ptrdiff_t n) {{
+    const ptrdiff_t lo = b * CK_BLOCK, hi = n - lo < CK_BLOCK ? n : lo + CK_BLOCK;
+    CK_PRAGMA(omp simd)
+    for (ptrdiff_t i = lo; i < hi; i++) {{ {body} }}
+}}
+
 void {sym}({args}, ptrdiff_t n, int nt) {{
+    const ptrdiff_t nb = (n + CK_BLOCK - 1) / CK_BLOCK;
     if (nt > 1) {{
-        CK_PRAGMA(omp parallel for simd num_threads(nt) schedule(static))
-        for (ptrdiff_t i = 0; i < n; i++) {{ {body} }}
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block({names}, b, n);
     }} else {{
-        CK_PRAGMA(omp simd)
-        for (ptrdiff_t i = 0; i < n; i++) {{ {body} }}
+        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block({names}, b, n);
     }}
 }}
 """
@@ -71,7 +82,8 @@ def elementwise(symbol, name, suffix, *, backward=False, out_type=None):
         expr = _sf.c_expr(name, _DTYPE[suffix], *[f"v{k}" for k in range(arity)])
     out = out_type or t
     args.append(f"{out} *restrict y")
-    return _LOOP.format(sym=symbol, args=", ".join(args),
+    names = ", ".join(a.rsplit(" ", 1)[1] for a in args)
+    return _LOOP.format(sym=symbol, args=", ".join(args), names=names,
                         body=f"{loads} y[i] = ({out})({expr});")
 
 
@@ -114,6 +126,38 @@ void ck_softmax_S(const T *restrict x, T *restrict y, ptrdiff_t rows, ptrdiff_t 
         for (ptrdiff_t r = 0; r < rows; r++) ck_softmax_row_S(x + r * n, y + r * n, n, lg);
     } else {
         for (ptrdiff_t r = 0; r < rows; r++) ck_softmax_row_S(x + r * n, y + r * n, n, lg);
+    }
+}
+
+/* the input gradient of softmax from its output y: y * (g - sum(g * y)); of log_softmax:
+   g - exp(y) * sum(g) (one row; the sum accumulated in A). */
+static inline void ck_softmax_backward_row_S(const T *restrict g, const T *restrict y,
+                                             T *restrict gx, ptrdiff_t n, int lg) {
+    A s = 0;
+    if (lg) {
+        CK_PRAGMA(omp simd reduction(+:s))
+        for (ptrdiff_t i = 0; i < n; i++) s += g[i];
+        T t = (T)s;
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * t;
+    } else {
+        CK_PRAGMA(omp simd reduction(+:s))
+        for (ptrdiff_t i = 0; i < n; i++) s += (A)g[i] * (A)y[i];
+        T t = (T)s;
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = y[i] * (g[i] - t);
+    }
+}
+
+void ck_softmax_backward_S(const T *restrict g, const T *restrict y, T *restrict gx,
+                           ptrdiff_t rows, ptrdiff_t n, int lg, int nt) {
+    if (nt > 1) {
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+        for (ptrdiff_t r = 0; r < rows; r++)
+            ck_softmax_backward_row_S(g + r * n, y + r * n, gx + r * n, n, lg);
+    } else {
+        for (ptrdiff_t r = 0; r < rows; r++)
+            ck_softmax_backward_row_S(g + r * n, y + r * n, gx + r * n, n, lg);
     }
 }
 
