@@ -2,11 +2,11 @@
 
 ``_normalize(x, dims)`` returns (xhat, mean, rstd) in one pass (the C kernel where it
 fits).  Its derivative is the primitive ``_normalize_backward``: the closed-form
-normalization gradient in one kernel (C where it fits, else NumPy), taking the gradients of all three outputs
-(the engine passes zeros for unused ones; the kernel skips terms whose gradient is all
-zero, which changes no value).  That kernel's own derivative is written in ember ops,
-so double backward works, and eager, traced and vmapped backward passes compute the
-same thing.
+normalization gradient in one kernel (C where it fits, else NumPy), taking the gradients
+of all three outputs (None for an output that received none, as torch's undefined
+gradients: its terms are left out; the vjp materialises zeros only for an unused xhat).
+That kernel's own derivative is written in ember ops, so double backward works, and
+eager, traced and vmapped backward passes compute the same thing.
 """
 from ..._core import ckernels as _ck
 from ..._core import meta as _meta
