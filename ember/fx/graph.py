@@ -166,7 +166,7 @@ def _target_to_str(target):
     name = getattr(target, "__name__", None)
     if name is None:   # an ember Op is named by its operator name
         op_name = getattr(target, "name", None)
-        name = op_name.strip("_") if isinstance(op_name, str) else type(target).__name__
+        name = op_name if isinstance(op_name, str) else type(target).__name__
     return _snake_case(name) or "fn"
 
 

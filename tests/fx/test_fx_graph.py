@@ -237,3 +237,14 @@ def test_node_names_keep_leading_underscores_like_torch_fx():
     root.add_module("_sub", ember.nn.Identity())
     # ((1 + 1) * 2 - 3 + 1) * 2
     assert GraphModule(root, g)(ember.tensor(1.0)).item() == 4.0
+
+
+def test_node_named_by_an_ember_op_keeps_its_underscores():
+    # torch names a node after its target's name as written (make_fx: `_to_copy`, `add_`);
+    # an ember Op has no __name__, so its operator name is used unchanged
+    from ember.ops.conversion import CAST
+    g = Graph()
+    x = g.placeholder("x")
+    assert CAST.name == "_to_copy"
+    assert g.call_function(CAST, (x,)).name == "_to_copy"
+    assert g.call_function(CAST, (x,)).name == "_to_copy_1"
