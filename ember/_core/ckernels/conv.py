@@ -184,6 +184,39 @@ void ckc_pad_S(const T *restrict x, T *restrict xp, const ptrdiff_t *g, int nt) 
     }
 }
 
+/* one register block of `ckc_direct_fwd`: OB output channels x nv vectors of positions
+   (nv a constant at each call: the accumulators stay in registers) into tile */
+static inline __attribute__((always_inline)) void ckd_tile_S(
+        const T *restrict xb, const T *restrict wb, ptrdiff_t Cg, ptrdiff_t PL, ptrdiff_t KH,
+        ptrdiff_t KW, ptrdiff_t RS, ptrdiff_t DW,
+        T (*restrict tile)[CKD_NV * (CKD_VB / sizeof(T))],
+        const int nv) {
+    enum { N = CKD_VB / sizeof(T), NV = CKD_NV, OB = CKD_OB };
+    const ptrdiff_t KK = KH * KW;
+    ckd_v_S acc[OB][NV];
+    for (int i = 0; i < OB; i++)
+        for (int j = 0; j < nv; j++) acc[i][j] = (ckd_v_S){0};
+    for (ptrdiff_t c = 0; c < Cg; c++) {
+        const T *xc = xb + c * PL, *wc = wb + c * KK * OB;
+        for (ptrdiff_t kh = 0; kh < KH; kh++) {
+            const T *xr = xc + kh * RS;
+            const T *wr = wc + kh * KW * OB;
+            for (ptrdiff_t kw = 0; kw < KW; kw++) {
+                ckd_v_S xv[NV];
+                for (int j = 0; j < nv; j++)
+                    xv[j] = *(const ckd_vu_S *)(xr + kw * DW + j * N);
+                const T *wk = wr + kw * OB;
+                for (int i = 0; i < OB; i++) {
+                    const T wv = wk[i];
+                    for (int j = 0; j < nv; j++) acc[i][j] += wv * xv[j];
+                }
+            }
+        }
+    }
+    for (int i = 0; i < OB; i++)
+        for (int j = 0; j < nv; j++) *(ckd_vu_S *)(tile[i] + j * N) = acc[i][j];
+}
+
 /* y (B, G*Og, OH, OW) = stride-1 convolution of the padded planes xp (B, G*Cg planes, PL
    apart, rows Wp wide) with the packed weights wp (G, nob, Cg, KH*KW, CKD_OB), plus bias
    (G*Og, or NULL); g: B G Cg Og OH OW Wp PL KH KW DH DW */
@@ -198,31 +231,17 @@ void ckc_direct_fwd_S(const T *restrict xp, const T *restrict wp, const T *restr
     for (ptrdiff_t it = 0; it < items; it++) {
         const ptrdiff_t t = it % ntile, r = it / ntile, ob = r % nob, bg = r / nob;
         const ptrdiff_t gg = bg % G, p0 = t * NVV;
-        ckd_v_S acc[OB][NV];
-        for (int i = 0; i < OB; i++)
-            for (int j = 0; j < NV; j++) acc[i][j] = (ckd_v_S){0};
         const T *xb = xp + bg * Cg * PL + p0;
         const T *wb = wp + (gg * nob + ob) * Cg * KK * OB;
-        for (ptrdiff_t c = 0; c < Cg; c++) {
-            const T *xc = xb + c * PL, *wc = wb + c * KK * OB;
-            for (ptrdiff_t kh = 0; kh < KH; kh++) {
-                const T *xr = xc + kh * DH * Wp;
-                const T *wr = wc + kh * KW * OB;
-                for (ptrdiff_t kw = 0; kw < KW; kw++) {
-                    ckd_v_S xv[NV];
-                    for (int j = 0; j < NV; j++)
-                        xv[j] = *(const ckd_vu_S *)(xr + kw * DW + j * N);
-                    const T *wk = wr + kw * OB;
-                    for (int i = 0; i < OB; i++) {
-                        const T wv = wk[i];
-                        for (int j = 0; j < NV; j++) acc[i][j] += wv * xv[j];
-                    }
-                }
-            }
-        }
         T tile[OB][NVV] __attribute__((aligned(64)));
-        for (int i = 0; i < OB; i++)
-            for (int j = 0; j < NV; j++) *(ckd_vu_S *)(tile[i] + j * N) = acc[i][j];
+        /* the last tile of a plane: as few vectors as its positions need */
+        const ptrdiff_t nv = (P - p0 + N - 1) / N;
+        if (nv >= NV)
+            ckd_tile_S(xb, wb, Cg, PL, KH, KW, DH * Wp, DW, tile, NV);
+        else if (nv == 2)
+            ckd_tile_S(xb, wb, Cg, PL, KH, KW, DH * Wp, DW, tile, 2);
+        else
+            ckd_tile_S(xb, wb, Cg, PL, KH, KW, DH * Wp, DW, tile, 1);
         const ptrdiff_t end = p0 + NVV < P ? p0 + NVV : P;
         for (int i = 0; i < OB && ob * OB + i < Og; i++) {
             const ptrdiff_t o = gg * Og + ob * OB + i;
@@ -244,13 +263,13 @@ void ckc_direct_fwd_S(const T *restrict xp, const T *restrict wp, const T *restr
 /* gw (G*Og, Cg, KH, KW) = sum over the batch of the correlation of gyp (B, G*Og planes, GP
    apart, gy in rows Wp wide, zero past each output row and up to Pv vectors) with the
    padded input planes xp (as `ckc_direct_fwd`); input channels in chunks of CC per work
-   item; g: B G Cg Og Wp PL KH KW DH DW Pv GP CC */
+   item, examples in blocks of NB; g: B G Cg Og Wp PL KH KW DH DW Pv GP CC NB */
 int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw,
                      const ptrdiff_t *g, int nt) {
     enum { N = CKD_VB / sizeof(T), OB = CKD_OB, KB = CKD_KWB };
     const ptrdiff_t B = g[0], G = g[1], Cg = g[2], Og = g[3], Wp = g[4], PL = g[5];
     const ptrdiff_t KH = g[6], KW = g[7], DH = g[8], DW = g[9], Pv = g[10], GP = g[11];
-    const ptrdiff_t CC = g[12], ncc = (Cg + CC - 1) / CC;
+    const ptrdiff_t CC = g[12], ncc = (Cg + CC - 1) / CC, NB = g[13];
     const ptrdiff_t nob = (Og + OB - 1) / OB, nkb = (KW + KB - 1) / KB;
     const ptrdiff_t items = G * nob * ncc, per_c = KH * nkb * OB * KB;
     int ok = 1;
@@ -265,32 +284,40 @@ int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw
             const ptrdiff_t c0 = cc * CC, c1 = c0 + CC < Cg ? c0 + CC : Cg;
             const ptrdiff_t rows = Og - ob * OB < OB ? Og - ob * OB : OB;
             memset(part, 0, sizeof(ckd_v_S) * (c1 - c0) * per_c);
-            for (ptrdiff_t b = 0; b < B; b++) {
-                const T *gyr[OB];
-                for (int i = 0; i < OB; i++)  /* rows past Og repeat the last: discarded */
-                    gyr[i] = gyp + ((b * G + gg) * Og + ob * OB + (i < rows ? i : rows - 1)) * GP;
-                for (ptrdiff_t c = c0; c < c1; c++) {
-                    const T *xc = xp + ((b * G + gg) * Cg + c) * PL;
+            const T *gyr[OB];  /* the block's gy rows in example 0 */
+            for (int i = 0; i < OB; i++)  /* rows past Og repeat the last: dropped */
+                gyr[i] = gyp + (gg * Og + ob * OB + (i < rows ? i : rows - 1)) * GP;
+            /* NB examples at a time, each accumulator block loaded and stored once per
+               batch block (small planes: the loads would rival the products) */
+            for (ptrdiff_t b0 = 0; b0 < B; b0 += NB) {
+                const ptrdiff_t b1 = b0 + NB < B ? b0 + NB : B;
+                for (ptrdiff_t c = c0; c < c1; c++)
                     for (ptrdiff_t kh = 0; kh < KH; kh++)
                         for (ptrdiff_t kb = 0; kb < nkb; kb++) {
+                            ptrdiff_t ko[KB];  /* columns past KW repeat the last: dropped */
+                            for (int k = 0; k < KB; k++)
+                                ko[k] = (kb * KB + k < KW ? kb * KB + k : KW - 1) * DW;
                             ckd_v_S *pa = part + (((c - c0) * KH + kh) * nkb + kb) * OB * KB;
                             ckd_v_S acc[OB][KB];
                             for (int i = 0; i < OB; i++)
                                 for (int k = 0; k < KB; k++) acc[i][k] = pa[i * KB + k];
-                            const T *xs = xc + kh * DH * Wp + kb * KB * DW;
-                            for (ptrdiff_t v = 0; v < Pv; v++) {
-                                ckd_v_S xv[KB];
-                                for (int k = 0; k < KB; k++)
-                                    xv[k] = *(const ckd_vu_S *)(xs + v * N + k * DW);
-                                for (int i = 0; i < OB; i++) {
-                                    const ckd_v_S gv = *(const ckd_vu_S *)(gyr[i] + v * N);
-                                    for (int k = 0; k < KB; k++) acc[i][k] += gv * xv[k];
+                            for (ptrdiff_t b = b0; b < b1; b++) {
+                                const T *xs = xp + ((b * G + gg) * Cg + c) * PL + kh * DH * Wp;
+                                const ptrdiff_t gb = b * G * Og * GP;
+                                for (ptrdiff_t v = 0; v < Pv; v++) {
+                                    ckd_v_S xv[KB];
+                                    for (int k = 0; k < KB; k++)
+                                        xv[k] = *(const ckd_vu_S *)(xs + v * N + ko[k]);
+                                    for (int i = 0; i < OB; i++) {
+                                        const ckd_v_S gv =
+                                            *(const ckd_vu_S *)(gyr[i] + gb + v * N);
+                                        for (int k = 0; k < KB; k++) acc[i][k] += gv * xv[k];
+                                    }
                                 }
                             }
                             for (int i = 0; i < OB; i++)
                                 for (int k = 0; k < KB; k++) pa[i * KB + k] = acc[i][k];
                         }
-                }
             }
             for (ptrdiff_t c = c0; c < c1; c++)
                 for (ptrdiff_t kh = 0; kh < KH; kh++)
@@ -452,17 +479,21 @@ def _as_2d(shape, ks, pad, dilation):
     return tuple(shape), tuple(ks), tuple(pad), tuple(dilation)
 
 
-def _padded_planes(x, HW, pad, KW, DW, scratch):
-    """x (B, C, *HW) into the direct kernels' padded planes: (buffer, Wp, PL), the buffer
-    ``scratch``'s, with zeroed slack after the last plane for the kernels' overreads."""
+WGRAD_BLOCK_BYTES = 1 << 15  # examples per weight-gradient accumulator pass: about L1's
+
+
+def _padded_planes(x, HW, pad, scratch):
+    """x (B, C, *HW) into the direct kernels' zero-padded planes, in ``scratch``'s buffer
+    with zeroed slack after the last plane for the kernels' overreads: ``(buffer, Wp,
+    PL)``, the padded width and the distance between planes."""
     (H, W), ((ph0, ph1), (pw0, pw1)) = HW, pad
     Hp, Wp = H + ph0 + ph1, W + pw0 + pw1
     n = x.shape[0] * x.shape[1]
-    _, NV, KB, VB = _blocks()
-    slack = ((NV + 2) * VB) // x.itemsize + KB * DW + KW
+    _, NV, _, VB = _blocks()
+    slack = ((NV + 2) * VB) // x.itemsize
     PL = Hp * Wp
-    buf = scratch("direct_in", (n * PL + slack,), x.dtype)
     g = np.array([n, H, W, Hp, Wp, ph0, pw0, PL], dtype=np.intp)
+    buf = scratch("direct_in", (n * PL + slack,), x.dtype)
     _direct_fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
                                _threads(n * PL * 8))
     buf[n * PL:] = 0
@@ -496,7 +527,7 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch):
     G, Og = groups, O // groups
     OB = _blocks()[0]
     nob = -(-Og // OB)
-    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, KW, DW, scratch)
+    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, scratch)
     # weights as (G, nob, Cg, KH*KW, OB): a block's OB weights per offset side by side
     wp = np.zeros((G, nob * OB, Cg, KH * KW), dtype=x.dtype)
     wp[:, :Og] = w.reshape(G, Og, Cg, KH * KW)
@@ -528,7 +559,7 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     G, Cg, Og = groups, C // groups, O // groups
     OB, _, _, VB = _blocks()
     N = VB // x.itemsize
-    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, KW, DW, scratch)
+    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, scratch)
     P = (OH - 1) * Wp + OW
     Pv = -(-P // N)
     GP = max(Pv * N, OH * Wp)
@@ -540,7 +571,9 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     ncc = min(Cg, -(-4 * nt // (G * -(-Og // OB)))) if nt > 1 else 1
     CC = -(-Cg // ncc)
     gw = np.empty((O, Cg) + tuple(ks), dtype=x.dtype)
-    g = np.array([B, G, Cg, Og, Wp, PL, KH, KW, DH, DW, Pv, GP, CC], dtype=np.intp)
+    # examples per accumulator pass: their gy rows and an input plane about L1's size
+    NB = max(1, min(B, WGRAD_BLOCK_BYTES // ((OB * GP + PL) * x.itemsize)))
+    g = np.array([B, G, Cg, Og, Wp, PL, KH, KW, DH, DW, Pv, GP, CC, NB], dtype=np.intp)
     if not f(xpad.ctypes.data, gyp.ctypes.data, gw.ctypes.data, g.ctypes.data, nt):
         return None
     return gw
