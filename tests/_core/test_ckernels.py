@@ -382,3 +382,64 @@ def test_two_libraries_in_one_process_each_run_their_own_code(tmp_path, monkeypa
     libs = [ckbuild.build(f"ember_two_{k}", f"int ck_abi(void) {{ return {k}; }}\n",
                           lambda lib, k=k: lib.ck_abi() == k)[0] for k in (41, 42, 43)]
     assert [lib.ck_abi() for lib in libs] == [41, 42, 43]
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("shape", [(1, 10), (67, 96)])
+def test_cross_entropy_matches_numpy(dtype, reduction, weighted, smoothing, shape, monkeypatch):
+    from ember.ops.nn.loss import _ce_grad_kernel, _ce_kernel
+    rng = np.random.default_rng(4)
+    N, C = shape
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    t = rng.integers(0, C, N)
+    if N > 2:
+        t[::7] = -100  # ignored rows, one of them with NaN logits (masked, so 0 loss)
+        x[7, 3] = np.nan
+        x[5, :] = -np.inf if N > 5 else x[5, :]
+    w = rng.random(C).astype(dtype) + 0.5 if weighted else None
+    g = rng.standard_normal(N).astype(dtype) if reduction == "none" else np.asarray(
+        dtype(1.7))
+    p = dict(ignore_index=-100, reduction=reduction, smoothing=smoothing)
+    assert ck.cross_entropy(x, t, w, -100, smoothing) is not None
+    assert ck.cross_entropy_grad(g, x, t, w, -100, reduction, smoothing) is not None
+    got = _ce_kernel(np, x, t, w, **p), _ce_grad_kernel(np, g, x, t, w, **p)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    ref = _ce_kernel(np, x, t, w, **p), _ce_grad_kernel(np, g, x, t, w, **p)
+    tol = 64 * np.finfo(dtype).eps
+    for a, b in zip(got, ref):
+        assert a.shape == b.shape and a.dtype == b.dtype == dtype
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_cross_entropy_out_of_range_target_is_torchs_index_error():
+    x = ember.randn(4, 5, requires_grad=True)
+    for bad in (5, -1):
+        t = ember.tensor([0, 1, bad, 2])
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
+            ember.nn.functional.cross_entropy(x, t)
+        with pytest.raises(IndexError):
+            torch.nn.functional.cross_entropy(torch.randn(4, 5), torch.tensor([0, 1, bad, 2]))
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (1024, 96)])
+def test_cross_entropy_values_and_grads_match_torch(shape):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 2).astype(np.float32)
+    t = rng.integers(0, shape[1], shape[0])
+    t[1] = -100
+    w = (rng.random(shape[1]) + 0.5).astype(np.float32)
+    for kw in ({}, {"weight": True, "label_smoothing": 0.2}, {"reduction": "sum"},
+               {"reduction": "none", "label_smoothing": 0.05}):
+        outs = []
+        for lib in (ember, torch):
+            xi = lib.tensor(x, requires_grad=True)
+            args = dict(kw, weight=lib.tensor(w)) if "weight" in kw else kw
+            loss = lib.nn.functional.cross_entropy(xi, lib.tensor(t), **args)
+            (gx,) = lib.autograd.grad(loss.sum(), xi)
+            outs.append((np.asarray(loss.detach().numpy()), gx.numpy()))
+        for a, b in zip(*outs):
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)

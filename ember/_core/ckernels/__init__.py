@@ -238,6 +238,65 @@ def normalize_backward(g, gm, gr, xhat, rstd, dims, dtypes=("f32", "f64")):
     return gx
 
 
+_I64 = np.dtype(np.int64)
+
+
+def _ce_fits(x, target, weight):
+    # no MIN_SIZE: NumPy's log-softmax and gather cost tens of microseconds on any size
+    return (ENABLED and type(x) is _ndarray and x.ndim == 2 and x.flags.c_contiguous
+            and x.dtype in _SUFFIX and x.size and type(target) is _ndarray
+            and target.dtype == _I64 and target.shape == x.shape[:1]
+            and (weight is None or (type(weight) is _ndarray and weight.dtype == x.dtype
+                                    and weight.shape == x.shape[1:])))
+
+
+def cross_entropy(x, target, weight, ignore_index, smoothing):
+    """Per row of (N, C) logits ``x``: the nll of its target (times its weight), the label
+    smoothing term ``-sum_c weight_c log_softmax(x)_c`` (zeros unless ``smoothing``) and the
+    target's weight, all 0 for an ignored row; or None when the arrays do not fit.  A target
+    out of range raises torch's IndexError."""
+    if not _ce_fits(x, target, weight):
+        return None
+    sfx = _SUFFIX[x.dtype]
+    f = _fn(f"ck_ce_{sfx}", _types(_P, _P, _P, "c_int64", _I, _P, _P, _P, _N, _N))
+    if f is None:
+        return None
+    f.restype = _types(_N)[0]
+    target = np.ascontiguousarray(target)
+    weight = None if weight is None else np.ascontiguousarray(weight)
+    nll, sm, wt = np.empty((3,) + target.shape, x.dtype)
+    bad = f(x.ctypes.data, target.ctypes.data, None if weight is None else weight.ctypes.data,
+            int(ignore_index), int(bool(smoothing)), nll.ctypes.data, sm.ctypes.data,
+            wt.ctypes.data, x.shape[0], x.shape[1])
+    if bad >= 0:
+        raise IndexError(f"Target {int(target[bad])} is out of bounds.")
+    return nll, sm, wt
+
+
+def cross_entropy_grad(g, x, target, weight, ignore_index, reduction, smoothing):
+    """d cross_entropy / d ``x`` for (N, C) logits (``g``: the loss's gradient, one per row
+    with reduction "none"), or None when the arrays do not fit or a target is out of range
+    (the NumPy path then reports it)."""
+    if not _ce_fits(x, target, weight) or type(g) is not _ndarray or g.dtype != x.dtype:
+        return None
+    rows = reduction == "none"
+    if g.shape != (target.shape if rows else ()):
+        return None
+    f = _fn(f"ck_ce_grad_{_SUFFIX[x.dtype]}",
+            _types(_P, _P, _P, "c_int64", _D, _P, _I, _I, _P, _N, _N))
+    if f is None:
+        return None
+    f.restype = _types(_N)[0]
+    g = np.ascontiguousarray(g)
+    target = np.ascontiguousarray(target)
+    weight = None if weight is None else np.ascontiguousarray(weight)
+    out = np.empty_like(x)
+    bad = f(x.ctypes.data, target.ctypes.data, None if weight is None else weight.ctypes.data,
+            int(ignore_index), float(smoothing), g.ctypes.data, int(rows),
+            int(reduction == "mean"), out.ctypes.data, x.shape[0], x.shape[1])
+    return None if bad >= 0 else out
+
+
 def activation_vjp(name, g, x, tanh=False, dtypes=("f32", "f64")):
     """The fused ``g * d act(x)/dx`` as a Tensor when a vjp runs plainly -- no graph being
     recorded (``create_graph=False``), no mode (tracing, vmap, forward AD) or override

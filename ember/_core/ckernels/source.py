@@ -23,7 +23,7 @@ from . import pooling as _pooling
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -228,6 +228,106 @@ void ck_normalize_backward_S(const T *restrict g, const T *restrict xh, const T 
                                         gm ? gm[r] / (T)n : 0, gr ? gr[r] : 0, gm != 0, gr != 0,
                                         n);
     }
+}
+/* cross entropy of one row of logits x (C classes) against target t, its log-softmax
+   computed as NumPy's (x - max) - log(sum(exp(x - max))): the target's weighted nll, the
+   label-smoothing term -sum_c w_c logp_c (when smooth) and the target's weight, all 0 for
+   an ignored row.  Returns 1 when the target is out of range, else 0. */
+static inline int ck_ce_row_S(const T *restrict x, int64_t t, const T *restrict w,
+                              int64_t ignore, int smooth, ptrdiff_t C, T *nll, T *sm, T *wt) {
+    if (t == ignore) { *nll = 0; *sm = 0; *wt = 0; return 0; }
+    if (t < 0 || t >= C) return 1;
+    T m = -INFINITY;
+    int bad = 0;
+    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
+    for (ptrdiff_t i = 0; i < C; i++) { m = x[i] > m ? x[i] : m; bad |= x[i] != x[i]; }
+    if (bad) m = NAN;
+    A s = 0;
+    CK_PRAGMA(omp simd reduction(+:s))
+    for (ptrdiff_t i = 0; i < C; i++) s += EXP(x[i] - m);
+    T l = LOG((T)s);
+    T w_t = w ? w[t] : (T)1;
+    *wt = w_t;
+    *nll = -((x[t] - m) - l) * w_t;
+    if (smooth) {
+        A q = 0;
+        CK_PRAGMA(omp simd reduction(+:q))
+        for (ptrdiff_t i = 0; i < C; i++) q += (A)(((x[i] - m) - l) * (w ? w[i] : (T)1));
+        *sm = -(T)q;
+    }
+    return 0;
+}
+
+/* rows of (N, C) logits; returns the first row whose target is out of range, or -1 */
+ptrdiff_t ck_ce_S(const T *restrict x, const int64_t *restrict t, const T *restrict w,
+                  int64_t ignore, int smooth, T *restrict nll, T *restrict sm, T *restrict wt,
+                  ptrdiff_t N, ptrdiff_t C) {
+    for (ptrdiff_t r = 0; r < N; r++)
+        if (ck_ce_row_S(x + r * C, t[r], w, ignore, smooth, C, nll + r, sm + r, wt + r))
+            return r;
+    return -1;
+}
+
+/* d loss / d logits of cross entropy as NumPy's formula: p = exp(logp), r = p * -coef with
+   coef = -(1 - smoothing) * g * w_t added at the target, then the smoothing term
+   s_c = g * (-smoothing / C) * w_c: r += s - p * sum(s).  g: one per row (g_rows), else
+   one value, divided by the sum of the targets' weights when mean.  Returns the first row
+   whose target is out of range (nothing written then), or -1. */
+ptrdiff_t ck_ce_grad_S(const T *restrict x, const int64_t *restrict t, const T *restrict w,
+                       int64_t ignore, double smoothing, const T *restrict g, int g_rows,
+                       int mean, T *restrict out, ptrdiff_t N, ptrdiff_t C) {
+    A den = 0;
+    for (ptrdiff_t r = 0; r < N; r++) {
+        if (t[r] == ignore) continue;
+        if (t[r] < 0 || t[r] >= C) return r;
+        den += w ? (A)w[t[r]] : (A)1;
+    }
+    T g0 = mean ? g[0] / (T)den : g[0];
+    const T lead = (T)(-(1.0 - smoothing)), sk = (T)(-smoothing / (double)C);
+    for (ptrdiff_t r = 0; r < N; r++) {
+        const T *restrict xr = x + r * C;
+        T *restrict o = out + r * C;
+        int valid = t[r] != ignore;
+        int64_t tc = valid ? t[r] : 0;
+        T gl = g_rows ? g[r] : g0;
+        T w_t = valid ? (w ? w[tc] : (T)1) : (T)0;
+        T coef = lead * gl * w_t;
+        T m = -INFINITY;
+        int bad = 0;
+        CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
+        for (ptrdiff_t i = 0; i < C; i++) { m = xr[i] > m ? xr[i] : m; bad |= xr[i] != xr[i]; }
+        if (bad) m = NAN;
+        A s = 0;
+        CK_PRAGMA(omp simd reduction(+:s))
+        for (ptrdiff_t i = 0; i < C; i++) { T e = EXP(xr[i] - m); o[i] = e; s += e; }
+        const T inv = (T)((A)1 / s);
+        if (smoothing == 0.0) {
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t i = 0; i < C; i++) o[i] = (o[i] * inv) * -coef;
+        } else {
+            T sv = gl * (T)valid * sk;
+            if (w) {
+                A q = 0;
+                CK_PRAGMA(omp simd reduction(+:q))
+                for (ptrdiff_t i = 0; i < C; i++) q += (A)(sv * w[i]);
+                T S = (T)q;
+                CK_PRAGMA(omp simd)
+                for (ptrdiff_t i = 0; i < C; i++) {
+                    T p = o[i] * inv;
+                    o[i] = p * -coef + (sv * w[i] - p * S);
+                }
+            } else {
+                T S = sv * (T)C;
+                CK_PRAGMA(omp simd)
+                for (ptrdiff_t i = 0; i < C; i++) {
+                    T p = o[i] * inv;
+                    o[i] = p * -coef + (sv - p * S);
+                }
+            }
+        }
+        o[tc] = o[tc] + coef;
+    }
+    return -1;
 }
 """
 

@@ -9,6 +9,7 @@ into the loss's own batch dimension (unreduced), then each example reduces separ
 """
 import numpy as np
 
+from ..._core import ckernels as _ck
 from ..._core.op import Op
 from ..._core.tensor import host_tensor
 from .._batching import _batched_front, _fallback_rule, _move_to_front
@@ -134,6 +135,15 @@ def _nll_np(xp, logp, target, weight, cdim, ignore_index, reduction, smoothing):
     w_t = (weight[t] if weight is not None else xp.ones(t.shape, logp.dtype)) * valid
     # ignored rows are 0 even where their input is NaN (masked, never multiplied by 0)
     nll = xp.where(valid, -picked * w_t, 0)
+    smooth = None
+    if smoothing:
+        lw = logp if weight is None else logp * _bshape(weight, logp.ndim, cdim)
+        smooth = xp.where(valid, -lw.sum(axis=cdim), 0)
+    return _nll_reduce(xp, nll, smooth, w_t, C, reduction, smoothing, logp.dtype)
+
+
+def _nll_reduce(xp, nll, smooth, w_t, C, reduction, smoothing, dtype):
+    """The loss from each row's weighted nll, smoothing term and target weight."""
     if reduction == "sum":
         out = nll.sum()
     elif reduction == "mean":
@@ -141,14 +151,12 @@ def _nll_np(xp, logp, target, weight, cdim, ignore_index, reduction, smoothing):
     else:
         out = nll
     if smoothing:
-        lw = logp if weight is None else logp * _bshape(weight, logp.ndim, cdim)
-        smooth = xp.where(valid, -lw.sum(axis=cdim), 0)
         if reduction == "sum":
             smooth = smooth.sum()
         elif reduction == "mean":
             smooth = smooth.sum() / w_t.sum()
         out = (1 - smoothing) * out + smooth * (smoothing / C)
-    return xp.asarray(out, dtype=logp.dtype)
+    return xp.asarray(out, dtype=dtype)
 
 
 def _bshape(w, ndim, cdim):
@@ -160,8 +168,13 @@ def _ce_kernel(xp, x, target, weight=None, *, ignore_index, reduction, smoothing
     a = x.astype(_F32) if dt in _HALF else x
     w = weight.astype(a.dtype) if weight is not None and weight.dtype != a.dtype else weight
     cdim = 1 if x.ndim > 1 else 0
-    r = _nll_np(xp, _log_softmax_np(xp, a, cdim), target, w, cdim, ignore_index, reduction,
-                smoothing)
+    rows = _ck.cross_entropy(a, target, w, ignore_index, smoothing)  # (N, C) in C
+    if rows is not None:
+        nll, smooth, w_t = rows
+        r = _nll_reduce(xp, nll, smooth, w_t, a.shape[1], reduction, smoothing, a.dtype)
+    else:
+        r = _nll_np(xp, _log_softmax_np(xp, a, cdim), target, w, cdim, ignore_index,
+                    reduction, smoothing)
     return r.astype(dt) if dt in _HALF else r
 
 
@@ -194,6 +207,9 @@ def _nll_coeff(g, x, target, weight, ignore_index, reduction, smoothing):
 
 def _ce_grad_kernel(xp, g, x, target, weight=None, *, ignore_index, reduction, smoothing):
     """First-order cross_entropy gradient in one kernel (the training hot path)."""
+    r = _ck.cross_entropy_grad(g, x, target, weight, ignore_index, reduction, smoothing)
+    if r is not None:  # (N, C) float32/float64 in C
+        return r
     dt = x.dtype
     a = x.astype(_F32) if dt in _HALF else x
     cdim = 1 if a.ndim > 1 else 0
