@@ -9,11 +9,10 @@ hyper-parameters possibly tensors.  State tensors are created by the factory ope
 no optimizer touches a raw array.
 """
 from .._core import dtype as _dt
-from .._core.state import STATE
 from .._core.tensor import Tensor
 from ..ops.creation import full as _full, zeros_like as _zeros_like
 from ..sparse._coo import _REGISTERED as SPARSE_MADE  # set by the first sparse tensor
-from .optimizer import Optimizer, _run_closure
+from .optimizer import Optimizer, _in_grad_mode, _run_closure
 
 __all__ = []
 
@@ -102,12 +101,7 @@ class ArrayOptimizer(Optimizer):
         if group.get("foreach") and not self._foreach_autograd and \
                 any(p._grad is not None for p in group["params"]):
             raise AssertionError("_foreach ops don't support autograd")
-        prev = STATE.grad_enabled
-        STATE.grad_enabled = True
-        try:
-            self._update_group(group)
-        finally:
-            STATE.grad_enabled = prev
+        _in_grad_mode(True, self._update_group, group)
 
     def __setstate__(self, state):
         # groups pickled by older versions may lack newer options: fill them from defaults

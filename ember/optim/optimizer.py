@@ -375,13 +375,18 @@ def _use_grad_for_differentiable(func):
     written after torch's own import)."""
     @functools.wraps(func)
     def _use_grad(*args, **kwargs):
-        prev = STATE.grad_enabled
-        STATE.grad_enabled = bool(args[0].defaults["differentiable"])
-        try:
-            return func(*args, **kwargs)
-        finally:
-            STATE.grad_enabled = prev
+        return _in_grad_mode(bool(args[0].defaults["differentiable"]), func, *args, **kwargs)
     return _use_grad
+
+
+def _in_grad_mode(enabled, func, *args, **kwargs):
+    """``func(*args, **kwargs)`` with grad mode ``enabled``, the caller's mode restored."""
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = enabled
+    try:
+        return func(*args, **kwargs)
+    finally:
+        STATE.grad_enabled = prev
 
 
 def _get_value(x):
@@ -393,9 +398,4 @@ def _run_closure(closure):
     """Evaluate ``closure`` with grad mode enabled, as torch's optimizers do."""
     if closure is None:
         return None
-    prev = STATE.grad_enabled
-    STATE.grad_enabled = True
-    try:
-        return closure()
-    finally:
-        STATE.grad_enabled = prev
+    return _in_grad_mode(True, closure)
