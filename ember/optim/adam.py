@@ -36,6 +36,8 @@ class Adam(ArrayOptimizer):
         live = self._live(group, init)
         if not live:
             return
+        if group["differentiable"] and any(st["step"].requires_grad for _, st in live):
+            raise RuntimeError("`requires_grad` is not supported for `step` in differentiable mode")
         keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
         params, grads = [p for p, _ in live], [p._grad for p, _ in live]
         weight_decay = hyper(group, group["weight_decay"])

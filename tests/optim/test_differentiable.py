@@ -394,3 +394,21 @@ def test_capturable_refused_off_cuda_like_torch(name, kw):
         keys.append(sorted(opt.state[p]))
     assert msgs[0] == msgs[1]
     assert keys[0] == keys[1] and keys[1]
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "NAdam"])
+def test_step_requiring_grad_refused_like_torch(name):
+    """torch's Adam(W) refuse a step counter that requires grad; the others take it."""
+    outcomes = []
+    for lib in (torch, ember):
+        p = lib.randn(3, requires_grad=True).clone()
+        p.grad = lib.randn(3)
+        opt = getattr(lib.optim, name)([p], differentiable=True)
+        opt.step()
+        opt.state[p]["step"] = lib.tensor(1.0, requires_grad=True)
+        try:
+            opt.step()
+            outcomes.append(float(opt.state[p]["step"]))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[0] == outcomes[1]
