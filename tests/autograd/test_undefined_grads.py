@@ -286,3 +286,24 @@ def test_compiled_rnn_backward_with_unused_state_matches_eager():
 torch.manual_seed(2)
 _LSTM1 = {k: v.detach().numpy().copy() for k, v in torch.nn.LSTM(3, 4).double()
           .state_dict().items()}
+
+
+@pytest.mark.parametrize("mode,use", [("LSTM", "output"), ("LSTM", "c_n"), ("GRU", "output")])
+def test_vmap_of_grad_through_rnn_with_unused_outputs_equals_a_loop(mode, use):
+    """The layer backward's vmap rule (shared and per-example weights) with an output
+    gradient that is None."""
+    ember.manual_seed(0)
+    m = getattr(ember.nn, mode)(3, 4).double()
+    params = {k: v.detach() for k, v in m.named_parameters()}
+    x = ember.tensor(_rng(13).standard_normal((4, 5, 1, 3)))
+
+    def f(p, xi):
+        out, last = ember.func.functional_call(m, p, (xi,))
+        return (out if use == "output" else last[1]).pow(2).sum()
+    loop = [ember.func.grad(f)(params, x[i]) for i in range(4)]
+    per_example = {k: v.expand(4, *v.shape).clone() for k, v in params.items()}
+    for g in (ember.func.vmap(ember.func.grad(f), in_dims=(None, 0))(params, x),
+              ember.func.vmap(ember.func.grad(f))(per_example, x)):
+        for k in params:
+            np.testing.assert_allclose(g[k].numpy(), np.stack([l[k].numpy() for l in loop]),
+                                       atol=1e-10)

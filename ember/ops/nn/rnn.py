@@ -264,7 +264,7 @@ def _unfold_outs(op, outs, V, B, folded, weights, params):
         return tuple(_unfold(o, V, B, True) for o in outs), (1,) * len(outs)
     # the backward's weight gradients sum over the whole (folded) batch: each example's
     # is recomputed from its gate gradients and the states each step started from
-    T = folded[0].shape[0]
+    T = outs[0].shape[0]  # (an output gradient, folded[0], may be None)
     if op is LSTM_LAYER_BACKWARD:
         dG, dh, dc, _ = outs
         hs, h0, dGH = folded[3], folded[6], dG
