@@ -152,3 +152,22 @@ def test_existing_helpers_still_specialise_where_torch_would_not():
         out = ef(ember.ones(a), ember.ones(b))
         np.testing.assert_array_equal(out.numpy(), f(torch)(torch.ones(a), torch.ones(b)))
     assert cnt.frame_count == 2
+
+
+def test_gradients_through_a_max_sized_tensor_match_torch():
+    def f(T):
+        def g(x, y, w):
+            n = T.sym_max(x.shape[0], y.shape[0])
+            z = T.ones(n, 1) * w * (x.sum() + T.arange(n).unsqueeze(1) * 0.1)
+            return z.sin().sum() + y.sum()
+        return g
+    ef = ember.compile(f(ember), dynamic=True)
+    for k, (a, b) in enumerate(ORDERS):
+        x, y = _inputs(a, b, 20 + k)
+        w = np.array([0.5, -1.0, 2.0], np.float32)
+        e = [ember.tensor(v, requires_grad=True) for v in (x, y, w)]
+        t = [torch.tensor(v, requires_grad=True) for v in (x, y, w)]
+        ef(*e).backward()
+        f(torch)(*t).backward()
+        for ge, gt in zip(e, t):
+            np.testing.assert_allclose(ge.grad.numpy(), gt.grad.numpy(), rtol=1e-5, atol=1e-5)
