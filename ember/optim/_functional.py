@@ -26,7 +26,9 @@ def hyper(group, x):
     """Hyper-parameter ``x`` of ``group`` as the update takes it: a Python number, or,
     under ``differentiable=True``, a tensor as given (a learning rate learned through the
     step)."""
-    return x if group["differentiable"] and isinstance(x, Tensor) else scalar(x)
+    if not isinstance(x, Tensor):  # the usual Python number, first
+        return x
+    return x if group["differentiable"] else x.item()
 
 
 def fold_weight_decay(group, params, grads, weight_decay):
@@ -34,8 +36,8 @@ def fold_weight_decay(group, params, grads, weight_decay):
     into each gradient in place (``grad.addcmul_(param.clone(), weight_decay)``: the
     user's ``p.grad`` changes), except under ``maximize``, where the negated copy takes it.
     Does the same; returns the weight decay left for the update to apply."""
-    if not (group["differentiable"] and isinstance(weight_decay, Tensor) and
-            weight_decay.requires_grad) or group["maximize"]:
+    if not (isinstance(weight_decay, Tensor) and weight_decay.requires_grad and
+            group["differentiable"]) or group["maximize"]:
         return weight_decay
     for p, g in zip(params, grads):
         g.addcmul_(p.clone(), weight_decay)
