@@ -124,6 +124,24 @@ FROM_NP = {d.np: d for d in ALL}
 FROM_NP.update({np.dtype(np.float16): float16})
 
 
+# Python's number types stand for dtypes wherever torch takes one, whatever the default
+# dtype: torch.zeros(2, dtype=float) is float64, t.to(int) is int64
+FROM_PYTHON = {builtins.bool: bool, builtins.int: int64, builtins.float: float64,
+               builtins.complex: complex128}
+
+
+def from_python_type(t, fname):
+    """The dtype a type given as ``dtype`` stands for: Python's bool/int/float/complex as
+    torch reads them; NumPy scalar types pass through (ember's own ops carry them); any other
+    type is the TypeError torch's argument parser raises, naming ``fname``."""
+    d = FROM_PYTHON.get(t)
+    if d is not None:
+        return d
+    if issubclass(t, np.generic):
+        return t
+    raise TypeError(f"{fname}(): argument 'dtype' must be ember.dtype, not type ({t.__name__})")
+
+
 def _dtype_by_name(name):
     return _BY_NAME[name]
 

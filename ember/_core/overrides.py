@@ -9,6 +9,7 @@ unless an override type is alive (``SHARED.overrides``); the dispatcher raises
 import functools
 import threading
 
+from . import dtype as _dt
 from .errors import NUMPY_ERRORS, translate
 from .state import SHARED
 from .tensor import Tensor
@@ -167,6 +168,8 @@ def overridable(fn, name=None):
                                  _override_types(args, kwargs)):
             return handle_override(public, args, kwargs)
         try:
+            if kwargs and type(kwargs.get("dtype")) is type:  # dtype=float, as torch's
+                kwargs["dtype"] = _dt.from_python_type(kwargs["dtype"], public.__name__)
             return fn(*args, **kwargs)
         except NeedsOverride:
             return handle_override(public, args, kwargs)

@@ -77,10 +77,13 @@ def _to_dtype(t, dtype, copy=False):
 
 def _parse_to(args, kwargs):
     dtype = kwargs.get("dtype")
+    dtype = _dt.FROM_PYTHON.get(dtype, dtype) if type(dtype) is type else dtype
     dev = kwargs.get("device")
     for a in args:
         if isinstance(a, _dt.dtype):
             dtype = a
+        elif a in _dt.FROM_PYTHON:  # t.to(float): float64, as torch's
+            dtype = _dt.FROM_PYTHON[a]
         elif isinstance(a, (str, _device)):
             dev = a
         elif isinstance(a, Tensor):
@@ -191,6 +194,8 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     if isinstance(dtype, str):
         dtype = _TYPE_NAMES[dtype.replace("ember.", "torch.")]
     elif isinstance(dtype, type):  # a legacy typed tensor class (ember.DoubleTensor)
+        if not isinstance(getattr(dtype, "dtype", None), _dt.dtype):
+            raise ValueError(f"invalid type: '{dtype.__name__}'")
         dtype = dtype.dtype
     return _to_dtype(self, dtype)
 

@@ -77,9 +77,10 @@ RESHAPE_COPY = Op("_reshape_copy", lambda xp, x, shape: xp.reshape(x, shape).cop
 def _view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and \
             not isinstance(shape[0], np.integer):
-        from .._core.dtype import dtype as _dtype
-        if isinstance(shape[0], _dtype):
-            return _view_dtype(self, shape[0])
+        from .._core import dtype as _dt
+        d = _dt.FROM_PYTHON.get(shape[0], shape[0])  # view(int) is view(int64), as torch's
+        if isinstance(d, _dt.dtype):
+            return _view_dtype(self, d)
     shape = infer_size(_sizes(shape), self.numel())
     return apply(VIEW, (self,), {"shape": shape})
 

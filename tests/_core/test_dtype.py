@@ -165,3 +165,48 @@ def test_set_default_dtype_rejects_non_float():
     with pytest.raises(TypeError):
         ember.set_default_dtype(ember.int64)
     assert ember.get_default_dtype() is ember.float32
+
+
+# zuko builds its masks with torch.as_tensor(order, dtype=int); torch reads Python's number
+# types as dtypes everywhere it takes one
+PY_TYPE_DTYPE_CASES = [
+    "lib.zeros(2, dtype=float)", "lib.zeros(2, dtype=int)", "lib.ones(2, dtype=bool)",
+    "lib.zeros(2, dtype=complex)", "lib.as_tensor([1, 2], dtype=int)",
+    "lib.tensor([1, 2], dtype=float)", "lib.arange(3, dtype=float)", "lib.ones(2).to(int)",
+    "lib.ones(2).to(dtype=bool)", "lib.ones(2).to('cpu', float)", "lib.full((2,), 1, dtype=int)",
+    "lib.ones(2).sum(dtype=float)", "lib.ones(2).new_zeros(2, dtype=int)",
+    "lib.zeros_like(lib.ones(2), dtype=int)", "lib.ones(2, dtype=float).cumsum(0, dtype=int)",
+    "lib.nn.functional.softmax(lib.ones(2), 0, dtype=float)", "lib.ones(2).view(int)",
+    "lib.randint(0, 3, (2,), dtype=float)", "lib.nn.Linear(2, 2).to(float).weight",
+]
+
+
+@pytest.mark.parametrize("expr", PY_TYPE_DTYPE_CASES)
+def test_python_number_types_stand_for_dtypes(expr):
+    torch.set_default_dtype(torch.float32)
+    want = eval(expr, {"lib": torch})
+    got = eval(expr, {"lib": ember})
+    assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+    assert got.tolist() == want.tolist() or expr.startswith(("lib.randint", "lib.nn."))
+
+
+def test_python_number_types_follow_no_default_dtype():
+    # float means float64 even under another default dtype, as torch's
+    for lib in (torch, ember):
+        old = lib.get_default_dtype()
+        try:
+            lib.set_default_dtype(lib.float16)
+            assert lib.zeros(1, dtype=float).dtype == lib.float64
+            assert lib.ones(2).dtype == lib.float16
+        finally:
+            lib.set_default_dtype(old)
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_other_types_as_dtype_raise_as_torch(lib):
+    with pytest.raises(TypeError, match=r"ones\(\): argument 'dtype' must be (torch|ember)\.dtype"):
+        lib.ones(2, dtype=str)
+    with pytest.raises(TypeError, match=r"to\(\) received an invalid combination of arguments"):
+        lib.ones(2).to(str)
+    with pytest.raises(ValueError, match="invalid type: 'float'"):
+        lib.ones(2).type(float)
