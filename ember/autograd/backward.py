@@ -88,6 +88,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs_t:
         if not isinstance(t, Tensor):
             raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs_t, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -134,3 +137,39 @@ Tensor.register_hook = _register_hook
 Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
 # fused backward ops below autograd differentiate their decompositions with it
 _decomposition_vjp.GRAD.append(grad.__wrapped_impl__)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """grad(..., is_grads_batched=True): dim 0 of each grad_output is a batch of vectors, one
+    vector-Jacobian product each, stacked along dim 0 of every input's gradient (torch vmaps
+    the backward pass; the values are the same)."""
+    batched = [g for g in (grad_outputs or ()) if isinstance(g, Tensor)]
+    if not batched:
+        raise RuntimeError("grad(): is_grads_batched=True needs grad_outputs that are Tensors "
+                           "with a leading batch dimension")
+    for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(g, Tensor) and g.shape[1:] != o.shape:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
+                f"shape of {o.shape}. If you only want some tensors in `grad_output` to be "
+                "considered batched, consider using vmap.")
+    n = batched[0].shape[0]
+    rows = []
+    for b in range(n):
+        gb = tuple(g[b] if isinstance(g, Tensor) else g for g in grad_outputs)
+        keep = True if b < n - 1 else retain_graph
+        rows.append(grad(outputs, inputs, gb, retain_graph=keep, create_graph=create_graph,
+                         allow_unused=allow_unused, materialize_grads=materialize_grads))
+    from ..ops.shape import stack
+    out = []
+    for j, inp in enumerate(inputs):
+        col = [r[j] for r in rows]
+        if all(c is None for c in col):
+            out.append(None)
+            continue
+        out.append(stack([c if c is not None else inp.new_zeros(inp.shape) for c in col]))
+    return tuple(out)

@@ -435,3 +435,34 @@ def test_backward_inputs_fills_grad_of_non_leaf_inputs():
     (ht * ht).sum().backward(inputs=[ht])
     close(he.grad, ht.grad)
     assert xe.grad is None and xt.grad is None
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_is_grads_batched_stacks_one_vjp_per_row(create_graph):
+    # zuko's CNF takes the exact Jacobian trace with grad(dx, x, I, is_grads_batched=True)
+    # (the flag was accepted and ignored: a shape mismatch error)
+    rng = np.random.default_rng(0)
+    xv, wv = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+    res = []
+    for lib in (torch, ember):
+        x = lib.tensor(xv, requires_grad=True)
+        w = lib.tensor(wv, requires_grad=True)
+        y = lib.tanh(x @ w)
+        eye = lib.eye(3, dtype=lib.float64).expand(4, 3, 3).movedim(-1, 0)
+        jx, jw = lib.autograd.grad(y, (x, w), eye, create_graph=create_graph,
+                                   is_grads_batched=True)
+        r = [jx.detach().numpy(), jw.detach().numpy()]
+        if create_graph:
+            lib.einsum("i...i", jx).sum().backward()
+            r.append(w.grad.numpy())
+        res.append(r)
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_grad_is_grads_batched_shape_mismatch_error(lib):
+    x = lib.ones(4, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"If `is_grads_batched=True`, we interpret the first "
+                       r"dimension .* grad_output\[0\] has a shape of"):
+        lib.autograd.grad(x * 2, x, lib.ones(2, 4, 4), is_grads_batched=True)
