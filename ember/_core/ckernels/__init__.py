@@ -72,14 +72,14 @@ def status():
                 cache_refused=_info.get("cache_refused"))
 
 
-def _fn(symbol, nargs):
+def _fn(symbol, nargs, restype=None):
     f = _fns.get(symbol)
     if f is None:
         lib = _lib if _tried else _load()
         if lib is None:
             return None
         f = getattr(lib, symbol)
-        f.restype = None
+        f.restype = None if restype is None else _types(restype)[0]
         f.argtypes = nargs
         _fns[symbol] = f
     return f
@@ -113,9 +113,15 @@ def _fits(x, dtypes):
 _P, _N, _I, _D = "c_void_p", "c_ssize_t", "c_int", "c_double"
 
 
+_TYPES = {}
+
+
 def _types(*names):
-    import ctypes
-    return [getattr(ctypes, n) for n in names]
+    t = _TYPES.get(names)  # every kernel call names its argument types: built once
+    if t is None:
+        import ctypes
+        t = _TYPES[names] = [getattr(ctypes, n) for n in names]
+    return t
 
 
 def unary(name, fallback, dtypes=("f32", "f64")):
@@ -258,10 +264,9 @@ def cross_entropy(x, target, weight, ignore_index, smoothing):
     if not _ce_fits(x, target, weight):
         return None
     sfx = _SUFFIX[x.dtype]
-    f = _fn(f"ck_ce_{sfx}", _types(_P, _P, _P, "c_int64", _I, _P, _P, _P, _N, _N))
+    f = _fn(f"ck_ce_{sfx}", _types(_P, _P, _P, "c_int64", _I, _P, _P, _P, _N, _N), _N)
     if f is None:
         return None
-    f.restype = _types(_N)[0]
     target = np.ascontiguousarray(target)
     weight = None if weight is None else np.ascontiguousarray(weight)
     nll, sm, wt = np.empty((3,) + target.shape, x.dtype)
@@ -283,10 +288,9 @@ def cross_entropy_grad(g, x, target, weight, ignore_index, reduction, smoothing)
     if g.shape != (target.shape if rows else ()):
         return None
     f = _fn(f"ck_ce_grad_{_SUFFIX[x.dtype]}",
-            _types(_P, _P, _P, "c_int64", _D, _P, _I, _I, _P, _N, _N))
+            _types(_P, _P, _P, "c_int64", _D, _P, _I, _I, _P, _N, _N), _N)
     if f is None:
         return None
-    f.restype = _types(_N)[0]
     g = np.ascontiguousarray(g)
     target = np.ascontiguousarray(target)
     weight = None if weight is None else np.ascontiguousarray(weight)

@@ -57,11 +57,13 @@ def _linear_vjp(ctx, g, x, w, b=None):
             gw = (g.unsqueeze(-1) * cj(x)).reshape(-1, x.shape[-1]).sum(0)
         return gx, gw
     out_f, in_f = w.shape
-    g2 = g.reshape(-1, out_f)
+    flat = x.dim() == 2  # the common 2-D case: no reshapes (each one a dispatched view)
+    g2 = g if flat else g.reshape(-1, out_f)
     if need[0]:
-        gx = (g2 @ cj(w)).reshape(x.shape) if x.dim() != 2 else g @ cj(w)
+        gx = g @ cj(w) if flat else (g2 @ cj(w)).reshape(x.shape)
     if need[1]:
-        gw = g2.mT @ cj(x.reshape(-1, in_f))  # complex: conjugate-Wirtinger, like matmul
+        # complex: conjugate-Wirtinger, like matmul
+        gw = g2.mT @ cj(x if flat else x.reshape(-1, in_f))
     if len(need) > 2 and need[2]:
         gb = g2.sum(0)
     return gx, gw, gb
