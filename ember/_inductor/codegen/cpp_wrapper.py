@@ -27,6 +27,7 @@ from . import strided
 from .c_kernels import kernel_args, pointer_ctype
 from .cpp_attention import attention_backward, attention_forward
 from .cpp_externs import Ineligible, gather_lines, index_put_lines, index_shape, matmul_lines
+from .wrapper import size_bindings
 
 __all__ = ["Ineligible", "entry_source", "shim_source", "EXTERNS"]
 
@@ -295,8 +296,7 @@ def shim_source(sched, io):
             L.append(f"    {name[1]} = float(args[{i}])")
         else:
             L.append(f"    {name} = _contig(args[{i}]._data)")
-    for s, (i, d) in sorted(sched.symbols.items()):
-        L.append(f"    {s} = {sched.inputs[i]}.shape[{d}]")
+    L += size_bindings(sched)
     for name in sched.constants:
         L.append(f"    {name} = _CONST[{name!r}]")
     addresses = getattr(sched, "entry_addresses", {})

@@ -56,6 +56,8 @@ def eager(node, env):
             return _sizes.evaluate(_sizes.size(a), env)
         if isinstance(a, (list, tuple)):
             return type(a)(conv(x) for x in a)
+        if type(a) is dict:  # a view chain's params (_view_scatter)
+            return {k: conv(x) for k, x in a.items()}
         return a
     from ... import autograd
     op = node.target
@@ -118,6 +120,16 @@ def make_pool():
     return pooled
 
 
+def size_bindings(sched):
+    """Lines binding each size symbol: a dimension of an input array, or an integer input
+    (``d`` None) when the graph received the size itself."""
+    L = []
+    for s, (i, d) in sorted(sched.symbols.items()):
+        src = sched.inputs[i]
+        L.append(f"    {s} = int({src[1]})" if d is None else f"    {s} = {src}.shape[{d}]")
+    return L
+
+
 def wrapper_source(sched, dead_after, c_mode, externs=None):
     """The Python source of ``call(*args)``; ``externs`` maps step indices to the
     `c_externs.CExtern` computing them (C mode)."""
@@ -136,8 +148,7 @@ def wrapper_source(sched, dead_after, c_mode, externs=None):
             src = f"_contig({src})"
         L.append(f"    {name} = {src}")
         ins.append(name)
-    for s, (i, d) in sorted(sched.symbols.items()):
-        L.append(f"    {s} = {sched.inputs[i]}.shape[{d}]")
+    L += size_bindings(sched)
     L.append("    nt = _threads()")
     for name in sched.constants:
         L.append(f"    {name} = _CONST[{name!r}]")

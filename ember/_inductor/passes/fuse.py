@@ -248,6 +248,11 @@ def _build_schedule(gm, nodes, kinds, realized, steps, where, outputs, deps):
         elif k == "scalar_input":
             scalar_names[n] = "a_" + n.name
             inputs.append(("scalar", scalar_names[n]))
+            # a size passed as its own input (a tensor read only for its size): the
+            # symbol is that integer, d = None
+            e = getattr(n.meta.get("val"), "expr", None)
+            if e is not None and str(e) not in symbols and str(e).isidentifier():
+                symbols[str(e)] = (len(inputs) - 1, None)
         elif k == "constant":
             constants[add_buffer(n, "constant")] = constant_array(n)
 
