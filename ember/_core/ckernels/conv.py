@@ -71,6 +71,14 @@ int ckc_abi(void) { return @ABI@; }
 #define CKD_NV 3
 #endif
 #define CKD_KWB 3   /* kernel columns per weight-gradient block */
+/* keeps a loaded vector in a register: without it GCC folds the load into each of the
+   FMAs that use it (three loads instead of one, which made the weight gradient
+   load-bound) */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define CKD_IN_REGISTER(v) __asm__("" : "+x"(v))
+#else
+#define CKD_IN_REGISTER(v) (void)0
+#endif
 /* 0: CKD_OB, 1: CKD_NV, 2: CKD_KWB, 3: CKD_VB */
 int ckc_direct_block(int which) {
     return which == 0 ? CKD_OB : which == 1 ? CKD_NV : which == 2 ? CKD_KWB : CKD_VB;
@@ -309,8 +317,8 @@ int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw
                                     for (int k = 0; k < KB; k++)
                                         xv[k] = *(const ckd_vu_S *)(xs + v * N + ko[k]);
                                     for (int i = 0; i < OB; i++) {
-                                        const ckd_v_S gv =
-                                            *(const ckd_vu_S *)(gyr[i] + gb + v * N);
+                                        ckd_v_S gv = *(const ckd_vu_S *)(gyr[i] + gb + v * N);
+                                        CKD_IN_REGISTER(gv);
                                         for (int k = 0; k < KB; k++) acc[i][k] += gv * xv[k];
                                     }
                                 }
