@@ -174,7 +174,10 @@ class OpNode(Node):
 
     @property
     def needs_input_grad(self):
-        return tuple([e is not None for e in self.next_edges])
+        e = self.next_edges
+        if len(e) == 2:  # every binary op's vjp asks this
+            return (e[0] is not None, e[1] is not None)
+        return tuple([x is not None for x in e])
 
 
 def _raise_modified(t, now, expected):
@@ -263,9 +266,13 @@ def record(op, args, params, outs):
         if isinstance(a, Tensor):
             if a._requires_grad:
                 fn = a.grad_fn
-                # the common edge (a non-view output of a recorded op) without _edge's call
-                edges.append((fn, a._output_nr) if fn is not None and a._base is None
-                             else _edge(a))
+                # the common edges (a non-view output of a recorded op, a leaf whose
+                # accumulator exists) without _edge's call
+                if fn is not None:
+                    edges.append((fn, a._output_nr) if a._base is None else _edge(a))
+                else:
+                    acc = a._accumulator
+                    edges.append((acc, 0) if acc is not None else _edge(a))
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
