@@ -234,7 +234,7 @@ def _train(name, opt_kind, how="eager", backend=None):
         step = _make_step(model, opt, loss_fn)
     else:
         step = _make_step(model, opt, loss_fn)
-    losses = [float(step(x, y)) for x, y in batches()]
+    losses = [step(x, y).item() for x, y in batches()]
     return np.array(losses), _snapshot(model, opt), compiled
 
 

@@ -3,6 +3,8 @@
 parameters with fixed gradients and compares the parameters (and so the state the later
 steps read) with torch's.  LBFGS (``_lbfgs_direction``) minimises a function of the
 parameters through a closure instead."""
+import warnings
+
 import numpy as np
 
 from .core import OpInfo, SampleInput, make
@@ -62,8 +64,10 @@ def _lbfgs(**options):
                 ((y - c1) ** 2 * (1 + y ** 2)).sum()
             loss.backward()
             return loss
-        for _ in range(2):
-            opt.step(closure)
+        with warnings.catch_warnings():  # LBFGS takes float() of the loss: both warn once
+            warnings.filterwarnings("ignore", "Converting a tensor with requires_grad=True")
+            for _ in range(2):
+                opt.step(closure)
         return [p.detach() for p in params]
     return fn
 
