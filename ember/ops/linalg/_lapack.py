@@ -5,10 +5,22 @@ import numpy as np
 
 
 def lapack(prefix, dt):
-    """The scipy LAPACK routine ``prefix`` for dtype ``dt`` (s/d/c/z)."""
+    """The scipy LAPACK routine ``prefix`` for dtype ``dt`` (s/d/c/z), taking NumPy arrays
+    only."""
     from scipy.linalg import lapack as lp
     c = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(dt).name]
-    return getattr(lp, c + prefix)
+    routine = getattr(lp, c + prefix)
+
+    def call(*args, **kwargs):
+        # f2py releases the dtype once too often when it fails to convert an argument
+        # (NumPy's fortranobject.c), so another backend's array never reaches it
+        for a in args:
+            if not isinstance(a, (np.ndarray, np.generic, int, float, complex)):
+                raise TypeError(f"LAPACK {c + prefix} runs on NumPy arrays; got "
+                                f"{type(a).__name__}: this operator has no kernel for that "
+                                f"backend")
+        return routine(*args, **kwargs)
+    return call
 
 
 def batched(fn, a, *others):
