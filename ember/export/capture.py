@@ -386,12 +386,20 @@ def _graph_of(session, out, role, flat, tensor_pos, names, stand_ins, non_persis
         mutation_values.append(lz.index)
     if trace is not None and (out_values or mutation_values):
         spec = spec_of(trace, mutation_values + out_values, session.cache)
-        if spec.size_inputs or spec.scalar_inputs:
+        # a size of a user input no op reads (``zeros(x.shape[0] + y.shape[0])``): the
+        # builder makes it a size placeholder; the program reads it from the input's own
+        # placeholder instead (every user input has one), as torch's ``sym_size(y, 0)``
+        foreign = [n for n, lf in spec.size_inputs if lf[0] != "a"]
+        if foreign or spec.scalar_inputs:
             raise UserError(
                 "ember.export: a size of an input that no operation reads is used by the "
-                "program (" + ", ".join(n for n, _ in spec.size_inputs) + "); read the input "
-                "in the program or declare the dimension static")
+                "program (" + ", ".join(foreign) + "); read the input in the program or "
+                "declare the dimension static")
         gm = build_graph_module(trace, spec, grad_nodes=False, computed_sizes=True)
+        size_names = {n for n, _ in spec.size_inputs}
+        for node in list(gm.graph.nodes):
+            if node.op == "placeholder" and node.name in size_names and not node.users:
+                gm.graph.erase_node(node)
         _tag_module_stacks(gm.graph, spec.ops, getattr(session, "module_calls", ()))
         graph_inputs = [trace.inputs[k] for k in spec.inputs]
         symbols = dict(spec.symbols)
