@@ -61,6 +61,41 @@ def test_row_kernels_same_on_two_threads(monkeypatch, dtype):
 
 @needs_c
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_kernels_same_on_two_threads(monkeypatch, dtype):
+    x = _rows(dtype, (301, 1000))
+    t = np.random.default_rng(1).integers(0, 1000, 301)
+    t[7] = -100  # ignored
+    w = np.abs(_rows(dtype, (1000,), 2))
+    g_rows = _rows(dtype, (301,), 3)
+
+    def run():
+        out = []
+        for weight in (None, w):
+            for smoothing in (0.0, 0.1):
+                nll, sm, wt = ck.cross_entropy(x, t, weight, -100, smoothing)
+                out += [nll, wt] + ([sm] if smoothing else [])  # sm unwritten without it
+                out.append(ck.cross_entropy_grad(np.array(1.5, dtype), x, t, weight, -100,
+                                                 "mean", smoothing))
+                out.append(ck.cross_entropy_grad(g_rows, x, t, weight, -100, "none",
+                                                 smoothing))
+        return out
+    monkeypatch.setattr(ck, "_threads", lambda n: 1)
+    one = run()
+    monkeypatch.setattr(ck, "_threads", lambda n: 2)
+    two = run()
+    for a, b in zip(one, two):
+        assert a is not None
+        np.testing.assert_array_equal(a, b)
+    # a target out of range: torch's IndexError names the first such row's target
+    bad = t.copy()
+    bad[250], bad[40] = 1000, -3
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        ck.cross_entropy(x, bad, None, -100, 0.0)
+    assert ck.cross_entropy_grad(np.array(1.0, dtype), x, bad, None, -100, "sum", 0.0) is None
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("shape", [(64, 4096), (3, 5, 700)])
 def test_softmax_gradient_matches_torch(dtype, log, shape):

@@ -264,7 +264,7 @@ def cross_entropy(x, target, weight, ignore_index, smoothing):
     if not _ce_fits(x, target, weight):
         return None
     sfx = _SUFFIX[x.dtype]
-    f = _fn(f"ck_ce_{sfx}", _types(_P, _P, _P, "c_int64", _I, _P, _P, _P, _N, _N), _N)
+    f = _fn(f"ck_ce_{sfx}", _types(_P, _P, _P, "c_int64", _I, _P, _P, _P, _N, _N, _I), _N)
     if f is None:
         return None
     target = np.ascontiguousarray(target)
@@ -272,7 +272,7 @@ def cross_entropy(x, target, weight, ignore_index, smoothing):
     nll, sm, wt = np.empty((3,) + target.shape, x.dtype)
     bad = f(x.ctypes.data, target.ctypes.data, None if weight is None else weight.ctypes.data,
             int(ignore_index), int(bool(smoothing)), nll.ctypes.data, sm.ctypes.data,
-            wt.ctypes.data, x.shape[0], x.shape[1])
+            wt.ctypes.data, x.shape[0], x.shape[1], _threads(x.size))
     if bad >= 0:
         raise IndexError(f"Target {int(target[bad])} is out of bounds.")
     return nll, sm, wt
@@ -288,7 +288,7 @@ def cross_entropy_grad(g, x, target, weight, ignore_index, reduction, smoothing)
     if g.shape != (target.shape if rows else ()):
         return None
     f = _fn(f"ck_ce_grad_{_SUFFIX[x.dtype]}",
-            _types(_P, _P, _P, "c_int64", _D, _P, _I, _I, _P, _N, _N), _N)
+            _types(_P, _P, _P, "c_int64", _D, _P, _I, _I, _P, _N, _N, _I), _N)
     if f is None:
         return None
     g = np.ascontiguousarray(g)
@@ -297,7 +297,7 @@ def cross_entropy_grad(g, x, target, weight, ignore_index, reduction, smoothing)
     out = np.empty_like(x)
     bad = f(x.ctypes.data, target.ctypes.data, None if weight is None else weight.ctypes.data,
             int(ignore_index), float(smoothing), g.ctypes.data, int(rows),
-            int(reduction == "mean"), out.ctypes.data, x.shape[0], x.shape[1])
+            int(reduction == "mean"), out.ctypes.data, x.shape[0], x.shape[1], _threads(x.size))
     return None if bad >= 0 else out
 
 

@@ -15,8 +15,8 @@ not fork-safe, and DataLoader workers fork).  Threads take rows (or blocks of el
 with a guided schedule: one that loses its core to another process leaves its share to the
 others instead of holding the whole call (softmax 256x1024 on 2 threads beside a load of 9:
 median 0.97 ms against 1.07 static, worst 1.19 against 1.46); a row or block is computed
-the same on any thread, so values do not depend on the thread count.  No -ffast-math: it would let the compiler
-reorder sums and drop NaN/inf handling.
+the same on any thread, so values do not depend on the thread count.  No -ffast-math: it
+would let the compiler reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
 from . import attention as _attention
@@ -265,11 +265,63 @@ static inline int ck_ce_row_S(const T *restrict x, int64_t t, const T *restrict 
 /* rows of (N, C) logits; returns the first row whose target is out of range, or -1 */
 ptrdiff_t ck_ce_S(const T *restrict x, const int64_t *restrict t, const T *restrict w,
                   int64_t ignore, int smooth, T *restrict nll, T *restrict sm, T *restrict wt,
-                  ptrdiff_t N, ptrdiff_t C) {
+                  ptrdiff_t N, ptrdiff_t C, int nt) {
+    if (nt > 1) {
+        ptrdiff_t bad = N;
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided) reduction(min:bad))
+        for (ptrdiff_t r = 0; r < N; r++)
+            if (ck_ce_row_S(x + r * C, t[r], w, ignore, smooth, C, nll + r, sm + r, wt + r))
+                bad = r < bad ? r : bad;
+        return bad < N ? bad : -1;
+    }
     for (ptrdiff_t r = 0; r < N; r++)
         if (ck_ce_row_S(x + r * C, t[r], w, ignore, smooth, C, nll + r, sm + r, wt + r))
             return r;
     return -1;
+}
+
+/* one row of ck_ce_grad_S: logits xr, gradient o, target tr, the loss's gradient gl */
+static inline void ck_ce_grad_row_S(const T *restrict xr, T *restrict o, int64_t tr,
+                                    const T *restrict w, int64_t ignore, double smoothing,
+                                    T gl, T lead, T sk, ptrdiff_t C) {
+    int valid = tr != ignore;
+    int64_t tc = valid ? tr : 0;
+    T w_t = valid ? (w ? w[tc] : (T)1) : (T)0;
+    T coef = lead * gl * w_t;
+    T m = -INFINITY;
+    int bad = 0;
+    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
+    for (ptrdiff_t i = 0; i < C; i++) { m = xr[i] > m ? xr[i] : m; bad |= xr[i] != xr[i]; }
+    if (bad) m = NAN;
+    A s = 0;
+    CK_PRAGMA(omp simd reduction(+:s))
+    for (ptrdiff_t i = 0; i < C; i++) { T e = EXP(xr[i] - m); o[i] = e; s += e; }
+    const T inv = (T)((A)1 / s);
+    if (smoothing == 0.0) {
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < C; i++) o[i] = (o[i] * inv) * -coef;
+    } else {
+        T sv = gl * (T)valid * sk;
+        if (w) {
+            A q = 0;
+            CK_PRAGMA(omp simd reduction(+:q))
+            for (ptrdiff_t i = 0; i < C; i++) q += (A)(sv * w[i]);
+            T S = (T)q;
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t i = 0; i < C; i++) {
+                T p = o[i] * inv;
+                o[i] = p * -coef + (sv * w[i] - p * S);
+            }
+        } else {
+            T S = sv * (T)C;
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t i = 0; i < C; i++) {
+                T p = o[i] * inv;
+                o[i] = p * -coef + (sv - p * S);
+            }
+        }
+    }
+    o[tc] = o[tc] + coef;
 }
 
 /* d loss / d logits of cross entropy as NumPy's formula: p = exp(logp), r = p * -coef with
@@ -279,7 +331,7 @@ ptrdiff_t ck_ce_S(const T *restrict x, const int64_t *restrict t, const T *restr
    whose target is out of range (nothing written then), or -1. */
 ptrdiff_t ck_ce_grad_S(const T *restrict x, const int64_t *restrict t, const T *restrict w,
                        int64_t ignore, double smoothing, const T *restrict g, int g_rows,
-                       int mean, T *restrict out, ptrdiff_t N, ptrdiff_t C) {
+                       int mean, T *restrict out, ptrdiff_t N, ptrdiff_t C, int nt) {
     A den = 0;
     for (ptrdiff_t r = 0; r < N; r++) {
         if (t[r] == ignore) continue;
@@ -288,48 +340,15 @@ ptrdiff_t ck_ce_grad_S(const T *restrict x, const int64_t *restrict t, const T *
     }
     T g0 = mean ? g[0] / (T)den : g[0];
     const T lead = (T)(-(1.0 - smoothing)), sk = (T)(-smoothing / (double)C);
-    for (ptrdiff_t r = 0; r < N; r++) {
-        const T *restrict xr = x + r * C;
-        T *restrict o = out + r * C;
-        int valid = t[r] != ignore;
-        int64_t tc = valid ? t[r] : 0;
-        T gl = g_rows ? g[r] : g0;
-        T w_t = valid ? (w ? w[tc] : (T)1) : (T)0;
-        T coef = lead * gl * w_t;
-        T m = -INFINITY;
-        int bad = 0;
-        CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
-        for (ptrdiff_t i = 0; i < C; i++) { m = xr[i] > m ? xr[i] : m; bad |= xr[i] != xr[i]; }
-        if (bad) m = NAN;
-        A s = 0;
-        CK_PRAGMA(omp simd reduction(+:s))
-        for (ptrdiff_t i = 0; i < C; i++) { T e = EXP(xr[i] - m); o[i] = e; s += e; }
-        const T inv = (T)((A)1 / s);
-        if (smoothing == 0.0) {
-            CK_PRAGMA(omp simd)
-            for (ptrdiff_t i = 0; i < C; i++) o[i] = (o[i] * inv) * -coef;
-        } else {
-            T sv = gl * (T)valid * sk;
-            if (w) {
-                A q = 0;
-                CK_PRAGMA(omp simd reduction(+:q))
-                for (ptrdiff_t i = 0; i < C; i++) q += (A)(sv * w[i]);
-                T S = (T)q;
-                CK_PRAGMA(omp simd)
-                for (ptrdiff_t i = 0; i < C; i++) {
-                    T p = o[i] * inv;
-                    o[i] = p * -coef + (sv * w[i] - p * S);
-                }
-            } else {
-                T S = sv * (T)C;
-                CK_PRAGMA(omp simd)
-                for (ptrdiff_t i = 0; i < C; i++) {
-                    T p = o[i] * inv;
-                    o[i] = p * -coef + (sv - p * S);
-                }
-            }
-        }
-        o[tc] = o[tc] + coef;
+    if (nt > 1) {
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
+        for (ptrdiff_t r = 0; r < N; r++)
+            ck_ce_grad_row_S(x + r * C, out + r * C, t[r], w, ignore, smoothing,
+                             g_rows ? g[r] : g0, lead, sk, C);
+    } else {
+        for (ptrdiff_t r = 0; r < N; r++)
+            ck_ce_grad_row_S(x + r * C, out + r * C, t[r], w, ignore, smoothing,
+                             g_rows ? g[r] : g0, lead, sk, C);
     }
     return -1;
 }
