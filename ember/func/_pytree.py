@@ -1,21 +1,35 @@
 """Minimal pytrees: flatten/unflatten nested tuples, lists, dicts, namedtuples and the
 classes registered with `register_pytree_node` (dataclasses through
-``ember.export.register_dataclass``)."""
+``ember.export.register_dataclass``).
+None is a leaf, as in torch 2.13."""
+import collections
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "register_pytree_node",
-           "register_dataclass"]
+__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_structure",
+           "register_pytree_node", "register_dataclass"]
 
-# type -> (flatten(obj) -> (children, context), unflatten(children, context) -> obj)
+# The one registry of custom pytree node classes, shared with `ember.utils._pytree`
+# (torch.utils._pytree's API): type -> (flatten(obj) -> (children, context),
+# unflatten(children, context) -> obj, serialized_type_name, flatten_with_keys(obj) ->
+# ([(key, child)], context) or None, to_dumpable_context, from_dumpable_context).
 _REGISTRY = {}
+# the containers torch.utils._pytree knows without registration (namedtuples too)
+_BUILTIN_NODES = (tuple, list, dict, collections.OrderedDict, collections.defaultdict,
+                  collections.deque)
 
 
-def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None):
+def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None,
+                         to_dumpable_context=None, from_dumpable_context=None,
+                         flatten_with_keys_fn=None):
     """Make instances of ``cls`` pytree nodes: ``flatten_fn(obj)`` gives ``(children,
     context)`` with a hashable, comparable context, ``unflatten_fn(children, context)``
-    rebuilds the object."""
-    if cls in _REGISTRY:
+    rebuilds the object (torch.utils._pytree.register_pytree_node)."""
+    if cls in _REGISTRY or cls in _BUILTIN_NODES:
         raise ValueError(f"{cls} is already registered as pytree node.")
-    _REGISTRY[cls] = (flatten_fn, unflatten_fn, serialized_type_name)
+    if (to_dumpable_context is None) != (from_dumpable_context is None):
+        raise ValueError(f"Both to_dumpable_context and from_dumpable_context for {cls} must "
+                         f"be None or registered.")
+    _REGISTRY[cls] = (flatten_fn, unflatten_fn, serialized_type_name, flatten_with_keys_fn,
+                      to_dumpable_context, from_dumpable_context)
 
 
 def register_dataclass(cls, *, serialized_type_name=None):
@@ -105,6 +119,24 @@ def tree_unflatten(leaves, spec):
     return build(spec)
 
 
-def tree_map(fn, tree):
+def tree_map(fn, tree, *rests):
+    """``fn`` over the leaves of ``tree`` (and the matching leaves of each tree in ``rests``,
+    which must have ``tree``'s structure), rebuilt in ``tree``'s structure."""
     leaves, spec = tree_flatten(tree)
-    return tree_unflatten([fn(x) for x in leaves], spec)
+    columns = [leaves]
+    for r in rests:
+        rl, rs = tree_flatten(r)
+        if rs != spec:
+            raise ValueError(f"Expected tree structure {spec} but got {rs}")
+        columns.append(rl)
+    return tree_unflatten([fn(*xs) for xs in zip(*columns)], spec)
+
+
+def tree_leaves(tree):
+    """The leaves of ``tree``, in flattening order."""
+    return tree_flatten(tree)[0]
+
+
+def tree_structure(tree):
+    """The spec of ``tree``: equal for trees that differ only in their leaves."""
+    return tree_flatten(tree)[1]

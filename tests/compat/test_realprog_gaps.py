@@ -304,3 +304,30 @@ def test_float_of_a_tensor_requiring_grad_warns_once_per_process(lib):
     assert seen["float"][0].startswith(
         "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
         "behavior.\nConsider using tensor.detach() first.")
+
+
+def test_utils_pytree_module_matches_torch():
+    # x-transformers and ema-pytorch import torch.utils._pytree by path
+    import collections
+    import importlib
+    tp = importlib.import_module("torch.utils._pytree")
+    ep = importlib.import_module("ember.utils._pytree")
+    assert ember.utils._pytree is ep
+    Pt = collections.namedtuple("Pt", "x y")
+    tree = {"a": [1, None, (2, 3.5)], "b": Pt(4, [5]), "c": ()}
+    for lib in (tp, ep):
+        leaves, spec = lib.tree_flatten(tree)
+        assert leaves == [1, None, 2, 3.5, 4, 5]
+        assert lib.tree_leaves(tree) == leaves
+        assert lib.tree_unflatten([l * 2 if l is not None else l for l in leaves], spec) == \
+            {"a": [2, None, (4, 7.0)], "b": Pt(8, [10]), "c": ()}
+        assert lib.tree_structure(tree) == lib.tree_structure(lib.tree_map(str, tree))
+        assert lib.tree_structure(tree) != lib.tree_structure({"a": [1, 2]})
+        other = {"a": [10, None, (20, 30)], "b": Pt(40, [50]), "c": ()}
+        got = lib.tree_map(lambda u, v: (u, v), tree, other)
+        assert got["b"] == Pt((4, 40), [(5, 50)]) and got["a"][2] == ((2, 20), (3.5, 30))
+        with pytest.raises(ValueError):
+            lib.tree_map(lambda u, v: u, tree, {"a": [1]})
+    x = ember.ones(2)
+    out = ep.tree_map(lambda t: t * 3, {"k": (x, [x])})
+    assert out["k"][1][0].tolist() == [3.0, 3.0]
