@@ -22,6 +22,7 @@ import re
 from .._core.meta import TensorMeta
 from .._core.op import Op
 from .._dynamo.random_ops import draws_random
+from .._dynamo.symbolic import sym_max, sym_min
 from .._inductor.passes.decompose_symbolic import decompose_symbolic
 from ..fx import Graph
 from ..fx.node import map_arg
@@ -186,8 +187,10 @@ def convert(graph, inputs, outputs, *, opset=DEFAULT_OPSET, graph_name="main_gra
     return model
 
 
+# size nodes of an exported graph, folded back into SymInts (``max(s0, s1)`` from a
+# ``sym_max`` node: the builder computes it with ONNX Max on the int64 sizes)
 _SIZE_ARITH = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-               operator.neg)
+               operator.neg, sym_max, sym_min)
 
 
 def _unlift_sizes(graph):

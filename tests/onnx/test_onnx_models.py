@@ -252,6 +252,36 @@ def test_sizes_computed_in_the_graph(fn):
         assert all(d is None or d == e for d, e in zip(declared, expected.shape))
 
 
+def test_sym_max_and_min_sizes_become_onnx_max_and_min():
+    """Sizes over ``sym_max``/``sym_min`` of two dynamic dims are computed in the ONNX graph
+    with Max/Min on the int64 sizes: right for either ordering of the two dims (torch eager,
+    whose ``sym_max`` of ints is ``max``, is the oracle)."""
+    import torch
+
+    def program(lib):
+        class M(lib.nn.Module):
+            def forward(self, x, y):
+                n = lib.sym_max(x.shape[0], y.shape[0])
+                m = lib.sym_min(x.shape[0], y.shape[0])
+                return lib.arange(2 * n + m) + x.sum(), lib.ones(m, 2) * y.sum()
+        return M()
+    onnx_program = ember.onnx.export(program(ember), (ember.randn(3), ember.randn(5)),
+                                     dynamic_shapes=({0: Dim("a")}, {0: Dim("b")}))
+    kinds = [n.op_type for n in onnx_program.model_proto.graph.node]
+    assert "Max" in kinds and "Min" in kinds
+    sess = session(onnx_program)
+    rng = np.random.default_rng(0)
+    for a, b in ((3, 5), (7, 2), (4, 4)):
+        x = rng.standard_normal(a).astype(np.float32)
+        y = rng.standard_normal(b).astype(np.float32)
+        got = run(sess, x, y)
+        want = program(torch)(torch.from_numpy(x), torch.from_numpy(y))
+        assert got[0].shape == (2 * max(a, b) + min(a, b),)
+        assert got[1].shape == (min(a, b), 2)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("opset", [18, 20, 23])
 def test_opsets(opset):
     ember.manual_seed(0)
