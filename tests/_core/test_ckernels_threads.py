@@ -36,6 +36,18 @@ def _rows(dtype, shape, seed=0):
     return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
 
 
+def _same_on_one_and_two_threads(monkeypatch, run):
+    """``run()``'s arrays (none may be None: each kernel must have run) bitwise equal with
+    the kernels on 1 and on 2 threads."""
+    monkeypatch.setattr(ck, "_threads", lambda n: 1)
+    one = run()
+    monkeypatch.setattr(ck, "_threads", lambda n: 2)
+    two = run()
+    for a, b in zip(one, two, strict=True):
+        assert a is not None
+        np.testing.assert_array_equal(a, b)
+
+
 @needs_c
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_row_kernels_same_on_two_threads(monkeypatch, dtype):
@@ -50,13 +62,7 @@ def test_row_kernels_same_on_two_threads(monkeypatch, dtype):
                 *ck.normalize(x, (1,), 1e-5),
                 ck.normalize_backward(g, gm, gr, xhat, rstd, (1,)),
                 ck.activation("gelu", x.ravel()), ck.activation_backward("gelu", g, x)]
-    monkeypatch.setattr(ck, "_threads", lambda n: 1)
-    one = run()
-    monkeypatch.setattr(ck, "_threads", lambda n: 2)
-    two = run()
-    for a, b in zip(one, two):
-        assert a is not None
-        np.testing.assert_array_equal(a, b)
+    _same_on_one_and_two_threads(monkeypatch, run)
 
 
 @needs_c
@@ -79,13 +85,7 @@ def test_cross_entropy_kernels_same_on_two_threads(monkeypatch, dtype):
                 out.append(ck.cross_entropy_grad(g_rows, x, t, weight, -100, "none",
                                                  smoothing))
         return out
-    monkeypatch.setattr(ck, "_threads", lambda n: 1)
-    one = run()
-    monkeypatch.setattr(ck, "_threads", lambda n: 2)
-    two = run()
-    for a, b in zip(one, two):
-        assert a is not None
-        np.testing.assert_array_equal(a, b)
+    _same_on_one_and_two_threads(monkeypatch, run)
     # a target out of range: torch's IndexError names the first such row's target
     bad = t.copy()
     bad[250], bad[40] = 1000, -3
