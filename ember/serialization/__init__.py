@@ -18,6 +18,7 @@ Beyond torch, files from others are treated as hostile until validated:
   and devices are written through, and temp files of killed saves are removed by
   the next save.
 """
+import collections.abc
 import contextlib
 import enum
 import os
@@ -42,6 +43,11 @@ from ._torch_objects import QINT_STORAGES
 from ._writer import SKIP_DATA, write_archive
 
 QINT_STORAGE_NAMES = frozenset(QINT_STORAGES.values())
+# torch.serialization.MAP_LOCATION: the types ``load``'s ``map_location`` accepts (pyro
+# imports it): a function of (storage, location tag), a device, a device string, a
+# {saved tag: new tag} dict, or None
+MAP_LOCATION = (collections.abc.Callable[[object, str], object] | _device | str
+                | dict[str, str] | None)
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "safe_globals",
            "clear_safe_globals", "get_unsafe_globals_in_checkpoint", "SourceChangeWarning",
