@@ -233,6 +233,15 @@ void ck_normalize_backward_S(const T *restrict g, const T *restrict xh, const T 
                                         n);
     }
 }
+/* the maximum of a row, NaN when it holds one */
+static inline T ck_row_max_S(const T *restrict x, ptrdiff_t n) {
+    T m = -INFINITY;
+    int bad = 0;
+    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
+    for (ptrdiff_t i = 0; i < n; i++) { m = x[i] > m ? x[i] : m; bad |= x[i] != x[i]; }
+    return bad ? (T)NAN : m;
+}
+
 /* cross entropy of one row of logits x (C classes) against target t, its log-softmax
    computed as NumPy's (x - max) - log(sum(exp(x - max))): the target's weighted nll, the
    label-smoothing term -sum_c w_c logp_c (when smooth) and the target's weight, all 0 for
@@ -241,11 +250,7 @@ static inline int ck_ce_row_S(const T *restrict x, int64_t t, const T *restrict 
                               int64_t ignore, int smooth, ptrdiff_t C, T *nll, T *sm, T *wt) {
     if (t == ignore) { *nll = 0; *sm = 0; *wt = 0; return 0; }
     if (t < 0 || t >= C) return 1;
-    T m = -INFINITY;
-    int bad = 0;
-    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
-    for (ptrdiff_t i = 0; i < C; i++) { m = x[i] > m ? x[i] : m; bad |= x[i] != x[i]; }
-    if (bad) m = NAN;
+    T m = ck_row_max_S(x, C);
     A s = 0;
     CK_PRAGMA(omp simd reduction(+:s))
     for (ptrdiff_t i = 0; i < C; i++) s += EXP(x[i] - m);
@@ -288,11 +293,7 @@ static inline void ck_ce_grad_row_S(const T *restrict xr, T *restrict o, int64_t
     int64_t tc = valid ? tr : 0;
     T w_t = valid ? (w ? w[tc] : (T)1) : (T)0;
     T coef = lead * gl * w_t;
-    T m = -INFINITY;
-    int bad = 0;
-    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
-    for (ptrdiff_t i = 0; i < C; i++) { m = xr[i] > m ? xr[i] : m; bad |= xr[i] != xr[i]; }
-    if (bad) m = NAN;
+    T m = ck_row_max_S(xr, C);
     A s = 0;
     CK_PRAGMA(omp simd reduction(+:s))
     for (ptrdiff_t i = 0; i < C; i++) { T e = EXP(xr[i] - m); o[i] = e; s += e; }
