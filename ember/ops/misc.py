@@ -18,7 +18,7 @@ from .._core.device import backend_for_type, namespace_of
 from ._helpers import (Op, Tensor, _E, apply, check_tensor, no_derivative, overridable,
                        promote_np, type_name)
 from ._return_types import structseq
-from .creation import _finish, zeros
+from .creation import _finish, _linspace_kernel, zeros
 from .pointwise import where
 from .shape import cat
 
@@ -321,7 +321,7 @@ def _histogram_one(x, bins, edges_in, weight, rng, density):
     xf = x.reshape(-1).astype(comp)
     if edges_in is None:
         lo, hi = histogram_range(xf, rng)
-        edges = np.linspace(lo, hi, bins + 1).astype(comp)
+        edges = _linspace_kernel(np, start=lo, end=hi, steps=bins + 1, dtype=comp)  # torch's
     else:
         edges = edges_in.reshape(-1).astype(comp)
     xp = namespace_of(xf)

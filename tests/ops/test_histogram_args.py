@@ -79,3 +79,20 @@ def test_signatures():
     assert inspect.signature(ember.histc).parameters["bins"].default == 100
     p = inspect.signature(ember.Tensor.histogram).parameters
     assert p["bins"].default == 100
+
+
+def test_histogram_bin_edges_and_counts_bitwise_equal_torch():
+    # the edges are torch's linspace (from both ends toward the middle), not np.linspace,
+    # which differs in the last bits for most ranges
+    rng = np.random.default_rng(0)
+    for i in range(200):
+        dt = (np.float32, np.float64)[i % 2]
+        a = (rng.standard_normal(int(rng.integers(1, 200))) * rng.uniform(0.01, 100)
+             + rng.uniform(-50, 50)).astype(dt)
+        bins = int(rng.integers(1, 50))
+        kw = {} if i % 3 else {"range": (float(a.min()) - rng.uniform(0, 3),
+                                         float(a.max()) + rng.uniform(0, 3))}
+        th, te = torch.histogram(torch.from_numpy(a), bins=bins, **kw)
+        eh, ee = ember.histogram(ember.from_numpy(a), bins=bins, **kw)
+        np.testing.assert_array_equal(ee.numpy(), te.numpy())
+        np.testing.assert_array_equal(eh.numpy(), th.numpy())
