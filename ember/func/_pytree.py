@@ -3,6 +3,9 @@ classes registered with `register_pytree_node` (dataclasses through
 ``ember.export.register_dataclass``).
 None is a leaf, as in torch 2.13."""
 import collections
+import dataclasses
+
+from .._core.tensor import Size
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_structure",
            "register_pytree_node", "register_dataclass"]
@@ -14,7 +17,44 @@ __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_st
 _REGISTRY = {}
 # the containers torch.utils._pytree knows without registration (namedtuples too)
 _BUILTIN_NODES = (tuple, list, dict, collections.OrderedDict, collections.defaultdict,
-                  collections.deque)
+                  collections.deque, Size)
+
+
+# key path entries (torch.utils._pytree's): how a child is reached from its node
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The ``idx``-th child of a sequence: ``[idx]``."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence):
+        return sequence[self.idx]
+
+
+@dataclasses.dataclass(frozen=True)
+class MappingKey:
+    """The child under ``key`` of a mapping: ``[key]``."""
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+    def get(self, mapping):
+        return mapping[self.key]
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The attribute ``name`` of an object: ``.name``."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+    def get(self, obj):
+        return getattr(obj, self.name)
 
 
 def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None,
@@ -35,7 +75,6 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=
 def register_dataclass(cls, *, serialized_type_name=None):
     """A dataclass as a pytree node (torch.export.register_dataclass): its init fields
     are children, except those that are None, which the spec keeps (as torch does)."""
-    import dataclasses
     if not dataclasses.is_dataclass(cls):
         raise ValueError(f"field_names must be specified with a list of all fields used to "
                          f"initialize {cls}, as it is not a dataclass.")
@@ -50,13 +89,17 @@ def register_dataclass(cls, *, serialized_type_name=None):
     def unflatten(children, context):
         kept, none = context
         return cls(**dict(zip(kept, children)), **{n: None for n in none})
+
+    def flatten_with_keys(obj):
+        children, context = flatten(obj)
+        return [(GetAttrKey(n), c) for n, c in zip(context[0], children)], context
     if cls in _REGISTRY:   # torch re-registers a dataclass with a warning
         import warnings
         warnings.warn(f"{cls} is already registered as pytree node. Overwriting the previous "
                       f"registration.", UserWarning, stacklevel=2)
         del _REGISTRY[cls]
-    register_pytree_node(cls, flatten, unflatten,
-                         serialized_type_name=serialized_type_name)
+    register_pytree_node(cls, flatten, unflatten, serialized_type_name=serialized_type_name,
+                         flatten_with_keys_fn=flatten_with_keys)
 
 
 class _Spec:

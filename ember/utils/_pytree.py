@@ -9,12 +9,12 @@ insertion order; trees mapped together must hold the same keys, in any order.
 Custom classes share one registry with `ember.func._pytree` (what vmap, grad and export
 flatten with), so a class registered through either module is a node to both."""
 import collections
-import dataclasses
 import json
 from collections import OrderedDict, defaultdict, deque, namedtuple
 
-from ..func._pytree import _BUILTIN_NODES, _REGISTRY, register_dataclass  # noqa: F401
-from ..func._pytree import register_pytree_node
+from .._core.tensor import Size
+from ..func._pytree import _REGISTRY, register_dataclass  # noqa: F401
+from ..func._pytree import GetAttrKey, MappingKey, SequenceKey, register_pytree_node
 
 __all__ = ["PyTree", "Context", "FlattenFn", "UnflattenFn", "DumpableContext",
            "ToDumpableContextFn", "FromDumpableContextFn", "PyTreeSpec", "TreeSpec", "LeafSpec",
@@ -31,42 +31,6 @@ KeyPath = tuple
 
 
 # ---- key paths -------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class SequenceKey:
-    """The ``idx``-th child of a sequence: ``[idx]``."""
-    idx: int
-
-    def __str__(self):
-        return f"[{self.idx!r}]"
-
-    def get(self, sequence):
-        return sequence[self.idx]
-
-
-@dataclasses.dataclass(frozen=True)
-class MappingKey:
-    """The child under ``key`` of a mapping: ``[key]``."""
-    key: object
-
-    def __str__(self):
-        return f"[{self.key!r}]"
-
-    def get(self, mapping):
-        return mapping[self.key]
-
-
-@dataclasses.dataclass(frozen=True)
-class GetAttrKey:
-    """The attribute ``name`` of an object: ``.name``."""
-    name: str
-
-    def __str__(self):
-        return f".{self.name}"
-
-    def get(self, obj):
-        return getattr(obj, self.name)
-
 
 KeyEntry = (SequenceKey, MappingKey, GetAttrKey)
 
@@ -142,6 +106,7 @@ _BUILTINS = {
                   lambda c, ctx: _map_keys(c, ctx[1])),
     deque: (_deque_flatten, lambda c, maxlen: deque(c, maxlen=maxlen),
             lambda c, _: _seq_keys(c)),
+    Size: (lambda t: (list(t), None), lambda c, _: Size(c), lambda c, _: _seq_keys(c)),
 }
 _DICTS = (dict, OrderedDict, defaultdict)
 

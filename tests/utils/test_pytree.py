@@ -191,6 +191,9 @@ def test_registry_is_shared_with_func_and_export():
         v: object = None
     ember.export.register_dataclass(D)
     assert ep.tree_leaves([D(1, 2), D(3)]) == [1, 2, 3]
+    # torch's key paths of a registered dataclass: its non-None fields, by attribute
+    assert [ep.keystr(k) for k, _ in ep.tree_leaves_with_path([D(1, 2), D(3)])] == \
+        ["[0].u", "[0].v", "[1].u"]
     out = ep.tree_map(lambda x: x + 1, [D(1, 2)])
     assert out == [D(2, 3)]
 
@@ -214,6 +217,19 @@ def test_helpers_match_torch():
     assert repr(ep.SequenceKey(0)) == repr(tp.SequenceKey(0))
     assert set(tp.__all__) - set(ep.__all__) <= {"is_structseq", "is_structseq_class",
                                                  "is_structseq_instance"}
+
+
+def test_size_and_return_types_are_nodes_as_in_torch():
+    import torch
+    leaves, spec = ep.tree_flatten({"s": ember.Size([2, 3])})
+    tleaves, tspec = tp.tree_flatten({"s": torch.Size([2, 3])})
+    assert leaves == tleaves and repr(spec) == repr(tspec)
+    out = ep.tree_unflatten([4, 5], spec)["s"]
+    assert type(out) is ember.Size and out == (4, 5)
+    x = [[1.0, 5.0], [3.0, 2.0]]
+    got = ep.tree_leaves(ember.max(ember.tensor(x), 0))
+    want = tp.tree_leaves(torch.max(torch.tensor(x), 0))
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
 
 def test_import_paths_used_by_libraries():
