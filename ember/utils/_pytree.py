@@ -10,6 +10,7 @@ Custom classes share one registry with `ember.func._pytree` (what vmap, grad and
 flatten with), so a class registered through either module is a node to both."""
 import collections
 import json
+import types
 from collections import OrderedDict, defaultdict, deque, namedtuple
 
 from .._core.tensor import Size
@@ -175,6 +176,15 @@ def tree_is_leaf(tree, is_leaf=None):
     if is_leaf is not None and is_leaf(tree):
         return True
     return _node_type(tree) not in SUPPORTED_NODES
+
+
+def _is_leaf(tree, is_leaf=None):
+    """The deprecated spelling of `tree_is_leaf`."""
+    import warnings
+    warnings.warn("torch.utils._pytree._is_leaf is private and will be removed in a future "
+                  "release. Please use torch.utils._pytree.tree_is_leaf instead.",
+                  FutureWarning, stacklevel=2)
+    return tree_is_leaf(tree, is_leaf)
 
 
 # ---- specs -----------------------------------------------------------------------------
@@ -379,6 +389,11 @@ def tree_leaves(tree, is_leaf=None):
     return list(tree_iter(tree, is_leaf))
 
 
+def arg_tree_leaves(*args, **kwargs):
+    """The leaves of ``args`` then of ``kwargs``' values (``tree_leaves((args, kwargs))``)."""
+    return [x for a in (*args, *kwargs.values()) for x in tree_iter(a)]
+
+
 def tree_structure(tree, is_leaf=None):
     return tree_flatten(tree, is_leaf)[1]
 
@@ -404,7 +419,7 @@ def tree_map_(func, tree, *rests, is_leaf=None):
 
 
 def _only(type_or_pred):
-    if isinstance(type_or_pred, (type, tuple)) or type(type_or_pred).__name__ == "UnionType":
+    if isinstance(type_or_pred, (type, tuple, types.UnionType)):
         return lambda x: isinstance(x, type_or_pred)
     if callable(type_or_pred):
         return type_or_pred

@@ -213,6 +213,10 @@ def test_helpers_match_torch():
         assert ep.is_namedtuple_instance(x) == tp.is_namedtuple_instance(x)
     for x in (1, None, [1], (1,), {"a": None}):
         assert ep.tree_is_leaf(x) == tp.tree_is_leaf(x)
+        with pytest.warns(FutureWarning):
+            assert ep._is_leaf(x, lambda v: v == [1]) == tp.tree_is_leaf(x, lambda v: v == [1])
+    args, kwargs = ([1, (2, None)], {"a": 3}), {"k": {"z": [4]}, "j": 5}
+    assert ep.arg_tree_leaves(*args, **kwargs) == tp.arg_tree_leaves(*args, **kwargs)
     assert str(ep.MappingKey("k")) == str(tp.MappingKey("k"))
     assert repr(ep.SequenceKey(0)) == repr(tp.SequenceKey(0))
     assert set(tp.__all__) - set(ep.__all__) <= {"is_structseq", "is_structseq_class",
