@@ -468,22 +468,43 @@ def tree_map_with_path(func, tree, *rests, is_leaf=None):
 
 # ---- serialization (torch's protocol 1 JSON) -------------------------------------------
 
-_BUILTIN_NAMES = {tuple: "builtins.tuple", list: "builtins.list", dict: "builtins.dict",
-                  OrderedDict: "collections.OrderedDict", deque: "collections.deque"}
+def _defaultdict_to_json(context):
+    factory, keys = context
+    return {"default_factory_module": factory.__module__,
+            "default_factory_name": factory.__qualname__, "dict_context": keys}
+
+
+def _defaultdict_from_json(d):
+    import importlib
+    factory = getattr(importlib.import_module(d["default_factory_module"]),
+                      d["default_factory_name"])
+    return [factory, d["dict_context"]]
+
+
+# type -> (serialized name, to_dumpable_context, from_dumpable_context): torch's names
+_BUILTIN_SERDE = {tuple: ("builtins.tuple", None, None), list: ("builtins.list", None, None),
+                  dict: ("builtins.dict", None, None),
+                  OrderedDict: ("collections.OrderedDict", None, None),
+                  defaultdict: ("collections.defaultdict", _defaultdict_to_json,
+                                _defaultdict_from_json),
+                  deque: ("collections.deque", None, None)}
+
+
+def _serde(cls):
+    if cls in _BUILTIN_SERDE:
+        return _BUILTIN_SERDE[cls]
+    entry = _REGISTRY.get(cls)
+    if entry is None or entry[2] is None:
+        raise NotImplementedError(f"No registered serialization name for {cls} found. "
+                                  f"Please update your register_pytree_node call with a "
+                                  f"`serialized_type_name` kwarg.")
+    return entry[2], entry[4], entry[5]
 
 
 def _to_json(spec):
     if spec.is_leaf():
         return {"type": None, "context": None, "children_spec": []}
-    to_ctx = None
-    if spec.type in _BUILTIN_NAMES:
-        name = _BUILTIN_NAMES[spec.type]
-    elif spec.type in _REGISTRY and _REGISTRY[spec.type][2] is not None:
-        name, to_ctx = _REGISTRY[spec.type][2], _REGISTRY[spec.type][4]
-    else:
-        raise NotImplementedError(f"No registered serialization name for {spec.type} found. "
-                                  f"Please update your register_pytree_node call with a "
-                                  f"`serialized_type_name` kwarg.")
+    name, to_ctx, _ = _serde(spec.type)
     if to_ctx is not None:
         context = to_ctx(spec.context)
     else:
@@ -500,15 +521,13 @@ def _to_json(spec):
 def _from_json(d):
     if d["type"] is None and d["context"] is None and not d["children_spec"]:
         return _LEAF
-    by_name = {n: t for t, n in _BUILTIN_NAMES.items()}
+    by_name = {n: t for t, (n, _, _) in _BUILTIN_SERDE.items()}
     by_name.update((e[2], t) for t, e in _REGISTRY.items() if e[2] is not None)
     if d["type"] not in by_name:
         raise NotImplementedError(f"Deserializing {d['type']} in pytree is not registered.")
     cls = by_name[d["type"]]
-    from_ctx = _REGISTRY[cls][5] if cls in _REGISTRY else None
+    from_ctx = _serde(cls)[2]
     context = from_ctx(d["context"]) if from_ctx is not None else json.loads(d["context"])
-    if cls is tuple or cls is list:
-        context = None
     return TreeSpec(cls, context, [_from_json(c) for c in d["children_spec"]])
 
 

@@ -199,7 +199,8 @@ def test_registry_is_shared_with_func_and_export():
 
 
 def test_serialization_matches_torch():
-    for tree in ([1, (2, {"a": 3})], OrderedDict(b=1, a=[2]), deque([1, 2], maxlen=4), ()):
+    for tree in ([1, (2, {"a": 3})], OrderedDict(b=1, a=[2]), deque([1, 2], maxlen=4), (),
+                 {"d": defaultdict(list, {"k": [1], 2: 3})}):
         s = tp.treespec_dumps(tp.tree_structure(tree))
         assert ep.treespec_dumps(ep.tree_structure(tree)) == s
         assert ep.treespec_loads(s) == ep.tree_structure(tree)
