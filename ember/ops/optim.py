@@ -17,6 +17,7 @@ groups, state, hooks) live in ``ember.optim``, above this layer.
 """
 import numpy as np
 
+from .._core.ckernels import optim as _c_optim
 from .._core.device import namespace_of
 from .._core.op import Op
 from .._core.state import STATE
@@ -101,6 +102,9 @@ def _sgd_kernel(xp, *arrays, n, lr, momentum, dampening, weight_decay, nesterov,
                 fresh=()):
     """params, grads[, momentum buffers]; ``fresh[i]``: buffer i starts from the gradient."""
     lists = _split(arrays, n, 3 if momentum != 0 else 2)
+    if _c_optim.sgd_step(lists[0], lists[1], lists[2] if momentum != 0 else None, fresh, lr,
+                         momentum, dampening, weight_decay, nesterov, maximize):
+        return ()
     for i in range(n):
         x = real(lists[0][i])
         g = grad_array(x, lists[1][i], maximize, weight_decay)
@@ -120,6 +124,10 @@ def _adam_kernel(xp, *arrays, n, lr, beta1, beta2, eps, weight_decay, amsgrad, m
                  decoupled):
     """params, grads, steps, exp_avgs, exp_avg_sqs[, max_exp_avg_sqs]."""
     lists = _split(arrays, n, 6 if amsgrad else 5)
+    if _c_optim.adam_step(lists[0], lists[1], lists[2], lists[3], lists[4],
+                          lists[5] if amsgrad else None, lr, beta1, beta2, eps, weight_decay,
+                          decoupled, maximize):
+        return ()
     for i in range(n):
         x = real(lists[0][i])
         g = grad_array(x, lists[1][i], maximize, 0 if decoupled else weight_decay)

@@ -21,13 +21,14 @@ would let the compiler reorder sums and drop NaN/inf handling.
 from .. import scalar_functions as _sf
 from . import attention as _attention
 from . import depthwise as _depthwise
+from . import optim as _optim
 from . import pooling as _pooling
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -376,4 +377,5 @@ def render():
     parts.append(_attention.render())
     parts.append(_pooling.render())
     parts.append(_depthwise.render())
+    parts.append(_optim.render())
     return "".join(parts)
