@@ -13,6 +13,7 @@ import sys
 import threading
 
 from .._core.dispatch import DispatchMode
+from .._core.meta_device import MetaArray, is_meta_device
 from .._core.op import Op
 from .._core.random import ACCESS_HOOKS, default_generator
 from .._core.state import STATE
@@ -53,6 +54,10 @@ class CaptureMode(DispatchMode):
         trace = s.trace
         if trace is None:
             trace = s.trace = Trace(s)
+        if _on_meta(args, kwargs):
+            # meta tensors hold no data: their ops run as they come, as fake tensors do in
+            # torch's tracing (a module built on the meta device inside the function)
+            return op(*args, **kwargs)
         base = getattr(op, "base", None)
         try:
             if base is not None:
@@ -78,6 +83,17 @@ class CaptureMode(DispatchMode):
         except CannotCapture as e:
             s.graph_break(f"{e} (operator {getattr(op, 'name', op)})")
         return op(*args, **kwargs)
+
+
+def _on_meta(args, kwargs):
+    """Whether an operator call works on meta tensors only (or makes one)."""
+    seen = False
+    for a in args:
+        if isinstance(a, Tensor):
+            if type(a.__dict__.get("_data")) is not MetaArray:
+                return False
+            seen = True
+    return seen or is_meta_device(kwargs.get("device"))
 
 
 def _reads_lazy(args):

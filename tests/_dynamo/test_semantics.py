@@ -870,3 +870,19 @@ def test_ops_pickle_by_reference_so_graphs_pickle():
     from ember._core.op import REGISTRY
     op = REGISTRY["neg"]
     assert pickle.loads(pickle.dumps(op)) is op
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_meta_tensors_inside_a_compiled_function_do_not_break_the_graph(backend):
+    # a module built on the meta device inside the function (deferred initialisation,
+    # functional_call with the real weights): its ops have no data and run as they come,
+    # as torch's fake tensors do; fullgraph holds, and the result equals eager's
+    def f(x, w, b):
+        m = ember.nn.Linear(4, 3, device="meta")
+        out = ember.func.functional_call(m, {"weight": w, "bias": b}, (x,))
+        return out * m.weight.shape[0]
+
+    x = ember.randn(5, 4)
+    w, b = ember.randn(3, 4), ember.randn(3)
+    got = ember.compile(f, backend=backend, fullgraph=True)(x, w, b)
+    np.testing.assert_allclose(got.numpy(), f(x, w, b).numpy(), rtol=1e-6)

@@ -21,14 +21,11 @@ from opdb.sample_tensors import flat_tensors, rebuild, tensor_leaves
 _LEFT_OUT = ("_out", "-out", "inplace", "setitem", "-train")
 _DATA_SHAPE = (ember.export.UserError, "depends on the data|values of a tensor")
 # export cannot take these (asserted): an output whose shape depends on the values has no
-# symbol in ember yet (torch gives it an unbacked size), a module built inside the
-# exported function reads its fresh parameters' values (.to(dtype))
+# symbol in ember yet (torch gives it an unbacked size)
 CANNOT = {name: _DATA_SHAPE for name in (
     "masked_select", "nonzero", "nonzero_tuple", "argwhere", "where_cond_only", "unique",
     "Tensor.unique", "unique_consecutive", "bincount", "repeat_interleave_counts",
-    "nn.functional.one_hot", "nn.LSTM",
-    "nn.LSTM-2layer-bidirectional-batch_first", "nn.GRU", "nn.GRU-2layer-bidirectional",
-    "nn.LSTMCell", "nn.GRUCell", "distributions.Binomial.sample",
+    "nn.functional.one_hot", "distributions.Binomial.sample",
     "distributions.Gamma.rsample", "linalg.lstsq-gelsd", "linalg.lstsq-gelss")}
 # renorm_'s sample reads the autograd history of the tensor it writes in place
 CANNOT["Tensor.renorm_"] = (ember.export.UserError, "autograd history was needed")
