@@ -53,7 +53,7 @@ RULES = [
  (r"^torch\.multiprocessing|^torch\.nn\.parallel", "issue 13/16: multiprocessing and nn.parallel (distributed helpers, in progress)"),
  (r"^torch\.cuda\.", "CUDA runtime API: ember has no CUDA build (a CuPy backend registers at run time); torch.cuda names programs call on CPU machines exist"),
  (r"^torch\.backends\.cuda\.|^torch\.backends\.mps\.get_", "CUDA/MPS backend introspection: no such device in ember"),
- (r"^torch\.(bits|int[1-7]$|uint[1-7]$|float4|float8_e4m3fnuz|float8_e5m2fnuz|float8_e8m0fnu|complex32)", "sub-byte / exotic dtype ember does not store (no NumPy/ml_dtypes array type for it)"),
+ (r"^torch\.(bits|int[1-7]$|uint[1-7]$|float4|float8_e4m3fnuz|float8_e5m2fnuz|float8_e8m0fnu|complex32)", "sub-byte / exotic dtype ember does not implement (torch itself only creates, fills and converts these on CPU; complex32 arithmetic is experimental in torch)"),
  (r"^torch\.Tensor\.(eig|lstsq|symeig|solve|reinforce|volatile)$", "removed from torch (raises a removal error in torch too)"),
 ]
 DEFAULT = "issue 16: not yet implemented"
