@@ -62,28 +62,35 @@ def _counts(input, weight, edges, density):
     return hist.astype(input.dtype)
 
 
+# the binning runs on the host (a data-dependent search, as histogram's); the results go
+# back to the input's backend
 def _bin_edges_kernel(xp, input, weight, *, bins, range, density):
-    return _edges_from_counts(input, bins, range)
+    return [xp.asarray(e) for e in _edges_from_counts(input, bins, range)]
 
 
 def _from_bin_cts_kernel(xp, input, weight, *, bins, range, density):
-    return _counts(input, weight, _edges_from_counts(input, bins, range), density)
+    return xp.asarray(_counts(input, weight, _edges_from_counts(input, bins, range), density))
 
 
 def _from_bin_tensors_kernel(xp, input, weight, *bins, density):
-    return _counts(input, weight, bins, density)
+    return xp.asarray(_counts(input, weight, bins, density))
 
+
+# vmap runs these once per sample (the loop fallback): torch has no batching rule for them
+# either, and each sample's edges come from its own range
+_NO_BATCH = {"batch": "one histogram per sample through the loop fallback (torch has no rule)"}
 
 BIN_EDGES = Op("_histogramdd_bin_edges", _bin_edges_kernel,
                **no_derivative("_histogramdd_bin_edges", aten=True), n_out=None,
-               save_inputs=False,
+               save_inputs=False, unsupported=_NO_BATCH,
                shape=lambda input, weight, *, bins, **p: [((b + 1,), input.dtype) for b in bins])
 FROM_BIN_CTS = Op("_histogramdd_from_bin_cts", _from_bin_cts_kernel,
                   **no_derivative("_histogramdd_from_bin_cts", aten=True), save_inputs=False,
+                  unsupported=_NO_BATCH,
                   shape=lambda input, weight, *, bins, **p: (tuple(bins), input.dtype))
 FROM_BIN_TENSORS = Op("_histogramdd_from_bin_tensors", _from_bin_tensors_kernel,
                       **no_derivative("_histogramdd_from_bin_tensors", aten=True),
-                      save_inputs=False,
+                      save_inputs=False, unsupported=_NO_BATCH,
                       shape=lambda input, weight, *bins, **p: (
                           tuple(builtins.max(b.shape[0] - 1, 0) for b in bins), input.dtype))
 
