@@ -17,7 +17,8 @@ from .._core import random as _rnd
 from .._core.random import (Generator, default_generator, fork_rng, get_rng_state,
                             initial_seed, manual_seed, seed, set_rng_state)
 from .._core.tensor import Tensor
-from ._helpers import NeedsOverride, Op, apply, apply_inplace, handle_override, write_out
+from ._helpers import (NeedsOverride, Op, apply, apply_inplace, handle_override, type_name,
+                       write_out)
 from .blas import cpp_name, short_name
 from .._core.device import DEFAULT_DEVICE
 from .._core.meta_device import is_meta_device
@@ -226,6 +227,9 @@ def _cauchy_kernel(xp, x=None, *, median=0.0, sigma=1.0, generator=None, shape=N
 
 def _bernoulli_scalar_kernel(xp, x=None, *, p=0.5, generator=None, shape=None, dtype=None):
     shape, dt = _target(x, shape, dtype)
+    if np.dtype(dt).kind == "c":  # torch's CPU kernel has no complex instance
+        raise NotImplementedError(
+            f"\"bernoulli_scalar_cpu_\" not implemented for '{type_name(np.dtype(dt))}'")
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     return _rs.bernoulli_scalar(_g(generator), int(np.prod(shape)), p).astype(dt).reshape(shape)

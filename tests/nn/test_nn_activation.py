@@ -155,3 +155,27 @@ def test_errors(i):
 def test_hardtanh_module_bad_range():
     with pytest.raises(AssertionError):
         ember.nn.Hardtanh(1.0, 0.0)
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 1.5), (-0.9, 0.9), (-1.0, 1.5), (0.0, -1.0)])
+def test_hardtanh_uint8_limits_checked_as_integers_like_torch(lo, hi):
+    x = np.array([0, 1, 2, 200], dtype=np.uint8)
+    try:
+        want = torch.nn.functional.hardtanh(torch.from_numpy(x), lo, hi).numpy()
+    except (RuntimeError, ValueError) as e:
+        with pytest.raises(type(e), match=str(e)):
+            ember.nn.functional.hardtanh(ember.from_numpy(x), lo, hi)
+        return
+    got = ember.nn.functional.hardtanh(ember.from_numpy(x), lo, hi)
+    assert got.dtype == ember.uint8
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_complex_rrelu_training_and_bernoulli_raise_torchs_error():
+    for lib in (torch, ember):
+        x = lib.zeros(3, dtype=lib.complex64)
+        with pytest.raises(NotImplementedError, match="bernoulli_scalar_cpu_.*'ComplexFloat'"):
+            x.bernoulli_()
+        with pytest.raises(NotImplementedError,
+                           match="rrelu_with_noise_out_cpu.*'ComplexDouble'"):
+            lib.nn.functional.rrelu(x.to(lib.complex128), training=True)

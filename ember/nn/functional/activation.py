@@ -54,7 +54,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Applies the HardTanh function element-wise."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if input.dtype == _dt.uint8 and (min_val < 0 or max_val < 0):
+    # torch checks the limits converted to an integer (-0.5 passes as 0)
+    if input.dtype == _dt.uint8 and (int(min_val) < 0 or int(max_val) < 0):
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _run(HARDTANH, input, inplace, {"lo": min_val, "hi": max_val})
 

@@ -18,7 +18,8 @@ from ..._core import ckernels as _ck
 from ..._core import meta as _meta
 from ..._core.op import Op
 from .._batching import _elementwise_rule
-from .._helpers import _F32, _HALF, apply, jvp_elementwise, not_implemented, shape_same, special
+from .._helpers import (_F32, _HALF, apply, jvp_elementwise, not_implemented, shape_same,
+                       special, type_name)
 from ..pointwise import where
 from ._rules import random_rule
 
@@ -98,6 +99,9 @@ ELU = _op("elu", _elu_np, _elu_vjp)
 
 
 def _rrelu_kernel(xp, x, lower, upper, generator=None):
+    if x.dtype.kind == "c":  # torch's CPU kernel has no complex instance
+        raise NotImplementedError(
+            f"\"rrelu_with_noise_out_cpu\" not implemented for '{type_name(x.dtype)}'")
     from ..._core import random as _rnd
     gen = (generator or _rnd.default_generator)._gen
     a = xp.asarray(gen.uniform(lower, upper, size=x.shape)).astype(x.dtype)  # host draw
