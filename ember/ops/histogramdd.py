@@ -77,7 +77,8 @@ def _from_bin_tensors_kernel(xp, input, weight, *bins, density):
 
 
 # vmap runs these once per sample (the loop fallback): torch has no batching rule for them
-# either, and each sample's edges come from its own range
+# either, and each sample's edges come from its own range.  No decomposition: the binning
+# is a search on the host (ember.ops.decompositions.reduction names the reason)
 _NO_BATCH = {"batch": "one histogram per sample through the loop fallback (torch has no rule)"}
 
 BIN_EDGES = Op("_histogramdd_bin_edges", _bin_edges_kernel,

@@ -111,7 +111,6 @@ EXTERN = frozenset((
     "sort", "topk", "searchsorted",
     # data-dependent output shapes: no static-shape program computes them
     "nonzero", "unique", "unique_consecutive", "bincount", "histogram",
-    "_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors",
     # LAPACK
     "linalg_cholesky_ex", "linalg_det", "linalg_eig", "linalg_eigh", "linalg_eigvals",
     "linalg_eigvalsh", "linalg_inv_ex", "linalg_ldl_factor_ex", "linalg_ldl_solve",

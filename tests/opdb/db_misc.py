@@ -240,20 +240,6 @@ def _histogram_errors(rng):
         TypeError
 
 
-def _histogramdd(dtype, rng):
-    x = make((12, 2), dtype, rng)
-    yield SampleInput((x, [3, 4]), name="bins")
-    yield SampleInput((x, [2, 3]), {"range": [-1.0, 1.0, -2.0, 2.0]}, name="range")
-    yield SampleInput((x, [3, 2], make((12,), dtype, rng, low=0.1, high=2)),
-                      {"density": True}, name="weight-density")
-    yield SampleInput((x, [np.array([-3.0, 0, 3]).astype(x.dtype),
-                           np.array([-2.0, -0.5, 0.5, 2]).astype(x.dtype)]), name="edges")
-
-
-def _histogramdd_fn(lib, x, bins, weight=None, **kw):
-    return lib.histogramdd(x, bins, weight=weight, **kw)
-
-
 def _renorm(dtype, rng):
     x = make((3, 4), dtype, rng)
     yield SampleInput((x, 2, 0, 2.0), name="p2-dim0")
@@ -421,7 +407,6 @@ OPS = [
            errors=_histogram_errors),
     OpInfo("Tensor.histogram", fn=_histogram_fn(True), samples=_histogram, dtypes=("float64",),
            grad=False),
-    OpInfo("histogramdd", fn=_histogramdd_fn, samples=_histogramdd, dtypes=FLOATS, grad=False),
     OpInfo("renorm", samples=_renorm, dtypes=FLOATS, errors=_renorm_errors),
     OpInfo("Tensor.renorm_", fn=_inplace("renorm_"), samples=_renorm, dtypes=FLOATS),
     *[OpInfo(n, grad=False, dtypes=FLOAT_ONLY, **_window(n)) for n in

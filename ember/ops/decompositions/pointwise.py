@@ -126,12 +126,14 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return prim.where(prim.eq(x, -INF), lo, r)
 
 
-def _fminmax(pick):
+def _fminmax(takes_first):
     def decomp(a, b):
-        m = pick(a, b)
-        # the other operand wins where one is NaN (fmax(NaN, 1) = 1)
-        m = prim.where(prim.isnan(b), a, m) if is_tensor(b) and _is_float(b) else m
-        return prim.where(prim.isnan(a), b, m) if is_tensor(a) and _is_float(a) else m
+        # a selection, as the kernel's derivative: ties and a NaN second operand take the
+        # first (fmax(1, NaN) = 1), a NaN first operand fails every comparison (b wins)
+        first = takes_first(a, b)
+        if is_tensor(b) and _is_float(b):
+            first = prim.logical_or(first, prim.isnan(b))
+        return prim.where(first, a, b)
     return decomp
 
 
@@ -139,8 +141,8 @@ def _is_float(x):
     return x.dtype.is_floating_point
 
 
-decomposes("fmax")(_fminmax(lambda a, b: prim.maximum(a, b)))
-decomposes("fmin")(_fminmax(lambda a, b: prim.minimum(a, b)))
+decomposes("fmax")(_fminmax(lambda a, b: prim.ge(a, b)))
+decomposes("fmin")(_fminmax(lambda a, b: prim.le(a, b)))
 
 
 @decomposes("logaddexp")

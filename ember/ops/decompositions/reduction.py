@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..._core import dtype as _dt
-from . import decomposes
+from . import decomposes, no_decomposition
 from ._util import (cast, const, flatten, float_of, full, iota, movedim, numel, prim, reshape,
                     squeeze, unsqueeze)
 
@@ -402,3 +402,11 @@ def _cumprod_grad(x, g, out, dim, reverse, depth):
     x_z = prim.sum(prim.where(first, x, 0), dims=(dim,), keepdim=True)
     rest = prim.mul(x_z, _cumprod_grad(y, g, c, dim, reverse, depth - 1))
     return prim.where(before, a, prim.where(first, b, rest))
+
+
+# histogramdd's binning: a search of every point among its dimension's edges, on the host
+# (as histogram, an extern primitive); compile and export keep the operators as calls
+for _name in ("_histogramdd_bin_edges", "_histogramdd_from_bin_cts",
+              "_histogramdd_from_bin_tensors"):
+    no_decomposition(_name, "binning searches each point among data-dependent edges on the "
+                            "host, as histogram (an extern primitive) does")
