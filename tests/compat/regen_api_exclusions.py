@@ -29,7 +29,8 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # than CPU/CUDA/Meta/Composite*, or with_keyset=True (no key sets).  Torch's own
 # NotImplementedErrors are mirrored, not stubs: fallthrough_kernel(), a custom op with no
 # kernel, MinMaxObserver with a per-channel qscheme, a dtype torch's CPU kernel refuses
-# ("ctc_loss_cpu"/"<pool>_out_frame"/"linspace_cpu"/"histogramdd"/"slow_conv" not
+# ("ctc_loss_cpu"/"<pool>_out_frame"/"linspace_cpu"/"aminmax_cpu"/"histogramdd"/
+# "slow_conv"/"rrelu_with_noise_out_cpu"/"bernoulli_scalar_cpu_" not
 # implemented for '<dtype>'), geqrf's missing derivative, assigning to an orthogonal
 # parametrization with the matrix exponential, and autograd.Function.vmap without a rule.
 # NotImplementedError kept on purpose, with its reason in the message (issue 16):
@@ -37,7 +38,9 @@ HEADER = """# Exclusions for tests/compat/test_api_surface.py: one entry a line,
 # On the meta device (issue 16): value reads ("Cannot copy out of meta tensor; no data!"),
 # value-dependent ops (nonzero and friends) and reading a meta storage's bytes raise torch's
 # own NotImplementedErrors. export: draft_export's apply_suggested_fixes and saving a pytree class
-# registered without serialized_type_name raise torch 2.13's own NotImplementedErrors.
+# registered without serialized_type_name raise torch 2.13's own NotImplementedErrors, as do
+# loading a program whose pytree spec names a class the loading process has not registered,
+# and utils._pytree.treespec_dumps of a class without a serialization name.
 """
 
 RULES = [

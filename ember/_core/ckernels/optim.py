@@ -175,7 +175,9 @@ def _table(arrays, dtype, n):
     return np.array(addresses, np.uintp)
 
 
-def _setup(params, lists):
+def _prepare(algorithm, params, lists, argtypes):
+    """(kernel, n, address tables of ``lists``, sizes) for the C loop of ``algorithm`` over
+    ``params``, or None when the kernels are off or an array does not fit."""
     from . import ENABLED, _fn
     if not ENABLED or not params:
         return None
@@ -194,7 +196,8 @@ def _setup(params, lists):
     for arrays in lists[1:]:
         if any(a.size != s for a, s in zip(arrays, sizes)):
             return None
-    return suffix, n, tables, sizes, _fn
+    f = _fn(f"cko_{algorithm}_{suffix}", argtypes)
+    return None if f is None else (f, n, tables, sizes)
 
 
 def _threads(sizes):
@@ -206,13 +209,10 @@ def sgd_step(params, grads, bufs, fresh, lr, momentum, dampening, weight_decay, 
              maximize):
     """SGD on every parameter in C; False when the arrays do not fit (nothing written)."""
     lists = [params, grads] + ([bufs] if momentum != 0 else [])
-    s = _setup(params, lists)
-    if s is None:
+    prepared = _prepare("sgd", params, lists, _SGD_ARGS)
+    if prepared is None:
         return False
-    suffix, n, tables, sizes, fn = s
-    f = fn(f"cko_sgd_{suffix}", _SGD_ARGS)
-    if f is None:
-        return False
+    f, n, tables, sizes = prepared
     fr = np.asarray(fresh, np.uint8) if fresh else None
     f(n, tables[0].ctypes.data, tables[1].ctypes.data,
       tables[2].ctypes.data if momentum != 0 else None, sizes.ctypes.data,
@@ -228,13 +228,10 @@ def adam_step(params, grads, steps, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lr, 
         return False
     lists = [params, grads, exp_avgs, exp_avg_sqs] + \
         ([max_exp_avg_sqs] if max_exp_avg_sqs is not None else [])
-    s = _setup(params, lists)
-    if s is None:
+    prepared = _prepare("adam", params, lists, _ADAM_ARGS)
+    if prepared is None:
         return False
-    suffix, n, tables, sizes, fn = s
-    f = fn(f"cko_adam_{suffix}", _ADAM_ARGS)
-    if f is None:
-        return False
+    f, n, tables, sizes = prepared
     step_table = _table(steps, _F32, n)
     if step_table is None:
         return False
