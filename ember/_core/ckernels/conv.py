@@ -375,6 +375,11 @@ def available():
     return (_lib if _tried else _load()) is not None
 
 
+# kernel -> number of arguments (pointers, then the int thread count) and return type
+_ARGS = {"im2col": 4, "col2im": 4, "pad": 4, "direct_fwd": 6, "direct_wgt": 5}
+_RESTYPE = {"direct_wgt": ctypes.c_int}
+
+
 def _fn(name, dtype):
     key = (name, dtype)
     f = _fns.get(key)
@@ -382,8 +387,8 @@ def _fn(name, dtype):
         if not available():
             return None
         f = getattr(_lib, f"ckc_{name}_{_SUFFIX[dtype][1]}")
-        f.restype = None
-        f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+        f.restype = _RESTYPE.get(name)
+        f.argtypes = [ctypes.c_void_p] * (_ARGS[name] - 1) + [ctypes.c_int]
         _fns[key] = f
     return f
 
@@ -435,21 +440,7 @@ def col2im(cols, B, C, spatial, ks, stride, pad, dilation, lo, wide):
 
 # ---- direct stride-1 convolution -----------------------------------------------------------
 
-_DIRECT_ARGS = {"pad": 4, "direct_fwd": 6, "direct_wgt": 5}
 PARALLEL_MACS = 1 << 20  # multiply-adds from which the direct kernels use OpenMP threads
-
-
-def _direct_fn(name, dtype):
-    key = (name, dtype)
-    f = _fns.get(key)
-    if f is None:
-        if not available():
-            return None
-        f = getattr(_lib, f"ckc_{name}_{_SUFFIX[dtype][1]}")
-        f.restype = ctypes.c_int if name == "direct_wgt" else None
-        f.argtypes = [ctypes.c_void_p] * (_DIRECT_ARGS[name] - 1) + [ctypes.c_int]
-        _fns[key] = f
-    return f
 
 
 def _blocks():
@@ -502,7 +493,7 @@ def _padded_planes(x, HW, pad, scratch):
     PL = Hp * Wp
     g = np.array([n, H, W, Hp, Wp, ph0, pw0, PL], dtype=np.intp)
     buf = scratch("direct_in", (n * PL + slack,), x.dtype)
-    _direct_fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
+    _fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
                                _threads(n * PL * 8))
     buf[n * PL:] = 0
     return buf, Wp, PL
@@ -524,7 +515,7 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch):
     array.  None when it does not apply (see `direct_fits`)."""
     if not direct_fits(x, w, (1,) * len(w.shape[2:]), pad):
         return None
-    f = _direct_fn("direct_fwd", x.dtype)
+    f = _fn("direct_fwd", x.dtype)
     B, C = x.shape[:2]
     O, Cg = w.shape[:2]
     (H, W), (KH, KW), pad2, (DH, DW) = _as_2d(x.shape[2:], w.shape[2:], pad, dilation)
@@ -556,7 +547,7 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     if not (_fits(gy, ks) and gy.dtype == x.dtype and _fits(x, ks) and available()
             and all(p >= 0 for pr in pad for p in pr)):
         return None
-    f = _direct_fn("direct_wgt", x.dtype)
+    f = _fn("direct_wgt", x.dtype)
     B, C = x.shape[:2]
     O = gy.shape[1]
     (H, W), (KH, KW), pad2, (DH, DW) = _as_2d(x.shape[2:], ks, pad, dilation)
@@ -573,7 +564,7 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     GP = max(Pv * N, OH * Wp)
     gyp = scratch("direct_gy", (B * O * GP,), x.dtype)
     g = np.array([B * O, OH, OW, OH, Wp, 0, 0, GP], dtype=np.intp)
-    _direct_fn("pad", x.dtype)(gy.ctypes.data, gyp.ctypes.data, g.ctypes.data,
+    _fn("pad", x.dtype)(gy.ctypes.data, gyp.ctypes.data, g.ctypes.data,
                                _threads(B * O * GP * 8))
     nt = _threads(B * O * OH * OW * Cg * KH * KW)
     ncc = min(Cg, -(-4 * nt // (G * -(-Og // OB)))) if nt > 1 else 1
