@@ -12,6 +12,11 @@ import numpy as _np
 # warnings would otherwise fire on log(0), 0/0, overflow in exp, ...
 _np.seterr(all="ignore")
 
+# Freed buffers stay in the heap: eager steps otherwise spend a third of their time in page
+# faults of fresh memory (see _core/malloc_tuning.py; EMBER_MALLOC_TUNING=0 turns it off).
+from ._core import malloc_tuning as _malloc_tuning  # noqa: E402
+_malloc_tuning.apply()
+
 from ._core.dtype import (  # noqa: E402
     bfloat16, bool, can_cast, cdouble, cfloat, chalf, complex64, complex128, double, dtype,
     finfo, float, float8_e4m3fn, float8_e5m2, float16, float32, float64, get_default_dtype,
