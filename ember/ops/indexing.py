@@ -15,6 +15,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core import meta as _meta
+from .._core.ckernels import indexing as _ck_indexing
 from .._core.dispatch import overridable
 from .._core.device import backend_for_type, namespace_of
 from .._core.tensor import _wrap_dim
@@ -858,7 +859,9 @@ def _index_write_kernel(mode):
         if s.dtype != x.dtype:
             s = s.astype(x.dtype)
         if mode == "add":
-            xp.add.at(o, key, s if alpha == 1 else s * xp.asarray(alpha).astype(x.dtype))
+            s = s if alpha == 1 else s * xp.asarray(alpha).astype(x.dtype)
+            if not _ck_indexing.index_add(o, dim, idx, s):
+                xp.add.at(o, key, s)
         else:
             o[key] = s
         return out

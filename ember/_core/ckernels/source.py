@@ -20,7 +20,9 @@ would let the compiler reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
 from . import attention as _attention
+from . import binary as _binary
 from . import depthwise as _depthwise
+from . import indexing as _indexing
 from . import optim as _optim
 from . import pooling as _pooling
 
@@ -28,7 +30,7 @@ from . import pooling as _pooling
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -375,7 +377,9 @@ def render():
         undefs = "".join(f"#undef {k}\n" for k in names)
         parts.append(defs + ROWS.replace("_S(", f"_{suffix}(") + undefs)
     parts.append(_attention.render())
+    parts.append(_binary.render())
     parts.append(_pooling.render())
     parts.append(_depthwise.render())
     parts.append(_optim.render())
+    parts.append(_indexing.render())
     return "".join(parts)
