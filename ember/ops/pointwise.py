@@ -692,7 +692,22 @@ REMAINDER = _binary("remainder", _nonzero_int_divisor(_sf.get("remainder").numpy
 FMOD = _binary("fmod", _nonzero_int_divisor(_sf.get("fmod").numpy), reject="bc", tensors=1)
 
 
+# torch's pow of a float tensor by these scalar exponents is a product or reciprocal (x*x,
+# x*x*x, 1/sqrt(x), 1/x, 1/(x*x)), by 1 a copy and by 0 ones: computed the same way they are
+# bit for bit torch's and 3-4x faster than np.power (0.5 is not here: torch's pow differs
+# from sqrt in the last bit, ember keeps np.power's correctly rounded root)
+_POW_BY_PRODUCT = {
+    2: lambda a: a * a, 3: lambda a: a * a * a, -1: lambda a: a.dtype.type(1) / a,
+    -2: lambda a: a.dtype.type(1) / (a * a),
+    -0.5: lambda a: a.dtype.type(1) / np.sqrt(a),
+    1: lambda a: a.copy(), 0: lambda a: np.ones_like(a)}
+
+
 def _pow_np(xp, a, b):
+    if type(a) is np.ndarray and a.dtype in _POW_FLOATS and type(b) in (int, float):
+        by_product = _POW_BY_PRODUCT.get(b)
+        if by_product is not None:
+            return by_product(a)
     if type(b) is np.ndarray and b.dtype.kind == "i" and getattr(a, "dtype", b.dtype).kind in \
             "iu" and (b < 0).any():
         # torch's integer pow: 1 ** -n = 1, (-1) ** -n = +-1, anything else ** -n = 0
@@ -705,6 +720,7 @@ def _pow_np(xp, a, b):
 
 
 _POW = _sf.get("pow").numpy
+_POW_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _pow_check(a, b):
