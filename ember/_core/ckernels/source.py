@@ -20,7 +20,6 @@ would let the compiler reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
 from . import attention as _attention
-from . import binary as _binary
 from . import depthwise as _depthwise
 from . import indexing as _indexing
 from . import optim as _optim
@@ -377,7 +376,6 @@ def render():
         undefs = "".join(f"#undef {k}\n" for k in names)
         parts.append(defs + ROWS.replace("_S(", f"_{suffix}(") + undefs)
     parts.append(_attention.render())
-    parts.append(_binary.render())
     parts.append(_pooling.render())
     parts.append(_depthwise.render())
     parts.append(_optim.render())
