@@ -12,6 +12,7 @@ range narrows, or the dimension becomes static.
 """
 import operator
 import random
+import zlib
 
 from ..fx.experimental.symbolic_shapes import ConstraintViolationError
 from .._dynamo.symbolic import _CALLS, _FOLD as _ARITH, _LEAF_KINDS
@@ -193,7 +194,9 @@ def _candidates(var):
     hi = min(var.hi, _SEARCH_CAP)
     pts = {var.lo, var.lo + 1, var.example, hi, (var.lo + hi) // 2, var.example + 1,
            max(var.lo, var.example - 1), var.example * 2, var.example * 3 + 1}
-    rng = random.Random(hash(var.key) & 0xffff)
+    # seeded by the key's text, not hash(): str hashes change per process, and the points
+    # tried (so the guards found violated) must not
+    rng = random.Random(zlib.crc32(repr(var.key).encode()))
     for _ in range(4):
         pts.add(rng.randint(var.lo, min(hi, max(var.lo, var.example * 8))))
     return sorted(p for p in pts if var.lo <= p <= hi)
@@ -240,7 +243,7 @@ def check_guards(c):
     base = {k: v.example for k, v in vars_.items()}
     auto_static, replacements = set(), {}
     errors, violated, seen = [], [], set()
-    narrowed = {}
+    narrowed, specialised = {}, set()
     asserts = []
     # assumptions first (ember._check on a value read from an input): they narrow its range
     guards = [g for g in c.guards if len(g) > 4] + [g for g in c.guards if len(g) == 4]
@@ -297,6 +300,9 @@ def check_guards(c):
                 if var.auto:
                     auto_static.update(var.leaves)
                     continue
+                if var.key in specialised:
+                    continue
+                specialised.add(var.key)
                 violated.append(var.name)
                 errors.append(
                     f"  - Not all values of {var.name} in the specified range "
@@ -341,6 +347,8 @@ def check_guards(c):
                 errors.append(f"  - The program assumes {text}, which does not hold for every "
                               f"value of {', '.join(names)} in their ranges.")
     for var, lo, hi, texts in narrowed.values():
+        if var.key in specialised:
+            continue   # the specialisation is the fix; a narrower range would not be
         errors.append(
             f"  - Not all values of {var.name} in the specified range {_range_text(var)} "
             f"satisfy the generated guard{'s' if len(texts) > 1 else ''} "
