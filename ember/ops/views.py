@@ -11,7 +11,7 @@ from .._core import meta as _meta
 from .._core.tensor import Size, _wrap_dim, host_tensor, real_array, storage_changing
 from ._batching import _FULL_SLICE, _dims_rule, _index_view_rule, _move_to_front, _view_shape_rule
 from ._batching_index import _backward_with_shape_rule
-from ._helpers import Op, Tensor, _E, apply, handle_override, jvp_linear
+from ._helpers import Op, Tensor, _E, apply, handle_override, jvp_linear, type_name
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "unsqueeze",
            "squeeze", "flatten", "unflatten", "movedim", "moveaxis", "broadcast_to",
@@ -74,7 +74,27 @@ RESHAPE_COPY = Op("_reshape_copy", lambda xp, x, shape: xp.reshape(x, shape).cop
                   shape=_view_shape, jvp=VIEW.jvp, batch=_view_shape_rule)
 
 
-def _view(self, *shape):
+_VIEW_SIGNATURES = ("but expected one of:\n * (torch.dtype dtype)\n"
+                    " * (tuple of ints size)\n")
+
+
+def _view_arguments_error(shape, dtype, size):
+    kwargs = [f"{k}={type(v).__name__ if k == 'size' else 'torch.dtype'}"
+              for k, v in (("size", size), ("dtype", dtype)) if v is not None]
+    # torch's listing: keywords alone each end in ", "; after positionals they are joined
+    got = (", ".join([type(s).__name__ for s in shape] + kwargs) if shape
+           else "".join(k + ", " for k in kwargs))
+    return TypeError(f"view() received an invalid combination of arguments - got ({got}), "
+                     f"{_VIEW_SIGNATURES}")
+
+
+def _view(self, *shape, dtype=None, size=None):
+    if dtype is not None or size is not None or not shape:
+        # torch's two signatures: view(dtype) and view(size), either by keyword
+        if shape or (dtype is not None and size is not None) or (dtype is None and size is None) \
+                or (size is not None and not isinstance(size, (tuple, list, Size))):
+            raise _view_arguments_error(shape, dtype, size)
+        shape = (dtype,) if dtype is not None else (size,)
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and \
             not isinstance(shape[0], np.integer):
         from .._core import dtype as _dt
@@ -86,7 +106,32 @@ def _view(self, *shape):
 
 
 def _view_dtype(self, dtype):
+    old_size, new_size = self.element_size(), dtype.itemsize
+    if old_size != new_size:
+        _check_view_dtype(self, dtype, old_size, new_size)
     return _wrap_view_dtype(self, dtype)
+
+
+def _check_view_dtype(self, dtype, old_size, new_size):
+    # torch's conditions, in its order, for a view as an element of another size
+    what = (f"to view {type_name(self.dtype)} as {type_name(dtype)} (different element "
+            f"sizes)")
+    if self.dim() == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    if self.stride(-1) != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {self.stride(-1)}")
+    if new_size > old_size:
+        ratio = new_size // old_size
+        if self.size(-1) % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                               f"{self.size(-1)}")
+        if self.storage_offset() % ratio:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, "
+                               f"but got {self.storage_offset()}")
+        for d in range(self.dim() - 1):
+            if self.stride(d) % ratio:
+                raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, "
+                                   f"but got {self.stride(d)}")
 
 
 def _wrap_view_dtype(self, dtype):
