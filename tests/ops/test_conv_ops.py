@@ -398,3 +398,32 @@ def test_direct_kernels_give_the_same_values_on_two_threads():
     for y, gw in out:
         np.testing.assert_allclose(y, want_y, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(gw, want_w, rtol=1e-10, atol=1e-10)
+
+
+# an inf or NaN at an input pixel: the direct weight gradient multiplies pixels that no
+# output reads (dilation's gaps; past each output row, which wraps to the next row's first
+# columns) by zero gradients, so it hands such inputs to the column route; values and which
+# entries are finite as torch's
+@pytest.mark.parametrize("xs,ws,kw,pixel,value", [
+    ((2, 3, 8, 8), (4, 3, 3, 3), dict(dilation=3), (2, 2), np.inf),       # unused (gap)
+    ((2, 3, 8, 8), (4, 3, 3, 3), dict(dilation=3), (5, 1), np.nan),       # unused (gap)
+    ((2, 3, 7, 9), (5, 3, 3, 3), {}, (3, 0), -np.inf),                     # used, column 0
+    ((2, 2, 11), (3, 2, 3), dict(dilation=4, padding=1), (4,), np.inf),    # 1-d, unused
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_non_finite_input_pixels_give_torchs_weight_gradient(xs, ws, kw, pixel, value, dtype):
+    name = f"conv{len(xs) - 2}d"
+    x, w = _arr(*xs, dtype=dtype), _arr(*ws, dtype=dtype)
+    x[(0, 1) + pixel] = value
+    yt = getattr(TF, name)(torch.from_numpy(x), torch.from_numpy(w), **kw)
+    g = _arr(*yt.shape, dtype=dtype)
+    got, want = [], []
+    for lib, out in ((ember, got), (torch, want)):
+        xt, wt = (lib.from_numpy(a.copy()).requires_grad_(True) for a in (x, w))
+        y = getattr(lib.nn.functional, name)(xt, wt, **kw)
+        y.backward(lib.from_numpy(g))
+        out += [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    assert np.isfinite(want[2]).sum() > 0   # the case has finite weight-gradient entries

@@ -40,7 +40,7 @@ from . import build as _build
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
            "direct_fits", "available"]
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
 
 _C = r"""
@@ -173,11 +173,13 @@ typedef T ckd_v_S __attribute__((vector_size(CKD_VB)));
 typedef T ckd_vu_S __attribute__((vector_size(CKD_VB), aligned(sizeof(T)), may_alias));
 
 /* x (n planes of H x W) into xp (planes of Hp x Wp, PL apart) at row ph, column pw, zeros
-   around; g: n H W Hp Wp ph pw PL */
-void ckc_pad_S(const T *restrict x, T *restrict xp, const ptrdiff_t *g, int nt) {
+   around; g: n H W Hp Wp ph pw PL check.  With check, returns 0 when a value copied is inf
+   or NaN (the weight gradient multiplies values no output reads by zero: NaN there) */
+int ckc_pad_S(const T *restrict x, T *restrict xp, const ptrdiff_t *g, int nt) {
     const ptrdiff_t n = g[0], H = g[1], W = g[2], Hp = g[3], Wp = g[4], ph = g[5], pw = g[6];
-    const ptrdiff_t PL = g[7];
-    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    const ptrdiff_t PL = g[7], check = g[8];
+    int bad = 0;
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static) reduction(|:bad))
     for (ptrdiff_t i = 0; i < n; i++) {
         const T *s = x + i * H * W;
         T *d = xp + i * PL;
@@ -188,8 +190,12 @@ void ckc_pad_S(const T *restrict x, T *restrict xp, const ptrdiff_t *g, int nt) 
             memcpy(dr + pw, s + r * W, sizeof(T) * W);
             for (ptrdiff_t c = pw + W; c < Wp; c++) dr[c] = 0;
         }
+        /* one pass over the plane (in cache): inf - inf and NaN - NaN are NaN */
+        if (check)
+            for (ptrdiff_t k = 0; k < H * W; k++) bad |= s[k] - s[k] != 0;
         memset(d + (ph + H) * Wp, 0, sizeof(T) * (PL - (ph + H) * Wp));
     }
+    return !bad;
 }
 
 /* one register block of `ckc_direct_fwd`: OB output channels x nv vectors of positions
@@ -377,7 +383,7 @@ def available():
 
 # kernel -> number of arguments (pointers, then the int thread count) and return type
 _ARGS = {"im2col": 4, "col2im": 4, "pad": 4, "direct_fwd": 6, "direct_wgt": 5}
-_RESTYPE = {"direct_wgt": ctypes.c_int}
+_RESTYPE = {"direct_wgt": ctypes.c_int, "pad": ctypes.c_int}
 
 
 def _fn(name, dtype):
@@ -481,22 +487,23 @@ def _as_2d(shape, ks, pad, dilation):
 WGRAD_BLOCK_BYTES = 1 << 15  # examples per weight-gradient accumulator pass: about L1's
 
 
-def _padded_planes(x, HW, pad, scratch):
+def _padded_planes(x, HW, pad, scratch, check=False):
     """x (B, C, *HW) into the direct kernels' zero-padded planes, in ``scratch``'s buffer
     with zeroed slack after the last plane for the kernels' overreads: ``(buffer, Wp,
-    PL)``, the padded width and the distance between planes."""
+    PL, finite)``, the padded width, the distance between planes and (``check``) whether
+    every value of ``x`` is finite."""
     (H, W), ((ph0, ph1), (pw0, pw1)) = HW, pad
     Hp, Wp = H + ph0 + ph1, W + pw0 + pw1
     n = x.shape[0] * x.shape[1]
     _, NV, _, VB = _blocks()
     slack = ((NV + 2) * VB) // x.itemsize
     PL = Hp * Wp
-    g = np.array([n, H, W, Hp, Wp, ph0, pw0, PL], dtype=np.intp)
+    g = np.array([n, H, W, Hp, Wp, ph0, pw0, PL, check], dtype=np.intp)
     buf = scratch("direct_in", (n * PL + slack,), x.dtype)
-    _fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
-                               _threads(n * PL * 8))
+    finite = _fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
+                                 _threads(n * PL * 8))
     buf[n * PL:] = 0
-    return buf, Wp, PL
+    return buf, Wp, PL, bool(finite)
 
 
 def direct_fits(x, w, stride, pad):
@@ -526,7 +533,7 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch):
     G, Og = groups, O // groups
     OB = _blocks()[0]
     nob = -(-Og // OB)
-    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, scratch)
+    xpad, Wp, PL, _ = _padded_planes(x, (H, W), pad2, scratch)
     # weights as (G, nob, Cg, KH*KW, OB): a block's OB weights per offset side by side
     wp = np.zeros((G, nob * OB, Cg, KH * KW), dtype=x.dtype)
     wp[:, :Og] = w.reshape(G, Og, Cg, KH * KW)
@@ -558,12 +565,17 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     G, Cg, Og = groups, C // groups, O // groups
     OB, _, _, VB = _blocks()
     N = VB // x.itemsize
-    xpad, Wp, PL = _padded_planes(x, (H, W), pad2, scratch)
+    xpad, Wp, PL, finite = _padded_planes(x, (H, W), pad2, scratch, check=True)
+    if not finite:
+        # the kernel multiplies input values that no output reads (past each output row,
+        # dilation's gaps) by zero gradients: an inf or NaN there would give NaN where the
+        # convolution's gradient is finite; the column route reads the windows only
+        return None
     P = (OH - 1) * Wp + OW
     Pv = -(-P // N)
     GP = max(Pv * N, OH * Wp)
     gyp = scratch("direct_gy", (B * O * GP,), x.dtype)
-    g = np.array([B * O, OH, OW, OH, Wp, 0, 0, GP], dtype=np.intp)
+    g = np.array([B * O, OH, OW, OH, Wp, 0, 0, GP, 0], dtype=np.intp)
     _fn("pad", x.dtype)(gy.ctypes.data, gyp.ctypes.data, g.ctypes.data,
                                _threads(B * O * GP * 8))
     nt = _threads(B * O * OH * OW * Cg * KH * KW)
