@@ -21,7 +21,7 @@ from .._core.ckernels import optim as _c_optim
 from .._core.device import namespace_of
 from .._core.op import Op
 from .._core.state import STATE
-from .._core.tensor import _version_of
+from .._core.tensor import Tensor, _version_of
 from ._helpers import apply
 
 __all__ = ["real", "lerp_", "addcmul_", "addcdiv_", "grad_array", "fused_step", "SGD_STEP",
@@ -532,6 +532,9 @@ def fused_step(op, params, grads, state_lists, differentiable=False, **hyper):
     if differentiable:
         recorded_step(op, flat, hyper)
         return
+    for k, v in hyper.items():
+        if isinstance(v, Tensor):  # torch takes any hyper-parameter as a 0-dim tensor
+            hyper[k] = v.item()
     apply(op, tuple(flat), hyper)
     for t in params:
         v = t._version

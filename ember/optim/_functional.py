@@ -8,6 +8,8 @@ decomposition runs instead, recorded by autograd (`ember.ops.optim.recorded_step
 hyper-parameters possibly tensors.  State tensors are created by the factory operators;
 no optimizer touches a raw array.
 """
+from collections import namedtuple
+
 from .._core import dtype as _dt
 from .._core.tensor import Tensor
 from ..ops.creation import full as _full, zeros_like as _zeros_like
@@ -29,6 +31,57 @@ def hyper(group, x):
     if not isinstance(x, Tensor):  # the usual Python number, first
         return x
     return x if group["differentiable"] else x.item()
+
+
+class NumberArg(namedtuple("NumberArg", "key op_arg index when modes")):
+    """A hyper-parameter that torch's single-tensor step passes to a Number argument of an
+    op (``op_arg``: "addcdiv_ value"): ``group[key]`` (its element ``index`` when a tuple),
+    under ``when(group)``; ``modes``: "d" where torch passes a number computed from it (a
+    tensor requiring grad only with ``differentiable=True``: under no_grad the result does
+    not require grad), "dn" where it passes the tensor itself, "n" where its
+    differentiable step takes another route."""
+    __slots__ = ()
+
+    def __new__(cls, key, op_arg, index=None, when=None, modes="d"):
+        return super().__new__(cls, key, op_arg, index, when, modes)
+
+
+def refuse_number_tensors(group, number_args):
+    """torch's TypeError for a hyper-parameter tensor that requires grad reaching a Number
+    argument (``addcdiv_(..., value=-lr)``): torch's argument parser takes a 0-dim tensor
+    for a number only when it does not require grad.  ``number_args``: `NumberArg`s in the
+    order torch's update reaches them; none applies to a group without gradients.  Raised
+    before the update writes anything (torch's step has written the first parameter's
+    state by then).  The foreach and fused paths (other ops, other messages) are not
+    checked."""
+    for key, op_arg, index, when, modes in number_args:  # runs every step: kept lean
+        x = group[key] if index is None else group[key][index]
+        if not isinstance(x, Tensor) or not x.requires_grad or \
+                ("d" if group["differentiable"] else "n") not in modes:
+            continue
+        if (when is None or when(group)) and not (group.get("foreach") or group.get("fused")) \
+                and any(p._grad is not None for p in group["params"]):
+            op, arg = op_arg.split()
+            raise TypeError(f"{op}(): argument '{arg}' must be Number, not Tensor")
+
+
+def fill_value(x):
+    """A state buffer's fill value (Rprop's lr, Adagrad's initial_accumulator_value) as
+    torch's ``full_like(p, x)`` takes it: a number, or a 0-dim tensor that does not require
+    grad (torch's TypeError otherwise)."""
+    if isinstance(x, Tensor):
+        if x.requires_grad:
+            raise TypeError("full_like(): argument 'fill_value' (position 2) must be Number, "
+                            "not Tensor")
+        return x.item()
+    return x
+
+
+def l2_decay_arg(modes="dn"):
+    """The `NumberArg` of torch's L2 weight decay, ``grad.add(param, alpha=weight_decay)``
+    (not when ``decoupled_weight_decay``)."""
+    return NumberArg("weight_decay", "add alpha", modes=modes, when=lambda group: (
+        scalar(group["weight_decay"]) != 0 and not group.get("decoupled_weight_decay")))
 
 
 def fold_weight_decay(group, params, grads, weight_decay):
@@ -78,6 +131,9 @@ class ArrayOptimizer(Optimizer):
     # whether torch's foreach path of this optimizer records autograd (only SGD's does):
     # the others refuse foreach=True with differentiable=True at the step
     _foreach_autograd = False
+    # hyper-parameters that torch's step passes to a Number argument (`NumberArg`s, in the
+    # order its update reaches them): a tensor requiring grad there is torch's TypeError
+    _number_args = ()
 
     def step(self, closure=None):
         """Perform a single optimization step.
@@ -90,6 +146,8 @@ class ArrayOptimizer(Optimizer):
         for group in self.param_groups:
             if SPARSE_MADE[0] and self._sparse_refused is not None:  # no cost until then
                 self._refuse_sparse(group)
+            if self._number_args:
+                refuse_number_tensors(group, self._number_args)
             if group.get("differentiable"):
                 self._recorded_update(group)
             else:

@@ -1,7 +1,7 @@
 """Adadelta (``torch.optim.Adadelta``)."""
 from ..ops.optim import ADADELTA_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, step_tensor,
-                          zeros_like)
+from ._functional import (ArrayOptimizer, NumberArg, check_lr, check_range, hyper, l2_decay_arg,
+                          step_tensor, zeros_like)
 
 __all__ = ["Adadelta"]
 
@@ -10,6 +10,9 @@ class Adadelta(ArrayOptimizer):
     """Implements the Adadelta algorithm."""
 
     _capturable_xla = (False, False)
+
+    _number_args = (l2_decay_arg(),
+                    NumberArg("rho", "addcmul_ value"), NumberArg("lr", "add_ alpha"))
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):

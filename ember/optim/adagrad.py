@@ -1,7 +1,7 @@
 """Adagrad (``torch.optim.Adagrad``)."""
 from ..ops.optim import ADAGRAD_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, dense_grads,
-                          hyper, step_tensor, zeros_like)
+from ._functional import (ArrayOptimizer, NumberArg, check_fused, check_lr, check_range,
+                          dense_grads, fill_value, hyper, l2_decay_arg, step_tensor, zeros_like)
 
 __all__ = ["Adagrad"]
 
@@ -10,6 +10,9 @@ class Adagrad(ArrayOptimizer):
     """Implements the Adagrad algorithm."""
 
     _sparse_refused = None  # sparse gradients taken (dense_grads)
+
+    _number_args = (l2_decay_arg(), NumberArg("lr", "addcdiv_ value"),
+                    NumberArg("lr_decay", "addcdiv_ value"))
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
@@ -30,7 +33,7 @@ class Adagrad(ArrayOptimizer):
 
     def _init_state(self, p, st):
         st["step"] = step_tensor()
-        init = self.defaults["initial_accumulator_value"]
+        init = fill_value(self.defaults["initial_accumulator_value"])
         st["sum"] = zeros_like(p, complex(init, init) if p.is_complex() else init)
 
     def _update_group(self, group):

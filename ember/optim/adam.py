@@ -1,7 +1,7 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
 from ..ops.optim import ADAM_STEP, fused_step
 from ._functional import (ArrayOptimizer, check_args, check_fused, fold_weight_decay, hyper,
-                          step_tensor, zeros_like)
+                          l2_decay_arg, step_tensor, zeros_like)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -11,6 +11,8 @@ class Adam(ArrayOptimizer):
     ``decoupled_weight_decay=True``)."""
 
     _sparse_refused = "Adam does not support sparse gradients, please consider SparseAdam instead"
+
+    _number_args = (l2_decay_arg("n"),)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,

@@ -1,12 +1,16 @@
 """Adamax (``torch.optim.Adamax``): Adam with the infinity norm."""
 from ..ops.optim import ADAMAX_STEP, fused_step
-from ._functional import ArrayOptimizer, check_args, hyper, step_tensor, zeros_like
+from ._functional import (ArrayOptimizer, NumberArg, check_args, hyper, l2_decay_arg, step_tensor,
+                          zeros_like)
 
 __all__ = ["Adamax"]
 
 
 class Adamax(ArrayOptimizer):
     """Implements the Adamax algorithm (a variant of Adam based on infinity norm)."""
+
+    _number_args = (l2_decay_arg(), NumberArg("betas", "addcdiv_ value", index=0),
+                    NumberArg("lr", "addcdiv_ value"))
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):

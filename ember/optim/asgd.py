@@ -1,7 +1,7 @@
 """ASGD (``torch.optim.ASGD``): averaged stochastic gradient descent."""
 from ..ops.optim import ASGD_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, scalar, step_tensor,
-                          zeros_like)
+from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, l2_decay_arg, scalar,
+                          step_tensor, zeros_like)
 
 __all__ = ["ASGD"]
 
@@ -14,6 +14,8 @@ class ASGD(ArrayOptimizer):
     """
 
     _capturable_names = ("params, mus, etas, and state_steps",) * 2
+
+    _number_args = (l2_decay_arg(),)
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):

@@ -1,7 +1,7 @@
 """NAdam (``torch.optim.NAdam``): Adam with Nesterov momentum."""
 from ..ops.optim import NADAM_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_args, check_range, hyper, step_tensor,
-                          zeros_like)
+from ._functional import (ArrayOptimizer, NumberArg, check_args, check_range, hyper, l2_decay_arg,
+                          step_tensor, zeros_like)
 
 __all__ = ["NAdam"]
 
@@ -11,6 +11,9 @@ class NAdam(ArrayOptimizer):
 
     _capturable_names = ("params, mu_products and state_steps",
                          "params, mu_products, and state_steps")
+
+    _number_args = (l2_decay_arg(),
+                    NumberArg("betas", "addcmul_ value", index=1))
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,

@@ -1,12 +1,16 @@
 """RAdam (``torch.optim.RAdam``): rectified Adam."""
 from ..ops.optim import RADAM_STEP, fused_step
-from ._functional import ArrayOptimizer, check_args, hyper, step_tensor, zeros_like
+from ._functional import (ArrayOptimizer, NumberArg, check_args, hyper, l2_decay_arg, step_tensor,
+                          zeros_like)
 
 __all__ = ["RAdam"]
 
 
 class RAdam(ArrayOptimizer):
     """Implements the RAdam algorithm."""
+
+    _number_args = (l2_decay_arg(),
+                    NumberArg("betas", "addcmul_ value", index=1))
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,

@@ -1,7 +1,7 @@
 """RMSprop (``torch.optim.RMSprop``)."""
 from ..ops.optim import RMSPROP_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, step_tensor,
-                          zeros_like)
+from ._functional import (ArrayOptimizer, NumberArg, check_lr, check_range, hyper, l2_decay_arg,
+                          scalar, step_tensor, zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -10,6 +10,11 @@ class RMSprop(ArrayOptimizer):
     """Implements the RMSprop algorithm."""
 
     _capturable_xla = (True, True)
+
+    _number_args = (l2_decay_arg(),
+                    NumberArg("alpha", "addcmul_ value"),
+                    NumberArg("lr", "addcdiv_ value", when=lambda g: not scalar(g["momentum"])),
+                    NumberArg("lr", "add_ alpha", when=lambda g: scalar(g["momentum"]) > 0))
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,

@@ -1,7 +1,7 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
 from ..ops.optim import SGD_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_fused, check_lr, check_range, dense_grads,
-                          fold_weight_decay, hyper, zeros_like)
+from ._functional import (ArrayOptimizer, NumberArg, check_fused, check_lr, check_range,
+                          dense_grads, fold_weight_decay, hyper, zeros_like)
 
 __all__ = ["SGD"]
 
@@ -11,6 +11,9 @@ class SGD(ArrayOptimizer):
 
     _sparse_refused = None  # sparse gradients taken (dense_grads)
     _foreach_autograd = True
+
+    # (a weight_decay tensor that requires grad goes into the gradient with addcmul_)
+    _number_args = (NumberArg("momentum", "add alpha", when=lambda g: g["nesterov"], modes="dn"),)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
                  *, maximize=False, foreach=None, differentiable=False, fused=None):

@@ -412,3 +412,111 @@ def test_step_requiring_grad_refused_like_torch(name):
         except RuntimeError as e:
             outcomes.append(str(e))
     assert outcomes[0] == outcomes[1]
+
+
+# hyper-parameters given as tensors that require grad: torch's step passes some of them (or a
+# number computed from them) to a Number argument (``addcdiv_(value=-lr)``), a TypeError
+B = (0.9, 0.99)
+NUMBER_ARGS = [
+    ("Adagrad", dict(lr=0.1), ["lr"]), ("Adagrad", dict(lr_decay=0.1), ["lr_decay"]),
+    ("Adagrad", dict(lr=0.1, weight_decay=0.1), ["lr", "weight_decay"]),
+    ("Adagrad", dict(eps=1e-10), ["eps"]),
+    ("Adadelta", dict(lr=0.1), ["lr"]), ("Adadelta", dict(lr=0.1, rho=0.9), ["lr", "rho"]),
+    ("Adadelta", dict(rho=0.9, weight_decay=0.1), ["rho", "weight_decay"]),
+    ("Adamax", dict(lr=0.1), ["lr"]), ("Adamax", dict(betas=B), [("betas", 0)]),
+    ("Adamax", dict(betas=B), [("betas", 1)]), ("Adamax", dict(weight_decay=0.1), ["weight_decay"]),
+    ("RMSprop", dict(lr=0.1), ["lr"]), ("RMSprop", dict(lr=0.1, momentum=0.9), ["lr"]),
+    ("RMSprop", dict(lr=0.1, alpha=0.9), ["lr", "alpha"]),
+    ("RMSprop", dict(lr=0.1, momentum=0.9, centered=True), ["momentum"]),
+    ("RMSprop", dict(alpha=0.9, weight_decay=0.1), ["alpha", "weight_decay"]),
+    ("Rprop", dict(lr=0.1), ["lr"]), ("Rprop", dict(step_sizes=(1e-6, 50)), [("step_sizes", 0)]),
+    ("Rprop", dict(step_sizes=(1e-6, 50.0)), [("step_sizes", 1)]),
+    ("Rprop", dict(step_sizes=(1e-6, 50.0)), [("step_sizes", 0), ("step_sizes", 1)]),
+    ("NAdam", dict(betas=B), [("betas", 0)]), ("NAdam", dict(betas=B), [("betas", 1)]),
+    ("NAdam", dict(weight_decay=0.1), ["weight_decay"]),
+    ("NAdam", dict(weight_decay=0.1, decoupled_weight_decay=True), ["weight_decay"]),
+    ("RAdam", dict(lr=0.1), ["lr"]), ("RAdam", dict(betas=B), [("betas", 1)]),
+    ("RAdam", dict(weight_decay=0.1), ["weight_decay"]),
+    ("RAdam", dict(weight_decay=0.1, decoupled_weight_decay=True), ["weight_decay"]),
+    ("ASGD", dict(weight_decay=0.1), ["weight_decay"]), ("ASGD", dict(lambd=0.1), ["lambd"]),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True), ["momentum"]),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True), ["lr", "weight_decay"]),
+    ("SGD", dict(momentum=0.9), ["momentum"]),
+    ("Adam", dict(lr=0.1, betas=B, weight_decay=0.1), ["lr", "betas", "weight_decay"]),
+    ("Adagrad", dict(initial_accumulator_value=0.1), ["initial_accumulator_value"]),
+]
+
+
+def _number_arg_step(lib, name, kw, keys, differentiable):
+    kw = dict(kw, weight_decay=kw.get("weight_decay", 0.1)) if "weight_decay" in keys else \
+        dict(kw)
+    for k in keys:
+        key, i = k if isinstance(k, tuple) else (k, None)
+        if i is None and isinstance(kw[key], tuple):
+            kw[key] = tuple(lib.tensor(v, requires_grad=True) for v in kw[key])
+        elif i is None:
+            kw[key] = lib.tensor(kw[key], requires_grad=True)
+        else:
+            kw[key] = tuple(lib.tensor(v, requires_grad=True) if j == i else v
+                            for j, v in enumerate(kw[key]))
+    x0 = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    p = x0.clone() if differentiable else lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    try:
+        opt = getattr(lib.optim, name)([p], differentiable=differentiable, **kw)
+        for g in ([0.5, -1.0, 2.0], [0.3, 1.0, -2.0]):
+            p.grad = lib.tensor(g)
+            opt.step()
+    except TypeError as e:
+        return str(e)
+    return [p.detach().numpy()]
+
+
+@pytest.mark.parametrize("differentiable", [True, False])
+@pytest.mark.parametrize("name,kw,keys", NUMBER_ARGS,
+                         ids=[f"{n}-{'-'.join(map(str, k))}" for n, _, k in NUMBER_ARGS])
+def test_tensor_hyperparameter_in_number_argument_like_torch(name, kw, keys, differentiable):
+    """torch takes a 0-dim tensor for a Number argument only when it does not require grad:
+    the same TypeError, or the same step."""
+    want = _number_arg_step(torch, name, kw, keys, differentiable)
+    got = _number_arg_step(ember, name, kw, keys, differentiable)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        _close(want, got)
+
+
+HYPER = {
+    "SGD": dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.1),
+    "Adam": dict(lr=0.1, betas=B, weight_decay=0.1, eps=1e-8, amsgrad=True),
+    "AdamW": dict(lr=0.1, betas=B, weight_decay=0.1, eps=1e-8),
+    "NAdam": dict(lr=0.1, betas=B, weight_decay=0.1, eps=1e-8, momentum_decay=4e-3),
+    "RAdam": dict(lr=0.1, betas=B, weight_decay=0.1, eps=1e-8, decoupled_weight_decay=True),
+    "ASGD": dict(lr=0.1, lambd=0.1, alpha=0.75, t0=1.0, weight_decay=0.1),
+    "Adagrad": dict(lr=0.1, lr_decay=0.1, weight_decay=0.1, eps=1e-10,
+                    initial_accumulator_value=0.1),
+    "Adadelta": dict(lr=0.1, rho=0.9, eps=1e-6, weight_decay=0.1),
+    "Adamax": dict(lr=0.1, betas=B, eps=1e-8, weight_decay=0.1),
+    "RMSprop": dict(lr=0.1, alpha=0.9, eps=1e-8, weight_decay=0.1, momentum=0.9, centered=True),
+    "Rprop": dict(lr=0.1, etas=(0.5, 1.2), step_sizes=(1e-6, 50.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HYPER))
+def test_every_hyperparameter_as_tensor_steps_like_torch(name):
+    """Without ``differentiable``, torch takes any hyper-parameter as a 0-dim tensor (ember's
+    kernels were handed the tensor itself: NumPy's TypeError)."""
+    for key in HYPER[name]:
+        if key in ("amsgrad", "centered", "decoupled_weight_decay"):
+            continue
+        steps = []
+        for lib in (torch, ember):
+            kw = dict(HYPER[name])
+            v = kw[key]
+            kw[key] = tuple(lib.tensor(b) for b in v) if isinstance(v, tuple) else lib.tensor(v)
+            p = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+            opt = getattr(lib.optim, name)([p], **kw)
+            for g in ([0.5, -1.0, 2.0], [0.3, 1.0, -2.0]):
+                p.grad = lib.tensor(g)
+                opt.step()
+            steps.append([p.detach().numpy()])
+        _close(*steps)
