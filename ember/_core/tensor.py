@@ -397,6 +397,19 @@ class Tensor:
             a = a.copy()
         return a
 
+    # NumPy's binary operators defer to a Tensor's reflected ones: ``np.float64(2) * t`` is
+    # ``t.__rmul__`` (a Tensor, as in torch, not a float64 ndarray), and an
+    # ndarray on the left raises TypeError as torch's does
+    __array_priority__ = 1000
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # a NumPy ufunc of Tensors (np.sin(t), ``t * ndarray``) returns a Tensor without
+        # history, as torch's; torch turns bool results into uint8
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        _dt.from_np(array.dtype)
+        return wrap(np.asarray(array))
+
     def __dlpack__(self, stream=None, **kw):
         if self._requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")

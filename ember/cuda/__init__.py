@@ -8,7 +8,14 @@ and ``empty_cache`` are no-ops, and calls that need the device (``synchronize``,
 from .._core import device as _device
 
 __all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all", "synchronize",
-           "empty_cache", "current_device", "is_bf16_supported"]
+           "empty_cache", "current_device", "is_bf16_supported", "is_initialized", "init",
+           "seed", "seed_all", "initial_seed", "get_rng_state", "set_rng_state",
+           "get_rng_state_all", "set_rng_state_all", "memory_allocated", "max_memory_allocated",
+           "memory_reserved", "max_memory_reserved", "memory_stats"]
+
+# torch.cuda's module flag, read directly by libraries (performer-pytorch's reversible
+# layers decide whether to save CUDA RNG states): set once the device is first used
+_initialized = False
 
 
 def is_available():
@@ -21,8 +28,17 @@ def device_count():
 
 
 def _lazy_init():
+    global _initialized
     if not is_available():
         raise AssertionError("Torch not compiled with CUDA enabled")
+    _initialized = True
+
+
+def is_initialized():
+    return _initialized
+
+
+init = _lazy_init
 
 
 def current_device():
@@ -35,6 +51,64 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+def seed():
+    """Seeds the CUDA generator randomly; a no-op without a device, as in torch."""
+
+
+seed_all = seed
+
+
+def initial_seed():
+    _lazy_init()
+    from .. import random
+    return random.initial_seed()
+
+
+def get_rng_state(device="cuda"):
+    _lazy_init()
+    from .. import random
+    return random.get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    _lazy_init()
+    from .. import random
+    random.set_rng_state(new_state)
+
+
+def get_rng_state_all():
+    """One state per device: an empty list without a device."""
+    return [get_rng_state()] if is_available() else []
+
+
+def set_rng_state_all(new_states):
+    for state in new_states:
+        set_rng_state(state)
+
+
+def memory_stats(device=None):
+    """The caching allocator's counters; ember has no allocator to report, so an empty
+    mapping, as torch answers before CUDA is initialised."""
+    import collections
+    return collections.OrderedDict()
+
+
+def memory_allocated(device=None):
+    return memory_stats(device).get("allocated_bytes.all.current", 0)
+
+
+def max_memory_allocated(device=None):
+    return memory_stats(device).get("allocated_bytes.all.peak", 0)
+
+
+def memory_reserved(device=None):
+    return memory_stats(device).get("reserved_bytes.all.current", 0)
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device).get("reserved_bytes.all.peak", 0)
 
 
 def synchronize(device=None):

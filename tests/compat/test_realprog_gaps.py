@@ -333,3 +333,50 @@ def test_utils_pytree_module_matches_torch():
     x = ember.ones(2)
     out = ep.tree_map(lambda t: t * 3, {"k": (x, [x])})
     assert out["k"][1][0].tolist() == [3.0, 3.0]
+
+
+@LIBS
+def test_cuda_state_queries_without_cuda_answer_as_a_cpu_build(lib):
+    # performer-pytorch's reversible layers read torch.cuda._initialized; training scripts log
+    # memory_allocated(); checkpointing code saves get_rng_state_all()
+    assert lib.cuda._initialized is False and lib.cuda.is_initialized() is False
+    assert lib.cuda.memory_allocated() == 0 and lib.cuda.max_memory_allocated() == 0
+    assert lib.cuda.memory_reserved() == 0 and lib.cuda.max_memory_reserved() == 0
+    assert dict(lib.cuda.memory_stats()) == {}
+    assert lib.cuda.get_rng_state_all() == []
+    lib.cuda.set_rng_state_all([])
+    lib.cuda.seed()
+    lib.cuda.seed_all()
+    for f in (lib.cuda.init, lib.cuda.initial_seed, lib.cuda.get_rng_state):
+        with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+            f()
+    assert lib.cuda.is_initialized() is False
+
+
+def _np_interop(lib):
+    import warnings
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch's __array_wrap__ signature
+        for expr in ["np.float64(2.0) * t", "np.float32(0.5) + t", "np.int64(3) - t",
+                     "np.float64(3) / t", "np.float64(2) ** t", "np.float64(1.5) > t",
+                     "np.float64(2.0) == t", "np.sin(t)", "np.exp(t)", "np.add(t, 1)",
+                     "t * np.array(2.0)", "t + np.array([1.0, 2.0, 3.0])", "np.isnan(t)",
+                     "np.greater(np.ones(3), t)", "np.float64(2.0) * tg"]:
+            t = lib.tensor([1.0, 2.0, 4.0])
+            tg = lib.tensor([1.0, 2.0, 4.0], requires_grad=True)
+            r = eval(expr)
+            assert isinstance(r, lib.Tensor), expr
+            out.append((expr, str(r.dtype).split(".")[1], r.detach().tolist(),
+                        r.grad_fn is not None))
+        for expr in ["np.ones(3) * t", "np.array(2.0) + t", "np.ones(3) > t", "np.ones(3) @ t"]:
+            t = lib.tensor([1.0, 2.0, 4.0])
+            with pytest.raises(TypeError):
+                eval(expr)
+    return out
+
+
+def test_numpy_scalars_and_ufuncs_on_the_left_give_tensors():
+    # nflows' BatchNorm: nn.Parameter(np.float64 * torch.ones(n)) -- NumPy computed an
+    # ndarray (ember had no __array_priority__), and NumPy ufuncs of tensors returned ndarrays
+    assert _np_interop(ember) == _np_interop(torch)
