@@ -145,6 +145,12 @@ def _silu_backward(g, x):
     return _back_to(prim.mul(gw, d), x.dtype, back)
 
 
+@decomposes("leaky_relu_backward")
+def _leaky_relu_backward(g, x, slope):
+    gw, back = _work(g)
+    return _back_to(prim.where(prim.gt(x, 0), gw, prim.mul(gw, slope)), x.dtype, back)
+
+
 def _back_to(r, dtype, back):
     return cast(r, back if back is not None else dtype)
 

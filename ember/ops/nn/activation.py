@@ -18,8 +18,8 @@ from ..._core import ckernels as _ck
 from ..._core import meta as _meta
 from ..._core.op import Op
 from .._batching import _elementwise_rule
-from .._helpers import (_F32, _HALF, apply, jvp_elementwise, not_implemented, shape_same,
-                       special, type_name)
+from .._helpers import (_F32, _HALF, apply, jvp_elementwise, not_implemented, select,
+                       shape_same, special, type_name)
 from ..pointwise import where
 from ._rules import random_rule
 
@@ -53,9 +53,17 @@ def _masked_kernel(xp, g, mask):
     # torch's threshold-style backward selects the gradient (nan/inf-safe); a multiply by the
     # mask is ~20x faster than xp.where, so select only where g has non-finite values
     r = g * mask
-    if g.dtype.kind in "fc" and not xp.isfinite(g).all():
+    if g.dtype.kind in "fc" and not xp.isfinite(_distinct(g)).all():
         r[~mask] = 0
     return r
+
+
+def _distinct(a):
+    """``a`` without its zero-stride (broadcast) dimensions: the same elements, each once
+    (the gradient of a sum is one scalar broadcast to the input's shape)."""
+    if 0 not in a.strides:
+        return a
+    return a[tuple(slice(0, 1) if s == 0 else slice(None) for s in a.strides)]
 
 
 MASKED_GRAD = Op("threshold_backward", _masked_kernel,
@@ -81,8 +89,37 @@ HARDTANH = _op("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),
                kname="hardtanh_cpu")
 
 
-LEAKY_RELU = _op("leaky_relu", lambda xp, x, slope: xp.where(x > 0, x, x * slope),
-                 lambda ctx, g, x, slope: where(x > 0, g, g * slope))
+def _leaky_relu_np(xp, x, slope):
+    # torch: x > 0 ? x : x * slope.  For a finite slope in (0, 1] that is max(x, x * slope)
+    # exactly (signed zeros and NaN included), above 1 the min: one pass fewer than a select
+    y = x * slope
+    if 0 < slope <= 1:
+        return xp.maximum(x, y)
+    if 1 < slope < math.inf:
+        return xp.minimum(x, y)
+    return select(xp, x > 0, x, y)
+
+
+def _leaky_relu_backward_np(xp, g, x, slope):
+    # torch: x > 0 ? g : g * slope, halves in float32
+    g, x = _same_shape(xp, g, x)
+    dt = x.dtype
+    if dt in _HALF:
+        return select(xp, x > 0, g, (g.astype(_F32) * slope).astype(dt))
+    return select(xp, x > 0, g, g * slope)
+
+
+def _leaky_relu_backward_vjp(ctx, gg, g, x, slope):
+    # linear in g; the derivative in x is zero almost everywhere (torch's too)
+    return apply(LEAKY_RELU_BACKWARD, (gg, x), {"slope": slope}), None
+
+
+LEAKY_RELU_BACKWARD = Op("leaky_relu_backward", _leaky_relu_backward_np,
+                         _leaky_relu_backward_vjp, save_inputs=(1,),
+                         shape=lambda g, x, **p: _backward_shape(g, x),
+                         category="activation", batch=_elementwise_rule)
+LEAKY_RELU = _op("leaky_relu", _leaky_relu_np,
+                 lambda ctx, g, x, slope: apply(LEAKY_RELU_BACKWARD, (g, x), {"slope": slope}))
 
 
 def _elu_np(xp, x, alpha, scale, iscale, iscale_grad=None):
@@ -144,16 +181,22 @@ def _silu_backward_np(xp, g, x):
     return g * (s * (1 + x * (1 - s)))
 
 
+def _same_shape(xp, g, x):
+    """``g`` and ``x`` of one shape, ``g`` contiguous in ``x``'s dtype (e.g. the zero-stride
+    gradient of a sum: one copy lets the C kernels run)."""
+    if g.shape != x.shape or g.dtype != x.dtype or not g.flags.c_contiguous:
+        shape = np.broadcast_shapes(g.shape, x.shape)
+        g = xp.ascontiguousarray(xp.broadcast_to(g, shape), dtype=x.dtype)
+        if x.shape != shape:
+            x = xp.ascontiguousarray(xp.broadcast_to(x, shape))
+    return g, x
+
+
 def _backward_kernel(name, numpy_form, c_dtypes):
     """``g * d act(x)/dx``: the C kernel where the arrays fit it, else the NumPy form
     (halves computed in float32)."""
     def kernel(xp, g, x, **p):
-        if g.shape != x.shape or g.dtype != x.dtype or not g.flags.c_contiguous:
-            # e.g. the zero-stride gradient of a sum: one copy lets the C kernel run
-            shape = np.broadcast_shapes(g.shape, x.shape)
-            g = xp.ascontiguousarray(xp.broadcast_to(g, shape), dtype=x.dtype)
-            if x.shape != shape:
-                x = xp.ascontiguousarray(xp.broadcast_to(x, shape))
+        g, x = _same_shape(xp, g, x)
         r = _ck.activation_backward(name, g, x, p.get("tanh", False), c_dtypes)
         if r is not None:
             return r
@@ -226,8 +269,14 @@ SILU = _op("silu", _silu_np, _silu_vjp, complex_ok=True)
 
 
 def _softplus_np(xp, x, beta, threshold):
+    # torch's formula, log1p(exp(z)) / beta: NumPy's logaddexp is a scalar loop (~20x slower
+    # than its vectorised exp and log1p); few elements pass the threshold, so where is cheap
     z = x * beta
-    return xp.where(z > threshold, x, xp.logaddexp(0, z) / beta)
+    with np.errstate(over="ignore"):  # exp overflows where z > threshold takes x
+        r = xp.log1p(xp.exp(z))
+    if beta != 1:
+        r /= beta
+    return xp.where(z > threshold, x, r)
 
 
 def _softplus_vjp(ctx, g, x, beta, threshold):
@@ -284,4 +333,5 @@ HARDSHRINK = _op("hardshrink", lambda xp, x, lambd: xp.where((x >= -lambd) & (x 
 from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
 
 mark_unsupported("jvp", JVP_FROM_VJP,
-                 "gelu_backward", "silu_backward", "threshold_backward", "rrelu_with_noise")
+                 "gelu_backward", "silu_backward", "threshold_backward", "rrelu_with_noise",
+                 "leaky_relu_backward")
