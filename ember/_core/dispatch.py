@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 
+from .dtype import NUMPY_SCALARS, python_scalar
 from .errors import NUMPY_ERRORS, translate
 from .device import XP_BY_ARRAY_TYPE, backend_for_type, namespace_of
 from .meta_device import META_XP, meta_kernel, meta_operands
@@ -63,7 +64,11 @@ def _unwrap(args):
             arrays.append(d)
             if a._requires_grad:
                 rg = True
-        elif a is None or type(a) in _SCALARS or isinstance(a, (numbers.Number, _np.generic)):
+        elif a is None or type(a) in _SCALARS:
+            arrays.append(a)
+        elif isinstance(a, NUMPY_SCALARS):
+            arrays.append(python_scalar(a))  # torch reads it as a Python number (weak)
+        elif isinstance(a, (numbers.Number, _np.generic)):
             arrays.append(a)
         elif _override_of(type(a)) is not None:  # __ember_function__ or __torch_function__
             raise NeedsOverride(a)

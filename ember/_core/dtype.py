@@ -224,6 +224,17 @@ def _combine_categories(higher, lower):
     return higher
 
 
+NUMPY_SCALARS = (np.number, np.bool_)
+
+
+def python_scalar(value):
+    """A NumPy scalar as torch reads it where a number goes: its Python number, a weak operand
+    in type promotion (``t_int * np.float64(1.5)`` is float32, ``torch.full((2,),
+    np.float64(1))`` float32); ``np.bool_`` reads as a float, as torch's argument parser
+    takes it through ``__float__``."""
+    return builtins.float(value) if type(value) is np.bool_ else value.item()
+
+
 def scalar_dtype(value):
     """The dtype a Python scalar takes when it is an operand (its 'wrapped number' type)."""
     t = type(value)

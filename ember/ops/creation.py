@@ -484,6 +484,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
+    if isinstance(fill_value, _dt.NUMPY_SCALARS):
+        fill_value = _dt.python_scalar(fill_value)
     if dtype is None:
         dtype = _infer_dtype(fill_value)
     fill_value = _num(fill_value)
