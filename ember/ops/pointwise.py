@@ -17,6 +17,7 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
 from ._helpers import (_F32, _cast, broadcast_guard, check_castable, check_out_same,
                        check_tensor, dtype_kind, gated, not_implemented, type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
+from .._core.ckernels import binary as _ckbin
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from ._batching import _elementwise_rule
@@ -441,6 +442,12 @@ Tensor.__invert__ = _invert
 
 
 # ---- binary arithmetic ------------------------------------------------------------------
+def _threaded(name, fn):
+    """Table function ``name``'s NumPy form ``fn``, behind its C loop over the threads where
+    `ckernels.binary` has one (large float operands)."""
+    return _ckbin.wrap(name, fn) if name in _ckbin.BINARY else fn
+
+
 def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=False,
             save_inputs=None, save_output=None, inplace=True, public=True, reject="", kname=None,
             tensors=0):
@@ -448,7 +455,7 @@ def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=Fa
     saves); ``fn``/``vjp`` and the flags override the entry's for special cases, ``vjp=False``
     marks an op without derivative."""
     sf = _sf.get(name)
-    fn = fn or sf.numpy
+    fn = _threaded(name, fn or sf.numpy)
     if vjp is None and sf.derivative is not None:
         vjp = table_vjp(sf)
     save_inputs = sf.save_inputs if save_inputs is None else save_inputs
@@ -475,8 +482,8 @@ def _is_bool(x):
 
 
 # NumPy's add/multiply of two bools are logical or/and, as torch's are
-_add_np = _sf.get("add").numpy
-_sub_np = _sf.get("sub").numpy
+_add_np = _threaded("add", _sf.get("add").numpy)
+_sub_np = _threaded("sub", _sf.get("sub").numpy)
 
 
 def _sub_check(a, b):

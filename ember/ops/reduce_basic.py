@@ -10,6 +10,7 @@ dimensions (``expand_back``), written in ember ops.
 import numpy as np
 
 from .._core import dtype as _dt
+from .._core.ckernels import reduce as _ckred
 from .._core.dispatch import overridable
 from .._core import meta as _meta
 from .._core.device import namespace_of
@@ -72,7 +73,15 @@ def int64_acc_kernel(fn):
     return kernel
 
 
-_sum_kernel = int64_acc_kernel(lambda xp, x, **kw: xp.sum(x, **kw))
+def _sum_np(xp, x, axis, keepdims, dtype=None):
+    if dtype is None or dtype == x.dtype:  # float32/float64 in C, NumPy's values (threads)
+        r = _ckred.sum_(x, axis, keepdims)
+        if r is not None:
+            return r
+    return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+_sum_kernel = int64_acc_kernel(_sum_np)
 
 
 def _sum_vjp(ctx, g, x, dims, keepdim, dtype=None):
@@ -92,6 +101,10 @@ def _mean_kernel(xp, x, dims, keepdim, dtype=None):
     if x.size == 0:  # without NumPy's "mean of empty slice" warning
         return xp.sum(x, axis=dims, keepdims=keepdim, dtype=dtype) / _numel(x.shape, dims)
     out_dt = x.dtype if dtype is None else np.dtype(dtype)
+    if out_dt == x.dtype:  # float32/float64 in C, NumPy's values (threads)
+        r = _ckred.mean(x, dims, keepdim)
+        if r is not None:
+            return r
     if out_dt in _HALF:
         return xp.mean(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out_dt)
     return xp.mean(x, axis=dims, keepdims=keepdim, dtype=dtype)

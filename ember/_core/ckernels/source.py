@@ -20,16 +20,18 @@ would let the compiler reorder sums and drop NaN/inf handling.
 """
 from .. import scalar_functions as _sf
 from . import attention as _attention
+from . import binary as _binary
 from . import depthwise as _depthwise
 from . import indexing as _indexing
 from . import optim as _optim
 from . import pooling as _pooling
+from . import reduce as _reduce
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -376,6 +378,8 @@ def render():
         undefs = "".join(f"#undef {k}\n" for k in names)
         parts.append(defs + ROWS.replace("_S(", f"_{suffix}(") + undefs)
     parts.append(_attention.render())
+    parts.append(_binary.render())
+    parts.append(_reduce.render())
     parts.append(_pooling.render())
     parts.append(_depthwise.render())
     parts.append(_optim.render())

@@ -1,0 +1,168 @@
+"""Binary arithmetic (add, sub, mul, div, maximum, minimum) in C over the OpenMP threads.
+
+NumPy's ufunc loops are as fast as a C loop on one core (memory-bound: 1024x512 float32
+``a + b`` takes ~70 us either way), but they use one core where torch uses all of its
+threads.  These loops split large operands over the threads; below ``PARALLEL_SIZE``
+elements, at one thread or in a forked child the op keeps NumPy's loop.  Each loop is
+rendered from the scalar-function table's C expression (``c_expr``), like the unary
+kernels of `source.py`.  add/sub/mul/div/max/min are single IEEE operations, exactly
+rounded, so every element is bitwise NumPy's on any thread count (the tests check it).
+
+Operand forms (``kind``), for float32/float64 C-contiguous arrays of one dtype:
+
+* 0: both hold the whole result (equal shapes);
+* 1/2: the second/first is one element (a tensor with a Python number, or a one-element
+  tensor), read once;
+* 3/4: the second/first repeats every ``m`` elements (a bias over the trailing dims:
+  ``(N, C) + (C,)``), walked one period at a time so the inner loop stays vectorised.
+
+The elements are dealt to the threads in blocks of ``CK_BLOCK`` (guided schedule), as the
+unary kernels are.
+"""
+import numpy as np
+
+__all__ = ["render", "BINARY", "wrap", "MIN_PERIOD"]
+
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+_CTYPE = {"f32": "float", "f64": "double"}
+_DTYPE = {"f32": "float32", "f64": "float64"}
+MIN_PERIOD = 64  # a shorter repeating operand leaves too short an inner loop: NumPy's
+
+_SRC = """
+static inline void {sym}_block(const {t} *restrict x0, const {t} *restrict x1, {t} *restrict y,
+                               ptrdiff_t b, ptrdiff_t n, ptrdiff_t m, int kind) {{
+    const ptrdiff_t lo = b * CK_BLOCK, hi = n - lo < CK_BLOCK ? n : lo + CK_BLOCK;
+    if (kind == 0) {{
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = lo; i < hi; i++) {{ {t} v0 = x0[i], v1 = x1[i]; y[i] = {e}; }}
+    }} else if (kind == 1) {{
+        const {t} v1 = x1[0];
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = lo; i < hi; i++) {{ {t} v0 = x0[i]; y[i] = {e}; }}
+    }} else if (kind == 2) {{
+        const {t} v0 = x0[0];
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = lo; i < hi; i++) {{ {t} v1 = x1[i]; y[i] = {e}; }}
+    }} else {{
+        /* one operand repeats every m elements: one period's stretch at a time */
+        const {t} *restrict full = kind == 3 ? x0 : x1, *restrict row = kind == 3 ? x1 : x0;
+        for (ptrdiff_t i = lo; i < hi;) {{
+            const ptrdiff_t j = i % m, len = (m - j) < (hi - i) ? (m - j) : (hi - i);
+            const {t} *restrict f = full + i, *restrict r = row + j;
+            {t} *restrict o = y + i;
+            if (kind == 3) {{
+                CK_PRAGMA(omp simd)
+                for (ptrdiff_t k = 0; k < len; k++) {{ {t} v0 = f[k], v1 = r[k]; o[k] = {e}; }}
+            }} else {{
+                CK_PRAGMA(omp simd)
+                for (ptrdiff_t k = 0; k < len; k++) {{ {t} v0 = r[k], v1 = f[k]; o[k] = {e}; }}
+            }}
+            i += len;
+        }}
+    }}
+}}
+
+void {sym}(const {t} *restrict x0, const {t} *restrict x1, {t} *restrict y, ptrdiff_t n,
+           ptrdiff_t m, int kind, int nt) {{
+    const ptrdiff_t nb = (n + CK_BLOCK - 1) / CK_BLOCK;
+    if (nt > 1) {{
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
+        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block(x0, x1, y, b, n, m, kind);
+    }} else {{
+        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block(x0, x1, y, b, n, m, kind);
+    }}
+}}
+"""
+
+
+def render():
+    """The eager library's binary kernels ``ck_bin_<name>_<f32|f64>``."""
+    from .. import scalar_functions as _sf
+    parts = ["\n/* ---- binary arithmetic (ember/_core/ckernels/binary.py) ---- */\n"]
+    for s, t in _CTYPE.items():
+        for name in BINARY:
+            parts.append(_SRC.format(sym=f"ck_bin_{name}_{s}", t=t,
+                                     e=_sf.c_expr(name, _DTYPE[s], "v0", "v1")))
+    return "".join(parts)
+
+
+_ndarray = np.ndarray
+_SCALAR_TYPES = (float, int)
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _operand(x, dt):
+    """A Python number as a one-element array of ``dt``, rounded once as NumPy converts a
+    weak scalar; None for what the kernels leave to NumPy: an int beyond 2**53 (not exact
+    as a double), a non-finite number, one outside float32's range."""
+    if type(x) is int and not -(1 << 53) <= x <= (1 << 53):
+        return None
+    v = float(x)
+    if not -_F32_MAX <= v <= _F32_MAX and (dt.itemsize == 4 or v != v or v in (_INF, -_INF)):
+        return None
+    return np.array(v).astype(dt)
+
+
+_INF = float("inf")
+
+
+def _plan(a, b):
+    """``(x0, x1, out_template, m, kind)`` for NumPy operands ``a`` and ``b``, or None when
+    they do not fit the kernels' forms."""
+    from . import ENABLED, PARALLEL_SIZE, _SUFFIX
+    if not ENABLED:
+        return None
+    ta, tb = type(a), type(b)
+    if ta is _ndarray:
+        if a.dtype not in _SUFFIX or not a.flags.c_contiguous:
+            return None
+        if tb is _ndarray:
+            if b.dtype != a.dtype or not b.flags.c_contiguous:
+                return None
+            if a.shape == b.shape:
+                return (a, b, a, a.size, 0) if a.size >= PARALLEL_SIZE else None
+            big, small, first = (a, b, True) if a.size >= b.size else (b, a, False)
+            if big.size < PARALLEL_SIZE or small.ndim > big.ndim:
+                return None
+            if small.size == 1:
+                return (a, b, big, 1, 1 if first else 2)
+            shp = small.shape
+            while shp and shp[0] == 1:  # (1, C) against (N, C): C repeats
+                shp = shp[1:]
+            if small.size < MIN_PERIOD or big.shape[big.ndim - len(shp):] != shp:
+                return None
+            return (a, b, big, small.size, 3 if first else 4)
+        if tb in _SCALAR_TYPES and a.size >= PARALLEL_SIZE:
+            v = _operand(b, a.dtype)
+            return None if v is None else (a, v, a, 1, 1)
+        return None
+    if ta in _SCALAR_TYPES and tb is _ndarray and b.size >= PARALLEL_SIZE \
+            and b.dtype in _SUFFIX and b.flags.c_contiguous:
+        v = _operand(a, b.dtype)
+        return None if v is None else (v, b, b, 1, 2)
+    return None
+
+
+def wrap(name, fallback):
+    """A NumPy-form function ``(xp, a, b) -> array`` that runs ``ck_bin_<name>`` over the
+    threads when the operands fit and more than one thread is to be used, else
+    ``fallback(xp, a, b)`` (NumPy's loop: as fast on one core)."""
+    def kernel(xp, a, b):
+        p = _plan(a, b)
+        if p is not None:
+            from . import _SUFFIX, _fn, _threads, _types
+            x0, x1, like, m, kind = p
+            f = _fn(f"ck_bin_{name}_{_SUFFIX[like.dtype]}", _types(*_ARGS))
+            nt = _threads(like.size) if f is not None else 1
+            if nt > 1:
+                y = np.empty(like.shape, like.dtype)
+                f(x0.ctypes.data, x1.ctypes.data, y.ctypes.data, like.size, m, kind, nt)
+                return y
+        return fallback(xp, a, b)
+    kernel.__name__ = kernel.__qualname__ = f"{name}_threaded"
+    return kernel
+
+
+_ARGS = ("c_void_p", "c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_int", "c_int")
