@@ -66,8 +66,11 @@ def _is_contiguous(shape, strides, itemsize):
 class MetaArray(ArrayMeta):
     """An array's metadata: `ArrayMeta`'s ``shape`` and NumPy ``dtype``, ``strides`` (bytes,
     as NumPy's) and the storage ``offset`` (elements) of a view.  It answers what Tensor's
-    metadata properties ask of an array; anything that would read values raises."""
-    __slots__ = ("strides", "offset")
+    metadata properties ask of an array; anything that would read values raises.  The
+    root array of a meta tensor keeps its `MetaUntypedStorage` (``storage``, made on the
+    first ``untyped_storage()``): one storage object per tensor data, as torch's, so a
+    resize through it is seen by every later ``untyped_storage()``."""
+    __slots__ = ("strides", "offset", "storage")
     __array_ufunc__ = None  # NumPy must not compute on it
     __hash__ = None
 
@@ -79,6 +82,7 @@ class MetaArray(ArrayMeta):
         self.strides = contiguous_strides(shape, dtype.itemsize) if strides is None \
             else tuple(strides)
         self.offset = offset
+        self.storage = None
 
     @property
     def shape(self):

@@ -574,14 +574,16 @@ def _storage_of_type_name(name):
 
 def untyped_storage(self):
     """The bytes of the memory this tensor (and every view of it) lives in; a meta tensor's
-    is a `MetaUntypedStorage` of the size its root tensor's layout spans."""
+    is a `MetaUntypedStorage`, at first of the size its root tensor's layout spans, then
+    the same object (kept on the root's MetaArray: its ``resize_`` stays seen)."""
     from .meta_device import MetaArray
     if type(self._data) is MetaArray:
         root = (self._base if self._base is not None else self)._data
-        if 0 in root.shape:
-            return MetaUntypedStorage(0)
-        span = 1 + sum((n - 1) * (st // root.itemsize) for n, st in zip(root.shape, root.strides))
-        return MetaUntypedStorage((root.offset + span) * root.itemsize)
+        if root.storage is None:
+            span = 0 if 0 in root.shape else root.offset + 1 + sum(
+                (n - 1) * (st // root.itemsize) for n, st in zip(root.shape, root.strides))
+            root.storage = MetaUntypedStorage(span * root.itemsize)
+        return root.storage
     return UntypedStorage._of_array(np.asarray(self._data))
 
 

@@ -8,6 +8,7 @@ to ``input`` (zero where replaced) and to ``src`` (the view of the output gradie
 import numpy as np
 
 from .._core.deterministic import fill_uninitialized
+from .._core.meta_device import MetaArray
 from .._core.tensor import Tensor, wrap
 from ._helpers import overridable
 
@@ -103,6 +104,8 @@ def _resize_(self, *sizes, memory_format=None):
                            f"{list(sizes)}")
     old = self._data
     n = int(np.prod(sizes)) if sizes else 1
+    if type(old) is MetaArray:
+        return _resize_meta(self, tuple(sizes), n)
     if n == old.size:
         new = old.reshape(sizes) if old.flags.c_contiguous else \
             np.ascontiguousarray(old).reshape(sizes)
@@ -114,6 +117,21 @@ def _resize_(self, *sizes, memory_format=None):
         new = new.reshape(sizes)
     self._data = new
     self._base = None
+    self._view_chain = None
+    return self
+
+
+def _resize_meta(self, sizes, n):
+    """A meta tensor's resize, as torch's: the same storage (grown when the new size needs
+    more), the same storage offset, contiguous strides unless the shape is unchanged."""
+    old = self._data
+    if sizes == tuple(old.shape):
+        return self
+    storage = self.untyped_storage()
+    new = MetaArray(sizes, old.dtype, offset=self.storage_offset())
+    storage.resize_(max(storage.nbytes(), (new.offset + n) * old.itemsize))
+    new.storage = storage
+    self._data = new  # a view stays one (its base holds the storage), as in torch
     self._view_chain = None
     return self
 

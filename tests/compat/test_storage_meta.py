@@ -1,7 +1,8 @@
 """Storages of meta tensors against torch: a data-less UntypedStorage/TypedStorage on the
 meta device (its size in bytes spanning the root tensor's layout, data_ptr 0), value reads
-and moves off the device raising torch's errors, writes and fills accepted and dropped.
-Not modelled: a resize_ of one storage seen by the tensor's later storages."""
+and moves off the device raising torch's errors, writes and fills accepted and dropped; one
+storage object per tensor data, so a resize_ of it is seen by the tensor's later storages
+and a tensor's resize_ grows it."""
 import io
 import pickle
 import warnings
@@ -92,7 +93,38 @@ def test_meta_storage_like_torch():
 
 
 def test_resize_of_a_meta_storage():
-    # torch's resize_ also changes what the tensor's later storages report (one shared
-    # storage object); ember's storages are made per call, so only the storage itself grows
     s = ember.UntypedStorage(10, device="meta")
     assert s.resize_(20) is s and s.nbytes() == 20 and s.resizable()
+
+
+def _resizes(L):
+    out = []
+    t = L.empty(4, device="meta")
+    s = t.untyped_storage()
+    s.resize_(100)
+    v = t[1:3]
+    out += [t.untyped_storage().nbytes(), v.untyped_storage().nbytes(),
+            t.untyped_storage() is s, v.untyped_storage() is s]
+    t.add_(1)
+    out += [t.untyped_storage().nbytes(), t.detach().untyped_storage().nbytes(),
+            t.view(2, 2).untyped_storage().nbytes()]
+    t.resize_(30)   # the tensor's resize grows the same storage
+    out += [s.nbytes(), t.untyped_storage() is s, tuple(t.shape), t.stride()]
+    t = L.empty(10, device="meta")[2:]
+    s = t.untyped_storage()
+    for n in (3, 20):   # a view keeps its storage offset
+        t.resize_(n)
+        out += [t.storage_offset(), t.stride(), s.nbytes(), t.untyped_storage() is s]
+    for shape in ((4, 3), (2, 3)):   # the same shape keeps its strides, another is contiguous
+        u = L.empty(3, 4, device="meta").t()
+        u.resize_(*shape)
+        out += [u.stride(), u.untyped_storage().nbytes()]
+    y = L.empty(5, device="meta", dtype=L.float64)[2:]
+    y.untyped_storage().resize_(0)
+    out += [y.untyped_storage().nbytes(), L.empty(2, 3, device="meta").t().untyped_storage()
+            .nbytes(), L.empty_strided((2, 2), (1, 4), device="meta").untyped_storage().nbytes()]
+    return out
+
+
+def test_one_storage_per_meta_tensor_like_torch():
+    assert _resizes(ember) == _resizes(torch)
