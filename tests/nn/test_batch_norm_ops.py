@@ -130,3 +130,63 @@ def test_export_graph_has_one_batch_norm_node_as_torch_core_aten():
     m.load_state_dict(ep.state_dict)
     np.testing.assert_allclose(core.module()(x)[0].detach().numpy(),
                                m(x)[0].detach().numpy(), atol=1e-6)
+
+
+# evaluation runs one C pass (ckernels.conv.channel_affine) for C-contiguous float32/float64
+# planes of 16+ elements: against torch and the NumPy form, with and without affine
+# parameters, a plane split over threads (> 16384 elements), a strided input (NumPy), a
+# half input (in float32), and its gradients
+@pytest.mark.parametrize("shape,dtype,affine,strided", [
+    ((4, 5, 17), "float32", True, False),
+    ((2, 3, 6, 7), "float64", True, False),
+    ((2, 3, 6, 7), "float32", False, False),
+    ((1, 2, 130, 131), "float32", True, False),
+    ((2, 4, 2, 3, 5), "float64", True, False),
+    ((3, 4, 5, 6), "float32", True, True),
+    ((2, 3, 6, 7), "float16", True, False),
+])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_evaluation_matches_torch_and_the_numpy_form(shape, dtype, affine, strided, threads,
+                                                    monkeypatch):
+    from ember._core.ckernels import conv as ck
+    rng = np.random.default_rng(1)
+    c = shape[1]
+    (x, tx), (w, tw), (b, tb) = (_pair(rng, shape, dtype), _pair(rng, (c,), dtype),
+                                 _pair(rng, (c,), dtype))
+    (rm, trm), (rv, trv) = _pair(rng, (c,), dtype), _pair(rng, (c,), dtype, positive=True)
+    if strided:   # a (B, C, ...) view of a (C, B, ...) array
+        x, tx = (t.transpose(0, 1).contiguous().transpose(0, 1) for t in (x, tx))
+        assert not x.is_contiguous()
+    if not affine:
+        w = b = tw = tb = None
+    x.requires_grad_(True)
+    tx.requires_grad_(True)
+    calls = []
+
+    def spy(*args, _real=ck.channel_affine):
+        out = _real(*args)
+        calls.append(out is not None)
+        return out
+    monkeypatch.setattr(ck, "channel_affine", spy)
+    prev = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        out = F.batch_norm(x, rm, rv, w, b, False, 0.1, 1e-3)
+    finally:
+        ember.set_num_threads(prev)
+    want = torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, False, 0.1, 1e-3)
+    uses_c = not strided   # a half input computes in float32 (contiguous): C too
+    assert out.dtype == x.dtype and any(calls) == uses_c
+    tol = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}[dtype]
+    np.testing.assert_allclose(out.detach().float().numpy(), want.detach().float().numpy(),
+                               rtol=tol, atol=tol)
+    g = rng.standard_normal(shape).astype(dtype)
+    out.backward(ember.tensor(g))
+    want.backward(torch.tensor(g))
+    np.testing.assert_allclose(x.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol,
+                               atol=tol)
+    monkeypatch.setattr(ck, "ENABLED", False)
+    with ember.no_grad():
+        numpy_form = F.batch_norm(x, rm, rv, w, b, False, 0.1, 1e-3)
+    np.testing.assert_allclose(out.detach().float().numpy(), numpy_form.float().numpy(),
+                               rtol=tol, atol=tol)

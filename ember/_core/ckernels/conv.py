@@ -24,6 +24,9 @@ Two layouts of the column buffer:
 * ``wide=True``: (C, kh, kw, B, OH, OW), one GEMM over the whole batch (small images,
   where per-example GEMMs are too small to be efficient).
 
+The same library holds `channel_affine` (``x * scale[c] + shift[c]`` in one pass: batch
+norm's evaluation, which follows most convolutions).
+
 Its own library (``ember_conv``), built and cached like the eager one (`build.py`); every
 entry returns None when it cannot be had or the arrays do not fit (the caller then runs
 its NumPy/GEMM code, which computes the same thing).  float32 and float64, C-contiguous
@@ -38,7 +41,7 @@ import numpy as np
 from . import build as _build
 
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
-           "direct_fits", "available"]
+           "direct_fits", "channel_affine", "available"]
 
 ABI_VERSION = 3
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
@@ -350,6 +353,27 @@ int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw
 }
 """
 
+# per-channel affine map, one copy per dtype (T, _S): batch norm's evaluation
+_AFFINE = r"""
+/* y = x * scale[c] + shift[c] over n planes of L elements, c = plane % C, in chunks of
+   CKA_CHUNK per work item (few large planes still split over the threads); y may be x;
+   g: n C L */
+#define CKA_CHUNK 16384
+void ckc_channel_affine_S(const T *x, const T *restrict scale, const T *restrict shift, T *y,
+                          const ptrdiff_t *g, int nt) {
+    const ptrdiff_t n = g[0], C = g[1], L = g[2], nch = (L + CKA_CHUNK - 1) / CKA_CHUNK;
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    for (ptrdiff_t it = 0; it < n * nch; it++) {
+        const ptrdiff_t i = it / nch, lo = (it % nch) * CKA_CHUNK;
+        const ptrdiff_t hi = lo + CKA_CHUNK < L ? lo + CKA_CHUNK : L;
+        const T a = scale[i % C], b = shift[i % C];
+        const T *xi = x + i * L;
+        T *yi = y + i * L;
+        for (ptrdiff_t l = lo; l < hi; l++) yi[l] = xi[l] * a + b;
+    }
+}
+"""
+
 _SUFFIX = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
 _lib = None
 _tried = False
@@ -363,6 +387,7 @@ def render():
     for t, s in _SUFFIX.values():
         src += re.sub(r"\bT\b", t, _TYPED.replace("_S(", f"_{s}("))
         src += re.sub(r"\bT\b", t, re.sub(r"_S\b", f"_{s}", _DIRECT))
+        src += re.sub(r"\bT\b", t, _AFFINE.replace("_S(", f"_{s}("))
     return src
 
 
@@ -382,7 +407,8 @@ def available():
 
 
 # kernel -> number of arguments (pointers, then the int thread count) and return type
-_ARGS = {"im2col": 4, "col2im": 4, "pad": 4, "direct_fwd": 6, "direct_wgt": 5}
+_ARGS = {"im2col": 4, "col2im": 4, "pad": 4, "direct_fwd": 6, "direct_wgt": 5,
+         "channel_affine": 6}
 _RESTYPE = {"direct_wgt": ctypes.c_int, "pad": ctypes.c_int}
 
 
@@ -588,3 +614,33 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     if not f(xpad.ctypes.data, gyp.ctypes.data, gw.ctypes.data, g.ctypes.data, nt):
         return None
     return gw
+
+
+# ---- per-channel affine map ----------------------------------------------------------------
+
+AFFINE_MIN_PLANE = 16  # shorter planes (few or no spatial positions): NumPy's broadcast
+
+
+def channel_affine(x, scale, shift, out=None):
+    """``x * scale[c] + shift[c]`` for ``x`` (B, C, *spatial) in one pass, into ``out`` (a
+    new array when None; ``x`` itself allowed): batch norm's evaluation, its scale and
+    shift precomputed per channel.  None when it does not apply: float32/float64
+    C-contiguous arrays of one dtype, planes of at least `AFFINE_MIN_PLANE` elements."""
+    if not (ENABLED and type(x) is np.ndarray and x.dtype in _SUFFIX and x.ndim > 2
+            and x.flags.c_contiguous and scale.dtype == shift.dtype == x.dtype
+            and scale.flags.c_contiguous and shift.flags.c_contiguous):
+        return None
+    n, C = x.shape[0] * x.shape[1], x.shape[1]
+    if n == 0 or x.size // n < AFFINE_MIN_PLANE:
+        return None
+    f = _fn("channel_affine", x.dtype)
+    if f is None:
+        return None
+    if out is None:
+        out = np.empty(x.shape, dtype=x.dtype)
+    elif not (out.flags.c_contiguous and out.dtype == x.dtype and out.shape == x.shape):
+        return None
+    g = np.array([n, C, x.size // n], dtype=np.intp)
+    f(x.ctypes.data, scale.ctypes.data, shift.ctypes.data, out.ctypes.data, g.ctypes.data,
+      _threads(4 * x.size))
+    return out

@@ -11,11 +11,15 @@ the evaluation form (``(out, empty, empty)``, normalized by the running statisti
 so a captured graph holds one node per batch norm, as torch's export graphs do, and the
 writes are buffer mutations.
 
-One kernel computes all outputs in one pass over the input (the fused normalize kernel),
-halves in float32, rounded once.  The derivative is written in ember ops over the
+One kernel computes all outputs in one pass over the input (the fused normalize kernel;
+in evaluation a per-channel scale and shift precomputed from the running statistics, then
+one C pass, `ckernels.conv.channel_affine`), halves in float32, rounded once.  The derivative is written in ember ops over the
 normalization gradient (`normalization._normalize_backward`), so double backward works;
 the decompositions (`ember.ops.decompositions.nn`) are what compile and export lower.
 """
+import numpy as np
+
+from ..._core.ckernels import conv as _ck
 from ..._core.op import JVP_FROM_VJP, Op
 from .._batching import _batched_front
 from .conv import _compute
@@ -83,11 +87,23 @@ def _eval_kernel(xp, x, weight, bias, running_mean, running_var, eps):
     shift = -_compute(running_mean)[0].astype(a.dtype, copy=False) * scale
     if bias is not None:
         shift = shift + _compute(bias)[0]
-    out = shift.reshape(shape) + a * scale.reshape(shape)
+    out = _scale_shift(xp, a, scale, shift, shape)
     empty = xp.zeros((0,), dtype=out.dtype)
     if back is not None:
         out, empty = out.astype(back), empty.astype(back)
     return out, empty, empty
+
+
+def _scale_shift(xp, a, scale, shift, shape):
+    """``a * scale + shift`` per channel into one new array: one C pass (`channel_affine`),
+    else two NumPy passes writing into the same output."""
+    if xp is np:
+        out = _ck.channel_affine(a, scale, shift)
+        if out is not None:
+            return out
+    out = a * scale.reshape(shape)
+    out += shift.reshape(shape)
+    return out
 
 
 def _functional_kernel(xp, x, weight, bias, running_mean, running_var, training, momentum,
