@@ -119,3 +119,26 @@ def test_select_is_where(dt):
     bb = np.broadcast_to(b[:1], b.shape)
     _same_bits(select(np, m, a, bb), np.where(m, a, bb))
     _same_bits(select(np, m, a, b.astype(np.float32)), np.where(m, a, b.astype(np.float32)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_logsigmoid_and_bce_with_logits(dt):
+    x = _x(dt)
+    t = (RNG.random(x.shape) > 0.5).astype(dt)
+    rtol = 4e-7 if dt == np.float32 else 1e-15
+    ys = {lib: lib.nn.functional.logsigmoid(lib.from_numpy(x)).numpy() for lib in (torch, ember)}
+    np.testing.assert_allclose(ys[ember], ys[torch], rtol=rtol)
+    assert ys[ember][3] == -np.inf and ys[ember][2] == 0  # at -inf and inf
+    keep = np.isfinite(x)
+    xs, ts = x[keep], t[keep]
+    res = {}
+    for lib in (torch, ember):
+        a = lib.from_numpy(xs).requires_grad_()
+        loss = lib.nn.functional.binary_cross_entropy_with_logits(
+            a, lib.from_numpy(ts), pos_weight=lib.from_numpy(np.array([1.7], dt)))
+        loss.backward()
+        res[lib] = (loss.detach().numpy(), a.grad.numpy())
+    np.testing.assert_allclose(res[ember][0], res[torch][0], rtol=1e-6 if dt == np.float32 else 1e-13)
+    # the gradient cancels ((1 - t) * w - sigmoid terms): compare against its scale
+    scale = np.abs(res[torch][1]).max() * (1e-6 if dt == np.float32 else 1e-14)
+    np.testing.assert_allclose(res[ember][1], res[torch][1], rtol=0, atol=scale)

@@ -299,8 +299,12 @@ def _mish_vjp(ctx, g, x):
 MISH = _op("mish", _mish_np, _mish_vjp)
 
 
-LOGSIGMOID = _op("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x),
-                 lambda ctx, g, x: g * (-x).sigmoid())
+def _log_sigmoid_np(xp, x):
+    # torch's form, min(x, 0) - log1p(exp(-|x|)): NumPy's logaddexp is a scalar loop
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+LOGSIGMOID = _op("log_sigmoid", _log_sigmoid_np, lambda ctx, g, x: g * (-x).sigmoid())
 
 
 # torch's backward uses float32 constants even for float64 (matched for bitwise parity)
