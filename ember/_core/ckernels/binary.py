@@ -19,6 +19,8 @@ Operand forms (``kind``), for float32/float64 C-contiguous arrays of one dtype:
 The elements are dealt to the threads in blocks of ``CK_BLOCK`` (guided schedule), as the
 unary kernels are.
 """
+import sys
+
 import numpy as np
 
 __all__ = ["render", "BINARY", "wrap", "MIN_PERIOD"]
@@ -88,6 +90,7 @@ def render():
 
 _ndarray = np.ndarray
 _SCALAR_TYPES = (float, int)
+_ck = sys.modules[__name__.rpartition(".")[0]]  # the package (it imports this module)
 
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -111,9 +114,9 @@ _INF = float("inf")
 def _plan(a, b):
     """``(x0, x1, out_template, m, kind)`` for NumPy operands ``a`` and ``b``, or None when
     they do not fit the kernels' forms."""
-    from . import ENABLED, PARALLEL_SIZE, _SUFFIX
-    if not ENABLED:
+    if not _ck.ENABLED:
         return None
+    PARALLEL_SIZE, _SUFFIX = _ck.PARALLEL_SIZE, _ck._SUFFIX
     ta, tb = type(a), type(b)
     if ta is _ndarray:
         if a.dtype not in _SUFFIX or not a.flags.c_contiguous:
@@ -150,12 +153,14 @@ def wrap(name, fallback):
     threads when the operands fit and more than one thread is to be used, else
     ``fallback(xp, a, b)`` (NumPy's loop: as fast on one core)."""
     def kernel(xp, a, b):
-        p = _plan(a, b)
+        # the hot path of every binary op: one size test before anything else
+        big = _ck.PARALLEL_SIZE
+        p = _plan(a, b) if (type(a) is _ndarray and a.size >= big) or (
+            type(b) is _ndarray and b.size >= big) else None
         if p is not None:
-            from . import _SUFFIX, _fn, _threads, _types
             x0, x1, like, m, kind = p
-            f = _fn(f"ck_bin_{name}_{_SUFFIX[like.dtype]}", _types(*_ARGS))
-            nt = _threads(like.size) if f is not None else 1
+            f = _ck._fn(f"ck_bin_{name}_{_ck._SUFFIX[like.dtype]}", _ck._types(*_ARGS))
+            nt = _ck._threads(like.size) if f is not None else 1
             if nt > 1:
                 y = np.empty(like.shape, like.dtype)
                 f(x0.ctypes.data, x1.ctypes.data, y.ctypes.data, like.size, m, kind, nt)

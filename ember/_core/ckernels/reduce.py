@@ -22,6 +22,8 @@ Reduced dims must be one consecutive group; the array is seen as (``P``, ``R``, 
   loop runs along the contiguous ``C``), so each column's sum is sequential from 0; the
   threads take blocks of columns.
 """
+import sys
+
 import numpy as np
 
 __all__ = ["render", "sum_", "mean"]
@@ -199,6 +201,10 @@ def render():
 
 
 
+_ck = sys.modules[__name__.rpartition(".")[0]]  # the package (it imports this module)
+_ndarray = np.ndarray
+
+
 def _plan(x, dims):
     """``(P, R, C)`` of ``x`` summed over ``dims`` (sorted, non-negative), or None when the
     dims are not one consecutive group (or there are none)."""
@@ -220,31 +226,32 @@ def sum_(x, dims, keepdim):
     """``x.sum(dims, keepdims=keepdim)`` for a C-contiguous float32/float64 NumPy array, as
     NumPy computes it bit for bit, or None when the kernels do not take it (small, not
     contiguous, dims not one consecutive group, no compiler)."""
-    from . import ENABLED, MIN_SIZE, _SUFFIX, _fn, _ndarray, _threads, _types
-    if not (ENABLED and type(x) is _ndarray and x.size >= MIN_SIZE and x.flags.c_contiguous
-            and x.dtype in _SUFFIX):
+    if not (type(x) is _ndarray and x.size >= _ck.MIN_SIZE and _ck.ENABLED
+            and x.flags.c_contiguous and x.dtype in _ck._SUFFIX):
         return None
     plan = _plan(x, dims)
     if plan is None:
         return None
     P, R, C = plan
-    sfx = _SUFFIX[x.dtype]
+    sfx = _ck._SUFFIX[x.dtype]
     if C == 1:
-        f = _fn(f"ck_sum_rows_{sfx}", _types("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t",
-                                              "c_int"))
+        f = _ck._fn(f"ck_sum_rows_{sfx}", _ck._types(*_ROWS))
     else:
-        f = _fn(f"ck_sum_cols_{sfx}", _types("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t",
-                                              "c_ssize_t", "c_int"))
+        f = _ck._fn(f"ck_sum_cols_{sfx}", _ck._types(*_COLS))
     if f is None:
         return None
     shape = tuple(1 if i in dims else s for i, s in enumerate(x.shape)) if keepdim else \
         tuple(s for i, s in enumerate(x.shape) if i not in dims)
     y = np.empty(shape, x.dtype)
     if C == 1:
-        f(x.ctypes.data, y.ctypes.data, P, R, _threads(x.size))
+        f(x.ctypes.data, y.ctypes.data, P, R, _ck._threads(x.size))
     else:
-        f(x.ctypes.data, y.ctypes.data, P, R, C, _threads(x.size))
+        f(x.ctypes.data, y.ctypes.data, P, R, C, _ck._threads(x.size))
     return y
+
+
+_ROWS = ("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_int")
+_COLS = ("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_ssize_t", "c_int")
 
 
 def mean(x, dims, keepdim):
