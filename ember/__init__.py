@@ -32,6 +32,7 @@ from .ops.legacy_tensors import *  # noqa: E402,F401,F403  (FloatTensor, LongTen
 from .ops.surface_extras import *  # noqa: E402,F401,F403  (abs_, *_copy, pi, ...)
 from .ops.scatter_variants import *  # noqa: E402,F401,F403  (select_scatter, ...)
 from .ops.tensor_extras import *  # noqa: E402,F401,F403  (nonzero_static, Tensor.apply_, ...)
+from .ops.foreach import *  # noqa: E402,F401,F403  (_foreach_add, _foreach_lerp_, ...)
 from ._core.storage import TypedStorage, UntypedStorage  # noqa: E402
 from ._core.storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
 globals().update(_LEGACY_STORAGES)  # FloatStorage, LongStorage, ...

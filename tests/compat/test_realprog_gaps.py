@@ -1,5 +1,6 @@
 """Behaviours that public programs (pytorch/examples, nanoGPT, minGPT) run unchanged rely on
 and ember got wrong; each checked against torch."""
+import importlib
 import io
 import os
 
@@ -380,3 +381,48 @@ def test_numpy_scalars_and_ufuncs_on_the_left_give_tensors():
     # nflows' BatchNorm: nn.Parameter(np.float64 * torch.ones(n)) -- NumPy computed an
     # ndarray (ember had no __array_priority__), and NumPy ufuncs of tensors returned ndarrays
     assert _np_interop(ember) == _np_interop(torch)
+
+
+def _grouped(lib):
+    fu = importlib.import_module(lib.__name__ + ".utils._foreach_utils")
+    a, b, c = lib.ones(2), lib.ones(3, dtype=lib.float64), lib.full((1,), 2.0)
+    out = []
+    for lists, wi in [([[a, b, c], [None, b, c]], True), ([[a, b, c]], False),
+                      ([[a, b, c], []], True)]:
+        g = fu._group_tensors_by_device_and_dtype(lists, with_indices=wi)
+        out.append(sorted((str(d), str(dt).split(".")[1],
+                           [[None if t is None else t.tolist() for t in lst] for lst in ls],
+                           idx) for (d, dt), (ls, idx) in g.items()))
+        for (d, dt), (ls, _) in g.items():  # the grouped tensors are the inputs themselves
+            assert all(t is None or t.dtype == dt and any(t is u for u in (a, b, c))
+                       for lst in ls for t in lst)
+    for bad in ([[a, b], [c]], [[None, b], [c, c]], []):
+        with pytest.raises(RuntimeError):
+            fu._group_tensors_by_device_and_dtype(bad)
+    out.append((fu._has_foreach_support([a, None], a.device),
+                fu._device_has_foreach_support(lib.device("cpu")),
+                fu._device_has_foreach_support(lib.device("meta")),
+                fu._get_foreach_kernels_supported_devices()[:3],
+                fu._get_fused_kernels_supported_devices()[:6]))
+    return out
+
+
+def test_foreach_utils_groups_tensor_lists_as_torch():
+    # pytorch-optimizer imports torch.utils._foreach_utils._group_tensors_by_device_and_dtype
+    assert _grouped(ember) == _grouped(torch)
+
+
+@LIBS
+def test_norm_base_classes_import_by_their_module_paths(lib):
+    # pytorch-optimizer (and weight-decay filters in training scripts) test
+    # isinstance(m, nn.modules.batchnorm._BatchNorm)
+    from importlib import import_module
+    bn = import_module(lib.__name__ + ".nn.modules.batchnorm")
+    inn = import_module(lib.__name__ + ".nn.modules.instancenorm")
+    nn = lib.nn
+    assert isinstance(nn.BatchNorm2d(3), bn._BatchNorm) and isinstance(nn.BatchNorm1d(3), bn._NormBase)
+    assert isinstance(nn.SyncBatchNorm(3), bn._BatchNorm)
+    assert isinstance(nn.InstanceNorm1d(3), inn._InstanceNorm)
+    assert isinstance(nn.InstanceNorm2d(3), inn._NormBase)
+    assert not isinstance(nn.InstanceNorm2d(3), bn._BatchNorm)
+    assert not isinstance(nn.LayerNorm(3), bn._NormBase)

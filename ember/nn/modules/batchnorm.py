@@ -1,5 +1,6 @@
 """``torch.nn.modules.batchnorm``: the batch-norm modules, importable by torch's path."""
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, _LazyNormBase
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm,  # noqa: F401
+                            _LazyNormBase, _NormBase)
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
            "LazyBatchNorm3d"]

@@ -1,5 +1,6 @@
 """``torch.nn.modules.instancenorm``: the instance-norm modules, by torch's path."""
-from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _LazyNormBase
+from .normalization import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: F401
+                            _InstanceNorm, _LazyNormBase, _NormBase)
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
            "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
