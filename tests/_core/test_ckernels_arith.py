@@ -192,3 +192,43 @@ def test_public_sum_and_mean_match_torch_and_numpy(dtype):
                     _same(e.numpy(), np.asarray(ref))
     finally:
         ember.set_num_threads(prior)
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_amax_amin_rows_and_columns_are_numpy_on_any_thread_count(threads, dtype):
+    rng = np.random.default_rng(0)
+    for shape, dims in SUMS:
+        x = (rng.standard_normal(shape) * 10).astype(dtype)
+        P, _, C = ckred._plan(x, dims)
+        if P == C == 1:  # all elements: left to NumPy's own loop (checked below)
+            continue
+        if x.size > 20000:  # NaNs (they win) and infinities in some slices
+            flat = x.reshape(-1)
+            flat[rng.integers(0, x.size, 5)] = np.nan
+            flat[rng.integers(0, x.size, 5)] = np.inf
+            flat[rng.integers(0, x.size, 5)] = -np.inf
+        for largest, f in ((True, np.max), (False, np.min)):
+            for keepdim in (False, True):
+                ref = f(x, axis=dims, keepdims=keepdim)
+                for n in (1, 2, 3):
+                    r = threads(n, lambda: ckred.extreme(x, dims, keepdim, largest))
+                    assert r is not None, (shape, dims)
+                    _same(r, ref)
+    x = np.ones((64, 512), dtype)
+    assert ckred.extreme(x, (0, 1), False, True) is None  # all elements: NumPy's own loop
+
+
+@needs_c
+def test_public_amax_amin_match_torch():
+    xn = np.random.default_rng(0).standard_normal((300, 40, 50)).astype(np.float32)
+    xn[7, 3, 9] = np.nan
+    for dim in (0, 1, 2, (0, 1), (1, 2), -1):
+        for op in ("amax", "amin"):
+            e = getattr(ember.tensor(xn), op)(dim)
+            t = getattr(torch.tensor(xn), op)(dim)
+            np.testing.assert_array_equal(e.numpy(), t.numpy())
+    x = ember.tensor(np.zeros((300, 40, 1), np.float32) + np.arange(49, dtype=np.float32),
+                     requires_grad=True)
+    x.amax(2).sum().backward()  # the gradient goes to each row's maximum (column 48)
+    assert float(x.grad[..., 48].sum()) == 300 * 40 and float(x.grad.sum()) == 300 * 40

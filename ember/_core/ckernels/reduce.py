@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["render", "sum_", "mean"]
+__all__ = ["render", "sum_", "mean", "extreme"]
 
 _C = r"""
 /* NumPy's pairwise sum of K runs of n elements, the k-th at a + k * stride, into out[k].
@@ -184,6 +184,61 @@ void ck_sum_cols_S(const T *restrict x, T *restrict y, ptrdiff_t P, ptrdiff_t R,
         for (ptrdiff_t t = 0; t < nb; t++) ck_sum_cols_block_S(x, y, t, nc, R, C);
     }
 }
+
+/* amax (mx) or amin of each of P rows of R elements: NaN when the row holds one */
+static inline T ck_ext_row_S(const T *restrict a, ptrdiff_t n, int mx) {
+    T m = a[0];
+    int bad = 0;
+    if (mx) {
+        CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
+        for (ptrdiff_t i = 0; i < n; i++) { m = a[i] > m ? a[i] : m; bad |= a[i] != a[i]; }
+    } else {
+        CK_PRAGMA(omp simd reduction(min:m) reduction(|:bad))
+        for (ptrdiff_t i = 0; i < n; i++) { m = a[i] < m ? a[i] : m; bad |= a[i] != a[i]; }
+    }
+    return bad ? (T)NAN : m;
+}
+
+void ck_ext_rows_S(const T *restrict x, T *restrict y, ptrdiff_t P, ptrdiff_t R, int mx,
+                   int nt) {
+    if (nt > 1) {
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
+        for (ptrdiff_t p = 0; p < P; p++) y[p] = ck_ext_row_S(x + p * R, R, mx);
+    } else {
+        for (ptrdiff_t p = 0; p < P; p++) y[p] = ck_ext_row_S(x + p * R, R, mx);
+    }
+}
+
+/* amax/amin over r of x[p, r, c]: a NaN sticks (neither comparison replaces it) */
+static void ck_ext_cols_block_S(const T *restrict x, T *restrict y, ptrdiff_t t,
+                                ptrdiff_t nc, ptrdiff_t R, ptrdiff_t C, int mx) {
+    const ptrdiff_t p = t / nc, c0 = (t % nc) * CK_SUM_COLS;
+    const ptrdiff_t w = C - c0 < CK_SUM_COLS ? C - c0 : CK_SUM_COLS;
+    T *restrict o = y + p * C + c0;
+    const T *restrict xp = x + p * R * C + c0;
+    for (ptrdiff_t c = 0; c < w; c++) o[c] = xp[c];
+    for (ptrdiff_t r = 1; r < R; r++) {
+        const T *restrict xr = xp + r * C;
+        if (mx) {
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t c = 0; c < w; c++) o[c] = (xr[c] > o[c] || xr[c] != xr[c]) && o[c] == o[c] ? xr[c] : o[c];
+        } else {
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t c = 0; c < w; c++) o[c] = (xr[c] < o[c] || xr[c] != xr[c]) && o[c] == o[c] ? xr[c] : o[c];
+        }
+    }
+}
+
+void ck_ext_cols_S(const T *restrict x, T *restrict y, ptrdiff_t P, ptrdiff_t R, ptrdiff_t C,
+                   int mx, int nt) {
+    const ptrdiff_t nc = (C + CK_SUM_COLS - 1) / CK_SUM_COLS, nb = P * nc;
+    if (nt > 1 && nb > 1) {
+        CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
+        for (ptrdiff_t t = 0; t < nb; t++) ck_ext_cols_block_S(x, y, t, nc, R, C, mx);
+    } else {
+        for (ptrdiff_t t = 0; t < nb; t++) ck_ext_cols_block_S(x, y, t, nc, R, C, mx);
+    }
+}
 """
 
 _CTYPE = {"f32": "float", "f64": "double"}
@@ -240,9 +295,7 @@ def sum_(x, dims, keepdim):
         f = _ck._fn(f"ck_sum_cols_{sfx}", _ck._types(*_COLS))
     if f is None:
         return None
-    shape = tuple(1 if i in dims else s for i, s in enumerate(x.shape)) if keepdim else \
-        tuple(s for i, s in enumerate(x.shape) if i not in dims)
-    y = np.empty(shape, x.dtype)
+    y = np.empty(_out_shape(x.shape, dims, keepdim), x.dtype)
     if C == 1:
         f(x.ctypes.data, y.ctypes.data, P, R, _ck._threads(x.size))
     else:
@@ -252,6 +305,40 @@ def sum_(x, dims, keepdim):
 
 _ROWS = ("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_int")
 _COLS = ("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_ssize_t", "c_int")
+
+
+def extreme(x, dims, keepdim, largest):
+    """``x.max(dims)`` (``largest``) or ``x.min(dims)`` with keepdims ``keepdim`` for a
+    C-contiguous float32/float64 NumPy array, NaN where a reduced slice holds one; None when
+    the kernels do not take it (as `sum_`, and a reduction over all elements: NumPy's own
+    loop is vectorised there).  The value is NumPy's; the sign of a zero maximum where
+    both zeros occur may differ (-0.0 == 0.0)."""
+    if not (type(x) is _ndarray and x.size >= _ck.MIN_SIZE and _ck.ENABLED
+            and x.flags.c_contiguous and x.dtype in _ck._SUFFIX):
+        return None
+    plan = _plan(x, dims)
+    if plan is None or plan[0] == 1 and plan[2] == 1:
+        return None
+    P, R, C = plan
+    sfx = _ck._SUFFIX[x.dtype]
+    if C == 1:
+        f = _ck._fn(f"ck_ext_rows_{sfx}", _ck._types(*_ROWS[:-1], "c_int", "c_int"))
+    else:
+        f = _ck._fn(f"ck_ext_cols_{sfx}", _ck._types(*_COLS[:-1], "c_int", "c_int"))
+    if f is None:
+        return None
+    y = np.empty(_out_shape(x.shape, dims, keepdim), x.dtype)
+    if C == 1:
+        f(x.ctypes.data, y.ctypes.data, P, R, int(largest), _ck._threads(x.size))
+    else:
+        f(x.ctypes.data, y.ctypes.data, P, R, C, int(largest), _ck._threads(x.size))
+    return y
+
+
+def _out_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
 
 
 def mean(x, dims, keepdim):
