@@ -1,4 +1,5 @@
-"""ember's BLAS threading policy: small products run single-threaded.
+"""ember's BLAS threading policy: small products and small LAPACK factorizations run
+single-threaded.
 
 OpenBLAS threads every GEMM it can; for small products the threads' wake-up and
 spin-waiting cost more than they save, and when the machine is busy (a data-loader
@@ -6,33 +7,106 @@ worker, another process) a 40-microsecond product can take 15 ms.  Products belo
 ``SMALL_MACS`` multiply-adds therefore run with one BLAS thread (the thread count is
 restored right after, so ``set_num_threads`` / threadpoolctl limits still govern large
 products).  Measured on 2 cores with one busy: (128x64)@(64x256) 14.6 ms -> 54 us.
+
+LAPACK's SVD and symmetric eigensolvers (and least squares) are thousands of level-2 BLAS
+calls, each a barrier for OpenBLAS's threads: with a core busy elsewhere every barrier waits
+for a descheduled thread, and on this 2-core machine, under load, two threads cost 10-30x
+the CPU time of one (SVD of 64x64: 0.46 -> 12.8 ms; eigh 0.29 -> 5.7 ms; SVD of 256x128 at
+2 threads 2.2 -> 170 ms wall).  Their kernels (``small_lapack``) therefore run every OpenBLAS
+pool (NumPy's and SciPy's) at one thread for matrices with ``m*n*min(m, n)`` under
+``SMALL_LAPACK``.  LU and Cholesky (blocked, few barriers) showed no such cost and keep
+their threads.
 """
+import functools
+import os
+
 import numpy as np
 
-__all__ = ["matmul", "SMALL_MACS"]
+__all__ = ["matmul", "num_threads", "single_threaded", "small_lapack", "SMALL_MACS",
+           "SMALL_LAPACK"]
 
 SMALL_MACS = 1 << 23  # ~8M multiply-adds: about 1 ms single-threaded
-_get = _set = None
+SMALL_LAPACK = 1 << 30  # m*n*min(m, n) of one matrix: up to 1024x1024
+_get = _set = None  # NumPy's OpenBLAS pool
 _loaded = False
+_pools = None  # (get, set) of every OpenBLAS loaded once SciPy's LAPACK is
+
+
+def _controls(lc):
+    """``(get_num_threads, set_num_threads)`` of one threadpoolctl OpenBLAS controller."""
+    for prefix, suffix in (("scipy_openblas_", "64_"), ("openblas_", "64_"),
+                           ("scipy_openblas_", ""), ("openblas_", "")):
+        s = getattr(lc.dynlib, f"{prefix}set_num_threads{suffix}", None)
+        g = getattr(lc.dynlib, f"{prefix}get_num_threads{suffix}", None)
+        if s is not None and g is not None:
+            return g, s
+    return None
+
+
+def _openblas():
+    from threadpoolctl import ThreadpoolController
+    return [lc for lc in ThreadpoolController().lib_controllers
+            if lc.internal_api == "openblas"]
 
 
 def _load():
     global _get, _set, _loaded
     _loaded = True
     try:
-        from threadpoolctl import ThreadpoolController
-        for lc in ThreadpoolController().lib_controllers:
-            if lc.internal_api != "openblas" or "numpy" not in lc.filepath:
-                continue
-            for prefix, suffix in (("scipy_openblas_", "64_"), ("openblas_", "64_"),
-                                   ("openblas_", "")):
-                s = getattr(lc.dynlib, f"{prefix}set_num_threads{suffix}", None)
-                g = getattr(lc.dynlib, f"{prefix}get_num_threads{suffix}", None)
-                if s is not None and g is not None:
-                    _get, _set = g, s
-                    return
+        for lc in _openblas():
+            c = _controls(lc) if "numpy" in lc.filepath else None
+            if c is not None:
+                _get, _set = c
+                return
     except Exception:  # noqa: BLE001 - no control over this BLAS: leave its threading alone
         pass
+
+
+def _load_pools():
+    global _pools
+    try:
+        import scipy.linalg  # noqa: F401 - loads SciPy's OpenBLAS, listed only once loaded
+        _pools = [c for c in map(_controls, _openblas()) if c is not None]
+    except Exception:  # noqa: BLE001 - no control over these BLAS: leave their threading alone
+        _pools = []
+    return _pools
+
+
+def num_threads():
+    """The BLAS pool's thread count (ember's intra-op thread count), read in a
+    fraction of a microsecond; the CPU count when the pool cannot be read."""
+    if not _loaded:
+        _load()
+    return max(1, int(_get())) if _get is not None else (os.cpu_count() or 1)
+
+
+def single_threaded(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with every OpenBLAS pool (NumPy's and SciPy's) at one
+    thread; their counts are restored afterwards."""
+    pools = _pools if _pools is not None else _load_pools()
+    prev = [g() for g, _ in pools]
+    for (_, s), p in zip(pools, prev):
+        if p != 1:
+            s(1)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        for (_, s), p in zip(pools, prev):
+            if p != 1:
+                s(p)
+
+
+def small_lapack(kernel):
+    """Decorate a LAPACK kernel ``kernel(xp, a, ...)`` to run single-threaded (see the
+    module docstring) when the matrices of ``a`` are small."""
+    @functools.wraps(kernel)
+    def run(xp, a, *args, **kwargs):
+        if xp is np and a.ndim >= 2:
+            m, n = a.shape[-2:]
+            if m * n * min(m, n) < SMALL_LAPACK:
+                return single_threaded(kernel, xp, a, *args, **kwargs)
+        return kernel(xp, a, *args, **kwargs)
+    return run
 
 
 def matmul(xp, a, b, out=None):

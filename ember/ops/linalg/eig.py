@@ -4,6 +4,7 @@
 The public functions are in ember.linalg.eig."""
 import numpy as np
 
+from ..._core.blas_threads import small_lapack
 from ..._core.device import namespace_of
 from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
@@ -61,6 +62,7 @@ def _eig_backward(gl, gv, l, v, hermitian):
 
 # ---- eigh -------------------------------------------------------------------------------
 
+@small_lapack
 def _eigh_kernel(xp, a, uplo):
     n = a.shape[-1]
     if a.size == 0:
@@ -88,9 +90,9 @@ def _eigvals_shape(a, *args, **params):
 EIGH = Op("linalg_eigh", _eigh_kernel, _eigh_vjp, save_inputs=False, save_output=True, n_out=2,
           category="linalg", batch=_linalg_rule,
           shape=lambda a, uplo: (_eigvals_shape(a), (a.shape, a.dtype)))
-EIGVALSH = Op("linalg_eigvalsh", lambda xp, a, uplo: xp.linalg.eigvalsh(a, UPLO=uplo).astype(
-    xp.abs(a[..., :0, :0]).dtype, copy=False), None, differentiable=False, category="linalg",
-    batch=_linalg_rule, shape=_eigvals_shape)
+EIGVALSH = Op("linalg_eigvalsh", small_lapack(lambda xp, a, uplo: xp.linalg.eigvalsh(
+    a, UPLO=uplo).astype(xp.abs(a[..., :0, :0]).dtype, copy=False)), None,
+    differentiable=False, category="linalg", batch=_linalg_rule, shape=_eigvals_shape)
 
 
 # ---- eig --------------------------------------------------------------------------------
@@ -118,6 +120,7 @@ EIGVALS = Op("linalg_eigvals", lambda xp, a: xp.linalg.eigvals(a).astype(
 
 # ---- svd --------------------------------------------------------------------------------
 
+@small_lapack
 def _svd_kernel(xp, a, full_matrices):
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -226,6 +229,9 @@ def _svd_shape(a, full_matrices):
 
 SVD = Op("linalg_svd", _svd_kernel, _svd_vjp, save_inputs=False, save_output=True, n_out=3,
          category="linalg", shape=_svd_shape, batch=_linalg_rule)
+
+
+@small_lapack
 def _svdvals_kernel(xp, a):
     rdt = xp.abs(a[..., :0, :0]).dtype
     if a.size and not xp.isfinite(a).all():  # NaN values, as _svd_kernel's

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core import meta as _meta
+from ..._core.blas_threads import small_lapack
 from ..._core.device import namespace_of
 from ..._core.dispatch import apply
 from ..._core.op import JVP_FROM_VJP, Op, mark_unsupported
@@ -188,6 +189,7 @@ def _tols(a, s_max, atol, rtol):
     return xp.maximum(at, xp.asarray(rtol) * s_max)
 
 
+@small_lapack
 def _pinv_kernel(xp, a, atol, rtol, hermitian):
     m, n = a.shape[-2:]
     if a.size == 0:
@@ -246,6 +248,7 @@ def _lstsq_one(driver, rcond):
     return f
 
 
+@small_lapack
 def _lstsq_kernel(xp, a, b, rcond, driver):
     m, n = a.shape[-2:]
     k = b.shape[-1]
