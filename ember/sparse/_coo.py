@@ -339,37 +339,109 @@ def _merge(a, b, bv):
     return _make(indices, values, a.shape, a._coalesced and b._coalesced)
 
 
+_MERGE_LEVELS = 32   # tie levels merged as arrays; entries tied deeper go one by one
+
+
 def _merge_slots(ka, kb):
-    """The merge of key sequences ``ka`` and ``kb``: each entry's output slot, and for each
-    slot the entry (of ``ka`` then ``kb``, concatenated) whose index it takes."""
+    """torch's merge of key sequences ``ka`` and ``kb`` (each in its stored order, sorted or
+    not): take the smaller current key, both when equal.  Returns each entry's output slot
+    and, for each slot, the entry (of ``ka`` then ``kb``, concatenated) whose index it
+    takes.
+
+    Done with arrays, not a loop: the merge takes the keys in the order of their running
+    maxima (a key below the running maximum of its own list waits behind it), so sorting
+    by the running maximum orders everything except the entries tied with the other
+    list's at the same maximum.  There the two records meet and merge into one slot, and
+    the entries after them, up to the next maximum, are a merge of their own: the next
+    level, with running maxima restarted (``seg`` numbers these sub-merges).  Each level
+    adds its (running maximum, merged record or not) columns to one final lexsort."""
+    na, nb = ka.shape[0], kb.shape[0]
+    n = na + nb
+    keys = np.concatenate([ka, kb])
+    side = np.zeros(n, dtype=np.int64)
+    side[na:] = 1
+    cols = []                          # per level: running maximum, 0 for a merged record
+    paired = np.zeros(n, dtype=bool)   # b's entry of a merged pair (its slot is a's)
+
+    def settle(act, top, rec, both, group):
+        """Record a level's columns; the entries left for the next one and their seg."""
+        col_top, col_rec = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        col_top[act] = top
+        col_rec[act] = ~(both & rec)
+        cols.extend((col_top, col_rec))
+        paired[act[both & rec & (side[act] == 1)]] = True
+        deeper = both & ~rec
+        seg[act[deeper]] = np.unique(group[deeper], return_inverse=True)[1].reshape(-1)
+        return act[deeper]
+
+    # the first level: one sub-merge of the two whole lists, whose running maxima are sorted
+    ta, tb = np.maximum.accumulate(ka), np.maximum.accumulate(kb)
+    top = np.concatenate([ta, tb])
+    rec = np.ones(n, dtype=bool)
+    rec[1:na] = ta[1:] != ta[:-1]
+    rec[na + 1:] = tb[1:] != tb[:-1]
+    both = np.empty(n, dtype=bool)   # the other list reaches the same maximum
+    first_b = np.minimum(np.searchsorted(tb, ta), max(nb - 1, 0))   # its first entry there
+    both[:na] = tb[first_b] == ta if nb else False
+    group_b = np.cumsum(rec[na:]) - 1   # b's maxima numbered
+    hit = np.zeros(nb, dtype=bool)
+    hit[group_b[first_b[both[:na]]]] = True
+    both[na:] = hit[group_b]
+    seg = np.zeros(n, dtype=np.int64)
+    act = settle(np.arange(n), top, rec, both, top)
+    for _ in range(_MERGE_LEVELS - 1):   # the entries tied below a shared maximum
+        if not act.size:
+            break
+        r = np.unique(keys[act], return_inverse=True)[1].reshape(-1)
+        s, sd = seg[act], side[act]
+        big = act.size + 1
+        rec = np.ones(act.size, dtype=bool)   # runs: one list's part of one sub-merge
+        rec[1:] = (s[1:] != s[:-1]) | (sd[1:] != sd[:-1])
+        run = np.cumsum(rec) - 1
+        top = np.maximum.accumulate(run * big + r) - run * big
+        rec[1:] |= top[1:] != top[:-1]
+        group = s * big + top
+        on_a = sd == 0
+        both = np.empty(act.size, dtype=bool)
+        both[on_a] = np.isin(group[on_a], group[~on_a])
+        both[~on_a] = np.isin(group[~on_a], group[on_a])
+        act = settle(act, top, rec, both, group)
+    if act.size:
+        cols.append(_merge_loop_columns(ka, kb, act, seg, side, paired))
+    if len(cols) == 2 and n and top.max() < 1 << 61:
+        # one level (no ties below a shared maximum): a stable sort keeps the stored order
+        order = np.argsort(cols[0] * 2 + cols[1], kind="stable")
+    else:
+        pos = np.concatenate([np.arange(na), np.arange(nb)])
+        order = np.lexsort([pos, side] + cols[::-1])
+    new = ~paired[order]
+    slots = np.empty(n, dtype=np.int64)
+    slots[order] = np.cumsum(new) - 1
+    return slots[:na], slots[na:], order[new]
+
+
+def _merge_loop_columns(ka, kb, act, seg, side, paired):
+    """The last sort column for the entries of sub-merges still open after
+    ``_MERGE_LEVELS`` levels: their slots in a one-by-one merge of each."""
     na = ka.shape[0]
-    if (np.diff(ka) >= 0).all() and (np.diff(kb) >= 0).all():
-        # sorted runs: the k-th entry of a key in one list meets the k-th in the other
-        keys = np.concatenate([ka, kb])
-        ranks = np.concatenate([np.arange(na) - np.searchsorted(ka, ka),
-                                np.arange(kb.shape[0]) - np.searchsorted(kb, kb)])
-        order = np.lexsort((ranks, keys))  # stable: a's entry first in a pair
-        k, r = keys[order], ranks[order]
-        new = np.ones(order.shape[0], dtype=bool)
-        new[1:] = (k[1:] != k[:-1]) | (r[1:] != r[:-1])
-        slots = np.empty(order.shape[0], dtype=np.int64)
-        slots[order] = np.cumsum(new) - 1
-        return slots[:na], slots[na:], order[new]
-    la, lb = ka.tolist(), kb.tolist()
-    slot_a, slot_b, first = [0] * len(la), [0] * len(lb), []
-    i = j = 0
-    while i < len(la) or j < len(lb):
-        take_a = j >= len(lb) or (i < len(la) and la[i] <= lb[j])
-        take_b = i >= len(la) or (j < len(lb) and lb[j] <= la[i])
-        first.append(i if take_a else na + j)
-        if take_a:
-            slot_a[i] = len(first) - 1
-            i += 1
-        if take_b:
-            slot_b[j] = len(first) - 1
-            j += 1
-    return (np.array(slot_a, dtype=np.int64), np.array(slot_b, dtype=np.int64),
-            np.array(first, dtype=np.int64))
+    col = np.zeros(side.shape[0], dtype=np.int64)
+    s, on_a = seg[act], side[act] == 0
+    for g in np.unique(s):
+        ia, ib = act[(s == g) & on_a], act[(s == g) & ~on_a]
+        la, lb = ka[ia].tolist(), kb[ib - na].tolist()
+        i = j = k = 0
+        while i < len(la) or j < len(lb):
+            take_a = j >= len(lb) or (i < len(la) and la[i] <= lb[j])
+            take_b = i >= len(la) or (j < len(lb) and lb[j] <= la[i])
+            if take_a:
+                col[ia[i]] = k
+                i += 1
+            if take_b:
+                col[ib[j]] = k
+                paired[ib[j]] = take_a
+                j += 1
+            k += 1
+    return col
 
 
 def _scale(s, other, op):

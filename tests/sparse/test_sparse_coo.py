@@ -166,3 +166,46 @@ def test_unsupported_operations_raise_not_implemented_like_torch():
             s.view(9)
     with pytest.raises(TypeError):
         ember.eye(2).to_sparse().numpy()
+
+
+def _sum_of_two(lib, seed, n_a, n_b, hi, dense_dims, coalesce, alpha):
+    rng = np.random.RandomState(seed)
+    shape = (hi, 3) + (2,) * dense_dims
+
+    def operand(n, c):
+        idx = lib.tensor(np.stack([rng.randint(0, hi, n), rng.randint(0, 3, n)]))
+        s = _t(lambda: lib.sparse_coo_tensor(idx, lib.tensor(rng.randn(n, *shape[2:])), shape))
+        return s.coalesce() if c else s
+    a, b = operand(n_a, coalesce[0]), operand(n_b, coalesce[1])
+    s = _t(lambda: a.add(b, alpha=alpha) if alpha != 1 else a + b)
+    return (s._indices().tolist(), s._values().numpy(), s.is_coalesced(),
+            _t(lambda: s.coalesce().to_dense()).numpy())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sparse_plus_sparse_matches_torch_entry_for_entry(seed):
+    """torch merges the two entry lists in their stored order (coalesced or not), summing
+    equal indices as it meets them: the same entries, in the same order, the same flag."""
+    rng = np.random.RandomState(100 + seed)
+    args = (int(rng.randint(1, 40)), int(rng.randint(1, 40)), int(rng.choice([1, 2, 5, 50])),
+            seed % 2, (bool(seed % 3 == 0), bool(seed % 4 == 0)), [1, 2.5][seed % 5 == 0])
+    want = _sum_of_two(torch, seed, *args)
+    got = _sum_of_two(ember, seed, *args)
+    assert got[0] == want[0] and got[2] == want[2]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-12)
+
+
+def test_sparse_plus_sparse_with_deeply_nested_ties_matches_torch():
+    # equal descending index lists: each pair of equal heads merges, the rest is a merge of
+    # its own (more nested levels than the array merge takes: the rest one by one)
+    n = 80
+    out = []
+    for lib in (torch, ember):
+        idx = lib.arange(n - 1, -1, -1).reshape(1, n)
+        a = _t(lambda: lib.sparse_coo_tensor(idx, lib.ones(n, dtype=lib.float64), (n,)))
+        b = _t(lambda: lib.sparse_coo_tensor(
+            lib.cat([idx, idx[:, :5]], 1), lib.arange(n + 5.0, dtype=lib.float64), (n,)))
+        s = a + b
+        out.append((s._indices().tolist(), s._values().tolist(), s.is_coalesced()))
+    assert out[0] == out[1]
