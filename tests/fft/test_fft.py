@@ -47,6 +47,43 @@ def test_large_transform_uses_threads_and_stays_single_precision():
                                atol=2e-3)
 
 
+_THREADED_CALLS = [
+    ("rfft", lambda L, x: L.fft.rfft(x)),
+    ("irfft", lambda L, x: L.fft.irfft(x)),
+    ("fft", lambda L, x: L.fft.fft(x, norm="ortho")),
+    ("ifft2", lambda L, x: L.fft.ifft2(x)),
+    ("rfftn", lambda L, x: L.fft.rfftn(x, dim=(0, 1))),
+]
+
+
+@pytest.mark.parametrize("name,call", _THREADED_CALLS, ids=[c[0] for c in _THREADED_CALLS])
+def test_threads_follow_set_num_threads_and_values_do_not_change(name, call, monkeypatch):
+    import scipy.fft
+    a = RNG.standard_normal((64, 2048)).astype(np.float32)
+    workers = []
+    for f in ("fftn", "ifftn", "rfftn", "irfftn"):
+        real = getattr(scipy.fft, f)
+        monkeypatch.setattr(scipy.fft, f, lambda *args, _real=real, **kw: (
+            workers.append(kw.get("workers")), _real(*args, **kw))[1])
+    prior = ember.get_num_threads()
+    out = {}
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            workers.clear()
+            out[n] = call(ember, ember.from_numpy(a))._data
+            assert workers and set(workers) == {n}
+        small = ember.from_numpy(a[:4, :64])  # too little work to share out
+        workers.clear()
+        call(ember, small)
+        assert set(workers) == {1}
+    finally:
+        ember.set_num_threads(prior)
+    assert out[1].dtype == out[2].dtype and np.array_equal(out[1], out[2])
+    expect = call(torch, torch.from_numpy(a)).numpy()
+    np.testing.assert_allclose(out[2], expect, rtol=1e-3, atol=2e-3 * np.abs(expect).max())
+
+
 @pytest.mark.parametrize("call,exc,msg", [
     (lambda L, x: L.fft.fft(x, norm="bad"), RuntimeError, "Invalid normalization mode"),
     (lambda L, x: L.fft.fft(x, n=0), RuntimeError, r"Invalid number of data points \(0\)"),

@@ -1,7 +1,7 @@
 """The FFT primitives: complex-to-complex, real-to-complex (one-sided) and
 complex-to-real transforms over exact sizes, plus the zero-pad/trim that the
-public ``n``/``s`` arguments need.  Backend: scipy.fft (native float32,
-multi-threaded for large transforms).
+public ``n``/``s`` arguments need.  Backend: scipy.fft (native float32;
+large batches of transforms spread over ember's threads).
 
 Normalisation is the static ``scale`` parameter: "none", "sqrt" (1/sqrt(n)) or
 "n" (1/n), independent of the direction, so that the adjoint of a transform is
@@ -16,11 +16,10 @@ Derivatives (conjugate-Wirtinger convention):
 * c2r reads only bins 0..n//2 and counts the middle ones twice (the Hermitian
   mirror); its adjoint is r2c of the gradient with those bins doubled.
 """
-import os
-
 import numpy as np
 import scipy.fft as _sfft
 
+from ..._core.blas_threads import num_threads
 from ..._core.op import Op
 from ..._core.tensor import host_tensor
 from .._batching import _dims_rule
@@ -29,13 +28,18 @@ __all__ = ["C2C", "R2C", "C2R", "RESIZE", "c2c", "r2c", "c2r", "resize"]
 
 _FWD_NORM = {"none": "backward", "n": "forward", "sqrt": "ortho"}
 _BWD_NORM = {"none": "forward", "n": "backward", "sqrt": "ortho"}
-_CPUS = os.cpu_count() or 1
 # below this many elements, thread start-up costs more than the transform
 _THREADED = 1 << 16
 
 
-def _workers(x):
-    return _CPUS if x.size >= _THREADED else 1
+def _workers(x, dims):
+    """scipy.fft's threads for transforming ``x`` over ``dims``: ember's thread count
+    (``set_num_threads``) when there is enough work and more than one 1-d transform to share
+    out (pocketfft splits a batch of transforms over its threads, never one transform, so the
+    values do not depend on the count)."""
+    if x.size < _THREADED or x.size <= max((x.shape[d] for d in dims), default=0):
+        return 1
+    return num_threads()
 
 
 def _c2c_kernel(xp, x, dims, scale, forward):
@@ -45,7 +49,7 @@ def _c2c_kernel(xp, x, dims, scale, forward):
     if xp is not np:  # another backend transforms with its own fft namespace
         return (xp.fft.fftn if forward else xp.fft.ifftn)(x, axes=dims, norm=norm)
     f = _sfft.fftn if forward else _sfft.ifftn
-    return f(x, axes=dims, norm=norm, workers=_workers(x))
+    return f(x, axes=dims, norm=norm, workers=_workers(x, dims))
 
 
 def _c2c_vjp(ctx, g, x, dims, scale, forward):
@@ -55,14 +59,14 @@ def _c2c_vjp(ctx, g, x, dims, scale, forward):
 def _r2c_kernel(xp, x, dims, scale, last_n):
     if xp is not np:
         return xp.fft.rfftn(x, axes=dims, norm=_FWD_NORM[scale])
-    return _sfft.rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x))
+    return _sfft.rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x, dims))
 
 
 def _c2r_kernel(xp, x, dims, scale, last_n):
     s = [x.shape[d] for d in dims[:-1]] + [last_n]
     if xp is not np:
         return xp.fft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale])
-    return _sfft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale], workers=_workers(x))
+    return _sfft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale], workers=_workers(x, dims))
 
 
 def _mirror_weights(g, dim, last_n, doubled):
