@@ -44,6 +44,15 @@ def _declined(xp, a, b):
 
 
 @pytest.fixture
+def two_threads():
+    """ember.set_num_threads(2) for the test, restored after it."""
+    prior = ember.get_num_threads()
+    ember.set_num_threads(2)
+    yield
+    ember.set_num_threads(prior)
+
+
+@pytest.fixture
 def threads(monkeypatch):
     """Runs a thunk with the kernels on ``n`` threads."""
     def run(n, thunk):
@@ -95,38 +104,33 @@ def test_binary_kernels_decline_what_they_do_not_compute(threads):
 
 @needs_c
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_public_arithmetic_on_two_threads_matches_torch(dtype):
-    prior = ember.get_num_threads()
-    ember.set_num_threads(2)
-    try:
-        rng = np.random.default_rng(0)
-        an = rng.standard_normal((1024, 513))
-        bn, cn = rng.standard_normal((1024, 513)), rng.standard_normal(513)
-        edt = getattr(ember, str(dtype).split(".")[1])
-        out = {}
-        for lib, dt in ((torch, dtype), (ember, edt)):
-            a, b, c = (lib.tensor(v, dtype=dt) for v in (an, bn, cn))
-            r = [a + b, a - b, a * b, a / b, lib.maximum(a, b), lib.minimum(a, c),
-                 a * 0.5, 2 - a, a / c, lib.add(a, b, alpha=2), c - a]
-            d = a.clone()
-            d.add_(b).mul_(c).div_(2.0).sub_(b, alpha=2)
-            o = lib.empty_like(a)
-            lib.mul(a, b, out=o)
-            out[lib.__name__] = [t.numpy() for t in r + [d, o]]
-        for e, t in zip(out["ember"], out["torch"], strict=True):
-            np.testing.assert_array_equal(e, t)  # exactly rounded operations: equal
-        # the gradient of a broadcast bias is a sum over the leading dim (the C column sum)
-        grads = {}
-        for lib, dt in ((torch, dtype), (ember, edt)):
-            a = lib.tensor(an, dtype=dt, requires_grad=True)
-            c = lib.tensor(cn, dtype=dt, requires_grad=True)
-            ((a * c + c) * lib.tensor(bn, dtype=dt)).sum().backward()
-            grads[lib.__name__] = (a.grad.numpy(), c.grad.numpy())
-        for e, t in zip(grads["ember"], grads["torch"]):
-            np.testing.assert_allclose(e, t, rtol=2e-5 if dtype == torch.float32 else 1e-12,
-                                       atol=1e-4 if dtype == torch.float32 else 1e-10)
-    finally:
-        ember.set_num_threads(prior)
+def test_public_arithmetic_on_two_threads_matches_torch(two_threads, dtype):
+    rng = np.random.default_rng(0)
+    an = rng.standard_normal((1024, 513))
+    bn, cn = rng.standard_normal((1024, 513)), rng.standard_normal(513)
+    edt = getattr(ember, str(dtype).split(".")[1])
+    out = {}
+    for lib, dt in ((torch, dtype), (ember, edt)):
+        a, b, c = (lib.tensor(v, dtype=dt) for v in (an, bn, cn))
+        r = [a + b, a - b, a * b, a / b, lib.maximum(a, b), lib.minimum(a, c),
+             a * 0.5, 2 - a, a / c, lib.add(a, b, alpha=2), c - a]
+        d = a.clone()
+        d.add_(b).mul_(c).div_(2.0).sub_(b, alpha=2)
+        o = lib.empty_like(a)
+        lib.mul(a, b, out=o)
+        out[lib.__name__] = [t.numpy() for t in r + [d, o]]
+    for e, t in zip(out["ember"], out["torch"], strict=True):
+        np.testing.assert_array_equal(e, t)  # exactly rounded operations: equal
+    # the gradient of a broadcast bias is a sum over the leading dim (the C column sum)
+    grads = {}
+    for lib, dt in ((torch, dtype), (ember, edt)):
+        a = lib.tensor(an, dtype=dt, requires_grad=True)
+        c = lib.tensor(cn, dtype=dt, requires_grad=True)
+        ((a * c + c) * lib.tensor(bn, dtype=dt)).sum().backward()
+        grads[lib.__name__] = (a.grad.numpy(), c.grad.numpy())
+    for e, t in zip(grads["ember"], grads["torch"]):
+        np.testing.assert_allclose(e, t, rtol=2e-5 if dtype == torch.float32 else 1e-12,
+                                   atol=1e-4 if dtype == torch.float32 else 1e-10)
 
 
 SUMS = [((1024, 512), (1,)), ((1024, 512), (0,)), ((1024, 512), (0, 1)), ((37, 1001), (1,)),
@@ -168,30 +172,25 @@ def test_sums_decline_what_they_do_not_compute():
 
 @needs_c
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_public_sum_and_mean_match_torch_and_numpy(dtype):
-    prior = ember.get_num_threads()
-    ember.set_num_threads(2)
-    try:
-        xn = np.random.default_rng(0).standard_normal((300, 40, 50))
-        edt = getattr(ember, str(dtype).split(".")[1])
-        for dim in (None, 0, 1, 2, (0, 1), (1, 2), -1):
-            for keepdim in (False, True):
-                for op in ("sum", "mean"):
-                    kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
-                    e = getattr(ember.tensor(xn, dtype=edt), op)(**kw)
-                    t = getattr(torch.tensor(xn, dtype=dtype), op)(**kw)
-                    assert e.shape == t.shape and e.dtype == edt
-                    # float32 columns of 12000 are summed one by one (NumPy's order):
-                    # within a millionth of the sum of magnitudes of torch's values
-                    scale = np.abs(getattr(torch.tensor(xn).abs(), op)(**kw).numpy())
-                    tol = 1e-6 if dtype == torch.float32 else 1e-14
-                    assert np.all(np.abs(e.numpy() - t.numpy()) <= tol * scale)
-                    npx = xn.astype(e.numpy().dtype)
-                    axis = None if dim is None else dim
-                    ref = getattr(np, op)(npx, axis=axis, keepdims=keepdim and dim is not None)
-                    _same(e.numpy(), np.asarray(ref))
-    finally:
-        ember.set_num_threads(prior)
+def test_public_sum_and_mean_match_torch_and_numpy(two_threads, dtype):
+    xn = np.random.default_rng(0).standard_normal((300, 40, 50))
+    edt = getattr(ember, str(dtype).split(".")[1])
+    for dim in (None, 0, 1, 2, (0, 1), (1, 2), -1):
+        for keepdim in (False, True):
+            for op in ("sum", "mean"):
+                kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+                e = getattr(ember.tensor(xn, dtype=edt), op)(**kw)
+                t = getattr(torch.tensor(xn, dtype=dtype), op)(**kw)
+                assert e.shape == t.shape and e.dtype == edt
+                # float32 columns of 12000 are summed one by one (NumPy's order):
+                # within a millionth of the sum of magnitudes of torch's values
+                scale = np.abs(getattr(torch.tensor(xn).abs(), op)(**kw).numpy())
+                tol = 1e-6 if dtype == torch.float32 else 1e-14
+                assert np.all(np.abs(e.numpy() - t.numpy()) <= tol * scale)
+                npx = xn.astype(e.numpy().dtype)
+                axis = None if dim is None else dim
+                ref = getattr(np, op)(npx, axis=axis, keepdims=keepdim and dim is not None)
+                _same(e.numpy(), np.asarray(ref))
 
 
 @needs_c

@@ -221,10 +221,12 @@ static void ck_ext_cols_block_S(const T *restrict x, T *restrict y, ptrdiff_t t,
         const T *restrict xr = xp + r * C;
         if (mx) {
             CK_PRAGMA(omp simd)
-            for (ptrdiff_t c = 0; c < w; c++) o[c] = (xr[c] > o[c] || xr[c] != xr[c]) && o[c] == o[c] ? xr[c] : o[c];
+            for (ptrdiff_t c = 0; c < w; c++)
+                o[c] = (xr[c] > o[c] || xr[c] != xr[c]) && o[c] == o[c] ? xr[c] : o[c];
         } else {
             CK_PRAGMA(omp simd)
-            for (ptrdiff_t c = 0; c < w; c++) o[c] = (xr[c] < o[c] || xr[c] != xr[c]) && o[c] == o[c] ? xr[c] : o[c];
+            for (ptrdiff_t c = 0; c < w; c++)
+                o[c] = (xr[c] < o[c] || xr[c] != xr[c]) && o[c] == o[c] ? xr[c] : o[c];
         }
     }
 }
@@ -277,34 +279,34 @@ def _plan(x, dims):
     return P, R, C
 
 
-def sum_(x, dims, keepdim):
-    """``x.sum(dims, keepdims=keepdim)`` for a C-contiguous float32/float64 NumPy array, as
-    NumPy computes it bit for bit, or None when the kernels do not take it (small, not
-    contiguous, dims not one consecutive group, no compiler)."""
+def _run(kind, x, dims, keepdim, extra=(), whole=True):
+    """Runs ``ck_<kind>_rows``/``_cols`` on ``x`` reduced over ``dims`` (``extra``: the int
+    arguments before the thread count) into a fresh result, or returns None when the
+    kernels do not take ``x`` (small, not a C-contiguous float32/float64 NumPy array, dims
+    not one consecutive group, all elements unless ``whole``, no compiler)."""
     if not (type(x) is _ndarray and x.size >= _ck.MIN_SIZE and _ck.ENABLED
             and x.flags.c_contiguous and x.dtype in _ck._SUFFIX):
         return None
     plan = _plan(x, dims)
-    if plan is None:
+    if plan is None or not whole and plan[0] == plan[2] == 1:
         return None
     P, R, C = plan
-    sfx = _ck._SUFFIX[x.dtype]
-    if C == 1:
-        f = _ck._fn(f"ck_sum_rows_{sfx}", _ck._types(*_ROWS))
-    else:
-        f = _ck._fn(f"ck_sum_cols_{sfx}", _ck._types(*_COLS))
+    sizes = (P, R) if C == 1 else (P, R, C)
+    args = ("c_void_p", "c_void_p") + ("c_ssize_t",) * len(sizes) + ("c_int",) * (len(extra) + 1)
+    f = _ck._fn(f"ck_{kind}_{'rows' if C == 1 else 'cols'}_{_ck._SUFFIX[x.dtype]}",
+                _ck._types(*args))
     if f is None:
         return None
     y = np.empty(_out_shape(x.shape, dims, keepdim), x.dtype)
-    if C == 1:
-        f(x.ctypes.data, y.ctypes.data, P, R, _ck._threads(x.size))
-    else:
-        f(x.ctypes.data, y.ctypes.data, P, R, C, _ck._threads(x.size))
+    f(x.ctypes.data, y.ctypes.data, *sizes, *extra, _ck._threads(x.size))
     return y
 
 
-_ROWS = ("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_int")
-_COLS = ("c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_ssize_t", "c_int")
+def sum_(x, dims, keepdim):
+    """``x.sum(dims, keepdims=keepdim)`` for a C-contiguous float32/float64 NumPy array, as
+    NumPy computes it bit for bit, or None when the kernels do not take it (small, not
+    contiguous, dims not one consecutive group, no compiler)."""
+    return _run("sum", x, dims, keepdim)
 
 
 def extreme(x, dims, keepdim, largest):
@@ -313,26 +315,7 @@ def extreme(x, dims, keepdim, largest):
     the kernels do not take it (as `sum_`, and a reduction over all elements: NumPy's own
     loop is vectorised there).  The value is NumPy's; the sign of a zero maximum where
     both zeros occur may differ (-0.0 == 0.0)."""
-    if not (type(x) is _ndarray and x.size >= _ck.MIN_SIZE and _ck.ENABLED
-            and x.flags.c_contiguous and x.dtype in _ck._SUFFIX):
-        return None
-    plan = _plan(x, dims)
-    if plan is None or plan[0] == 1 and plan[2] == 1:
-        return None
-    P, R, C = plan
-    sfx = _ck._SUFFIX[x.dtype]
-    if C == 1:
-        f = _ck._fn(f"ck_ext_rows_{sfx}", _ck._types(*_ROWS[:-1], "c_int", "c_int"))
-    else:
-        f = _ck._fn(f"ck_ext_cols_{sfx}", _ck._types(*_COLS[:-1], "c_int", "c_int"))
-    if f is None:
-        return None
-    y = np.empty(_out_shape(x.shape, dims, keepdim), x.dtype)
-    if C == 1:
-        f(x.ctypes.data, y.ctypes.data, P, R, int(largest), _ck._threads(x.size))
-    else:
-        f(x.ctypes.data, y.ctypes.data, P, R, C, int(largest), _ck._threads(x.size))
-    return y
+    return _run("ext", x, dims, keepdim, (int(largest),), whole=False)
 
 
 def _out_shape(shape, dims, keepdim):
