@@ -54,3 +54,19 @@ preserve_format = memory_format("preserve_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 legacy_contiguous_format = contiguous_format
+
+
+def suggest_memory_format(shape, strides):
+    """torch's ``Tensor.suggest_memory_format()`` from a dense tensor's sizes and strides:
+    ``channels_last`` (4-d) or ``channels_last_3d`` (5-d) when the channel dimension is
+    innermost and the batch outermost, else ``contiguous_format``.  Ambiguous strides (a
+    zero channel stride, an empty dim, ``N111`` tensors whose strides fit both) read as
+    contiguous, as in torch."""
+    if len(shape) not in (4, 5) or strides[1] == 0:
+        return contiguous_format
+    least = 0
+    for d in (1,) + tuple(range(len(shape) - 1, 1, -1)) + (0,):   # channels, W, H, (D), N
+        if shape[d] == 0 or strides[d] < least or (d == 0 and least == strides[1]):
+            return contiguous_format
+        least = strides[d] * shape[d]
+    return channels_last if len(shape) == 4 else channels_last_3d

@@ -43,6 +43,45 @@ def test_interpolate(mode, shape, kw):
              [R(*shape).astype(np.float32)])
 
 
+def _channels_last(x):
+    """``x`` laid out channels-last (N, spatial..., C innermost), by permutes both libraries
+    read the same way."""
+    nd = x.dim()
+    return x.permute((0,) + tuple(range(2, nd)) + (1,)).contiguous().permute(
+        (0, nd - 1) + tuple(range(1, nd - 1)))
+
+
+@pytest.mark.parametrize("mode,shape,kw", [
+    ("nearest", (2, 3, 4, 5), {}), ("nearest-exact", (2, 3, 4, 5), {}),
+    ("bilinear", (2, 3, 4, 5), {}), ("bilinear", (2, 3, 4, 5), dict(align_corners=True)),
+    ("bicubic", (2, 3, 4, 5), {}), ("bilinear", (2, 3, 4, 5), dict(antialias=True)),
+    ("area", (2, 3, 7, 5), {}), ("nearest", (1, 2, 3, 4, 5), {}),
+    ("trilinear", (1, 2, 3, 4, 5), {}), ("area", (1, 2, 3, 4, 5), {}),
+    ("bilinear", (2, 1, 4, 5), {}), ("nearest", (1, 3, 1, 1), {})])
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+def test_interpolate_keeps_the_memory_format_like_torch(mode, shape, kw, layout):
+    """torch's resampling keeps a channels-last input's layout (its 3-d adaptive average
+    pool, the 5-d area mode, does not; a size-1 channel dim reads as contiguous): the same
+    strides, the same values and gradients."""
+    x0 = R(*shape)
+    out = []
+    for lib in (torch, ember):
+        x = lib.tensor(x0, requires_grad=True)
+        xi = _channels_last(x) if layout == "channels_last" else x
+        y = lib.nn.functional.interpolate(xi, scale_factor=2, mode=mode, **kw)
+        y.backward(lib.tensor(np.arange(y.numel(), dtype=np.float64).reshape(y.shape)))
+        out.append((y.stride(), y.detach().numpy(), x.grad.numpy()))
+    assert out[1][0] == out[0][0]
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-10, atol=1e-9)
+    # uint8 images keep it too
+    if mode in ("nearest", "bilinear", "bicubic") and len(shape) == 4 and not kw:
+        strides = [lib.nn.functional.interpolate(
+            _channels_last(lib.tensor((x0 * 40 + 100).clip(0, 255).astype(np.uint8))),
+            scale_factor=2, mode=mode).stride() for lib in (torch, ember)]
+        assert strides[0] == strides[1]
+
+
 def test_upsample_modules():
     check_pair("Upsample", kwargs=dict(scale_factor=2), inputs=[R(1, 2, 3, 4)])
     check_pair("Upsample", kwargs=dict(size=(5, 7), mode="bilinear"), inputs=[R(1, 2, 3, 4)])

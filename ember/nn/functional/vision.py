@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from ..._core import dtype as _dt
+from ..._core.layout import contiguous_format, suggest_memory_format
 from ..._core.dispatch import overridable
 from ..._core.tensor import host_tensor, wrap
 from ...ops._helpers import not_implemented
@@ -314,7 +315,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"({'x'.join(map(str, input.shape[2:]))}) and output "
                            f"({'x'.join(map(str, osz))})")
     if mode == "area":
-        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, osz)
+        out = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1](input, osz)
+        # torch's adaptive_avg_pool3d returns the contiguous format
+        return out if n == 3 else _in_memory_format_of(input, out)
+    return _in_memory_format_of(input, _resample(input, osz, scales, mode, n, align_corners,
+                                                 antialias))
+
+
+def _resample(input, osz, scales, mode, n, align_corners, antialias):
     _interp_dtype_check(input, mode, n, antialias)
     spatial = tuple(input.shape[2:])
     x = input
@@ -331,6 +339,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     mats = [wrap(weights(L, o, mode, align_corners, s).astype(dt))
             for L, o, s in zip(spatial, osz, scales)]
     return apply_separable(x, mats)
+
+
+def _in_memory_format_of(input, out):
+    """``out`` laid out channels-last when ``input`` is (torch's resampling kernels keep
+    their input's suggested memory format), values unchanged."""
+    if input.dim() < 4 or suggest_memory_format(input.shape, input.stride()) is \
+            contiguous_format:
+        return out
+    last = (0,) + tuple(range(2, out.dim())) + (1,)   # N, spatial..., C
+    back = (0, out.dim() - 1) + tuple(range(1, out.dim() - 1))
+    return out.permute(last).contiguous().permute(back)
 
 
 @overridable
