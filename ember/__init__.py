@@ -222,3 +222,5 @@ from ._core.dtype import qint8, qint32, quint8  # noqa: E402,F401  (quantized dt
 from . import ao  # noqa: E402,F401  (torch.ao: quantization)
 from .ao import quantization  # noqa: E402,F401  (torch.quantization, the legacy path)
 __import__("sys").modules[__name__ + ".quantization"] = quantization  # import ember.quantization
+# torch.torch is the torch module itself (kornia annotates with ``torch.torch.Tensor``)
+torch = __import__("sys").modules[__name__]

@@ -18,7 +18,8 @@ prefix, and every top-level entry of ``ember/`` must be listed:
      special, sparse, distributions, serialization (save/load: knows nn.Parameter),
      storage, types, futures, backends, accelerator, testing, profiler, version,
      library (custom operators and ember.ops.aten's table, on nn.functional), overrides
-     (torch.overrides: function modes, listings of nn.functional/linalg/fft/special)
+     (torch.overrides: function modes, listings of nn.functional/linalg/fft/special),
+     _subclasses (torch._subclasses.fake_tensor.is_fake)
   4  func          vmap, grad, jacrev, jacfwd, functional_call
   5  fx            tracing, Graph, GraphModule, passes
   6  the programs on top: _dynamo, _inductor, export, ao, distributed, utils.benchmark
@@ -45,7 +46,7 @@ RANKS = {
     "sparse": 3,
     "distributions": 3, "serialization": 3, "storage": 3, "types": 3, "futures": 3,
     "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3, "library": 3,
-    "overrides": 3, "utils._selective_checkpoint": 3,
+    "overrides": 3, "utils._selective_checkpoint": 3, "_subclasses": 3,
     "func": 4,
     "fx": 5,
     "_higher_order_ops": 6,

@@ -43,8 +43,14 @@ FP32 = frozenset({
 })
 PROMOTE = frozenset({"cat", "stack", "index_copy"})
 
-_SUPPORTED = {"cpu": ("bfloat16", "float16"), "cuda": ("bfloat16", "float16", "float32")}
-_DEFAULT_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
+# torch's other accelerators (regions only set their state: no ember tensor lives there, and
+# a region of another device type leaves CPU operators alone, as in torch)
+_SUPPORTED = {"cpu": ("bfloat16", "float16"), "cuda": ("bfloat16", "float16", "float32"),
+              "mps": ("bfloat16", "float16"), "xpu": ("bfloat16", "float16"),
+              "hpu": ("bfloat16", "float16"), "mtia": ("bfloat16", "float16"),
+              "xla": ("bfloat16", "float16")}
+_DEFAULT_DTYPE = {"cpu": "bfloat16", "cuda": "float16", "mps": "float16", "xpu": "float16",
+                  "hpu": "bfloat16", "mtia": "float16", "xla": "bfloat16"}
 # per device type: [enabled, dtype]; the mode reads it at each call, so nested regions
 # (and enabled=False inside an enabled one) take effect without reordering modes
 _STATE = {d: [False, getattr(_dt, n)] for d, n in _DEFAULT_DTYPE.items()}

@@ -152,3 +152,25 @@ def test_grad_scaler_misuse_and_disabled():
     t = ember.ones(2)
     assert off.scale(t) is t and off.get_scale() == 1.0 and off.state_dict() == {}
     assert not off.is_enabled()
+
+
+@pytest.mark.parametrize("device", ["mps", "xpu", "hpu", "mtia", "xla"])
+def test_other_accelerator_regions_answer_as_torch(device):
+    # kornia asks is_autocast_enabled(d) for every accelerator type torch knows
+    import warnings
+    res = []
+    for lib in (torch, ember):
+        out = [lib.amp.is_autocast_available(device), lib.is_autocast_enabled(device),
+               str(lib.get_autocast_dtype(device)).split(".")[1]]
+        with lib.autocast(device, dtype=lib.bfloat16):
+            x = lib.ones(2, 3) @ lib.ones(3, 2)  # CPU operators are not cast
+            out += [lib.is_autocast_enabled(device), str(x.dtype).split(".")[1],
+                    str(lib.get_autocast_dtype(device)).split(".")[1]]
+        out.append(lib.is_autocast_enabled(device))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with lib.autocast(device, dtype=lib.float32):
+                out.append(lib.is_autocast_enabled(device))
+        out.append([str(m.message) for m in w])
+        res.append(out)
+    assert res[0] == res[1]

@@ -426,3 +426,38 @@ def test_norm_base_classes_import_by_their_module_paths(lib):
     assert isinstance(nn.InstanceNorm2d(3), inn._NormBase)
     assert not isinstance(nn.InstanceNorm2d(3), bn._BatchNorm)
     assert not isinstance(nn.LayerNorm(3), bn._NormBase)
+
+
+def _module_utils(lib):
+    import collections
+    from importlib import import_module
+    u = import_module(lib.__name__ + ".nn.modules.utils")
+    out = [u._single(3), u._pair(3), u._pair((1, 2)), u._triple([4, 5, 6]), u._quadruple(0),
+           u._pair.__name__, u._ntuple(5, "five")(7), u._reverse_repeat_tuple((1, 2, 3), 2),
+           u._list_with_default([None, 4], [1, 2, 3, 5]), u._list_with_default(7, [1, 2])]
+    with pytest.raises(ValueError, match="at least 3"):
+        u._list_with_default([None, 4], [1, 2])
+    sd = collections.OrderedDict([("module.a", 1), ("module.b.c", 2), ("d", 3)])
+    sd._metadata = {"": {"v": 0}, "module": {"v": 1}, "module.b": {"v": 2}}
+    u.consume_prefix_in_state_dict_if_present(sd, "module.")
+    out += [list(sd.items()), sd._metadata]
+    plain = {"module.x": 1}
+    u.consume_prefix_in_state_dict_if_present(plain, "module.")
+    return out + [plain]
+
+
+def test_nn_modules_utils_matches_torch():
+    # kornia (and many layers) import _pair/_triple from torch.nn.modules.utils
+    assert _module_utils(ember) == _module_utils(torch)
+
+
+@LIBS
+def test_tracing_queries_libraries_ask_outside_any_trace(lib):
+    # kornia imports is_fake and get_proxy_mode, and annotates with torch.torch.Tensor
+    from importlib import import_module
+    ft = import_module(lib.__name__ + "._subclasses.fake_tensor")
+    pt = import_module(lib.__name__ + ".fx.experimental.proxy_tensor")
+    assert lib.torch is lib and lib.torch.Tensor is lib.Tensor
+    assert ft.is_fake(lib.ones(2)) is False and ft.is_fake(3) is False
+    assert ft.is_fake(lib.empty(2, device="meta")) is False
+    assert pt.get_proxy_mode() is None

@@ -180,3 +180,37 @@ def test_datasets_and_random_split():
     assert len(sub) == 2 and sub[1][0].item() == 3.0
     chain = edata.ChainDataset([Counting(2), Counting(3)])
     assert list(chain) == [0, 1, 0, 1, 2]
+
+
+def test_data_classes_are_generic_as_torch():
+    # kornia annotates `train_dataloader: DataLoader[Any]`; user datasets subclass
+    # Dataset[Tensor] and stay usable
+    import typing
+    import torch.utils.data as td
+
+    import ember.utils.data as ed
+    names = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+             "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler",
+             "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler",
+             "TensorDataset", "WeightedRandomSampler"]
+
+    def generic(mod):
+        out = {}
+        for n in names:
+            try:
+                getattr(mod, n)[typing.Any]
+                out[n] = True
+            except TypeError:
+                out[n] = False
+        return out
+    assert generic(ed) == generic(td)
+
+    class Squares(ed.Dataset[int]):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return i * i
+    batches = [b.tolist() for b in ed.DataLoader(Squares(), batch_size=2)]
+    assert batches == [[0, 1], [4, 9], [16]]
+    assert isinstance(Squares(), ed.Dataset) and isinstance(ed.DataLoader(Squares()), ed.DataLoader)

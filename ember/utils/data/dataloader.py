@@ -21,10 +21,11 @@ import queue
 import time
 import warnings
 import weakref
+from typing import Generic
 
 from . import _worker
 from ._collate import default_collate, default_convert
-from .dataset import IterableDataset
+from .dataset import IterableDataset, T_co
 from .fetch import create_fetcher
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _draw_seed
 
@@ -85,7 +86,7 @@ def _cpu_count():
     return os.cpu_count()
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """Combines a dataset and a sampler, and provides an iterable over the dataset
     (``torch.utils.data.DataLoader``)."""
 

@@ -3,6 +3,7 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 from ..._core.random import default_generator
 
@@ -10,8 +11,12 @@ from ..._core.random import default_generator
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
 
+# datasets, samplers and the DataLoader are generic in their element type, as torch's
+# (``DataLoader[Any]`` in annotations, ``class Ds(Dataset[Tensor])``)
+T_co = TypeVar("T_co", covariant=True)
 
-class Dataset:
+
+class Dataset(Generic[T_co]):
     """An abstract map-style dataset: implement ``__getitem__`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
@@ -21,7 +26,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """An iterable-style dataset: implement ``__iter__``. With several DataLoader workers each
     worker iterates its own copy; shard with ``get_worker_info()``."""
 
@@ -47,7 +52,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[T_co]):
     """Stacks datasets of equal length: samples are tuples (positional) or dicts (keywords)."""
 
     def __init__(self, *args, **kwargs):
@@ -69,7 +74,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """Concatenation of map-style datasets."""
 
     def __init__(self, datasets):
@@ -94,7 +99,7 @@ class ConcatDataset(Dataset):
         return self.datasets[d][idx - start]
 
 
-class ChainDataset(IterableDataset):
+class ChainDataset(IterableDataset[T_co]):
     """Chains iterable datasets."""
 
     def __init__(self, datasets):
@@ -110,7 +115,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self.datasets)
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The subset of ``dataset`` at ``indices``."""
 
     def __init__(self, dataset, indices):

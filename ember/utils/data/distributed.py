@@ -2,12 +2,13 @@
 import math
 import sys
 
+from .dataset import T_co
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[T_co]):
     """Restricts data loading to the shard of rank ``rank`` among ``num_replicas``; call
     ``set_epoch`` each epoch so shuffling differs between epochs but agrees across ranks."""
 

@@ -1,10 +1,14 @@
 """Samplers: which dataset indices a DataLoader visits, and in which order."""
 
+from typing import Generic
+
+from .dataset import T_co
+
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
 
-class Sampler:
+class Sampler(Generic[T_co]):
     """Base class of samplers: iterate over indices (or lists of indices for batch samplers)."""
 
     def __init__(self, data_source=None):

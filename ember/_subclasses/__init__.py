@@ -1,0 +1,1 @@
+"""``torch._subclasses``: the tensor-subclass queries libraries import by this path."""
