@@ -107,7 +107,9 @@ def _view(self, *shape, dtype=None, size=None):
 
 def _view_dtype(self, dtype):
     old_size, new_size = self.element_size(), dtype.itemsize
-    if old_size != new_size:
+    # vmap's per-example tensors (``_bdim``) have no strides of their own: the check is for
+    # real tensors, the batch rule views the physical one
+    if old_size != new_size and not hasattr(self, "_bdim"):
         _check_view_dtype(self, dtype, old_size, new_size)
     return _wrap_view_dtype(self, dtype)
 
