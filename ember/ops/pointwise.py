@@ -18,6 +18,7 @@ from ._helpers import (_F32, _cast, broadcast_guard, check_castable, check_out_s
                        check_tensor, dtype_kind, gated, not_implemented, type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
 from .._core.ckernels import binary as _ckbin
+from .._core.ckernels import ternary as _cktern
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from ._batching import _elementwise_rule
@@ -861,7 +862,7 @@ def _where_kernel(xp, cond, a, b):
     return _WHERE(xp, cond, a, b).astype(dt, copy=False)
 
 
-_WHERE = _sf.get("where").numpy
+_WHERE = _cktern.wrap("where", _sf.get("where").numpy)  # C: a select, not NumPy's branches
 
 
 def _where_vjp(ctx, g, cond, a, b):
@@ -1033,7 +1034,7 @@ Tensor.clamp_max_ = lambda self, max: _clamp_(self, None, max)
 _lerp_vjp = table_vjp(_sf.get("lerp"))
 
 
-LERP = Op("lerp", gated(nary_kernel(_sf.get("lerp").numpy, 3),
+LERP = Op("lerp", gated(nary_kernel(_cktern.wrap("lerp", _sf.get("lerp").numpy), 3),
                        "lerp_kernel_tensor", "bi", n=2), _lerp_vjp, shape=shape_broadcast,
           batch=_elementwise_rule)
 

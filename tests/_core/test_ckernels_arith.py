@@ -1,4 +1,5 @@
-"""Binary arithmetic and sums in C over threads (ember._core.ckernels.binary / .reduce): every
+"""Binary arithmetic, lerp/where and sums in C over threads (ember._core.ckernels.binary /
+.ternary / .reduce): every
 value bitwise NumPy's, on 1, 2 and 3 threads, for every operand form the kernels take; the
 forms they decline left to NumPy; and the public ops that use them against torch."""
 import numpy as np
@@ -9,6 +10,8 @@ import ember
 from ember._core import ckernels as ck
 from ember._core.ckernels import binary as ckbin
 from ember._core.ckernels import reduce as ckred
+from ember._core.ckernels import ternary as cktern
+from ember._core import scalar_functions as sf
 
 needs_c = pytest.mark.skipif(not ck.status()["available"],
                              reason=f"no compiled kernels here: {ck.status()['reason']}")
@@ -39,7 +42,7 @@ def _same(r, ref):
     np.testing.assert_array_equal(_bits(r), _bits(ref))
 
 
-def _declined(xp, a, b):
+def _declined(xp, *operands):
     return None
 
 
@@ -231,3 +234,68 @@ def test_public_amax_amin_match_torch():
                      requires_grad=True)
     x.amax(2).sum().backward()  # the gradient goes to each row's maximum (column 48)
     assert float(x.grad[..., 48].sum()) == 300 * 40 and float(x.grad.sum()) == 300 * 40
+
+
+def _ternary_forms(dtype):
+    rng = np.random.default_rng(5)
+    shape = (700, 613)  # below PARALLEL_SIZE at 1 thread, above it with 2 or 3
+    a, b = _values(shape, dtype, 6), _values(shape, dtype, 7)
+    w = rng.uniform(-1, 2, shape).astype(dtype)
+    w.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 1.0]
+    m = rng.random(shape) < 0.5
+    one = np.array(0.7, dtype)
+    return [("lerp", (a, b, w)), ("lerp", (a, b, 0.3)), ("lerp", (a, b, one)),
+            ("lerp", (a, b, 1.7)), ("lerp", (a, 2.0, w)), ("where", (m, a, b)),
+            ("where", (m, a, 0.0)), ("where", (m, -1.5, b)), ("where", (np.array(True), a, b)),
+            ("where", (m, one, b))]
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lerp_and_where_are_the_table_numpy_form_bitwise(threads, dtype):
+    for name, ops in _ternary_forms(dtype):
+        k = cktern.wrap(name, _declined)
+        ref = sf.get(name).numpy(np, *[np.array(o, dtype) if isinstance(o, float) else o
+                                       for o in ops])
+        for n in (1, 2, 3):
+            r = threads(n, lambda: k(np, *ops))
+            assert r is not None, (name, [np.shape(o) for o in ops])
+            _same(r, np.asarray(ref, dtype))
+
+
+@needs_c
+def test_lerp_and_where_decline_what_they_do_not_compute():
+    a = np.ones((64, 128), np.float32)
+    m = a > 0
+    for name, ops in [("lerp", (a, a.astype(np.float64), a)),   # mixed dtypes
+                      ("lerp", (a, a[:, :1], a)),                # broadcast
+                      ("lerp", (a[:, ::2], a[:, ::2], 0.5)),     # not contiguous
+                      ("lerp", (a[:4], a[:4], 0.5)),              # small
+                      ("where", (m.astype(np.uint8), a, a)),     # not a bool condition
+                      ("where", (m, a, 1e39)),                    # out of float32's range
+                      ("where", (m, 1.0, 2.0)),                   # no float operand
+                      ("lerp", (a.astype(np.int32), a.astype(np.int32), 1))]:
+        assert cktern.wrap(name, _declined)(np, *ops) is None, (name, [np.shape(o) for o in ops])
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_public_lerp_and_where_match_torch(two_threads, dtype):
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((700, 613)), rng.standard_normal((700, 613))
+    wn = rng.uniform(-1, 2, (700, 613))
+    edt = getattr(ember, str(dtype).split(".")[1])
+    out = {}
+    for lib, dt in ((torch, dtype), (ember, edt)):
+        a, b, w = (lib.tensor(v, dtype=dt) for v in (an, bn, wn))
+        m = a > b
+        d = a.clone()
+        d.lerp_(b, 0.25)
+        out[lib.__name__] = [t.numpy() for t in (lib.where(m, a, b), lib.where(m, a, 0.0),
+                                                  lib.lerp(a, b, w), lib.lerp(a, b, 0.3), d)]
+    for k, (e, t) in enumerate(zip(out["ember"], out["torch"], strict=True)):
+        if k < 2:
+            np.testing.assert_array_equal(e, t)  # a selection: exact
+        else:  # torch fuses the product and the sum (one rounding): within an ulp or two
+            eps = np.finfo(e.dtype).eps
+            np.testing.assert_allclose(e, t, rtol=4 * eps, atol=4 * eps)

@@ -26,12 +26,13 @@ from . import indexing as _indexing
 from . import optim as _optim
 from . import pooling as _pooling
 from . import reduce as _reduce
+from . import ternary as _ternary
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 9
+ABI_VERSION = 10
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -380,6 +381,7 @@ def render():
     parts.append(_attention.render())
     parts.append(_binary.render())
     parts.append(_reduce.render())
+    parts.append(_ternary.render())
     parts.append(_pooling.render())
     parts.append(_depthwise.render())
     parts.append(_optim.render())
