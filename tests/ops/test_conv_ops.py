@@ -357,9 +357,17 @@ def test_direct_kernels_match_torch_and_the_column_route(xs, ws, kw, dtype, monk
     yt = getattr(TF, name)(*[torch.from_numpy(a) for a in arrays], **kw)
     g = _arr(*yt.shape, dtype=dtype)
     calls = []
+
+    def spy(*args, _real, _name, **kwargs):
+        out = _real(*args, **kwargs)
+        if out is not None:
+            calls.append(_name)
+        return out
     for fn in ("direct_conv", "direct_weight_grad"):
-        real = getattr(ck, fn)
-        monkeypatch.setattr(ck, fn, lambda *a, _f=real, _n=fn: calls.append(_n) or _f(*a))
+        monkeypatch.setattr(ck, fn, lambda *a, _f=getattr(ck, fn), _n=fn, **k:
+                            spy(*a, _real=_f, _name=_n, **k))
+    # the kernels on these shapes whatever they waste (the column route is faster for some)
+    monkeypatch.setattr(ck, "DIRECT_MAX_WASTE", float("inf"))
 
     def run(lib):
         ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
@@ -427,3 +435,67 @@ def test_non_finite_input_pixels_give_torchs_weight_gradient(xs, ws, kw, pixel, 
         np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
     assert np.isfinite(want[2]).sum() > 0   # the case has finite weight-gradient entries
+
+
+# the direct kernels decline shapes where they would compute much more than the column
+# GEMMs (whole vectors of positions for tiny planes, the padded plane of a transposed
+# convolution's 1x1 input, a register block of output channels for one channel): dcgan's
+# first ConvTranspose2d (1x1 -> 4x4) runs on columns, a 3x3 layer on 8x8 planes direct
+@pytest.mark.parametrize("name,xs,ws,kw,direct", [
+    ("conv_transpose2d", (3, 10, 1, 1), (10, 12, 4, 4), {}, (0, 0)),
+    ("conv2d", (3, 10, 4, 4), (12, 10, 4, 4), {}, (0, 0)),
+    ("conv2d", (3, 1, 12, 12), (8, 1, 5, 5), {}, (1, 1)),   # input gradient: 1 channel
+    ("conv2d", (3, 16, 8, 8), (16, 16, 3, 3), dict(padding=1), (2, 1)),
+])
+def test_direct_kernels_leave_wasteful_shapes_to_the_column_route(name, xs, ws, kw, direct,
+                                                                   monkeypatch):
+    done = {"direct_conv": 0, "direct_weight_grad": 0}
+    for fn in done:
+        def spy(*a, _f=getattr(ck, fn), _n=fn, **k):
+            out = _f(*a, **k)
+            done[_n] += out is not None
+            return out
+        monkeypatch.setattr(ck, fn, spy)
+    x, w = _arr(*xs), _arr(*ws)
+    g = None
+    for lib in (torch, ember):
+        xt, wt = (lib.from_numpy(a.copy()).requires_grad_(True) for a in (x, w))
+        y = getattr(lib.nn.functional, name)(xt, wt, **kw)
+        g = _arr(*y.shape) if g is None else g
+        y.backward(lib.from_numpy(g))
+        got = [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()]
+        if lib is torch:
+            want = got
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    assert (done["direct_conv"], done["direct_weight_grad"]) == direct
+
+
+# strided forward convolutions whose kernel sizes are multiples of the strides run on the
+# direct stride-1 kernel in space-to-depth form (conv_kernels._to_depth): values against
+# torch and the column route; phases that reach only padding, 1-d, groups, uneven strides
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((2, 5, 9, 10), (6, 5, 4, 4), dict(stride=2, padding=1)),
+    ((2, 4, 8, 11), (6, 2, 4, 6), dict(stride=(2, 3), padding=(1, 2), groups=2)),
+    ((2, 3, 17), (4, 3, 6), dict(stride=3, padding=2)),
+    ((2, 3, 7, 7), (4, 3, 4, 4), dict(stride=2)),
+    ((2, 3, 5, 6), (9, 3, 4, 2), dict(stride=(2, 1), padding=(3, 1))),
+    ((2, 3, 32, 32), (16, 3, 4, 4), dict(stride=2, padding=1)),   # taken unforced
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_forward_in_space_to_depth_form_matches_torch(xs, ws, kw, dtype, monkeypatch):
+    name = f"conv{len(xs) - 2}d"
+    x, w, b = _arr(*xs, dtype=dtype), _arr(*ws, dtype=dtype), _arr(ws[0], dtype=dtype)
+    want = getattr(TF, name)(*[torch.from_numpy(a) for a in (x, w, b)], **kw).numpy()
+    used = []
+    real = conv_kernels._to_depth
+    monkeypatch.setattr(conv_kernels, "_to_depth", lambda *a: used.append(1) or real(*a))
+    if xs[2:] != (32, 32):
+        monkeypatch.setattr(conv_kernels, "DEPTH_MAX_WASTE", float("inf"))
+    got = getattr(F, name)(*[ember.from_numpy(a) for a in (x, w, b)], **kw).numpy()
+    assert used == [1] and got.dtype == dtype
+    monkeypatch.setattr(conv_kernels, "DIRECT", False)
+    columns = getattr(F, name)(*[ember.from_numpy(a) for a in (x, w, b)], **kw).numpy()
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got, columns, rtol=tol, atol=tol)

@@ -41,7 +41,7 @@ import numpy as np
 from . import build as _build
 
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
-           "direct_fits", "channel_affine", "available"]
+           "direct_fits", "waste", "DIRECT_MAX_WASTE", "channel_affine", "available"]
 
 ABI_VERSION = 3
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
@@ -532,6 +532,27 @@ def _padded_planes(x, HW, pad, scratch, check=False):
     return buf, Wp, PL, bool(finite)
 
 
+# multiply-adds the direct kernels spend per one a GEMM over columns would do, above which
+# that column route is faster: the kernels compute whole vectors of positions (rows Wp wide,
+# so also the positions past each output row) for blocks of CKD_OB output channels.  1
+# thread, CPU time, float32: direct wins at 1.25-1.8 (3x3 on 8x8 planes 1.9 vs 2.8 ms,
+# LeNet's 5x5 layers), loses at 2 (3x3 on 4x4: 3.0 vs 2.7) and far beyond (dcgan's
+# ConvTranspose 1x1 -> 4x4, 32x: 9.1 vs 1.5 ms)
+DIRECT_MAX_WASTE = 1.9
+
+
+def waste(itemsize, Og, OH, OW, Wp, useful):
+    """The direct kernels' multiply-adds per useful one: output channels rounded up to the
+    register block, positions ``(OH - 1) * Wp + OW`` rounded up to whole vectors, against
+    ``useful`` positions (what the column route multiplies); inf without the library."""
+    if not available():
+        return float("inf")
+    OB, _, _, VB = _blocks()
+    N = VB // itemsize
+    P = (OH - 1) * Wp + OW
+    return (-(-Og // OB) * OB / Og) * (-(-P // N) * N) / max(useful, 1)
+
+
 def direct_fits(x, w, stride, pad):
     """Whether `direct_conv` takes these operands: float32/float64, C-contiguous input, 1-d
     or 2-d windows of stride 1, padding (lo, hi) pairs not negative."""
@@ -540,12 +561,14 @@ def direct_fits(x, w, stride, pad):
         all(p >= 0 for pr in pad for p in pr) and available()
 
 
-def direct_conv(x, w, b, pad, dilation, groups, scratch):
+def direct_conv(x, w, b, pad, dilation, groups, scratch, useful=None):
     """The stride-1 convolution of ``x`` (B, C, *L) with ``w`` (O, C/groups, *ks) (1-d or
     2-d), plus ``b`` (O,) or None, by a register-blocked direct kernel (no column buffer):
     output channels x positions in vector registers, one FMA per weight and vector of
     positions.  ``pad`` (lo, hi) pairs; ``scratch(slot, shape, dtype)`` a reusable work
-    array.  None when it does not apply (see `direct_fits`)."""
+    array.  None when it does not apply (see `direct_fits`) or would waste more than
+    `DIRECT_MAX_WASTE` against ``useful`` positions per plane (default: the output's; an
+    input gradient's are its output gradient's)."""
     if not direct_fits(x, w, (1,) * len(w.shape[2:]), pad):
         return None
     f = _fn("direct_fwd", x.dtype)
@@ -557,6 +580,10 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch):
     if OH <= 0 or OW <= 0 or B == 0 or O == 0:
         return None
     G, Og = groups, O // groups
+    Wp = W + pad2[1][0] + pad2[1][1]
+    if waste(x.itemsize, Og, OH, OW, Wp, OH * OW if useful is None else useful) > \
+            DIRECT_MAX_WASTE:
+        return None
     OB = _blocks()[0]
     nob = -(-Og // OB)
     xpad, Wp, PL, _ = _padded_planes(x, (H, W), pad2, scratch)
@@ -576,7 +603,9 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch):
 def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     """The weight gradient (O, C/groups, *ks) of the stride-1 convolution of ``x`` whose
     output gradient is ``gy`` (B, O, *Lo), by a direct kernel (output channels x kernel
-    columns of vector accumulators over the positions), or None (see `direct_fits`)."""
+    columns of vector accumulators over the positions), or None (see `direct_fits`; also
+    when ``x`` holds an inf or NaN, or the kernel would waste more than
+    `DIRECT_MAX_WASTE`)."""
     if not (_fits(gy, ks) and gy.dtype == x.dtype and _fits(x, ks) and available()
             and all(p >= 0 for pr in pad for p in pr)):
         return None
@@ -589,6 +618,9 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
             OW != W + pad2[1][0] + pad2[1][1] - DW * (KW - 1) or B == 0 or O == 0 or C == 0:
         return None
     G, Cg, Og = groups, C // groups, O // groups
+    if waste(x.itemsize, Og, OH, OW, W + pad2[1][0] + pad2[1][1], OH * OW) > \
+            DIRECT_MAX_WASTE:
+        return None
     OB, _, _, VB = _blocks()
     N = VB // x.itemsize
     xpad, Wp, PL, finite = _padded_planes(x, (H, W), pad2, scratch, check=True)
