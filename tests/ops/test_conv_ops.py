@@ -499,3 +499,34 @@ def test_strided_forward_in_space_to_depth_form_matches_torch(xs, ws, kw, dtype,
     tol = 1e-4 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     np.testing.assert_allclose(got, columns, rtol=tol, atol=tol)
+
+
+# the window kernels split the (example, channel) planes over the OpenMP threads for large
+# buffers: the same values on one and two threads, both layouts, as the NumPy loops
+@pytest.mark.parametrize("wide", [False, True])
+def test_window_kernels_give_the_same_values_on_two_threads(wide, monkeypatch):
+    x = _arr(4, 24, 40, 40)
+    geo = ((3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1))
+    lo = conv_kernels.out_spatial(x.shape[2:], *geo)
+    shape = (24 * 9, 4, lo[0] * lo[1]) if wide else (4, 24 * 9, lo[0] * lo[1])
+    assert np.prod(shape) * 4 >= 1 << 20   # past the threads' threshold
+    prev = ember.get_num_threads()
+    got = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            cols = ck.im2col(x, *geo, lo, wide, np.empty(shape))
+            got.append((cols, ck.col2im(cols, 4, 24, x.shape[2:], *geo, lo, wide)))
+    finally:
+        ember.set_num_threads(prev)
+    want_cols = np.empty(shape)
+    view = conv_kernels._fill_view(np, want_cols, 4, 24, (3, 3), lo, wide)
+    xpd = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for idx, sl in conv_kernels._offset_slices((3, 3), (2, 2), (1, 1), lo):
+        view[(slice(None), slice(None)) + idx] = xpd[(slice(None), slice(None)) + sl]
+    monkeypatch.setattr(ck, "ENABLED", False)
+    want_x = conv_kernels._col2im(np, want_cols, 4, 24, x.shape[2:], *geo, lo, wide)
+    for cols, back in got:
+        np.testing.assert_array_equal(cols, want_cols)
+        np.testing.assert_array_equal(back, got[0][1])
+        np.testing.assert_allclose(back, want_x, rtol=1e-12, atol=1e-12)

@@ -43,7 +43,7 @@ from . import build as _build
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
            "direct_fits", "waste", "DIRECT_MAX_WASTE", "channel_affine", "available"]
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
 
 _C = r"""
@@ -88,7 +88,8 @@ int ckc_direct_block(int which) {
 }
 """
 
-# one copy per dtype (T, _S); geometry: g[0..13] = B C H W KH KW SH SW PH PW DH DW OH OW
+# one copy per dtype (T, _S); geometry: g[0..14] = B C H W KH KW SH SW PH PW DH DW OH OW wide;
+# OpenMP threads over the (example, channel) planes
 _TYPED = r"""
 /* the output columns [*lo, *hi) whose input column iw = ow*SW - PW + kw*DW is inside [0, W) */
 static inline void ckc_range_S(ptrdiff_t OW, ptrdiff_t W, ptrdiff_t SW, ptrdiff_t off,
@@ -100,70 +101,72 @@ static inline void ckc_range_S(ptrdiff_t OW, ptrdiff_t W, ptrdiff_t SW, ptrdiff_
 }
 
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
-void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int wide) {
+void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int nt) {
     const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
     const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
-    const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW;
-    for (ptrdiff_t b = 0; b < B; b++)
-        for (ptrdiff_t c = 0; c < C; c++) {
-            const T *src = x + (b * C + c) * H * W;
-            for (ptrdiff_t kh = 0; kh < KH; kh++)
-                for (ptrdiff_t kw = 0; kw < KW; kw++) {
-                    const ptrdiff_t k = (c * KH + kh) * KW + kw;
-                    T *dst = wide ? cols + (k * B + b) * L : cols + (b * C * KH * KW + k) * L;
-                    ptrdiff_t lo, hi;
-                    const ptrdiff_t woff = kw * DW - PW;
-                    ckc_range_S(OW, W, SW, woff, &lo, &hi);
-                    for (ptrdiff_t oh = 0; oh < OH; oh++) {
-                        T *d = dst + oh * OW;
-                        const ptrdiff_t ih = oh * SH - PH + kh * DH;
-                        if (ih < 0 || ih >= H || lo >= hi) {
-                            for (ptrdiff_t ow = 0; ow < OW; ow++) d[ow] = 0;
-                            continue;
-                        }
-                        const T *s = src + ih * W + woff;
-                        for (ptrdiff_t ow = 0; ow < lo; ow++) d[ow] = 0;
-                        if (SW == 1) {
-                            /* rows are short (often < 32): an inline vector loop, not memcpy */
-                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow];
-                        } else {
-                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow * SW];
-                        }
-                        for (ptrdiff_t ow = hi; ow < OW; ow++) d[ow] = 0;
+    const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW, wide = g[14];
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    for (ptrdiff_t bc = 0; bc < B * C; bc++) {
+        const ptrdiff_t b = bc / C, c = bc % C;
+        const T *src = x + (b * C + c) * H * W;
+        for (ptrdiff_t kh = 0; kh < KH; kh++)
+            for (ptrdiff_t kw = 0; kw < KW; kw++) {
+                const ptrdiff_t k = (c * KH + kh) * KW + kw;
+                T *dst = wide ? cols + (k * B + b) * L : cols + (b * C * KH * KW + k) * L;
+                ptrdiff_t lo, hi;
+                const ptrdiff_t woff = kw * DW - PW;
+                ckc_range_S(OW, W, SW, woff, &lo, &hi);
+                for (ptrdiff_t oh = 0; oh < OH; oh++) {
+                    T *d = dst + oh * OW;
+                    const ptrdiff_t ih = oh * SH - PH + kh * DH;
+                    if (ih < 0 || ih >= H || lo >= hi) {
+                        for (ptrdiff_t ow = 0; ow < OW; ow++) d[ow] = 0;
+                        continue;
                     }
+                    const T *s = src + ih * W + woff;
+                    for (ptrdiff_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                    if (SW == 1) {
+                        /* rows are short (often < 32): an inline vector loop, not memcpy */
+                        for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow];
+                    } else {
+                        for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] = s[ow * SW];
+                    }
+                    for (ptrdiff_t ow = hi; ow < OW; ow++) d[ow] = 0;
                 }
-        }
+            }
+    }
 }
 
-void ckc_col2im_S(const T *restrict cols, T *restrict x, const ptrdiff_t *g, int wide) {
+void ckc_col2im_S(const T *restrict cols, T *restrict x, const ptrdiff_t *g, int nt) {
     const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
     const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
-    const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW;
-    memset(x, 0, sizeof(T) * B * C * H * W);
-    for (ptrdiff_t b = 0; b < B; b++)
-        for (ptrdiff_t c = 0; c < C; c++) {
-            T *dst = x + (b * C + c) * H * W;
-            for (ptrdiff_t kh = 0; kh < KH; kh++)
-                for (ptrdiff_t kw = 0; kw < KW; kw++) {
-                    const ptrdiff_t k = (c * KH + kh) * KW + kw;
-                    const T *src = wide ? cols + (k * B + b) * L
-                                        : cols + (b * C * KH * KW + k) * L;
-                    ptrdiff_t lo, hi;
-                    const ptrdiff_t woff = kw * DW - PW;
-                    ckc_range_S(OW, W, SW, woff, &lo, &hi);
-                    for (ptrdiff_t oh = 0; oh < OH; oh++) {
-                        const ptrdiff_t ih = oh * SH - PH + kh * DH;
-                        if (ih < 0 || ih >= H) continue;
-                        const T *s = src + oh * OW;
-                        T *d = dst + ih * W + woff;
-                        if (SW == 1) {
-                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] += s[ow];
-                        } else {
-                            for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow * SW] += s[ow];
-                        }
+    const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW, wide = g[14];
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    for (ptrdiff_t bc = 0; bc < B * C; bc++) {
+        const ptrdiff_t b = bc / C, c = bc % C;
+        T *dst = x + (b * C + c) * H * W;
+        memset(dst, 0, sizeof(T) * H * W);
+        for (ptrdiff_t kh = 0; kh < KH; kh++)
+            for (ptrdiff_t kw = 0; kw < KW; kw++) {
+                const ptrdiff_t k = (c * KH + kh) * KW + kw;
+                const T *src = wide ? cols + (k * B + b) * L
+                                    : cols + (b * C * KH * KW + k) * L;
+                ptrdiff_t lo, hi;
+                const ptrdiff_t woff = kw * DW - PW;
+                ckc_range_S(OW, W, SW, woff, &lo, &hi);
+                for (ptrdiff_t oh = 0; oh < OH; oh++) {
+                    const ptrdiff_t ih = oh * SH - PH + kh * DH;
+                    if (ih < 0 || ih >= H) continue;
+                    const T *s = src + oh * OW;
+                    T *d = dst + ih * W + woff;
+                    if (SW == 1) {
+                        for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow] += s[ow];
+                    } else {
+                        for (ptrdiff_t ow = lo; ow < hi; ow++) d[ow * SW] += s[ow];
                     }
                 }
-        }
+            }
+    }
 }
 """
 
@@ -425,15 +428,15 @@ def _fn(name, dtype):
     return f
 
 
-def _geometry(B, C, spatial, ks, stride, pad, dilation, lo):
-    """The 14 sizes the kernels take; 1-d windows as 2-d ones of height 1."""
+def _geometry(B, C, spatial, ks, stride, pad, dilation, lo, wide):
+    """The 15 sizes the window kernels take; 1-d windows as 2-d ones of height 1."""
     if len(ks) == 1:
         spatial, ks, stride, dilation, lo = ((1,) + tuple(spatial), (1,) + tuple(ks),
                                              (1,) + tuple(stride), (1,) + tuple(dilation),
                                              (1,) + tuple(lo))
         pad = ((0, 0),) + tuple(pad)
     (H, W), (KH, KW), (SH, SW), (DH, DW), (OH, OW) = spatial, ks, stride, dilation, lo
-    return np.array([B, C, H, W, KH, KW, SH, SW, pad[0][0], pad[1][0], DH, DW, OH, OW],
+    return np.array([B, C, H, W, KH, KW, SH, SW, pad[0][0], pad[1][0], DH, DW, OH, OW, wide],
                     dtype=np.intp)
 
 
@@ -444,7 +447,8 @@ def _fits(a, ks):
 
 def im2col(x, ks, stride, pad, dilation, lo, wide, out):
     """The column buffer of ``x`` (B, C, *L) (see the module docstring) written into
-    ``out`` (C-contiguous, of the layout's size), or None."""
+    ``out`` (C-contiguous, of the layout's size), or None.  Large buffers are filled by
+    the OpenMP threads, a plane of ``x`` each (the column GEMMs are threaded by BLAS)."""
     if not _fits(x, ks):
         return None
     f = _fn("im2col", x.dtype)
@@ -452,8 +456,8 @@ def im2col(x, ks, stride, pad, dilation, lo, wide, out):
         return None
     B, C = x.shape[:2]
     cols = out
-    g = _geometry(B, C, x.shape[2:], ks, stride, pad, dilation, lo)
-    f(x.ctypes.data, cols.ctypes.data, g.ctypes.data, int(wide))
+    g = _geometry(B, C, x.shape[2:], ks, stride, pad, dilation, lo, int(wide))
+    f(x.ctypes.data, cols.ctypes.data, g.ctypes.data, _threads(4 * cols.size))
     return cols
 
 
@@ -465,8 +469,8 @@ def col2im(cols, B, C, spatial, ks, stride, pad, dilation, lo, wide):
     if f is None:
         return None
     out = np.empty((B, C) + tuple(spatial), dtype=cols.dtype)
-    g = _geometry(B, C, spatial, ks, stride, pad, dilation, lo)
-    f(cols.ctypes.data, out.ctypes.data, g.ctypes.data, int(wide))
+    g = _geometry(B, C, spatial, ks, stride, pad, dilation, lo, int(wide))
+    f(cols.ctypes.data, out.ctypes.data, g.ctypes.data, _threads(4 * cols.size))
     return out
 
 
