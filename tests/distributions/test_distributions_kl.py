@@ -165,5 +165,22 @@ def test_register_kl_most_specific_and_ambiguity():
         reg.pop((MyNormal, D.Normal), None)
         reg.pop((D.Normal, MyNormal), None)
         D.kl._KL_MEMOIZE.clear()
-    with pytest.raises(TypeError):
-        D.register_kl(int, D.Normal)
+
+
+def test_register_kl_takes_any_classes_like_torch():
+    # torch's check only refuses what is not a class (Pyro registers its own bases)
+    class Base:
+        pass
+    for lib in (torch, ember):
+        D = lib.distributions
+        fn = D.register_kl(Base, D.Normal)(lambda p, q: None)
+        assert D.kl._KL_REGISTRY.pop((Base, D.Normal)) is fn
+        D.kl._KL_MEMOIZE.clear()
+    for args in ((3, "Normal"), ("Normal", 3)):
+        msgs = []
+        for lib in (torch, ember):
+            D = lib.distributions
+            with pytest.raises(TypeError) as info:
+                D.register_kl(*(getattr(D, a) if isinstance(a, str) else a for a in args))
+            msgs.append(str(info.value))
+        assert msgs[0] == msgs[1]
