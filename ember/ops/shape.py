@@ -2,8 +2,8 @@
 repeat/tile/repeat_interleave, tril/triu, diag & trace, meshgrid, broadcasting helpers.
 
 cat, stack, flip, roll, repeat, repeat_interleave and tril/triu are primitives
-(one NumPy call each); the rest are composites of them and of the views in
-``views.py``.
+(one NumPy call each); split and unbind are multi-output views with one autograd node (see
+"split / chunk / unbind"); the rest are composites of them and of the views in ``views.py``.
 """
 import builtins
 import itertools
@@ -14,6 +14,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
+from .._core.state import STATE
 from .._core.tensor import Size, _wrap_dim
 from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override,
                        host_tensor, promote_np, write_out, write_out_exact, xp_fn)
@@ -21,8 +22,8 @@ from ._batching import _dims_rule
 from ._batching_index import (_cat_rule, _repeat_interleave_rule, _repeat_rule, _roll_rule,
                               _stack_rule, _tri_rule)
 from .indexing import INDEX_ADD
-from .views import (_sizes, diag_embed, diagonal, narrow, reshape, select,
-                    transpose, unsqueeze)
+from .views import (_FULL, INDEX_VIEW_BACKWARD, SELECT, SLICE, _sizes, diag_embed, diagonal,
+                    key_np, narrow, reshape, select, transpose, unsqueeze)
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "split", "tensor_split", "chunk", "unbind", "hsplit", "vsplit",
@@ -269,13 +270,136 @@ def _pieces(input, d, sizes):
     return tuple(out)
 
 
+# Eager, with no dispatch mode active, a split is one multi-output view op: one autograd node
+# (torch's SplitBackward0 / SplitWithSizesBackward0 / UnbindBackward0) whose backward writes
+# the pieces' gradients into one tensor (cat/stack, zeros only for pieces that received
+# none), where one slice node per piece would each fill an input-sized zero tensor for the
+# engine to add up.  Under a mode (capture, vmap, forward AD, ...) the pieces are the
+# narrow/select views that modes and graphs know (the composite the op's decomposition
+# spells): a view remembers one single-output view op per step of its chain, so the eager
+# pieces get theirs, the slice or select that makes each, from `_piece_views`.
+def _split_keys(dim, sizes):
+    lead, keys, off = (_FULL,) * dim, [], 0
+    for s in sizes:
+        keys.append(lead + ((off, off + s, 1),))
+        off += s
+    return keys
+
+
+def _unbind_keys(dim, n):
+    lead = (_FULL,) * dim
+    return [lead + (i,) for i in range(n)]
+
+
+def _split_kernel(xp, x, sizes, dim):
+    return [x[key_np(k)] for k in _split_keys(dim, sizes)]
+
+
+def _unbind_kernel(xp, x, dim):
+    return [x[key_np(k)] for k in _unbind_keys(dim, x.shape[dim])]
+
+
+def _split_shape(x, sizes, dim):
+    s = x.shape
+    return tuple((s[:dim] + (n,) + s[dim + 1:], x.dtype) for n in sizes)
+
+
+def _unbind_shape(x, dim):
+    s = x.shape
+    return tuple((s[:dim] + s[dim + 1:], x.dtype) for _ in range(s[dim]))
+
+
+def _one_piece_grad(grads, keys, shape):
+    """With one piece's gradient received (of several), the input's gradient is that piece
+    written into zeros (one input-sized fill, as torch's slice backward): cheaper than
+    joining it with zero pieces.  None when more than one arrived."""
+    got = [i for i, g in enumerate(grads) if g is not None]
+    if len(got) != 1:
+        return None
+    i = got[0]
+    return apply(INDEX_VIEW_BACKWARD, (grads[i],), {"shape": shape, "key": keys()[i]})
+
+
+def _present_or_zeros(grads, shapes):
+    """The pieces' gradients, zeros (of a received gradient's dtype and device) standing in
+    for those that received none (the engine passes None for them)."""
+    g0 = next(g for g in grads if g is not None)
+    return [g0.new_zeros(s) if g is None else g for g, s in zip(grads, shapes)]
+
+
+def _split_vjp(ctx, grads, x, sizes, dim):
+    if type(grads) is not tuple:  # one piece (a node of one output gets its gradient bare)
+        return grads
+    shape = ctx.in_meta[0][0]
+    one = _one_piece_grad(grads, lambda: _split_keys(dim, sizes), shape)
+    if one is not None:
+        return one
+    parts = _present_or_zeros(grads, [shape[:dim] + (n,) + shape[dim + 1:] for n in sizes])
+    # cat's sizes name a 1-D empty piece None (cat skips those, as torch's cat does)
+    legacy = len(shape) == 1
+    return apply(CAT, parts, {"dim": dim,
+                              "sizes": tuple(None if legacy and n == 0 else n for n in sizes)})
+
+
+def _unbind_vjp(ctx, grads, x, dim):
+    if type(grads) is not tuple:
+        grads = (grads,)
+    shape = ctx.in_meta[0][0]
+    one = _one_piece_grad(grads, lambda: _unbind_keys(dim, len(grads)), shape)
+    if one is not None:
+        return one
+    return apply(STACK, _present_or_zeros(grads, [shape[:dim] + shape[dim + 1:]] * len(grads)),
+                 {"dim": dim})
+
+
+def _pieces_jvp(op):
+    def jvp(out, ts, x, **params):
+        return None if ts[0] is None else tuple(apply(op, (ts[0],), params))
+    return jvp
+
+
+def _split_op(name):
+    op = Op(name, _split_kernel, _split_vjp, save_inputs=False, n_out=None, view=True,
+            shape=_split_shape, batch=_dims_rule)
+    op.jvp = _pieces_jvp(op)
+    return op
+
+
+SPLIT = _split_op("split")                        # by one size: SplitBackward0
+SPLIT_WITH_SIZES = _split_op("split_with_sizes")  # by a list of sizes: SplitWithSizesBackward0
+UNBIND = Op("unbind", _unbind_kernel, _unbind_vjp, save_inputs=False, n_out=None, view=True,
+            shape=_unbind_shape, batch=_dims_rule)
+UNBIND.jvp = _pieces_jvp(UNBIND)
+
+
+def _piece_views(input, op, params, keys, name):
+    """The pieces of ``input`` by ``op`` (`SPLIT`, `SPLIT_WITH_SIZES` or `UNBIND`), the
+    views ``keys`` select, marked as one function's multiple views (``name``, torch's)."""
+    view = SELECT if op is UNBIND else SLICE
+    # a mode sees the composite (see above); so do meta tensors, whose view strides come
+    # from each single view's rule
+    if STATE.intercept or (type(input._data) is not np.ndarray and input.is_meta):
+        return mark_multi_output_views(tuple(apply(view, (input,), {"key": k}) for k in keys),
+                                       name)
+    outs = tuple(apply(op, (input,), params))
+    for o, k in zip(outs, keys):
+        if o._base is not None:  # the chain's last step becomes the one view that makes o
+            o._view_chain = o._view_chain[:-1] + ((view, {"key": k}),)
+    return mark_multi_output_views(outs, name)
+
+
+def _split_by(input, d, sizes, op):
+    params = {"sizes": tuple(sizes), "dim": d}
+    return _piece_views(input, op, params, _split_keys(d, sizes),
+                        "Split" if op is SPLIT else "SplitWithSizes")
+
+
 @overridable
 def split(tensor, split_size_or_sections, dim=0):
     """Splits ``tensor`` into views of ``split_size`` along ``dim`` (or of the given sizes)."""
     d, sizes = _split_sizes(tensor, split_size_or_sections, dim)
     by_size = isinstance(split_size_or_sections, (int, np.integer, Tensor))
-    return mark_multi_output_views(_pieces(tensor, d, sizes),
-                                   "Split" if by_size else "SplitWithSizes")
+    return _split_by(tensor, d, sizes, SPLIT if by_size else SPLIT_WITH_SIZES)
 
 
 @overridable
@@ -294,6 +418,7 @@ def tensor_split(input, indices_or_sections, dim=0):
                                "zero-dimensional or one-dimensional tensor, but got a tensor "
                                f"with {ios.dim()} dims")
         ios = int(ios) if ios.dim() == 0 else ios.tolist()
+    # torch's tensor_split is slices, a node each, and its pieces may be written in place
     if isinstance(ios, (int, np.integer)):
         k = int(ios)
         if k <= 0:
@@ -350,9 +475,8 @@ def chunk(input, chunks, dim=0):
     d = _wrap_dim(dim, len(shp))
     n = shp[d]
     size = (n + chunks - 1) // chunks
-    if size == 0:
-        return mark_multi_output_views(tuple(narrow(input, d, 0, 0) for _ in range(chunks)),
-                                       "Split")
+    if size == 0:  # an empty dim: ``chunks`` empty pieces, as torch's split_with_sizes
+        return _split_by(input, d, [0] * chunks, SPLIT_WITH_SIZES)
     return split(input, size, d)
 
 
@@ -363,7 +487,9 @@ def unbind(input, dim=0):
     if not shp:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, len(shp))
-    return mark_multi_output_views(tuple(select(input, d, i) for i in range(shp[d])), "Unbind")
+    if not shp[d]:
+        return ()
+    return _piece_views(input, UNBIND, {"dim": d}, _unbind_keys(d, shp[d]), "Unbind")
 
 
 def _split_method(self, split_size, dim=0):

@@ -82,6 +82,21 @@ def _avg_pool_backward(lib, g, **params):
     return REGISTRY["avg_pool_backward"](g, **params)
 
 
+def _pieces_op_samples(params):
+    """split/split_with_sizes/unbind called as ops: public functions reach them only without
+    a mode (under this file's recording mode they are slice/select views)."""
+    def gen(dtype, rng):
+        for shape in ((3, 6), (2, 6, 2)):
+            yield SampleInput((make(shape, dtype, rng),), dict(params), name=f"{shape}")
+        yield SampleInput((make((4, 6), dtype, rng, noncontig=True),), dict(params),
+                          name="noncontig")
+    return gen
+
+
+def _pieces_op(name):
+    return lambda lib, x, **params: REGISTRY[name](x, **params)
+
+
 # nn activations and linear (not in the op database) and dtype casts with floating inputs
 _F = "nn.functional."
 EXTRA = [OpInfo(_F + n, samples=_kw_samples(*kw), dtypes=("float64",)) for n, kw in (
@@ -98,7 +113,12 @@ EXTRA = [OpInfo(_F + n, samples=_kw_samples(*kw), dtypes=("float64",)) for n, kw
       OpInfo("convolution_backward", fn=_conv_backward, samples=_conv_backward_samples,
              dtypes=("float64",)),
       OpInfo("avg_pool_backward", fn=_avg_pool_backward, samples=_avg_pool_backward_samples,
-             dtypes=("float64",))]
+             dtypes=("float64",))] + [
+    OpInfo(f"ops.{name}", fn=_pieces_op(name), samples=_pieces_op_samples(params),
+           dtypes=("float64", "complex128"))
+    for name, params in (("split", {"sizes": (2, 2, 2), "dim": 1}),
+                         ("split_with_sizes", {"sizes": (1, 0, 5), "dim": 1}),
+                         ("unbind", {"dim": 0}))]
 OPS = DB_OPS + EXTRA
 # operators reached by the samples that have no derivative at all in ember (no rule to compare)
 # (a custom Function's ops have no vjp to derive from: their tangents come from the operators

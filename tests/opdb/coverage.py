@@ -31,6 +31,11 @@ NO_RECORD = {
                     "torch (edges, counts, weights, density, errors, grad, meta); a record "
                     "needs an output count per call (the edges op returns one per dimension), "
                     "which capture and the vmap rules do not take yet"),
+    **dict.fromkeys(("split", "split_with_sizes", "unbind"),
+                    "split/chunk/unbind's one-node eager form: under a dispatch mode (this "
+                    "collector's) they are slice/select views; the split records check them "
+                    "without a mode, tests/ops/test_split_node.py against torch and "
+                    "tests/ops/test_decompositions.py's direct drivers"),
     **dict.fromkeys(("cond", "while_loop", "map"),
                     "higher-order ops: recorded by ember.compile's capture, never called eagerly; "
                     "tests/_dynamo/test_higher_order.py runs them against torch"),

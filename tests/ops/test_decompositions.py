@@ -142,8 +142,9 @@ def _nn_drivers(rng):
 
 def _direct_drivers(rng):
     """Operators called directly: the fused layer ops and their backward (the modules reach
-    them too) on both directions, flash attention's backward (which public functions reach
-    only without a mode) and the in-place-through-a-view node (never dispatched)."""
+    them too) on both directions, flash attention's backward and split/unbind (which public
+    functions reach only without a mode) and the in-place-through-a-view node (never
+    dispatched)."""
     def t(*shape):
         return ember.from_numpy(rng.uniform(-1, 1, shape))
     R = REGISTRY
@@ -177,6 +178,11 @@ def _direct_drivers(rng):
                                                             (R["slice"], {"key": ((0, 5, 1),
                                                                                   (1, 5, 2))}))),
                    R["_nuc_basis"](t(3, 4), dims=(0, 1)))
+    # split/unbind as one op: what public functions reach only without a mode
+    yield lambda: (R["split"](t(4, 6), sizes=(4, 2), dim=1),
+                   R["split_with_sizes"](t(5, 3), sizes=(1, 0, 4), dim=0),
+                   R["split_with_sizes"](t(6), sizes=(0, 6), dim=0),
+                   R["unbind"](t(3, 2, 2), dim=1), R["unbind"](t(3), dim=0))
     yield lambda: (ember.eye(3), ember.eye(2, 4, dtype=ember.int64), ember.linspace(0, 1, 5),
                    ember.linspace(-2, 3, 7, dtype=ember.int32), ember.logspace(0, 2, 4),
                    ember.linspace(0, 1, 1), ember.logspace(1, 2, 3, base=2.0),

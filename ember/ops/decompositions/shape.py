@@ -173,6 +173,18 @@ def _index_view(x, key):
     return reshape(y, out)
 
 
+@decomposes("split", "split_with_sizes")
+def _split(x, sizes, dim):
+    from ..shape import _split_keys
+    return tuple(_index_view(x, k) for k in _split_keys(dim, sizes))
+
+
+@decomposes("unbind")
+def _unbind(x, dim):
+    from ..shape import _unbind_keys
+    return tuple(_index_view(x, k) for k in _unbind_keys(dim, x.shape[dim]))
+
+
 def _region_index(shape, key):
     """Per-dim positions that a basic index key selects, as an open mesh (np.ix_)."""
     sl, _ = _plain_key(shape, key)
