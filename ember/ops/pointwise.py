@@ -1071,7 +1071,7 @@ def _addcdiv_kernel(xp, x, t1, t2, value=1):
     return x + value * t1 / t2  # torch's order: (value * t1) / t2
 
 
-_ADDCDIV_PROMOTED = nary_kernel(_addcdiv_kernel, 3)
+_ADDCDIV_PROMOTED = nary_kernel(_cktern.wrap("addcdiv", _addcdiv_kernel), 3)
 
 
 def _addcdiv_checked(xp, x, t1, t2, value=1):
@@ -1093,7 +1093,8 @@ def _addcdiv_vjp(ctx, g, x, t1, t2, value=1):
             -g * value * cj(t1 / (t2 * t2)) if need[2] else None)
 
 
-ADDCMUL = Op("addcmul", gated(nary_kernel(_addcmul_kernel, 3), "addcmul_cpu_out", "b", n=3),
+ADDCMUL = Op("addcmul", gated(nary_kernel(_cktern.wrap("addcmul", _addcmul_kernel), 3),
+                             "addcmul_cpu_out", "b", n=3),
              _addcmul_vjp, shape=shape_broadcast, batch=_elementwise_rule)
 ADDCDIV = Op("addcdiv", _addcdiv_checked, _addcdiv_vjp, shape=shape_broadcast,
              batch=_elementwise_rule)

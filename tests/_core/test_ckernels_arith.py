@@ -42,7 +42,7 @@ def _same(r, ref):
     np.testing.assert_array_equal(_bits(r), _bits(ref))
 
 
-def _declined(xp, *operands):
+def _declined(xp, *operands, **params):
     return None
 
 
@@ -261,6 +261,26 @@ def test_lerp_and_where_are_the_table_numpy_form_bitwise(threads, dtype):
             r = threads(n, lambda: k(np, *ops))
             assert r is not None, (name, [np.shape(o) for o in ops])
             _same(r, np.asarray(ref, dtype))
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_addcmul_and_addcdiv_are_the_ops_numpy_kernels_bitwise(threads, dtype):
+    from ember.ops import pointwise
+    numpy_forms = {"addcmul": pointwise._addcmul_kernel, "addcdiv": pointwise._addcdiv_kernel}
+    shape = (700, 613)
+    x, t1, t2 = (_values(shape, dtype, s) for s in (8, 9, 10))
+    for name, ref_fn in numpy_forms.items():
+        k = cktern.wrap(name, _declined)
+        for ops, value in [((x, t1, t2), 1), ((x, t1, t2), 0.37), ((x, t1, t2), -3),
+                           ((x, 1.5, t2), 0.5), ((np.array(2.0, dtype), t1, t2), 1e-3)]:
+            ref = ref_fn(np, *[np.array(o, dtype) if isinstance(o, float) else o
+                               for o in ops], value=value)
+            for n in (1, 2, 3):
+                r = threads(n, lambda: k(np, *ops, value=value))
+                assert r is not None, (name, value)
+                _same(r, np.asarray(ref, dtype))
+        assert k(np, x, t1, t2, value=True) is None  # a bool value: the NumPy kernel's rules
 
 
 @needs_c

@@ -1,17 +1,19 @@
-"""lerp and where in C: selections NumPy makes one element at a time.
+"""lerp, where, addcmul and addcdiv in C: one pass where NumPy makes several, or branches.
 
-NumPy's ``where`` branches per element (~4 ns each on a random mask), and the table's lerp
-is two formulas joined by a ``where`` (1024x512 float32 at one thread: where 2.1 ms, lerp
-1.1-3.4 ms, torch's lerp 0.09-0.12 ms).  These loops evaluate the scalar-function table's
-C expression (``c_expr``) per element, branch-free and vectorised, and split large
-operands over the threads as `binary` does.  FMA contraction is off in them, so lerp
-rounds each product and sum as the table's NumPy form does: every value is the NumPy
-form's, bit for bit, on any thread count (the tests check it).
+NumPy's ``where`` branches per element (~4 ns each on a random mask), the table's lerp is
+two formulas joined by a ``where``, and addcmul/addcdiv are three whole-array passes
+(1024x512 float32 at one thread: where 2.1 ms, lerp 1.1-3.4 ms, addcmul 0.23, addcdiv
+0.33; torch's lerp 0.09-0.12 ms).  These loops evaluate C expressions composed from the
+scalar-function table (``c_expr``: lerp and where are entries; addcmul is add(x, mul(value,
+mul(t1, t2))) and addcdiv add(x, div(mul(value, t1), t2)), the ops' NumPy order) per element,
+branch-free and vectorised, and split large operands over the threads as `binary` does.
+FMA contraction is off in them, so each product and sum rounds as in NumPy: every value is
+the NumPy form's, bit for bit, on any thread count (the tests check it).
 
 Operands: float32/float64 C-contiguous arrays of one shape (``where``'s condition a bool
-array of that shape) or single elements (a Python number, a one-element array), of at
-least ``MIN_SIZE`` elements; a bit of ``scal`` marks each single-element operand, and the
-loop for that combination reads it once.
+array of that shape) or single elements (a Python number, a one-element array; addcmul's
+and addcdiv's ``value`` always is), of at least ``MIN_SIZE`` elements; a bit of ``scal``
+marks each single-element operand, and the loop for that combination reads it once.
 """
 import sys
 
@@ -21,7 +23,20 @@ from .binary import _CTYPE, _DTYPE, _SCALAR_TYPES, _operand
 
 __all__ = ["render", "TERNARY", "wrap"]
 
-TERNARY = ("lerp", "where")
+TERNARY = ("lerp", "where", "addcmul", "addcdiv")
+
+
+def _expr(name, dtype):
+    """The C expression of ``name`` over operands v0.. composed from the table."""
+    from .. import scalar_functions as _sf
+
+    def c(f, *a):
+        return _sf.c_expr(f, dtype, *a)
+    if name == "addcmul":
+        return c("add", "v0", c("mul", "v3", c("mul", "v1", "v2")))
+    if name == "addcdiv":
+        return c("add", "v0", c("div", c("mul", "v3", "v1"), "v2"))
+    return c(name, "v0", "v1", "v2")
 _ck = sys.modules[__name__.rpartition(".")[0]]  # the package (it imports this module)
 _ndarray = np.ndarray
 _BOOL = np.dtype(bool)
@@ -36,29 +51,32 @@ _HEAD = """
 
 _SRC = """
 static CKT_NOCONTRACT void {sym}_block(const {t0} *restrict x0, const {t} *restrict x1,
-        const {t} *restrict x2, {t} *restrict y, ptrdiff_t b, ptrdiff_t n, int scal) {{
+        const {t} *restrict x2, const {t} *restrict x3, {t} *restrict y, ptrdiff_t b,
+        ptrdiff_t n, int scal) {{
     const ptrdiff_t lo = b * CK_BLOCK, hi = n - lo < CK_BLOCK ? n : lo + CK_BLOCK;
     switch (scal) {{
 {cases}
     }}
 }}
 
+/* x3: a fourth operand (always one element), NULL for three-operand functions */
 void {sym}(const {t0} *restrict x0, const {t} *restrict x1, const {t} *restrict x2,
-           {t} *restrict y, ptrdiff_t n, int scal, int nt) {{
+           const {t} *restrict x3, {t} *restrict y, ptrdiff_t n, int scal, int nt) {{
     const ptrdiff_t nb = (n + CK_BLOCK - 1) / CK_BLOCK;
     if (nt > 1) {{
         CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
-        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block(x0, x1, x2, y, b, n, scal);
+        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block(x0, x1, x2, x3, y, b, n, scal);
     }} else {{
-        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block(x0, x1, x2, y, b, n, scal);
+        for (ptrdiff_t b = 0; b < nb; b++) {sym}_block(x0, x1, x2, x3, y, b, n, scal);
     }}
 }}
 """
 
 
 def _case(scal, types, expr):
-    once = " ".join(f"const {types[k]} v{k} = x{k}[0];" for k in range(3) if scal >> k & 1)
-    each = " ".join(f"{types[k]} v{k} = x{k}[i];" for k in range(3) if not scal >> k & 1)
+    n = len(types)
+    once = " ".join(f"const {types[k]} v{k} = x{k}[0];" for k in range(n) if scal >> k & 1)
+    each = " ".join(f"{types[k]} v{k} = x{k}[i];" for k in range(n) if not scal >> k & 1)
     return (f"    case {scal}: {{ {once}\n        CK_PRAGMA(omp simd)\n"
             f"        for (ptrdiff_t i = lo; i < hi; i++) {{ {each} y[i] = {expr}; }}\n"
             f"        break; }}")
@@ -66,13 +84,14 @@ def _case(scal, types, expr):
 
 def render():
     """The eager library's ``ck_tern_<name>_<f32|f64>`` loops."""
-    from .. import scalar_functions as _sf
     parts = ["\n/* ---- lerp and where (ember/_core/ckernels/ternary.py) ---- */\n", _HEAD]
     for s, t in _CTYPE.items():
         for name in TERNARY:
             t0 = "unsigned char" if name == "where" else t
-            expr = _sf.c_expr(name, _DTYPE[s], "v0", "v1", "v2")
-            cases = "\n".join(_case(k, (t0, t, t), expr) for k in range(7))  # not all three
+            types, fixed = ((t0, t, t), 0) if name in ("lerp", "where") else ((t,) * 4, 8)
+            expr = _expr(name, _DTYPE[s])
+            # every combination but all of the first three single
+            cases = "\n".join(_case(k | fixed, types, expr) for k in range(7))
             parts.append(_SRC.format(sym=f"ck_tern_{name}_{s}", t=t, t0=t0, cases=cases))
     return "".join(parts)
 
@@ -110,30 +129,34 @@ def _plan(name, ops):
         else:
             return None
         arrays.append(x)
-    return None if scal == 7 else (arrays, like, dt, scal)
+    return None if scal & 7 == 7 else (arrays, like, dt, scal)
 
 
 def wrap(name, fallback):
-    """A NumPy-form function ``(xp, x0, x1, x2) -> array`` running ``ck_tern_<name>`` when
-    the operands fit, else ``fallback(xp, x0, x1, x2)``."""
-    def kernel(xp, x0, x1, x2):
+    """A NumPy-form function ``(xp, x0, x1, x2[, value]) -> array`` running ``ck_tern_<name>``
+    when the operands fit, else the ``fallback`` with the same arguments (``value``: the
+    keyword of addcmul/addcdiv)."""
+    four = name in ("addcmul", "addcdiv")
+
+    def kernel(xp, x0, x1, x2, **kw):
         # the hot path of every call: one size test before anything else
         small = _ck.MIN_SIZE
-        p = _plan(name, (x0, x1, x2)) if _ck.ENABLED and (
-            (type(x0) is _ndarray and x0.size >= small)
-            or (type(x1) is _ndarray and x1.size >= small)
-            or (type(x2) is _ndarray and x2.size >= small)) else None
+        p = None
+        if _ck.ENABLED and ((type(x0) is _ndarray and x0.size >= small)
+                            or (type(x1) is _ndarray and x1.size >= small)
+                            or (type(x2) is _ndarray and x2.size >= small)):
+            p = _plan(name, (x0, x1, x2, kw.get("value", 1)) if four else (x0, x1, x2))
         if p is not None:
             arrays, like, dt, scal = p
             f = _ck._fn(f"ck_tern_{name}_{_ck._SUFFIX[dt]}", _ck._types(*_ARGS))
             if f is not None:
                 y = np.empty(like.shape, dt)
-                f(*(a.ctypes.data for a in arrays), y.ctypes.data, like.size, scal,
-                  _ck._threads(like.size))
+                f(*(a.ctypes.data for a in arrays), *((None,) * (4 - len(arrays))),
+                  y.ctypes.data, like.size, scal, _ck._threads(like.size))
                 return y
-        return fallback(xp, x0, x1, x2)
+        return fallback(xp, x0, x1, x2, **kw)
     kernel.__name__ = kernel.__qualname__ = f"{name}_c"
     return kernel
 
 
-_ARGS = ("c_void_p",) * 4 + ("c_ssize_t", "c_int", "c_int")
+_ARGS = ("c_void_p",) * 5 + ("c_ssize_t", "c_int", "c_int")
