@@ -37,7 +37,11 @@ def _opmath(dt):
 # ---- uniform [0, 1) --------------------------------------------------------------------
 def unit_f32(g, n):
     """``n`` floats in [0, 1): a 32-bit word's low 24 bits over 2**24."""
-    return (g._u32(n) & _M24).astype(_F32) * _f(2.0 ** -24)
+    w = g._u32(n).astype(np.uint32)  # in place on 4-byte words: half the passes' traffic
+    w &= np.uint32((1 << 24) - 1)
+    r = w.astype(_F32)
+    r *= _f(2.0 ** -24)
+    return r
 
 
 def unit_f64(g, n):

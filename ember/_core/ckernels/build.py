@@ -17,15 +17,15 @@ from .. import cpu_capability as _cpu
 __all__ = ["build", "try_build", "cache_dir", "find_compiler", "check_dir", "BuildError"]
 
 
-def build(name, source, check, level=None):
+def build(name, source, check, level=None, flags=()):
     """Load the library for ``source`` (compiling and caching it first if needed), built for
     CPU capability ``level`` (default: the current one, `cpu_capability.current`) with
     OpenMP, or without its runtime when that fails.  Returns ``(lib, info)``: `ember_lite.
     _build.build`'s info plus ``cpu_capability`` and ``openmp``; raises `BuildError` with
     the reason when no library can be had (ValueError for an unknown ``level`` or
-    $EMBER_CPU_CAPABILITY)."""
+    $EMBER_CPU_CAPABILITY).  ``flags``: the library's own extra compiler flags."""
     level = _cpu.current() if level is None else _cpu.parse(level)
-    base = _cpu.compile_flags(level) + BASE_FLAGS
+    base = _cpu.compile_flags(level) + tuple(flags) + BASE_FLAGS
     variants = [(base + OPENMP_FLAGS, {"cpu_capability": level, "openmp": True}),
                 (base + FALLBACK_FLAGS, {"cpu_capability": level, "openmp": False})]
     return _lite.build(name, source, check, variants, tag=level)
