@@ -23,7 +23,7 @@ from ._batching_index import (_cat_rule, _repeat_interleave_rule, _repeat_rule, 
                               _stack_rule, _tri_rule)
 from .indexing import INDEX_ADD
 from .views import (_FULL, INDEX_VIEW_BACKWARD, SELECT, SLICE, _sizes, diag_embed, diagonal,
-                    key_np, narrow, reshape, select, transpose, unsqueeze)
+                    narrow, reshape, select, transpose, unsqueeze)
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "split", "tensor_split", "chunk", "unbind", "hsplit", "vsplit",
@@ -292,11 +292,17 @@ def _unbind_keys(dim, n):
 
 
 def _split_kernel(xp, x, sizes, dim):
-    return [x[key_np(k)] for k in _split_keys(dim, sizes)]
+    # the arrays `_split_keys` select (spelled as NumPy indices here: this runs per call)
+    lead, out, off = (slice(None),) * dim, [], 0
+    for s in sizes:
+        out.append(x[lead + (slice(off, off + s),)])
+        off += s
+    return out
 
 
 def _unbind_kernel(xp, x, dim):
-    return [x[key_np(k)] for k in _unbind_keys(dim, x.shape[dim])]
+    lead = (slice(None),) * dim
+    return [x[lead + (i, Ellipsis)] for i in range(x.shape[dim])]  # 0-d pieces stay views
 
 
 def _split_shape(x, sizes, dim):
