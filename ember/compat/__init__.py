@@ -7,9 +7,14 @@ ember.compat script.py [args]`` installs the hook and runs the script as
 ``__main__``.  Opt-in only: importing ember never changes what ``import torch``
 means.
 
+While installed, the module reports ``torch.__name__ == "torch"``, as libraries that check
+their framework by name expect (Pyro's patches assert it); its submodules keep their
+names (``torch.nn.__name__`` is "ember.nn"), and uninstall() restores the name.  ``torch._C`` is ``ember.compat._C``: the few
+``torch._C`` functions such libraries call as plain Python.
+
 Limits: modules ember does not provide raise ImportError naming the torch module;
 CUDA-specific calls need a registered 'cuda' backend; C++ extensions, TorchScript
-and ``torch._C`` internals are not available.
+and the rest of ``torch._C`` are not available.
 """
 import importlib
 import importlib.abc
@@ -24,6 +29,7 @@ _ALIASES = {
     "torch.utils.data.dataset": "ember.utils.data.dataset",
     "torch.utils.data.sampler": "ember.utils.data.sampler",
     "torch.random": "ember.random",
+    "torch._C": "ember.compat._C",
 }
 
 
@@ -81,10 +87,17 @@ def is_installed():
     return _FINDER in sys.meta_path
 
 
+def _is_ember(module):
+    """Whether ``module`` is one of ember's (the top module is named torch while the shim
+    is installed; an import as ``torch.*`` gives a module the alias's ``__spec__``)."""
+    return module is sys.modules.get("ember") or \
+        getattr(module, "__name__", "").startswith("ember")
+
+
 def install():
     """Make ``import torch`` (and ``torch.*``) resolve to ember in this process."""
     real = sys.modules.get("torch")
-    if real is not None and not getattr(real, "__name__", "").startswith("ember"):
+    if real is not None and not _is_ember(real):
         raise RuntimeError("ember.compat.install(): the real torch is already imported in this "
                            "process; install the shim before anything imports torch")
     if not is_installed():
@@ -93,6 +106,10 @@ def install():
         _dtype.REPR_PREFIX[0] = "torch."
         from .._dynamo import logs as _logs
         _logs.read_torch_logs(True)
+        from . import _C
+        top = sys.modules["ember"]
+        top.__name__ = "torch"
+        top._C = _C
 
 
 def uninstall():
@@ -103,6 +120,9 @@ def uninstall():
         _dtype.REPR_PREFIX[0] = "ember."
         from .._dynamo import logs as _logs
         _logs.read_torch_logs(False)
+        top = sys.modules["ember"]
+        top.__name__ = "ember"
+        top.__dict__.pop("_C", None)
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
-        if getattr(sys.modules[name], "__name__", "").startswith("ember"):
+        if _is_ember(sys.modules[name]):
             del sys.modules[name]

@@ -75,3 +75,38 @@ def test_functorch_control_flow_and_logging_internals_under_the_shim():
     assert r.stdout.splitlines()[:2] == ["[2.0, 2.0, 2.0]", "[0.0, 0.0]"]
     # TORCH_LOGS_FORMAT="" gives the bare message, torch's format
     assert "def forward(self, l_t):" in r.stderr and "[ember.compile]" not in r.stderr
+
+
+def test_the_shim_names_itself_torch_and_has_torch_C_basics():
+    """Libraries check their framework by name (Pyro's patch_dependency asserts
+    ``target.split(".")[0] == torch.__name__``) and ask ``torch._C._get_tracing_state()``;
+    uninstall() gives ember its name back."""
+    code = (
+        "import ember.compat as c; c.install(); c.install(); import torch, torch._C, ember\n"
+        "print(torch.__name__, torch.nn.__name__, torch._C is ember.compat._C)\n"
+        "def patch(target, root=torch):\n"
+        "    parts = target.split('.')\n"
+        "    assert parts[0] == root.__name__\n"
+        "    m = root\n"
+        "    for p in parts[1:-1]:\n"
+        "        m = getattr(m, p)\n"
+        "    return getattr(m, parts[-1])\n"
+        "print(patch('torch.distributions.transforms.Transform.__getstate__') is "
+        "ember.distributions.transforms.Transform.__getstate__)\n"
+        "seen = []\n"
+        "def f(x):\n"
+        "    seen.append(torch._C._get_tracing_state() is not None)\n"
+        "    return x * 2\n"
+        "f(torch.ones(2)); torch.jit.trace(f, (torch.ones(2),))\n"
+        "print(seen[0], all(seen[1:]), torch._C._LinAlgError is torch.linalg.LinAlgError, "
+        "torch._C._log_api_usage_once('x'))\n"
+        "try:\n    torch._C._jit_set_profiling_mode\nexcept AttributeError as e:\n    print(e)\n"
+        "c.uninstall(); print(ember.__name__, hasattr(ember, '_C'), 'torch' in __import__('sys')"
+        ".modules)\n")
+    r = _run(["-c", code])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "torch ember.nn True" and lines[1] == "True"
+    assert lines[2] == "False True True None"
+    assert "has no attribute '_jit_set_profiling_mode' (ember.compat provides only" in lines[3]
+    assert lines[4] == "ember False False"
