@@ -222,5 +222,20 @@ from ._core.dtype import qint8, qint32, quint8  # noqa: E402,F401  (quantized dt
 from . import ao  # noqa: E402,F401  (torch.ao: quantization)
 from .ao import quantization  # noqa: E402,F401  (torch.quantization, the legacy path)
 __import__("sys").modules[__name__ + ".quantization"] = quantization  # import ember.quantization
+from . import __config__  # noqa: E402,F401  (torch.__config__.show(), parallel_info())
+
+# submodules torch imports with itself and ember loads on first use (``torch.distributed``
+# after a plain ``import torch``: torchmetrics asks torch.distributed.is_available())
+_LAZY_SUBMODULES = frozenset({"distributed", "multiprocessing", "_higher_order_ops",
+                              "_subclasses"})
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # torch.torch is the torch module itself (kornia annotates with ``torch.torch.Tensor``)
 torch = __import__("sys").modules[__name__]

@@ -26,7 +26,7 @@ prefix, and every top-level entry of ``ember/`` must be listed:
      (times whole programs), compat, hub, multiprocessing (spawns DDP workers), _logging
      (set_logs over _dynamo's logs), and ``ember.utils`` itself (its ``__init__`` gathers
      utils.benchmark)
-  7  ``ember`` (ember/__init__.py, with ``_toplevel_extras``, ``_aten_nn`` and ``_sym``, the top-level
+  7  ``ember`` (ember/__init__.py, with ``_toplevel_extras``, ``_aten_nn``, ``_sym`` and ``__config__``, the top-level
      switches, aliases and ATen entry points it re-exports): the public namespace; no module inside the package
      imports it -- each imports the lower module that defines what it needs.
 """
@@ -52,7 +52,7 @@ RANKS = {
     "_higher_order_ops": 6,
     "_dynamo": 6, "_inductor": 6, "compiler": 6, "export": 6, "onnx": 6, "ao": 6, "distributed": 6,
     "utils.benchmark": 6, "compat": 6, "hub": 6, "multiprocessing": 6, "utils": 6, "jit": 6, "_logging": 6,
-    "": 7, "_toplevel_extras": 7, "_aten_nn": 7, "_sym": 7, "_default_tensor_type": 7,
+    "": 7, "_toplevel_extras": 7, "__config__": 7, "_aten_nn": 7, "_sym": 7, "_default_tensor_type": 7,
 }
 
 

@@ -7,6 +7,7 @@ unless an override type is alive (``SHARED.overrides``); the dispatcher raises
 `NeedsOverride` when it meets one anyway.
 """
 import functools
+import inspect
 import threading
 
 from . import dtype as _dt
@@ -151,6 +152,33 @@ def handle_override(public, args, kwargs):
                     f"types that implement __ember_function__: {types}")
 
 
+# NumPy's spellings of parameter names, which torch's argument parser accepts for its
+# operators' own (``torch.sum(t, axis=1, keepdims=True)``; torchmetrics calls
+# ``torch.prod(x, axis=0)``)
+_NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input",
+                  "x1": "input", "x2": "other"}
+_ALIAS_KEYS = frozenset(_NUMPY_ALIASES)
+_PARAMS = {}  # function -> the names of its parameters
+
+
+def _torch_spellings(fn, kwargs):
+    """Rename NumPy-spelled keyword arguments in ``kwargs`` (in place) to the parameter
+    names of ``fn`` they alias, where ``fn`` has that parameter and not the alias."""
+    params = _PARAMS.get(fn)
+    if params is None:
+        try:
+            params = frozenset(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):  # no introspectable signature: leave kwargs alone
+            params = frozenset()
+        _PARAMS[fn] = params
+    for alias, name in _NUMPY_ALIASES.items():
+        if alias in kwargs and alias not in params and name in params:
+            if name in kwargs:
+                raise TypeError(f"{getattr(fn, '__name__', 'function')}() got an unexpected "
+                                f"keyword argument '{alias}' (it spells '{name}', also given)")
+            kwargs[name] = kwargs.pop(alias)
+
+
 def overridable(fn, name=None):
     """Make public function (or Tensor method) ``fn`` honour ``__ember_function__``.
 
@@ -168,8 +196,11 @@ def overridable(fn, name=None):
                                  _override_types(args, kwargs)):
             return handle_override(public, args, kwargs)
         try:
-            if kwargs and type(kwargs.get("dtype")) is type:  # dtype=float, as torch's
-                kwargs["dtype"] = _dt.from_python_type(kwargs["dtype"], public.__name__)
+            if kwargs:
+                if type(kwargs.get("dtype")) is type:  # dtype=float, as torch's
+                    kwargs["dtype"] = _dt.from_python_type(kwargs["dtype"], public.__name__)
+                if not _ALIAS_KEYS.isdisjoint(kwargs):  # sum(x, axis=1), as torch's
+                    _torch_spellings(fn, kwargs)
             return fn(*args, **kwargs)
         except NeedsOverride:
             return handle_override(public, args, kwargs)

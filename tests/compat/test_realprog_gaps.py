@@ -461,3 +461,59 @@ def test_tracing_queries_libraries_ask_outside_any_trace(lib):
     assert ft.is_fake(lib.ones(2)) is False and ft.is_fake(3) is False
     assert ft.is_fake(lib.empty(2, device="meta")) is False
     assert pt.get_proxy_mode() is None
+
+
+@LIBS
+def test_config_show_and_parallel_info_in_torchs_format(lib):
+    # torch_geometric reads 'USE_MKL=OFF' in torch.__config__.show() at import
+    import re
+    text = lib.__config__.show()
+    settings = dict(re.findall(r"(\w+)=([^,\s]*)", text.split("Build settings:")[1]))
+    for key in ("BLAS_INFO", "LAPACK_INFO", "USE_MKL", "USE_OPENMP", "USE_GLOO", "USE_CUDA"):
+        assert key in settings, key
+    assert settings["USE_MKL"] == ("ON" if lib.backends.mkl.is_available() else "OFF")
+    assert settings["USE_OPENMP"] == ("ON" if lib.backends.openmp.is_available() else "OFF")
+    assert settings["USE_GLOO"] == ("ON" if lib.distributed.is_gloo_available() else "OFF")
+    info = lib.__config__.parallel_info()
+    assert f"at::get_num_threads() : {lib.get_num_threads()}" in info
+    assert f"at::get_num_interop_threads() : {lib.get_num_interop_threads()}" in info
+    assert "OMP_NUM_THREADS : " in info
+
+
+def test_submodules_torch_imports_with_itself_are_attributes():
+    # torchmetrics calls torch.distributed.is_available() after a plain `import torch`
+    import subprocess
+    import sys
+    script = ("import {lib}, sys\n"
+              "print(sorted(n for n in ('distributed', 'multiprocessing', '_higher_order_ops', "
+              "'_subclasses') if isinstance(getattr({lib}, n, None), type(sys))))\n"
+              "print({lib}.distributed.is_available(), hasattr({lib}, 'no_such_module'))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    outs = [subprocess.run([sys.executable, "-c", script.format(lib=lib)], capture_output=True,
+                           text=True, env=env, timeout=300).stdout for lib in ("torch", "ember")]
+    assert outs[0] == outs[1] and "True False" in outs[1]
+
+
+def _numpy_spellings(lib):
+    t = lib.arange(24.0).reshape(2, 3, 4)
+    out = []
+    for expr in ["lib.sum(t, axis=1)", "t.sum(axis=1, keepdims=True)", "lib.prod(t, axis=0)",
+                 "lib.mean(t, axis=2, keepdims=True)", "lib.amax(t, axis=(0, 2))",
+                 "lib.max(t, axis=1).values", "lib.argmax(t, axis=2)", "lib.cumsum(t, axis=1)",
+                 "lib.cat([t, t], axis=1)", "lib.stack([t, t], axis=0)",
+                 "lib.logsumexp(t, axis=1)", "lib.std(t, axis=1)", "lib.sort(t, axis=1).values",
+                 "lib.softmax(t, axis=1)", "lib.squeeze(t[:1], axis=0)", "lib.sum(x=t)",
+                 "lib.mean(a=t)", "t.var(axis=0)", "lib.all(t > 3, axis=1)"]:
+        r = eval(expr)
+        out.append((expr, r.tolist()))
+    for expr in ["lib.sum(t, dim=1, axis=1)", "lib.roll(t, 1, axis=1)"]:
+        with pytest.raises(TypeError):
+            eval(expr)
+    return out
+
+
+def test_numpy_spelled_arguments_as_torch():
+    # torchmetrics' multiscale SSIM calls torch.prod(x, axis=0); torch's argument parser
+    # takes axis/keepdims/x/a for dim/keepdim/input
+    assert _numpy_spellings(ember) == _numpy_spellings(torch)
