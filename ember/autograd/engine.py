@@ -349,7 +349,7 @@ def _run_pre_hooks(node, grads):
             if r is not None:
                 grads = list(r)
     if isinstance(node, AccumulateGrad):
-        t = node.variable()
+        t = node._variable()
         if t is not None and t._hooks and grads[0] is not None:
             for h in list(t._hooks):
                 r = h(grads[0])
@@ -384,7 +384,7 @@ def _shares_memory(a, b):
 
 
 def _accumulate_leaf(node, g, create_graph):
-    t = node.variable()
+    t = node._variable()
     if t is None or g is None:
         return
     # a sparse gradient (Embedding(sparse=True)) is made for its leaf's shape and dtype

@@ -70,7 +70,7 @@ def _leaves(outputs):
             if nxt is None:
                 continue
             if isinstance(nxt, AccumulateGrad):
-                v = nxt.variable()
+                v = nxt.variable
                 if v is not None and id(v) not in seen:
                     seen.add(id(v))
                     found.append(v)
