@@ -24,15 +24,6 @@ def scalar(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def hyper(group, x):
-    """Hyper-parameter ``x`` of ``group`` as the update takes it: a Python number, or,
-    under ``differentiable=True``, a tensor as given (a learning rate learned through the
-    step)."""
-    if not isinstance(x, Tensor):  # the usual Python number, first
-        return x
-    return x if group["differentiable"] else x.item()
-
-
 class NumberArg(namedtuple("NumberArg", "key op_arg index when modes")):
     """A hyper-parameter that torch's single-tensor step passes to a Number argument of an
     op (``op_arg``: "addcdiv_ value"): ``group[key]`` (its element ``index`` when a tuple),

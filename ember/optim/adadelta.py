@@ -1,6 +1,6 @@
 """Adadelta (``torch.optim.Adadelta``)."""
 from ..ops.optim import ADADELTA_STEP, fused_step
-from ._functional import (ArrayOptimizer, NumberArg, check_lr, check_range, hyper, l2_decay_arg,
+from ._functional import (ArrayOptimizer, NumberArg, check_lr, check_range, l2_decay_arg,
                           step_tensor, zeros_like)
 
 __all__ = ["Adadelta"]
@@ -33,6 +33,6 @@ class Adadelta(ArrayOptimizer):
         live = self._live(group, init)
         fused_step(ADADELTA_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "square_avg", "acc_delta")],
-                   lr=hyper(group, group["lr"]), rho=group["rho"], eps=group["eps"],
+                   lr=group["lr"], rho=group["rho"], eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"],
                    differentiable=group["differentiable"])

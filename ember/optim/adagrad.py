@@ -1,7 +1,7 @@
 """Adagrad (``torch.optim.Adagrad``)."""
 from ..ops.optim import ADAGRAD_STEP, fused_step
 from ._functional import (ArrayOptimizer, NumberArg, check_fused, check_lr, check_range,
-                          dense_grads, fill_value, hyper, l2_decay_arg, step_tensor, zeros_like)
+                          dense_grads, fill_value, l2_decay_arg, step_tensor, zeros_like)
 
 __all__ = ["Adagrad"]
 
@@ -43,6 +43,6 @@ class Adagrad(ArrayOptimizer):
                             "weight_decay option is not compatible with sparse gradients")
         fused_step(ADAGRAD_STEP, params, grads,
                    [[st["step"] for _, st in live], [st["sum"] for _, st in live]],
-                   lr=hyper(group, group["lr"]), lr_decay=group["lr_decay"], eps=group["eps"],
+                   lr=group["lr"], lr_decay=group["lr_decay"], eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"],
                    differentiable=group["differentiable"])

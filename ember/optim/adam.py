@@ -1,6 +1,6 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
 from ..ops.optim import ADAM_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_args, check_fused, fold_weight_decay, hyper,
+from ._functional import (ArrayOptimizer, check_args, check_fused, fold_weight_decay,
                           l2_decay_arg, step_tensor, zeros_like)
 
 __all__ = ["Adam", "AdamW"]
@@ -42,12 +42,12 @@ class Adam(ArrayOptimizer):
             raise RuntimeError("`requires_grad` is not supported for `step` in differentiable mode")
         keys = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
         params, grads = [p for p, _ in live], [p._grad for p, _ in live]
-        weight_decay = hyper(group, group["weight_decay"])
+        weight_decay = group["weight_decay"]
         if not group["decoupled_weight_decay"]:
             weight_decay = fold_weight_decay(group, params, grads, weight_decay)
         fused_step(ADAM_STEP, params, grads, [[st[k] for _, st in live] for k in keys],
-                   lr=hyper(group, group["lr"]), beta1=hyper(group, group["betas"][0]),
-                   beta2=hyper(group, group["betas"][1]), eps=group["eps"],
+                   lr=group["lr"], beta1=group["betas"][0],
+                   beta2=group["betas"][1], eps=group["eps"],
                    weight_decay=weight_decay, amsgrad=amsgrad,
                    maximize=group["maximize"], decoupled=group["decoupled_weight_decay"],
                    differentiable=group["differentiable"])

@@ -1,6 +1,6 @@
 """Adamax (``torch.optim.Adamax``): Adam with the infinity norm."""
 from ..ops.optim import ADAMAX_STEP, fused_step
-from ._functional import (ArrayOptimizer, NumberArg, check_args, hyper, l2_decay_arg, step_tensor,
+from ._functional import (ArrayOptimizer, NumberArg, check_args, l2_decay_arg, step_tensor,
                           zeros_like)
 
 __all__ = ["Adamax"]
@@ -29,6 +29,6 @@ class Adamax(ArrayOptimizer):
         beta1, beta2 = group["betas"]
         fused_step(ADAMAX_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "exp_avg", "exp_inf")],
-                   lr=hyper(group, group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"],
                    differentiable=group["differentiable"])

@@ -1,6 +1,6 @@
 """ASGD (``torch.optim.ASGD``): averaged stochastic gradient descent."""
 from ..ops.optim import ASGD_STEP, fused_step
-from ._functional import (ArrayOptimizer, check_lr, check_range, hyper, l2_decay_arg, scalar,
+from ._functional import (ArrayOptimizer, check_lr, check_range, l2_decay_arg, scalar,
                           step_tensor, zeros_like)
 
 __all__ = ["ASGD"]
@@ -38,6 +38,6 @@ class ASGD(ArrayOptimizer):
         live = self._live(group, init)
         fused_step(ASGD_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "eta", "mu", "ax")],
-                   lr=hyper(group, group["lr"]), lambd=group["lambd"], alpha=group["alpha"],
+                   lr=group["lr"], lambd=group["lambd"], alpha=group["alpha"],
                    t0=group["t0"], weight_decay=group["weight_decay"], maximize=group["maximize"],
                    differentiable=group["differentiable"])

@@ -1,6 +1,6 @@
 """NAdam (``torch.optim.NAdam``): Adam with Nesterov momentum."""
 from ..ops.optim import NADAM_STEP, fused_step
-from ._functional import (ArrayOptimizer, NumberArg, check_args, check_range, hyper, l2_decay_arg,
+from ._functional import (ArrayOptimizer, NumberArg, check_args, check_range, l2_decay_arg,
                           step_tensor, zeros_like)
 
 __all__ = ["NAdam"]
@@ -38,7 +38,7 @@ class NAdam(ArrayOptimizer):
         fused_step(NADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live]
                     for k in ("step", "mu_product", "exp_avg", "exp_avg_sq")],
-                   lr=hyper(group, group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"],
                    differentiable=group["differentiable"],
                    decoupled=group["decoupled_weight_decay"],

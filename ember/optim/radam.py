@@ -1,6 +1,6 @@
 """RAdam (``torch.optim.RAdam``): rectified Adam."""
 from ..ops.optim import RADAM_STEP, fused_step
-from ._functional import (ArrayOptimizer, NumberArg, check_args, hyper, l2_decay_arg, step_tensor,
+from ._functional import (ArrayOptimizer, NumberArg, check_args, l2_decay_arg, step_tensor,
                           zeros_like)
 
 __all__ = ["RAdam"]
@@ -32,7 +32,7 @@ class RAdam(ArrayOptimizer):
         beta1, beta2 = group["betas"]
         fused_step(RADAM_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in ("step", "exp_avg", "exp_avg_sq")],
-                   lr=hyper(group, group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                   lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"],
                    differentiable=group["differentiable"],
                    decoupled=group["decoupled_weight_decay"])

@@ -1,6 +1,6 @@
 """RMSprop (``torch.optim.RMSprop``)."""
 from ..ops.optim import RMSPROP_STEP, fused_step
-from ._functional import (ArrayOptimizer, NumberArg, check_lr, check_range, hyper, l2_decay_arg,
+from ._functional import (ArrayOptimizer, NumberArg, check_lr, check_range, l2_decay_arg,
                           scalar, step_tensor, zeros_like)
 
 __all__ = ["RMSprop"]
@@ -45,6 +45,6 @@ class RMSprop(ArrayOptimizer):
             (("grad_avg",) if centered else ())
         fused_step(RMSPROP_STEP, [p for p, _ in live], [p._grad for p, _ in live],
                    [[st[k] for _, st in live] for k in keys],
-                   lr=hyper(group, group["lr"]), alpha=group["alpha"], eps=group["eps"],
+                   lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
                    weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
                    maximize=group["maximize"], differentiable=group["differentiable"])

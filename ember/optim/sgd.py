@@ -1,7 +1,7 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
 from ..ops.optim import SGD_STEP, fused_step
 from ._functional import (ArrayOptimizer, NumberArg, check_fused, check_lr, check_range,
-                          dense_grads, fold_weight_decay, hyper, zeros_like)
+                          dense_grads, fold_weight_decay, zeros_like)
 
 __all__ = ["SGD"]
 
@@ -45,8 +45,8 @@ class SGD(ArrayOptimizer):
         grads = dense_grads(params, group["weight_decay"] != 0 and
                             "add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
         weight_decay = fold_weight_decay(group, params, grads,
-                                         hyper(group, group["weight_decay"]))
+                                         group["weight_decay"])
         fused_step(SGD_STEP, params, grads, [bufs] if momentum != 0 else [],
-                   lr=hyper(group, group["lr"]), momentum=momentum, dampening=group["dampening"],
+                   lr=group["lr"], momentum=momentum, dampening=group["dampening"],
                    weight_decay=weight_decay, nesterov=group["nesterov"],
                    maximize=group["maximize"], differentiable=group["differentiable"], fresh=fresh)
