@@ -41,12 +41,13 @@ def show():
                 "USE_CUDA": "0", "USE_CUDNN": "OFF",
                 "USE_GLOO": _flag(distributed.is_gloo_available()),
                 "USE_MKL": _flag(_backends.mkl.is_available()),
-                "USE_MKLDNN": _flag(_backends.mkldnn.is_available()), "USE_MPI": _flag(distributed.is_mpi_available()),
+                "USE_MKLDNN": _flag(_backends.mkldnn.is_available()),
+                "USE_MPI": _flag(distributed.is_mpi_available()),
                 "USE_NCCL": "OFF", "USE_OPENMP": _flag(_backends.openmp.is_available()),
                 "USE_ROCM": "OFF", "USE_XPU": "OFF"}
     lines = ["ember built with:", f"  - NumPy {np.__version__}",
              f"  - BLAS: {blas}, LAPACK: {lapack} (NumPy's)",
-             "  - Build settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ", ",
+             "  - Build settings: " + "".join(f"{k}={v}, " for k, v in settings.items()),
              ""]
     return "\n".join(lines)
 
