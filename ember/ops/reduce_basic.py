@@ -17,6 +17,7 @@ from .._core.device import namespace_of
 from .._core.tensor import _wrap_dim
 from ._helpers import NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override, \
     write_out, write_out_exact, xp_fn
+from . import _cum_c
 from . import _return_types as _rt
 from ._batching import _batched_front, _dims_rule
 from .decomposition_vjp import vjp_from_decomposition
@@ -345,7 +346,14 @@ def _cum_kernel(ufunc, name):
             return x.astype(dt)
         work = _F32 if dt in _HALF else dt
         u = xp_fn(xp, ufunc)
-        r = _along(lambda a: u.accumulate(a, axis=dim, dtype=work), x, dim, reverse)
+
+        def run(a):
+            if ufunc is np.add and a.dtype == work:  # torch's double accumulation, in C
+                r = _cum_c.cumsum(a, dim)
+                if r is not None:
+                    return r
+            return u.accumulate(a, axis=dim, dtype=work)
+        r = _along(run, x, dim, reverse)
         return r.astype(dt, copy=False)
     return kernel
 
