@@ -77,3 +77,17 @@ def test_gradients_and_errors():
             a.scatter_add(1, bad, a[:1, :1])
         with pytest.raises(RuntimeError, match="out of bounds"):
             a.gather(1, -bad)
+
+
+def test_one_hot_flat_store():
+    cases = [(RNG.integers(0, 256, 4096), 256), (RNG.integers(0, 5, (3, 4)), -1),
+             (np.array([], np.int64), 3), (np.array(4), 7), (np.arange(6).reshape(2, 3).T, 6)]
+    for v, c in cases:
+        e = ember.nn.functional.one_hot(ember.from_numpy(np.asarray(v, np.int64)), c)
+        t = torch.nn.functional.one_hot(torch.from_numpy(np.asarray(v, np.int64)), c)
+        _eq(t, e)
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="smaller than num_classes"):
+            lib.nn.functional.one_hot(lib.tensor([3]), 3)
+        with pytest.raises(RuntimeError, match="non-negative"):
+            lib.nn.functional.one_hot(lib.tensor([-1]), 3)
