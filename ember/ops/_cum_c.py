@@ -50,18 +50,16 @@ _FN = {np.dtype(np.float32): "cum_sum_f32", np.dtype(np.float64): "cum_sum_f64"}
 def _load():
     global _lib, _tried
     _tried = True
-    try:
-        from .._core.ckernels import build as _build
-        # no fast-math: every add is the double add torch's loop does, in its order
-        lib, _ = _build.build("ember_cumsum", _SOURCE, lambda lib: lib.cum_abi() == 1)
+    from .._core.ckernels import build as _build
+    # no fast-math: every add is the double add torch's loop does, in its order
+    lib, _, _ = _build.try_build("ember_cumsum", _SOURCE, lambda lib: lib.cum_abi() == 1)
+    if lib is not None:
         P, I64 = ctypes.c_void_p, ctypes.c_int64
         for name in _FN.values():
             fn = getattr(lib, name)
             fn.restype = None
             fn.argtypes = [P, P, I64, I64, I64, P]
-        _lib = lib
-    except Exception:  # noqa: BLE001 - no compiler or no library: the NumPy path serves
-        _lib = None
+    _lib = lib
     return _lib
 
 
