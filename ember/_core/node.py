@@ -39,15 +39,27 @@ class RemovableHandle:
 class Node:
     """A backward function (``grad_fn``): computes input gradients from output gradients."""
     # What every node has is a slot; what few nodes have (hooks, anomaly traces, metadata,
-    # the released mark, the output metadata of multi-output nodes) is a class default that
-    # the instance dict overrides when set, so recording a node stores none of them.
+    # the output metadata of multi-output nodes) is a class default that the instance dict
+    # overrides when set, so recording a node stores none of them.  ``hooked`` says whether
+    # any hook or retain_grad was registered: the engine reads that one slot per node (a
+    # class default costs a slower lookup than a slot).  Freeing the saved tensors sets
+    # ``saved`` to None: that is the released mark (no field of its own).
     __slots__ = ("op", "params", "saved", "versions", "saved_out", "next_edges", "in_meta",
-                 "n_out", "seq", "__weakref__", "__dict__")
+                 "n_out", "seq", "hooked", "__weakref__", "__dict__")
     pre_hooks = post_hooks = tensor_hooks = retained = trace = metadata_ = out_meta = None
-    released = False
+
+    @property
+    def released(self):
+        """Whether a backward pass freed this node's saved tensors."""
+        return getattr(self, "saved", ()) is None
+
+    @released.setter
+    def released(self, value):
+        if value:
+            self.saved = None
 
     def __init__(self):
-        pass
+        self.hooked = False
 
     # ---- torch's public Node API --------------------------------------------------
     def name(self):
@@ -67,6 +79,7 @@ class Node:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
         if self.post_hooks is None:
             self.post_hooks = []
+        self.hooked = True
         self.post_hooks.append(fn)
         return RemovableHandle(self.post_hooks, fn)
 
@@ -74,12 +87,14 @@ class Node:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
         if self.pre_hooks is None:
             self.pre_hooks = []
+        self.hooked = True
         self.pre_hooks.append(fn)
         return RemovableHandle(self.pre_hooks, fn)
 
     def _add_tensor_hook(self, output_nr, fn):
         if self.tensor_hooks is None:
             self.tensor_hooks = {}
+        self.hooked = True
         lst = self.tensor_hooks.setdefault(output_nr, [])
         lst.append(fn)
         return RemovableHandle(lst, fn)
@@ -87,6 +102,7 @@ class Node:
     def _retain(self, tensor):
         if self.retained is None:
             self.retained = {}
+        self.hooked = True
         self.retained[tensor._output_nr] = weakref.ref(tensor)
 
     def __repr__(self):
@@ -94,7 +110,7 @@ class Node:
 
     # ---- used by the engine ---------------------------------------------------------
     def unpack_inputs(self):
-        if self.released:
+        if self.saved is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
                 "tensors after they have already been freed). Saved intermediate values of the "
@@ -111,7 +127,7 @@ class Node:
         so = self.saved_out
         if so is None:
             return None
-        if self.n_out == 1:  # the common case: one output, rebuilt without a list
+        if self.n_out == 1:
             return self._unpack_one(0, so[0])
         return tuple([self._unpack_one(i, item) for i, item in enumerate(so)])
 
@@ -139,7 +155,6 @@ class Node:
             self.saved = None
             self.saved_out = None
             self.versions = None
-            self.released = True
 
 
 class OpNode(Node):
@@ -150,8 +165,9 @@ class OpNode(Node):
 
     def apply(self, grads):
         """Input gradients for output gradients ``grads`` (a list, one per output)."""
-        if self.released:
-            self.unpack_inputs()
+        saved = self.saved
+        if saved is None:
+            self.unpack_inputs()  # raises: freed by an earlier backward
         versions = self.versions
         if versions:
             for t, vc, v in versions:
@@ -160,19 +176,32 @@ class OpNode(Node):
         vjp = self.op.vjp
         if vjp is None:
             raise RuntimeError(f"the derivative for '{self.op.name}' is not implemented.")
+        g = grads[0] if self.n_out == 1 else tuple(grads)
         params = self.params
-        if params:
-            r = vjp(self, grads[0] if self.n_out == 1 else tuple(grads), *self.saved,
-                    **params)
-        else:
-            r = vjp(self, grads[0] if self.n_out == 1 else tuple(grads), *self.saved)
+        r = vjp(self, g, *saved, **params) if params else vjp(self, g, *saved)
         if type(r) is not tuple and type(r) is not list:
             r = (r,)
         return r
 
     @property
     def out(self):
-        return self.unpack_output()
+        so = self.saved_out
+        if so is None or self.n_out != 1:
+            return self.unpack_output()
+        # `_unpack_one` inline for the common case: one output, saved unhooked
+        item = so[0]
+        if item is None:
+            return None
+        arr, vc, v, diff = item
+        if vc is None or vc[0] != v:
+            return self._unpack_one(0, item)
+        t = _new(Tensor)
+        t._data = arr
+        t._version = vc
+        if diff:
+            t.grad_fn = self
+            t._requires_grad = True
+        return t
 
     @property
     def needs_input_grad(self):
@@ -300,7 +329,8 @@ _NO_EDGE = (None, None)
 
 def record(op, args, params, outs):
     """Create the Node for ``op(*args, **params)`` that produced ``outs`` and link the outputs."""
-    node = _new(op.node_cls)  # Node.__init__ sets nothing: the rare fields are class defaults
+    node = _new(op.node_cls)  # Node.__init__ inline: the rare fields are class defaults
+    node.hooked = False
     node.op = op
     node.params = params
     si = op.save_inputs
@@ -506,7 +536,7 @@ class _UnpacksSaved:
     __slots__ = ()
 
     def apply(self, grads):
-        if self.released:
+        if self.saved is None:
             self.unpack_inputs()
         saved = self.saved
         self.saved = tuple([a.get() if type(a) is Packed else a for a in saved])
@@ -516,8 +546,12 @@ class _UnpacksSaved:
             self.saved = saved
 
     @property
+    def out(self):
+        return self.unpack_output()
+
+    @property
     def saved_tensors(self):  # a custom Function's ctx read outside its backward
-        if self.released:
+        if self.saved is None:
             self.unpack_inputs()
         return tuple([a.get() if type(a) is Packed else a for a in self.saved])
 
@@ -541,4 +575,3 @@ class _UnpacksSaved:
     def release(self):
         self.saved = None
         self.saved_out = None
-        self.released = True

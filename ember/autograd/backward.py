@@ -1,4 +1,6 @@
 """``Tensor.backward``, ``autograd.backward`` and ``autograd.grad``; tensor hooks."""
+import numpy as _np
+
 from .._core.device import namespace_of
 from .._core.node import RemovableHandle
 from .._core.overrides import overridable
@@ -23,12 +25,15 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     for i, o in enumerate(outputs):
         g = grads[i] if grads is not None and i < len(grads) else None
         if g is None:
-            if o._requires_grad and o.numel() != 1:
+            d = o._data
+            if o._requires_grad and d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o.dtype.is_complex:
+            if d.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {o.dtype}")
-            g = wrap(namespace_of(o._data).ones(o.shape, dtype=o.dtype.np))
+            # (the usual loss is a 0-d NumPy array: NumPy's C constructor, not np.ones)
+            g = wrap(_np.array(1, d.dtype) if type(d) is _np.ndarray and not d.ndim else
+                     namespace_of(d).ones(d.shape, dtype=d.dtype))
         elif not isinstance(g, Tensor):
             g = wrap(namespace_of(o._data).full(o.shape, g, dtype=o.dtype.np))
         else:

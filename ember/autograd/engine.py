@@ -12,7 +12,7 @@ import threading
 import numpy as _np
 
 from .._core.device import namespace_of
-from .._core.node import AccumulateGrad, grad_accumulator
+from .._core.node import AccumulateGrad, Node, grad_accumulator
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
 from .anomaly_mode import _CHECK_NAN
@@ -43,6 +43,7 @@ def current_graph_task_keeps_graph():
     return _TASK.keep_graph
 
 _ndarray = _np.ndarray
+_node_release = Node.release
 
 
 def _root_edge(t):
@@ -135,7 +136,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             if grads is None:
                 grads = [None] * node.n_out
             is_leaf = type(node) is AccumulateGrad
-            if is_leaf or node.tensor_hooks or node.retained or node.pre_hooks:
+            if is_leaf or node.hooked:
                 grads = _run_pre_hooks(node, grads)
             if node in targets:
                 for nr in range(node.n_out):
@@ -173,7 +174,7 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                         exc.add_note("Traceback of forward call that caused the error:\n" +
                                      "".join(node.trace))
                     raise
-                if node.post_hooks:
+                if node.hooked and node.post_hooks:
                     for h in node.post_hooks:
                         r = h(tuple(grads_in), tuple(grads))
                         if r is not None:
@@ -181,7 +182,11 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 if SHARED.anomaly and _CHECK_NAN[0]:
                     _check_nan(node, grads_in)
             if not retain_graph:
-                node.release()
+                if type(node).release is _node_release:  # Node.release inline
+                    if node.versions or node.saved_out is not None:
+                        node.saved = node.saved_out = node.versions = None
+                else:
+                    node.release()
             meta = node.in_meta
             n_in = len(grads_in)
             newly = None  # the one node made ready by this one, while the heap is empty

@@ -114,8 +114,8 @@ class FunctionCtx(Node):
 
     @property
     def saved_tensors(self):
-        if self.released:
-            self.unpack_inputs()
+        if self.saved is None:
+            self.unpack_inputs()  # raises: freed by an earlier backward
         if self.versions:
             for t, vc, v in self.versions:
                 if vc[0] != v:
@@ -165,9 +165,8 @@ class FunctionCtx(Node):
 
     def release(self):
         if self.versions:  # saved nothing: a second backward is legal (as torch)
-            self.saved = None
+            self.saved = None  # the released mark (Node.released)
             self.versions = None
-            self.released = True
 
 
 class BackwardCFunction(FunctionCtx):

@@ -79,6 +79,8 @@ def _sum_np(xp, x, axis, keepdims, dtype=None):
         r = _ckred.sum_(x, axis, keepdims)
         if r is not None:
             return r
+    if type(x) is np.ndarray:  # the ufunc's C reduce: np.sum adds four Python frames (~1 us)
+        return np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
     return xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 

@@ -143,3 +143,51 @@ def test_accumulate_grad_variable_is_the_leaf_as_in_torch():
         a = _leaf(lib, 0)
         acc = (a * 2).grad_fn.next_functions[0][0]
         assert type(acc).__name__ == "AccumulateGrad" and acc.variable is a
+
+
+def _double(lib):
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2
+    return Double
+
+
+@pytest.mark.parametrize("kind", ["op", "custom Function"])
+def test_second_backward_raises_and_released_reads_true(kind):
+    msgs = []
+    for lib in (ember, torch):
+        a = _leaf(lib, 1)
+        out = (a.sin() if kind == "op" else _double(lib).apply(a)).sum()
+        fn = out.grad_fn.next_functions[0][0]
+        out.backward()
+        if lib is ember:
+            assert fn.released
+        with pytest.raises(RuntimeError) as info:
+            out.backward()
+        msgs.append(str(info.value))
+    assert all("backward through the graph a second time" in m for m in msgs)
+
+
+def test_hooks_registered_after_recording_run_as_torchs():
+    res = []
+    for lib in (ember, torch):
+        seen = []
+        a = _leaf(lib, 2)
+        b = a * 3
+        c = b.tanh()
+        c.retain_grad()
+        c.grad_fn.register_prehook(lambda g: seen.append("pre"))
+        c.grad_fn.register_hook(lambda gi, go: seen.append("post"))
+        b.register_hook(lambda g: g * 10)
+        c.sum().backward()
+        res.append((seen, a.grad.numpy().copy(), c.grad.numpy().copy()))
+    assert res[0][0] == res[1][0] == ["pre", "post"]
+    for e, t in zip(res[0][1:], res[1][1:]):
+        np.testing.assert_allclose(e, t, rtol=1e-12, atol=1e-12)
