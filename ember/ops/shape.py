@@ -6,6 +6,7 @@ cat, stack, flip, roll, repeat, repeat_interleave and tril/triu are primitives
 "split / chunk / unbind"); the rest are composites of them and of the views in ``views.py``.
 """
 import builtins
+import functools
 import itertools
 import warnings
 
@@ -729,8 +730,32 @@ Tensor.repeat_interleave = repeat_interleave
 
 
 # ---- tril / triu ------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=8)
+def _tri_bits(m, n, k, lower, itemsize):
+    """All-ones words where tril (``lower``) or triu keeps an element of an (m, n) matrix,
+    zero words elsewhere (read-only, cached: causal masks repeat)."""
+    keep = np.tri(m, n, k, dtype=np.int8) if lower else 1 - np.tri(m, n, k - 1, dtype=np.int8)
+    r = np.negative(keep, dtype=np.dtype(f"i{itemsize}")).view(f"u{itemsize}")
+    r.flags.writeable = False
+    return r
+
+
+def _tri_kernel(fn, lower):
+    """np.tril/np.triu select with a branching where (~1 ns an element); an AND of each
+    element's bits with a cached mask is the same selection (the rest +0, every NaN kept)."""
+    def kernel(xp, x, diagonal):
+        m, n = x.shape[-2:]
+        if (xp is not np or x.dtype.itemsize not in (1, 2, 4, 8) or x.dtype.kind == "O"
+                or m * n > 1 << 20 or x.size == 0):
+            return xp_fn(xp, fn)(x, diagonal)
+        u = np.dtype(f"u{x.dtype.itemsize}")
+        return np.bitwise_and(x.view(u), _tri_bits(m, n, diagonal, lower, x.dtype.itemsize)
+                              ).view(x.dtype)
+    return kernel
+
+
 def _tri(name, fn):
-    op = Op(name, lambda xp, x, diagonal: xp_fn(xp, fn)(x, diagonal),
+    op = Op(name, _tri_kernel(fn, name == "tril"),
             lambda ctx, g, x, diagonal: apply(op, (g,), {"diagonal": diagonal}),
             save_inputs=False, shape=lambda x, diagonal: (x.shape, x.dtype), batch=_tri_rule)
 
