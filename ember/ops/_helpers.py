@@ -582,9 +582,15 @@ def select(xp, mask, a, b):
     if (xp is not np or dt != b.dtype or dt.kind not in "fiu" or dt.itemsize not in (1, 2, 4, 8)
             or mask.dtype != np.bool_ or not (a.shape == b.shape == mask.shape)):
         return xp.where(mask, a, b)
-    u, i = np.dtype(f"u{dt.itemsize}"), np.dtype(f"i{dt.itemsize}")
+    u = np.dtype(f"u{dt.itemsize}")
     r = np.array(b, order="C").view(u)
     t = np.bitwise_xor(a.view(u), r)
-    t &= np.negative(mask.view(np.int8), dtype=i).view(u)  # all ones where mask
+    t &= bit_mask(mask, dt.itemsize)
     r ^= t
     return r.view(dt)
+
+
+def bit_mask(mask, itemsize):
+    """Unsigned words of ``itemsize`` bytes: all ones where ``mask`` (bool, or int8 of 0/1)
+    is set, zero elsewhere; ANDed with an array's bits they select its elements exactly."""
+    return np.negative(mask.view(np.int8), dtype=np.dtype(f"i{itemsize}")).view(f"u{itemsize}")

@@ -17,8 +17,9 @@ from .._core import meta as _meta
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.state import STATE
 from .._core.tensor import Size, _wrap_dim
-from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, handle_override,
-                       host_tensor, promote_np, write_out, write_out_exact, xp_fn)
+from ._helpers import (NeedsOverride, Op, Tensor, apply, apply_inplace, bit_mask,
+                       handle_override, host_tensor, promote_np, write_out, write_out_exact,
+                       xp_fn)
 from ._batching import _dims_rule
 from ._batching_index import (_cat_rule, _repeat_interleave_rule, _repeat_rule, _roll_rule,
                               _stack_rule, _tri_rule)
@@ -735,7 +736,7 @@ def _tri_bits(m, n, k, lower, itemsize):
     """All-ones words where tril (``lower``) or triu keeps an element of an (m, n) matrix,
     zero words elsewhere (read-only, cached: causal masks repeat)."""
     keep = np.tri(m, n, k, dtype=np.int8) if lower else 1 - np.tri(m, n, k - 1, dtype=np.int8)
-    r = np.negative(keep, dtype=np.dtype(f"i{itemsize}")).view(f"u{itemsize}")
+    r = bit_mask(keep, itemsize)
     r.flags.writeable = False
     return r
 
