@@ -285,8 +285,19 @@ def _edge(a):
 _new = object.__new__
 
 
-def _edge_meta(a):
-    """The edge to input ``a`` (a Tensor that requires grad) and its (shape, dtype)."""
+def _input(a, save):
+    """The edge to Tensor input ``a`` and its (shape, dtype) -- both None when it needs no
+    gradient -- and, when ``save``, its version entry ``(a, counter, version now)``: one
+    call per tensor input."""
+    if save:
+        vc = a._version
+        if vc is None:
+            vc = _version_of(a)
+        v = (a, vc, vc[0])
+    else:
+        v = None
+    if not a._requires_grad:
+        return None, None, v
     fn = a.grad_fn
     # the common edges (a non-view output of a recorded op, a leaf whose accumulator
     # exists) without _edge's call
@@ -296,35 +307,10 @@ def _edge_meta(a):
         acc = a._accumulator
         e = (acc, 0) if acc is not None else _edge(a)
     d = a._data
-    return e, (d.shape, d.dtype)
+    return e, (d.shape, d.dtype), v
 
 
-def _saved_input(a):
-    """`_edge_meta` (None, None when ``a`` needs no grad) of a Tensor input that is saved,
-    and its version entry ``(a, counter, version now)``: one call per saved input."""
-    vc = a._version
-    if vc is None:
-        vc = _version_of(a)
-    if not a._requires_grad:
-        return None, None, (a, vc, vc[0])
-    fn = a.grad_fn
-    if fn is not None:
-        e = (fn, a._output_nr) if a._base is None else _edge(a)
-    else:
-        acc = a._accumulator
-        e = (acc, 0) if acc is not None else _edge(a)
-    d = a._data
-    return e, (d.shape, d.dtype), (a, vc, vc[0])
-
-
-def _saved_version(a):
-    vc = a._version
-    if vc is None:
-        vc = _version_of(a)
-    return (a, vc, vc[0])
-
-
-_NO_EDGE = (None, None)
+_NO_INPUT = (None, None, None)
 
 
 def record(op, args, params, outs):
@@ -339,64 +325,47 @@ def record(op, args, params, outs):
     # arities (lists filled in a loop cost ~0.2 us more per node)
     if n == 2 and (si is True or not si):
         x, y = args
+        ex, mx, vx = _input(x, si) if isinstance(x, Tensor) else _NO_INPUT
+        ey, my, vy = _input(y, si) if isinstance(y, Tensor) else _NO_INPUT
         if si:
             node.saved = args
-            if isinstance(x, Tensor):
-                ex, mx, vx = _saved_input(x)
-                if isinstance(y, Tensor):
-                    ey, my, vy = _saved_input(y)
-                    node.versions = (vx, vy)
-                else:
-                    ey = my = None
-                    node.versions = (vx,)
-            else:
-                ex = mx = None
-                if isinstance(y, Tensor):
-                    ey, my, vy = _saved_input(y)
-                    node.versions = (vy,)
-                else:
-                    ey = my = None
-                    node.versions = ()
+            node.versions = ((vx, vy) if vy is not None else (vx,)) if vx is not None else \
+                ((vy,) if vy is not None else ())
         else:
             node.saved = (None, None)
             node.versions = None
-            ex, mx = _edge_meta(x) if isinstance(x, Tensor) and x._requires_grad else _NO_EDGE
-            ey, my = _edge_meta(y) if isinstance(y, Tensor) and y._requires_grad else _NO_EDGE
         node.next_edges = (ex, ey)
         node.in_meta = (mx, my)
     elif n == 1:
         x = args[0]
-        if not isinstance(x, Tensor):
-            ex = mx = None
-            node.saved = args if si is True or (si and 0 in si) else (None,)
-            node.versions = () if si is True or (si and 0 in si) else None
-        elif si is True or (si and 0 in si):
-            ex, mx, vx = _saved_input(x)
+        save = si is True or (si and 0 in si)
+        ex, mx, vx = _input(x, save) if isinstance(x, Tensor) else _NO_INPUT
+        if save:
             node.saved = args
-            node.versions = (vx,)
+            node.versions = (vx,) if vx is not None else ()
         else:
-            ex, mx = _edge_meta(x) if x._requires_grad else _NO_EDGE
             node.saved = (None,)
             node.versions = None
         node.next_edges = (ex,)
         node.in_meta = (mx,)
-    else:
+    else:  # any arity; ``si`` True, falsy or a tuple of the saved inputs' indices
         edges = []
         meta = []
-        for a in args:
-            e, m = _edge_meta(a) if isinstance(a, Tensor) and a._requires_grad else _NO_EDGE
+        versions = [] if si else None
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                e, m, v = _input(a, si is True or (si and i in si))
+                if v is not None:
+                    versions.append(v)
+            else:
+                e = m = None
             edges.append(e)
             meta.append(m)
         node.next_edges = edges
         node.in_meta = meta
-        if si is True:
-            node.saved = args
-            node.versions = [_saved_version(a) for a in args if isinstance(a, Tensor)]
-        elif not si:
-            node.saved = (None,) * n
-            node.versions = None
-        else:
-            _save_some(node, args, si)
+        node.versions = versions
+        node.saved = args if si is True else \
+            tuple([a if i in si else None for i, a in enumerate(args)]) if si else (None,) * n
     nd = op.nondiff_outputs
     if op.n_out == 1:
         node.n_out = 1
@@ -430,13 +399,6 @@ def record(op, args, params, outs):
     if HOOKS_ON[0] and SAVED_HOOKS.stack:
         pack_saved(node)
     return node
-
-
-def _save_some(node, args, si):
-    """Save the inputs at indices ``si`` (a tuple), the others None."""
-    node.saved = tuple([a if i in si else None for i, a in enumerate(args)])
-    node.versions = [_saved_version(a) for i, a in enumerate(args)
-                     if i in si and isinstance(a, Tensor)]
 
 
 def _saved_output(o, diff):
