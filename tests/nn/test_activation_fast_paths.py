@@ -138,7 +138,8 @@ def test_logsigmoid_and_bce_with_logits(dt):
             a, lib.from_numpy(ts), pos_weight=lib.from_numpy(np.array([1.7], dt)))
         loss.backward()
         res[lib] = (loss.detach().numpy(), a.grad.numpy())
-    np.testing.assert_allclose(res[ember][0], res[torch][0], rtol=1e-6 if dt == np.float32 else 1e-13)
+    np.testing.assert_allclose(res[ember][0], res[torch][0],
+                               rtol=1e-6 if dt == np.float32 else 1e-13)
     # the gradient cancels ((1 - t) * w - sigmoid terms): compare against its scale
     scale = np.abs(res[torch][1]).max() * (1e-6 if dt == np.float32 else 1e-14)
     np.testing.assert_allclose(res[ember][1], res[torch][1], rtol=0, atol=scale)

@@ -23,7 +23,8 @@ def test_fill16_bits_equal_emulation_in_both_roles():
     words = words[:words.size // 8 * 8]
     u = words.astype(np.float32) * np.float32(2.0 ** -24)
     halves = u.reshape(-1, 8)
-    for rows in (np.concatenate([halves, halves[::-1]], 1), np.concatenate([halves[::-1], halves], 1)):
+    for rows in (np.concatenate([halves, halves[::-1]], 1),
+                 np.concatenate([halves[::-1], halves], 1)):
         rows = np.ascontiguousarray(rows)
         for mean, std in ((0.0, 1.0), (0.25, 3.0)):
             c = _random_c.fill16(rows, np.float32(mean), np.float32(std))
