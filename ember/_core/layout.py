@@ -9,6 +9,7 @@ from . import dtype as _dt
 __all__ = ["layout", "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc",
            "sparse_bsr", "sparse_bsc", "jagged", "contiguous_format", "preserve_format",
            "channels_last", "channels_last_3d", "legacy_contiguous_format"]
+# (the helpers below are imported by name: ember's namespace star-imports this list)
 
 
 class _Named:
@@ -70,3 +71,39 @@ def suggest_memory_format(shape, strides):
             return contiguous_format
         least = strides[d] * shape[d]
     return channels_last if len(shape) == 4 else channels_last_3d
+
+
+# the dims of a channels-last tensor from the innermost out: channels, then W, H, (D), N
+_CHANNELS_LAST_ORDER = {channels_last: (1, 3, 2, 0), channels_last_3d: (1, 4, 3, 2, 0)}
+_RANK = {channels_last: 4, channels_last_3d: 5}
+CHANNELS_LAST_FORMATS = frozenset(_RANK)
+
+
+def check_rank(fmt, ndim):
+    """torch's error for a channels-last format on a tensor of the wrong rank."""
+    rank = _RANK.get(fmt)
+    if rank is not None and ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+
+
+def is_contiguous_as(shape, strides, fmt):
+    """Whether (element) ``strides`` are those of a ``fmt`` layout of ``shape``, size-1 dims
+    ignored, as torch's ``is_contiguous(memory_format=fmt)``."""
+    if fmt not in _CHANNELS_LAST_ORDER:  # contiguous_format (preserve: answered by the caller)
+        order = range(len(shape) - 1, -1, -1)
+    elif len(shape) != _RANK[fmt]:
+        return False
+    else:
+        order = _CHANNELS_LAST_ORDER[fmt]
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def channels_last_permutation(fmt):
+    """The dims of a ``fmt`` (channels-last) tensor in memory order, outermost first."""
+    return tuple(reversed(_CHANNELS_LAST_ORDER[fmt]))

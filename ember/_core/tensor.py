@@ -144,6 +144,10 @@ class Tensor:
                 root.__array_interface__["data"][0]) // max(self._data.itemsize, 1)
 
     def is_contiguous(self, memory_format=None):
+        """Whether the elements lie in memory in ``memory_format``'s order (default: row-major),
+        size-1 dims ignored."""
+        if memory_format is not None and memory_format in _layout.CHANNELS_LAST_FORMATS:
+            return _layout.is_contiguous_as(self.shape, self.stride(), memory_format)
         return self._data.flags.c_contiguous
 
     def get_device(self):

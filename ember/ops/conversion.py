@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core.dispatch import overridable
 from .._core import dtype as _dt
+from .._core import layout as _layout
 from .._core import meta as _meta
 from .._core.device import CPU, backend_for_array, device as _device, get_backend
 from ._batching import _batched_front, _elementwise_rule, _front_padded, _move_to_front, rule_for
@@ -23,26 +24,58 @@ __all__ = ["clone", "conj", "conj_physical", "resolve_conj", "resolve_neg", "rea
 
 
 def _clone_kernel(xp, x, memory_format=None):
-    return x.copy()
+    """A copy of ``x``: row-major, or laid out as ``memory_format`` names ('channels_last',
+    'channels_last_3d', or 'preserve': the strides of a dense ``x``)."""
+    if memory_format is None or type(x) is not np.ndarray:
+        return x.copy()
+    if memory_format == "preserve":
+        return x.copy(order="K")
+    order = _layout.channels_last_permutation(_layout.memory_format._registry[memory_format])
+    return x.transpose(order).copy().transpose(np.argsort(order))
 
 
 CLONE = Op("clone", _clone_kernel, lambda ctx, g, x, **kw: g, shape=shape_same,
            save_inputs=False, jvp=_identity_jvp, batch=_elementwise_rule)
 
 
+def _layout_param(t, memory_format):
+    """The clone kernel's ``memory_format`` for a copy of ``t`` in torch's ``memory_format``
+    (None: row-major, the kernel's default, so ordinary copies record no parameter)."""
+    fmt = _layout.preserve_format if memory_format is None else memory_format
+    if fmt is _layout.preserve_format:
+        # torch keeps a dense tensor's strides, and a sparse one's order of strides (NumPy's
+        # order "K")
+        return None if t._data.flags.c_contiguous else "preserve"
+    _layout.check_rank(fmt, t.dim())
+    return fmt.name if fmt in _layout.CHANNELS_LAST_FORMATS else None
+
+
+def _copy_as(t, memory_format):
+    param = _layout_param(t, memory_format)
+    return apply(CLONE, (t,), _E if param is None else {"memory_format": param})
+
+
 @overridable
 def clone(input, *, memory_format=None):
-    """A copy of ``input`` that is recorded by autograd (gradients flow back to ``input``)."""
-    return apply(CLONE, (input,), _E)
+    """A copy of ``input`` that is recorded by autograd (gradients flow back to ``input``),
+    laid out as ``memory_format`` says (default ``preserve_format``: a dense input's strides,
+    else the layout ``suggest_memory_format`` reads from them)."""
+    return _copy_as(input, memory_format)
 
 
-Tensor.clone = lambda self, *, memory_format=None: apply(CLONE, (self,), _E)
+Tensor.clone = lambda self, *, memory_format=None: _copy_as(self, memory_format)
 
 
 def _contiguous(self, memory_format=None):
-    if self._data.flags.c_contiguous:
+    if memory_format is None or memory_format is _layout.contiguous_format or \
+            memory_format is _layout.preserve_format:
+        if self._data.flags.c_contiguous:
+            return self
+        return apply(CLONE, (self,), _E)
+    _layout.check_rank(memory_format, self.dim())
+    if self.is_contiguous(memory_format=memory_format):
         return self
-    return apply(CLONE, (self,), _E)
+    return _copy_as(self, memory_format)
 
 
 Tensor.contiguous = _contiguous
@@ -98,6 +131,7 @@ def _to(self, *args, **kwargs):
     ``to(other)``, ``to(device, dtype)``; ``copy=True`` forces a new tensor."""
     dtype, dev = _parse_to(args, kwargs)
     copy = kwargs.get("copy", False)
+    fmt = kwargs.get("memory_format")
     t = self
     if dev is not None:
         d = _device(dev)
@@ -107,7 +141,11 @@ def _to(self, *args, **kwargs):
     if dtype is not None:
         t = _to_dtype(t, dtype, copy)
     elif copy:
-        t = apply(CLONE, (t,), _E)
+        return _copy_as(t, fmt)
+    if fmt is not None and fmt is not _layout.preserve_format and \
+            not t.is_contiguous(memory_format=fmt):
+        _layout.check_rank(fmt, t.dim())
+        t = _copy_as(t, fmt)
     return t
 
 

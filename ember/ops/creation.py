@@ -21,6 +21,7 @@ import numpy as np
 
 from .._core.dispatch import apply, apply_meta, overridable
 from .._core import dtype as _dt
+from .._core import layout as _layout
 from .._core import meta as _meta
 from .._core.deterministic import fill_uninitialized
 from .._core.device import DEFAULT_DEVICE, device as _device, get_backend
@@ -455,8 +456,28 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
 @overridable
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None, **kw):
-    """An uninitialised tensor of shape ``size``."""
-    return _filled(None, _size_kw(size, kw, "empty"), out, dtype, device, requires_grad)
+    """An uninitialised tensor of shape ``size``, laid out as ``memory_format`` (default
+    row-major)."""
+    t = _filled(None, _size_kw(size, kw, "empty"), out, dtype, device, requires_grad)
+    if memory_format is None or out is not None:
+        return t
+    return _laid_out(t, t, memory_format)
+
+
+def _laid_out(t, like, memory_format):
+    """The fresh tensor ``t`` with its memory laid out as a copy of ``like`` in
+    ``memory_format`` would be (``preserve_format``: ``like``'s layout)."""
+    from .conversion import _clone_kernel, _layout_param
+    param = _layout_param(like, memory_format)
+    if param is None or type(t._data) is not np.ndarray:
+        return t
+    if param == "preserve" and type(like._data) is np.ndarray:
+        out = np.empty_like(like._data, dtype=t._data.dtype)  # order "K": like's strides
+        out[...] = t._data
+        t._data = out
+    else:
+        t._data = _clone_kernel(np, t._data, param)
+    return t
 
 
 def _filled(value, size, out, dtype, device, requires_grad):
@@ -514,7 +535,7 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
                  requires_grad)
 
 
-def _like(value, input, dtype, device, requires_grad):
+def _like(value, input, dtype, device, requires_grad, memory_format=None):
     """``full`` (``empty`` for value None) with ``input``'s shape, dtype and device unless
     given; the shape comes from ``input.shape``, so symbolic sizes pass into the params."""
     dt = dtype.np if dtype is not None else input.dtype.np
@@ -532,32 +553,35 @@ def _like(value, input, dtype, device, requires_grad):
                            "device": device})
     if requires_grad:
         t._set_requires_grad(True)
+    if (type(input._data) is np.ndarray and not input._data.flags.c_contiguous) or (
+            memory_format is not None and memory_format is not _layout.preserve_format):
+        t = _laid_out(t, input, memory_format)  # preserve (default): input's layout
     return t
 
 
 @overridable
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(0, input, dtype, device, requires_grad)
+    return _like(0, input, dtype, device, requires_grad, memory_format)
 
 
 @overridable
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(1, input, dtype, device, requires_grad)
+    return _like(1, input, dtype, device, requires_grad, memory_format)
 
 
 @overridable
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(None, input, dtype, device, requires_grad)
+    return _like(None, input, dtype, device, requires_grad, memory_format)
 
 
 @overridable
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
     check_scalar_fits(fill_value, dtype.np if dtype is not None else input.dtype.np)
-    return _like(_num(fill_value), input, dtype, device, requires_grad)
+    return _like(_num(fill_value), input, dtype, device, requires_grad, memory_format)
 
 
 def _num(x):

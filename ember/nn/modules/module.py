@@ -736,7 +736,8 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves and/or casts the parameters and buffers (floating ones only for dtypes)."""
+        """Moves and/or casts the parameters and buffers (floating ones only for dtypes);
+        ``memory_format`` lays out the 4-d and 5-d ones."""
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         for a in args:
@@ -750,12 +751,16 @@ class Module:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
 
+        memory_format = kwargs.get("memory_format")
+
         def convert(t):
             r = t
             if device is not None:
                 r = r.to(device)
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
                 r = r.to(dtype)
+            if memory_format is not None and t.dim() in (4, 5):  # as torch: weights, not biases
+                r = r.to(memory_format=memory_format)
             return r
         return self._apply(convert)
 
