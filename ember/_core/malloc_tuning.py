@@ -22,7 +22,7 @@ import sys
 
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "apply", "state"]
 
-MMAP_THRESHOLD = 16 << 20
+MMAP_THRESHOLD = 32 << 20  # glibc's maximum: 16 MiB buffers (4M floats) were mapped anew
 TRIM_THRESHOLD = 64 << 20
 
 # mallopt parameter numbers (glibc's malloc.h)
