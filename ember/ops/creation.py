@@ -472,7 +472,7 @@ def _laid_out(t, like, memory_format):
     if param is None or type(t._data) is not np.ndarray:
         return t
     if param == "preserve" and type(like._data) is np.ndarray:
-        out = np.empty_like(like._data, dtype=t._data.dtype)  # order "K": like's strides
+        out = np.empty_like(like._data, dtype=t.dtype.np)  # order "K": like's strides
         out[...] = t._data
         t._data = out
     else:

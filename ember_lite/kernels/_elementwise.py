@@ -103,6 +103,15 @@ def _trunc_divide(a, b):
     return np.trunc(np.true_divide(a, b))
 
 
+def _trunc_divide_in(dt, a, b):
+    """torch rounds a half-precision quotient to the half dtype before truncating it."""
+    c = _compute(dt)
+    if c != dt:
+        q = np.true_divide(_as(a, c), _as(b, c))
+        return np.trunc(_as(_as(q, dt), c))
+    return _trunc_divide(_as(a, dt), _as(b, dt))
+
+
 def _round(dt, x, decimals=0):
     x = _as(x, _compute(dt))
     return np.round(x, decimals) if x.dtype.kind != "i" else x
@@ -198,7 +207,7 @@ _SAME = {
     "trunc": np.trunc, "bitwise_not": np.invert,
     "mul": np.multiply, "div": np.true_divide, "pow": _pow, "maximum": np.maximum,
     "minimum": np.minimum, "fmod": np.fmod, "remainder": np.remainder,
-    "floor_divide": np.floor_divide, "trunc_divide": _trunc_divide, "atan2": np.arctan2,
+    "floor_divide": np.floor_divide, "atan2": np.arctan2,
     "hypot": np.hypot, "copysign": np.copysign, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
     "bitwise_left_shift": np.left_shift, "bitwise_right_shift": np.right_shift,
@@ -217,6 +226,7 @@ ELEMENTWISE.update({name: _compare(fn) for name, fn in _COMPARE.items()})
 ELEMENTWISE.update({
     "abs": lambda dt, x: np.abs(x if x.dtype.kind == "c" else _as(x, _compute(dt))),
     "add": _add, "sub": _sub, "round": _round, "where": _where, "polygamma": _polygamma,
+    "trunc_divide": _trunc_divide_in,
     "standard_gamma_grad": _standard_gamma_grad,
     "isnan": lambda dt, x: np.isnan(x) if x.dtype.kind in "fcV" else np.zeros(x.shape, bool),
     "signbit": lambda dt, x: np.signbit(x) if x.dtype.kind != "b" else np.zeros(x.shape, bool),
