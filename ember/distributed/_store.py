@@ -306,7 +306,12 @@ class TCPStore(Store):
         self._server = None
         self._lock = threading.Lock()
         if is_master:
-            self._server = _Server(("", int(port)))
+            try:
+                self._server = _Server(("", int(port)))
+            except OSError as e:
+                raise DistNetworkError(
+                    f"The server socket has failed to listen on any local network address. "
+                    f"port: {int(port)}, message: {e.strerror or e}") from None
             port = self._server.server_address[1]
             threading.Thread(target=self._server.serve_forever, name="ember-tcpstore",
                              daemon=True).start()

@@ -9,6 +9,7 @@ import urllib.parse
 from . import _mpi
 from ._process_group import ProcessGroup
 from ._reduce_op import Backend
+from ._errors import DistNetworkError
 from ._store import FileStore, HashStore, PrefixStore, TCPStore
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
@@ -156,6 +157,35 @@ def _env_int(name):
     return int(v) if v not in (None, "") else None
 
 
+def _store_hosted_by_rank0(comm, rank, host, port, world_size, timeout):
+    """A TCPStore served by global ``rank`` 0, for a job that ``mpiexec`` started whole.
+
+    Rank 0 opens the server first and broadcasts where it listens, or why it could not (a
+    port already in use); the other ranks connect only after that, so a failed server makes
+    every rank raise at once instead of leaving them retrying until the timeout.
+    """
+    ranks = comm.allgather(rank)
+    root = ranks.index(0) if 0 in ranks else 0
+    store, outcome = None, None
+    if comm.rank == root:
+        try:
+            store = TCPStore(host or socket.gethostname(), port, world_size, is_master=True,
+                             timeout=timeout, wait_for_workers=False)
+            outcome = ("ok", host or socket.gethostname(), store.port)
+        except Exception as e:  # noqa: BLE001 - sent to every rank, then raised there
+            outcome = ("error", type(e).__name__, str(e))
+            failure = e
+    outcome = comm.bcast(outcome, root=root)
+    if outcome[0] == "error":
+        if comm.rank == root:
+            raise failure
+        raise DistNetworkError(f"init_process_group: rank 0 could not start the rendezvous "
+                               f"store: {outcome[1]}: {outcome[2]}")
+    if store is None:
+        store = TCPStore(outcome[1], outcome[2], timeout=timeout)
+    return store
+
+
 def _rendezvous(init_method, rank, world_size, timeout):
     """(store, rank, world_size) for ``init_method`` (env://, tcp://, file://)."""
     url = urllib.parse.urlparse(init_method)
@@ -181,28 +211,25 @@ def _rendezvous(init_method, rank, world_size, timeout):
             raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
                              "environment variable WORLD_SIZE expected, but not set")
         addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        whole_job = None
+        if (addr and port) or world_size != 1:
+            MPI = MPI or (_mpi.mpi() if _mpi.under_mpiexec() else None)
+            if MPI is not None and MPI.COMM_WORLD.size == world_size:
+                whole_job = MPI.COMM_WORLD
         if addr and port:
             agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-            store = TCPStore(addr, int(port), world_size, is_master=(rank == 0 and not agent),
-                             timeout=timeout, wait_for_workers=False)
-            return store, rank, world_size
+            if whole_job is None or agent:
+                store = TCPStore(addr, int(port), world_size, is_master=(rank == 0 and not agent),
+                                 timeout=timeout, wait_for_workers=False)
+                return store, rank, world_size
+            return _store_hosted_by_rank0(whole_job, rank, addr, int(port), world_size, timeout), \
+                rank, world_size
         if world_size == 1:
             return HashStore(), rank, world_size
-        MPI = MPI or (_mpi.mpi() if _mpi.under_mpiexec() else None)
-        if MPI is not None and MPI.COMM_WORLD.size == world_size:
-            # mpiexec started the whole job: rank 0 hosts the store and tells the others.
-            comm = MPI.COMM_WORLD
-            store = None
-            if comm.rank == 0:
-                store = TCPStore(socket.gethostname(), 0, world_size, is_master=True,
-                                 timeout=timeout, wait_for_workers=False)
-                where = (socket.gethostname(), store.port)
-            else:
-                where = None
-            host, p = comm.bcast(where, root=0)
-            if store is None:
-                store = TCPStore(host, p, timeout=timeout)
-            return store, rank, world_size
+        if whole_job is not None:
+            # mpiexec started the whole job: rank 0 hosts the store on a free port.
+            return _store_hosted_by_rank0(whole_job, rank, None, 0, world_size, timeout), \
+                rank, world_size
         which = "MASTER_ADDR" if not addr else "MASTER_PORT"
         raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: "
                          f"environment variable {which} expected, but not set")

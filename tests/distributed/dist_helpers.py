@@ -6,18 +6,42 @@
 ``RANK<r> OK``; tests check that line for every rank.  `free_port()` picks a TCP port.
 """
 import os
+import random
 import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 from ember.distributed._launcher_util import find_mpiexec
 
 PY = sys.executable
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
+    """A port free now and outside the kernel's ephemeral range: a port taken from that range
+    (``bind(0)``) can be handed to another process's outgoing connection before the rank
+    that should listen on it binds it (seen in CI: EADDRINUSE in rank 0's store)."""
+    low, high = _ephemeral_range()
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        port = rng.randrange(20000, low) if low > 20100 else rng.randrange(high + 1, 65535)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

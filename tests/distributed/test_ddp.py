@@ -1,7 +1,6 @@
 """DistributedDataParallel on 2 real ranks (mpiexec) against single-process training on the
 concatenated batch.  This file is also the rank program: ``python test_ddp.py CASE``."""
 import os
-import socket
 import subprocess
 import sys
 
@@ -13,9 +12,9 @@ NPROC = 2
 
 
 def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    sys.path.insert(0, os.path.dirname(HERE))
+    from dist_helpers import free_port
+    return free_port()
 
 
 def launch(path, case, nproc=NPROC, timeout=90):

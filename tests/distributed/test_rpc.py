@@ -3,7 +3,6 @@
 also the rank program: ``python test_rpc.py``.  Gradients are checked against the same
 computation done in one process with ember.autograd."""
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -330,9 +329,9 @@ def main(with_pg=False):
 # pytest side
 # ---------------------------------------------------------------------------------------
 def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    sys.path.insert(0, os.path.dirname(HERE))
+    from dist_helpers import free_port
+    return free_port()
 
 
 def _mpirun(*extra):

@@ -60,3 +60,47 @@ def test_prefix_store_isolates_keys():
 def test_tcpstore_master_waits_for_workers():
     with pytest.raises(dist.DistStoreError, match="2 workers"):
         dist.TCPStore("127.0.0.1", 0, 2, True, timeout=datetime.timedelta(seconds=0.3))
+
+
+def test_tcpstore_port_in_use_is_a_network_error():
+    import socket
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(dist.DistNetworkError, match=f"failed to listen.*port: {port}"):
+            dist.TCPStore("127.0.0.1", port, 1, is_master=True,
+                          timeout=datetime.timedelta(seconds=5))
+
+
+PORT_IN_USE = """
+import datetime, sys
+import ember.distributed as dist
+try:
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
+except dist.DistNetworkError as e:
+    from mpi4py import MPI
+    print(f"RANK{MPI.COMM_WORLD.rank} RAISED {e}", flush=True)
+    sys.exit(3)
+print("JOINED", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_master_port_in_use_fails_every_rank_at_once():
+    """Rank 0 cannot listen on MASTER_PORT: every rank raises DistNetworkError at once (the
+    others used to retry connecting until the 30-minute timeout, and the job hung)."""
+    import socket
+    import time
+    from dist_helpers import run_ranks
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        start = time.monotonic()
+        rc, out = run_ranks(PORT_IN_USE, 2, timeout=60,
+                            env=dict(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
+    assert rc != 0 and "JOINED" not in out, out
+    assert f"RANK0 RAISED The server socket has failed to listen" in out, out
+    assert "RANK1 RAISED init_process_group: rank 0 could not start" in out, out
+    assert time.monotonic() - start < 50
