@@ -4,6 +4,15 @@ A write bumps the target's version counter (shared by views), checks torch's
 rules for tensors autograd tracks (leaves, views of leaves, multi-output views,
 inference tensors), and, when the write is differentiable, rebases the target's
 history (and its base's, for a view) onto the new value.
+
+Writes that autograd does not record compute straight into the target where the op has a
+direct form (`_INTO`: add/sub/mul/div, lerp/addcmul/addcdiv, copy): NumPy's ufunc with
+``out=`` or the C loops of `ckernels.binary`/`ternary` with the target as their output.
+Each direct form writes only what the op's kernel would have computed (same operand
+dtypes, torch's in-place dtype rules), and declines anything else; so does `_write_direct`
+for a target that is read-only or whose elements overlap each other (an expanded view) and
+for operands that do not broadcast to the target's shape.  Everything declined takes the
+general path: a fresh result, then `copy_into` with torch's checks and errors.
 """
 import numpy as np
 
@@ -139,6 +148,9 @@ def apply_inplace(op, target, args, params):
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     if not track:
         arrays, _, xp = _unwrap(full)
+        if _write_direct(op, arrays, params):
+            _version_of(target)[0] += 1
+            return target
         try:
             r = op.kernel(xp, *arrays, **params) if xp is not META_XP else \
                 meta_kernel(op, arrays, params)
@@ -168,6 +180,70 @@ def apply_inplace(op, target, args, params):
     copy_into(target, out._data)
     _rebase_history(target, out)
     return target
+
+
+def _copy_write(y, src, non_blocking=False):
+    """``y.copy_(src)`` in place: COPY's kernel (a complex source into a real target keeps
+    the real part; NumPy's unsafe cast) with the target as its output."""
+    if type(src) is not _ndarray:
+        if type(src) not in _PY_SCALARS:
+            return False
+        src = _np.asarray(src)
+        if src.dtype.kind == "O":
+            return False
+    if src.dtype.kind == "c" and y.dtype.kind != "c":
+        src = src.real
+    _np.copyto(y, src, casting="unsafe")  # NumPy copies an overlapping source first
+    return True
+
+
+_PY_SCALARS = (float, int, bool, complex)
+_INTO = {}
+
+
+def _into_table():
+    # built on first use: the kernel modules import the scalar-function table, which needs
+    # the dispatcher, which imports this module
+    from .ckernels import binary, ternary
+    _INTO.update({n: binary.into(n) for n in ("add", "sub", "mul", "div")})
+    _INTO.update({n: ternary.into(n) for n in ("lerp", "addcmul", "addcdiv")})
+    _INTO["copy"] = _copy_write
+    return _INTO
+
+
+def _write_direct(op, arrays, params):
+    """Compute ``op(*arrays)`` straight into ``arrays[0]`` (the target's array) when the op
+    has a direct form and it accepts the operands; True when written."""
+    write = (_INTO or _into_table()).get(op.name)
+    if write is None:
+        return False
+    y = arrays[0]
+    if type(y) is not _ndarray or not y.flags.writeable or not (
+            y.flags.c_contiguous or y.flags.f_contiguous or _no_self_overlap(y)):
+        return False
+    shape = y.shape
+    for x in arrays[1:]:
+        if type(x) is _ndarray and x.shape != shape and not _broadcasts_to(x.shape, shape):
+            return False
+    return write(y, *arrays[1:], **params)
+
+
+def _broadcasts_to(s, shape):
+    n = len(shape) - len(s)
+    return n >= 0 and all(a == 1 or a == b for a, b in zip(s, shape[n:]))
+
+
+def _no_self_overlap(a):
+    """Whether no two elements of strided array ``a`` share memory (sufficient test: each
+    dimension's stride, in increasing order, steps over the whole extent of the ones below)."""
+    if a.size <= 1:
+        return True
+    span = 0
+    for st, n in sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n > 1):
+        if st <= span:
+            return False
+        span = st * (n - 1) + span
+    return True
 
 
 def _clone_op():

@@ -18,12 +18,18 @@ Operand forms (``kind``), for float32/float64 C-contiguous arrays of one dtype:
 
 The elements are dealt to the threads in blocks of ``CK_BLOCK`` (guided schedule), as the
 unary kernels are.
+
+In-place forms (``a.add_(b)``, `into`) write the result straight into the target: NumPy's
+ufunc with ``out=`` (which handles any strides and overlapping operands itself), or these
+loops with ``y`` the first operand's own memory.  Every element is read before its own
+result is written and no other, so ``y == x0`` is safe in them; an operand that overlaps
+the target any other way takes NumPy's ufunc.
 """
 import sys
 
 import numpy as np
 
-__all__ = ["render", "BINARY", "wrap", "MIN_PERIOD"]
+__all__ = ["render", "BINARY", "wrap", "into", "MIN_PERIOD"]
 
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 _CTYPE = {"f32": "float", "f64": "double"}
@@ -171,3 +177,65 @@ def wrap(name, fallback):
 
 
 _ARGS = ("c_void_p", "c_void_p", "c_void_p", "c_ssize_t", "c_ssize_t", "c_int", "c_int")
+
+# the table's NumPy forms of the ops with an in-place method (tests check they agree)
+_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+_INTO_KINDS = {"add": "iufc", "sub": "iufc", "mul": "iufc", "div": "fc"}
+_may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
+def _add_scaled(y, b, alpha):
+    # y + alpha * b as addcmul(y, b, 1, value=alpha): b * 1 is exact, so this is the same
+    # two roundings as scaling b first, in one pass and without the temporary
+    from .ternary import into
+    f = _SCALED["add"] = into("addcmul")
+    return f(y, b, 1, alpha)
+
+
+# y - alpha * b is y + (-alpha) * b exactly (negation is exact, rounding symmetric)
+_SCALED = {"add": _add_scaled, "sub": lambda y, b, alpha: _SCALED["add"](y, b, -alpha)}
+
+
+def into(name):
+    """``write(y, b, alpha=1) -> bool``: ``y = name(y, alpha * b)`` computed straight into the
+    array ``y`` (the in-place op's target), True when written.  The caller has checked that
+    ``y`` is a writeable ndarray without self-overlap and that an array ``b`` broadcasts to
+    ``y``'s shape.  It writes only where the op's own kernel (with torch's in-place dtype
+    rules) computes this same thing: ``b`` an array of ``y``'s dtype or, for a float/complex
+    ``y``, a Python number (weak: the result keeps ``y``'s dtype); ``alpha`` (add/sub) a
+    Python number, scaling ``b`` in ``y``'s dtype first as the out-of-place kernel does.
+    False for anything else (halves, bool, mixed dtypes): the caller takes the general path
+    and its errors."""
+    uf, kinds, big = _UFUNC[name], _INTO_KINDS[name], _ck.PARALLEL_SIZE
+
+    def write(y, b, alpha=1):
+        k = y.dtype.kind
+        if k not in kinds or y.dtype.itemsize < 4 and k == "f":
+            return False
+        tb = type(b)
+        if tb is _ndarray:
+            if b.dtype != y.dtype:
+                return False
+        elif tb not in _SCALAR_TYPES or k in "iu":
+            return False
+        if alpha != 1 or type(alpha) is bool:
+            if type(alpha) not in _SCALAR_TYPES or k in "iu":
+                return False
+            if tb is _ndarray and b.shape == y.shape and name in _SCALED and \
+                    _SCALED[name](y, b, alpha):
+                return True
+            b = (b * alpha).astype(y.dtype, copy=False) if tb is _ndarray else b * alpha
+        if y.size >= big and y.flags.c_contiguous and (
+                tb is not _ndarray or b is y or not _may_share(b, y)):
+            p = _plan(y, b)
+            if p is not None and p[2] is y:
+                x0, x1, like, m, kind = p
+                f = _ck._fn(f"ck_bin_{name}_{_ck._SUFFIX[y.dtype]}", _ck._types(*_ARGS))
+                nt = _ck._threads(y.size) if f is not None else 1
+                if nt > 1:
+                    f(x0.ctypes.data, x1.ctypes.data, y.ctypes.data, y.size, m, kind, nt)
+                    return True
+        uf(y, b, out=y)
+        return True
+    write.__name__ = write.__qualname__ = f"{name}_into"
+    return write

@@ -14,14 +14,18 @@ Operands: float32/float64 C-contiguous arrays of one shape (``where``'s conditio
 array of that shape) or single elements (a Python number, a one-element array; addcmul's
 and addcdiv's ``value`` always is), of at least ``MIN_SIZE`` elements; a bit of ``scal``
 marks each single-element operand, and the loop for that combination reads it once.
+
+The in-place forms (``a.lerp_(b, w)``, ``a.addcmul_(t1, t2)``; `into`) run the same loops
+with ``y`` the target's own memory, which is also ``x0``: each element is read before its
+own result is written, and no other element is, so that is safe.
 """
 import sys
 
 import numpy as np
 
-from .binary import _CTYPE, _DTYPE, _SCALAR_TYPES, _operand
+from .binary import _CTYPE, _DTYPE, _SCALAR_TYPES, _may_share, _operand
 
-__all__ = ["render", "TERNARY", "wrap"]
+__all__ = ["render", "TERNARY", "wrap", "into"]
 
 TERNARY = ("lerp", "where", "addcmul", "addcdiv")
 
@@ -160,3 +164,32 @@ def wrap(name, fallback):
 
 
 _ARGS = ("c_void_p",) * 5 + ("c_ssize_t", "c_int", "c_int")
+
+
+def into(name):
+    """``write(y, x1, x2[, value]) -> bool``: ``y = name(y, x1, x2)`` written straight into
+    ``y`` (the in-place op's target, a writeable ndarray to whose shape the caller has checked
+    every array operand broadcasts), True when done: when the operands fit the loops with
+    ``y`` holding the whole result and no operand overlapping ``y`` other than ``y`` itself.
+    False otherwise (the caller computes a fresh result and copies it)."""
+    four = name in ("addcmul", "addcdiv")
+
+    def write(y, x1, x2, value=1):
+        if not _ck.ENABLED or y.size < _ck.MIN_SIZE or not y.flags.c_contiguous:
+            return False
+        ops = (y, x1, x2, value) if four else (y, x1, x2)
+        for x in ops[1:]:
+            if type(x) is _ndarray and x is not y and _may_share(x, y):
+                return False
+        p = _plan(name, ops)
+        if p is None or p[1] is not y:
+            return False
+        arrays, like, dt, scal = p
+        f = _ck._fn(f"ck_tern_{name}_{_ck._SUFFIX[dt]}", _ck._types(*_ARGS))
+        if f is None:
+            return False
+        f(*(a.ctypes.data for a in arrays), *((None,) * (4 - len(arrays))), y.ctypes.data,
+          y.size, scal, _ck._threads(y.size))
+        return True
+    write.__name__ = write.__qualname__ = f"{name}_into"
+    return write
