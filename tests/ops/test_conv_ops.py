@@ -408,6 +408,47 @@ def test_direct_kernels_give_the_same_values_on_two_threads():
         np.testing.assert_allclose(gw, want_w, rtol=1e-10, atol=1e-10)
 
 
+# the direct weight gradient of a large convolution is cut into work items (chunks of the
+# batch, then of the input channels) whose partial sums are added in a fixed order: ragged
+# chunks (37 examples; 23 input channels in chunks of 2; both) give torch's values, and the same bits at 1 and 2
+# threads and from run to run
+@pytest.mark.parametrize("xs,ws,pad,split", [
+    ((37, 1, 28, 28), (6, 1, 5, 5), 2, (True, False)),    # LeNet's first layer
+    ((1, 23, 48, 48), (8, 23, 3, 3), 1, (False, True)),   # one example
+    ((5, 16, 20, 20), (32, 16, 3, 3), 1, (True, True)),
+])
+@pytest.mark.parametrize("vec", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_direct_weight_grad_chunks_give_torchs_values_and_fixed_bits(xs, ws, pad, split,
+                                                                      dtype, vec, monkeypatch):
+    # vec: the chunks' vector accumulators summed (small layers), else their lane sums
+    monkeypatch.setattr(ck, "WGRAD_VEC_BYTES", ck.WGRAD_VEC_BYTES if vec else -1)
+    x, w = _arr(*xs, dtype=dtype), _arr(*ws, dtype=dtype)
+    yt = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=pad)
+    g = _arr(*yt.shape, dtype=dtype)
+    macs = int(np.prod(ws)) * xs[0] * yt.shape[2] * yt.shape[3]
+    OB = ck._blocks()[0] if ck.available() else 8
+    BC, CC = ck._wgrad_chunks(xs[0], -(-ws[0] // OB), xs[1], macs)
+    assert (BC < xs[0], CC < xs[1]) == split
+    sc = (lambda slot, shape, dtype: np.empty(shape, dtype))
+    pp = ((pad, pad), (pad, pad))
+    prev = ember.get_num_threads()
+    out = []
+    try:
+        for n in (1, 2, 2):
+            ember.set_num_threads(n)
+            out.append(ck.direct_weight_grad(x, g, ws[2:], pp, (1, 1), 1, sc))
+    finally:
+        ember.set_num_threads(prev)
+    want = torch.nn.grad.conv2d_weight(torch.from_numpy(x), ws, torch.from_numpy(g),
+                                       padding=pad).numpy()
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(out[0], want, rtol=tol, atol=tol * np.abs(want).max())
+    assert out[0].dtype == dtype
+    for other in out[1:]:
+        np.testing.assert_array_equal(other.view(np.uint8), out[0].view(np.uint8))
+
+
 # an inf or NaN at an input pixel: the direct weight gradient multiplies pixels that no
 # output reads (dilation's gaps; past each output row, which wraps to the next row's first
 # columns) by zero gradients, so it hands such inputs to the column route; values and which

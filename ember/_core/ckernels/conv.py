@@ -9,11 +9,16 @@ offset, whatever the image width (the positions past each output row are compute
 dropped).  The forward keeps a block of output channels x positions in vector registers
 (8 x 48 floats with AVX-512) and does one FMA per weight and vector, with no column buffer
 and no GEMM call; the weight gradient keeps output channels x kernel columns of vector
-accumulators over the positions, summed across the batch and reduced once.  The input
-gradient of a stride-1 convolution is a direct convolution too (the caller flips and
-transposes the kernel).  Vectors are GCC vector types of the build's width (the CPU
-capability level's flags), OpenMP threads over output blocks honour
-``ember.set_num_threads``.
+accumulators over the positions, summed over chunks of the batch, the chunks added in a
+fixed order and each vector reduced once.  The input gradient of a stride-1 convolution is
+a direct convolution too (the caller flips and transposes the kernel).  Vectors are GCC
+vector types of the build's width (the CPU capability level's flags).
+
+Threads: OpenMP, as many as ``ember.set_num_threads``, over many small work items taken
+dynamically (guided or dynamic schedules, never static): on a loaded machine a thread may
+start late, and the others then take its share instead of waiting for it.  Every item
+writes its own outputs (or its own partial sums, from a split fixed by the geometry), so
+the results' bits do not depend on the thread count nor on which thread ran what.
 
 Column buffer (strided windows): NumPy builds it with one strided slab copy per kernel
 offset (plus a padded copy of the input); `im2col` writes the whole buffer in one pass,
@@ -43,7 +48,7 @@ from . import build as _build
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
            "direct_fits", "waste", "DIRECT_MAX_WASTE", "channel_affine", "available"]
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
 
 _C = r"""
@@ -105,7 +110,7 @@ void ckc_im2col_S(const T *restrict x, T *restrict cols, const ptrdiff_t *g, int
     const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
     const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
     const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW, wide = g[14];
-    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
     for (ptrdiff_t bc = 0; bc < B * C; bc++) {
         const ptrdiff_t b = bc / C, c = bc % C;
         const T *src = x + (b * C + c) * H * W;
@@ -141,7 +146,7 @@ void ckc_col2im_S(const T *restrict cols, T *restrict x, const ptrdiff_t *g, int
     const ptrdiff_t B = g[0], C = g[1], H = g[2], W = g[3], KH = g[4], KW = g[5];
     const ptrdiff_t SH = g[6], SW = g[7], PH = g[8], PW = g[9], DH = g[10], DW = g[11];
     const ptrdiff_t OH = g[12], OW = g[13], L = OH * OW, wide = g[14];
-    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
     for (ptrdiff_t bc = 0; bc < B * C; bc++) {
         const ptrdiff_t b = bc / C, c = bc % C;
         T *dst = x + (b * C + c) * H * W;
@@ -185,7 +190,7 @@ int ckc_pad_S(const T *restrict x, T *restrict xp, const ptrdiff_t *g, int nt) {
     const ptrdiff_t n = g[0], H = g[1], W = g[2], Hp = g[3], Wp = g[4], ph = g[5], pw = g[6];
     const ptrdiff_t PL = g[7], check = g[8];
     int bad = 0;
-    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static) reduction(|:bad))
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(guided) reduction(|:bad))
     for (ptrdiff_t i = 0; i < n; i++) {
         const T *s = x + i * H * W;
         T *d = xp + i * PL;
@@ -282,45 +287,65 @@ void ckc_direct_fwd_S(const T *restrict xp, const T *restrict wp, const T *restr
 
 /* gw (G*Og, Cg, KH, KW) = sum over the batch of the correlation of gyp (B, G*Og planes, GP
    apart, gy in rows Wp wide, zero past each output row and up to Pv vectors) with the
-   padded input planes xp (as `ckc_direct_fwd`); input channels in chunks of CC per work
-   item, examples in blocks of NB; g: B G Cg Og Wp PL KH KW DH DW Pv GP CC NB */
+   padded input planes xp (as `ckc_direct_fwd`).  Work items: (group, block of OB output
+   channels, chunk of CC input channels, chunk of BC examples), taken dynamically by the
+   threads; an item's vector accumulators (OB output channels x KB kernel columns, per input
+   channel and kernel row) sum its examples.  With VEC they stay in its chunk's part of one
+   buffer, and once all items are done the chunks' vectors are added in chunk order and
+   each then summed across its lanes; without (large layers, whose buffer would be big),
+   they are a thread's own, summed across lanes at the item's end into its chunk's partial
+   gradient, and the partial gradients are added in chunk order.  Either way the result
+   depends on the chunking and VEC (the caller's, from the geometry alone), never on which
+   thread took which item.  Examples in blocks of NB per accumulator pass.
+   g: B G Cg Og Wp PL KH KW DH DW Pv GP CC NB BC VEC */
 int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw,
                      const ptrdiff_t *g, int nt) {
-    enum { N = CKD_VB / sizeof(T), OB = CKD_OB, KB = CKD_KWB };
+    enum { N = CKD_VB / sizeof(T), OB = CKD_OB, KB = CKD_KWB, V = CKD_OB * CKD_KWB };
     const ptrdiff_t B = g[0], G = g[1], Cg = g[2], Og = g[3], Wp = g[4], PL = g[5];
     const ptrdiff_t KH = g[6], KW = g[7], DH = g[8], DW = g[9], Pv = g[10], GP = g[11];
-    const ptrdiff_t CC = g[12], ncc = (Cg + CC - 1) / CC, NB = g[13];
+    const ptrdiff_t CC = g[12], ncc = (Cg + CC - 1) / CC, NB = g[13], BC = g[14];
+    const int vec = g[15] != 0;
+    const ptrdiff_t NBK = (B + BC - 1) / BC, GW = G * Og * Cg * KH * KW;
     const ptrdiff_t nob = (Og + OB - 1) / OB, nkb = (KW + KB - 1) / KB;
-    const ptrdiff_t items = G * nob * ncc, per_c = KH * nkb * OB * KB;
+    const ptrdiff_t blocks = G * nob * Cg * KH * nkb;  /* accumulator blocks of V vectors */
+    const ptrdiff_t items = G * nob * ncc * NBK;
+    ckd_v_S *part = vec ? aligned_alloc(CKD_VB, sizeof(ckd_v_S) * V * blocks * NBK) : NULL;
+    T *spart = !vec && NBK > 1 ? malloc(sizeof(T) * GW * NBK) : NULL;
+    if (vec ? !part : NBK > 1 && !spart) return 0;
     int ok = 1;
     CKC_PRAGMA(omp parallel num_threads(nt) reduction(&&:ok))
     {
-        ckd_v_S *part = aligned_alloc(CKD_VB, sizeof(ckd_v_S) * CC * per_c);
-        ok = part != NULL;
-        CKC_PRAGMA(omp for schedule(guided))
+        ckd_v_S *own = vec ? NULL : aligned_alloc(CKD_VB, sizeof(ckd_v_S) * CC * KH * nkb * V);
+        ok = vec || own;
+        CKC_PRAGMA(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < items; it++) {
-            if (!part) continue;
-            const ptrdiff_t cc = it % ncc, r = it / ncc, ob = r % nob, gg = r / nob;
+            if (!ok) continue;
+            const ptrdiff_t bk = it % NBK, r0 = it / NBK, cc = r0 % ncc, r = r0 / ncc;
+            const ptrdiff_t ob = r % nob, gg = r / nob;
             const ptrdiff_t c0 = cc * CC, c1 = c0 + CC < Cg ? c0 + CC : Cg;
+            const ptrdiff_t bb0 = bk * BC, bb1 = bb0 + BC < B ? bb0 + BC : B;
             const ptrdiff_t rows = Og - ob * OB < OB ? Og - ob * OB : OB;
-            memset(part, 0, sizeof(ckd_v_S) * (c1 - c0) * per_c);
+            /* the accumulators of input channel c at pb + (c - cb) * KH * nkb * V */
+            ckd_v_S *pb = vec ? part + (bk * blocks + (gg * nob + ob) * Cg * KH * nkb) * V : own;
+            const ptrdiff_t cb = vec ? 0 : c0;
             const T *gyr[OB];  /* the block's gy rows in example 0 */
             for (int i = 0; i < OB; i++)  /* rows past Og repeat the last: dropped */
                 gyr[i] = gyp + (gg * Og + ob * OB + (i < rows ? i : rows - 1)) * GP;
             /* NB examples at a time, each accumulator block loaded and stored once per
                batch block (small planes: the loads would rival the products) */
-            for (ptrdiff_t b0 = 0; b0 < B; b0 += NB) {
-                const ptrdiff_t b1 = b0 + NB < B ? b0 + NB : B;
+            for (ptrdiff_t b0 = bb0; b0 < bb1; b0 += NB) {
+                const ptrdiff_t b1 = b0 + NB < bb1 ? b0 + NB : bb1;
                 for (ptrdiff_t c = c0; c < c1; c++)
                     for (ptrdiff_t kh = 0; kh < KH; kh++)
                         for (ptrdiff_t kb = 0; kb < nkb; kb++) {
                             ptrdiff_t ko[KB];  /* columns past KW repeat the last: dropped */
                             for (int k = 0; k < KB; k++)
                                 ko[k] = (kb * KB + k < KW ? kb * KB + k : KW - 1) * DW;
-                            ckd_v_S *pa = part + (((c - c0) * KH + kh) * nkb + kb) * OB * KB;
+                            ckd_v_S *pa = pb + (((c - cb) * KH + kh) * nkb + kb) * V;
                             ckd_v_S acc[OB][KB];
                             for (int i = 0; i < OB; i++)
-                                for (int k = 0; k < KB; k++) acc[i][k] = pa[i * KB + k];
+                                for (int k = 0; k < KB; k++)
+                                    acc[i][k] = b0 == bb0 ? (ckd_v_S){0} : pa[i * KB + k];
                             for (ptrdiff_t b = b0; b < b1; b++) {
                                 const T *xs = xp + ((b * G + gg) * Cg + c) * PL + kh * DH * Wp;
                                 const ptrdiff_t gb = b * G * Og * GP;
@@ -339,19 +364,50 @@ int ckc_direct_wgt_S(const T *restrict xp, const T *restrict gyp, T *restrict gw
                                 for (int k = 0; k < KB; k++) pa[i * KB + k] = acc[i][k];
                         }
             }
+            if (vec) continue;
+            T *dst = NBK > 1 ? spart + bk * GW : gw;
             for (ptrdiff_t c = c0; c < c1; c++)
                 for (ptrdiff_t kh = 0; kh < KH; kh++)
                     for (ptrdiff_t kw = 0; kw < KW; kw++)
                         for (ptrdiff_t i = 0; i < rows; i++) {
-                            const ckd_v_S a = part[(((c - c0) * KH + kh) * nkb + kw / KB) * OB
-                                                   * KB + i * KB + kw % KB];
+                            const ckd_v_S a = own[(((c - c0) * KH + kh) * nkb + kw / KB) * V
+                                                  + i * KB + kw % KB];
                             T s = 0;
                             for (int l = 0; l < N; l++) s += a[l];
-                            gw[(((gg * Og + ob * OB + i) * Cg + c) * KH + kh) * KW + kw] = s;
+                            dst[(((gg * Og + ob * OB + i) * Cg + c) * KH + kh) * KW + kw] = s;
                         }
         }
-        free(part);
+        free(own);
+        /* the chunks added in chunk order (the loop's barrier has passed) */
+        if (vec) {
+            /* a block: (group, output block, input channel, kernel row, column block) */
+            CKC_PRAGMA(omp for schedule(guided))
+            for (ptrdiff_t q = 0; q < blocks; q++) {
+                const ptrdiff_t kb = q % nkb, kh = q / nkb % KH, c = q / (nkb * KH) % Cg;
+                const ptrdiff_t r = q / (nkb * KH * Cg), ob = r % nob, gg = r / nob;
+                const ptrdiff_t rows = Og - ob * OB < OB ? Og - ob * OB : OB;
+                for (int i = 0; i < rows; i++)
+                    for (int k = 0; k < KB && kb * KB + k < KW; k++) {
+                        ckd_v_S a = part[q * V + i * KB + k];
+                        for (ptrdiff_t bk = 1; bk < NBK; bk++)
+                            a += part[(bk * blocks + q) * V + i * KB + k];
+                        T s = 0;
+                        for (int l = 0; l < N; l++) s += a[l];
+                        gw[(((gg * Og + ob * OB + i) * Cg + c) * KH + kh) * KW + kb * KB + k] =
+                            s;
+                    }
+            }
+        } else if (NBK > 1) {
+            CKC_PRAGMA(omp for schedule(guided))
+            for (ptrdiff_t e = 0; e < GW; e++) {
+                T s = spart[e];
+                for (ptrdiff_t bk = 1; bk < NBK; bk++) s += spart[bk * GW + e];
+                gw[e] = s;
+            }
+        }
     }
+    free(part);
+    free(spart);
     return ok;
 }
 """
@@ -365,7 +421,7 @@ _AFFINE = r"""
 void ckc_channel_affine_S(const T *x, const T *restrict scale, const T *restrict shift, T *y,
                           const ptrdiff_t *g, int nt) {
     const ptrdiff_t n = g[0], C = g[1], L = g[2], nch = (L + CKA_CHUNK - 1) / CKA_CHUNK;
-    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(static))
+    CKC_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
     for (ptrdiff_t it = 0; it < n * nch; it++) {
         const ptrdiff_t i = it / nch, lo = (it % nch) * CKA_CHUNK;
         const ptrdiff_t hi = lo + CKA_CHUNK < L ? lo + CKA_CHUNK : L;
@@ -604,6 +660,23 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch, useful=None):
     return y
 
 
+WGRAD_ITEMS = 16  # work items of a weight gradient large enough for threads
+WGRAD_VEC_BYTES = 1 << 22  # the chunks' vector accumulators kept up to this size
+
+
+def _wgrad_chunks(B, blocks, Cg, macs):
+    """(examples, input channels) per work item of the direct weight gradient: with
+    ``blocks`` (group, output-channel block) pairs, the batch and then the input channels
+    are cut until there are about `WGRAD_ITEMS` items, from `PARALLEL_MACS` multiply-adds
+    on.  From the geometry alone, never the thread count: the partial sums, and so the
+    result's bits, are the same at any number of threads."""
+    if macs < PARALLEL_MACS:
+        return B, Cg
+    BC = -(-B // min(B, -(-WGRAD_ITEMS // blocks)))
+    ncc = min(Cg, -(-WGRAD_ITEMS // (blocks * -(-B // BC))))
+    return BC, -(-Cg // ncc)
+
+
 def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     """The weight gradient (O, C/groups, *ks) of the stride-1 convolution of ``x`` whose
     output gradient is ``gy`` (B, O, *Lo), by a direct kernel (output channels x kernel
@@ -625,7 +698,7 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     if waste(x.itemsize, Og, OH, OW, W + pad2[1][0] + pad2[1][1], OH * OW) > \
             DIRECT_MAX_WASTE:
         return None
-    OB, _, _, VB = _blocks()
+    OB, _, KB, VB = _blocks()
     N = VB // x.itemsize
     xpad, Wp, PL, finite = _padded_planes(x, (H, W), pad2, scratch, check=True)
     if not finite:
@@ -640,14 +713,17 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     g = np.array([B * O, OH, OW, OH, Wp, 0, 0, GP, 0], dtype=np.intp)
     _fn("pad", x.dtype)(gy.ctypes.data, gyp.ctypes.data, g.ctypes.data,
                                _threads(B * O * GP * 8))
-    nt = _threads(B * O * OH * OW * Cg * KH * KW)
-    ncc = min(Cg, -(-4 * nt // (G * -(-Og // OB)))) if nt > 1 else 1
-    CC = -(-Cg // ncc)
+    macs = B * O * OH * OW * Cg * KH * KW
+    blocks = G * -(-Og // OB)
+    BC, CC = _wgrad_chunks(B, blocks, Cg, macs)
+    # the chunks' vector accumulators, if they fit WGRAD_VEC_BYTES
+    vec = -(-B // BC) * blocks * Cg * KH * -(-KW // KB) * OB * KB * VB <= WGRAD_VEC_BYTES
     gw = np.empty((O, Cg) + tuple(ks), dtype=x.dtype)
     # examples per accumulator pass: their gy rows and an input plane about L1's size
-    NB = max(1, min(B, WGRAD_BLOCK_BYTES // ((OB * GP + PL) * x.itemsize)))
-    g = np.array([B, G, Cg, Og, Wp, PL, KH, KW, DH, DW, Pv, GP, CC, NB], dtype=np.intp)
-    if not f(xpad.ctypes.data, gyp.ctypes.data, gw.ctypes.data, g.ctypes.data, nt):
+    NB = max(1, min(BC, WGRAD_BLOCK_BYTES // ((OB * GP + PL) * x.itemsize)))
+    g = np.array([B, G, Cg, Og, Wp, PL, KH, KW, DH, DW, Pv, GP, CC, NB, BC, vec],
+                 dtype=np.intp)
+    if not f(xpad.ctypes.data, gyp.ctypes.data, gw.ctypes.data, g.ctypes.data, _threads(macs)):
         return None
     return gw
 
