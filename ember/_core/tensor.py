@@ -394,7 +394,7 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy() if not self._requires_grad else self._data
+        a = self.numpy()   # torch's error for a tensor that requires grad
         if dtype is not None:
             a = a.astype(dtype, copy=bool(copy))
         elif copy:
@@ -610,5 +610,3 @@ class Size(tuple):
 
 def xp_of(t):
     return XP_BY_ARRAY_TYPE[type(t._data)]
-
-

@@ -24,6 +24,7 @@ from .._core import dtype as _dt
 from .._core import layout as _layout
 from .._core import meta as _meta
 from .._core.deterministic import fill_uninitialized
+from .._core.number_args import number_arg
 from .._core.device import DEFAULT_DEVICE, device as _device, get_backend
 from .._core.op import Op
 from .._core.tensor import Tensor, wrap
@@ -505,6 +506,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
+    fill_value = number_arg(fill_value, "full", "fill_value", 2)
     if isinstance(fill_value, _dt.NUMPY_SCALARS):
         fill_value = _dt.python_scalar(fill_value)
     if dtype is None:
@@ -580,6 +582,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 @overridable
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
+    fill_value = number_arg(fill_value, "full_like", "fill_value", 2)
     check_scalar_fits(fill_value, dtype.np if dtype is not None else input.dtype.np)
     return _like(_num(fill_value), input, dtype, device, requires_grad, memory_format)
 

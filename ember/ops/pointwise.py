@@ -17,6 +17,7 @@ from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, 
 from ._helpers import (_F32, _cast, broadcast_guard, check_castable, check_out_same,
                        check_tensor, dtype_kind, gated, not_implemented, type_name, jvp_elementwise, jvp_sum)
 from .._core import ckernels as _ck
+from .._core.number_args import number_arg
 from .._core.ckernels import binary as _ckbin
 from .._core.ckernels import ternary as _cktern
 from .._core import dtype as _dt
@@ -545,11 +546,15 @@ _def_magic(SUB, "sub", True)
 def _alpha(alpha, name="add"):
     if alpha.__class__ is int and alpha == 1:
         return _E
-    if isinstance(alpha, Tensor):   # torch reads a one-element tensor as its number
-        if alpha.numel() != 1:
-            raise TypeError(f"{name}(): argument 'alpha' must be Number, not Tensor")
-        alpha = alpha.item()
+    alpha = number_arg(alpha, name, "alpha")
     return _E if alpha == 1 and type(alpha) is not bool else {"alpha": alpha}
+
+
+def _value(value, name):
+    if value.__class__ is int and value == 1:
+        return _E
+    value = number_arg(value, name, "value")
+    return {"value": value} if value != 1 else _E
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -1103,14 +1108,14 @@ ADDCDIV = Op("addcdiv", _addcdiv_checked, _addcdiv_vjp, shape=shape_broadcast,
 @overridable
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``."""
-    r = apply(ADDCMUL, (input, tensor1, tensor2), {"value": value} if value != 1 else _E)
+    r = apply(ADDCMUL, (input, tensor1, tensor2), _value(value, "addcmul"))
     return r if out is None else write_out(out, r)
 
 
 @overridable
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``."""
-    r = apply(ADDCDIV, (input, tensor1, tensor2), {"value": value} if value != 1 else _E)
+    r = apply(ADDCDIV, (input, tensor1, tensor2), _value(value, "addcdiv"))
     return r if out is None else write_out(out, r)
 
 
@@ -1121,9 +1126,9 @@ Tensor.addcmul = lambda self, tensor1, tensor2, *, value=1: addcmul(self, tensor
 Tensor.addcdiv = lambda self, tensor1, tensor2, *, value=1: addcdiv(self, tensor1, tensor2,
                                                                     value=value)
 Tensor.addcmul_ = lambda self, tensor1, tensor2, *, value=1: apply_inplace(
-    ADDCMUL, self, (tensor1, tensor2), {"value": value} if value != 1 else _E)
+    ADDCMUL, self, (tensor1, tensor2), _value(value, "addcmul_"))
 Tensor.addcdiv_ = lambda self, tensor1, tensor2, *, value=1: apply_inplace(
-    ADDCDIV, self, (tensor1, tensor2), {"value": value} if value != 1 else _E)
+    ADDCDIV, self, (tensor1, tensor2), _value(value, "addcdiv_"))
 
 
 # ---- closeness --------------------------------------------------------------------------
