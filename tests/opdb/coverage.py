@@ -36,6 +36,10 @@ NO_RECORD = {
                     "collector's) they are slice/select views; the split records check them "
                     "without a mode, tests/ops/test_split_node.py against torch and "
                     "tests/ops/test_decompositions.py's direct drivers"),
+    "native_layer_norm": "layer_norm's one-node eager form (with weight and bias): under a "
+                         "dispatch mode (this collector's) layer_norm is normalize + addcmul; "
+                         "tests/nn/test_layer_norm_fused.py checks it against torch and "
+                         "tests/ops/test_decompositions.py's direct drivers",
     **dict.fromkeys(("cond", "while_loop", "map"),
                     "higher-order ops: recorded by ember.compile's capture, never called eagerly; "
                     "tests/_dynamo/test_higher_order.py runs them against torch"),

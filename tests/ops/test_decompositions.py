@@ -183,6 +183,10 @@ def _direct_drivers(rng):
                    R["split_with_sizes"](t(5, 3), sizes=(1, 0, 4), dim=0),
                    R["split_with_sizes"](t(6), sizes=(0, 6), dim=0),
                    R["unbind"](t(3, 2, 2), dim=1), R["unbind"](t(3), dim=0))
+    # layer_norm with weight and bias as one op: what F.layer_norm calls without a mode
+    yield lambda: (R["native_layer_norm"](t(3, 4, 5), t(5), t(5), normalized_shape=(5,), eps=1e-5),
+                   R["native_layer_norm"](t(2, 3, 4), t(3, 4), t(3, 4), normalized_shape=(3, 4),
+                                          eps=0.1))
     yield lambda: (ember.eye(3), ember.eye(2, 4, dtype=ember.int64), ember.linspace(0, 1, 5),
                    ember.linspace(-2, 3, 7, dtype=ember.int32), ember.logspace(0, 2, 4),
                    ember.linspace(0, 1, 1), ember.logspace(1, 2, 3, base=2.0),

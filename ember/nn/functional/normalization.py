@@ -3,17 +3,20 @@ local_response_norm.
 
 The statistics-based norms share one fused primitive, ``_normalize(x, dims)``
 (``ember.ops.nn.normalization``), returning (xhat, mean, rstd) in one pass.  The
-affine part is one ``addcmul``.  Batch norm is torch's functional ATen operators
-(``ember.ops.nn.batch_norm``: one node each in a captured graph), whose new running
-statistics are written back into the buffers.
+affine part is one ``addcmul``; eager layer_norm with weight and bias (no dispatch mode
+active) is one op instead, torch's ``native_layer_norm``, one C pass each way.  Batch norm
+is torch's functional ATen operators (``ember.ops.nn.batch_norm``: one node each in a
+captured graph), whose new running statistics are written back into the buffers.
 """
 import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.dispatch import overridable
+from ..._core.state import STATE
 from ...autograd.grad_mode import no_grad
 # _normalize_kernel stays importable here for the C-kernel tests
-from ...ops.nn.normalization import _normalize_kernel, normalize_stats  # noqa: F401
+from ...ops.nn.normalization import (_normalize_kernel, native_layer_norm,  # noqa: F401
+                                      normalize_stats)
 from ...ops.nn.batch_norm import (BATCH_NORM_FUNCTIONAL, BATCH_NORM_NO_STATS,
                                   BATCH_NORM_NO_TRAINING)
 from ...ops._helpers import not_implemented, type_name
@@ -185,6 +188,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     ns = _norm_shape(normalized_shape)
     _check_trailing(input, ns, weight, bias)
     mixed = _mixed_params(input, weight, bias)
+    if weight is not None and bias is not None and not mixed and not STATE.intercept:
+        # eager without a mode: one fused op (one node); modes see the composite below
+        return native_layer_norm(input, weight, bias, ns, eps)[0]
     nd = input.dim()
     xhat = normalize_stats(input, tuple(range(nd - len(ns), nd)), eps)[0]
     y = _affine(xhat, weight, bias, ns)

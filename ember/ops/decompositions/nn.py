@@ -211,6 +211,13 @@ def _normalize(x, dims, eps):
     return _back(prim.mul(xc, rstd), back), _back(mean, back), _back(rstd, back)
 
 
+@decomposes("native_layer_norm")
+def _native_layer_norm(x, weight, bias, normalized_shape, eps):
+    # the composite layer_norm spells: normalize, then addcmul's bias + xhat * weight
+    xhat, mean, rstd = _normalize(x, tuple(range(x.ndim - len(normalized_shape), x.ndim)), eps)
+    return prim.add(bias, prim.mul(xhat, weight)), mean, rstd
+
+
 @decomposes("_normalize_backward")
 def _normalize_backward(gxh, gm, gr, xhat, rstd, dims, n):
     g, back = _work(gxh)

@@ -15,6 +15,7 @@ from .._batching import _batched_front, _move_to_front
 from .._helpers import apply, type_name
 from ..creation import zeros_like
 from .conv import _compute
+from . import _layer_norm_c as _ln_c
 
 __all__ = []
 
@@ -142,3 +143,81 @@ NORMALIZE_BACKWARD = Op("_normalize_backward", _normalize_backward_kernel,
 from ..._core.op import JVP_FROM_VJP, mark_unsupported  # noqa: E402
 
 mark_unsupported("jvp", JVP_FROM_VJP, "_normalize", "_normalize_backward")
+
+
+# ---- layer_norm with weight and bias: torch's native_layer_norm ------------------------------
+# One op (out, mean, rstd) = native_layer_norm(x, weight, bias) for eager calls without a
+# dispatch mode: one C pass forward (`_layer_norm_c`), and one backward giving the input's,
+# weight's and bias's gradients (torch's NativeLayerNormBackward0), where the composite is
+# normalize + addcmul, two nodes and five passes each way.  Under a mode (capture, vmap,
+# forward AD, ...) `ember.nn.functional.layer_norm` spells the composite, which is also the
+# op's decomposition.
+
+def _ln_dims(x, normalized_shape):
+    nd = len(x.shape)
+    return tuple(range(nd - len(normalized_shape), nd))
+
+
+def _native_layer_norm_kernel(xp, x, weight, bias, normalized_shape, eps):
+    fused = _ln_c.forward(x, weight, bias, len(normalized_shape), eps)
+    if fused is not None:
+        return fused
+    xhat, mean, rstd = _normalize_kernel(xp, x, _ln_dims(x, normalized_shape), eps)
+    p = xhat * weight
+    return bias + p, mean, rstd
+
+
+def _native_layer_norm_vjp(ctx, grads, x, weight, bias, normalized_shape, eps):
+    g, gm, gr = grads
+    _, mean, rstd = ctx.out
+    need = ctx.needs_input_grad
+    # (x and weight may be Parameters: only the arrays of those are read)
+    if g is not None and gm is None and gr is None and _ck._plain(g, mean, rstd):
+        fused = _ln_c.backward(g._data, x._data, weight._data, mean._data, rstd._data, *need)
+        if fused is not None:
+            return tuple(None if a is None else _ck._wrap(a) for a in fused)
+    # the composite's gradient in ember ops (double backward, modes)
+    dims = _ln_dims(x, normalized_shape)
+    lead = tuple(range(x.dim() - len(dims)))
+    xhat = (x - mean) * rstd
+    gx = gw = gb = None
+    if need[0]:
+        gxh = zeros_like(x) if g is None else g * weight
+        gx = NORMALIZE_BACKWARD(gxh, gm, gr, xhat, rstd, dims=dims, n=_count(x.shape, dims))
+    if g is not None and need[1]:
+        gw = (g * xhat).sum(lead) if lead else g * xhat
+    if g is not None and need[2]:
+        gb = g.sum(lead) if lead else g
+    return gx, gw, gb
+
+
+def _native_layer_norm_shape(x, weight, bias, normalized_shape, eps):
+    stat = (_meta.reduce_shape(x.shape, _ln_dims(x, normalized_shape), True), x.dtype)
+    return (x.shape, x.dtype), stat, stat
+
+
+def _native_layer_norm_batch(op, args, bdims, params, batch_size):
+    x, weight, bias = args
+    bx, bw, bb = bdims
+    if bw is None and bb is None:
+        return op(_move_to_front(x, bx), weight, bias, **params), [0, 0, 0]
+    # per-example weight or bias: the composite, its affine broadcast over x's middle dims
+    x = _batched_front(x, bx, batch_size)
+    k = len(params["normalized_shape"])
+    xhat, mean, rstd = NORMALIZE(x, dims=tuple(range(x.dim() - k, x.dim())), eps=params["eps"])
+    lift = (batch_size,) + (1,) * (x.dim() - 1 - k) + tuple(params["normalized_shape"])
+    w = _batched_front(weight, bw, batch_size).reshape(lift)
+    b = _batched_front(bias, bb, batch_size).reshape(lift)
+    return (b + xhat * w, mean, rstd), [0, 0, 0]
+
+
+NATIVE_LAYER_NORM = Op("native_layer_norm", _native_layer_norm_kernel, _native_layer_norm_vjp,
+                       save_inputs=(0, 1), save_output=(1, 2), n_out=3, category="nn",
+                       shape=_native_layer_norm_shape, batch=_native_layer_norm_batch)
+mark_unsupported("jvp", JVP_FROM_VJP, "native_layer_norm")
+
+
+def native_layer_norm(x, weight, bias, normalized_shape, eps):
+    """(out, mean, rstd) of layer_norm over the trailing ``normalized_shape`` (a tuple)."""
+    return apply(NATIVE_LAYER_NORM, (x, weight, bias),
+                 {"normalized_shape": tuple(normalized_shape), "eps": float(eps)})
