@@ -16,6 +16,7 @@ import numpy as np
 from .._core import dtype as _dt
 from .._core import meta as _meta
 from .._core.ckernels import indexing as _ck_indexing
+from .._core.ckernels import selection as _ck_sel
 from .._core.dispatch import overridable
 from .._core.device import backend_for_type, namespace_of
 from .._core.tensor import _wrap_dim
@@ -491,6 +492,9 @@ def _gather_kernel(xp, x, idx, dim):
     if x.ndim == 0 or idx.ndim == 0:
         x1, i1 = x.reshape(-1), idx.reshape(-1)
         return _gather_kernel(xp, x1, i1, 0).reshape(idx.shape)
+    r = _ck_sel.gather(x, idx, dim)  # one C loop (bounds checked in it)
+    if r is not None:
+        return r
     _check_bounds(idx, x.shape[dim], dim)
     # one flat take: take_along_axis builds a broadcast fancy index (~5x slower)
     return xp.take(x.reshape(-1), _flat_index(xp, idx, x.shape, dim))
@@ -583,6 +587,10 @@ _UFUNC = {"add": np.add, "sum": np.add, "mean": np.add, "multiply": np.multiply,
 
 
 def _scatter_kernel(xp, x, idx, src, dim, reduce=None):
+    if reduce == "add" and x.ndim and idx.ndim:
+        r = _ck_sel.scatter_add(x, idx, src, dim)  # one C loop, torch's order of sums
+        if r is not None:
+            return r
     out, o, key, v = _scatter_prep(x, idx, src, dim)
     if reduce is None:
         o[key] = v

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core import meta as _meta
+from .._core.ckernels import selection as _ck_sel
 from .._core.dispatch import mark_multi_output_views, overridable
 from .._core.state import STATE
 from .._core.tensor import Size, _wrap_dim
@@ -524,7 +525,18 @@ def _dims_list(dims, ndim):
     return out
 
 
-FLIP = Op("flip", lambda xp, x, dims: xp.flip(x, dims).copy() if dims else x.copy(),
+def _flip_kernel(xp, x, dims):
+    if not dims:
+        return x.copy()
+    if x.ndim - 1 in dims:  # the last dimension reversed by a C loop (NumPy's is strided)
+        y = _ck_sel.flip_last(x)
+        if y is not None:
+            rest = tuple(d for d in dims if d != x.ndim - 1)
+            return xp.flip(y, rest).copy() if rest else y
+    return xp.flip(x, dims).copy()
+
+
+FLIP = Op("flip", _flip_kernel,
           lambda ctx, g, x, dims: apply(FLIP, (g,), {"dims": dims}), save_inputs=False,
           shape=lambda x, dims: (x.shape, x.dtype), batch=_dims_rule)
 

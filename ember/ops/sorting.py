@@ -11,6 +11,7 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core import meta as _meta
+from .._core.ckernels import selection as _ck_sel
 from .._core.dispatch import overridable
 from .._core.tensor import _wrap_dim
 from . import _return_types as _rt
@@ -98,6 +99,13 @@ def _topk_kernel(xp, x, k, dim, largest=True):
         raise RuntimeError("topk does not support bool dtypes on CPU")
     _no_complex("topk", x)
     x1 = x.reshape(1) if x.ndim == 0 else x
+    r = _ck_sel.topk(_topk_work(x1), k, dim, largest) if type(x1) is np.ndarray else None
+    if r is not None:  # one C pass per row (a bounded heap), ties by lower index
+        v, i = r
+        if v.dtype != x1.dtype:  # widened exactly; halves' NaN payloads kept by a take
+            v = v.astype(x1.dtype) if x1.dtype.kind in "iu" else \
+                xp.take_along_axis(x1, i, axis=dim)
+        return (v.reshape(()), i.reshape(())) if x.ndim == 0 and k else (v, i)
     n = x1.shape[dim]
     if 0 < k < n // 4:
         # select the k first (NaN counts as largest), then order only those
@@ -112,6 +120,17 @@ def _topk_kernel(xp, x, k, dim, largest=True):
     if x.ndim == 0:
         return v.reshape(()) if k else v, i.reshape(()) if k else i
     return v, i.astype(np.int64, copy=False)
+
+
+def _topk_work(x):
+    """``x`` in a dtype the C topk compares (float32/64, int32/64), widened exactly."""
+    if x.dtype in _HALF:
+        return x.astype(_F32)
+    if x.dtype.kind in "iu" and x.dtype.itemsize < 4 or x.dtype == np.uint16:
+        return x.astype(np.int32)
+    if x.dtype == np.uint32:
+        return x.astype(np.int64)
+    return x
 
 
 def _topk_shape(x, k, dim, largest=True):
@@ -414,12 +433,37 @@ Tensor.nanquantile = nanquantile
 
 
 # ---- unique -----------------------------------------------------------------------------
-def _unique_kernel(xp, x, dim=None):
+def _unique_counting(xp, flat):
+    """``np.unique(flat)``'s values, inverse and counts for integers (or bools) whose range is
+    not much wider than their number, by counting (no sort: NumPy's sort of 256K int64 costs
+    ~10 ms here, bincount ~0.3); None for other arrays."""
+    if type(flat) is not np.ndarray or flat.dtype.kind not in "biu" or not flat.size:
+        return None
+    a = flat.view(np.uint8) if flat.dtype.kind == "b" else flat
+    lo, hi = int(a.min()), int(a.max())
+    span = hi - lo + 1
+    if span > 4 * a.size + 4096 or lo < -(1 << 62) or hi > (1 << 62):
+        return None
+    off = np.subtract(a, lo, dtype=np.intp) if lo else a.astype(np.intp, copy=False)
+    every = np.bincount(off, minlength=span)
+    pos = np.flatnonzero(every)
+    rank = np.cumsum(every != 0) - 1
+    return (pos + lo).astype(flat.dtype), rank[off], every[pos]
+
+
+def _unique_kernel(xp, x, dim=None, inverse=True):
     w = x.astype(_F32) if x.dtype in _HALF else x
     if dim is None:
-        v, inv, cnt = xp.unique(w.reshape(-1), return_inverse=True, return_counts=True,
-                                equal_nan=False)
-        inv = inv.reshape(x.shape)
+        r = _unique_counting(xp, w.reshape(-1))
+        if r is not None:
+            v, inv, cnt = r
+        elif not inverse:  # a sort without argsort; torch's _unique2 leaves it empty too
+            v, cnt = xp.unique(w.reshape(-1), return_counts=True, equal_nan=False)
+            inv = xp.zeros(0, np.int64)
+        else:
+            v, inv, cnt = xp.unique(w.reshape(-1), return_inverse=True, return_counts=True,
+                                    equal_nan=False)
+        inv = inv.reshape(x.shape) if inv.size == x.size else inv
     else:
         if x.shape[dim] == 0:
             return x.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)
@@ -473,7 +517,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The unique elements (or slices along ``dim``) of ``input``, in ascending order, with
     optional inverse indices and counts."""
     n = ndim_of(input)
-    p = {} if dim is None else {"dim": _wrap_dim(dim, n)}
+    p = {"dim": _wrap_dim(dim, n)} if dim is not None else {} if return_inverse else {
+        "inverse": False}
     return _unique_result(apply(UNIQUE, (input,), p), return_inverse, return_counts)
 
 

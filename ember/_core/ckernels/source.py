@@ -26,6 +26,7 @@ from . import indexing as _indexing
 from . import optim as _optim
 from . import pooling as _pooling
 from . import reduce as _reduce
+from . import selection as _selection
 from . import ternary as _ternary
 
 # function -> the dtypes its compiled kernel is used for: float64 exp/log/sigmoid/erf/tanh
@@ -386,4 +387,5 @@ def render():
     parts.append(_depthwise.render())
     parts.append(_optim.render())
     parts.append(_indexing.render())
+    parts.append(_selection.render())
     return "".join(parts)

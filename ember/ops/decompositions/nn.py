@@ -317,6 +317,18 @@ def _cross_entropy_backward(g, x, target, weight=None, *, ignore_index, reductio
     return _back(r, back)
 
 
+@decomposes("mse_loss")
+def _mse_loss(x, y, reduction="none"):
+    d = prim.sub(x, y)
+    s = prim.mul(d, d)
+    if reduction == "none":
+        return s
+    if reduction == "mean":
+        from .reduction import _mean
+        return _mean(s, None, False)
+    return prim.sum(s, dims=tuple(range(s.ndim)), keepdim=False)
+
+
 @decomposes("binary_cross_entropy")
 def _binary_cross_entropy(x, y):
     log_p = prim.maximum(prim.log(x), -100)

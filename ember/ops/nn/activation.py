@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..._core import ckernels as _ck
+from ..._core.ckernels import selection as _ck_sel
 from ..._core import meta as _meta
 from ..._core.op import Op
 from .._batching import _elementwise_rule
@@ -77,10 +78,23 @@ def _mask_grad(g, mask):
 
 
 # ---- relu family ------------------------------------------------------------------------
-RELU = _op("relu", lambda xp, x: xp.maximum(x, 0),
-           # torch passes the gradient where not (out <= 0): at NaN too; out is >= 0 or NaN
-           lambda ctx, g, x: _mask_grad(g, ctx.out != 0), save_output=True, ints=True,
-           kname="clamp_min_cpu")
+def _relu_np(xp, x):
+    # torch: x < 0 ? 0 : x (NaN and -0.0 pass); the C loop is 4x faster than np.maximum
+    y = _ck_sel.relu(x)
+    return xp.maximum(x, 0) if y is None else y
+
+
+def _relu_vjp(ctx, g, x):
+    # torch passes the gradient where not (out <= 0): at NaN too; out is >= 0 or NaN
+    y = ctx.out
+    if _ck._plain(g, y):  # one C select when no graph is recorded and no mode is active
+        r = _ck_sel.relu_backward(g._data, y._data)
+        if r is not None:
+            return _ck._wrap(r)
+    return _mask_grad(g, y != 0)
+
+
+RELU = _op("relu", _relu_np, _relu_vjp, save_output=True, ints=True, kname="clamp_min_cpu")
 
 
 HARDTANH = _op("hardtanh", lambda xp, x, lo, hi: xp.clip(x, lo, hi),

@@ -1,0 +1,392 @@
+"""relu and its backward, gather, scatter_add, topk and a last-dimension flip in C.
+
+NumPy's kernels for these pay for generality: ``np.maximum(x, 0)`` propagates NaN through a
+loop four times slower than an add on this NumPy; gather and scatter_add build a flat intp
+index (a copy, a multiply and an add over the whole index) before ``take``/``np.add.at``;
+topk sorts (or partitions and sorts) every row; ``np.flip(x, -1).copy()`` is a strided copy
+loop.  These loops do one pass each.
+
+Semantics, as torch's CPU kernels:
+
+* relu: ``x < 0 ? 0 : x`` (NaN and -0.0 pass through); its backward (``threshold_backward``
+  on the output) ``y <= 0 ? 0 : g``, a select, so a NaN/inf gradient at a zero is dropped.
+* gather/scatter_add: the index visited in C order; scatter_add adds each fibre's values in
+  increasing index position, as torch's loop does, so the sums round the same way.  An
+  index out of ``[0, size)`` stops the loop and returns its flat position (the caller
+  raises torch's error; scatter_add has then written only into its own fresh copy).
+* topk: the ``k`` first elements of each row in the order (value descending for largest,
+  ascending otherwise; NaN counts as the largest value), ties by lower index.  torch's CPU
+  kernel leaves the order of equal values to its C++ library's unstable
+  ``std::partial_sort``/``std::nth_element``; this keeps one fixed, documented order.  A
+  bounded heap of ``k`` per row: one comparison per element once the heap holds the
+  row's leaders.
+
+gather and flip move elements without looking at them, so one loop per element size serves
+every dtype.  Single-threaded: scatter_add's rows can repeat (threads would race), and the
+others are memory-bound at the sizes where they are called.
+"""
+import ml_dtypes
+import numpy as np
+
+__all__ = ["render", "relu", "relu_backward", "gather", "scatter_add", "topk", "flip_last"]
+
+_MOVE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t", 16: "ck_u128"}
+_ADD = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t"}
+_ADD_DT = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+           np.dtype(np.int64): "i64", np.dtype(np.int32): "i32"}
+# topk's compared types; narrower ints and halves are widened exactly to one of these
+_TOPK_DT = _ADD_DT
+_HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+_HEAD = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+typedef struct { uint64_t lo, hi; } ck_u128;
+#define CK_MAXDIM 64
+
+/* the x/idx walk shared by gather and scatter_add: rows of the index's last dimension, with
+   the offsets of a C-contiguous array of shape `s` for the current row (dimension `dim`
+   excluded when `skip`) kept in `base` */
+static inline void ck_sel_strides(const ptrdiff_t *s, int nd, ptrdiff_t *st) {
+    ptrdiff_t m = 1;
+    for (int k = nd - 1; k >= 0; k--) { st[k] = m; m *= s[k]; }
+}
+"""
+
+_RELU = r"""
+void ck_relu_@S(const @T *restrict x, @T *restrict y, ptrdiff_t n) {
+    CK_PRAGMA(omp simd)
+    for (ptrdiff_t i = 0; i < n; i++) { @T v = x[i]; y[i] = v < 0 ? (@T)0 : v; }
+}
+"""
+
+_RELU_BACKWARD = r"""
+
+/* relu's gradient from its output y (>= 0, -0.0 or NaN): y <= 0 is y == +-0, all bits but
+   the sign zero, so one loop per element size serves every float dtype.  g_one: g is one
+   value for every element (the gradient of a sum) */
+void ck_relu_backward_@S(const @T *restrict g, const @T *restrict y, @T *restrict gx,
+                         ptrdiff_t n, int g_one) {
+    const @T mag = (@T)~((@T)1 << (sizeof(@T) * 8 - 1));
+    if (g_one) {
+        const @T g0 = g[0];
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = (y[i] & mag) == 0 ? (@T)0 : g0;
+    } else {
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = (y[i] & mag) == 0 ? (@T)0 : g[i];
+    }
+}
+"""
+
+# one walk for both: `out` of the index's shape (gather) or `src` read at the index's
+# coordinates (scatter_add); `a` is the indexed array (x for gather, the result for scatter)
+_WALK = r"""
+    ptrdiff_t ast[CK_MAXDIM] = {0}, bst[CK_MAXDIM] = {0}, c[CK_MAXDIM];
+    ck_sel_strides(as, nd, ast);
+    ck_sel_strides(bs, nd, bst);
+    const ptrdiff_t last = is[nd - 1], n = as[dim], sd = ast[dim];
+    const ptrdiff_t sl = dim == nd - 1 ? 0 : 1;
+    ptrdiff_t rows = 1;
+    for (int k = 0; k < nd - 1; k++) { rows *= is[k]; c[k] = 0; }
+    if (last == 0) return -1;
+    ptrdiff_t p = 0, abase = 0, bbase = 0;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const int64_t *restrict ir = idx + p;
+        BODY
+        p += last;
+        for (int k = nd - 2; k >= 0; k--) {
+            if (++c[k] < is[k]) {
+                if (k != dim) abase += ast[k];
+                bbase += bst[k];
+                break;
+            }
+            if (k != dim) abase -= (is[k] - 1) * ast[k];
+            bbase -= (is[k] - 1) * bst[k];
+            c[k] = 0;
+        }
+    }
+    return -1;
+"""
+
+_GATHER_BODY = r"""
+        @T *restrict o = b + p;
+        for (ptrdiff_t j = 0; j < last; j++) {
+            const int64_t v = ir[j];
+            if ((uint64_t)v >= (uint64_t)n) return p + j;
+            o[j] = a[abase + v * sd + j * sl];
+        }
+"""
+
+_SCATTER_BODY = r"""
+        const @T *restrict s = b + bbase;
+        for (ptrdiff_t j = 0; j < last; j++) {
+            const int64_t v = ir[j];
+            if ((uint64_t)v >= (uint64_t)n) return p + j;
+            a[abase + v * sd + j * sl] += s[j];
+        }
+"""
+
+# gather: a = x (shape as), b = out (C-contiguous, the index's shape is: bs == is)
+_GATHER = ("""
+ptrdiff_t ck_gather_@S(const @T *restrict a, const int64_t *restrict idx, @T *restrict b,
+                       const ptrdiff_t *as, const ptrdiff_t *is, const ptrdiff_t *bs, int nd,
+                       int dim) {""" + _WALK.replace("BODY", _GATHER_BODY) + "}\n")
+
+# scatter_add: a = result (shape as, updated in place), b = src (shape bs >= is)
+_SCATTER = ("""
+ptrdiff_t ck_scatter_add_@S(@T *restrict a, const int64_t *restrict idx, const @T *restrict b,
+                            const ptrdiff_t *as, const ptrdiff_t *is, const ptrdiff_t *bs,
+                            int nd, int dim) {""" + _WALK.replace("BODY", _SCATTER_BODY) + "}\n")
+
+_TOPK = r"""
+/* a comes before b in topk's order: larger (largest) or smaller value, NaN the largest,
+   ties by lower index */
+static inline int ck_tk_before_@S(@T a, int64_t ia, @T b, int64_t ib, int largest) {
+    const int na = @NAN(a), nb = @NAN(b);
+    if (na | nb) return (na & nb) ? ia < ib : (largest ? na : nb);
+    if (a != b) return largest ? a > b : a < b;
+    return ia < ib;
+}
+
+/* sift the element at i of the heap (root: the element that comes last) down */
+static inline void ck_tk_sift_@S(@T *hv, int64_t *hi, ptrdiff_t i, ptrdiff_t m, int largest) {
+    const @T v = hv[i];
+    const int64_t vi = hi[i];
+    for (;;) {
+        ptrdiff_t ch = 2 * i + 1;
+        if (ch >= m) break;
+        if (ch + 1 < m && ck_tk_before_@S(hv[ch], hi[ch], hv[ch + 1], hi[ch + 1], largest)) ch++;
+        if (!ck_tk_before_@S(v, vi, hv[ch], hi[ch], largest)) break;
+        hv[i] = hv[ch]; hi[i] = hi[ch];
+        i = ch;
+    }
+    hv[i] = v; hi[i] = vi;
+}
+
+/* x seen as (outer, n, inner) C-contiguous; values/indices (outer, k, inner).  Returns 0,
+   or -1 when the heap could not be allocated. */
+int ck_topk_@S(const @T *restrict x, @T *restrict vals, int64_t *restrict inds,
+               ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner, ptrdiff_t k, int largest) {
+    if (k == 0) return 0;
+    @T *hv = (@T *)malloc(k * sizeof(@T));
+    int64_t *hi = (int64_t *)malloc(k * sizeof(int64_t));
+    if (!hv || !hi) { free(hv); free(hi); return -1; }
+    for (ptrdiff_t o = 0; o < outer; o++) {
+        for (ptrdiff_t q = 0; q < inner; q++) {
+            const @T *restrict xr = x + o * n * inner + q;
+            for (ptrdiff_t j = 0; j < k; j++) { hv[j] = xr[j * inner]; hi[j] = j; }
+            for (ptrdiff_t j = k / 2 - 1; j >= 0; j--) ck_tk_sift_@S(hv, hi, j, k, largest);
+            /* every index in the heap is lower than j: a tie with the root stays out */
+            for (ptrdiff_t j = k; j < n; j++) {
+                const @T v = xr[j * inner], r = hv[0];
+                if (largest ? (v > r || (@NAN(v) && !@NAN(r))) : (v < r || (@NAN(r) && !@NAN(v)))) {
+                    hv[0] = v; hi[0] = j;
+                    ck_tk_sift_@S(hv, hi, 0, k, largest);
+                }
+            }
+            /* pop the last-coming element into the last free place: the order, first to last */
+            @T *restrict vo = vals + o * k * inner + q;
+            int64_t *restrict io = inds + o * k * inner + q;
+            for (ptrdiff_t m = k; m > 0; m--) {
+                vo[(m - 1) * inner] = hv[0]; io[(m - 1) * inner] = hi[0];
+                hv[0] = hv[m - 1]; hi[0] = hi[m - 1];
+                ck_tk_sift_@S(hv, hi, 0, m - 1, largest);
+            }
+        }
+    }
+    free(hv); free(hi);
+    return 0;
+}
+"""
+
+_FLIP = r"""
+void ck_flip_last_@S(const @T *restrict x, @T *restrict y, ptrdiff_t rows, ptrdiff_t n) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const @T *restrict xr = x + r * n;
+        @T *restrict yr = y + r * n;
+        for (ptrdiff_t j = 0; j < n; j++) yr[j] = xr[n - 1 - j];
+    }
+}
+"""
+
+
+def _sub(text, s, t):
+    return text.replace("@S", s).replace("@T", t)
+
+
+def render():
+    """The kernels' C source for the eager library (after its header's CK_PRAGMA)."""
+    parts = ["\n/* ---- selection (ember/_core/ckernels/selection.py) ---- */\n", _HEAD]
+    for s, t in (("f32", "float"), ("f64", "double")):
+        parts.append(_sub(_RELU, s, t))
+    for size in (2, 4, 8):
+        parts.append(_sub(_RELU_BACKWARD, f"m{size}", _MOVE[size]))
+    for size, t in _MOVE.items():
+        parts.append(_sub(_GATHER, f"m{size}", t))
+        parts.append(_sub(_FLIP, f"m{size}", t))
+    for s, t in _ADD.items():
+        parts.append(_sub(_SCATTER, s, t))
+        nan = "(v != v)" if s[0] == "f" else "0"
+        text = _sub(_TOPK, s, t)
+        for var in "abvr":
+            text = text.replace(f"@NAN({var})", nan.replace("v", var))
+        parts.append(text)
+    return "".join(parts)
+
+
+_ndarray = np.ndarray
+_P, _N, _I = "c_void_p", "c_ssize_t", "c_int"
+_I64 = np.dtype(np.int64)
+_RELU_DT = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+MIN_SIZE = 1024  # elements from which the ctypes call costs less than it saves
+
+
+def _ck():
+    from .. import ckernels
+    return ckernels
+
+
+def relu(x):
+    """relu of a float32/float64 ndarray (any layout: a copy makes it contiguous), or None when
+    ``x`` does not fit (the caller then uses NumPy)."""
+    ck = _ck()
+    s = _RELU_DT.get(x.dtype) if type(x) is _ndarray else None
+    if s is None or not ck.ENABLED or x.size < MIN_SIZE:
+        return None
+    f = ck._fn(f"ck_relu_{s}", ck._types(_P, _P, _N))
+    if f is None:
+        return None
+    x = np.ascontiguousarray(x)
+    y = np.empty_like(x)
+    f(x.ctypes.data, y.ctypes.data, x.size)
+    return y
+
+
+def relu_backward(g, y):
+    """``y <= 0 ? 0 : g`` from relu's output ``y`` (any float dtype, halves included: a select
+    on the bits), or None when the arrays do not fit."""
+    ck = _ck()
+    if (not ck.ENABLED or type(y) is not _ndarray or type(g) is not _ndarray
+            or y.dtype.kind not in "fV" or g.dtype != y.dtype or y.itemsize not in (2, 4, 8)
+            or y.size < MIN_SIZE or g.shape != y.shape):
+        return None
+    f = ck._fn(f"ck_relu_backward_m{y.itemsize}", ck._types(_P, _P, _P, _N, _I))
+    if f is None:
+        return None
+    one = not any(g.strides)  # one value broadcast (a sum's gradient)
+    if not one:
+        g = np.ascontiguousarray(g)
+    y = np.ascontiguousarray(y)
+    gx = np.empty_like(y)
+    f(g.ctypes.data, y.ctypes.data, gx.ctypes.data, y.size, int(one))
+    return gx
+
+
+def _shape_arg(shape):
+    return np.array(shape, dtype=np.intp)
+
+
+def _index(idx):
+    return np.ascontiguousarray(idx, dtype=np.int64)
+
+
+def _within(idx, x, dim, src=None):
+    # the walk reads x (and src) at the index's coordinates: the index must be no larger
+    return (idx.ndim == x.ndim and all(i <= n for k, (i, n) in enumerate(zip(idx.shape, x.shape))
+                                       if k != dim)
+            and (src is None or (src.ndim == x.ndim
+                                 and all(i <= n for i, n in zip(idx.shape, src.shape)))))
+
+
+def gather(x, idx, dim):
+    """``x`` gathered along ``dim`` at ``idx`` (same ndim >= 1, idx no larger than x apart
+    from ``dim``), or None when the arrays do not fit; raises torch's error for an index out
+    of range."""
+    ck = _ck()
+    if (not ck.ENABLED or type(x) is not _ndarray or type(idx) is not _ndarray
+            or x.itemsize not in _MOVE or x.ndim > 64 or x.ndim == 0
+            or x.dtype.hasobject or idx.dtype.kind not in "iu" or not _within(idx, x, dim)):
+        return None
+    f = ck._fn(f"ck_gather_m{x.itemsize}", ck._types(_P, _P, _P, _P, _P, _P, _I, _I), _N)
+    if f is None:
+        return None
+    x = np.ascontiguousarray(x)
+    idx = _index(idx)
+    out = np.empty(idx.shape, x.dtype)
+    xs, ishape = _shape_arg(x.shape), _shape_arg(idx.shape)  # held through the call
+    bad = f(x.ctypes.data, idx.ctypes.data, out.ctypes.data, xs.ctypes.data,
+            ishape.ctypes.data, ishape.ctypes.data, x.ndim, dim)
+    if bad >= 0:
+        _out_of_range(idx, bad, x.shape[dim], dim)
+    return out
+
+
+def _out_of_range(idx, bad, n, dim):
+    raise RuntimeError(f"index {int(idx.reshape(-1)[bad])} is out of bounds for dimension "
+                       f"{dim} with size {n}")
+
+
+def scatter_add(x, idx, src, dim):
+    """A copy of ``x`` with ``src``'s values at ``idx``'s coordinates added along ``dim``, or
+    None when the arrays do not fit; raises torch's error for an index out of range."""
+    ck = _ck()
+    half = type(x) is _ndarray and x.dtype in _HALVES
+    s = "f32" if half else _ADD_DT.get(x.dtype) if type(x) is _ndarray else None
+    if (s is None or not ck.ENABLED or type(idx) is not _ndarray or type(src) is not _ndarray
+            or src.dtype != x.dtype or x.ndim > 64 or x.ndim == 0
+            or idx.dtype.kind not in "iu" or not _within(idx, x, dim, src)):
+        return None
+    f = ck._fn(f"ck_scatter_add_{s}", ck._types(_P, _P, _P, _P, _P, _P, _I, _I), _N)
+    if f is None:
+        return None
+    # halves accumulate in float32, rounded once at the end (torch's values)
+    out = x.astype(np.float32, order="C") if half else np.array(x, order="C", copy=True)
+    src = np.ascontiguousarray(src, dtype=np.float32 if half else None)
+    idx = _index(idx)
+    shapes = [_shape_arg(a.shape) for a in (x, idx, src)]  # held through the call
+    bad = f(out.ctypes.data, idx.ctypes.data, src.ctypes.data,
+            *(a.ctypes.data for a in shapes), x.ndim, dim)
+    if bad >= 0:
+        _out_of_range(idx, bad, x.shape[dim], dim)
+    return out.astype(x.dtype) if half else out
+
+
+def topk(w, k, dim, largest):
+    """``(values, indices)`` of the ``k`` first elements along ``dim`` of ``w`` (float32/64,
+    int32/64; NaN the largest, ties by lower index), or None when ``w`` does not fit."""
+    ck = _ck()
+    s = _TOPK_DT.get(w.dtype) if type(w) is _ndarray else None
+    if s is None or not ck.ENABLED or w.ndim == 0:
+        return None
+    f = ck._fn(f"ck_topk_{s}", ck._types(_P, _P, _P, _N, _N, _N, _N, _I), _I)
+    if f is None:
+        return None
+    w = np.ascontiguousarray(w)
+    shape = w.shape[:dim] + (k,) + w.shape[dim + 1:]
+    vals = np.empty(shape, w.dtype)
+    inds = np.empty(shape, np.int64)
+    outer = int(np.prod(w.shape[:dim], dtype=np.int64))
+    inner = int(np.prod(w.shape[dim + 1:], dtype=np.int64))
+    if f(w.ctypes.data, vals.ctypes.data, inds.ctypes.data, outer, w.shape[dim], inner, k,
+         int(bool(largest))) != 0:
+        return None
+    return vals, inds
+
+
+def flip_last(x):
+    """A C-contiguous copy of ``x`` reversed along its last dimension, or None when ``x``
+    does not fit."""
+    ck = _ck()
+    if (not ck.ENABLED or type(x) is not _ndarray or x.ndim == 0 or x.size < MIN_SIZE
+            or x.itemsize not in _MOVE or x.dtype.hasobject):
+        return None
+    f = ck._fn(f"ck_flip_last_m{x.itemsize}", ck._types(_P, _P, _N, _N))
+    if f is None:
+        return None
+    x = np.ascontiguousarray(x)
+    y = np.empty_like(x)
+    n = x.shape[-1]
+    f(x.ctypes.data, y.ctypes.data, x.size // n, n)
+    return y
