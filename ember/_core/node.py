@@ -325,10 +325,19 @@ def record(op, args, params, outs):
     # arities (lists filled in a loop cost ~0.2 us more per node)
     if n == 2 and (si is True or not si):
         x, y = args
-        ex, mx, vx = _input(x, si) if isinstance(x, Tensor) else _NO_INPUT
-        ey, my, vy = _input(y, si) if isinstance(y, Tensor) else _NO_INPUT
+        tx = isinstance(x, Tensor)
+        ty = isinstance(y, Tensor)
+        sx = sy = si
         if si:
-            node.saved = args
+            # (read only here: hand-made ops that save nothing may lack the field)
+            by_need = op.saved_by_need
+            if by_need is not None:
+                # only what the wanted gradients read (x * b, b needing none: b alone)
+                sx, sy = by_need[(tx and x._requires_grad) + 2 * (ty and y._requires_grad)]
+        ex, mx, vx = _input(x, sx) if tx else _NO_INPUT
+        ey, my, vy = _input(y, sy) if ty else _NO_INPUT
+        if si:
+            node.saved = args if sx and sy else (x if sx else None, y if sy else None)
             node.versions = ((vx, vy) if vy is not None else (vx,)) if vx is not None else \
                 ((vy,) if vy is not None else ())
         else:
@@ -349,6 +358,11 @@ def record(op, args, params, outs):
         node.next_edges = (ex,)
         node.in_meta = (mx,)
     else:  # any arity; ``si`` True, falsy or a tuple of the saved inputs' indices
+        by_need = op.saved_by_need if si else None
+        if by_need is not None:
+            mask = sum(1 << i for i, a in enumerate(args)
+                       if isinstance(a, Tensor) and a._requires_grad)
+            si = tuple([i for i, keep in enumerate(by_need[mask]) if keep])
         edges = []
         meta = []
         versions = [] if si else None

@@ -101,6 +101,11 @@ class Op:
         ``meta.check_shapes(True)`` (or ``EMBER_CHECK_SHAPES=1``) verifies every rule against
         the real outputs as operators run.
     save_inputs: True (all), False, or a tuple of input indices the vjp reads.
+    grad_reads: for an op whose inputs' gradients read different inputs, one tuple per input:
+        the indices of the inputs its gradient formula reads (mul: ``((1,), (0,))``).  Only
+        the inputs that the wanted gradients read are saved, as torch's nodes do: ``x * b``
+        with ``b`` needing no gradient saves ``b`` alone, so an in-place write to ``x``
+        before backward is fine.  None: ``save_inputs`` says what is saved.
     save_output: whether the vjp reads ``ctx.out``; for several outputs also a tuple of the
         indices it reads (the others are None there, and may be written in place after).
     n_out: number of outputs (1), or None for a list of outputs of data-dependent length.
@@ -123,13 +128,13 @@ class Op:
     """
     __slots__ = ("name", "kernel", "vjp", "jvp", "shape", "batch", "decomp", "save_inputs",
                  "save_output", "n_out", "nondiff_outputs", "view", "differentiable",
-                 "node_cls", "_inplace", "__weakref__", "category", "doc", "unsupported",
-                 "lowering")
+                 "node_cls", "grad_reads", "saved_by_need", "_inplace", "__weakref__",
+                 "category", "doc", "unsupported", "lowering")
 
     def __init__(self, name, kernel, vjp=None, *, jvp=None, shape=None, batch=None, decomp=None,
                  save_inputs=True, save_output=False, n_out=1, nondiff_outputs=(), view=False,
                  differentiable=True, category=None, doc=None, unsupported=None,
-                 lowering=None):
+                 lowering=None, grad_reads=None):
         if name in REGISTRY:
             raise RuntimeError(f"operator {name!r} is defined twice")
         if category is not None and category.__class__ is not Category:
@@ -144,6 +149,8 @@ class Op:
         self.lowering = lowering
         self.save_inputs = save_inputs
         self.save_output = save_output
+        self.grad_reads = grad_reads
+        self.saved_by_need = _saved_by_need(grad_reads)
         self.n_out = n_out
         self.nondiff_outputs = nondiff_outputs
         self.view = view
@@ -173,6 +180,19 @@ class Op:
         if self._inplace is None:
             self._inplace = InplaceOp(self)
         return self._inplace
+
+
+def _saved_by_need(reads):
+    """``grad_reads`` as a table that recording reads: entry ``mask`` (bit i set when input i
+    needs a gradient) holds, per input, whether it is saved."""
+    if reads is None:
+        return None
+    n = len(reads)
+    table = []
+    for mask in range(1 << n):
+        wanted = {j for i in range(n) if mask >> i & 1 for j in reads[i]}
+        table.append(tuple(i in wanted for i in range(n)))
+    return tuple(table)
 
 
 def _as_category(name, category):

@@ -165,6 +165,12 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                 has_grad = any(g is not None for g in grads)
             if not has_grad:
                 grads_in = ()
+                if node.hooked and node.post_hooks:  # torch calls them with Nones
+                    grads_in = (None,) * len(edges)
+                    for h in node.post_hooks:
+                        r = h(grads_in, tuple(grads))
+                        if r is not None:
+                            grads_in = r
             else:
                 try:
                     grads_in = node.apply(grads) if not STATE.intercept else \
@@ -333,15 +339,13 @@ def _dependencies_reaching(root_edges, targets):
 
 
 def _run_pre_hooks(node, grads):
+    # as torch: a hook on an output that received no gradient (another output of a split,
+    # an input a Function's backward gave None) is called with None, and may not replace it
     th = node.tensor_hooks
     if th:
         for nr, hooks in th.items():
             for h in list(hooks):
-                if grads[nr] is None:
-                    continue
-                r = h(grads[nr])
-                if r is not None:
-                    grads[nr] = r
+                grads[nr] = _hooked(h, grads[nr])
     if node.retained:
         for nr, ref in node.retained.items():
             t = ref()
@@ -355,12 +359,20 @@ def _run_pre_hooks(node, grads):
                 grads = list(r)
     if isinstance(node, AccumulateGrad):
         t = node._variable()
-        if t is not None and t._hooks and grads[0] is not None:
+        if t is not None and t._hooks:
             for h in list(t._hooks):
-                r = h(grads[0])
-                if r is not None:
-                    grads[0] = r
+                grads[0] = _hooked(h, grads[0])
     return grads
+
+
+def _hooked(h, g):
+    """What tensor hook ``h`` makes of gradient ``g`` (None: the output received none)."""
+    r = h(g)
+    if r is None:
+        return g
+    if g is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    return r
 
 
 # Serialises every write of a ``.grad`` made by the engine: backward passes running in
@@ -390,7 +402,12 @@ def _shares_memory(a, b):
 
 def _accumulate_leaf(node, g, create_graph):
     t = node._variable()
-    if t is None or g is None:
+    if t is None:
+        return
+    if g is None:  # nothing to add; torch still calls the post-accumulate hooks
+        if t._post_acc_hooks:
+            for h in list(t._post_acc_hooks):
+                h(t)
         return
     # a sparse gradient (Embedding(sparse=True)) is made for its leaf's shape and dtype
     if g._data.shape != t._data.shape and not g.is_sparse:

@@ -9,7 +9,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from ._helpers import _def_magic
+from ._helpers import _def_magic, _own_override
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, def_binary,
                        def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
@@ -458,6 +458,8 @@ def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=Fa
     marks an op without derivative."""
     sf = _sf.get(name)
     fn = _threaded(name, fn or sf.numpy)
+    # the table's derivative saves only the inputs that the wanted gradients read
+    reads = sf.reads if vjp is None and save_inputs is None else None
     if vjp is None and sf.derivative is not None:
         vjp = table_vjp(sf)
     save_inputs = sf.save_inputs if save_inputs is None else save_inputs
@@ -468,7 +470,8 @@ def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=Fa
     op = Op(name, kernel, vjp, shape={"promote": shape_broadcast, "float": _meta.broadcast_float,
                                       "bool": _meta.broadcast_bool}[kind],
             save_inputs=save_inputs, save_output=save_output, category="binary",
-            differentiable=kind != "bool" and vjp is not False, batch=_elementwise_rule)
+            differentiable=kind != "bool" and vjp is not False, batch=_elementwise_rule,
+            grad_reads=reads)
     if vjp is False:
         op.vjp = None
     if public:
@@ -616,6 +619,24 @@ def _div_jvp(out, ts, a, b):
 
 
 TRUE_DIV.jvp = _div_jvp
+
+
+def _rtruediv(self, other):
+    """``other / self`` is ``self.reciprocal() * other``, as torch's: its values (two
+    roundings) and its graph (the reciprocal's node saves its result, not ``self``, so an
+    in-place write to ``self`` before backward is allowed)."""
+    try:
+        return apply(MUL, (apply(RECIPROCAL, (self,), _E), other), _E)
+    except NeedsOverride:
+        return _own_override(self, _rtruediv, (self, other))
+    except TypeError:
+        if isinstance(other, (Tensor, bool, int, float, complex, np.generic)):
+            raise
+        return NotImplemented
+
+
+_rtruediv.__name__ = "__rtruediv__"
+Tensor.__rtruediv__ = _rtruediv
 
 
 def _nonzero_int_divisor(fn):

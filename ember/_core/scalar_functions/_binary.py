@@ -13,9 +13,9 @@ from ._unary import cj, special
 
 
 def binary(name, numpy, c=None, *, rule="promote", kinds="fc", d=None, saves="inputs",
-           c_int=None, c_helper="", doc="", arity=2):
+           reads=None, c_int=None, c_helper="", doc="", arity=2):
     return define(name, arity, numpy, c, c_int=c_int, c_helper=c_helper, rule=rule,
-                  kinds=kinds, d=d, saves=saves, doc=doc)
+                  kinds=kinds, d=d, saves=saves, reads=reads, doc=doc)
 
 
 def _zeros(g, a, b, out):
@@ -31,11 +31,12 @@ binary("sub", lambda xp, a, b: xp.subtract(a, b), "($0 - $1)", kinds="iufc", c_i
        d=(lambda g, a, b, out: g, lambda g, a, b, out: -g), saves="none")
 binary("mul", lambda xp, a, b: xp.multiply(a, b), "($0 * $1)", kinds="biufc",
        c_int={"b": "($0 && $1)", "i": "($0 * $1)"},
-       d=(lambda g, a, b, out: g * cj(b), lambda g, a, b, out: g * cj(a)),
+       d=(lambda g, a, b, out: g * cj(b), lambda g, a, b, out: g * cj(a)), reads=((1,), (0,)),
        doc="bool: logical and")
 binary("div", lambda xp, a, b: xp.true_divide(a, b), "($0 / $1)", rule="promote_float",
        kinds="biufc",
-       d=(lambda g, a, b, out: g / cj(b), lambda g, a, b, out: -g * cj(a / (b * b))))
+       d=(lambda g, a, b, out: g / cj(b), lambda g, a, b, out: -g * cj(a / (b * b))),
+       reads=((1,), (0, 1)))
 
 
 def _floor_divide(xp, a, b):

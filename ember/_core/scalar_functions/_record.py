@@ -18,10 +18,10 @@ class CTemplate(string.Template):
 class ScalarFunction:
     """One elementwise function (see the package docstring for each field's use)."""
     __slots__ = ("name", "arity", "numpy", "c", "c_int", "c_grad", "c_helper", "rule",
-                 "kinds", "derivative", "saves", "doc")
+                 "kinds", "derivative", "saves", "reads", "doc")
 
     def __init__(self, name, arity, numpy, c, *, c_int, c_grad, c_helper, rule, kinds,
-                 derivative, saves, doc):
+                 derivative, saves, doc, reads=None):
         if rule not in RULES:
             raise ValueError(f"{name}: unknown dtype rule {rule!r}")
         if saves not in _SAVES:
@@ -40,6 +40,9 @@ class ScalarFunction:
         self.kinds = kinds
         self.derivative = derivative
         self.saves = saves
+        # per input, the inputs its derivative reads (None: all); only those of the wanted
+        # gradients are saved (`ember._core.op.Op`'s ``grad_reads``)
+        self.reads = reads
         self.doc = doc
 
     @property
@@ -55,14 +58,16 @@ class ScalarFunction:
 
 
 def define(name, arity, numpy, c=None, *, c_int=None, c_grad=None, c_helper="", rule,
-           kinds="fc", d=None, saves="inputs", doc=""):
+           kinds="fc", d=None, saves="inputs", reads=None, doc=""):
     """Register one entry; ``d`` is the derivative (one function per input, a bare function
-    for unary entries), None for a function without gradient."""
+    for unary entries), None for a function without gradient; ``reads``, per input, the
+    indices of the inputs its derivative reads (None: every input ``saves`` names)."""
     if name in TABLE:
         raise RuntimeError(f"scalar function {name!r} is defined twice")
     if d is not None and not isinstance(d, tuple):
         d = (d,)
     TABLE[name] = sf = ScalarFunction(name, arity, numpy, c, c_int=c_int, c_grad=c_grad,
                                       c_helper=c_helper, rule=rule, kinds=kinds, derivative=d,
-                                      saves=saves if d is not None else "none", doc=doc)
+                                      saves=saves if d is not None else "none", doc=doc,
+                                      reads=reads if d is not None else None)
     return sf
