@@ -1,14 +1,15 @@
 """ember dtypes and PyTorch's type-promotion rules.
 
-A `dtype` wraps the NumPy dtype that stores its elements (bfloat16 comes from
-ml_dtypes).  Promotion follows torch exactly: categories bool < integer <
-floating < complex, and operands in three tiers -- dimensioned tensors, zero-dim
-tensors, Python scalars -- where a lower tier only decides the result when it
-raises the category (see `result_type`).
+A `dtype` wraps the NumPy dtype that stores its elements (bfloat16 and the float8s come
+from ml_dtypes, imported on their first use: see `_LateDtype`).  Promotion follows torch
+exactly: categories bool < integer < floating < complex, and operands in three tiers --
+dimensioned tensors, zero-dim tensors, Python scalars -- where a lower tier only decides the
+result when it raises the category (see `result_type`).
 """
 import builtins
+import sys
+import threading
 
-import ml_dtypes
 import numpy as np
 
 __all__ = [
@@ -31,10 +32,12 @@ class dtype:
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
                  "category", "_rank")
 
-    def __init__(self, name, np_dtype, category, rank):
+    def __init__(self, name, np_dtype, category, rank, itemsize=None):
         self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
+        if np_dtype is not None:  # else a `_LateDtype`'s, set when ml_dtypes is imported
+            self.np = np.dtype(np_dtype)
+            itemsize = self.np.itemsize
+        self.itemsize = itemsize
         self.category = category
         self.is_floating_point = category == _FLOAT
         self.is_complex = category == _COMPLEX
@@ -67,6 +70,73 @@ class dtype:
                 float64: complex128}.get(self, self)
 
 
+class _LateDtype(dtype):
+    """A dtype whose NumPy type comes from ml_dtypes (bfloat16, the float8s).  Importing
+    ml_dtypes costs about 0.5 CPU s, a quarter of ``import ember``, so it is imported when
+    such a dtype's ``np`` is first read -- or when anyone else imports it, since its arrays
+    may then reach ember (`_MlDtypesHook`) -- and every late dtype then becomes a plain
+    `dtype` with its ``np`` slot filled, so later reads cost what any dtype's do."""
+    __slots__ = ()
+
+    def __init__(self, name, category, rank, itemsize):
+        super().__init__(name, None, category, rank, itemsize)
+        _LATE.append(self)
+
+    @property
+    def np(self):
+        _load_ml_dtypes()
+        return self.np
+
+
+_LATE = []  # the late dtypes not resolved yet
+_LATE_LOCK = threading.RLock()  # re-entered when the import below goes through the hook
+_NP_SLOT = dtype.__dict__["np"]
+# The NumPy dtypes of the floats narrower than float32, which kernels compute in float32:
+# ml_dtypes' join these sets when it is imported (no array of theirs can exist before).
+NP_HALVES = {np.dtype(np.float16)}  # float16, bfloat16
+NP_NARROW_FLOATS = {np.dtype(np.float16)}  # float16, bfloat16, the float8s
+
+
+def _load_ml_dtypes():
+    with _LATE_LOCK:
+        import ml_dtypes
+        for d in _LATE:
+            _NP_SLOT.__set__(d, np.dtype(getattr(ml_dtypes, d.name)))
+            d.__class__ = dtype
+            FROM_NP[d.np] = d
+            NP_NARROW_FLOATS.add(d.np)
+            if d.itemsize == 2:
+                NP_HALVES.add(d.np)
+        _LATE.clear()
+        _remove_hook()
+
+
+class _MlDtypesHook:
+    """A meta-path finder that resolves the late dtypes right after ml_dtypes is imported by
+    anyone (user code may make bfloat16 arrays and hand them to ember)."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname != "ml_dtypes":
+            return None
+        _remove_hook()
+        from importlib.util import find_spec
+        spec = find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                _load_ml_dtypes()
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+def _remove_hook():
+    if _MlDtypesHook in sys.meta_path:
+        sys.meta_path.remove(_MlDtypesHook)
+
+
 bool = dtype("bool", np.bool_, _BOOL, 0)
 uint8 = dtype("uint8", np.uint8, _INT, 1)
 int8 = dtype("int8", np.int8, _INT, 1)
@@ -77,11 +147,11 @@ uint16 = dtype("uint16", np.uint16, _INT, 2)
 uint32 = dtype("uint32", np.uint32, _INT, 3)
 uint64 = dtype("uint64", np.uint64, _INT, 4)
 float16 = dtype("float16", np.float16, _FLOAT, 1)
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT, 1)
+bfloat16 = _LateDtype("bfloat16", _FLOAT, 1, 2)
 float32 = dtype("float32", np.float32, _FLOAT, 2)
 float64 = dtype("float64", np.float64, _FLOAT, 3)
-float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT, 0)
-float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT, 0)
+float8_e4m3fn = _LateDtype("float8_e4m3fn", _FLOAT, 0, 1)
+float8_e5m2 = _LateDtype("float8_e5m2", _FLOAT, 0, 1)
 complex64 = dtype("complex64", np.complex64, _COMPLEX, 2)
 complex128 = dtype("complex128", np.complex128, _COMPLEX, 3)
 half, float, double = float16, float32, float64
@@ -120,8 +190,12 @@ qint32 = QuantizedDtype("qint32", np.int32, 3)
 QUANTIZED = (qint8, quint8, qint32)
 _BY_NAME = {d.name: d for d in ALL + QUANTIZED}
 # NumPy dtype -> ember dtype; the hot path looks tensors' dtypes up here.
-FROM_NP = {d.np: d for d in ALL}
+FROM_NP = {d.np: d for d in ALL if d not in _LATE}
 FROM_NP.update({np.dtype(np.float16): float16})
+if "ml_dtypes" in sys.modules:
+    _load_ml_dtypes()
+else:
+    sys.meta_path.insert(0, _MlDtypesHook)
 
 
 # Python's number types stand for dtypes wherever torch takes one, whatever the default
@@ -299,14 +373,21 @@ class finfo:
         type = type or _default[0]
         if type.category not in (_FLOAT, _COMPLEX):
             raise TypeError(f"finfo expects a floating point dtype, got {type}")
-        info = ml_dtypes.finfo(type.to_real().np)
+        real = type.to_real().np
+        if real.kind == "f":
+            info = np.finfo(real)
+        else:  # bfloat16 and the float8s: ml_dtypes is loaded once their .np is read
+            import ml_dtypes
+            info = ml_dtypes.finfo(real)
         self.dtype = type.to_real().name
         self.bits = info.bits
         self.eps = builtins.float(info.eps)
         self.max = builtins.float(info.max)
         self.min = builtins.float(info.min)
         self.tiny = self.smallest_normal = builtins.float(info.smallest_normal)
-        self.resolution = builtins.float(f"1e-{info.precision}")  # torch: 10 ** -precision
+        # torch: 10 ** -digits10, the decimal digits the mantissa always holds (float8: 1.0,
+        # where ml_dtypes' precision says 1)
+        self.resolution = builtins.float(f"1e-{builtins.int(info.nmant * 0.30102999566398120)}")
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:.6e}, max={self.max:.6e}, "

@@ -37,7 +37,7 @@ from .optim import _UPDATE, _no_outputs, real
 __all__ = ["LBFGS_GATHER", "LBFGS_DIRECTION", "LBFGS_STEP", "lbfgs_gather",
            "lbfgs_direction", "lbfgs_step"]
 
-_HALVES = (_dt.float16.np, _dt.bfloat16.np)
+_HALVES = _dt.NP_HALVES
 
 
 def _lbfgs_gather_kernel(xp, *grads):

@@ -25,7 +25,7 @@ from .decomposition_vjp import vjp_from_decomposition
 __all__ = ["sum", "mean", "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin",
            "logcumsumexp"]
 
-_HALF = {np.dtype(np.float16), _dt.bfloat16.np}
+_HALF = _dt.NP_HALVES
 _F32 = np.dtype(np.float32)
 
 

@@ -14,7 +14,7 @@ __all__ = ["dtype_name", "np_dtype_from_name", "ember_dtype_from_name", "check_e
            "decode_value"]
 
 # every dtype ember has, by the NumPy / ml_dtypes name it is stored under
-_BY_NAME = {np.dtype(k).name: v for k, v in _dt.FROM_NP.items()}
+_BY_NAME = {d.name: d for d in _dt.ALL}  # (ember's names are NumPy's)
 
 
 def dtype_name(dt):
