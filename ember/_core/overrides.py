@@ -288,6 +288,17 @@ class DisableTorchFunction(DisableTorchFunctionSubclass):
         super().__exit__(*exc)
 
 
+def disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """torch's ``_disabled_torch_function_impl``: as a Tensor subclass's
+    ``__torch_function__`` it marks the subclass as having no override (its operations
+    run as on plain tensors and return plain tensors); called, it runs ``func`` so."""
+    with DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
+
+
+disabled_torch_function_impl.__ember_no_override__ = True
+
+
 def _convert(r, cls):
     if isinstance(r, Tensor) and not isinstance(r, cls):
         return r.as_subclass(cls)

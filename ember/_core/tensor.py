@@ -72,8 +72,11 @@ class Tensor:
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         if "__torch_function__" in cls.__dict__ and "__ember_function__" not in cls.__dict__:
-            # libraries written for torch define the override under torch's name
-            cls.__ember_function__ = cls.__dict__["__torch_function__"]
+            # libraries written for torch define the override under torch's name;
+            # torch's _disabled_torch_function_impl there means "no override"
+            f = cls.__dict__["__torch_function__"]
+            cls.__ember_function__ = None if getattr(
+                getattr(f, "__func__", f), "__ember_no_override__", False) else f
         if getattr(cls, "__ember_function__", None) is not None:
             from . import dispatch
             dispatch.register_override_type(cls)

@@ -4,6 +4,9 @@ step).  torch's C++ internals are otherwise not ember's: any other name is an
 AttributeError that says so.  ``ember.compat.install()`` sets it as ``torch._C``; plain
 ``import ember`` never has it.
 """
+from .._core.device import get_default_device as _default_device
+from .._core.overrides import disabled_torch_function_impl as _disabled_torch_function_impl
+from ..func import _transforms, _vmap_mode
 from ..jit._state import is_tracing
 from ..linalg import LinAlgError as _LinAlgError
 
@@ -29,9 +32,22 @@ def _log_api_usage_once(event):
     """torch's API-usage logging hook (telemetry off by default): nothing to do."""
 
 
+def _are_functorch_transforms_active():
+    """True while an ``ember.func`` transform (grad, vjp, jvp, jacrev, vmap, ...) runs the
+    calling code (kornia switches to transform-safe code paths then)."""
+    return _transforms._ALL_DEPTH[0] > 0 or _vmap_mode.current_level() > 0
+
+
+def _get_default_device():
+    """The default device's name ("cpu" unless ``set_default_device`` changed it)."""
+    return str(_default_device())
+
+
 def __getattr__(name):
     raise AttributeError(f"module 'torch._C' has no attribute {name!r} (ember.compat provides "
                          f"only {', '.join(sorted(_NAMES))} of torch's C++ internals)")
 
 
-_NAMES = ("_get_tracing_state", "_log_api_usage_once", "_LinAlgError")
+_NAMES = ("_get_tracing_state", "_log_api_usage_once", "_LinAlgError",
+          "_disabled_torch_function_impl", "_are_functorch_transforms_active",
+          "_get_default_device")

@@ -110,3 +110,34 @@ def test_the_shim_names_itself_torch_and_has_torch_C_basics():
     assert lines[2] == "False True True None"
     assert "has no attribute '_jit_set_profiling_mode' (ember.compat provides only" in lines[3]
     assert lines[4] == "ember False False"
+
+
+def _disabled_subclass_types(m, C):
+    class S(m.Tensor):
+        __torch_function__ = C._disabled_torch_function_impl
+    s = m.ones(2).as_subclass(S)
+    called = C._disabled_torch_function_impl(m.add, (S,), (s, 1))
+    return ([type(x).__name__ for x in (s, s + 1, s.clone(), m.cat([s, s]), s[0], called)],
+            (s + 1).tolist())
+
+
+def test_torch_C_names_that_libraries_use():
+    """torch_geometric's Index/EdgeIndex set ``__torch_function__ =
+    torch._C._disabled_torch_function_impl`` (no override: operations return plain tensors);
+    kornia asks ``_are_functorch_transforms_active()``; ``_get_default_device()`` is a str."""
+    import torch
+    import ember
+    from ember.compat import _C
+    assert _disabled_subclass_types(ember, _C) == _disabled_subclass_types(torch, torch._C) == \
+        (["S", "Tensor", "Tensor", "Tensor", "Tensor", "Tensor"], [2.0, 2.0])
+    assert _C._get_default_device() == torch._C._get_default_device() == "cpu"
+    seen = []
+
+    def f(x):
+        seen.append(_C._are_functorch_transforms_active())
+        return (x * x).sum()
+    f(ember.ones(2))
+    ember.func.grad(f)(ember.ones(2))
+    ember.func.vmap(f)(ember.ones(3, 2))
+    assert seen == [False, True, True]
+    assert not _C._are_functorch_transforms_active()
