@@ -34,7 +34,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", 
            "chain_matmul"]
 
 _F32 = np.dtype(np.float32)
-_HALF = {np.dtype(np.float16), _dt.bfloat16.np}
+_HALF = _dt.NP_HALVES
 # torch's C++ and short scalar-type names, used in its error messages
 _CPP = {"float32": "float", "float64": "double", "float16": "c10::Half",
         "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",

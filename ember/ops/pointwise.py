@@ -6,7 +6,6 @@ its public forms.  Derivatives follow PyTorch's conjugate-Wirtinger convention
 """
 import math
 
-import ml_dtypes
 import numpy as np
 
 from ._helpers import _def_magic, _own_override
@@ -27,7 +26,7 @@ from .._core import scalar_functions as _sf
 from ._helpers import table_vjp
 
 __all__ = []
-_HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_HALVES = _dt.NP_HALVES
 
 
 def _export(name, fn):
@@ -336,6 +335,7 @@ def _nan_to_num_kernel(xp, x, nan=0.0, posinf=None, neginf=None):
         return x
     if x.dtype in _HALVES:
         # the defaults are the limits of x's own dtype, not of float32 where we compute
+        import ml_dtypes
         big = float(ml_dtypes.finfo(x.dtype).max)
         posinf = big if posinf is None else posinf
         neginf = -big if neginf is None else neginf

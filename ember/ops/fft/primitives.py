@@ -17,7 +17,6 @@ Derivatives (conjugate-Wirtinger convention):
   mirror); its adjoint is r2c of the gradient with those bins doubled.
 """
 import numpy as np
-import scipy.fft as _sfft
 
 from ..._core.blas_threads import num_threads
 from ..._core.op import Op
@@ -30,6 +29,15 @@ _FWD_NORM = {"none": "backward", "n": "forward", "sqrt": "ortho"}
 _BWD_NORM = {"none": "forward", "n": "backward", "sqrt": "ortho"}
 # below this many elements, thread start-up costs more than the transform
 _THREADED = 1 << 16
+_sfft = None  # scipy.fft, imported by the first transform: it brings in scipy.special too
+
+
+def _scipy_fft():
+    global _sfft
+    if _sfft is None:
+        import scipy.fft
+        _sfft = scipy.fft
+    return _sfft
 
 
 def _workers(x, dims):
@@ -48,7 +56,8 @@ def _c2c_kernel(xp, x, dims, scale, forward):
     norm = (_FWD_NORM if forward else _BWD_NORM)[scale]
     if xp is not np:  # another backend transforms with its own fft namespace
         return (xp.fft.fftn if forward else xp.fft.ifftn)(x, axes=dims, norm=norm)
-    f = _sfft.fftn if forward else _sfft.ifftn
+    sfft = _scipy_fft()
+    f = sfft.fftn if forward else sfft.ifftn
     return f(x, axes=dims, norm=norm, workers=_workers(x, dims))
 
 
@@ -59,14 +68,15 @@ def _c2c_vjp(ctx, g, x, dims, scale, forward):
 def _r2c_kernel(xp, x, dims, scale, last_n):
     if xp is not np:
         return xp.fft.rfftn(x, axes=dims, norm=_FWD_NORM[scale])
-    return _sfft.rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x, dims))
+    return _scipy_fft().rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x, dims))
 
 
 def _c2r_kernel(xp, x, dims, scale, last_n):
     s = [x.shape[d] for d in dims[:-1]] + [last_n]
     if xp is not np:
         return xp.fft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale])
-    return _sfft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale], workers=_workers(x, dims))
+    return _scipy_fft().irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale],
+                               workers=_workers(x, dims))
 
 
 def _mirror_weights(g, dim, last_n, doubled):
