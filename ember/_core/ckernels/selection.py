@@ -17,9 +17,10 @@ Semantics, as torch's CPU kernels:
 * topk: the ``k`` first elements of each row in the order (value descending for largest,
   ascending otherwise; NaN counts as the largest value), ties by lower index.  torch's CPU
   kernel leaves the order of equal values to its C++ library's unstable
-  ``std::partial_sort``/``std::nth_element``; this keeps one fixed, documented order.  A
-  bounded heap of ``k`` per row: one comparison per element once the heap holds the
-  row's leaders.
+  ``std::partial_sort``/``std::nth_element``; this keeps one fixed, documented order.  Each
+  element becomes one integer key (its value's bits made monotone, its index below), so
+  every comparison is one integer compare: a bounded heap for few ``k``, else a quickselect
+  and a sort of the ``k``.
 
 gather and flip move elements without looking at them, so one loop per element size serves
 every dtype.  Single-threaded: scatter_add's rows can repeat (threads would race), and the
@@ -140,66 +141,154 @@ ptrdiff_t ck_scatter_add_@S(@T *restrict a, const int64_t *restrict idx, const @
                             const ptrdiff_t *as, const ptrdiff_t *is, const ptrdiff_t *bs,
                             int nd, int dim) {""" + _WALK.replace("BODY", _SCATTER_BODY) + "}\n")
 
-_TOPK = r"""
-/* a comes before b in topk's order: larger (largest) or smaller value, NaN the largest,
-   ties by lower index */
-static inline int ck_tk_before_@S(@T a, int64_t ia, @T b, int64_t ib, int largest) {
-    const int na = @NAN(a), nb = @NAN(b);
-    if (na | nb) return (na & nb) ? ia < ib : (largest ? na : nb);
-    if (a != b) return largest ? a > b : a < b;
-    return ia < ib;
+# topk on keys: each element of a row becomes one unsigned integer (@K) ordered as topk's
+# order -- the value's bits made monotone (NaN above +inf, -0.0 as 0.0), complemented for
+# largest -- with the element's index in the low bits, so ties order by index and every
+# comparison is one integer compare.  Few k: a bounded max-heap (one compare per element);
+# more: quickselect of the k smallest keys, then a sort of those.
+_TOPK_SORT = r"""
+static inline void ck_tk_swap_@K(@KT *a, @KT *b) { @KT t = *a; *a = *b; *b = t; }
+
+static void ck_tk_isort_@K(@KT *a, ptrdiff_t n) {
+    for (ptrdiff_t i = 1; i < n; i++) {
+        @KT v = a[i];
+        ptrdiff_t j = i;
+        while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; j--; }
+        a[j] = v;
+    }
 }
 
-/* sift the element at i of the heap (root: the element that comes last) down */
-static inline void ck_tk_sift_@S(@T *hv, int64_t *hi, ptrdiff_t i, ptrdiff_t m, int largest) {
-    const @T v = hv[i];
-    const int64_t vi = hi[i];
+/* median of three to a[lo], then a Hoare partition of distinct keys around it; returns the
+   pivot's final place */
+static ptrdiff_t ck_tk_part_@K(@KT *a, ptrdiff_t lo, ptrdiff_t hi) {
+    ptrdiff_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < a[lo]) ck_tk_swap_@K(&a[mid], &a[lo]);
+    if (a[hi] < a[lo]) ck_tk_swap_@K(&a[hi], &a[lo]);
+    if (a[hi] < a[mid]) ck_tk_swap_@K(&a[hi], &a[mid]);
+    ck_tk_swap_@K(&a[lo], &a[mid]);
+    const @KT p = a[lo];
+    ptrdiff_t i = lo, j = hi + 1;
     for (;;) {
-        ptrdiff_t ch = 2 * i + 1;
-        if (ch >= m) break;
-        if (ch + 1 < m && ck_tk_before_@S(hv[ch], hi[ch], hv[ch + 1], hi[ch + 1], largest)) ch++;
-        if (!ck_tk_before_@S(v, vi, hv[ch], hi[ch], largest)) break;
-        hv[i] = hv[ch]; hi[i] = hi[ch];
-        i = ch;
+        do i++; while (i <= hi && a[i] < p);
+        do j--; while (a[j] > p);
+        if (i >= j) break;
+        ck_tk_swap_@K(&a[i], &a[j]);
     }
-    hv[i] = v; hi[i] = vi;
+    ck_tk_swap_@K(&a[lo], &a[j]);
+    return j;
+}
+
+static void ck_tk_qsort_@K(@KT *a, ptrdiff_t lo, ptrdiff_t hi) {
+    while (hi - lo > 16) {
+        ptrdiff_t m = ck_tk_part_@K(a, lo, hi);
+        if (m - lo < hi - m) { ck_tk_qsort_@K(a, lo, m - 1); lo = m + 1; }
+        else { ck_tk_qsort_@K(a, m + 1, hi); hi = m - 1; }
+    }
+    ck_tk_isort_@K(a + lo, hi - lo + 1);
+}
+
+/* the k smallest keys to a[0..k) (any order) */
+static void ck_tk_select_@K(@KT *a, ptrdiff_t n, ptrdiff_t k) {
+    ptrdiff_t lo = 0, hi = n - 1;
+    while (hi - lo > 16) {
+        ptrdiff_t m = ck_tk_part_@K(a, lo, hi);
+        if (m == k - 1) return;
+        if (m < k - 1) lo = m + 1; else hi = m - 1;
+    }
+    ck_tk_isort_@K(a + lo, hi - lo + 1);
+}
+
+static inline void ck_tk_sift_@K(@KT *h, ptrdiff_t m) {
+    ptrdiff_t i = 0;
+    const @KT v = h[0];
+    for (;;) {
+        ptrdiff_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[c + 1] > h[c]) c++;
+        if (h[c] <= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+}
+
+static void ck_tk_heapify_@K(@KT *h, ptrdiff_t m) {
+    for (ptrdiff_t s = m / 2 - 1; s >= 0; s--) {
+        /* sift h[s] down within h[0..m) */
+        ptrdiff_t i = s;
+        const @KT v = h[s];
+        for (;;) {
+            ptrdiff_t c = 2 * i + 1;
+            if (c >= m) break;
+            if (c + 1 < m && h[c + 1] > h[c]) c++;
+            if (h[c] <= v) break;
+            h[i] = h[c];
+            i = c;
+        }
+        h[i] = v;
+    }
+}
+
+/* the k first keys of a[0..n) sorted into a[0..k) */
+static void ck_tk_first_@K(@KT *a, ptrdiff_t n, ptrdiff_t k) {
+    if (k * 16 <= n) {
+        ck_tk_heapify_@K(a, k);
+        for (ptrdiff_t j = k; j < n; j++)
+            if (a[j] < a[0]) { a[0] = a[j]; ck_tk_sift_@K(a, k); }
+    } else if (k < n) {
+        ck_tk_select_@K(a, n, k);
+    }
+    ck_tk_qsort_@K(a, 0, k - 1);
+}
+"""
+
+_TOPK = r"""
+static inline @KT ck_tk_key_@S(@T v, ptrdiff_t j, int largest) {
+    @UT u = @MONO;
+    if (largest) u = ~u;
+    return ((@KT)u << @BITS) | (@KT)j;
 }
 
 /* x seen as (outer, n, inner) C-contiguous; values/indices (outer, k, inner).  Returns 0,
-   or -1 when the heap could not be allocated. */
+   or -1 when the key buffer could not be allocated. */
 int ck_topk_@S(const @T *restrict x, @T *restrict vals, int64_t *restrict inds,
                ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner, ptrdiff_t k, int largest) {
     if (k == 0) return 0;
-    @T *hv = (@T *)malloc(k * sizeof(@T));
-    int64_t *hi = (int64_t *)malloc(k * sizeof(int64_t));
-    if (!hv || !hi) { free(hv); free(hi); return -1; }
+    @KT *a = (@KT *)malloc(n * sizeof(@KT));
+    if (!a) return -1;
+    const @KT low = ((@KT)1 << @BITS) - 1;
     for (ptrdiff_t o = 0; o < outer; o++) {
         for (ptrdiff_t q = 0; q < inner; q++) {
             const @T *restrict xr = x + o * n * inner + q;
-            for (ptrdiff_t j = 0; j < k; j++) { hv[j] = xr[j * inner]; hi[j] = j; }
-            for (ptrdiff_t j = k / 2 - 1; j >= 0; j--) ck_tk_sift_@S(hv, hi, j, k, largest);
-            /* every index in the heap is lower than j: a tie with the root stays out */
-            for (ptrdiff_t j = k; j < n; j++) {
-                const @T v = xr[j * inner], r = hv[0];
-                if (largest ? (v > r || (@NAN(v) && !@NAN(r))) : (v < r || (@NAN(r) && !@NAN(v)))) {
-                    hv[0] = v; hi[0] = j;
-                    ck_tk_sift_@S(hv, hi, 0, k, largest);
-                }
-            }
-            /* pop the last-coming element into the last free place: the order, first to last */
+            for (ptrdiff_t j = 0; j < n; j++) a[j] = ck_tk_key_@S(xr[j * inner], j, largest);
+            ck_tk_first_@K(a, n, k);
             @T *restrict vo = vals + o * k * inner + q;
             int64_t *restrict io = inds + o * k * inner + q;
-            for (ptrdiff_t m = k; m > 0; m--) {
-                vo[(m - 1) * inner] = hv[0]; io[(m - 1) * inner] = hi[0];
-                hv[0] = hv[m - 1]; hi[0] = hi[m - 1];
-                ck_tk_sift_@S(hv, hi, 0, m - 1, largest);
+            for (ptrdiff_t m = 0; m < k; m++) {
+                const ptrdiff_t j = (ptrdiff_t)(a[m] & low);
+                vo[m * inner] = xr[j * inner];
+                io[m * inner] = j;
             }
         }
     }
-    free(hv); free(hi);
+    free(a);
     return 0;
 }
 """
+
+# per compared type: (C type, key word, unsigned of the value's width, monotone bits of v)
+_TOPK_TYPES = {
+    "f32": ("float", "k64", "uint32_t",
+            "({ float w = v + 0.0f; uint32_t b; memcpy(&b, &w, 4); v != v ? 0xFFFFFFFFu : "
+            "(b >> 31) ? ~b : (b | 0x80000000u); })"),
+    "f64": ("double", "k128", "uint64_t",
+            "({ double w = v + 0.0; uint64_t b; memcpy(&b, &w, 8); v != v ? ~(uint64_t)0 : "
+            "(b >> 63) ? ~b : (b | ((uint64_t)1 << 63)); })"),
+    "i32": ("int32_t", "k64", "uint32_t", "((uint32_t)v ^ 0x80000000u)"),
+    "i64": ("int64_t", "k128", "uint64_t", "((uint64_t)v ^ ((uint64_t)1 << 63))"),
+}
+_KEYS = {"k64": ("uint64_t", "32"), "k128": ("unsigned __int128", "64")}
+
 
 _FLIP = r"""
 void ck_flip_last_@S(const @T *restrict x, @T *restrict y, ptrdiff_t rows, ptrdiff_t n) {
@@ -228,11 +317,12 @@ def render():
         parts.append(_sub(_FLIP, f"m{size}", t))
     for s, t in _ADD.items():
         parts.append(_sub(_SCATTER, s, t))
-        nan = "(v != v)" if s[0] == "f" else "0"
-        text = _sub(_TOPK, s, t)
-        for var in "abvr":
-            text = text.replace(f"@NAN({var})", nan.replace("v", var))
-        parts.append(text)
+    for key, (kt, _) in _KEYS.items():
+        parts.append(_TOPK_SORT.replace("@KT", kt).replace("@K", key))
+    for s, (t, key, ut, mono) in _TOPK_TYPES.items():
+        kt, shift = _KEYS[key]
+        parts.append(_sub(_TOPK.replace("@BITS", shift), s, t).replace("@KT", kt).replace(
+            "@K", key).replace("@UT", ut).replace("@MONO", mono))
     return "".join(parts)
 
 
@@ -358,7 +448,7 @@ def topk(w, k, dim, largest):
     int32/64; NaN the largest, ties by lower index), or None when ``w`` does not fit."""
     ck = _ck()
     s = _TOPK_DT.get(w.dtype) if type(w) is _ndarray else None
-    if s is None or not ck.ENABLED or w.ndim == 0:
+    if s is None or not ck.ENABLED or w.ndim == 0 or w.shape[dim] >= 1 << 32:
         return None
     f = ck._fn(f"ck_topk_{s}", ck._types(_P, _P, _P, _N, _N, _N, _N, _I), _I)
     if f is None:
