@@ -178,29 +178,9 @@ static ptrdiff_t ck_tk_part_@K(@KT *a, ptrdiff_t lo, ptrdiff_t hi) {
     return j;
 }
 
-static void ck_tk_qsort_@K(@KT *a, ptrdiff_t lo, ptrdiff_t hi) {
-    while (hi - lo > 16) {
-        ptrdiff_t m = ck_tk_part_@K(a, lo, hi);
-        if (m - lo < hi - m) { ck_tk_qsort_@K(a, lo, m - 1); lo = m + 1; }
-        else { ck_tk_qsort_@K(a, m + 1, hi); hi = m - 1; }
-    }
-    ck_tk_isort_@K(a + lo, hi - lo + 1);
-}
-
-/* the k smallest keys to a[0..k) (any order) */
-static void ck_tk_select_@K(@KT *a, ptrdiff_t n, ptrdiff_t k) {
-    ptrdiff_t lo = 0, hi = n - 1;
-    while (hi - lo > 16) {
-        ptrdiff_t m = ck_tk_part_@K(a, lo, hi);
-        if (m == k - 1) return;
-        if (m < k - 1) lo = m + 1; else hi = m - 1;
-    }
-    ck_tk_isort_@K(a + lo, hi - lo + 1);
-}
-
-static inline void ck_tk_sift_@K(@KT *h, ptrdiff_t m) {
-    ptrdiff_t i = 0;
-    const @KT v = h[0];
+/* sift h[i] down the max-heap h[0..m) */
+static inline void ck_tk_sift_at_@K(@KT *h, ptrdiff_t i, ptrdiff_t m) {
+    const @KT v = h[i];
     for (;;) {
         ptrdiff_t c = 2 * i + 1;
         if (c >= m) break;
@@ -213,32 +193,62 @@ static inline void ck_tk_sift_@K(@KT *h, ptrdiff_t m) {
 }
 
 static void ck_tk_heapify_@K(@KT *h, ptrdiff_t m) {
-    for (ptrdiff_t s = m / 2 - 1; s >= 0; s--) {
-        /* sift h[s] down within h[0..m) */
-        ptrdiff_t i = s;
-        const @KT v = h[s];
-        for (;;) {
-            ptrdiff_t c = 2 * i + 1;
-            if (c >= m) break;
-            if (c + 1 < m && h[c + 1] > h[c]) c++;
-            if (h[c] <= v) break;
-            h[i] = h[c];
-            i = c;
-        }
-        h[i] = v;
+    for (ptrdiff_t s = m / 2 - 1; s >= 0; s--) ck_tk_sift_at_@K(h, s, m);
+}
+
+static void ck_tk_heapsort_@K(@KT *a, ptrdiff_t n) {
+    ck_tk_heapify_@K(a, n);
+    for (ptrdiff_t m = n - 1; m > 0; m--) {
+        ck_tk_swap_@K(&a[0], &a[m]);
+        ck_tk_sift_at_@K(a, 0, m);
     }
+}
+
+/* the k smallest of a[0..n) to a[0..k) by a bounded heap (O(n log k) at worst) */
+static void ck_tk_heapselect_@K(@KT *a, ptrdiff_t n, ptrdiff_t k) {
+    ck_tk_heapify_@K(a, k);
+    for (ptrdiff_t j = k; j < n; j++)
+        if (a[j] < a[0]) { a[0] = a[j]; ck_tk_sift_at_@K(a, 0, k); }
+}
+
+/* quicksort with a depth budget: past it (a pathological pivot run) the rest is heapsorted */
+static void ck_tk_qsort_@K(@KT *a, ptrdiff_t lo, ptrdiff_t hi, int depth) {
+    while (hi - lo > 16) {
+        if (depth-- <= 0) { ck_tk_heapsort_@K(a + lo, hi - lo + 1); return; }
+        ptrdiff_t m = ck_tk_part_@K(a, lo, hi);
+        if (m - lo < hi - m) { ck_tk_qsort_@K(a, lo, m - 1, depth); lo = m + 1; }
+        else { ck_tk_qsort_@K(a, m + 1, hi, depth); hi = m - 1; }
+    }
+    ck_tk_isort_@K(a + lo, hi - lo + 1);
+}
+
+static int ck_tk_depth_@K(ptrdiff_t n) {
+    int d = 0;
+    while (n > 1) { n >>= 1; d++; }
+    return 2 * d + 4;
+}
+
+/* the k smallest keys to a[0..k) (any order); past the depth budget, a heap select */
+static void ck_tk_select_@K(@KT *a, ptrdiff_t n, ptrdiff_t k) {
+    ptrdiff_t lo = 0, hi = n - 1;
+    int depth = ck_tk_depth_@K(n);
+    while (hi - lo > 16) {
+        if (depth-- <= 0) {
+            ck_tk_heapselect_@K(a + lo, hi - lo + 1, k - lo);
+            return;
+        }
+        ptrdiff_t m = ck_tk_part_@K(a, lo, hi);
+        if (m == k - 1) return;
+        if (m < k - 1) lo = m + 1; else hi = m - 1;
+    }
+    ck_tk_isort_@K(a + lo, hi - lo + 1);
 }
 
 /* the k first keys of a[0..n) sorted into a[0..k) */
 static void ck_tk_first_@K(@KT *a, ptrdiff_t n, ptrdiff_t k) {
-    if (k * 16 <= n) {
-        ck_tk_heapify_@K(a, k);
-        for (ptrdiff_t j = k; j < n; j++)
-            if (a[j] < a[0]) { a[0] = a[j]; ck_tk_sift_@K(a, k); }
-    } else if (k < n) {
-        ck_tk_select_@K(a, n, k);
-    }
-    ck_tk_qsort_@K(a, 0, k - 1);
+    if (k * 16 <= n) ck_tk_heapselect_@K(a, n, k);
+    else if (k < n) ck_tk_select_@K(a, n, k);
+    ck_tk_qsort_@K(a, 0, k - 1, ck_tk_depth_@K(k));
 }
 """
 
