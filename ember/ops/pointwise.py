@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ._helpers import _def_magic, _own_override
+from ._helpers import _def_magic, _own_override, cpp_name
 from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, def_binary,
                        def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
@@ -1065,16 +1065,33 @@ LERP = Op("lerp", gated(nary_kernel(_cktern.wrap("lerp", _sf.get("lerp").numpy),
           batch=_elementwise_rule)
 
 
+def _lerp_dtypes(input, end, weight):
+    """torch's lerp computes in ``input``'s dtype: ``end`` and a weight tensor with
+    dimensions must have it (a 0-dim weight is read as a number)."""
+    if isinstance(input, Tensor):
+        for name, t in (("end", end), ("weight", weight)):
+            if isinstance(t, Tensor) and t.dtype != input.dtype and \
+                    (name == "end" or t.ndim > 0):
+                raise RuntimeError(f"expected dtype {cpp_name(input.dtype)} for `{name}` but "
+                                   f"got dtype {cpp_name(t.dtype)}")
+
+
 @overridable
 def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)``."""
+    _lerp_dtypes(input, end, weight)
     r = apply(LERP, (input, end, weight), _E)
     return r if out is None else write_out(out, r)
 
 
+def _lerp_(self, end, weight):
+    _lerp_dtypes(self, end, weight)
+    return apply_inplace(LERP, self, (end, weight), _E)
+
+
 _export("lerp", lerp)
 Tensor.lerp = lambda self, end, weight: lerp(self, end, weight)
-Tensor.lerp_ = lambda self, end, weight: apply_inplace(LERP, self, (end, weight), _E)
+Tensor.lerp_ = _lerp_
 
 
 def _addcmul_kernel(xp, x, t1, t2, value=1):

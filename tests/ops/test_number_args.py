@@ -52,3 +52,32 @@ def test_numpy_refuses_a_tensor_that_requires_grad(convert):
     # without grad (or detached) the conversion works and keeps the values
     np.testing.assert_array_equal(np.asarray(convert(ember.ones(2, requires_grad=True).detach())),
                                   np.asarray(convert(torch.ones(2))))
+
+
+LERP_CASES = [
+    ("weight float64", lambda m: m.lerp(m.ones(5), m.ones(5), m.ones(5, dtype=m.float64))),
+    ("lerp_ weight float64", lambda m: m.ones(5).lerp_(m.ones(5), m.ones(5, dtype=m.float64))),
+    ("end float64", lambda m: m.lerp(m.ones(5), m.ones(5, dtype=m.float64), 0.5)),
+    ("end 0-dim float64", lambda m: m.lerp(m.ones(5), m.tensor(1.0, dtype=m.float64), 0.5)),
+    ("weight 0-dim float64", lambda m: m.lerp(m.ones(5), m.full((5,), 3.0),
+                                              m.tensor(0.5, dtype=m.float64))),
+    ("weight 1-d half", lambda m: m.lerp(m.ones(5), m.ones(5), m.tensor([0.5]).half())),
+    ("double input, float weight", lambda m: m.lerp(m.ones(5, dtype=m.float64),
+                                                    m.zeros(5, dtype=m.float64),
+                                                    m.tensor(0.25))),
+]
+
+
+@pytest.mark.parametrize("name,call", LERP_CASES, ids=[c[0] for c in LERP_CASES])
+def test_lerp_dtypes_match_torch(name, call):
+    """lerp computes in input's dtype: ``end`` and a weight with dimensions must have it."""
+    try:
+        want = call(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            call(ember)
+        assert str(got.value) == str(e)
+        return
+    got = call(ember)
+    assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
