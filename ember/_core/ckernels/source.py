@@ -23,7 +23,6 @@ from . import attention as _attention
 from . import binary as _binary
 from . import depthwise as _depthwise
 from . import indexing as _indexing
-from . import optim as _optim
 from . import pooling as _pooling
 from . import reduce as _reduce
 from . import selection as _selection
@@ -385,7 +384,6 @@ def render():
     parts.append(_ternary.render())
     parts.append(_pooling.render())
     parts.append(_depthwise.render())
-    parts.append(_optim.render())
     parts.append(_indexing.render())
     parts.append(_selection.render())
     return "".join(parts)
