@@ -338,7 +338,8 @@ def test_int64_avg_pool_matches_torch(n):
 # the direct stride-1 kernels (ember._core.ckernels.conv.direct_conv/direct_weight_grad):
 # widths that are not a multiple of the vector or position block, output channels not a
 # multiple of the register block, groups, dilation, asymmetric padding, 1-d, padding past
-# the kernel's reach (the input gradient then takes the column route)
+# the kernel's reach (the input gradient then takes the column route), rows stored without
+# their right padding
 DIRECT_CASES = [
     ((3, 5, 7, 13), (11, 5, 3, 3), dict(padding=1)),
     ((2, 6, 9, 4), (4, 3, 2, 3), dict(padding=(2, 0), dilation=(2, 1), groups=2)),
@@ -346,9 +347,14 @@ DIRECT_CASES = [
     ((4, 4, 30), (10, 2, 4), dict(padding=3, dilation=2, groups=2)),
     ((1, 2, 3, 3), (3, 2, 3, 3), dict(padding=3)),
     ((2, 33, 8, 8), (17, 33, 3, 3), dict(padding=1)),
+    # rows stored without their right padding (ckernels.conv._row_width), dilated; 1-d
+    ((2, 3, 6, 7), (4, 3, 3, 3), dict(padding=(1, 2), dilation=(1, 2))),
+    ((2, 3, 11), (4, 3, 5), dict(padding=2)),
+    ((2, 3, 6, 9), (4, 3, 3, 4), dict(padding="same")),  # W padded (1, 2): stored
 ]
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("xs,ws,kw", DIRECT_CASES)
 def test_direct_kernels_match_torch_and_the_column_route(xs, ws, kw, dtype, monkeypatch):
@@ -367,7 +373,7 @@ def test_direct_kernels_match_torch_and_the_column_route(xs, ws, kw, dtype, monk
         monkeypatch.setattr(ck, fn, lambda *a, _f=getattr(ck, fn), _n=fn, **k:
                             spy(*a, _real=_f, _name=_n, **k))
     # the kernels on these shapes whatever they waste (the column route is faster for some)
-    monkeypatch.setattr(ck, "DIRECT_MAX_WASTE", float("inf"))
+    monkeypatch.setattr(ck, "MAX_WASTE", dict.fromkeys(ck.MAX_WASTE, float("inf")))
 
     def run(lib):
         ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
@@ -487,6 +493,11 @@ def test_non_finite_input_pixels_give_torchs_weight_gradient(xs, ws, kw, pixel, 
     ("conv2d", (3, 10, 4, 4), (12, 10, 4, 4), {}, (0, 0)),
     ("conv2d", (3, 1, 12, 12), (8, 1, 5, 5), {}, (1, 1)),   # input gradient: 1 channel
     ("conv2d", (3, 16, 8, 8), (16, 16, 3, 3), dict(padding=1), (2, 1)),
+    # few output channels: the GEMMs' rows are as few, only the input gradient counts them
+    ("conv2d", (3, 16, 14, 14), (4, 16, 5, 5), {}, (2, 1)),
+    ("conv2d", (3, 3, 14, 14), (4, 3, 5, 5), {}, (1, 1)),
+    # 3x3 planes: the weight gradient would run over 1.8 positions per useful one
+    ("conv2d", (3, 16, 3, 3), (16, 16, 3, 3), dict(padding=1), (2, 0)),
 ])
 def test_direct_kernels_leave_wasteful_shapes_to_the_column_route(name, xs, ws, kw, direct,
                                                                    monkeypatch):

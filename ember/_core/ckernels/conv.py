@@ -46,7 +46,7 @@ import numpy as np
 from . import build as _build
 
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
-           "direct_fits", "waste", "DIRECT_MAX_WASTE", "channel_affine", "available"]
+           "direct_fits", "waste", "MAX_WASTE", "channel_affine", "available"]
 
 ABI_VERSION = 5
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
@@ -573,44 +573,68 @@ def _as_2d(shape, ks, pad, dilation):
 WGRAD_BLOCK_BYTES = 1 << 15  # examples per weight-gradient accumulator pass: about L1's
 
 
-def _padded_planes(x, HW, pad, scratch, check=False):
-    """x (B, C, *HW) into the direct kernels' zero-padded planes, in ``scratch``'s buffer
-    with zeroed slack after the last plane for the kernels' overreads: ``(buffer, Wp,
-    PL, finite)``, the padded width, the distance between planes and (``check``) whether
-    every value of ``x`` is finite."""
+def _row_width(W, pw, reach):
+    """The padded planes' row width for a row of ``W`` with padding ``pw`` (lo, hi) and a
+    kernel reaching ``reach`` = DW * (KW - 1) columns: ``W + lo + hi``, or ``W + lo`` when
+    ``hi <= lo`` and ``hi <= reach``: an output column then still fits a row, and its reads
+    past the row's end land in the next row's left padding (zeros: the next plane's first
+    row, or the slack, for the last row), so the right padding need not be stored, nor its
+    positions computed (a 3x3 'same' layer on 28-wide planes: 29 positions a row, not 30;
+    the input gradient of a 5x5 'valid' one on 10x10: 14, not 18)."""
+    lo, hi = pw
+    return W + lo if hi <= lo and hi <= reach else W + lo + hi
+
+
+def _padded_planes(x, HW, pad, Wp, scratch, check=False):
+    """x (B, C, *HW) into the direct kernels' zero-padded planes of rows ``Wp`` wide (see
+    `_row_width`), in ``scratch``'s buffer with zeroed slack after the last plane for the
+    kernels' overreads: ``(buffer, PL, finite)``, the distance between planes and
+    (``check``) whether every value of ``x`` is finite."""
     (H, W), ((ph0, ph1), (pw0, pw1)) = HW, pad
-    Hp, Wp = H + ph0 + ph1, W + pw0 + pw1
+    Hp = H + ph0 + ph1
     n = x.shape[0] * x.shape[1]
     _, NV, _, VB = _blocks()
-    slack = ((NV + 2) * VB) // x.itemsize
+    slack = ((NV + 2) * VB) // x.itemsize + pw1
     PL = Hp * Wp
     g = np.array([n, H, W, Hp, Wp, ph0, pw0, PL, check], dtype=np.intp)
     buf = scratch("direct_in", (n * PL + slack,), x.dtype)
     finite = _fn("pad", x.dtype)(x.ctypes.data, buf.ctypes.data, g.ctypes.data,
                                  _threads(n * PL * 8))
     buf[n * PL:] = 0
-    return buf, Wp, PL, bool(finite)
+    return buf, PL, bool(finite)
 
 
-# multiply-adds the direct kernels spend per one a GEMM over columns would do, above which
-# that column route is faster: the kernels compute whole vectors of positions (rows Wp wide,
-# so also the positions past each output row) for blocks of CKD_OB output channels.  1
-# thread, CPU time, float32: direct wins at 1.25-1.8 (3x3 on 8x8 planes 1.9 vs 2.8 ms,
-# LeNet's 5x5 layers), loses at 2 (3x3 on 4x4: 3.0 vs 2.7) and far beyond (dcgan's
-# ConvTranspose 1x1 -> 4x4, 32x: 9.1 vs 1.5 ms)
-DIRECT_MAX_WASTE = 1.9
+# multiply-adds the direct kernels spend per one a GEMM over columns would do (`waste`),
+# above which that column route is faster, per kernel.  The kernels compute whole vectors of
+# positions (rows Wp wide, so also the positions past each output row) for blocks of CKD_OB
+# output channels.  The forward's and the weight gradient's GEMMs have the output channels
+# as rows, and run as badly on a few (their micro-tiles are rounded up too): their waste
+# counts positions only; the input gradient's GEMM rows are input channels x kernel offsets,
+# so its waste counts the channel blocks too.  1 thread, CPU time, float32, direct / column
+# (LeNet-sized batches of 32-64): forward 0.22-0.85 up to a waste of 2 (3x3 'same' on 4x4
+# planes 0.85; 4 output channels of a 5x5 layer on 14x14 0.22, 0.63 vs 2.82 ms), 0.69-1.15
+# at 4 (2x2 outputs); weight gradient 0.21-0.68 up to 1.44, 1.09 at 1.78 (3x3 'same' on
+# 3x3), 0.92-1.13 at 2, 1.6-2.0 at 4; input gradient 0.58-0.84 up to 1.93, 1.0-1.05 at
+# 2-3.5 (LeNet's second layer, 2.77: 0.89 vs 0.88 ms), 1.17 at 4, and far beyond for
+# dcgan's ConvTranspose 1x1 -> 4x4 (32x: 9.1 vs 1.5 ms).  Near parity the direct kernels
+# are preferred: they run on ember's OpenMP threads, the column route on OpenBLAS's pool
+# (whose spinning threads, next to OpenMP's, cost 10x the CPU time at 2 threads on a busy
+# machine: the input gradient of LeNet's second layer 1.4 -> 16 ms).
+MAX_WASTE = {"forward": 3.0, "input": 2.8, "weight": 1.6}
 
 
-def waste(itemsize, Og, OH, OW, Wp, useful):
-    """The direct kernels' multiply-adds per useful one: output channels rounded up to the
-    register block, positions ``(OH - 1) * Wp + OW`` rounded up to whole vectors, against
-    ``useful`` positions (what the column route multiplies); inf without the library."""
+def waste(itemsize, Og, OH, OW, Wp, useful, channels=True):
+    """The direct kernels' multiply-adds per useful one: positions ``(OH - 1) * Wp + OW``
+    rounded up to whole vectors, against ``useful`` positions (what the column route
+    multiplies), and with ``channels`` the output channels rounded up to the register
+    block; inf without the library."""
     if not available():
         return float("inf")
     OB, _, _, VB = _blocks()
     N = VB // itemsize
     P = (OH - 1) * Wp + OW
-    return (-(-Og // OB) * OB / Og) * (-(-P // N) * N) / max(useful, 1)
+    ch = -(-Og // OB) * OB / Og if channels else 1.0
+    return ch * (-(-P // N) * N) / max(useful, 1)
 
 
 def direct_fits(x, w, stride, pad):
@@ -627,8 +651,8 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch, useful=None):
     output channels x positions in vector registers, one FMA per weight and vector of
     positions.  ``pad`` (lo, hi) pairs; ``scratch(slot, shape, dtype)`` a reusable work
     array.  None when it does not apply (see `direct_fits`) or would waste more than
-    `DIRECT_MAX_WASTE` against ``useful`` positions per plane (default: the output's; an
-    input gradient's are its output gradient's)."""
+    ``MAX_WASTE["forward"]``, or with ``useful`` positions per plane given (an input
+    gradient: its output gradient's), ``MAX_WASTE["input"]``."""
     if not direct_fits(x, w, (1,) * len(w.shape[2:]), pad):
         return None
     f = _fn("direct_fwd", x.dtype)
@@ -640,13 +664,14 @@ def direct_conv(x, w, b, pad, dilation, groups, scratch, useful=None):
     if OH <= 0 or OW <= 0 or B == 0 or O == 0:
         return None
     G, Og = groups, O // groups
-    Wp = W + pad2[1][0] + pad2[1][1]
-    if waste(x.itemsize, Og, OH, OW, Wp, OH * OW if useful is None else useful) > \
-            DIRECT_MAX_WASTE:
+    Wp = _row_width(W, pad2[1], DW * (KW - 1))
+    kind = "forward" if useful is None else "input"
+    if waste(x.itemsize, Og, OH, OW, Wp, OH * OW if useful is None else useful,
+             channels=useful is not None) > MAX_WASTE[kind]:
         return None
     OB = _blocks()[0]
     nob = -(-Og // OB)
-    xpad, Wp, PL, _ = _padded_planes(x, (H, W), pad2, scratch)
+    xpad, PL, _ = _padded_planes(x, (H, W), pad2, Wp, scratch)
     # weights as (G, nob, Cg, KH*KW, OB): a block's OB weights per offset side by side
     wp = np.zeros((G, nob * OB, Cg, KH * KW), dtype=x.dtype)
     wp[:, :Og] = w.reshape(G, Og, Cg, KH * KW)
@@ -682,7 +707,7 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
     output gradient is ``gy`` (B, O, *Lo), by a direct kernel (output channels x kernel
     columns of vector accumulators over the positions), or None (see `direct_fits`; also
     when ``x`` holds an inf or NaN, or the kernel would waste more than
-    `DIRECT_MAX_WASTE`)."""
+    ``MAX_WASTE["weight"]``)."""
     if not (_fits(gy, ks) and gy.dtype == x.dtype and _fits(x, ks) and available()
             and all(p >= 0 for pr in pad for p in pr)):
         return None
@@ -695,12 +720,12 @@ def direct_weight_grad(x, gy, ks, pad, dilation, groups, scratch):
             OW != W + pad2[1][0] + pad2[1][1] - DW * (KW - 1) or B == 0 or O == 0 or C == 0:
         return None
     G, Cg, Og = groups, C // groups, O // groups
-    if waste(x.itemsize, Og, OH, OW, W + pad2[1][0] + pad2[1][1], OH * OW) > \
-            DIRECT_MAX_WASTE:
+    Wp = _row_width(W, pad2[1], DW * (KW - 1))
+    if waste(x.itemsize, Og, OH, OW, Wp, OH * OW, channels=False) > MAX_WASTE["weight"]:
         return None
     OB, _, KB, VB = _blocks()
     N = VB // x.itemsize
-    xpad, Wp, PL, finite = _padded_planes(x, (H, W), pad2, scratch, check=True)
+    xpad, PL, finite = _padded_planes(x, (H, W), pad2, Wp, scratch, check=True)
     if not finite:
         # the kernel multiplies input values that no output reads (past each output row,
         # dilation's gaps) by zero gradients: an inf or NaN there would give NaN where the
