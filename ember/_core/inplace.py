@@ -169,7 +169,7 @@ def apply_inplace(op, target, args, params):
         return target
     src = target
     si = op.save_inputs
-    if si is True or (si and 0 in si):
+    if (si is True or (si and 0 in si)) and _saves_target(op, full):
         # the op's backward reads the old value of target, which is about to be overwritten
         src = _clone_op()(target)
     try:
@@ -244,6 +244,19 @@ def _no_self_overlap(a):
             return False
         span = st * (n - 1) + span
     return True
+
+
+def _saves_target(op, full):
+    """Whether recording ``op`` on ``full`` saves input 0: only what the wanted gradients
+    read is saved (``y.mul_(2.0)`` needs no copy of ``y``'s old value)."""
+    by_need = op.saved_by_need
+    if by_need is None:
+        return True
+    mask = 0
+    for i, a in enumerate(full):
+        if isinstance(a, Tensor) and a._requires_grad:
+            mask |= 1 << i
+    return by_need[mask][0]
 
 
 def _clone_op():

@@ -321,3 +321,26 @@ def test_direct_forms_decline_what_they_do_not_compute(spy):
     assert not any(spy.values()), spy
     np.testing.assert_array_equal(ember.ones(5, dtype=ember.int8).add_(300).numpy(),
                                   torch.ones(5, dtype=torch.int8).add_(300).numpy())
+
+
+def test_recorded_writes_copy_the_old_value_only_when_a_gradient_reads_it(monkeypatch):
+    clones = []
+    real = inplace._clone_op
+    monkeypatch.setattr(inplace, "_clone_op", lambda: clones.append(1) or real())
+    results = []
+    for L in (torch, ember):
+        g = np.random.default_rng(5).standard_normal((8, 9)).astype(np.float32)
+        x = L.tensor(g, requires_grad=True)
+        w = L.tensor(g[::-1].copy(), requires_grad=True)
+        c = L.tensor(g * 0.5)
+        y = x * 1.0
+        y.mul_(3.0)       # d/dy reads nothing of y: no copy
+        y.mul_(c)         # reads c only: no copy
+        y.div_(c + 2)     # reads the divisor only
+        y.mul_(w)         # w's gradient reads y's old value: copied
+        y.addcmul_(c, w)  # saves every input (no per-gradient table): copied
+        y.sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    assert len(clones) == 2
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
