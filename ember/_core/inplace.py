@@ -6,7 +6,7 @@ inference tensors), and, when the write is differentiable, rebases the target's
 history (and its base's, for a view) onto the new value.
 
 Writes that autograd does not record compute straight into the target where the op has a
-direct form (`_INTO`: add/sub/mul/div, lerp/addcmul/addcdiv, copy): NumPy's ufunc with
+direct form (`_INTO`: add/sub/mul/div, lerp/addcmul/addcdiv, copy, clamp): NumPy's ufunc with
 ``out=`` or the C loops of `ckernels.binary`/`ternary` with the target as their output.
 Each direct form writes only what the op's kernel would have computed (same operand
 dtypes, torch's in-place dtype rules), and declines anything else; so does `_write_direct`
@@ -197,6 +197,21 @@ def _copy_write(y, src, non_blocking=False):
     return True
 
 
+def _clamp_write(y, lo, hi):
+    """``y.clamp_(lo, hi)`` in place for a float32/float64 ``y`` and Python-number bounds
+    (None: unbounded): CLAMP's kernel's np.clip with bounds rounded to ``y``'s dtype, which
+    is torch's clamp bit for bit, NaNs and signed zeros included."""
+    if y.dtype not in _CLIP_DTYPES or type(lo) not in _CLIP_BOUNDS or \
+            type(hi) not in _CLIP_BOUNDS:
+        return False
+    dt = y.dtype
+    _np.clip(y, _np.asarray(-_np.inf if lo is None else lo).astype(dt),
+             _np.asarray(_np.inf if hi is None else hi).astype(dt), out=y)
+    return True
+
+
+_CLIP_DTYPES = frozenset(map(_np.dtype, ("float32", "float64")))
+_CLIP_BOUNDS = (float, int, type(None))
 _PY_SCALARS = (float, int, bool, complex)
 _INTO = {}
 
@@ -208,6 +223,7 @@ def _into_table():
     _INTO.update({n: binary.into(n) for n in ("add", "sub", "mul", "div")})
     _INTO.update({n: ternary.into(n) for n in ("lerp", "addcmul", "addcdiv")})
     _INTO["copy"] = _copy_write
+    _INTO["clamp"] = _clamp_write
     return _INTO
 
 

@@ -344,3 +344,26 @@ def test_recorded_writes_copy_the_old_value_only_when_a_gradient_reads_it(monkey
     assert len(clones) == 2
     for a, b in zip(*results):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clamp_inplace_is_clamp_and_torchs_bitwise(spy, dtype):
+    a = _data((3000,), dtype, 11)
+    ta = torch.from_numpy(a.numpy().copy())
+    for lo, hi in ((-1.5, 2), (None, 0.1), (-3, None), (2.0, -2.0), (-0.0, 0.0),
+                   (float("nan"), 1.0), (-1e30, 1e30)):
+        ref = ember.clamp(a, lo, hi)
+        t = a.clone()
+        v = _ver(t)
+        assert t.clamp_(lo, hi) is t and _ver(t) == v + 1
+        _same(t, ref)
+        want = ta.clone().clamp_(lo, hi).numpy()
+        np.testing.assert_array_equal(_bits(t.numpy()), _bits(want))
+    g = a.clone()[::3]
+    g.clamp_min_(0.5)
+    g.clamp_max_(1.0)
+    np.testing.assert_array_equal(g.numpy(), ta[::3].clamp(0.5, 1.0).numpy())
+    assert spy["clamp"] == 9
+    ember.ones(10, dtype=ember.int32).clamp_(0, 1)  # declined: NumPy's clip of ints differs
+    ember.ones(10).clamp_(ember.zeros(10), 1.0)  # declined: a tensor bound
+    assert spy["clamp"] == 9
