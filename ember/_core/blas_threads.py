@@ -22,14 +22,24 @@ import os
 
 import numpy as np
 
-__all__ = ["matmul", "num_threads", "single_threaded", "small_lapack", "SMALL_MACS",
-           "SMALL_LAPACK"]
+__all__ = ["matmul", "num_threads", "openmp_threads", "single_threaded", "small_lapack",
+           "SMALL_MACS", "SMALL_LAPACK"]
 
 SMALL_MACS = 1 << 23  # ~8M multiply-adds: about 1 ms single-threaded
 SMALL_LAPACK = 1 << 30  # m*n*min(m, n) of one matrix: up to 1024x1024
 _get = _set = None  # NumPy's OpenBLAS pool
 _loaded = False
 _pools = None  # (get, set) of every OpenBLAS loaded once SciPy's LAPACK is
+_forked = False  # this process is a fork child: libgomp's thread pool did not survive
+
+
+def _after_fork():
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _controls(lc):
@@ -78,6 +88,15 @@ def num_threads():
     if not _loaded:
         _load()
     return max(1, int(_get())) if _get is not None else (os.cpu_count() or 1)
+
+
+def openmp_threads():
+    """OpenMP threads for one C kernel call (eager ``ckernels`` and compiled graphs):
+    ``num_threads()``, so OpenMP and BLAS never oversubscribe the cores, and 1 in a forked
+    child, where libgomp's pool of the parent is gone and a parallel region would wait on
+    threads that do not exist.  Each caller decides first whether its work is worth a
+    parallel region (``ckernels.PARALLEL_SIZE``, ``config.parallel_min_work``)."""
+    return 1 if _forked else num_threads()
 
 
 def single_threaded(fn, *args, **kwargs):

@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from .. import blas_threads as _blas_threads
 from . import build as _build
 from . import source as _source
 from .source import EAGER
@@ -41,7 +42,6 @@ _tried = False
 _reason = None
 _info = {}
 _fns = {}
-_forked = False
 
 
 def _check(lib):
@@ -85,23 +85,19 @@ def _fn(symbol, nargs, restype=None):
     return f
 
 
-def _after_fork():
-    global _forked
-    _forked = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+def __getattr__(name):
+    # conv.py reads ``_forked`` from here until it asks blas_threads.openmp_threads()
+    if name == "_forked":
+        return _blas_threads._forked
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _threads(n):
-    if n < PARALLEL_SIZE or _forked or not _info.get("openmp"):
+    """OpenMP threads for a kernel over ``n`` elements: 1 below ``PARALLEL_SIZE`` or in a
+    library built without OpenMP, else ``blas_threads.openmp_threads()``."""
+    if n < PARALLEL_SIZE or not _info.get("openmp"):
         return 1
-    from .. import blas_threads
-    if not blas_threads._loaded:
-        blas_threads._load()
-    get = blas_threads._get
-    return max(1, int(get())) if get is not None else 1
+    return _blas_threads.openmp_threads()
 
 
 def _fits(x, dtypes):

@@ -7,11 +7,11 @@ twins), runs eager steps (extern library calls such as matmul, and nodes the gen
 not handle: ``node.target(*args, **kwargs)``), drops buffers after their last reader, and
 returns ember Tensors."""
 import operator
-import os
 import threading
 
 import numpy as np
 
+from ..._core import blas_threads as _blas_threads
 from ..._core.tensor import Tensor, wrap
 from .. import ir
 from .. import sizes as _sizes
@@ -19,27 +19,11 @@ from ..passes.classify import is_node
 
 __all__ = ["wrapper_source", "make_call"]
 
-_FORKED = []
-
-
-def _after_fork():
-    _FORKED.append(True)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
-
 
 def threads():
-    """OpenMP threads for a kernel call: the BLAS pool's size (the two pools never
-    oversubscribe the cores), 1 in a forked child (libgomp does not survive fork)."""
-    if _FORKED:
-        return 1
-    from ..._core import blas_threads
-    if not blas_threads._loaded:
-        blas_threads._load()
-    get = blas_threads._get
-    return max(1, int(get())) if get is not None else (os.cpu_count() or 1)
+    """OpenMP threads for a kernel call: ``blas_threads.openmp_threads()`` (each kernel
+    then runs serially below ``config.parallel_min_work``)."""
+    return _blas_threads.openmp_threads()
 
 
 def eager(node, env):
