@@ -27,7 +27,7 @@ from .overrides import (  # noqa: F401  (re-exported: ember imports them from he
 from .state import STATE
 from .tensor import Tensor, _version_of, wrap
 
-__all__ = ["apply", "apply_inplace", "apply_meta", "DispatchMode", "overridable", "NeedsOverride",
+__all__ = ["apply", "apply_unary", "apply_binary", "apply_inplace", "apply_meta", "DispatchMode", "overridable", "NeedsOverride",
            "SUBCLASS_OVERRIDES", "OVERRIDE_TYPES", "write_out", "register_override_type",
            "unregister_override_type", "handle_override", "routes_overrides",
            "route_tensor_methods", "mark_multi_output_views", "copy_into",
@@ -193,6 +193,97 @@ def apply(op, args, params):
     if rg and STATE.grad_enabled and op.differentiable:
         record(op, args, params, outs)
     return outs if op.n_out is not None else list(outs)
+
+
+_F32 = _np.dtype(_np.float32)
+_F64 = _np.dtype(_np.float64)
+_NO_PARAMS = {}
+# ckernels.PARALLEL_SIZE (not imported: ckernels needs this module): from that many
+# elements the C loops split a binary op over the threads, so `apply_binary` leaves such
+# operands to the op's kernel
+_THREADED_SIZE = 1 << 18
+
+
+# ckernels.MIN_SIZE: from that many elements a unary op's kernel may be an eager C kernel
+_UNARY_C_SIZE = 4096
+
+
+def apply_unary(op, x):
+    """``apply(op, (x,), {})``, spelled out for an op whose ``ufunc`` computes it exactly
+    (exp, tanh, neg, ...) on a plain Tensor of float32 or float64 below the size of the
+    eager C kernels: the op's kernel, less its Python layers.  Anything else takes `apply`."""
+    uf = op.ufunc
+    if uf is not None and type(x) is Tensor and not STATE.intercept:
+        a = x._data
+        if type(a) is _ndarray and a.size < _UNARY_C_SIZE:
+            dt = a.dtype
+            if dt is _F32 or dt is _F64:
+                r = uf(a)
+                out = _new_tensor(Tensor)
+                out._data = r if type(r) is _ndarray else _np.asarray(r)  # 0-d: a scalar
+                if x._requires_grad and STATE.grad_enabled:
+                    record(op, (x,), _NO_PARAMS, (out,))
+                return out
+    return apply(op, (x,), _NO_PARAMS)
+
+
+def apply_binary(op, x, y):
+    """``apply(op, (x, y), {})``, with the commonest eager call spelled out: an op whose
+    ``ufunc`` computes it exactly (add, sub, mul, div) on two plain Tensors of one float32 or
+    float64 dtype, or on one and a Python float or int (a weak scalar: NumPy keeps the
+    array's dtype, as torch does).  That is the op's kernel, less its four Python layers;
+    anything else (another dtype, a mode, a subclass, operands the C loops split over the
+    threads, a shape error) takes `apply`."""
+    uf = op.ufunc
+    if uf is not None and not STATE.intercept:
+        tx = type(x)
+        ty = type(y)
+        if tx is Tensor:
+            a = x._data
+            if type(a) is _ndarray and a.size < _THREADED_SIZE:
+                dt = a.dtype
+                if dt is _F32 or dt is _F64:
+                    if ty is Tensor:
+                        b = y._data
+                        if type(b) is _ndarray and b.dtype is dt and b.size < _THREADED_SIZE:
+                            try:
+                                r = uf(a, b)
+                            except Exception:  # noqa: BLE001 (apply raises torch's error)
+                                return apply(op, (x, y), _NO_PARAMS)
+                            out = _new_tensor(Tensor)
+                            # (0-d operands give a NumPy scalar)
+                            out._data = r if type(r) is _ndarray else _np.asarray(r)
+                            if (x._requires_grad or y._requires_grad) and STATE.grad_enabled:
+                                record(op, (x, y), _NO_PARAMS, (out,))
+                            return out
+                    elif ty is float or ty is int:
+                        try:
+                            r = uf(a, y)
+                        except Exception:  # noqa: BLE001
+                            return apply(op, (x, y), _NO_PARAMS)
+                        if r.dtype is dt:
+                            out = _new_tensor(Tensor)
+                            # (0-d operands give a NumPy scalar)
+                            out._data = r if type(r) is _ndarray else _np.asarray(r)
+                            if x._requires_grad and STATE.grad_enabled:
+                                record(op, (x, y), _NO_PARAMS, (out,))
+                            return out
+        elif ty is Tensor and (tx is float or tx is int):  # ``2.0 * t``
+            b = y._data
+            if type(b) is _ndarray and b.size < _THREADED_SIZE:
+                dt = b.dtype
+                if dt is _F32 or dt is _F64:
+                    try:
+                        r = uf(x, b)
+                    except Exception:  # noqa: BLE001
+                        return apply(op, (x, y), _NO_PARAMS)
+                    if r.dtype is dt:
+                        out = _new_tensor(Tensor)
+                        out._data = r if type(r) is _ndarray else _np.asarray(r)
+                        if y._requires_grad and STATE.grad_enabled:
+                            record(op, (x, y), _NO_PARAMS, (out,))
+                        return out
+    return apply(op, (x, y), _NO_PARAMS)
 
 
 def apply_meta(op, args, params, arrays=(), rg=False):

@@ -123,12 +123,16 @@ class Op:
         has raises.
     decomp(*inputs, **params): the op written in primitives (``ember.ops.decompositions``),
         what compile and export lower; primitives carry a mark instead.
+    ufunc: a NumPy ufunc that computes the op exactly (the kernel's result) on two float32 or
+        float64 arrays of one dtype, or one of them and a Python float or int, below the
+        threaded C loops' size: the dispatcher's fast path for binary arithmetic
+        (`ember._core.dispatch.apply_binary`); None for others.
     lowering: how a code generator reaches the op (`ember.ops.lowering.Lowering`: a scalar
         C expression, a loop kind, an extern library call, or through ``decomp``).
     """
     __slots__ = ("name", "kernel", "vjp", "jvp", "shape", "batch", "decomp", "save_inputs",
                  "save_output", "n_out", "nondiff_outputs", "view", "differentiable",
-                 "node_cls", "grad_reads", "saved_by_need", "_inplace", "__weakref__",
+                 "node_cls", "grad_reads", "saved_by_need", "ufunc", "_inplace", "__weakref__",
                  "category", "doc", "unsupported", "lowering")
 
     def __init__(self, name, kernel, vjp=None, *, jvp=None, shape=None, batch=None, decomp=None,
@@ -151,6 +155,7 @@ class Op:
         self.save_output = save_output
         self.grad_reads = grad_reads
         self.saved_by_need = _saved_by_need(grad_reads)
+        self.ufunc = None
         self.n_out = n_out
         self.nondiff_outputs = nondiff_outputs
         self.view = view

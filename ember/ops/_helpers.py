@@ -9,8 +9,9 @@ import numpy as np
 
 from .._core import dtype as _dt
 from .._core import meta as _meta
-from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_inplace,
-                              handle_override, overridable, routes_overrides, write_out)
+from .._core.dispatch import (SUBCLASS_OVERRIDES, NeedsOverride, apply, apply_binary,
+                              apply_inplace, apply_unary, handle_override, overridable,
+                              routes_overrides, write_out)
 from .._core.inplace import check_castable
 from .._core.overrides import FUNCTION_MODES
 from .._core.op import Op
@@ -402,7 +403,7 @@ def def_unary(name, op, *, inplace=True, method_name=None, exact_out=False, with
         if isinstance(out, Tensor) and isinstance(input, Tensor):
             check_first(input, out)
         try:
-            r = apply(op, (input,), _E)
+            r = apply_unary(op, input)
         except NeedsOverride:
             return handle_override(public, (input,), {"out": out} if out is not None else {})
         return r if out is None else write_out(out, r)
@@ -416,7 +417,7 @@ def def_unary(name, op, *, inplace=True, method_name=None, exact_out=False, with
 
     def meth(self):
         try:
-            return apply(op, (self,), _E)
+            return apply_unary(op, self)
         except NeedsOverride:
             return handle_override(meth, (self,), {})
     meth.__name__ = method_name or name
@@ -448,7 +449,7 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None, tensors=0)
         if tensors:
             _check_tensor_args(name, input, other, tensors)
         try:
-            r = apply(op, (input, other), _E)
+            r = apply_binary(op, input, other)
         except NeedsOverride:
             return handle_override(public, (input, other), {"out": out} if out is not None else {})
         return r if out is None else write_out(out, r)
@@ -458,7 +459,7 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None, tensors=0)
         if tensors > 1:
             _check_tensor_args(name, self, other, tensors)
         try:
-            return apply(op, (self, other), _E)
+            return apply_binary(op, self, other)
         except NeedsOverride:
             return handle_override(meth, (self, other), {})
     meth.__name__ = name
@@ -490,7 +491,7 @@ def _own_override(self, fn, args):
 def _def_magic(op, magic, reflected):
     def fwd(self, other):
         try:
-            return apply(op, (self, other), _E)
+            return apply_binary(op, self, other)
         except NeedsOverride:
             # overrides see ``Tensor.mul`` for ``a * b``, as torch's do
             return _own_override(self, getattr(Tensor, magic, fwd), (self, other))
@@ -503,7 +504,7 @@ def _def_magic(op, magic, reflected):
     if reflected:
         def rev(self, other):
             try:
-                return apply(op, (other, self), _E)
+                return apply_binary(op, other, self)
             except NeedsOverride:  # 2 * a is Tensor.mul(a, 2) to overrides, as in torch
                 return _own_override(self, getattr(Tensor, magic) if magic in ("add", "mul")
                                      else rev, (self, other))

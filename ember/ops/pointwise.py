@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from ._helpers import _def_magic, _own_override, cpp_name
-from ._helpers import (Op, Tensor, _E, apply, apply_inplace, binary_kernel, cj, def_binary,
+from ._helpers import (Op, Tensor, _E, apply, apply_inplace, apply_unary, binary_kernel, cj,
+                       def_binary,
                        def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
                        unary_float, unary_same, write_out)
@@ -80,7 +81,7 @@ def _bool_neg(x):
 
 _export("negative", globals()["neg"])
 Tensor.negative = Tensor.neg
-Tensor.__neg__ = lambda self: apply(NEG, (self,), _E)
+Tensor.__neg__ = lambda self: apply_unary(NEG, self)
 
 
 @overridable
@@ -121,7 +122,7 @@ def _abs_(self):
 
 
 Tensor.abs_ = Tensor.absolute_ = _abs_
-Tensor.__abs__ = lambda self: apply(ABS, (self,), _E)
+Tensor.__abs__ = lambda self: apply_unary(ABS, self)
 Tensor.absolute = Tensor.abs
 
 
@@ -188,6 +189,15 @@ TANH = _unary("tanh")
 ASINH = _unary("asinh")
 ACOSH = _unary("acosh")
 ATANH = _unary("atanh")
+# the dispatcher's fast path (`Op.ufunc`): for float32/float64 operands below the eager C
+# kernels' size these ops' kernels are the ufunc (checked in tests/_core/test_unary_fast_path.py)
+for _op, _uf in ((NEG, np.negative), (ABS, np.absolute), (SQRT, np.sqrt), (EXP, np.exp),
+                 (EXP2, np.exp2), (EXPM1, np.expm1), (LOG, np.log), (LOG2, np.log2),
+                 (LOG10, np.log10), (LOG1P, np.log1p), (SIN, np.sin), (COS, np.cos),
+                 (TAN, np.tan), (ASIN, np.arcsin), (ACOS, np.arccos), (ATAN, np.arctan),
+                 (SINH, np.sinh), (COSH, np.cosh), (TANH, np.tanh), (ASINH, np.arcsinh),
+                 (ACOSH, np.arccosh), (ATANH, np.arctanh)):
+    _op.ufunc = _uf
 for _a, _b in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"),
                ("arccosh", "acosh"), ("arctanh", "atanh")):
     _export(_a, globals()[_b])
@@ -452,7 +462,7 @@ def _threaded(name, fn):
 
 def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=False,
             save_inputs=None, save_output=None, inplace=True, public=True, reject="", kname=None,
-            tensors=0):
+            tensors=0, ufunc=False):
     """A binary elementwise op from its scalar-function table entry (NumPy form, vjp, what it
     saves); ``fn``/``vjp`` and the flags override the entry's for special cases, ``vjp=False``
     marks an op without derivative."""
@@ -474,6 +484,8 @@ def _binary(name, fn=None, vjp=None, *, kind="promote", magic=None, reflected=Fa
             grad_reads=reads)
     if vjp is False:
         op.vjp = None
+    if ufunc:  # the dispatcher's fast path (`Op.ufunc`): the table's NumPy form's ufunc
+        op.ufunc = _ckbin._UFUNC[name]
     if public:
         _export(name, def_binary(name, op, inplace=inplace, magic=magic, reflected=reflected,
                                  tensors=tensors))
@@ -542,6 +554,9 @@ ADD = Op("add", _alpha_kernel(_add_np), lambda ctx, g, a, b, alpha=1: (g, g * cj
 SUB = Op("sub", _alpha_kernel(_sub_np, _sub_check), lambda ctx, g, a, b, alpha=1: (g, -g * cj(alpha)),
          jvp=lambda out, ts, a, b, alpha=1: jvp_sum(ts[0], _scaled(ts[1], -alpha)),
          shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
+# the dispatcher's fast path computes these with the ufunc itself (the table's NumPy forms,
+# checked equal in tests/_core/test_binary_fast_path.py)
+ADD.ufunc, SUB.ufunc = _ckbin._UFUNC["add"], _ckbin._UFUNC["sub"]
 _def_magic(ADD, "add", True)
 _def_magic(SUB, "sub", True)
 
@@ -603,14 +618,15 @@ Tensor.sub_ = Tensor.subtract_ = lambda self, other, *, alpha=1: apply_inplace(
     SUB, self, (other,), _alpha(alpha, "sub_"))
 
 
-MUL = _binary("mul", magic="mul", reflected=True)
+MUL = _binary("mul", magic="mul", reflected=True, ufunc=True)
 MUL.jvp = lambda out, ts, a, b: jvp_sum(None if ts[0] is None else ts[0] * b,
                                         None if ts[1] is None else a * ts[1])
 _export("multiply", globals()["mul"])
 Tensor.multiply, Tensor.multiply_ = Tensor.mul, Tensor.mul_
 
 
-TRUE_DIV = _binary("div", kind="float", magic="truediv", reflected=True, public=False)
+TRUE_DIV = _binary("div", kind="float", magic="truediv", reflected=True, public=False,
+                   ufunc=True)
 
 
 def _div_jvp(out, ts, a, b):
