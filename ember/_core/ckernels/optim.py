@@ -211,14 +211,9 @@ def _load():
 
 def _fn(symbol, argtypes):
     f = _fns.get(symbol)
-    if f is None:
-        lib = _lib if _tried else _load()
-        if lib is None:
-            return None
-        f = getattr(lib, symbol)
-        f.restype = None
-        f.argtypes = argtypes
-        _fns[symbol] = f
+    if f is None and (_lib if _tried else _load()) is not None:
+        f = _fns[symbol] = getattr(_lib, symbol)
+        f.restype, f.argtypes = None, argtypes
     return f
 
 
