@@ -14,7 +14,7 @@ import ember
 import ember.func as ef
 import ember.nn.functional as F
 from ember._core.ckernels import conv as ck
-from ember.ops.nn import conv_kernels
+from ember.ops.nn import conv_kernels, conv_ops
 
 TF = torch.nn.functional
 RNG = np.random.default_rng(0)
@@ -582,3 +582,52 @@ def test_window_kernels_give_the_same_values_on_two_threads(wide, monkeypatch):
         np.testing.assert_array_equal(cols, want_cols)
         np.testing.assert_array_equal(back, got[0][1])
         np.testing.assert_allclose(back, want_x, rtol=1e-12, atol=1e-12)
+
+
+# channels-last results, as torch's: the output and convolution_backward's input and weight
+# gradients are laid out channels-last when the input or the weight reads so (4-d
+# channels_last; 5-d channels_last_3d for float32, not float64); ambiguous strides (one
+# channel, 1x1 planes) and 1-d convolutions stay contiguous, and the output gradient's
+# layout does not count
+@pytest.mark.parametrize("name,xs,ws,kw,layouts,dtype,cl", [
+    ("conv2d", (2, 3, 8, 8), (4, 3, 3, 3), dict(padding=1), "x", np.float64, True),
+    ("conv2d", (2, 3, 8, 8), (4, 3, 3, 3), dict(padding=1), "w", np.float64, True),
+    ("conv2d", (2, 3, 8, 8), (4, 3, 3, 3), dict(padding=1), "xw", np.float32, True),
+    ("conv2d", (2, 3, 8, 8), (4, 3, 3, 3), dict(padding=1), "g", np.float64, False),
+    ("conv2d", (2, 4, 9, 9), (6, 2, 3, 3), dict(stride=2, groups=2), "x", np.float64, True),
+    ("conv2d", (2, 4, 8, 8), (4, 1, 3, 3), dict(padding=1, groups=4), "x", np.float32, True),
+    ("conv2d", (2, 4, 8, 8), (6, 4, 1, 1), {}, "x", np.float64, True),
+    ("conv2d", (2, 1, 8, 8), (4, 1, 3, 3), dict(padding=1), "x", np.float64, False),
+    ("conv2d", (2, 3, 1, 1), (4, 3, 1, 1), {}, "x", np.float64, False),
+    ("conv_transpose2d", (2, 4, 5, 5), (4, 3, 3, 3), dict(stride=2), "x", np.float64, True),
+    ("conv3d", (2, 3, 5, 5, 5), (4, 3, 3, 3, 3), dict(padding=1), "x", np.float32, True),
+    ("conv3d", (2, 3, 5, 5, 5), (4, 3, 3, 3, 3), dict(padding=1), "x", np.float64, False),
+    ("conv1d", (2, 3, 9), (4, 3, 3), {}, "x", np.float64, False),
+])
+def test_channels_last_operands_give_channels_last_results_as_torch(name, xs, ws, kw, layouts,
+                                                                      dtype, cl):
+    n = len(xs) - 2
+    x, w = _arr(*xs, dtype=dtype), _arr(*ws, dtype=dtype)
+    geo = ((kw.get("stride", 1),) * n, (kw.get("padding", 0),) * n, (1,) * n,
+           name.startswith("conv_transpose"), (0,) * n, kw.get("groups", 1), [True, True, False])
+    res = {}
+    for lib in (torch, ember):
+        fmt = {4: lib.channels_last, 5: lib.channels_last_3d}.get(len(xs))
+
+        def lay(a, key):
+            t = lib.from_numpy(a.copy())
+            return t.contiguous(memory_format=fmt) if key in layouts and fmt else t
+        xt, wt = lay(x, "x"), lay(w, "w")
+        y = getattr(lib.nn.functional, name)(xt, wt, **kw)
+        g = lay((np.arange(y.numel()) % 7 - 3).astype(dtype).reshape(tuple(y.shape)), "g")
+        backward = torch.ops.aten.convolution_backward if lib is torch else \
+            conv_ops.convolution_backward
+        gx, gw, _ = backward(g, xt, wt, None, *geo)
+        res[lib] = [(tuple(a.stride()), a.detach().numpy()) for a in (y, gx, gw)]
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for (got_strides, got), (want_strides, want) in zip(res[ember], res[torch]):
+        sized = [d for d, n in enumerate(want.shape) if n > 1]   # a size-1 dim's stride is free
+        assert [got_strides[d] for d in sized] == [want_strides[d] for d in sized]
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    y_strides, y = res[torch][0]
+    assert (y_strides != tuple(s // y.itemsize for s in np.empty(y.shape).strides)) == cl

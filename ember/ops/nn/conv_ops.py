@@ -18,6 +18,7 @@ derivatives are convolution's, and their decompositions call ``convolution``
 (`ember.ops.decompositions.nn_windows`), whose own decomposition is im2col, matmul and
 col2im.
 """
+from ..._core import layout as _layout
 from ..._core.dispatch import overridable
 from ..._core.op import Op
 from .._batching import _batched_front, _move_to_front
@@ -42,12 +43,42 @@ def _bdtype(b):
 
 # ---- array level: shared by every convolution op ------------------------------------------
 
+# dtypes whose 3-d convolutions torch runs on oneDNN, which keeps channels_last_3d (its
+# slow 3-d kernels, float64/float16/integers, return contiguous results)
+_CHANNELS_LAST_3D = ("float32", "bfloat16", "complex64")
+
+
+def _channels_last(x, w):
+    """Whether a convolution's results (output, input and weight gradients) are laid out
+    channels-last, as torch's: when its input or weight reads so (``suggest_memory_format``:
+    4-d channels_last; 5-d channels_last_3d, for `_CHANNELS_LAST_3D` dtypes; the operands'
+    strides, before the kernels take contiguous copies).  The kernels compute in the
+    contiguous order either way (values equal); `_laid_out` then copies the result."""
+    if x.ndim == 5 and x.dtype.name not in _CHANNELS_LAST_3D:
+        return False
+    for a in (x, w):
+        if a.ndim in (4, 5) and a.itemsize and _layout.suggest_memory_format(
+                a.shape, tuple(s // a.itemsize for s in a.strides)) is not \
+                _layout.contiguous_format:
+            return True
+    return False
+
+
+def _laid_out(xp, a, channels_last):
+    """``a`` (N, C, *S), or its channels-last copy (same shape and values, channels
+    innermost in memory)."""
+    if not channels_last or a.ndim < 3:
+        return a
+    return xp.moveaxis(xp.ascontiguousarray(xp.moveaxis(a, 1, -1)), -1, 1)
+
+
 def _conv_arrays(xp, x, w, b, stride, pads, dilation, transposed, output_padding, groups):
     """Checked convolution of arrays; ``pads`` as (lo, hi) pairs."""
     check_dtypes(x.dtype, w.dtype, _bdtype(b), x.ndim - 2, transposed, dilation)
     check_conv(x.shape, w.shape, _bshape(b), stride, pads, dilation, groups, transposed,
                output_padding)
     ct, back = K.compute_dtype(x.dtype)
+    cl = _channels_last(x, w)
     # contiguous operands: BLAS and the C window kernels need them (a gradient of ones may
     # arrive broadcast, with zero strides, which NumPy's matmul would loop over in Python)
     x, w = xp.ascontiguousarray(x, dtype=ct), xp.ascontiguousarray(w, dtype=ct)
@@ -60,6 +91,7 @@ def _conv_arrays(xp, x, w, b, stride, pads, dilation, transposed, output_padding
             y += b.reshape((-1,) + (1,) * len(ks))
     else:
         y = K.forward(xp, x, w, b, ks, stride, pads, dilation, groups)
+    y = _laid_out(xp, y, cl)
     return y if back is None else y.astype(back)
 
 
@@ -77,6 +109,7 @@ def _fit_spatial(xp, a, spatial):
 
 def _backward_arrays(xp, gy, x, w, stride, pads, dilation, transposed, groups, mask):
     ct, back = K.compute_dtype(x.dtype)
+    cl = _channels_last(x, w)
     # x is read only for the weight gradient and w only for the input gradient; otherwise
     # each is just a shape (torch.nn.grad passes a broadcast scalar), left unmaterialised
     gy = xp.ascontiguousarray(gy, dtype=ct)
@@ -100,6 +133,7 @@ def _backward_arrays(xp, gy, x, w, stride, pads, dilation, transposed, groups, m
                                groups)
     if mask[2]:
         gb = gy.sum(axis=(0,) + tuple(range(2, gy.ndim)))
+    gx, gw = _laid_out(xp, gx, cl and mask[0]), _laid_out(xp, gw, cl and mask[1])
     if back is not None:
         gx, gw, gb = (a.astype(back) for a in (gx, gw, gb))
     return gx, gw, gb
