@@ -192,19 +192,22 @@ def _open_verified(path):
 # gives the core back soon after.  Its explicit count wins over PASSIVE, which keeps the
 # oversubscribed case (more threads than cores) at no spin and LLVM's libomp (clang
 # builds, which ignores GOMP_SPINCOUNT) passive.
-# Measured per call, ember alone at 2 threads, separate processes in interleaved rounds,
-# median wall (us); "quiet": the measuring session at autogroup nice -20 on the shared
-# 2-core machine (PASSIVE and 1000: 4 rounds; the default: another run, 3 rounds):
-#                          PASSIVE (0)   1000 spins   libgomp default (300000)
-#   softmax 256x1024            189          141          98
-#   compiled softmax            180           79          86
-#   compiled layer_norm         160           50          55
-#   tiny GPT step (ms)           78           69         176 (spinning against OpenBLAS)
-#   lenet step (ms)             8.1          6.4        45
-# A busy loop holding one core: softmax 224 / 273 / 97 us, GPT step 206 / 164 / 242 ms
-# (10000 spins: softmax 658 us).  The machine loaded 5-8x over its 2 cores (other jobs,
-# normal priority): softmax 710-900 / 990-1180 / ~20000 us (1 thread: 724); the compiled
-# 256x1024 kernels 140 / 400-900 / ~20000 us.
+# Measured per call at 2 threads, each library alone in its process, interleaved rounds,
+# median wall of 11 rounds from 3 runs (torch: 7 rounds), the measuring session at
+# autogroup nice -20 on the shared 2-core machine (close to a quiet one); us, or ms:
+#                          torch   PASSIVE (0)   1000 spins
+#   softmax 256x1024          86        189          157
+#   gelu 4M                 1248       2968         2928
+#   compiled layer_norm       70        108           51
+#   compiled softmax         135        154           93
+#   conv2d grads (7 rounds)  3920     10332         8848
+#   lenet step (ms)          7.4       14.3          8.4
+#   tiny GPT step (ms)        78         82           89  (gomp's spin against OpenBLAS)
+# libgomp's default (300000 spins, 3 rounds): softmax 98, the GPT step 176 ms, lenet 45 ms.
+# A busy loop holding one core: softmax 224 / 273 us (10000 spins: 658; 1 thread: 217).
+# The machine loaded 5-8x over its 2 cores (other jobs, normal priority): softmax
+# 710-900 / 990-1180 us (1 thread: 724), the compiled 256x1024 kernels 140 / 400-900 us;
+# spinning policies (libgomp's default, ACTIVE, torch's) take ~20 ms there.
 OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "1000"}
 OPENMP_USER_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
