@@ -43,6 +43,7 @@ import re
 
 import numpy as np
 
+from .. import blas_threads as _blas_threads
 from . import build as _build
 
 __all__ = ["im2col", "col2im", "direct_conv", "direct_weight_grad",
@@ -552,14 +553,7 @@ def _threads(macs):
     library built without OpenMP."""
     if macs < PARALLEL_MACS or not _info.get("openmp"):
         return 1
-    from . import _forked
-    from .. import blas_threads
-    if _forked:
-        return 1
-    if not blas_threads._loaded:
-        blas_threads._load()
-    get = blas_threads._get
-    return max(1, int(get())) if get is not None else 1
+    return _blas_threads.openmp_threads()
 
 
 def _as_2d(shape, ks, pad, dilation):
