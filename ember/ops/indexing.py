@@ -20,8 +20,8 @@ from .._core.ckernels import selection as _ck_sel
 from .._core.dispatch import overridable
 from .._core.device import backend_for_type, namespace_of
 from .._core.tensor import _wrap_dim
-from ._helpers import (NeedsOverride, Op, Tensor, _E, apply, apply_inplace, handle_override,
-                       host_tensor, write_out, write_out_exact, xp_fn)
+from ._helpers import (_F32, _HALF, NeedsOverride, Op, Tensor, _E, apply, apply_inplace,
+                       handle_override, host_tensor, write_out, write_out_exact, xp_fn)
 from ._batching import _dims_rule
 from ._batching_index import (_dynamic_rule, _index_put_rule, _index_rule, _index_select_rule,
                               _index_write_rule, _masked_fill_rule, _masked_scatter_rule,
@@ -591,6 +591,10 @@ def _scatter_kernel(xp, x, idx, src, dim, reduce=None):
         r = _ck_sel.scatter_add(x, idx, src, dim)  # one C loop, torch's order of sums
         if r is not None:
             return r
+        if x.dtype in _HALF and hasattr(src, "dtype"):
+            # halves accumulate in float32, rounded once at the end (torch's values)
+            return _scatter_kernel(xp, x.astype(_F32), idx, src.astype(_F32), dim,
+                                   reduce).astype(x.dtype)
     out, o, key, v = _scatter_prep(x, idx, src, dim)
     if reduce is None:
         o[key] = v

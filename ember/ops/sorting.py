@@ -451,19 +451,16 @@ def _unique_counting(xp, flat):
     return (pos + lo).astype(flat.dtype), rank[off], every[pos]
 
 
-def _unique_kernel(xp, x, dim=None, inverse=True):
+def _unique_kernel(xp, x, dim=None):
     w = x.astype(_F32) if x.dtype in _HALF else x
     if dim is None:
         r = _unique_counting(xp, w.reshape(-1))
         if r is not None:
             v, inv, cnt = r
-        elif not inverse:  # a sort without argsort; torch's _unique2 leaves it empty too
-            v, cnt = xp.unique(w.reshape(-1), return_counts=True, equal_nan=False)
-            inv = xp.zeros(0, np.int64)
         else:
             v, inv, cnt = xp.unique(w.reshape(-1), return_inverse=True, return_counts=True,
                                     equal_nan=False)
-        inv = inv.reshape(x.shape) if inv.size == x.size else inv
+        inv = inv.reshape(x.shape)
     else:
         if x.shape[dim] == 0:
             return x.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)
@@ -517,8 +514,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The unique elements (or slices along ``dim``) of ``input``, in ascending order, with
     optional inverse indices and counts."""
     n = ndim_of(input)
-    p = {"dim": _wrap_dim(dim, n)} if dim is not None else {} if return_inverse else {
-        "inverse": False}
+    p = {} if dim is None else {"dim": _wrap_dim(dim, n)}
     return _unique_result(apply(UNIQUE, (input,), p), return_inverse, return_counts)
 
 

@@ -234,6 +234,13 @@ def _scatter(dt, x, idx, src, dim, reduce=None):
     return out
 
 
+def _scatter_add(dt, x, idx, src, dim):
+    # halves accumulate in float32, rounded once at the end (torch's and ember's values)
+    if _half(x.dtype):
+        return _scatter(dt, x.astype(_F32), idx, src.astype(_F32), dim, "add").astype(x.dtype)
+    return _scatter(dt, x, idx, src, dim, "add")
+
+
 def _identity(reduce, dt):
     if reduce in ("sum", "mean"):
         return 0
@@ -337,7 +344,7 @@ STRUCTURAL = {
     "as_strided": _as_strided, "cat": _cat, "pad": _pad,
     "flip": lambda dt, x, dims: np.flip(x, dims) if dims else x,
     "index": _index, "index_put": _index_put, "gather": _gather, "scatter": _scatter,
-    "scatter_add": lambda dt, x, idx, src, dim: _scatter(dt, x, idx, src, dim, "add"),
+    "scatter_add": _scatter_add,
     "scatter_reduce": _scatter_reduce, "matmul": _matmul,
     "_rng_uniform": _rng_uniform, "_stop_gradient": lambda dt, x: x,
     "full": _full, "arange": _arange, "tensor": _tensor,

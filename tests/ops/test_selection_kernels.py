@@ -427,3 +427,33 @@ def test_topk_kernel_patterns_against_reference(pattern, dtype):
             v, i = sel.topk(x, k, 1, largest)
             np.testing.assert_array_equal(i, _topk_reference(x, k, largest))
             np.testing.assert_array_equal(v, np.take_along_axis(x, i, 1))
+
+
+def test_numpy_fallbacks_equal_the_c_loops(monkeypatch):
+    """With the kernels off (no compiler, EMBER_CKERNELS=0) every op gives the same values."""
+    from ember._core import ckernels as ck
+    rng = np.random.default_rng(80)
+    x = _special((50, 90), 81).astype(np.float32)
+    d = _distinct((50, 90), 82).astype(np.float32)
+    idx = rng.integers(0, 50, (70, 90))
+    h = rng.standard_normal((70, 90)).astype(np.float16)
+    g = _special((50, 90), 83).astype(np.float32)
+
+    def run():
+        xe = ember.from_numpy(x.copy()).requires_grad_(True)
+        y = ember.relu(xe)
+        y.backward(ember.from_numpy(g))
+        he = ember.from_numpy(h)
+        return [y.detach().numpy(), xe.grad.numpy(),
+                ember.gather(ember.from_numpy(x), 0, ember.from_numpy(idx[:40])).numpy(),
+                ember.scatter_add(he[:50], 0, ember.from_numpy(idx), he).numpy(),
+                *(a.numpy() for a in ember.topk(ember.from_numpy(d), 12, 1)),
+                ember.flip(ember.from_numpy(x), (0, 1)).numpy(),
+                *(a.numpy() for a in ember.unique(ember.from_numpy(idx), return_inverse=True,
+                                                  return_counts=True))]
+    with_c = run()
+    monkeypatch.setattr(ck, "ENABLED", False)
+    for a, b in zip(with_c, run()):
+        np.testing.assert_array_equal(a, b)
+        if a.dtype.kind == "f":
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b))

@@ -50,9 +50,16 @@ def _op(name, fn, vjp, *, save_output=False, ints=False, kname=None, complex_ok=
               jvp=jvp_elementwise(vjp) if vjp else None, batch=_elementwise_rule)
 
 
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def _masked_kernel(xp, g, mask):
-    # torch's threshold-style backward selects the gradient (nan/inf-safe); a multiply by the
-    # mask is ~20x faster than xp.where, so select only where g has non-finite values
+    # torch's threshold-style backward selects the gradient (nan/inf-safe, +0.0 where masked
+    # out).  xp.where is ~15x slower than a multiply here; a multiply of the gradient's bits by
+    # the mask is that select exactly, in one pass
+    u = _UINT.get(g.dtype.itemsize) if g.dtype.kind in "fV" else None
+    if u is not None:
+        return (g.view(u) * mask).view(g.dtype)
     r = g * mask
     if g.dtype.kind in "fc" and not xp.isfinite(_distinct(g)).all():
         r[~mask] = 0
@@ -79,9 +86,18 @@ def _mask_grad(g, mask):
 
 # ---- relu family ------------------------------------------------------------------------
 def _relu_np(xp, x):
-    # torch: x < 0 ? 0 : x (NaN and -0.0 pass); the C loop is 4x faster than np.maximum
+    # torch: x < 0 ? 0 : x (NaN and -0.0 pass); the C loop is 4x faster than np.maximum,
+    # which also turns -0.0 into 0.0: without the loop, floats select on their bits
     y = _ck_sel.relu(x)
-    return xp.maximum(x, 0) if y is None else y
+    if y is not None:
+        return y
+    u = _UINT.get(x.dtype.itemsize) if x.dtype.kind == "f" else None
+    if u is None:
+        return xp.maximum(x, 0)
+    x1 = x.reshape(1) if x.ndim == 0 else x  # NumPy gives scalars for 0-d comparisons
+    keep = x1 < 0
+    xp.logical_not(keep, out=keep)
+    return (x1.view(u) * keep).view(x.dtype).reshape(x.shape)
 
 
 def _relu_vjp(ctx, g, x):
