@@ -12,6 +12,7 @@ is exactly 0 or 1, where differentiating the clamped composite would give 0 * in
 """
 import numpy as np
 
+from .._core.ckernels import selection as _ck_sel
 from .._core.op import JVP_FROM_VJP, Op
 from ._batching import _elementwise_rule
 from ._helpers import shape_broadcast
@@ -46,8 +47,10 @@ BINARY_CROSS_ENTROPY = Op("binary_cross_entropy", _bce_kernel, _bce_vjp, shape=s
 
 
 def _mse_kernel(xp, x, y, reduction="none"):
-    d = xp.subtract(x, y)
-    d = xp.multiply(d, d, out=d)  # a fresh array: squared in place
+    d = _ck_sel.mse(x, y)  # one C pass, NumPy's values
+    if d is None:
+        d = xp.subtract(x, y)
+        d = xp.multiply(d, d, out=d)  # a fresh array: squared in place
     if reduction == "none":
         return d
     from .reduce_basic import _mean_kernel, _sum_kernel  # the values of loss.mean()/.sum()
@@ -62,6 +65,10 @@ def _mse_vjp(ctx, g, x, y, reduction="none"):
     from .._core import ckernels as _ck
     if _ck._plain(g, x, y) and type(g._data) is np.ndarray and type(x._data) is np.ndarray:
         gd = g._data
+        d = _ck_sel.mse_backward(x._data, y._data, gd, alpha)  # one C pass
+        if d is not None:
+            return (_ck._wrap(d) if need[0] else None), (
+                _ck._wrap(np.negative(d)) if need[1] else None)
         d = np.subtract(x._data, y._data)
         d *= np.asarray(alpha, d.dtype)
         if gd.ndim == 0 or not any(gd.strides):  # one value (a reduced loss's gradient)

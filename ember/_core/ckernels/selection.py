@@ -1,4 +1,5 @@
-"""relu and its backward, gather, scatter_add, topk and a last-dimension flip in C.
+"""relu and its backward, gather, scatter_add, topk, a last-dimension flip and mse_loss's two
+elementwise passes in C.
 
 NumPy's kernels for these pay for generality: ``np.maximum(x, 0)`` propagates NaN through a
 loop four times slower than an add on this NumPy; gather and scatter_add build a flat intp
@@ -29,7 +30,8 @@ others are memory-bound at the sizes where they are called.
 import ml_dtypes
 import numpy as np
 
-__all__ = ["render", "relu", "relu_backward", "gather", "scatter_add", "topk", "flip_last"]
+__all__ = ["render", "relu", "relu_backward", "gather", "scatter_add", "topk", "flip_last",
+           "mse", "mse_backward"]
 
 _MOVE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t", 16: "ck_u128"}
 _ADD = {"f32": "float", "f64": "double", "i64": "int64_t", "i32": "int32_t"}
@@ -59,6 +61,27 @@ _RELU = r"""
 void ck_relu_@S(const @T *restrict x, @T *restrict y, ptrdiff_t n) {
     CK_PRAGMA(omp simd)
     for (ptrdiff_t i = 0; i < n; i++) { @T v = x[i]; y[i] = v < 0 ? (@T)0 : v; }
+}
+"""
+
+# mse_loss: (x - y)^2, and torch's gradient alpha * (x - y) * g (g one value or one per
+# element): the same IEEE operations as NumPy's passes, in one
+_MSE = r"""
+void ck_mse_@S(const @T *restrict x, const @T *restrict y, @T *restrict d, ptrdiff_t n) {
+    CK_PRAGMA(omp simd)
+    for (ptrdiff_t i = 0; i < n; i++) { @T v = x[i] - y[i]; d[i] = v * v; }
+}
+
+void ck_mse_backward_@S(const @T *restrict x, const @T *restrict y, const @T *restrict g,
+                        @T *restrict gx, ptrdiff_t n, @T alpha, int g_one) {
+    if (g_one) {
+        const @T g0 = g[0];
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = (alpha * (x[i] - y[i])) * g0;
+    } else {
+        CK_PRAGMA(omp simd)
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = (alpha * (x[i] - y[i])) * g[i];
+    }
 }
 """
 
@@ -320,6 +343,7 @@ def render():
     parts = ["\n/* ---- selection (ember/_core/ckernels/selection.py) ---- */\n", _HEAD]
     for s, t in (("f32", "float"), ("f64", "double")):
         parts.append(_sub(_RELU, s, t))
+        parts.append(_sub(_MSE, s, t))
     for size in (2, 4, 8):
         parts.append(_sub(_RELU_BACKWARD, f"m{size}", _MOVE[size]))
     for size, t in _MOVE.items():
@@ -490,3 +514,44 @@ def flip_last(x):
     n = x.shape[-1]
     f(x.ctypes.data, y.ctypes.data, x.size // n, n)
     return y
+
+
+def _mse_fits(x, y):
+    return (type(x) is _ndarray and type(y) is _ndarray and x.dtype in _RELU_DT
+            and y.dtype == x.dtype and x.shape == y.shape and x.size >= MIN_SIZE)
+
+
+def mse(x, y):
+    """``(x - y) ** 2`` of equal-shaped float32/float64 arrays, or None when they do not
+    fit."""
+    ck = _ck()
+    if not (ck.ENABLED and _mse_fits(x, y)):
+        return None
+    f = ck._fn(f"ck_mse_{_RELU_DT[x.dtype]}", ck._types(_P, _P, _P, _N))
+    if f is None:
+        return None
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    d = np.empty_like(x)
+    f(x.ctypes.data, y.ctypes.data, d.ctypes.data, x.size)
+    return d
+
+
+def mse_backward(x, y, g, alpha):
+    """torch's mse gradient ``alpha * (x - y) * g`` (``alpha`` rounded to the dtype; ``g``
+    one value or ``x``'s shape), or None when the arrays do not fit."""
+    ck = _ck()
+    if not (ck.ENABLED and _mse_fits(x, y) and type(g) is _ndarray and g.dtype == x.dtype
+            and (g.size == 1 or g.shape == x.shape)):
+        return None
+    s = _RELU_DT[x.dtype]
+    f = ck._fn(f"ck_mse_backward_{s}", ck._types(_P, _P, _P, _P, _N,
+                                                 "c_float" if s == "f32" else "c_double", _I))
+    if f is None:
+        return None
+    one = g.size == 1 or not any(g.strides)
+    g = np.ascontiguousarray(g.reshape(-1)[:1] if one else g)
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    gx = np.empty_like(x)
+    f(x.ctypes.data, y.ctypes.data, g.ctypes.data, gx.ctypes.data, x.size,
+      float(np.asarray(alpha, x.dtype)), int(one))
+    return gx
