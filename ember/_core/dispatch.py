@@ -238,49 +238,37 @@ def apply_binary(op, x, y):
     if uf is not None and not STATE.intercept:
         tx = type(x)
         ty = type(y)
-        if tx is Tensor:
+        if tx is Tensor and ty is Tensor:
             a = x._data
+            b = y._data
+            if type(a) is _ndarray and type(b) is _ndarray:
+                dt = a.dtype
+                if (dt is _F32 or dt is _F64) and b.dtype is dt and a.size < _THREADED_SIZE \
+                        and b.size < _THREADED_SIZE:
+                    try:
+                        r = uf(a, b)
+                    except Exception:  # noqa: BLE001 (apply raises torch's error)
+                        return apply(op, (x, y), _NO_PARAMS)
+                    out = _new_tensor(Tensor)
+                    out._data = r if type(r) is _ndarray else _np.asarray(r)  # 0-d: a scalar
+                    if (x._requires_grad or y._requires_grad) and STATE.grad_enabled:
+                        record(op, (x, y), _NO_PARAMS, (out,))
+                    return out
+        elif (tx is Tensor and (ty is float or ty is int)) or \
+                (ty is Tensor and (tx is float or tx is int)):  # ``t * 2.0``, ``2.0 - t``
+            t = x if tx is Tensor else y
+            a = t._data
             if type(a) is _ndarray and a.size < _THREADED_SIZE:
                 dt = a.dtype
                 if dt is _F32 or dt is _F64:
-                    if ty is Tensor:
-                        b = y._data
-                        if type(b) is _ndarray and b.dtype is dt and b.size < _THREADED_SIZE:
-                            try:
-                                r = uf(a, b)
-                            except Exception:  # noqa: BLE001 (apply raises torch's error)
-                                return apply(op, (x, y), _NO_PARAMS)
-                            out = _new_tensor(Tensor)
-                            # (0-d operands give a NumPy scalar)
-                            out._data = r if type(r) is _ndarray else _np.asarray(r)
-                            if (x._requires_grad or y._requires_grad) and STATE.grad_enabled:
-                                record(op, (x, y), _NO_PARAMS, (out,))
-                            return out
-                    elif ty is float or ty is int:
-                        try:
-                            r = uf(a, y)
-                        except Exception:  # noqa: BLE001
-                            return apply(op, (x, y), _NO_PARAMS)
-                        if r.dtype is dt:
-                            out = _new_tensor(Tensor)
-                            # (0-d operands give a NumPy scalar)
-                            out._data = r if type(r) is _ndarray else _np.asarray(r)
-                            if x._requires_grad and STATE.grad_enabled:
-                                record(op, (x, y), _NO_PARAMS, (out,))
-                            return out
-        elif ty is Tensor and (tx is float or tx is int):  # ``2.0 * t``
-            b = y._data
-            if type(b) is _ndarray and b.size < _THREADED_SIZE:
-                dt = b.dtype
-                if dt is _F32 or dt is _F64:
                     try:
-                        r = uf(x, b)
+                        r = uf(a, y) if t is x else uf(x, a)
                     except Exception:  # noqa: BLE001
                         return apply(op, (x, y), _NO_PARAMS)
                     if r.dtype is dt:
                         out = _new_tensor(Tensor)
                         out._data = r if type(r) is _ndarray else _np.asarray(r)
-                        if y._requires_grad and STATE.grad_enabled:
+                        if t._requires_grad and STATE.grad_enabled:
                             record(op, (x, y), _NO_PARAMS, (out,))
                         return out
     return apply(op, (x, y), _NO_PARAMS)

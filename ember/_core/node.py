@@ -386,8 +386,7 @@ def record(op, args, params, outs):
         o = outs[0]
         diff = 0 not in nd and o._data.dtype.kind in "fcV"
         if diff:
-            o.grad_fn = node
-            o._output_nr = 0
+            o.grad_fn = node  # (its _output_nr is the class default 0)
             o._requires_grad = True
         node.saved_out = [_saved_output(o, diff)] if op.save_output else None
     else:

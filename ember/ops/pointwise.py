@@ -190,7 +190,7 @@ ASINH = _unary("asinh")
 ACOSH = _unary("acosh")
 ATANH = _unary("atanh")
 # the dispatcher's fast path (`Op.ufunc`): for float32/float64 operands below the eager C
-# kernels' size these ops' kernels are the ufunc (checked in tests/_core/test_unary_fast_path.py)
+# kernels' size these ops' kernels are the ufunc (tests/_core/test_dispatch_fast_paths.py)
 for _op, _uf in ((NEG, np.negative), (ABS, np.absolute), (SQRT, np.sqrt), (EXP, np.exp),
                  (EXP2, np.exp2), (EXPM1, np.expm1), (LOG, np.log), (LOG2, np.log2),
                  (LOG10, np.log10), (LOG1P, np.log1p), (SIN, np.sin), (COS, np.cos),
@@ -555,7 +555,7 @@ SUB = Op("sub", _alpha_kernel(_sub_np, _sub_check), lambda ctx, g, a, b, alpha=1
          jvp=lambda out, ts, a, b, alpha=1: jvp_sum(ts[0], _scaled(ts[1], -alpha)),
          shape=shape_broadcast, save_inputs=False, category="binary", batch=_elementwise_rule)
 # the dispatcher's fast path computes these with the ufunc itself (the table's NumPy forms,
-# checked equal in tests/_core/test_binary_fast_path.py)
+# checked equal in tests/_core/test_dispatch_fast_paths.py)
 ADD.ufunc, SUB.ufunc = _ckbin._UFUNC["add"], _ckbin._UFUNC["sub"]
 _def_magic(ADD, "add", True)
 _def_magic(SUB, "sub", True)

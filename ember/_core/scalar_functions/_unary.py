@@ -31,9 +31,13 @@ def special(xp):
 
 def cj(t):
     """conj(t) for complex tensors/numbers, t itself otherwise (torch's Wirtinger formulas)."""
+    tt = type(t)
+    if tt is float or tt is int:  # the commonest: a scalar operand in every ``g * cj(b)``
+        return t
     if isinstance(t, Tensor):
-        return t.conj() if t.is_complex() else t
-    return t.conjugate() if isinstance(t, complex) else t
+        # (the dtype's flag, not the routed Tensor.is_complex method: ~0.15 us per backward op)
+        return t.conj() if t.dtype.is_complex else t
+    return t.conjugate() if tt is complex or isinstance(t, complex) else t
 
 
 def _zero(g, x, out):
