@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from ._helpers import _def_magic, _own_override, cpp_name
-from ._helpers import (Op, Tensor, _E, apply, apply_inplace, apply_unary, binary_kernel, cj,
+from ._helpers import (Op, Tensor, _E, apply, apply_binary, apply_inplace, apply_unary,
+                       binary_kernel, cj,
                        def_binary,
                        def_unary, handle_override, NeedsOverride,
                        nary_kernel, overridable, promote_np, shape_broadcast, shape_same, special,
@@ -578,7 +579,8 @@ def _value(value, name):
 def add(input, other, *, alpha=1, out=None):
     """Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other."""
     try:
-        r = apply(ADD, (input, other), _alpha(alpha))
+        r = apply_binary(ADD, input, other) if alpha.__class__ is int and alpha == 1 else \
+            apply(ADD, (input, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(add, (input, other), {"alpha": alpha, "out": out})
     return r if out is None else write_out(out, r)
@@ -587,7 +589,8 @@ def add(input, other, *, alpha=1, out=None):
 def sub(input, other, *, alpha=1, out=None):
     """Subtracts ``other``, scaled by ``alpha``, from ``input``."""
     try:
-        r = apply(SUB, (input, other), _alpha(alpha, "sub"))
+        r = apply_binary(SUB, input, other) if alpha.__class__ is int and alpha == 1 else \
+            apply(SUB, (input, other), _alpha(alpha, "sub"))
     except NeedsOverride:
         return handle_override(sub, (input, other), {"alpha": alpha, "out": out})
     return r if out is None else write_out(out, r)
@@ -595,14 +598,16 @@ def sub(input, other, *, alpha=1, out=None):
 
 def _add_m(self, other, *, alpha=1):
     try:
-        return apply(ADD, (self, other), _alpha(alpha))
+        return apply_binary(ADD, self, other) if alpha.__class__ is int and alpha == 1 else \
+            apply(ADD, (self, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(_add_m, (self, other), {"alpha": alpha})
 
 
 def _sub_m(self, other, *, alpha=1):
     try:
-        return apply(SUB, (self, other), _alpha(alpha, "sub"))
+        return apply_binary(SUB, self, other) if alpha.__class__ is int and alpha == 1 else \
+            apply(SUB, (self, other), _alpha(alpha, "sub"))
     except NeedsOverride:
         return handle_override(_sub_m, (self, other), {"alpha": alpha})
 
@@ -699,7 +704,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     """Divides ``input`` by ``other`` (true division, or 'trunc' / 'floor' rounding)."""
     op = _div_op(rounding_mode)
     try:
-        r = apply(op, (input, other), _E)
+        r = apply_binary(op, input, other)
     except NeedsOverride:
         return handle_override(div, (input, other), {"rounding_mode": rounding_mode, "out": out})
     return r if out is None else write_out(out, r)
