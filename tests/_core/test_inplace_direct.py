@@ -367,3 +367,35 @@ def test_clamp_inplace_is_clamp_and_torchs_bitwise(spy, dtype):
     ember.ones(10, dtype=ember.int32).clamp_(0, 1)  # declined: NumPy's clip of ints differs
     ember.ones(10).clamp_(ember.zeros(10), 1.0)  # declined: a tensor bound
     assert spy["clamp"] == 9
+
+
+def test_rows_take_the_c_loop_on_one_thread_bitwise(monkeypatch):
+    """A repeating operand (a bias row) runs the C loop at one thread too, out of place and
+    in place, bitwise NumPy's; same-shape operands keep NumPy's loop there."""
+    from ember._core.ckernels import binary as ckbin
+    monkeypatch.setattr(ck, "_threads", lambda size: 1)
+    ran = []
+    real = ck._fn
+    monkeypatch.setattr(ck, "_fn", lambda *a, **k: ran.append(a[0]) or real(*a, **k))
+    for dt in (np.float32, np.float64):
+        m = _data((300, 257), dt, 1)  # 77,100 elements: above ROW_SIZE
+        assert m.numel() >= ckbin.ROW_SIZE
+        for row in (_data((257,), dt, 2), _data((1, 257), dt, 3)):
+            for name in ("add", "sub", "mul", "div"):
+                want = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply",
+                                    "div": "true_divide"}[name])
+                _same(_BIN[name](m, row), ember.from_numpy(want(m.numpy(), row.numpy())))
+                _same(_BIN[name](row, m), ember.from_numpy(want(row.numpy(), m.numpy())))
+                t = m.clone()
+                ran.clear()
+                getattr(t, name + "_")(row)
+                assert ran == [f"ck_bin_{name}_{ck._SUFFIX[np.dtype(dt)]}"]
+                _same(t, ember.from_numpy(want(m.numpy(), row.numpy())))
+    ran.clear()
+    _same(ember.add(row, m), ember.from_numpy(np.add(row.numpy(), m.numpy())))
+    assert len(ran) == 1
+    ran.clear()
+    ember.add(m, m)
+    m.clone().add_(m)
+    assert not ran
+

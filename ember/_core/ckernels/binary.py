@@ -3,7 +3,9 @@
 NumPy's ufunc loops are as fast as a C loop on one core (memory-bound: 1024x512 float32
 ``a + b`` takes ~70 us either way), but they use one core where torch uses all of its
 threads.  These loops split large operands over the threads; below ``PARALLEL_SIZE``
-elements, at one thread or in a forked child the op keeps NumPy's loop.  Each loop is
+elements, at one thread or in a forked child the op keeps NumPy's loop, except for an
+operand repeating along the rows (kinds 3/4 below), whose loop beats NumPy's broadcasting
+on one core too from ``ROW_SIZE`` elements.  Each loop is
 rendered from the scalar-function table's C expression (``c_expr``), like the unary
 kernels of `source.py`.  add/sub/mul/div/max/min are single IEEE operations, exactly
 rounded, so every element is bitwise NumPy's on any thread count (the tests check it).
@@ -35,6 +37,10 @@ BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 _CTYPE = {"f32": "float", "f64": "double"}
 _DTYPE = {"f32": "float32", "f64": "float64"}
 MIN_PERIOD = 64  # a shorter repeating operand leaves too short an inner loop: NumPy's
+# a repeating operand (kinds 3/4) takes the loop on one thread too from this size: NumPy's
+# broadcast loop restarts per row (1024x512 + 512 float32: 99 us against 49; from ~64K
+# elements the loop beats the ctypes call's ~4 us)
+ROW_SIZE = 1 << 16
 
 _SRC = """
 static inline void {sym}_block(const {t} *restrict x0, const {t} *restrict x1, {t} *restrict y,
@@ -133,10 +139,10 @@ def _plan(a, b):
             if a.shape == b.shape:
                 return (a, b, a, a.size, 0) if a.size >= PARALLEL_SIZE else None
             big, small, first = (a, b, True) if a.size >= b.size else (b, a, False)
-            if big.size < PARALLEL_SIZE or small.ndim > big.ndim:
+            if big.size < ROW_SIZE or small.ndim > big.ndim:
                 return None
             if small.size == 1:
-                return (a, b, big, 1, 1 if first else 2)
+                return (a, b, big, 1, 1 if first else 2) if big.size >= PARALLEL_SIZE else None
             shp = small.shape
             while shp and shp[0] == 1:  # (1, C) against (N, C): C repeats
                 shp = shp[1:]
@@ -156,18 +162,18 @@ def _plan(a, b):
 
 def wrap(name, fallback):
     """A NumPy-form function ``(xp, a, b) -> array`` that runs ``ck_bin_<name>`` over the
-    threads when the operands fit and more than one thread is to be used, else
-    ``fallback(xp, a, b)`` (NumPy's loop: as fast on one core)."""
+    threads when the operands fit and more than one thread is to be used (or, for a
+    repeating operand, on one), else ``fallback(xp, a, b)`` (NumPy's loop: as fast on one
+    core)."""
     def kernel(xp, a, b):
         # the hot path of every binary op: one size test before anything else
-        big = _ck.PARALLEL_SIZE
-        p = _plan(a, b) if (type(a) is _ndarray and a.size >= big) or (
-            type(b) is _ndarray and b.size >= big) else None
+        p = _plan(a, b) if (type(a) is _ndarray and a.size >= ROW_SIZE) or (
+            type(b) is _ndarray and b.size >= ROW_SIZE) else None
         if p is not None:
             x0, x1, like, m, kind = p
             f = _ck._fn(f"ck_bin_{name}_{_ck._SUFFIX[like.dtype]}", _ck._types(*_ARGS))
             nt = _ck._threads(like.size) if f is not None else 1
-            if nt > 1:
+            if nt > 1 or kind >= 3 and f is not None:
                 y = np.empty(like.shape, like.dtype)
                 f(x0.ctypes.data, x1.ctypes.data, y.ctypes.data, like.size, m, kind, nt)
                 return y
@@ -206,7 +212,7 @@ def into(name):
     Python number, scaling ``b`` in ``y``'s dtype first as the out-of-place kernel does.
     False for anything else (halves, bool, mixed dtypes): the caller takes the general path
     and its errors."""
-    uf, kinds, big = _UFUNC[name], _INTO_KINDS[name], _ck.PARALLEL_SIZE
+    uf, kinds = _UFUNC[name], _INTO_KINDS[name]
 
     def write(y, b, alpha=1):
         k = y.dtype.kind
@@ -225,14 +231,14 @@ def into(name):
                     _SCALED[name](y, b, alpha):
                 return True
             b = (b * alpha).astype(y.dtype, copy=False) if tb is _ndarray else b * alpha
-        if y.size >= big and y.flags.c_contiguous and (
+        if y.size >= ROW_SIZE and y.flags.c_contiguous and (
                 tb is not _ndarray or b is y or not _may_share(b, y)):
             p = _plan(y, b)
             if p is not None and p[2] is y:
                 x0, x1, like, m, kind = p
                 f = _ck._fn(f"ck_bin_{name}_{_ck._SUFFIX[y.dtype]}", _ck._types(*_ARGS))
                 nt = _ck._threads(y.size) if f is not None else 1
-                if nt > 1:
+                if nt > 1 or kind >= 3 and f is not None:
                     f(x0.ctypes.data, x1.ctypes.data, y.ctypes.data, y.size, m, kind, nt)
                     return True
         uf(y, b, out=y)
