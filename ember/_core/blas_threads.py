@@ -16,9 +16,21 @@ the CPU time of one (SVD of 64x64: 0.46 -> 12.8 ms; eigh 0.29 -> 5.7 ms; SVD of 
 pool (NumPy's and SciPy's) at one thread for matrices with ``m*n*min(m, n)`` under
 ``SMALL_LAPACK``.  LU and Cholesky (blocked, few barriers) showed no such cost and keep
 their threads.
+
+Large products keep OpenBLAS's threads, unless they collapse: when another process holds a
+core, every threaded GEMM waits at OpenBLAS's barriers for a descheduled thread, and a
+0.2 ms product takes tens of milliseconds (a tiny GPT training step at 2 threads beside a
+load of 11 on 2 cores: 1.1-1.9 s wall and 0.5-0.6 s CPU, against 0.16-0.44 s wall and
+0.09 s CPU with one BLAS thread).  `matmul` therefore times each large product: the
+first one of each pair of dtypes runs on one thread and sets the best single-threaded time
+per multiply-add; a threaded product slower than ``COLLAPSE`` times that rate sends large
+products to one thread for ``HOLD_MIN`` seconds, doubling (up to ``HOLD_MAX``) while each
+retry collapses again and reset by a threaded product that did not.  On an idle machine a
+threaded product takes about half the single-threaded time, far from the threshold.
 """
 import functools
 import os
+import time
 
 import numpy as np
 
@@ -129,16 +141,55 @@ def small_lapack(kernel):
 
 
 def matmul(xp, a, b, out=None):
-    """``xp.matmul(a, b, out=out)``, single-threaded in BLAS when the product is small."""
+    """``xp.matmul(a, b, out=out)``, single-threaded in BLAS when the product is small, or
+    while threaded products are collapsing (see `_large`)."""
     if xp is np and b.ndim > 1:
         if not _loaded:
             _load()
-        if _set is not None and a.size * b.shape[-1] < SMALL_MACS:
+        if _set is not None:
+            macs = a.size * b.shape[-1]
             prev = _get()
             if prev != 1:
-                _set(1)
-                try:
-                    return np.matmul(a, b, out=out)
-                finally:
-                    _set(prev)
+                if macs < SMALL_MACS:
+                    _set(1)
+                    try:
+                        return np.matmul(a, b, out=out)
+                    finally:
+                        _set(prev)
+                return _large(a, b, out, macs, prev)
     return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
+
+
+# Back-off for large products (see the module docstring): the best single-threaded time per
+# multiply-add seen for each pair of dtypes, and until when large products run on one thread
+COLLAPSE = 1.5  # a threaded product slower than this many single-threaded ones collapsed
+HOLD_MIN, HOLD_MAX = 0.25, 4.0  # seconds on one thread after a collapse; doubles per repeat
+_clock = time.perf_counter
+_rate = {}
+_hold_until = 0.0
+_hold = HOLD_MIN
+
+
+def _large(a, b, out, macs, prev):
+    global _hold_until, _hold
+    key = (a.dtype.char, b.dtype.char)
+    best = _rate.get(key)
+    start = _clock()
+    single = best is None or start < _hold_until  # the first one measures one thread
+    if single:
+        _set(1)
+    try:
+        r = np.matmul(a, b, out=out)
+    finally:
+        if single:
+            _set(prev)
+    rate = (_clock() - start) / macs
+    if single:
+        if best is None or rate < best:
+            _rate[key] = rate
+    elif rate > COLLAPSE * best:
+        _hold_until = start + _hold
+        _hold = min(2 * _hold, HOLD_MAX)
+    else:
+        _hold = HOLD_MIN
+    return r
