@@ -198,10 +198,11 @@ def apply(op, args, params):
 _F32 = _np.dtype(_np.float32)
 _F64 = _np.dtype(_np.float64)
 _NO_PARAMS = {}
-# ckernels.PARALLEL_SIZE (not imported: ckernels needs this module): from that many
-# elements the C loops split a binary op over the threads, so `apply_binary` leaves such
-# operands to the op's kernel
-_THREADED_SIZE = 1 << 18
+# the smaller of ckernels.PARALLEL_SIZE and ckernels.binary.ROW_SIZE (not imported: ckernels
+# needs this module): from that many elements a binary op's C loops may run (over the
+# threads, or on one for a repeating row), so `apply_binary` leaves such operands to the
+# op's kernel
+_C_LOOP_SIZE = 1 << 16
 
 
 # ckernels.MIN_SIZE: from that many elements a unary op's kernel may be an eager C kernel
@@ -243,8 +244,8 @@ def apply_binary(op, x, y):
             b = y._data
             if type(a) is _ndarray and type(b) is _ndarray:
                 dt = a.dtype
-                if (dt is _F32 or dt is _F64) and b.dtype is dt and a.size < _THREADED_SIZE \
-                        and b.size < _THREADED_SIZE:
+                if (dt is _F32 or dt is _F64) and b.dtype is dt and a.size < _C_LOOP_SIZE \
+                        and b.size < _C_LOOP_SIZE:
                     try:
                         r = uf(a, b)
                     except Exception:  # noqa: BLE001 (apply raises torch's error)
@@ -258,7 +259,7 @@ def apply_binary(op, x, y):
                 (ty is Tensor and (tx is float or tx is int)):  # ``t * 2.0``, ``2.0 - t``
             t = x if tx is Tensor else y
             a = t._data
-            if type(a) is _ndarray and a.size < _THREADED_SIZE:
+            if type(a) is _ndarray and a.size < _C_LOOP_SIZE:
                 dt = a.dtype
                 if dt is _F32 or dt is _F64:
                     try:

@@ -33,8 +33,9 @@ def _same(e, t):
     np.testing.assert_array_equal(e.numpy(), t.numpy())
 
 
-def test_threaded_size_is_the_c_loops():
-    assert dispatch._THREADED_SIZE == ckernels.PARALLEL_SIZE
+def test_size_limit_is_the_c_loops():
+    from ember._core.ckernels import binary
+    assert dispatch._C_LOOP_SIZE == min(ckernels.PARALLEL_SIZE, binary.ROW_SIZE)
 
 
 def test_ops_with_a_ufunc_are_the_four_arithmetic_ones():
@@ -121,6 +122,7 @@ OTHERS = {
     "numpy scalar": lambda: ember.ones(3) * np.float64(2.0),
     "parameter": lambda: ember.nn.Parameter(ember.ones(3)) * ember.ones(3),
     "large": lambda: ember.ones(1 << 18) + ember.ones(1 << 18),
+    "bias row": lambda: ember.ones(256, 256) * ember.ones(256),
 }
 
 
