@@ -23,10 +23,13 @@ core, every threaded GEMM waits at OpenBLAS's barriers for a descheduled thread,
 load of 11 on 2 cores: 1.1-1.9 s wall and 0.5-0.6 s CPU, against 0.16-0.44 s wall and
 0.09 s CPU with one BLAS thread).  `matmul` therefore times each large product: the
 first one of each pair of dtypes runs on one thread and sets the best single-threaded time
-per multiply-add; a threaded product slower than ``COLLAPSE`` times that rate sends large
-products to one thread for ``HOLD_MIN`` seconds, doubling (up to ``HOLD_MAX``) while each
-retry collapses again and reset by a threaded product that did not.  On an idle machine a
-threaded product takes about half the single-threaded time, far from the threshold.
+per multiply-add; two threaded products in a row slower than ``COLLAPSE`` times that rate
+(one alone may be the wake-up of OpenBLAS's sleeping threads) send large products to one
+thread for ``HOLD_MIN`` seconds, doubling (up to ``HOLD_MAX``) while each
+retry collapses again and reset by a threaded product that did not.  Uncontended (load ~2
+on 2 cores, ember's own threads included) a threaded product takes 0.35-0.8 of the
+single-threaded rate (a tiny GPT step's products, the rate set by its best-shaped one), a
+wake-up about 2.5; collapses measured 4-80.
 """
 import functools
 import os
@@ -162,16 +165,17 @@ def matmul(xp, a, b, out=None):
 
 # Back-off for large products (see the module docstring): the best single-threaded time per
 # multiply-add seen for each pair of dtypes, and until when large products run on one thread
-COLLAPSE = 1.5  # a threaded product slower than this many single-threaded ones collapsed
+COLLAPSE = 4.0  # a threaded product slower than this many single-threaded ones collapsed
 HOLD_MIN, HOLD_MAX = 0.25, 4.0  # seconds on one thread after a collapse; doubles per repeat
 _clock = time.perf_counter
 _rate = {}
 _hold_until = 0.0
 _hold = HOLD_MIN
+_strikes = 0  # threaded products in a row slower than COLLAPSE single-threaded ones
 
 
 def _large(a, b, out, macs, prev):
-    global _hold_until, _hold
+    global _hold_until, _hold, _strikes
     key = (a.dtype.char, b.dtype.char)
     best = _rate.get(key)
     start = _clock()
@@ -188,8 +192,14 @@ def _large(a, b, out, macs, prev):
         if best is None or rate < best:
             _rate[key] = rate
     elif rate > COLLAPSE * best:
-        _hold_until = start + _hold
-        _hold = min(2 * _hold, HOLD_MAX)
+        # two in a row: the first threaded product after an idle spell wakes OpenBLAS's
+        # sleeping threads (~2x a single-threaded one), which is no collapse
+        _strikes += 1
+        if _strikes >= 2:
+            _strikes = 0
+            _hold_until = start + _hold
+            _hold = min(2 * _hold, HOLD_MAX)
     else:
+        _strikes = 0
         _hold = HOLD_MIN
     return r

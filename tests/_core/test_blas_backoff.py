@@ -1,6 +1,6 @@
 """blas_threads.matmul's back-off for large products: the first product of a dtype pair runs
-on one BLAS thread and sets the single-threaded rate, a threaded product much slower than
-that rate (threads descheduled by other processes) sends large products to one thread
+on one BLAS thread and sets the single-threaded rate, two threaded products in a row much
+slower than that rate (threads descheduled by other processes) send large products to one thread
 for a hold that doubles while retries collapse, and a threaded product that keeps its
 speed resets it.  Driven by a fake clock and a fake pool; values are NumPy's matmul."""
 import numpy as np
@@ -38,6 +38,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(bt, "_rate", {})
     monkeypatch.setattr(bt, "_hold_until", 0.0)
     monkeypatch.setattr(bt, "_hold", bt.HOLD_MIN)
+    monkeypatch.setattr(bt, "_strikes", 0)
     return pool, clock
 
 
@@ -59,10 +60,14 @@ def test_collapse_holds_one_thread_then_retries(fake):
     pool, clock = fake
     assert _product(clock, 0.010, pool) == "single"    # calibrates: 10 ms on one thread
     assert _product(clock, 0.006, pool) == "threaded"  # 0.6x: threads helped
-    assert _product(clock, 0.080, pool) == "threaded"  # 8x: collapsed
+    assert _product(clock, 0.025, pool) == "threaded"  # 2.5x once: a wake-up, no collapse
+    assert _product(clock, 0.006, pool) == "threaded"  # (the strike is forgotten)
+    assert _product(clock, 0.080, pool) == "threaded"  # 8x
+    assert _product(clock, 0.080, pool) == "threaded"  # 8x again: collapsed
     assert _product(clock, 0.010, pool) == "single"    # within the hold
     clock["now"] += bt.HOLD_MIN
     assert _product(clock, 0.090, pool) == "threaded"  # retry after the hold: collapses again
+    assert _product(clock, 0.090, pool) == "threaded"
     clock["now"] += bt.HOLD_MIN
     assert _product(clock, 0.010, pool) == "single"    # the hold doubled
     clock["now"] += bt.HOLD_MIN
@@ -75,9 +80,11 @@ def test_rates_are_per_dtype_and_the_best_single_rate_is_kept(fake):
     pool, clock = fake
     assert _product(clock, 0.020, pool) == "single"
     assert _product(clock, 0.020, pool, dtype=np.float64) == "single"  # its own calibration
-    assert _product(clock, 0.025, pool) == "threaded"  # 1.25x: under COLLAPSE, no hold
+    assert _product(clock, 0.070, pool) == "threaded"  # 3.5x: under COLLAPSE, no strike
+    assert _product(clock, 0.070, pool) == "threaded"
     assert bt._hold_until == 0.0
-    assert _product(clock, 0.031, pool) == "threaded"  # 1.55x: a collapse
+    assert _product(clock, 0.090, pool) == "threaded"  # 4.5x twice: a collapse
+    assert _product(clock, 0.090, pool) == "threaded"
     assert _product(clock, 0.008, pool) == "single"    # faster single run lowers the rate
     assert min(bt._rate.values()) < 0.020 / (512 * 256 * 128)
 
