@@ -79,7 +79,8 @@ def _mse_vjp(ctx, g, x, y, reduction="none"):
             d *= gd
         return (_ck._wrap(d) if need[0] else None), (
             _ck._wrap(np.negative(d)) if need[1] else None)
-    gd = (x - y) * alpha * g
+    # torch's kernel rounds alpha to the dtype (halves: each product rounds too)
+    gd = (x - y) * x.new_full((), alpha) * g
     return (gd if need[0] else None), (-gd if need[1] else None)
 
 

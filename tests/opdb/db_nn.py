@@ -241,6 +241,14 @@ def _bce(dtype, rng):
                        make((3, 2), dtype, rng, low=0, high=1)), name="shape-mismatch")
 
 
+def _mse(dtype, rng):
+    yield SampleInput((make((3, 4), dtype, rng), make((3, 4), dtype, rng)), name="mean")
+    yield SampleInput((make((2, 3, 2), dtype, rng), make((2, 3, 2), dtype, rng)),
+                      {"reduction": "sum"}, name="sum")
+    yield SampleInput((make((4, 3), dtype, rng, noncontig=True), make((4, 3), dtype, rng)),
+                      {"reduction": "none"}, name="noncontig-none")
+
+
 def _one_hot(dtype, rng):
     yield SampleInput((rng.integers(0, 5, (3, 4)),), name="inferred-classes")
     yield SampleInput((rng.integers(0, 3, (6,)), 5), name="num_classes")
@@ -341,6 +349,7 @@ OPS = [
     OpInfo("nn.functional.unfold", samples=_unfold),
     OpInfo("nn.functional.fold", samples=_fold),
     OpInfo("nn.functional.binary_cross_entropy", samples=_bce, **TOL),
+    OpInfo("nn.functional.mse_loss", samples=_mse, **TOL),
     OpInfo("nn.functional.one_hot", samples=_one_hot, dtypes=("int64",), grad=False),
     *[OpInfo(f"nn.functional.pad_{m}", fn=_fn("pad"), samples=_pad(m))
       for m in ("constant", "reflect", "replicate", "circular")],
