@@ -75,11 +75,12 @@ def _f32_grid(lo, hi, step):
 
 @needs_c
 def test_float32_erf_within_2_ulp_of_float64_truth():
-    # every float32 where the two fits meet (|x| ~ 1) and where erf reaches 1 (|x| ~ 3.9),
-    # every 97th one from 0 to 6 (denormals included), and the edges
+    # every float32 where the two fits meet (|x| = 0.9, the worst near 0.92: 1.61 ulp over
+    # all floats) and where erf reaches 1 (|x| ~ 3.9), every 97th one from 0 to 6
+    # (denormals included), and the edges
     edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, 1.17549e-38, 1e-30, 1.0, -1.0, 4.0,
                       6.0, 1e3, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan, -np.nan], np.float32)
-    x = np.concatenate([_f32_grid(0, 6, 97), _f32_grid(0.99, 1.01, 1),
+    x = np.concatenate([_f32_grid(0, 6, 97), _f32_grid(0.89, 0.93, 1),
                         _f32_grid(3.8, 4.05, 1), edges])
     y = ck.unary("erf", None, ("f32",))(np, x)
     truth = sps.erf(x.astype(np.float64))

@@ -195,7 +195,8 @@ def _gelu_d(g, x, out):
 
 unary("gelu", _gelu, "sf_gelu_$S($0)", kinds="f", d=_gelu_d, c_grad="sf_gelu_grad_$S($0)",
       c_helper="""
-static inline $T sf_gelu_$S($T v) { return ($T)0.5 * v * (($T)1 + $erf(v * ($T)0.7071067811865476)); }
+/* h + h erf rather than 0.5 v (1 + erf): one rounding of h (1 + erf) where contracted */
+static inline $T sf_gelu_$S($T v) { $T h = ($T)0.5 * v; return h + h * $erf(v * ($T)0.7071067811865476); }
 static inline $T sf_gelu_grad_$S($T v) {
     $T cdf = ($T)0.5 * (($T)1 + $erf(v * ($T)0.7071067811865476));
     $T pdf = $exp_le0(v * v * ($T)-0.5) * ($T)0.3989422804014327;
