@@ -225,3 +225,17 @@ def test_c_kernels_against_the_numpy_composite(dtype):
     # arrays that do not fit (strided, mixed dtypes) are declined
     assert _layer_norm_c.forward(x[:, :, ::2], w[::2], b[::2], 1, 1e-5) is None
     assert _layer_norm_c.forward(x, w.astype(np.float16), b, 1, 1e-5) is None
+
+
+@pytest.mark.parametrize("shape", [(3, 8), (5, 64), (600, 8), (40, 128)])
+def test_eager_equals_the_decomposition_exported_graphs_run(shape):
+    """Eager layer_norm keeps the values of the composite (normalize + addcmul) that compiled
+    and exported graphs run, at every size (small ones run the composite's NumPy sums)."""
+    from ember._core.dispatch import apply
+    from ember.ops.nn.normalization import NORMALIZE
+    rng = np.random.default_rng(sum(shape))
+    x, w, b = (ember.from_numpy(rng.standard_normal(s).astype(np.float32))
+               for s in (shape, shape[-1:], shape[-1:]))
+    y = ember.nn.functional.layer_norm(x, shape[-1:], w, b)
+    z = ember.addcmul(b, apply(NORMALIZE, (x,), {"dims": (1,), "eps": 1e-5})[0], w)
+    np.testing.assert_array_equal(y.numpy(), z.numpy())

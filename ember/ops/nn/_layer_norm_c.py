@@ -167,7 +167,9 @@ def _fits(x, *params):
     """The suffix when ``x`` (rows of ``n``) and ``params`` (``n`` elements each) are
     C-contiguous NumPy arrays of one float32/float64 dtype, else None."""
     sfx = _SUFFIX.get(x.dtype) if type(x) is np.ndarray else None
-    if sfx is None or not _ck.ENABLED or not x.size or not x.flags.c_contiguous:
+    # below ckernels' MIN_SIZE the composite's normalize runs in NumPy (other sums): decline
+    # there too, so eager keeps the values of compiled/exported graphs (the decomposition)
+    if sfx is None or not _ck.ENABLED or x.size < _ck.MIN_SIZE or not x.flags.c_contiguous:
         return None
     for p in params:
         if type(p) is not np.ndarray or p.dtype != x.dtype or not p.flags.c_contiguous:
