@@ -27,8 +27,9 @@ gather and flip move elements without looking at them, so one loop per element s
 every dtype.  Single-threaded: scatter_add's rows can repeat (threads would race), and the
 others are memory-bound at the sizes where they are called.
 """
-import ml_dtypes
 import numpy as np
+
+from ..dtype import NP_HALVES as _HALVES  # bfloat16 joins when ml_dtypes loads
 
 __all__ = ["render", "relu", "relu_backward", "gather", "scatter_add", "topk", "flip_last",
            "mse", "mse_backward"]
@@ -39,7 +40,6 @@ _ADD_DT = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
            np.dtype(np.int64): "i64", np.dtype(np.int32): "i32"}
 # topk's compared types; narrower ints and halves are widened exactly to one of these
 _TOPK_DT = _ADD_DT
-_HALVES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 _HEAD = r"""
 #include <stdint.h>
