@@ -7,6 +7,7 @@ graphs need no recursion limit.  Gradients are summed with ember's ``add``, so
 with ``create_graph=True`` the backward pass is itself recorded.
 """
 import heapq
+import sys as _sys
 import threading
 
 import numpy as _np
@@ -143,6 +144,8 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                     for k in capture.get((node, nr), ()):
                         results[k] = grads[nr]
             if is_leaf:
+                # the last node's outputs and loop variables: references `_first_grad` counts
+                grads_in = g = gd = None
                 if accumulate and (capture is None or (node, 0) in capture):
                     if STATE.intercept:
                         _observed_apply(node, _accumulate_leaf, node, grads[0], create_graph)
@@ -424,6 +427,55 @@ def _accumulate_leaf(node, g, create_graph):
             h(t)
 
 
+# References to a gradient that only the engine holds, seen from `_first_grad`: the node's
+# gradient list, the arguments of `_accumulate_leaf`, `_add_into_grad`, `_first_grad` and
+# getrefcount; to its array: the tensor, `_first_grad`'s local and getrefcount's argument
+_ENGINE_REFS = 5
+_ARRAY_REFS = 3
+
+
+def _first_grad(t, g):
+    """The first ``.grad`` of leaf ``t`` from dense gradient ``g``, with torch's layout
+    contract: the leaf's own strides when it is dense (a channels_last parameter gets a
+    channels_last ``.grad``), else row-major.  Like torch's AccumulateGrad, ``g``'s buffer
+    is taken without a copy when nothing but the engine refers to it: a fresh array of its
+    own (no base, no other tensor or view on it) with the wanted strides."""
+    d, leaf = g._data, t._data
+    if type(d) is not _np.ndarray or type(leaf) is not _np.ndarray:
+        return wrap(d.copy())  # another backend: own a copy
+    dense = leaf.flags.c_contiguous or leaf.flags.f_contiguous or _is_dense(leaf)
+    if (d.base is None and d.flags.writeable and d.strides == (leaf.strides if dense else
+                                                               _c_strides(d))
+            and _sys.getrefcount(d) == _ARRAY_REFS and _sys.getrefcount(g) <= _ENGINE_REFS):
+        return wrap(d)
+    out = _np.empty_like(leaf) if dense else _np.empty(d.shape, d.dtype)
+    if out.dtype != d.dtype:
+        out = out.astype(d.dtype)
+    _np.copyto(out, d)
+    return wrap(out)
+
+
+def _c_strides(a):
+    strides, step = [], a.itemsize
+    for n in reversed(a.shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _is_dense(a):
+    """True when ``a``'s elements fill its memory once (some permutation of row-major)."""
+    if a.size <= 1:
+        return True
+    dims = sorted((s, n) for s, n in zip(a.strides, a.shape) if n != 1)
+    step = a.itemsize
+    for s, n in dims:
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
 def _add_into_grad(t, g, create_graph):
     if t._grad is None:
         if create_graph:
@@ -432,8 +484,7 @@ def _add_into_grad(t, g, create_graph):
             # torch keeps a sparse gradient sparse (its _data is only a placeholder)
             t._grad = g.detach().clone()
         else:
-            # the engine may hand the same gradient tensor to several leaves: own a copy
-            t._grad = wrap(g._data.copy())
+            t._grad = _first_grad(t, g)
     elif create_graph or g.is_sparse or t._grad.is_sparse or t._grad._requires_grad:
         # sparse + sparse stays sparse (torch sums sparse gradients across backward calls);
         # a dense term makes the sum dense
