@@ -85,13 +85,6 @@ def _fn(symbol, nargs, restype=None):
     return f
 
 
-def __getattr__(name):
-    # conv.py reads ``_forked`` from here until it asks blas_threads.openmp_threads()
-    if name == "_forked":
-        return _blas_threads._forked
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _threads(n):
     """OpenMP threads for a kernel over ``n`` elements: 1 below ``PARALLEL_SIZE`` or in a
     library built without OpenMP, else ``blas_threads.openmp_threads()``."""
