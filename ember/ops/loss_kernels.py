@@ -15,7 +15,7 @@ import numpy as np
 from .._core.ckernels import selection as _ck_sel
 from .._core.op import JVP_FROM_VJP, Op
 from ._batching import _elementwise_rule
-from ._helpers import shape_broadcast
+from ._helpers import gated, shape_broadcast
 
 __all__ = []
 
@@ -41,7 +41,8 @@ def _bce_vjp(ctx, g, x, y):
     return gx, gy
 
 
-BINARY_CROSS_ENTROPY = Op("binary_cross_entropy", _bce_kernel, _bce_vjp, shape=shape_broadcast,
+BINARY_CROSS_ENTROPY = Op("binary_cross_entropy",
+                          gated(_bce_kernel, "binary_cross_entropy", "bic"), _bce_vjp, shape=shape_broadcast,
                           category="binary", batch=_elementwise_rule,
                           unsupported={"jvp": JVP_FROM_VJP})  # its vjp is in ember ops
 

@@ -32,6 +32,11 @@ def test_policy_runs_small_gemms_with_one_thread(monkeypatch):
     blas_threads.matmul(np, a, a)
     assert calls == [1, 2]  # one thread for the product, then the previous count back
     calls.clear()
+    # a measured single-threaded rate and no back-off hold: the state of a process whose
+    # threaded products have not collapsed (the back-off has its own tests)
+    monkeypatch.setattr(blas_threads, "_rate", {("f", "f"): 1.0})
+    monkeypatch.setattr(blas_threads, "_hold_until", 0.0)
+    monkeypatch.setattr(blas_threads, "_strikes", 0)
     big = np.ones((512, 512), np.float32)
     blas_threads.matmul(np, big, big)
     assert calls == []  # large products keep the configured threads
