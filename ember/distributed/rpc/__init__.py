@@ -178,6 +178,7 @@ def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=N
                   reducers=((RRef, _reduce_rref),))
     agent.keep_store = store  # rank 0's TCPStore server lives as long as its object
     _state.set_agent(agent)
+    agent.start()
 
 
 def _barrier(store, key, n, timeout):

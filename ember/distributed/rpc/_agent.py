@@ -143,6 +143,10 @@ class Agent:
         self.thread = threading.Thread(target=self._progress, name=f"ember-rpc-progress-{rank}",
                                        daemon=True)
         self.error = None
+
+    def start(self):
+        """Serve and send: called once the agent is the process's (`_state`), since a request
+        from a faster worker may arrive at once and run code that asks for it."""
         self.thread.start()
 
     # ---- ids and owned values ------------------------------------------------------
