@@ -13,6 +13,7 @@ import threading
 import numpy as _np
 
 from .._core.device import namespace_of
+from .._core.meta_device import contiguous_strides_permuted
 from .._core.node import AccumulateGrad, Node, grad_accumulator
 from .._core.state import SHARED, STATE
 from .._core.tensor import Tensor, _version_of, wrap
@@ -443,37 +444,16 @@ def _first_grad(t, g):
     d, leaf = g._data, t._data
     if type(d) is not _np.ndarray or type(leaf) is not _np.ndarray:
         return wrap(d.copy())  # another backend: own a copy
-    dense = leaf.flags.c_contiguous or leaf.flags.f_contiguous or _is_dense(leaf)
-    if (d.base is None and d.flags.writeable and d.strides == (leaf.strides if dense else
-                                                               _c_strides(d))
+    dense = leaf.flags.c_contiguous or leaf.flags.f_contiguous or leaf.strides == tuple(
+        contiguous_strides_permuted(leaf.shape, leaf.strides, leaf.itemsize))
+    if (d.base is None and d.flags.writeable and
+            (d.strides == leaf.strides if dense else d.flags.c_contiguous)
             and _sys.getrefcount(d) == _ARRAY_REFS and _sys.getrefcount(g) <= _ENGINE_REFS):
         return wrap(d)
-    out = _np.empty_like(leaf) if dense else _np.empty(d.shape, d.dtype)
-    if out.dtype != d.dtype:
-        out = out.astype(d.dtype)
+    # empty_like keeps a dense leaf's layout (order K)
+    out = _np.empty_like(leaf, dtype=d.dtype) if dense else _np.empty(d.shape, d.dtype)
     _np.copyto(out, d)
     return wrap(out)
-
-
-def _c_strides(a):
-    strides, step = [], a.itemsize
-    for n in reversed(a.shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def _is_dense(a):
-    """True when ``a``'s elements fill its memory once (some permutation of row-major)."""
-    if a.size <= 1:
-        return True
-    dims = sorted((s, n) for s, n in zip(a.strides, a.shape) if n != 1)
-    step = a.itemsize
-    for s, n in dims:
-        if s != step:
-            return False
-        step *= n
-    return True
 
 
 def _add_into_grad(t, g, create_graph):

@@ -11,6 +11,7 @@ no optimizer touches a raw array.
 from collections import namedtuple
 
 from .._core import dtype as _dt
+from .._core.number_args import number_arg
 from .._core.tensor import Tensor
 from ..ops.creation import full as _full, zeros_like as _zeros_like
 from ..sparse._coo import _REGISTERED as SPARSE_MADE  # set by the first sparse tensor
@@ -60,12 +61,7 @@ def fill_value(x):
     """A state buffer's fill value (Rprop's lr, Adagrad's initial_accumulator_value) as
     torch's ``full_like(p, x)`` takes it: a number, or a 0-dim tensor that does not require
     grad (torch's TypeError otherwise)."""
-    if isinstance(x, Tensor):
-        if x.requires_grad:
-            raise TypeError("full_like(): argument 'fill_value' (position 2) must be Number, "
-                            "not Tensor")
-        return x.item()
-    return x
+    return number_arg(x, "full_like", "fill_value", 2)
 
 
 def l2_decay_arg(modes="dn"):

@@ -136,7 +136,7 @@ LAYER_NORM(f32, float, double, sqrtf)
 LAYER_NORM(f64, double, double, sqrt)
 """
 
-_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_SUFFIX = _ck._SUFFIX
 _lib = None
 _tried = False
 _openmp = False
@@ -166,15 +166,15 @@ def _threads(size):
 def _fits(x, *params):
     """The suffix when ``x`` (rows of ``n``) and ``params`` (``n`` elements each) are
     C-contiguous NumPy arrays of one float32/float64 dtype, else None."""
-    sfx = _SUFFIX.get(x.dtype) if type(x) is np.ndarray else None
-    # below ckernels' MIN_SIZE the composite's normalize runs in NumPy (other sums): decline
-    # there too, so eager keeps the values of compiled/exported graphs (the decomposition)
-    if sfx is None or not _ck.ENABLED or x.size < _ck.MIN_SIZE or not x.flags.c_contiguous:
+    # ckernels' own test, the one the composite's normalize passes: where it declines (below
+    # MIN_SIZE) the composite sums in NumPy, and eager must keep the values of compiled and
+    # exported graphs (the decomposition)
+    if not _ck._fits(x, ("f32", "f64")):
         return None
     for p in params:
         if type(p) is not np.ndarray or p.dtype != x.dtype or not p.flags.c_contiguous:
             return None
-    return sfx
+    return _SUFFIX[x.dtype]
 
 
 def forward(x, w, b, k, eps):
