@@ -11,7 +11,7 @@ import torch
 
 import ember
 from ember._core.op import REGISTRY
-from ember.ops.nn import _layer_norm_c
+from ember._core.ckernels import layer_norm as _layer_norm_c
 from ember._core.ckernels import status as _ck_status
 from ember.ops.nn.normalization import _normalize_kernel
 

@@ -6,8 +6,9 @@ scalar.  These kernels do one fused pass per element or row.  The library is ren
 `source.py` (its elementwise kernels from the scalar-function table,
 `ember._core.scalar_functions`), compiled on first use by the system C compiler and cached
 (see `build.py`).  `EAGER` maps each elementwise function with a kernel to the dtypes it is
-used for.  Flash attention's forward and backward are in the same library, with their
-callers, in `attention.py`.
+used for.  Flash attention's forward and backward (`attention.py`), layer_norm with weight and bias
+(`layer_norm.py`) and the other row, selection and pooling kernels are in the same library,
+each module with its C source and its callers.
 
 A kernel runs only for C-contiguous float32/float64 NumPy arrays of at least
 ``MIN_SIZE`` elements (below that the ctypes call costs more than it saves), and only

@@ -23,6 +23,7 @@ from . import attention as _attention
 from . import binary as _binary
 from . import depthwise as _depthwise
 from . import indexing as _indexing
+from . import layer_norm as _layer_norm
 from . import pooling as _pooling
 from . import reduce as _reduce
 from . import selection as _selection
@@ -32,7 +33,7 @@ from . import ternary as _ternary
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 11
+ABI_VERSION = 12
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -386,4 +387,5 @@ def render():
     parts.append(_depthwise.render())
     parts.append(_indexing.render())
     parts.append(_selection.render())
+    parts.append(_layer_norm.render())
     return "".join(parts)

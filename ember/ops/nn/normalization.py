@@ -10,12 +10,12 @@ eager, traced and vmapped backward passes compute the same thing.
 """
 from ..._core import ckernels as _ck
 from ..._core import meta as _meta
+from ..._core.ckernels import layer_norm as _ln_c
 from ..._core.op import Op
 from .._batching import _batched_front, _move_to_front
 from .._helpers import apply, type_name
 from ..creation import zeros_like
 from .conv import _compute
-from . import _layer_norm_c as _ln_c
 
 __all__ = []
 
@@ -147,7 +147,7 @@ mark_unsupported("jvp", JVP_FROM_VJP, "_normalize", "_normalize_backward")
 
 # ---- layer_norm with weight and bias: torch's native_layer_norm ------------------------------
 # One op (out, mean, rstd) = native_layer_norm(x, weight, bias) for eager calls without a
-# dispatch mode: one C pass forward (`_layer_norm_c`), and one backward giving the input's,
+# dispatch mode: one C pass forward (`ckernels.layer_norm`), and one backward giving the input's,
 # weight's and bias's gradients (torch's NativeLayerNormBackward0), where the composite is
 # normalize + addcmul, two nodes and five passes each way.  Under a mode (capture, vmap,
 # forward AD, ...) `ember.nn.functional.layer_norm` spells the composite, which is also the
