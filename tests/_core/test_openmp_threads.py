@@ -125,7 +125,8 @@ def test_every_kernel_family_asks_one_thread_count(threads):
 
 
 @needs_openmp
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.skipif(not hasattr(os, "fork") and not os.environ.get("CI"),
+                    reason="no fork on this platform")
 def test_forked_child_runs_the_kernels_on_one_thread(threads):
     ember.set_num_threads(2)
     x = np.random.default_rng(0).standard_normal((512, 1024)).astype(np.float32)

@@ -477,7 +477,7 @@ def test_graph_outputs_do_not_depend_on_garbage_collection():
 def test_compiled_mlp_step_matches_torch(opt_kind, backend):
     """The compiled training step's trajectory is torch's: the same MLP (weights copied),
     the same batches, torch's SGD/AdamW with the same settings, run eagerly in torch."""
-    torch = pytest.importorskip("torch")
+    import torch
     losses, state, _ = _train("mlp", opt_kind, "step", backend)
     model = _build("mlp")  # the same initial weights as _train's
     tm = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32),

@@ -1,11 +1,10 @@
 """torch.autograd.function.FunctionMeta / BackwardCFunction: the metaclass of Function and the
 class of each Function's ctx, as torch arranges them."""
 import numpy as np
-import pytest
 
 import ember
 
-torch = pytest.importorskip("torch")
+import torch
 
 
 def _double(lib):

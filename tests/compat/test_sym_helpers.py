@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch
 import ember  # noqa: E402
 from ember._dynamo.testing import CompileCounter  # noqa: E402
 

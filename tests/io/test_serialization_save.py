@@ -74,7 +74,8 @@ def test_fifo_is_written_through(tmp_path):
     assert _temps(tmp_path) == []
 
 
-@pytest.mark.skipif(not os.access("/dev/null", os.W_OK), reason="needs a writable /dev/null")
+@pytest.mark.skipif(not os.access("/dev/null", os.W_OK) and not os.environ.get("CI"),
+                    reason="needs a writable /dev/null")
 def test_dev_null_stays_a_device():
     ember.save({"w": ember.ones(3)}, "/dev/null")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

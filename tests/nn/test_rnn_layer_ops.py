@@ -64,7 +64,7 @@ def test_forward_ad_equals_central_differences(kind):
 def test_hessian_vector_product_matches_torch(kind):
     # second order through both directions and a layer's input from the layer below
     # (gradgradcheck of the modules: tests/ops/test_opdb_generic.py)
-    torch = pytest.importorskip("torch")
+    import torch
     m = _module(kind, num_layers=2, bidirectional=True)
     tm = _torch_twin(torch, m, kind, num_layers=2, bidirectional=True)
     xn = np.random.default_rng(0).standard_normal((5, 2, 3))
@@ -84,7 +84,7 @@ def test_hessian_vector_product_matches_torch(kind):
 def test_hessian_under_func_transforms_matches_torch(kind):
     # forward over reverse: jacrev runs the backward op under vmap, jacfwd differentiates it
     # (its vjp, from the decomposition, makes its stand-in leaves inside vmap)
-    torch = pytest.importorskip("torch")
+    import torch
     m = _module(kind)
     tm = _torch_twin(torch, m, kind)
     xn = np.random.default_rng(2).standard_normal((3, 1, 3))
