@@ -58,6 +58,27 @@ _HEAD = r"""
 #else
 #define CKF_SHUF(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})
 #endif
+/* rows move in and out through a staging area of CKF_CH reals per row, its rows CKF_PAD
+   reals apart: whole chunks of a row are copied at a time (one sequential stream), and the
+   tiles transpose in L1 without the cache-set conflicts of rows a power of two apart */
+#ifndef CKF_CH
+#define CKF_CH (1024 / sizeof(T))
+#endif
+#define CKF_PAD (64 / sizeof(T))
+/* rows `ld` bytes apart conflict when more than CKF_WAYS of L rows fall in one set of a
+   64-set L1 of 64-byte lines (a power-of-two row length) */
+#ifndef CKF_WAYS
+#define CKF_WAYS 8
+#endif
+static int ckf_conflicts(ptrdiff_t ld, int L) {
+    int most = 0;
+    for (int i = 0; i < L; i++) {
+        int same = 0;
+        for (int j = 0; j < L; j++) same += (((i * ld) >> 6) & 63) == (((j * ld) >> 6) & 63);
+        most = same > most ? same : most;
+    }
+    return most > CKF_WAYS;
+}
 int ckf_abi(void) { return @ABI@; }
 """
 
@@ -155,17 +176,40 @@ static inline void ckf_store_@S_@L(const T *restrict a, T scale, ptrdiff_t f0, T
     for (int l = 0; l < nr; l++) *(ckf_u@L_@S *)(out + l * ldo + f0) = r[l];
 }
 
+static void ckf_rows_in_@S_@L(const T *restrict in, ptrdiff_t ldi, ptrdiff_t nr, ptrdiff_t nf,
+                              T *restrict a, T *restrict st) {
+    const ptrdiff_t ch = nf < (ptrdiff_t)CKF_CH ? nf : (ptrdiff_t)CKF_CH, ls = ch + CKF_PAD;
+    for (ptrdiff_t f0 = 0; f0 < nf; f0 += ch) {
+        for (ptrdiff_t l = 0; l < nr; l++)
+            for (ptrdiff_t i = 0; i < ch; i += @L)
+                *(ckf_v@L_@S *)(st + l * ls + i) = *(const ckf_u@L_@S *)(in + l * ldi + f0 + i);
+        for (ptrdiff_t t = 0; t < ch; t += @L) ckf_load_@S_@L(st, ls, nr, t, a + f0 * @L);
+    }
+}
+
+static void ckf_rows_out_@S_@L(const T *restrict z, T scale, ptrdiff_t nf, T *restrict out,
+                               ptrdiff_t ldo, ptrdiff_t nr, T *restrict st) {
+    const ptrdiff_t ch = nf < (ptrdiff_t)CKF_CH ? nf : (ptrdiff_t)CKF_CH, ls = ch + CKF_PAD;
+    for (ptrdiff_t f0 = 0; f0 < nf; f0 += ch) {
+        for (ptrdiff_t t = 0; t < ch; t += @L) ckf_store_@S_@L(z + f0 * @L, scale, t, st, ls, nr);
+        for (ptrdiff_t l = 0; l < nr; l++)
+            for (ptrdiff_t i = 0; i < ch; i += @L)
+                *(ckf_u@L_@S *)(out + l * ldo + f0 + i) = *(const ckf_v@L_@S *)(st + l * ls + i);
+    }
+}
+
 /* one block of nr <= L rows: load (lanes past nr are zeros), transform, store.  N: the
    complex length (n for c2c, n / 2 for the real kinds); rw: the real kinds' twiddles
    w^k = exp(-2 pi i k / 2N), k = 0..N/2; ldi/ldo: the row strides in T; a and b hold N + 1
    elements each */
 static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptrdiff_t nr,
                             ptrdiff_t N, ptrdiff_t ldi, ptrdiff_t ldo, const T *tw,
-                            const T *restrict rw, T scale, T *a, T *b) {
+                            const T *restrict rw, T scale, T *a, T *b, T *st) {
     const ptrdiff_t E = 2 * @L;
     const int tiled = 2 * N >= @L;  /* whole tiles per row; else element by element */
     if (tiled) {
-        for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_load_@S_@L(in, ldi, nr, f0, a);
+        if (ckf_conflicts(ldi * sizeof(T), @L)) ckf_rows_in_@S_@L(in, ldi, nr, 2 * N, a, st);
+        else for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_load_@S_@L(in, ldi, nr, f0, a);
     } else {
         if (nr < @L) memset(a, 0, sizeof(T) * N * E);
         for (ptrdiff_t l = 0; l < nr; l++)
@@ -252,7 +296,8 @@ static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptr
         }
     }
     if (tiled) {
-        for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_store_@S_@L(z, scale, f0, out, ldo, nr);
+        if (ckf_conflicts(ldo * sizeof(T), @L)) ckf_rows_out_@S_@L(z, scale, 2 * N, out, ldo, nr, st);
+        else for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_store_@S_@L(z, scale, f0, out, ldo, nr);
     } else {
         for (ptrdiff_t l = 0; l < nr; l++)
             for (ptrdiff_t k = 0; k < N; k++) {
@@ -273,9 +318,11 @@ int ckf_run_@S(int kind, const T *in, T *out, ptrdiff_t rows, ptrdiff_t N, ptrdi
     int ok = 1;
     CK_PRAGMA(omp parallel if (nt > 1) num_threads(nt) reduction(&&:ok))
     {
-        T *a = aligned_alloc(64, 2 * bytes);
+        const size_t sb = ((sizeof(T) * @L0 * (CKF_CH + CKF_PAD) + 63) / 64) * 64;
+        T *a = aligned_alloc(64, 2 * bytes + sb);
         if (!a) ok = 0;
         T *b = a ? (T *)((char *)a + bytes) : NULL;
+        T *st = a ? (T *)((char *)a + 2 * bytes) : NULL;
         CK_PRAGMA(omp for schedule(dynamic, 1))
         for (ptrdiff_t i = 0; i < nb; i++) {
             if (!a) continue;
@@ -325,7 +372,7 @@ def _render_type(t, s):
             parts.append(r4.replace("@L", str(L)))
         parts.append(_BLOCK.replace("@L", str(L)))
     # the narrowest block that holds the nr rows
-    call = "ckf_block_@S_{L}(kind, x, y, nr, N, ldi, ldo, tw, rw, scale, a, b);"
+    call = "ckf_block_@S_{L}(kind, x, y, nr, N, ldi, ldo, tw, rw, scale, a, b, st);"
     tail = ""
     for L in reversed(lanes[1:]):
         tail += f"if (nr <= {L}) " + call.format(L=L) + "\n            else "
