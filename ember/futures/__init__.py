@@ -9,13 +9,15 @@ must be waited on, for instance) passes that driver as ``_waiter``: `wait` calls
 when the Future is not yet done, so nothing hangs waiting on progress that nobody makes.
 """
 import threading
+from typing import Generic, TypeVar
 
 __all__ = ["Future", "collect_all", "wait_all"]
 
 _PENDING = object()
+T = TypeVar("T")
 
 
-class Future:
+class Future(Generic[T]):
     """Wrapper around an asynchronous execution: a value that is set once, later.
 
     Args:

@@ -18,6 +18,19 @@ def test_future_result_then_chain():
     assert g.wait() == 41
 
 
+def test_future_is_generic_as_torchs():
+    # captum annotates `-> Union[Tensor, Future[Tensor]]` at import time
+    import typing
+    import torch as real
+    for F in (Future, real.futures.Future):
+        alias = F[torch.Tensor]
+        assert typing.get_origin(alias) is F and typing.get_args(alias) == (torch.Tensor,)
+        assert typing.Union[int, F[int]] == typing.Union[int, F[int]]
+    f = Future[int]()
+    f.set_result(5)
+    assert isinstance(f, Future) and f.wait() == 5
+
+
 def test_future_then_on_completed_runs_inline():
     f = Future()
     f.set_result(3)
