@@ -64,8 +64,11 @@ def test_kernel_refuses_what_it_does_not_take():
     # a strided input is copied first
     got = ck.run(ck.R2C, x[:, ::3], 4)
     np.testing.assert_allclose(got, np.fft.rfft(x[:, ::3]), atol=1e-13)
-    assert not ck.takes(8, 3, np.float32)  # too few rows to beat scipy
-    assert ck.takes(8, 4, np.complex64)
+    assert not ck.takes(4096, 3, np.float32)  # too few rows to beat scipy
+    assert not ck.takes(64, 16, np.float32)  # too small
+    assert ck.takes(4096, 4, np.complex64) and ck.takes(1 << 16, 4, np.float32)
+    assert not ck.takes(1 << 17, 4, np.complex64) and ck.takes(1 << 17, 4, np.float32, True)
+    assert not ck.takes(1 << 16, 4, np.complex128) and ck.takes(1 << 16, 4, np.float64, True)
 
 
 # (name, input shape, complex input, kwargs); every one has power-of-two transform sizes
@@ -93,7 +96,11 @@ CASES = [
 ]
 
 
-def _calls(monkeypatch):
+def _calls(monkeypatch, small=True):
+    """The kinds `ck.run` is called with; ``small``: small transforms take the kernel too
+    (its MIN_SIZE is a speed threshold, not a limit)."""
+    if small:
+        monkeypatch.setattr(ck, "MIN_SIZE", 0)
     calls = []
     run = ck.run
     monkeypatch.setattr(ck, "run", lambda *a, **k: (calls.append(a[0]), run(*a, **k))[1])
@@ -125,10 +132,11 @@ def test_transforms_through_the_kernel_match_torch(name, shape, cplx, kw, dtype,
     assert _rel_err(got._data, ref) <= TOL[dtype]
 
 
-def test_non_power_of_two_and_few_rows_keep_scipy(monkeypatch):
-    calls = _calls(monkeypatch)
+def test_non_power_of_two_few_rows_and_small_sizes_keep_scipy(monkeypatch):
+    calls = _calls(monkeypatch, small=False)
     for a in (RNG.standard_normal((8, 12)), RNG.standard_normal((3, 16)),
-              RNG.standard_normal((1, 4096))):
+              RNG.standard_normal((1, 4096)), RNG.standard_normal((8, 64)),
+              RNG.standard_normal((4, 1 << 17))):
         got = ember.fft.rfft(ember.from_numpy(a))
         np.testing.assert_allclose(got._data, np.fft.rfft(a), atol=1e-12)
     assert calls == []
