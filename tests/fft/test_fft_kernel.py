@@ -151,16 +151,20 @@ def test_disabled_kernel_falls_back_to_scipy(monkeypatch):
     assert calls == []
 
 
-def test_threads_do_not_change_values(monkeypatch):
+# 64 rows: 16-row blocks shared out; 8 and 20 rows: narrower blocks so that both threads
+# have one
+@pytest.mark.parametrize("shape", [(64, 4096), (8, 1 << 16), (20, 4096)])
+def test_threads_do_not_change_values(shape, monkeypatch):
     calls = _calls(monkeypatch)
-    a = RNG.standard_normal((64, 4096)).astype(np.float32)
+    a = RNG.standard_normal(shape).astype(np.float32)
+    n = shape[1]
     prior = ember.get_num_threads()
     out = {}
     try:
-        for n in (1, 2):
-            ember.set_num_threads(n)
-            out[n] = ember.fft.rfft(ember.from_numpy(a))._data
-            out[n, "i"] = ember.fft.irfft(ember.from_numpy(out[n]), n=4096)._data
+        for t in (1, 2):
+            ember.set_num_threads(t)
+            out[t] = ember.fft.rfft(ember.from_numpy(a))._data
+            out[t, "i"] = ember.fft.irfft(ember.from_numpy(out[t]), n=n)._data
     finally:
         ember.set_num_threads(prior)
     assert len(calls) == 4

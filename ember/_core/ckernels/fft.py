@@ -310,10 +310,12 @@ static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptr
 
 _DRIVER = r"""
 /* rows of one transform kind (0 c2c forward, 1 c2c inverse, 2 r2c, 3 c2r) of complex length
-   N; blocks of @L0 rows, the rows left over in the narrowest block that holds them */
+   N; blocks of bl <= @L0 rows (fewer than @L0 to share few rows out to the threads), each in
+   the narrowest lane count that holds it (every lane computes the same bits whatever its
+   block) */
 int ckf_run_@S(int kind, const T *in, T *out, ptrdiff_t rows, ptrdiff_t N, ptrdiff_t ldi,
-               ptrdiff_t ldo, const T *tw, const T *rw, T scale, int nt) {
-    const ptrdiff_t nb = (rows + @L0 - 1) / @L0;
+               ptrdiff_t ldo, const T *tw, const T *rw, T scale, ptrdiff_t bl, int nt) {
+    const ptrdiff_t nb = (rows + bl - 1) / bl;
     const size_t bytes = ((sizeof(T) * 2 * @L0 * (size_t)(N + 1) + 63) / 64) * 64;
     int ok = 1;
     CK_PRAGMA(omp parallel if (nt > 1) num_threads(nt) reduction(&&:ok))
@@ -326,7 +328,7 @@ int ckf_run_@S(int kind, const T *in, T *out, ptrdiff_t rows, ptrdiff_t N, ptrdi
         CK_PRAGMA(omp for schedule(dynamic, 1))
         for (ptrdiff_t i = 0; i < nb; i++) {
             if (!a) continue;
-            const ptrdiff_t r0 = i * @L0, nr = rows - r0 < @L0 ? rows - r0 : @L0;
+            const ptrdiff_t r0 = i * bl, nr = rows - r0 < bl ? rows - r0 : bl;
             const T *x = in + r0 * ldi;
             T *y = out + r0 * ldo;
             @TAIL
@@ -427,7 +429,7 @@ def _fn(dtype):
         real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
         P, N = ctypes.c_void_p, ctypes.c_ssize_t
         f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_int, P, P, N, N, N, N, P, P, real, ctypes.c_int]
+        f.argtypes = [ctypes.c_int, P, P, N, N, N, N, P, P, real, N, ctypes.c_int]
         _fns[dtype] = f
     return f
 
@@ -530,9 +532,14 @@ def run(kind, x, n, scale=1.0):
     if rows == 0:
         return out
     tw = _twiddles(N, kind in (R2C, C2R), real)
-    nt = 1
-    if x.size >= PARALLEL_SIZE and rows > _LANES[real][0] and _info.get("openmp"):
+    lanes = _LANES[real]
+    nt, bl = 1, lanes[0]
+    if x.size >= PARALLEL_SIZE and rows > lanes[-1] and _info.get("openmp"):
         nt = _blas_threads.openmp_threads()
+        if nt > 1 and rows < nt * bl:  # narrower blocks, so that every thread has one
+            per = -(-rows // nt)
+            bl = min((v for v in lanes if v >= per), default=lanes[0])
+            nt = min(nt, -(-rows // bl))
     ok = f(kind, x.ctypes.data, out.ctypes.data, rows, N, ldi, ldo, tw[2], tw[3],
-           float(scale), nt)
+           float(scale), bl, nt)
     return out if ok else None
