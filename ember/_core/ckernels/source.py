@@ -33,7 +33,7 @@ from . import ternary as _ternary
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 12
+ABI_VERSION = 14
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -97,10 +97,66 @@ def elementwise(symbol, name, suffix, *, backward=False, out_type=None):
                         body=f"{loads} y[i] = ({out})({expr});")
 
 
-# one copy per dtype: T = float/double, S = f32/f64, A = accumulator type
+# one copy per dtype: T = float/double, S = f32/f64, A = accumulator type, EXP_LE0 = exp of
+# arguments <= 0 (or NaN)
 ROWS = r"""
-/* softmax / log_softmax of one row: max, then exp and sum, then scale (division, as
-   NumPy's e /= sum does) or subtract log(sum). */
+/* sum of e_i = exp(x_i - m) over a row, each e_i stored in y (x_i - m <= 0, never NaN).  T
+   lanes are summed over blocks of 4 * CK_LANES elements, each block's lane sums added into
+   A lanes, which are summed in order at the end: float32 converts to double once per block
+   instead of once per element (that conversion had cost a third of softmax's time), and a
+   lane's float sum has four terms, so the total stays within a few ulps of the double sum.
+   Row by row on one thread: the value does not depend on the thread count. */
+static inline A ck_exp_sum_S(const T *restrict x, T m, T *restrict y, ptrdiff_t n) {
+    enum { L = 64 / sizeof(T) };
+    A sa[L];
+    T acc[L];
+    for (int l = 0; l < L; l++) sa[l] = 0;
+    ptrdiff_t i = 0;
+    for (; i + 4 * L <= n; i += 4 * L) {
+        for (int l = 0; l < L; l++) acc[l] = 0;
+        for (int k = 0; k < 4 * L; k += L) {
+            CK_PRAGMA(omp simd)
+            for (int l = 0; l < L; l++) {
+                T e = EXP_LE0(x[i + k + l] - m);
+                y[i + k + l] = e;
+                acc[l] += e;
+            }
+        }
+        CK_PRAGMA(omp simd)  /* without it GCC adds the lanes one by one: 1.5x the time */
+        for (int l = 0; l < L; l++) sa[l] += acc[l];
+    }
+    A s = 0;
+    for (int l = 0; l < L; l++) s += sa[l];
+    for (; i < n; i++) { T e = EXP_LE0(x[i] - m); y[i] = e; s += e; }
+    return s;
+}
+
+/* sum over a row of a_i * b_i (of a_i when b is NULL), by lanes as ck_exp_sum_S: each
+   product rounded to T, four per lane and block summed in T, the rest in A. */
+static inline A ck_dot_S(const T *restrict a, const T *restrict b, ptrdiff_t n) {
+    enum { L = 64 / sizeof(T) };
+    A sa[L];
+    T acc[L];
+    for (int l = 0; l < L; l++) sa[l] = 0;
+    ptrdiff_t i = 0;
+    for (; i + 4 * L <= n; i += 4 * L) {
+        for (int l = 0; l < L; l++) acc[l] = 0;
+        for (int k = 0; k < 4 * L; k += L) {
+            CK_PRAGMA(omp simd)
+            for (int l = 0; l < L; l++) acc[l] += b ? a[i + k + l] * b[i + k + l] : a[i + k + l];
+        }
+        CK_PRAGMA(omp simd)
+        for (int l = 0; l < L; l++) sa[l] += acc[l];
+    }
+    A s = 0;
+    for (int l = 0; l < L; l++) s += sa[l];
+    for (; i < n; i++) s += b ? a[i] * b[i] : a[i];
+    return s;
+}
+
+/* softmax / log_softmax of one row: max, then exp and sum, then scale by the reciprocal of
+   the sum (as torch's kernel; a division costs four times the product) or subtract
+   log(sum). */
 static inline void ck_softmax_row_S(const T *restrict x, T *restrict y, ptrdiff_t n, int lg) {
     T m = -INFINITY;
     int bad = 0;
@@ -115,17 +171,15 @@ static inline void ck_softmax_row_S(const T *restrict x, T *restrict y, ptrdiff_
         else { for (ptrdiff_t i = 0; i < n; i++) y[i] /= (T)s; }
         return;
     }
-    A s = 0;
-    CK_PRAGMA(omp simd reduction(+:s))
-    for (ptrdiff_t i = 0; i < n; i++) { T e = EXP(x[i] - m); y[i] = e; s += e; }
+    A s = ck_exp_sum_S(x, m, y, n);
     if (lg) {
         T l = LOG((T)s);
         CK_PRAGMA(omp simd)
         for (ptrdiff_t i = 0; i < n; i++) y[i] = (x[i] - m) - l;
     } else {
-        T d = (T)s;
+        T d = (T)((A)1 / s);
         CK_PRAGMA(omp simd)
-        for (ptrdiff_t i = 0; i < n; i++) y[i] = y[i] / d;
+        for (ptrdiff_t i = 0; i < n; i++) y[i] = y[i] * d;
     }
 }
 
@@ -140,20 +194,16 @@ void ck_softmax_S(const T *restrict x, T *restrict y, ptrdiff_t rows, ptrdiff_t 
 }
 
 /* the input gradient of softmax from its output y: y * (g - sum(g * y)); of log_softmax:
-   g - exp(y) * sum(g) (one row; the sum accumulated in A). */
+   g - exp(y) * sum(g) (one row; the sums as ck_dot_S; y <= 0 or NaN, as log_softmax's
+   output is: a positive y, which no output has, would count as 0). */
 static inline void ck_softmax_backward_row_S(const T *restrict g, const T *restrict y,
                                              T *restrict gx, ptrdiff_t n, int lg) {
-    A s = 0;
     if (lg) {
-        CK_PRAGMA(omp simd reduction(+:s))
-        for (ptrdiff_t i = 0; i < n; i++) s += g[i];
-        T t = (T)s;
+        T t = (T)ck_dot_S(g, 0, n);
         CK_PRAGMA(omp simd)
-        for (ptrdiff_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * t;
+        for (ptrdiff_t i = 0; i < n; i++) gx[i] = g[i] - EXP_LE0(y[i] > 0 ? (T)0 : y[i]) * t;
     } else {
-        CK_PRAGMA(omp simd reduction(+:s))
-        for (ptrdiff_t i = 0; i < n; i++) s += (A)g[i] * (A)y[i];
-        T t = (T)s;
+        T t = (T)ck_dot_S(g, y, n);
         CK_PRAGMA(omp simd)
         for (ptrdiff_t i = 0; i < n; i++) gx[i] = y[i] * (g[i] - t);
     }
@@ -362,8 +412,9 @@ ptrdiff_t ck_ce_grad_S(const T *restrict x, const int64_t *restrict t, const T *
 """
 
 _ROW_NAMES = {
-    "f32": dict(T="float", A="double", EXP="ck_expf", LOG="ck_logf", SQRT="sqrtf"),
-    "f64": dict(T="double", A="double", EXP="exp", LOG="log", SQRT="sqrt"),
+    "f32": dict(T="float", A="double", EXP="ck_expf", EXP_LE0="ck_expf_le0", LOG="ck_logf",
+                SQRT="sqrtf"),
+    "f64": dict(T="double", A="double", EXP="exp", EXP_LE0="exp", LOG="log", SQRT="sqrt"),
 }
 
 
