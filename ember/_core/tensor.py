@@ -32,9 +32,10 @@ _SCALAR_OF_GRAD_WARNED = False
 
 def _warn_scalar_of_grad(t):
     # float()/complex() of a tensor that requires grad warn once per process, as torch's
-    # TORCH_WARN_ONCE (int(), bool() and .item() do not)
+    # TORCH_WARN_ONCE (int(), bool() and .item() do not), and only in grad mode (LBFGS's
+    # float(loss) under its no_grad step does not warn)
     global _SCALAR_OF_GRAD_WARNED
-    if t.requires_grad and not _SCALAR_OF_GRAD_WARNED:
+    if t.requires_grad and STATE.grad_enabled and not _SCALAR_OF_GRAD_WARNED:
         _SCALAR_OF_GRAD_WARNED = True
         import warnings
         warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "

@@ -279,8 +279,14 @@ import {lib} as lib
 warnings.simplefilter("always")
 x = lib.ones(1, requires_grad=True)
 seen = []
+def _in(mode, f, t):
+    with mode:
+        return f(t)
 for name, conv in [("int", int), ("bool", bool), ("item", lambda t: t.item()),
-                   ("float_nograd", lambda t: float(t.detach())), ("float", float),
+                   ("float_nograd", lambda t: float(t.detach())),
+                   ("float_in_no_grad_mode", lambda t: _in(lib.no_grad(), float, t)),
+                   ("float_in_inference_mode", lambda t: _in(lib.inference_mode(), float, t)),
+                   ("float", float),
                    ("float_again", float), ("complex", complex)]:
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -293,7 +299,8 @@ print(repr(seen))
 @LIBS
 def test_float_of_a_tensor_requiring_grad_warns_once_per_process(lib):
     # time_sequence_prediction prints float(loss) of a graph output: torch warns once
-    # (TORCH_WARN_ONCE) for float()/complex(), never for int()/bool()/.item()
+    # (TORCH_WARN_ONCE) for float()/complex(), never for int()/bool()/.item(), and only
+    # in grad mode (LBFGS takes float(loss) in its no_grad step: no warning)
     import ast
     import subprocess
     import sys
