@@ -24,8 +24,8 @@ from .node import record
 from .state import STATE
 from .tensor import Tensor, _version_of, real_array, storage_changing, wrap
 
-__all__ = ["apply_inplace", "check_castable", "copy_into", "write_out", "mark_multi_output_views",
-           "regenerate_view_grad_fn"]
+__all__ = ["apply_inplace", "check_castable", "check_overlap", "copy_into", "write_out",
+           "mark_multi_output_views", "regenerate_view_grad_fn"]
 
 _ndarray = np.ndarray
 _np = np
@@ -136,14 +136,26 @@ def _cat_name(d):
             "bfloat16": "BFloat16"}.get(d.name, d.name)
 
 
-def apply_inplace(op, target, args, params):
-    """``target.op_(*args)``: compute ``op(target, *args)`` and write it into ``target``."""
+def apply_inplace(op, target, args, params, *, overlap=True):
+    """``target.op_(*args)``: compute ``op(target, *args)`` and write it into ``target``.
+
+    ``overlap``: False for a write torch lets into a target whose elements share memory
+    (``fill_`` with a number)."""
     if STATE.intercept:
         return _apply_mode(op.inplace, (target,) + tuple(args), params)
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}_ expects a Tensor, got {type(target).__name__}")
     full = (target,) + tuple(args)
     _check_inplace_allowed(target, args)
+    y = target._data
+    if overlap and type(y) is _ndarray:
+        if y.base is not None:
+            check_overlap(y, args, op.name)
+        else:
+            for a in args:  # a fresh target (the common case) overlaps only a view of itself
+                if isinstance(a, Tensor) and getattr(a._data, "base", None) is not None:
+                    check_overlap(y, args, op.name)
+                    break
     track = STATE.grad_enabled and op.differentiable and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     if not track:
@@ -262,6 +274,93 @@ def _no_self_overlap(a):
     return True
 
 
+_INTERNAL_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to "
+                         "tensor refers to a single memory location. Please clone() the tensor "
+                         "before performing the operation.")
+_PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tensor and the "
+                        "written-to tensor refer to a single memory location. Please clone() "
+                        "the tensor before performing the operation.")
+# ops torch lets write into a target whose elements share memory (an expanded view): its
+# index_put_/index_fill_/masked_fill_ (the last two warn) and triu_/tril_ are no TensorIterator
+# writes
+_SELF_OVERLAP_OK = frozenset(("index_put", "index_fill", "masked_fill", "triu", "tril"))
+# ops whose operands torch does not check against the target: the BLAS updates (addmm_, ...)
+# and masked_scatter_
+_PARTIAL_OK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_scatter"))
+
+
+def check_overlap(y, args, name=None, full=False):
+    """torch's memory-overlap checks of a write into array ``y`` (an in-place op's target or an
+    ``out=``) computed from the tensors among ``args``: RuntimeError when two elements of ``y``
+    share memory (a zero stride over a dimension of size > 1, as torch's has_internal_overlap)
+    or when an operand partially overlaps ``y`` (same storage, intersecting memory ranges,
+    not the same elements; operands and targets that are not dense are not checked, as
+    torch's).  ``full``: an operand that is ``y`` itself is refused too (torch's cat).
+
+    Only views can overlap: arrays that own their memory cost an attribute load each."""
+    if type(y) is not _ndarray:
+        return
+    yb = y.base
+    if yb is not None and 0 in y.strides and y.size > 1 and name not in _SELF_OVERLAP_OK and \
+            any(st == 0 and n > 1 for st, n in zip(y.strides, y.shape)):
+        raise RuntimeError(_INTERNAL_OVERLAP_MSG)
+    yroot = None
+    for a in args:
+        if isinstance(a, Tensor):
+            x = a._data
+            if x is y:
+                if full:
+                    raise RuntimeError(_PARTIAL_OVERLAP_MSG)
+                continue
+            if type(x) is not _ndarray or yb is None and x.base is None or name in _PARTIAL_OK:
+                continue
+            if yroot is None:
+                yroot = _root(y)
+            if _root(x) is yroot and _overlaps(y, x, full):
+                raise RuntimeError(_PARTIAL_OVERLAP_MSG)
+
+
+def _root(a):
+    """The array owning the memory ``a`` views (a storage's identity here)."""
+    b = a.base
+    while isinstance(b, _ndarray):
+        a = b
+        b = a.base
+    return a
+
+
+def _overlaps(y, x, full):
+    """Whether ``x`` partially (``full``: or wholly) overlaps ``y``, two distinct views of one
+    storage: torch's get_overlap_status."""
+    if y.size == 0 or x.size == 0 or not _dense(y) or not _dense(x):
+        return False
+    yb = y.__array_interface__["data"][0]
+    xb = x.__array_interface__["data"][0]
+    ye = yb + y.nbytes
+    xe = xb + x.nbytes
+    if yb == xb and ye == xe:
+        return full or _elem_strides(x) != _elem_strides(y)
+    return yb < xe and xb < ye
+
+
+def _dense(a):
+    """torch's is_non_overlapping_and_dense: the elements fill one block of memory without
+    gaps, in some order of the dimensions (NumPy's negative strides never are)."""
+    f = a.flags
+    if f.c_contiguous or f.f_contiguous:
+        return True
+    want = a.itemsize
+    for st, n in sorted((st, n) for st, n in zip(a.strides, a.shape) if n != 1):
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
+def _elem_strides(a):
+    return tuple(st // a.itemsize for st in a.strides)
+
+
 def _saves_target(op, full):
     """Whether recording ``op`` on ``full`` saves input 0: only what the wanted gradients
     read is saved (``y.mul_(2.0)`` needs no copy of ``y``'s old value)."""
@@ -325,10 +424,16 @@ class _GradOn:
         STATE.grad_enabled = self.prev
 
 
-def write_out(out, result):
-    """Implement ``out=``: resize ``out`` if it is empty, then copy ``result`` into it."""
+def write_out(out, result, inputs=None, *, full=False):
+    """Implement ``out=``: resize ``out`` if it is empty, then copy ``result`` into it.
+
+    ``inputs``: the op's operands, for torch's memory-overlap checks (`check_overlap`), which
+    its elementwise ops, cat, index_select, sort, scans... make and its reductions do not:
+    None checks nothing, ``()`` only that ``out``'s elements do not share memory (mm)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if inputs is not None:
+        check_overlap(out._data, inputs, full=full)
     if getattr(result, "_level", None) is not None and getattr(out, "_level", None) is None:
         raise RuntimeError("vmap: out= is not possible with a batched result and an unbatched "
                            "out tensor: the result has one value per example. Please use the "

@@ -136,13 +136,13 @@ def cpp_name(dt):
     return _dtype_named(dt, _CPP_NAMES)
 
 
-def write_out_exact(out, result):
+def write_out_exact(out, result, inputs=None):
     """``out=`` of an op whose out must already have the result's dtype (torch's structured
     kernels: matmul, sort, max(dim), argmax, ...), where `write_out` would cast."""
     if isinstance(out, Tensor) and out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but "
                            f"got {cpp_name(out.dtype)} instead")
-    return write_out(out, result)
+    return write_out(out, result, inputs)
 
 
 def check_out_same(out, expected):
@@ -406,7 +406,7 @@ def def_unary(name, op, *, inplace=True, method_name=None, exact_out=False, with
             r = apply_unary(op, input)
         except NeedsOverride:
             return handle_override(public, (input,), {"out": out} if out is not None else {})
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out(out, r, (input,))
     if not with_out:
         def public(input):
             try:
@@ -452,7 +452,7 @@ def def_binary(name, op, *, inplace=True, reflected=None, magic=None, tensors=0)
             r = apply_binary(op, input, other)
         except NeedsOverride:
             return handle_override(public, (input, other), {"out": out} if out is not None else {})
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out(out, r, (input, other))
     public.__name__ = public.__qualname__ = name
 
     def meth(self, other):

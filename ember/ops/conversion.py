@@ -307,7 +307,8 @@ def conj_physical(input, *, out=None):
 
 Tensor.conj = conj
 Tensor.conj_physical = conj
-Tensor.conj_physical_ = lambda self: apply_inplace(CONJ, self, (), _E)
+# torch's conj_physical_ of a real tensor writes nothing (not even into an expanded one)
+Tensor.conj_physical_ = lambda self: apply_inplace(CONJ, self, (), _E) if self.is_complex() else self
 Tensor.resolve_conj = Tensor.resolve_neg = lambda self: self
 Tensor.is_conj = Tensor.is_neg = lambda self: False
 

@@ -712,7 +712,9 @@ def _fill_(self, value):
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
     check_scalar_fits(value, self.dtype.np)
-    return apply_inplace(COPY, self, (value,), {})
+    # torch fills through a number without its overlap checks; a 0-dim tensor value
+    # takes copy_'s path, which refuses an expanded target
+    return apply_inplace(COPY, self, (value,), {}, overlap=isinstance(value, Tensor))
 
 
 def _zero_(self):

@@ -561,7 +561,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
         r = apply(GATHER, (input, index), {"dim": d})
     except (AttributeError, NeedsOverride):
         return handle_override(gather, (input, dim, index), {})
-    return r if out is None else write_out_exact(out, r)
+    return r if out is None else write_out_exact(out, r, (input, index))
 
 
 def _scatter_prep(x, idx, src, dim):
@@ -872,7 +872,7 @@ def index_select(input, dim, index, *, out=None):
         return r
     if isinstance(out, Tensor) and out.dtype is not r.dtype:
         raise RuntimeError("index_select(): self and result must have the same scalar type")
-    return write_out(out, r)
+    return write_out(out, r, (input, index))
 
 
 def _index_write_kernel(mode):

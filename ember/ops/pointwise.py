@@ -242,7 +242,7 @@ def logit(input, eps=None, *, out=None):
     if isinstance(out, Tensor) and isinstance(input, Tensor):
         check_castable(_meta.unary_float(input)[1], out.dtype)
     r = LOGIT(input, **({"eps": eps} if eps is not None else {}))
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input,))
 
 
 _export("logit", logit)
@@ -274,7 +274,7 @@ POLYGAMMA = Op("polygamma", gated(lambda xp, x, n: unary_float(
 @overridable
 def polygamma(n, input, *, out=None):
     r = POLYGAMMA(input, n=n)
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input,))
 
 
 _export("polygamma", polygamma)
@@ -332,7 +332,7 @@ def round(input, *, decimals=0, out=None):
     if out is not None and isinstance(input, Tensor):
         check_out_same(out, input.dtype)
     r = ROUND(input, **({"decimals": decimals} if decimals else {}))
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input,))
 
 
 _export("round", round)
@@ -365,7 +365,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
         raise RuntimeError(f"nan_to_num: dtype of out: {type_name(out.dtype)} should be same "
                            f"as input: {type_name(input.dtype)}")
     r = NAN_TO_NUM(input, nan=nan, posinf=posinf, neginf=neginf)
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input,))
 
 
 _export("nan_to_num", nan_to_num)
@@ -583,7 +583,7 @@ def add(input, other, *, alpha=1, out=None):
             apply(ADD, (input, other), _alpha(alpha))
     except NeedsOverride:
         return handle_override(add, (input, other), {"alpha": alpha, "out": out})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, other))
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -593,7 +593,7 @@ def sub(input, other, *, alpha=1, out=None):
             apply(SUB, (input, other), _alpha(alpha, "sub"))
     except NeedsOverride:
         return handle_override(sub, (input, other), {"alpha": alpha, "out": out})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, other))
 
 
 def _add_m(self, other, *, alpha=1):
@@ -707,7 +707,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         r = apply_binary(op, input, other)
     except NeedsOverride:
         return handle_override(div, (input, other), {"rounding_mode": rounding_mode, "out": out})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, other))
 
 
 @overridable
@@ -825,7 +825,7 @@ def float_power(input, exponent, *, out=None):
         raise RuntimeError(f"the output given to float_power has dtype {type_name(out.dtype)}"
                            f" but the operation's result requires dtype "
                            f"{type_name(r.dtype)}")
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, exponent))
 
 
 from .._core.dtype import complex128 as complex128_, float64 as float64_  # noqa: E402
@@ -949,7 +949,7 @@ def where(condition, input=None, other=None, *, out=None):
     if out is not None and out.dtype is not r.dtype:
         raise RuntimeError(f"Expected out type to be {type_name(r.dtype)} but got "
                            f"{type_name(out.dtype)}")
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (condition, input, other))
 
 
 _export("where", where)
@@ -1041,7 +1041,7 @@ def clamp(input, min=None, max=None, *, out=None):
     if not isinstance(min, Tensor) and not isinstance(max, Tensor):
         # torch's clamp(Scalar) does not promote into out; clamp(Tensor) casts
         check_out_same(out, r.dtype)
-    return write_out(out, r)
+    return write_out(out, r, (input, min, max))
 
 
 _export("clamp", clamp)
@@ -1102,7 +1102,7 @@ def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)``."""
     _lerp_dtypes(input, end, weight)
     r = apply(LERP, (input, end, weight), _E)
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, end, weight))
 
 
 def _lerp_(self, end, weight):
@@ -1168,14 +1168,14 @@ ADDCDIV = Op("addcdiv", _addcdiv_checked, _addcdiv_vjp, shape=shape_broadcast,
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``."""
     r = apply(ADDCMUL, (input, tensor1, tensor2), _value(value, "addcmul"))
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, tensor1, tensor2))
 
 
 @overridable
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``."""
     r = apply(ADDCDIV, (input, tensor1, tensor2), _value(value, "addcdiv"))
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, tensor1, tensor2))
 
 
 _export("addcmul", addcmul)

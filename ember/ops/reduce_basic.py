@@ -220,16 +220,16 @@ def type_name(dt):
     return _kind_name(dt)
 
 
-def write_outs(out, results, cls, exact=False):
+def write_outs(out, results, cls, exact=False, inputs=None):
     """``out=(a, b)`` for ops returning a named tuple; ``exact``: each out must have its
-    result's dtype (`write_out_exact`)."""
+    result's dtype (`write_out_exact`); ``inputs``: as `write_out`'s."""
     if out is None:
         return results
     if not isinstance(out, (tuple, list)) or len(out) != len(results):
         raise TypeError(f"{cls.__name__}(): argument 'out' must be tuple of {len(results)} "
                         f"Tensors")
     write = write_out_exact if exact else write_out
-    return cls(*(write(o, r) for o, r in zip(out, results)))
+    return cls(*(write(o, r, inputs) for o, r in zip(out, results)))
 
 
 def check_nonempty_dims(name, shape, dims):
@@ -426,7 +426,7 @@ def _def_cum(name, op):
         if dtype is None and out is not None:
             dtype = out.dtype  # torch accumulates in out's dtype, as sum does
         r = apply(op, (input,), _cum_params(_wrap_dim(dim, ndim_of(input)), dtype))
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out(out, r, (input,))
     public = public_fn(public, name,
                      f"Cumulative {name[3:]} of the elements of ``input`` along ``dim``.")
 

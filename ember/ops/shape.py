@@ -159,7 +159,7 @@ def cat(tensors, dim=0, *, out=None):
         from .._core.dispatch import _cat_name
         raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
                         f"{_cat_name(out.dtype)}")
-    return write_out(out, r)
+    return write_out(out, r, tensors, full=True)  # torch's cat refuses any overlap
 
 
 concat = concatenate = cat
@@ -201,7 +201,7 @@ def stack(tensors, dim=0, *, out=None):
                                f"at entry 0 and {list(t.shape)} at entry {i}")
     d = _wrap_dim(dim, len(s0) + 1)
     r = apply(STACK, tensors, {"dim": d})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, tensors, full=True)  # cat's checks
 
 
 @overridable

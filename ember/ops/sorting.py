@@ -71,7 +71,7 @@ SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=True
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """The elements of ``input`` sorted along ``dim``, and their original indices."""
     r = apply(SORT, (input,), {"dim": _wrap_dim(dim, ndim_of(input)), "descending": descending})
-    return write_outs(out, _rt.sort(*r), _rt.sort, exact=True)
+    return write_outs(out, _rt.sort(*r), _rt.sort, exact=True, inputs=(input,))
 
 
 @overridable
