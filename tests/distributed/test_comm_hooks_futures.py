@@ -31,6 +31,15 @@ def test_future_is_generic_as_torchs():
     assert isinstance(f, Future) and f.wait() == 5
 
 
+def test_future_at_top_level():
+    # captum: `isinstance(out, torch.Future)` on what its forward returned
+    import torch as real
+    for lib in (torch, real):
+        assert issubclass(lib.futures.Future, lib.Future)
+        assert isinstance(lib.futures.Future(), lib.Future)
+        assert not isinstance(lib.ones(1), lib.Future)
+
+
 def test_future_then_on_completed_runs_inline():
     f = Future()
     f.set_result(3)
