@@ -18,7 +18,7 @@ from ._core import malloc_tuning as _malloc_tuning  # noqa: E402
 _malloc_tuning.apply()
 
 from ._core.dtype import (  # noqa: E402
-    bfloat16, bool, can_cast, cdouble, cfloat, chalf, complex64, complex128, double, dtype,
+    bfloat16, bool, can_cast, cdouble, cfloat, chalf, complex32, complex64, complex128, double, dtype,
     finfo, float, float8_e4m3fn, float8_e5m2, float16, float32, float64, get_default_dtype,
     half, iinfo, int, int8, int16, int32, int64, is_complex, is_floating_point, long,
     promote_types, result_type, set_default_dtype, short, uint8, uint16, uint32, uint64)
@@ -81,7 +81,9 @@ for _name in _TOP_LEVEL_NN:
 del _name
 
 from . import version  # noqa: E402
-__version__ = version.__version__  # torch-compatible, with the local tag "+ember"
+from .torch_version import TorchVersion as _TorchVersion  # noqa: E402
+# torch-compatible, with the local tag "+ember"; compares as a version (">= (2, 1)", "> 2.9")
+__version__ = _TorchVersion(version.__version__)
 
 
 def is_storage(obj):

@@ -51,6 +51,15 @@ def register_backend(name, xp, array_type, to_host=None, from_host=None):
 register_backend("cpu", np, np.ndarray)
 
 
+def accelerator_name():
+    """The accelerator's device type: the first backend registered besides "cpu" and "meta"
+    (meta tensors have no memory), or None on a CPU-only machine."""
+    for name in _BACKENDS:
+        if name not in ("cpu", "meta"):
+            return name
+    return None
+
+
 def get_backend(name):
     try:
         return _BACKENDS[name]

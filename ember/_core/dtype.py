@@ -15,7 +15,7 @@ import numpy as np
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "complex64", "complex128", "half", "float", "double", "short",
-    "int", "long", "cfloat", "cdouble", "chalf", "get_default_dtype", "set_default_dtype",
+    "int", "long", "cfloat", "cdouble", "chalf", "complex32", "get_default_dtype", "set_default_dtype",
     "promote_types", "result_type", "can_cast", "finfo", "iinfo", "is_floating_point",
     "is_complex", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
     "qint8", "quint8", "qint32",
@@ -63,7 +63,7 @@ class dtype:
         return n  # the quantized dtypes keep their names, as torch's do
 
     def to_real(self):
-        return {complex64: float32, complex128: float64}.get(self, self)
+        return {complex32: float16, complex64: float32, complex128: float64}.get(self, self)
 
     def to_complex(self):
         return {float16: complex64, bfloat16: complex64, float32: complex64,
@@ -156,7 +156,7 @@ complex64 = dtype("complex64", np.complex64, _COMPLEX, 2)
 complex128 = dtype("complex128", np.complex128, _COMPLEX, 3)
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
-cfloat, cdouble, chalf = complex64, complex128, complex64
+cfloat, cdouble = complex64, complex128
 
 ALL = (bool, uint8, int8, int16, int32, int64, uint16, uint32, uint64, float16, bfloat16,
        float32, float64, float8_e4m3fn, float8_e5m2, complex64, complex128)
@@ -184,11 +184,31 @@ class QuantizedDtype(dtype):
                            f"(quantized values are made by ember.ao.quantization)")
 
 
+class _ComplexHalf(dtype):
+    """``complex32`` (``chalf``): two float16s.  NumPy has no such type, so no ember tensor
+    holds it (reading ``np`` raises, as a factory or cast given it then does); the dtype
+    itself is torch's -- identity, attributes, promotion, finfo -- for code that names or
+    compares it (kornia lists it among the floating dtypes it accepts)."""
+    __slots__ = ()
+
+    def __init__(self):
+        self.name, self.itemsize, self.category, self._rank = "complex32", 4, _COMPLEX, 1
+        self.is_floating_point, self.is_complex, self.is_signed = False, True, True
+
+    @property
+    def np(self):
+        raise NotImplementedError("ember.complex32 (ComplexHalf) tensors are not supported: "
+                                  "NumPy has no complex type made of two float16s; use "
+                                  "ember.complex64")
+
+
+complex32 = chalf = _ComplexHalf()
+
 qint8 = QuantizedDtype("qint8", np.int8, 1)
 quint8 = QuantizedDtype("quint8", np.uint8, 1)
 qint32 = QuantizedDtype("qint32", np.int32, 3)
 QUANTIZED = (qint8, quint8, qint32)
-_BY_NAME = {d.name: d for d in ALL + QUANTIZED}
+_BY_NAME = {d.name: d for d in ALL + QUANTIZED + (complex32,)}
 # NumPy dtype -> ember dtype; the hot path looks tensors' dtypes up here.
 FROM_NP = {d.np: d for d in ALL if d not in _LATE}
 FROM_NP.update({np.dtype(np.float16): float16})
@@ -256,7 +276,9 @@ def _promote_uncached(a, b):
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.category == _COMPLEX and lo.category == _FLOAT and lo._rank > hi._rank:
-            return complex128
+            return lo.to_complex()  # complex32/complex64 with a wider float
+        if hi is complex32 and lo.category == _FLOAT and lo is not float16:
+            return complex64  # bfloat16, the float8s
         return hi
     if a.category == _INT:
         if {a, b} & {uint16, uint32, uint64} and a.is_signed != b.is_signed:

@@ -16,7 +16,8 @@ import numpy as np
 from . import dtype as _dt
 from . import layout as _layout
 from . import storage as _storage
-from .device import CPU, XP_BY_ARRAY_TYPE, backend_for_array, device as _device, get_backend
+from .device import (CPU, XP_BY_ARRAY_TYPE, accelerator_name, backend_for_array,
+                     device as _device, get_backend)
 from .meta_device import MetaArray
 from .state import STATE
 
@@ -162,7 +163,10 @@ class Tensor:
         return False
 
     def pin_memory(self, device=None):
-        """Page-locked memory only matters for GPU transfers: a CPU tensor is returned as is."""
+        """Page-locked memory only matters for accelerator transfers: with an accelerator
+        backend a CPU tensor is returned as is; without one, torch's error."""
+        if accelerator_name() is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
         return self
 
     def share_memory_(self):

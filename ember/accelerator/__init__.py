@@ -10,19 +10,12 @@ such notions to report.
 import contextlib
 import warnings
 
-from .._core.device import _BACKENDS, device as _device
+from .._core.device import accelerator_name as _accelerator_name, device as _device
 
 __all__ = ["current_accelerator", "current_device_idx", "current_device_index", "device_count",
            "device_index", "is_available", "set_device_idx", "set_device_index", "synchronize"]
 
 _NONE = "Cannot access accelerator device when none is available."
-
-
-def _accelerator_name():
-    for name in _BACKENDS:
-        if name not in ("cpu", "meta"):  # meta tensors have no memory: not an accelerator
-            return name
-    return None
 
 
 def is_available():

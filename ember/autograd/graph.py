@@ -7,6 +7,7 @@ computed, so that code can refer to that spot of the graph without holding the t
 import contextlib
 from typing import NamedTuple
 
+from .._core.device import accelerator_name
 from .._core.node import HOOKS_ON, SAVED_HOOKS, Node, grad_accumulator
 from .._core.tensor import Tensor, _version_of
 
@@ -73,7 +74,7 @@ class save_on_cpu(saved_tensors_hooks):
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         def pack_to_cpu(tensor):
-            if not pin_memory:
+            if not pin_memory or accelerator_name() is None:  # torch pins with one only
                 return tensor.device, tensor.cpu()
             return tensor.device, tensor.cpu().pin_memory()
 

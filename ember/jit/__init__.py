@@ -28,3 +28,13 @@ from ._builtins import (Error, Future, ScriptWarning, export_opnames, fork, isin
                         optimized_execution, script_if_tracing, set_fusion_strategy, wait)
 __all__ += ["Error", "Future", "ScriptWarning", "export_opnames", "fork", "isinstance",
             "optimized_execution", "script_if_tracing", "set_fusion_strategy", "wait"]
+
+
+def _overload(func):
+    """Declares one TorchScript overload of a function (``torch.jit._overload``; its body is
+    ``pass``/``...``): eager Python keeps the undecorated definition that follows, so the
+    declaration is returned as is."""
+    return func
+
+
+_overload_method = _overload  # the same for a method's overloads

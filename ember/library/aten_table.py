@@ -242,6 +242,33 @@ ATEN["clamp"] = [("default", "(Tensor self, Scalar? min=None, Scalar? max=None) 
                  ("Tensor", "(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", None)]
 ATEN["clamp_"] = [("default", "(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> "
                               "Tensor(a!)", _method("clamp_"))]
+# pinning: torch's CPU build raises without an accelerator (Tensor.pin_memory's error);
+# torch_geometric registers its Index/EdgeIndex handlers on aten._pin_memory
+ATEN["_pin_memory"] = [("default", "(Tensor self, Device? device=None) -> Tensor",
+                        _method("pin_memory"))]
+ATEN["pin_memory"] = [("default", "(Tensor(a) self, Device? device=None) -> Tensor(a)",
+                       _method("pin_memory"))]
+ATEN["is_pinned"] = [("default", "(Tensor self, Device? device=None) -> bool",
+                      _method("is_pinned"))]
+def _sparse_addmm(*args, **kwargs):
+    from ..sparse import addmm  # ember.sparse sits above this table's imports
+    return addmm(*args, **kwargs)
+
+
+# overloads torch_geometric (Index, EdgeIndex, HashTensor) registers handlers on at import
+ATEN["sort"] = [
+    ("default", "(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor "
+                "indices)", None),
+    ("stable", "(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor "
+               "values, Tensor indices)",
+     lambda self, *, stable=None, dim=-1, descending=False: _ops.sort(
+         self, dim, descending, stable=bool(stable)))]
+ATEN["index"] = [("Tensor", "(Tensor self, Tensor?[] indices) -> Tensor",
+                  lambda self, indices: self[tuple(slice(None) if i is None else i
+                                                   for i in indices)])]
+ATEN["unbind"] = [("int", "(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", None)]
+ATEN["_sparse_addmm"] = [("default", "(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
+                                     "Scalar alpha=1) -> Tensor", _sparse_addmm)]
 ATEN["index_put_"] = [("default", "(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
                                   "accumulate=False) -> Tensor(a!)", _method("index_put_"))]
 

@@ -30,7 +30,7 @@ __all__ = _INPLACE + [v + "_copy" for v in _VIEWS] + [
     "alias_copy", "view_as_real_copy", "view_as_complex_copy", "split_with_sizes",
     "split_with_sizes_copy", "negative_", "pi", "e", "inf", "nan", "newaxis", "is_nonzero",
     "is_same_size", "is_signed", "is_inference", "get_device", "detach", "fill", "rsub",
-    "nextafter", "ldexp", "frexp", "mvlgamma"]
+    "nextafter", "ldexp", "frexp", "mvlgamma", "_assert_async"]
 
 pi = math.pi
 e = math.e
@@ -125,6 +125,14 @@ def is_nonzero(input):
             raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
     return bool(input.item() != 0)
+
+
+def _assert_async(input, assert_msg=None):
+    """``assert input.is_nonzero()`` (torch's CPU meaning; on CUDA torch does not wait for
+    it): RuntimeError with ``assert_msg``, or torch's message, when the one value is zero."""
+    if not is_nonzero(input):
+        raise RuntimeError("Expected Tensor with single nonzero value, but got zero"
+                           if assert_msg is None else assert_msg)
 
 
 @overridable

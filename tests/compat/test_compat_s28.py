@@ -1,0 +1,109 @@
+"""Names libraries written for torch reach (kornia 0.9, torch_geometric 2.8), against torch:
+complex32's dtype, torch._assert_async, pinning on a machine without an accelerator, the aten
+overloads torch_geometric registers handlers on, torch.jit._overload."""
+import pickle
+
+import pytest
+import torch
+
+import ember
+
+
+def test_complex32_dtype_as_torch():
+    for lib in (torch, ember):
+        c = lib.complex32
+        assert lib.chalf is c and c.is_complex and not c.is_floating_point and c.is_signed
+        assert c.itemsize == 4 and str(c).endswith(".complex32") and c.to_real() is lib.float16
+        assert pickle.loads(pickle.dumps(c)) is c
+        assert c not in (lib.complex64, lib.complex128, lib.float16)
+    for name in ("bool", "int64", "uint8", "float16", "bfloat16", "float32", "float64",
+                 "complex64", "complex128", "complex32"):
+        for pair in ((name, "complex32"), ("complex32", name)):
+            want = torch.promote_types(*(getattr(torch, n) for n in pair))
+            got = ember.promote_types(*(getattr(ember, n) for n in pair))
+            assert got.name == str(want).split(".")[1], (pair, got, want)
+    fe, ft = ember.finfo(ember.complex32), torch.finfo(torch.complex32)
+    assert (fe.eps, fe.max, fe.tiny, fe.resolution, fe.bits, fe.dtype) == \
+        (ft.eps, ft.max, ft.tiny, ft.resolution, ft.bits, ft.dtype)
+
+
+def test_complex32_tensors_are_refused_clearly():
+    # no NumPy storage for two float16s: a factory or cast raises instead of making complex64
+    for f in (lambda: ember.zeros(2, dtype=ember.complex32),
+              lambda: ember.ones(2).to(ember.chalf)):
+        with pytest.raises(NotImplementedError, match="complex32"):
+            f()
+
+
+@pytest.mark.parametrize("args", [(True,), (False,), (0.0,), ([1, 1],), (False, "msg here"),
+                                  ([],), (2 + 0j,)])
+def test_assert_async_as_torch(args):
+    def run(lib):
+        try:
+            return lib._assert_async(lib.tensor(args[0]), *args[1:])
+        except RuntimeError as e:
+            return str(e)
+    assert run(ember) == run(torch)
+
+
+def test_pinning_without_accelerator_as_torch():
+    def run(lib, f):
+        try:
+            return f(lib)
+        except RuntimeError as e:
+            return str(e)
+    cases = [lambda L: L.ones(3).pin_memory(), lambda L: L.ones(3).is_pinned(),
+             lambda L: L.ops.aten._pin_memory.default(L.ones(3)),
+             lambda L: L.ops.aten.pin_memory.default(L.ones(3)),
+             lambda L: L.ops.aten.is_pinned.default(L.ones(3)),
+             lambda L: str(L.ops.aten._pin_memory.default._schema)]
+    for f in cases:
+        assert run(ember, f) == run(torch, f)
+    # save_on_cpu(pin_memory=True) pins only with an accelerator, as torch's
+    x = ember.ones(3, requires_grad=True)
+    with ember.autograd.graph.save_on_cpu(pin_memory=True):
+        y = (x * x).sum()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_aten_overloads_torch_geometric_uses():
+    x = [[3.0, 1, 2], [0, 5, 4]]
+    for op, args, kw in (("sort.stable", (), {"stable": True, "dim": 1}),
+                         ("sort.default", (0, True), {}),
+                         ("index.Tensor", ([None, [0, 2]],), {}),
+                         ("unbind.int", (1,), {})):
+        name, ov = op.split(".")
+        res = []
+        for lib in (torch, ember):
+            a = tuple([None if i is None else lib.tensor(i) for i in v] if isinstance(v, list)
+                      else v for v in args)
+            r = getattr(getattr(lib.ops.aten, name), ov)(lib.tensor(x), *a, **kw)
+            res.append([t.tolist() for t in r] if isinstance(r, (tuple, list)) else r.tolist())
+        assert res[0] == res[1], op
+    m1 = [[1.0, 0], [0, 2]]
+    got = ember.ops.aten._sparse_addmm.default(ember.ones(2, 2), ember.tensor(m1).to_sparse(),
+                                               ember.ones(2, 2), beta=2, alpha=3)
+    want = torch.ops.aten._sparse_addmm.default(torch.ones(2, 2), torch.tensor(m1).to_sparse(),
+                                                torch.ones(2, 2), beta=2, alpha=3)
+    assert got.tolist() == want.tolist()
+
+
+def test_jit_overload_declarations():
+    for lib in (torch, ember):
+        @lib.jit._overload
+        def f(x: int) -> int:
+            pass
+
+        def f(x):  # noqa: F811  the implementation follows its declarations
+            return x + 1
+        assert f(1) == 2
+
+        class M:
+            @lib.jit._overload_method
+            def g(self, x: int) -> int:
+                pass
+
+            def g(self, x):  # noqa: F811
+                return x * 2
+        assert M().g(3) == 6
