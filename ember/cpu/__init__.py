@@ -126,3 +126,6 @@ def get_capabilities():
     if flags:
         caps.update({name: flag in flags for name, flag in _X86_FLAGS.items()})
     return MappingProxyType(caps)
+
+
+from . import amp  # noqa: E402,F401  (torch.cpu.amp)
