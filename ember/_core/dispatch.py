@@ -18,7 +18,7 @@ from .dtype import NUMPY_SCALARS, python_scalar
 from .errors import NUMPY_ERRORS, translate
 from .device import XP_BY_ARRAY_TYPE, backend_for_type, namespace_of
 from .meta_device import META_XP, meta_kernel, meta_operands
-from .node import record
+from .node import _NO_PARAMS, record, record_binary, record_unary
 from .overrides import (  # noqa: F401  (re-exported: ember imports them from here)
     OVERRIDE_TYPES, SUBCLASS_OVERRIDES, NeedsOverride, _ROUTED_DUNDERS, _UNROUTED_METHODS,
     _override_of,
@@ -197,7 +197,6 @@ def apply(op, args, params):
 
 _F32 = _np.dtype(_np.float32)
 _F64 = _np.dtype(_np.float64)
-_NO_PARAMS = {}
 # the smaller of ckernels.PARALLEL_SIZE and ckernels.binary.ROW_SIZE (not imported: ckernels
 # needs this module): from that many elements a binary op's C loops may run (over the
 # threads, or on one for a repeating row), so `apply_binary` leaves such operands to the
@@ -223,7 +222,7 @@ def apply_unary(op, x):
                 out = _new_tensor(Tensor)
                 out._data = r if type(r) is _ndarray else _np.asarray(r)  # 0-d: a scalar
                 if x._requires_grad and STATE.grad_enabled:
-                    record(op, (x,), _NO_PARAMS, (out,))
+                    record_unary(op, x, out)
                 return out
     return apply(op, (x,), _NO_PARAMS)
 
@@ -253,7 +252,7 @@ def apply_binary(op, x, y):
                     out = _new_tensor(Tensor)
                     out._data = r if type(r) is _ndarray else _np.asarray(r)  # 0-d: a scalar
                     if (x._requires_grad or y._requires_grad) and STATE.grad_enabled:
-                        record(op, (x, y), _NO_PARAMS, (out,))
+                        record_binary(op, x, y, out)
                     return out
         elif (tx is Tensor and (ty is float or ty is int)) or \
                 (ty is Tensor and (tx is float or tx is int)):  # ``t * 2.0``, ``2.0 - t``
@@ -270,7 +269,7 @@ def apply_binary(op, x, y):
                         out = _new_tensor(Tensor)
                         out._data = r if type(r) is _ndarray else _np.asarray(r)
                         if t._requires_grad and STATE.grad_enabled:
-                            record(op, (x, y), _NO_PARAMS, (out,))
+                            record_binary(op, x, y, out)
                         return out
     return apply(op, (x, y), _NO_PARAMS)
 

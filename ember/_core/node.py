@@ -41,9 +41,10 @@ class Node:
     # What every node has is a slot; what few nodes have (hooks, anomaly traces, metadata,
     # the output metadata of multi-output nodes) is a class default that the instance dict
     # overrides when set, so recording a node stores none of them.  ``hooked`` says whether
-    # any hook or retain_grad was registered: the engine reads that one slot per node (a
-    # class default costs a slower lookup than a slot).  Freeing the saved tensors sets
-    # ``saved`` to None: that is the released mark (no field of its own).
+    # any hook or retain_grad was registered (always True on an `AccumulateGrad`): the
+    # engine reads that one slot per node (a class default costs a slower lookup than a
+    # slot).  Freeing the saved tensors sets ``saved`` to None: that is the released mark
+    # (no field of its own).
     __slots__ = ("op", "params", "saved", "versions", "saved_out", "next_edges", "in_meta",
                  "n_out", "seq", "hooked", "__weakref__", "__dict__")
     pre_hooks = post_hooks = tensor_hooks = retained = trace = metadata_ = out_meta = None
@@ -234,7 +235,9 @@ class AccumulateGrad(Node):
     __slots__ = ("_variable",)
 
     def __init__(self, tensor):
-        Node.__init__(self)
+        # ``hooked`` always: the engine reads the leaf's tensor hooks where it reads a
+        # node's hooks
+        self.hooked = True
         # a weak reference: the leaf owns its accumulator, not the other way round
         self._variable = weakref.ref(tensor)
         self.next_edges = ()
@@ -298,16 +301,18 @@ def _input(a, save):
         v = None
     if not a._requires_grad:
         return None, None, v
-    fn = a.grad_fn
-    # the common edges (a non-view output of a recorded op, a leaf whose accumulator
-    # exists) without _edge's call
-    if fn is not None:
-        e = (fn, a._output_nr) if a._base is None else _edge(a)
-    else:
-        acc = a._accumulator
-        e = (acc, 0) if acc is not None else _edge(a)
     d = a._data
-    return e, (d.shape, d.dtype), v
+    return _grad_edge(a), (d.shape, d.dtype), v
+
+
+def _grad_edge(a):
+    """The edge to Tensor ``a`` (which requires grad): the common ones (a non-view output of
+    a recorded op, a leaf whose accumulator exists) without `_edge`'s call."""
+    fn = a.grad_fn
+    if fn is not None:
+        return (fn, a._output_nr) if a._base is None else _edge(a)
+    acc = a._accumulator
+    return (acc, 0) if acc is not None else _edge(a)
 
 
 _NO_INPUT = (None, None, None)
@@ -412,6 +417,111 @@ def record(op, args, params, outs):
     if HOOKS_ON[0] and SAVED_HOOKS.stack:
         pack_saved(node)
     return node
+
+
+_NO_PARAMS = {}
+
+
+def record_unary(op, x, out):
+    """`record` for the dispatcher's unary fast path (`dispatch.apply_unary`): ``out =
+    op(x)`` with no params, ``x`` a plain Tensor that requires grad, ``out`` one floating
+    output.  The same node, less the general path's branches, tuples and calls (an op with
+    a ``ufunc`` is differentiable, has one output and saves all or none of its input:
+    tests/autograd/test_fast_records.py)."""
+    node = _new(op.node_cls)
+    node.hooked = False
+    node.op = op
+    node.params = _NO_PARAMS
+    if op.save_inputs:
+        vc = x._version
+        if vc is None:
+            vc = _version_of(x)
+        node.saved = (x,)
+        node.versions = ((x, vc, vc[0]),)
+    else:
+        node.saved = (None,)
+        node.versions = None
+    node.next_edges = (_grad_edge(x),)
+    d = x._data
+    node.in_meta = ((d.shape, d.dtype),)
+    node.n_out = 1
+    out.grad_fn = node
+    out._requires_grad = True
+    node.saved_out = [_saved_output(out, True)] if op.save_output else None
+    shared = SHARED
+    shared.seq += 1
+    node.seq = shared.seq
+    if shared.anomaly or HOOKS_ON[0]:
+        _record_rare(node)
+    return node
+
+
+def record_binary(op, x, y, out):
+    """`record` for the dispatcher's binary fast path (`dispatch.apply_binary`): ``out =
+    op(x, y)`` with no params, ``x`` and ``y`` plain Tensors or Python numbers (one of them
+    a Tensor that requires grad), ``out`` one floating output; see `record_unary`."""
+    node = _new(op.node_cls)
+    node.hooked = False
+    node.op = op
+    node.params = _NO_PARAMS
+    tx = type(x) is Tensor
+    ty = type(y) is Tensor
+    rx = tx and x._requires_grad
+    ry = ty and y._requires_grad
+    if op.save_inputs:
+        by_need = op.saved_by_need
+        # only what the wanted gradients read (x * b, b needing none: b alone)
+        sx, sy = by_need[rx + 2 * ry] if by_need is not None else (True, True)
+        vx = vy = None
+        if sx and tx:
+            vc = x._version
+            if vc is None:
+                vc = _version_of(x)
+            vx = (x, vc, vc[0])
+        if sy and ty:
+            vc = y._version
+            if vc is None:
+                vc = _version_of(y)
+            vy = (y, vc, vc[0])
+        node.saved = (x if sx else None, y if sy else None)
+        node.versions = ((vx, vy) if vy is not None else (vx,)) if vx is not None else \
+            ((vy,) if vy is not None else ())
+    else:
+        node.saved = (None, None)
+        node.versions = None
+    if rx:
+        ex = _grad_edge(x)
+        d = x._data
+        mx = (d.shape, d.dtype)
+    else:
+        ex = mx = None
+    if ry:
+        ey = _grad_edge(y)
+        d = y._data
+        my = (d.shape, d.dtype)
+    else:
+        ey = my = None
+    node.next_edges = (ex, ey)
+    node.in_meta = (mx, my)
+    node.n_out = 1
+    out.grad_fn = node
+    out._requires_grad = True
+    node.saved_out = [_saved_output(out, True)] if op.save_output else None
+    shared = SHARED
+    shared.seq += 1
+    node.seq = shared.seq
+    if shared.anomaly or HOOKS_ON[0]:
+        _record_rare(node)
+    return node
+
+
+def _record_rare(node):
+    """What `record` does for anomaly mode and saved-tensor hooks, for the fast records."""
+    if SHARED.anomaly:
+        import traceback
+        node.trace = traceback.format_stack()[:-4]
+    if HOOKS_ON[0] and SAVED_HOOKS.stack:
+        pack_saved(node)
 
 
 def _saved_output(o, diff):

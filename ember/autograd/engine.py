@@ -7,6 +7,7 @@ graphs need no recursion limit.  Gradients are summed with ember's ``add``, so
 with ``create_graph=True`` the backward pass is itself recorded.
 """
 import heapq
+import operator
 import sys as _sys
 import threading
 
@@ -92,17 +93,16 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     ``.grad`` are written (``backward(inputs=...)``).
     """
     root_edges = [_root_edge(t) for t in roots]
+    order = _execution_order(root_edges)
     capture = None
     needed = None
     targets = ()
-    if inputs is None:
-        deps = _dependencies(root_edges)
-    else:
+    if inputs is not None:
         capture = {}
         for k, t in enumerate(inputs):
             capture.setdefault(_input_edge(t), []).append(k)
         targets = {e[0] for e in capture}
-        deps, needed = _dependencies_reaching(root_edges, targets)
+        needed = _needed(order, targets)
     results = [None] * (len(inputs) if inputs is not None else 0)
 
     buffers = {}
@@ -112,17 +112,6 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
             buf = buffers[n] = [None] * n.n_out
         _accumulate(buf, nr, g)
 
-    # Ready nodes run newest first.  The heap holds them only while several are ready at
-    # once; the common case (one node becomes ready after another, as along a chain) hands
-    # the next node over directly, without a heap entry.
-    ready = []
-    queued = set()
-    for n, _ in root_edges:
-        if deps[n] == 0 and n not in queued:
-            queued.add(n)
-            heapq.heappush(ready, (-n.seq, id(n), n))
-    nxt = heapq.heappop(ready)[2] if ready else None
-
     # (node, output_nr) slots whose gradient is a sum the engine made itself: nothing else
     # refers to that tensor, so later contributions are added into it in place
     owned = set() if not create_graph else None
@@ -130,33 +119,29 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     STATE.grad_enabled = create_graph
     prev_keep, _TASK.keep_graph = _TASK.keep_graph, bool(retain_graph)
     prev_callbacks, _TASK.callbacks = _TASK.callbacks, []
-    heappop, heappush = heapq.heappop, heapq.heappush
     try:
-        while nxt is not None:
-            node = nxt
+        for node in order:
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node.n_out
-            is_leaf = type(node) is AccumulateGrad
-            if is_leaf or node.hooked:
+            if node.hooked:  # (every AccumulateGrad: its leaf's hooks are read there)
                 grads = _run_pre_hooks(node, grads)
             if node in targets:
                 for nr in range(node.n_out):
                     for k in capture.get((node, nr), ()):
                         results[k] = grads[nr]
-            if is_leaf:
-                # the last node's outputs and loop variables: references `_first_grad` counts
-                grads_in = g = gd = None
+            if type(node) is AccumulateGrad:
                 if accumulate and (capture is None or (node, 0) in capture):
+                    g = grads[0]
+                    # the last node's outputs and loop variables: references `_first_grad`
+                    # counts
+                    grads = grads_in = gd = old = None
                     if STATE.intercept:
-                        _observed_apply(node, _accumulate_leaf, node, grads[0], create_graph)
+                        _observed_apply(node, _accumulate_leaf, node, g, create_graph)
                     else:
-                        _accumulate_leaf(node, grads[0], create_graph)
-                nxt = heappop(ready)[2] if ready else None
+                        _accumulate_leaf(node, g, create_graph)
                 continue
             if needed is not None and node not in needed:
-                _release_edges(node, deps, ready)
-                nxt = heappop(ready)[2] if ready else None
                 continue
             edges = node.next_edges
             # an output that received no gradient passes None (torch's undefined gradient):
@@ -199,42 +184,31 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
                     node.release()
             meta = node.in_meta
             n_in = len(grads_in)
-            newly = None  # the one node made ready by this one, while the heap is empty
             for i, e in enumerate(edges):
-                if e is None:
+                if e is None or i >= n_in:
+                    continue
+                g = grads_in[i]
+                if g is None:
                     continue
                 m, nr = e
-                g = grads_in[i] if i < n_in else None
-                if g is not None:
-                    mi = meta[i] if meta else None
-                    if mi is not None:
-                        gd = g._data
-                        dt = gd.dtype
-                        # (``is`` first: NumPy's dtypes are singletons, so equal ones rarely
-                        # need the slower rich comparison)
-                        if gd.shape != mi[0] or (dt is not mi[1] and dt != mi[1]):
-                            g = _fit(g, mi)
-                    buf = buffers.get(m)
-                    if buf is None:
-                        if m.n_out == 1:
-                            buffers[m] = [g]
-                        else:
-                            buf = buffers[m] = [None] * m.n_out
-                            buf[nr] = g
+                mi = meta[i] if meta else None
+                if mi is not None:
+                    gd = g._data
+                    dt = gd.dtype
+                    # (``is`` first: NumPy's dtypes are singletons, so equal ones rarely
+                    # need the slower rich comparison)
+                    if gd.shape != mi[0] or (dt is not mi[1] and dt != mi[1]):
+                        g = _fit(g, mi)
+                buf = buffers.get(m)
+                if buf is None:
+                    if m.n_out == 1:
+                        buffers[m] = [g]
                     else:
-                        old = buf[nr]
-                        buf[nr] = g if old is None else _sum_grads(owned, m, nr, old, g)
-                c = deps[m] - 1
-                deps[m] = c
-                if c == 0:
-                    if newly is None and not ready:
-                        newly = m
-                    else:
-                        if newly is not None:
-                            heappush(ready, (-newly.seq, id(newly), newly))
-                            newly = None
-                        heappush(ready, (-m.seq, id(m), m))
-            nxt = newly if newly is not None else (heappop(ready)[2] if ready else None)
+                        buf = buffers[m] = [None] * m.n_out
+                        buf[nr] = g
+                else:
+                    old = buf[nr]
+                    buf[nr] = g if old is None else _sum_grads(owned, m, nr, old, g)
         callbacks = _TASK.callbacks
         while callbacks:  # a callback may queue another
             callbacks.pop(0)()
@@ -258,27 +232,86 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     return None
 
 
-def _dependencies(root_edges):
-    """For every Node reachable from the roots, how many edges lead into it (one dict: a
-    node's presence in it marks it visited)."""
+_by_seq = operator.attrgetter("seq")
+
+
+def _execution_order(root_edges):
+    """Every node reachable from the roots, in the order backward runs them: a node once
+    every edge into it has delivered, of the ready nodes the newest first (torch's
+    engine's order).  Every edge of a recorded graph leads to an older node (an op's
+    inputs exist before it is recorded), so that order is the nodes by sequence number,
+    newest first: one walk and a sort, no dependency counts kept while running.  A graph
+    with an edge to a node no older than its consumer is ordered by counting
+    (`_ordered_by_dependencies`)."""
+    seen = set()
+    stack = []
+    for n, _ in root_edges:
+        if n not in seen:
+            seen.add(n)
+            stack.append(n)
+    while stack:
+        n = stack.pop()
+        s = n.seq
+        for e in n.next_edges:
+            if e is not None:
+                m = e[0]
+                if m.seq >= s:
+                    return _ordered_by_dependencies(root_edges)
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+    return sorted(seen, key=_by_seq, reverse=True)
+
+
+def _ordered_by_dependencies(root_edges):
+    """`_execution_order` for any graph: a node runs once every edge into it from a
+    reachable node has delivered; of the ready ones the newest first."""
     deps = {}
     stack = []
     for n, _ in root_edges:
         if n not in deps:
             deps[n] = 0
             stack.append(n)
-    get = deps.get
     while stack:
         for e in stack.pop().next_edges:
             if e is not None:
                 m = e[0]
-                c = get(m)
+                c = deps.get(m)
                 if c is None:
                     deps[m] = 1
                     stack.append(m)
                 else:
                     deps[m] = c + 1
-    return deps
+    ready = []
+    for n, _ in root_edges:
+        if deps[n] == 0:
+            deps[n] = -1  # queued
+            heapq.heappush(ready, (-n.seq, id(n), n))
+    order = []
+    while ready:
+        n = heapq.heappop(ready)[2]
+        order.append(n)
+        for e in n.next_edges:
+            if e is not None:
+                m = e[0]
+                deps[m] -= 1
+                if deps[m] == 0:
+                    heapq.heappush(ready, (-m.seq, id(m), m))
+    return order
+
+
+def _needed(order, targets):
+    """The nodes that must run for ``autograd.grad(..., inputs)``: those with a path to a
+    target below them.  A target itself is captured, not run (its saved tensors stay for
+    later backward passes, as in torch).  ``order`` runs consumers first, so read backwards
+    each node's inputs have their verdict before it."""
+    needed = set()
+    for n in reversed(order):
+        for e in n.next_edges:
+            if e is not None and (e[0] in targets or e[0] in needed):
+                needed.add(n)
+                break
+    return needed
 
 
 def _sum_grads(owned, m, nr, old, g):
@@ -295,51 +328,6 @@ def _sum_grads(owned, m, nr, old, g):
     s = old + g
     owned.add(key)
     return s
-
-
-def _release_edges(node, deps, ready):
-    """A node that need not run (no path to an ``inputs`` target): its edges still count
-    as delivered."""
-    for e in node.next_edges:
-        if e is None:
-            continue
-        m = e[0]
-        deps[m] -= 1
-        if deps[m] == 0:
-            heapq.heappush(ready, (-m.seq, id(m), m))
-
-
-def _dependencies_reaching(root_edges, targets):
-    """`_dependencies`, and the set of nodes that must run: those with a path to a target
-    below them.  A target itself is captured, not run (its saved tensors stay for later
-    backward passes, as in torch).  One depth-first walk: a node's verdict is taken after
-    all its inputs' (post-order)."""
-    deps = {}
-    needed = set()
-    get = deps.get
-    for root, _ in root_edges:
-        if root in deps:
-            continue
-        deps[root] = 0
-        stack = [(root, iter(root.next_edges))]
-        while stack:
-            n, it = stack[-1]
-            for e in it:
-                if e is not None:
-                    m = e[0]
-                    c = get(m)
-                    if c is None:
-                        deps[m] = 1
-                        stack.append((m, iter(m.next_edges)))
-                        break
-                    deps[m] = c + 1
-            else:
-                stack.pop()
-                for e in n.next_edges:
-                    if e is not None and (e[0] in targets or e[0] in needed):
-                        needed.add(n)
-                        break
-    return deps, needed
 
 
 def _run_pre_hooks(node, grads):
