@@ -132,6 +132,7 @@ _route_overrides()
 from . import backends, cpu, cuda  # noqa: E402
 from . import futures  # noqa: E402,F401  (torch.futures)
 from .futures import Future  # noqa: E402,F401  (torch.Future: captum tests isinstance with it)
+from . import quasirandom  # noqa: E402,F401  (torch.quasirandom.SobolEngine)
 from . import profiler  # noqa: E402
 from . import hub  # noqa: E402
 from . import accelerator  # noqa: E402

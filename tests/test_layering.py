@@ -17,7 +17,8 @@ prefix, and every top-level entry of ``ember/`` must be listed:
      utils.safetensors, amp, cuda (device queries and cuda.amp), cpu, random, fft, linalg,
      special, sparse, distributions, serialization (save/load: knows nn.Parameter),
      storage, types, futures, backends, accelerator, testing, profiler, version, torch_version,
-     functional, library (custom operators and ember.ops.aten's table, on nn.functional), overrides
+     functional, quasirandom, library (custom operators and ember.ops.aten's table, on
+     nn.functional), overrides
      (torch.overrides: function modes, listings of nn.functional/linalg/fft/special),
      _subclasses (torch._subclasses.fake_tensor.is_fake)
   4  func          vmap, grad, jacrev, jacfwd, functional_call
@@ -45,7 +46,8 @@ RANKS = {
     "amp": 3, "cuda": 3, "cpu": 3, "random": 3, "fft": 3, "linalg": 3, "special": 3,
     "sparse": 3,
     "distributions": 3, "serialization": 3, "storage": 3, "types": 3, "futures": 3,
-    "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3, "torch_version": 3, "functional": 3, "library": 3,
+    "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3,
+    "torch_version": 3, "functional": 3, "quasirandom": 3, "library": 3,
     "overrides": 3, "utils._selective_checkpoint": 3, "_subclasses": 3,
     "func": 4,
     "fx": 5,
