@@ -54,7 +54,8 @@ def test_kernel_matches_numpy(dtype, log2n):
         assert _rel_err(got, np.fft.irfft(X.astype(complex), n)) <= TOL[dtype], (rows, "irfft")
 
 
-def test_kernel_refuses_what_it_does_not_take():
+def test_kernel_refuses_what_it_does_not_take(monkeypatch):
+    monkeypatch.setattr(ck, "FAST_LEVELS", ck.FAST_LEVELS + ("DEFAULT",))
     x = RNG.standard_normal((4, 12))
     assert ck.run(ck.R2C, x, 12) is None  # not a power of two
     assert ck.run(ck.R2C, x.astype(np.complex128), 12) is None
@@ -68,7 +69,7 @@ def test_kernel_refuses_what_it_does_not_take():
     assert not ck.takes(64, 16, np.float32)  # too small
     assert ck.takes(4096, 4, np.complex64) and ck.takes(1 << 16, 4, np.float32)
     assert not ck.takes(1 << 17, 4, np.complex64) and ck.takes(1 << 17, 4, np.float32, True)
-    assert not ck.takes(1 << 16, 4, np.complex128) and ck.takes(1 << 16, 4, np.float64, True)
+    assert not ck.takes(1 << 18, 4, np.float64, True)
 
 
 # (name, input shape, complex input, kwargs); every one has power-of-two transform sizes
@@ -99,6 +100,7 @@ CASES = [
 def _calls(monkeypatch, small=True):
     """The kinds `ck.run` is called with; ``small``: small transforms take the kernel too
     (its MIN_SIZE is a speed threshold, not a limit)."""
+    monkeypatch.setattr(ck, "FAST_LEVELS", ck.FAST_LEVELS + ("DEFAULT",))
     if small:
         monkeypatch.setattr(ck, "MIN_SIZE", 0)
     calls = []
@@ -136,7 +138,7 @@ def test_non_power_of_two_few_rows_and_small_sizes_keep_scipy(monkeypatch):
     calls = _calls(monkeypatch, small=False)
     for a in (RNG.standard_normal((8, 12)), RNG.standard_normal((3, 16)),
               RNG.standard_normal((1, 4096)), RNG.standard_normal((8, 64)),
-              RNG.standard_normal((4, 1 << 17))):
+              RNG.standard_normal((4, 1 << 18))):
         got = ember.fft.rfft(ember.from_numpy(a))
         np.testing.assert_allclose(got._data, np.fft.rfft(a), atol=1e-12)
     assert calls == []
@@ -208,3 +210,11 @@ def test_backward_matches_torch(dtype):
     assert x.grad.dtype == getattr(ember, np.dtype(dtype).name)
     np.testing.assert_allclose(x.grad._data, t.grad.numpy(), rtol=1e-4 if dtype == np.float32
                                else 1e-10, atol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+def test_default_level_keeps_scipy(monkeypatch):
+    assert ck.available()
+    monkeypatch.setitem(ck._info, "cpu_capability", "AVX2")
+    assert ck.takes(4096, 64, np.float32)
+    monkeypatch.setitem(ck._info, "cpu_capability", "DEFAULT")  # SSE2 only: no faster
+    assert not ck.takes(4096, 64, np.float32)

@@ -2,13 +2,13 @@
 (one-sided) and complex-to-real, over the rows of a C-contiguous float32/float64 array.
 
 The transform is a Stockham autosort FFT (radix-4 passes, one radix-2 pass for odd powers
-of two) vectorised across rows: a block of ``L`` rows (16 float32 or 8 float64 lanes, one
-AVX-512 register; smaller blocks of 8/4 or 4/2 lanes for the rows left over) is copied
-into a scratch buffer where complex element ``k`` of every row sits together, its real
-parts in one vector of ``L`` lanes and its imaginary parts in the next.  Every butterfly
-is then a handful of whole-vector adds and multiplies with no shuffles, the passes
-ping-pong between two scratch buffers (2 x 256 KiB for 16 float32 rows of 2048 complex
-points: they stay in L2) and need no bit reversal.  Twiddles are per transform length,
+of two) vectorised across rows: a block of ``L`` rows (8 float32 or 4 float64 lanes, one
+256-bit register; 4 or 2 lanes for the rows left over) is copied into a scratch buffer
+where complex element ``k`` of every row sits together, its real parts in one vector of
+``L`` lanes and its imaginary parts in the next.  Every butterfly is then a handful of
+whole-vector adds and multiplies with no shuffles, the passes ping-pong between two scratch
+buffers (2 x 128 KiB for 8 float32 rows of 2048 complex points: they stay in L2) and need
+no bit reversal.  Twiddles are per transform length,
 computed once in float64 (``np.exp`` of exact integer angles) and cached here.
 
 A real transform of even length ``n = 2h`` is a complex one of length ``h`` on
@@ -37,8 +37,13 @@ __all__ = ["run", "available", "status", "fits", "takes", "C2C_FWD", "C2C_INV", 
 ABI_VERSION = 1
 ENABLED = os.environ.get("EMBER_CKERNELS", "1") != "0"
 C2C_FWD, C2C_INV, R2C, C2R = 0, 1, 2, 3
-# lanes per row block, widest first: one AVX-512 register of reals, then narrower tails
-_LANES = {np.dtype(np.float32): (16, 8, 4), np.dtype(np.float64): (8, 4, 2)}
+# lanes per row block, widest first: one 256-bit register of reals, then the narrower tail.
+# Measured on an AVX-512 CPU that splits 512-bit operations in two (Zen 4): 8-row float32
+# blocks ran a 64x4096 rfft in ~230 us, 16-row blocks (AVX-512 registers, scratch twice the
+# size) in ~275; float64 4-row blocks ~400 against 8-row ~455.
+_LANES = {np.dtype(np.float32): (8, 4), np.dtype(np.float64): (4, 2)}
+# the build levels where the kernel beats scipy: at DEFAULT (SSE2) it only matches it
+FAST_LEVELS = ("AVX2", "AVX512")
 _SUFFIX = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
 MAX_LOG2 = 24  # the longest transform: 2**24 points
 
@@ -58,27 +63,6 @@ _HEAD = r"""
 #else
 #define CKF_SHUF(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})
 #endif
-/* rows move in and out through a staging area of CKF_CH reals per row, its rows CKF_PAD
-   reals apart: whole chunks of a row are copied at a time (one sequential stream), and the
-   tiles transpose in L1 without the cache-set conflicts of rows a power of two apart */
-#ifndef CKF_CH
-#define CKF_CH (1024 / sizeof(T))
-#endif
-#define CKF_PAD (64 / sizeof(T))
-/* rows `ld` bytes apart conflict when more than CKF_WAYS of L rows fall in one set of a
-   64-set L1 of 64-byte lines (a power-of-two row length) */
-#ifndef CKF_WAYS
-#define CKF_WAYS 8
-#endif
-static int ckf_conflicts(ptrdiff_t ld, int L) {
-    int most = 0;
-    for (int i = 0; i < L; i++) {
-        int same = 0;
-        for (int j = 0; j < L; j++) same += (((i * ld) >> 6) & 63) == (((j * ld) >> 6) & 63);
-        most = same > most ? same : most;
-    }
-    return most > CKF_WAYS;
-}
 int ckf_abi(void) { return @ABI@; }
 """
 
@@ -176,40 +160,17 @@ static inline void ckf_store_@S_@L(const T *restrict a, T scale, ptrdiff_t f0, T
     for (int l = 0; l < nr; l++) *(ckf_u@L_@S *)(out + l * ldo + f0) = r[l];
 }
 
-static void ckf_rows_in_@S_@L(const T *restrict in, ptrdiff_t ldi, ptrdiff_t nr, ptrdiff_t nf,
-                              T *restrict a, T *restrict st) {
-    const ptrdiff_t ch = nf < (ptrdiff_t)CKF_CH ? nf : (ptrdiff_t)CKF_CH, ls = ch + CKF_PAD;
-    for (ptrdiff_t f0 = 0; f0 < nf; f0 += ch) {
-        for (ptrdiff_t l = 0; l < nr; l++)
-            for (ptrdiff_t i = 0; i < ch; i += @L)
-                *(ckf_v@L_@S *)(st + l * ls + i) = *(const ckf_u@L_@S *)(in + l * ldi + f0 + i);
-        for (ptrdiff_t t = 0; t < ch; t += @L) ckf_load_@S_@L(st, ls, nr, t, a + f0 * @L);
-    }
-}
-
-static void ckf_rows_out_@S_@L(const T *restrict z, T scale, ptrdiff_t nf, T *restrict out,
-                               ptrdiff_t ldo, ptrdiff_t nr, T *restrict st) {
-    const ptrdiff_t ch = nf < (ptrdiff_t)CKF_CH ? nf : (ptrdiff_t)CKF_CH, ls = ch + CKF_PAD;
-    for (ptrdiff_t f0 = 0; f0 < nf; f0 += ch) {
-        for (ptrdiff_t t = 0; t < ch; t += @L) ckf_store_@S_@L(z + f0 * @L, scale, t, st, ls, nr);
-        for (ptrdiff_t l = 0; l < nr; l++)
-            for (ptrdiff_t i = 0; i < ch; i += @L)
-                *(ckf_u@L_@S *)(out + l * ldo + f0 + i) = *(const ckf_v@L_@S *)(st + l * ls + i);
-    }
-}
-
 /* one block of nr <= L rows: load (lanes past nr are zeros), transform, store.  N: the
    complex length (n for c2c, n / 2 for the real kinds); rw: the real kinds' twiddles
    w^k = exp(-2 pi i k / 2N), k = 0..N/2; ldi/ldo: the row strides in T; a and b hold N + 1
    elements each */
 static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptrdiff_t nr,
                             ptrdiff_t N, ptrdiff_t ldi, ptrdiff_t ldo, const T *tw,
-                            const T *restrict rw, T scale, T *a, T *b, T *st) {
+                            const T *restrict rw, T scale, T *a, T *b) {
     const ptrdiff_t E = 2 * @L;
     const int tiled = 2 * N >= @L;  /* whole tiles per row; else element by element */
     if (tiled) {
-        if (ckf_conflicts(ldi * sizeof(T), @L)) ckf_rows_in_@S_@L(in, ldi, nr, 2 * N, a, st);
-        else for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_load_@S_@L(in, ldi, nr, f0, a);
+        for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_load_@S_@L(in, ldi, nr, f0, a);
     } else {
         if (nr < @L) memset(a, 0, sizeof(T) * N * E);
         for (ptrdiff_t l = 0; l < nr; l++)
@@ -296,8 +257,7 @@ static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptr
         }
     }
     if (tiled) {
-        if (ckf_conflicts(ldo * sizeof(T), @L)) ckf_rows_out_@S_@L(z, scale, 2 * N, out, ldo, nr, st);
-        else for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_store_@S_@L(z, scale, f0, out, ldo, nr);
+        for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L) ckf_store_@S_@L(z, scale, f0, out, ldo, nr);
     } else {
         for (ptrdiff_t l = 0; l < nr; l++)
             for (ptrdiff_t k = 0; k < N; k++) {
@@ -320,11 +280,9 @@ int ckf_run_@S(int kind, const T *in, T *out, ptrdiff_t rows, ptrdiff_t N, ptrdi
     int ok = 1;
     CK_PRAGMA(omp parallel if (nt > 1) num_threads(nt) reduction(&&:ok))
     {
-        const size_t sb = ((sizeof(T) * @L0 * (CKF_CH + CKF_PAD) + 63) / 64) * 64;
-        T *a = aligned_alloc(64, 2 * bytes + sb);
+        T *a = aligned_alloc(64, 2 * bytes);
         if (!a) ok = 0;
         T *b = a ? (T *)((char *)a + bytes) : NULL;
-        T *st = a ? (T *)((char *)a + 2 * bytes) : NULL;
         CK_PRAGMA(omp for schedule(dynamic, 1))
         for (ptrdiff_t i = 0; i < nb; i++) {
             if (!a) continue;
@@ -374,7 +332,7 @@ def _render_type(t, s):
             parts.append(r4.replace("@L", str(L)))
         parts.append(_BLOCK.replace("@L", str(L)))
     # the narrowest block that holds the nr rows
-    call = "ckf_block_@S_{L}(kind, x, y, nr, N, ldi, ldo, tw, rw, scale, a, b, st);"
+    call = "ckf_block_@S_{L}(kind, x, y, nr, N, ldi, ldo, tw, rw, scale, a, b);"
     tail = ""
     for L in reversed(lanes[1:]):
         tail += f"if (nr <= {L}) " + call.format(L=L) + "\n            else "
@@ -468,14 +426,15 @@ def pow2(n):
 
 # The kernel pays a fixed ~5 us more per call than scipy's and a block of at least 4 lanes
 # per transform: below MIN_ROWS transforms or MIN_SIZE elements scipy (pocketfft) is faster.
-# Past MAX_N complex points (a scratch buffer of 8 MiB for float32, 4 MiB for float64: out
-# of L2 and most of L3) its passes are memory-bound and slower than pocketfft's.  Measured
-# (CPU time, one thread, kernel/scipy): r2c float32 4x1024 1.21, 16x1024 0.94, 4x4096 0.83,
-# 8x4096 0.69; c2c float32 8x65536 0.65, 8x131072 2.9; c2c float64 8x32768 0.93, 8x65536
-# 1.09; r2c float64 8x65536 0.85, 8x131072 1.12.
+# Past MAX_N complex points (scratch buffers of 4 MiB: out of L2 and most of L3) its passes
+# are memory-bound and slower than pocketfft's.  Measured (CPU time, one thread,
+# kernel/scipy, min of 9 interleaved runs): r2c float32 4x1024 1.22, 8x1024 1.04, 16x1024
+# 0.84, 4x4096 0.82-0.86, 8x2048 0.74, 64x64 1.14; c2c float32 8x65536 0.76, 8x131072 1.29;
+# r2c float32 8x131072 0.70, 8x262144 1.21; c2c float64 8x65536 0.88, r2c float64 8x131072
+# 0.70.
 MIN_ROWS = 4
 MIN_SIZE = 1 << 14
-MAX_N = {np.dtype(np.float32): 1 << 16, np.dtype(np.float64): 1 << 15}
+MAX_N = 1 << 16
 
 
 def takes(n, rows, dtype, real=False):
@@ -485,7 +444,8 @@ def takes(n, rows, dtype, real=False):
     if (not ENABLED or dt not in _LANES or not pow2(n) or rows < MIN_ROWS
             or rows * n < MIN_SIZE or (real and n < 2)):
         return False
-    return (n // 2 if real else n) <= MAX_N[dt] and available()
+    return ((n // 2 if real else n) <= MAX_N and available()
+            and _info.get("cpu_capability") in FAST_LEVELS)
 
 
 def fits(x, n, kind):
