@@ -10,7 +10,7 @@ import numpy as np
 from . import dtype as _dt
 from .meta_device import MetaArray
 
-__all__ = ["tensor_repr", "set_printoptions"]
+__all__ = ["tensor_repr", "tensor_body", "set_printoptions"]
 
 _OPTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
 
@@ -133,12 +133,11 @@ class _ComplexFormat:
         return r + i if i[0] in "+-" else r + "+" + i
 
 
-def tensor_repr(t, prefix="tensor("):
-    a = t._data
-    if type(a) is MetaArray:
-        return _meta_repr(t, prefix)
-    if type(a) is not np.ndarray:
-        a = np.asarray(a.get() if hasattr(a, "get") else a)
+def tensor_body(t, indent, a=None):
+    """The values of (non-meta) tensor ``t`` (``a``: its values on the host, when already
+    there) as its repr prints them, continuation lines indented by ``indent`` (torch's
+    ``_tensor_str``)."""
+    a = _host(t) if a is None else a
     d = t.dtype
     vals = a
     if d in (_dt.float16, _dt.bfloat16) or d.name.startswith("float8"):
@@ -146,12 +145,24 @@ def tensor_repr(t, prefix="tensor("):
     summarize = a.size > _OPTS["threshold"]
     edge = _OPTS["edgeitems"]
     shown = _summarize(vals, edge) if summarize else vals
-    indent = len(prefix)
     if a.size == 0:
-        body = "[]"
-    else:
-        fmt = (_ComplexFormat if d.is_complex else _RealFormat)(shown)
-        body = _fmt_array(vals, fmt, indent, summarize, edge)
+        return "[]"
+    fmt = (_ComplexFormat if d.is_complex else _RealFormat)(shown)
+    return _fmt_array(vals, fmt, indent, summarize, edge)
+
+
+def _host(t):
+    a = t._data
+    return a if type(a) is np.ndarray else np.asarray(a.get() if hasattr(a, "get") else a)
+
+
+def tensor_repr(t, prefix="tensor("):
+    if type(t._data) is MetaArray:
+        return _meta_repr(t, prefix)
+    a = _host(t)
+    d = t.dtype
+    indent = len(prefix)
+    body = tensor_body(t, indent, a)
     suffix = []
     default_dtypes = (_dt.get_default_dtype(), _dt.int64, _dt.bool, _dt.default_complex_dtype())
     if a.size == 0 and a.shape != (0,):

@@ -9,6 +9,7 @@ what ``Tensor.storage()`` returns) its elements of the tensor's dtype.
 """
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -584,7 +585,17 @@ def untyped_storage(self):
                 (n - 1) * (st // root.itemsize) for n, st in zip(root.shape, root.strides))
             root.storage = MetaUntypedStorage(span * root.itemsize)
         return root.storage
-    return UntypedStorage._of_array(np.asarray(self._data))
+    root = _root(np.asarray(self._data))
+    st = _TENSOR_STORAGES.get(id(root))
+    if st is None or _root(st._bytes) is not root:
+        st = UntypedStorage._of_array(root)
+        _TENSOR_STORAGES[id(root)] = st
+    return st
+
+
+# root array id -> its storage, while someone holds the storage (which holds the root, so the
+# id is not reused meanwhile): a tensor and its views report one storage object, as torch's
+_TENSOR_STORAGES = weakref.WeakValueDictionary()
 
 
 def storage(self):

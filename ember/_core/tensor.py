@@ -391,7 +391,8 @@ class Tensor:
         return _host(self._data).tolist()
 
     def numpy(self, *, force=False):
-        if self._requires_grad and not force:
+        # as torch's: refused only in grad mode (botorch reads parameters under no_grad)
+        if self._requires_grad and not force and STATE.grad_enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if type(self._data) is not _ndarray:

@@ -17,6 +17,7 @@ graph runs and the new value is written back into its memory.
 import numpy as np
 
 from .._core.array_meta import ArrayMeta
+from .._core.state import STATE
 from .._core.tensor import Tensor
 
 __all__ = ["LazyArray", "lazy_class", "is_lazy", "LazyRef"]
@@ -186,7 +187,7 @@ class _LazyMixin:
     def numpy(self, *, force=False):
         lz = self.__dict__.get("_lazy")
         if lz is not None:
-            if self._requires_grad and not force:
+            if self._requires_grad and not force and STATE.grad_enabled:
                 raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                    "tensor.detach().numpy() instead.")
             hook = getattr(lz.trace.session, "numpy_hook", None)

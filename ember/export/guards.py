@@ -47,7 +47,7 @@ class ValueRanges:
 class _Var:
     """One free size: a `Dim` (all its dims, derived ones too) or one hinted dimension."""
     __slots__ = ("key", "name", "lo", "hi", "example", "auto", "leaves", "symbol", "unbacked",
-                 "relaxed")
+                 "relaxed", "declared_lo")
 
     def __init__(self, key, name, lo, hi, example, auto, relaxed=False):
         self.key, self.name, self.lo, self.hi = key, name, lo, hi
@@ -58,6 +58,9 @@ class _Var:
         self.leaves = []
         self.symbol = None
         self.unbacked = False
+        # a named Dim's declared minimum when below ``lo``: its guards are checked from
+        # ``lo`` (size-oblivious to 0/1, as torch), its range and input check keep this
+        self.declared_lo = None
 
 
 def _variables(c):
@@ -92,6 +95,8 @@ def _variables(c):
             # sizes 0 and 1 are specialized: a dynamic size is at least 2
             var = vars_[key] = _Var(key, name, max(lo, _least_root(a, b)), hi, example,
                                     ds.kind == "auto", ds.kind == "dynamic" and dim is None)
+            if dim is not None and lo < var.lo:
+                var.declared_lo = lo
         var.leaves.append(lf)
         sym = c.symbols.get(lf)
         if sym is not None and a == 1 and b == 0:
@@ -362,10 +367,14 @@ def check_guards(c):
     ranges = {}
     for var in vars_.values():
         if var.symbol is not None and not (var.auto and set(var.leaves) <= auto_static):
-            ranges[var.symbol] = ValueRanges(var.lo, var.hi)
+            ranges[var.symbol] = ValueRanges(_lower(var), var.hi)
     return ranges, auto_static, replacements, asserts
+
+
+def _lower(var):
+    return var.lo if var.declared_lo is None else var.declared_lo
 
 
 def _range_text(var):
     hi = "int_oo" if var.hi >= INT_OO else var.hi
-    return f"{var.lo} <= {var.name} <= {hi}"
+    return f"{_lower(var)} <= {var.name} <= {hi}"

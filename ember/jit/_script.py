@@ -408,9 +408,12 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
         _use_examples(out, example_inputs, obj)
         return out
     if inspect.isclass(obj):
-        raise NotSupportedError(None, f"jit.script of a class ({obj.__qualname__}) is not "
-                                      f"supported by ember: script the functions and modules "
-                                      f"that use it")
+        if issubclass(obj, Module):
+            raise RuntimeError(f"Type '{obj}' cannot be compiled since it inherits from "
+                               f"nn.Module, pass an instance instead")
+        # a TorchScript class: torch compiles it and returns the class itself; its instances
+        # are plain Python objects to the functions and modules scripted here
+        return obj
     if inspect.ismethod(obj) and isinstance(obj.__self__, Module):
         return getattr(script(obj.__self__), obj.__name__)
     if inspect.isfunction(obj):

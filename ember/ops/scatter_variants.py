@@ -9,6 +9,7 @@ import numpy as np
 
 from .._core.deterministic import fill_uninitialized
 from .._core.meta_device import MetaArray
+from .._core.storage import _root as _storage_root
 from .._core.tensor import Tensor, wrap
 from ._helpers import overridable
 
@@ -106,6 +107,14 @@ def _resize_(self, *sizes, memory_format=None):
     n = int(np.prod(sizes)) if sizes else 1
     if type(old) is MetaArray:
         return _resize_meta(self, tuple(sizes), n)
+    root = _storage_root(old)
+    if self._base is None and old.flags.c_contiguous and root.dtype == old.dtype and \
+            root.flags.c_contiguous and n <= root.size and \
+            old.__array_interface__["data"][0] == root.__array_interface__["data"][0]:
+        # the storage holds the new size: torch keeps it, so the storage, its nbytes and
+        # the tensor's views are unchanged (a view resized here becomes a tensor of its own)
+        self._data = root.reshape(-1)[:n].reshape(sizes)
+        return self
     if n == old.size:
         new = old.reshape(sizes) if old.flags.c_contiguous else \
             np.ascontiguousarray(old).reshape(sizes)

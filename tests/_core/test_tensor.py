@@ -80,6 +80,22 @@ def test_numpy_shares_memory_and_array_protocols():
     assert r.detach().numpy().tolist() == [1.0, 1.0]
 
 
+def test_numpy_of_a_tensor_requiring_grad_outside_grad_mode():
+    # torch refuses only in grad mode: botorch reads its parameters as arrays under no_grad
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.ones(3, dtype=lib.float64))
+        with lib.no_grad():
+            a = p.view(-1).numpy()
+            assert np.asarray(p).tolist() == [1.0] * 3
+        with lib.inference_mode():
+            assert p.numpy().tolist() == [1.0] * 3
+        a[0] = 4.0                          # shares memory
+        assert p[0].item() == 4.0
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                                               "grad"):
+            np.asarray(p)
+
+
 def test_dlpack_round_trip():
     e = ember.arange(6.0).reshape(2, 3)
     n = np.from_dlpack(e)

@@ -107,3 +107,64 @@ def test_jit_overload_declarations():
             def g(self, x):  # noqa: F811
                 return x * 2
         assert M().g(3) == 6
+
+
+def test_cuda_stream_event_without_cuda_as_torch():
+    def run(f):
+        try:
+            return f()
+        except (RuntimeError, AssertionError) as e:
+            return type(e).__name__, str(e)
+    for f in (lambda L: L.cuda.Stream(), lambda L: L.cuda.Event(),
+              lambda L: L.cuda.current_stream(), lambda L: L.cuda.stream(None).__enter__()):
+        assert run(lambda: f(ember)) == run(lambda: f(torch))
+    assert isinstance(ember.cuda.Stream, type) and isinstance(ember.cuda.Event, type)
+
+
+def test_tensor_str_as_torch():
+    from torch._tensor_str import PRINT_OPTS as tp, _tensor_str as ts
+
+    from ember._tensor_str import PRINT_OPTS as ep, _tensor_str as es
+    for k in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode"):
+        assert getattr(ep, k) == getattr(tp, k)
+    for x in ([[1.5, 2], [3, 4]], [1, 2, 3], list(range(2000)), [[1.25e-5, 3.0]],
+              [[1 + 2j, 3.5]]):
+        for indent in (0, 4):
+            assert es(ember.tensor(x), indent=indent) == ts(torch.tensor(x), indent=indent)
+    ember.set_printoptions(threshold=5)
+    try:
+        assert ep.threshold == 5
+    finally:
+        ember.set_printoptions(profile="default")
+
+
+def test_dataloader_iterator_classes():
+    from ember.utils.data import dataloader as dl
+    loader = ember.utils.data.DataLoader(ember.arange(6.), batch_size=2)
+    it = iter(loader)
+    assert isinstance(it, dl._BaseDataLoaderIter) and isinstance(it, dl._SingleProcessDataLoaderIter)
+    assert issubclass(dl._MultiProcessingDataLoaderIter, dl._BaseDataLoaderIter)
+    assert next(it).tolist() == [0.0, 1.0]
+
+
+def test_storage_identity_and_resize_as_torch():
+    def probe(lib):
+        x = lib.arange(12.)
+        v = x[3:].view(3, 3)
+        s = x.untyped_storage()
+        r = [s is v.untyped_storage(), s == x.detach().untyped_storage(),
+             s.data_ptr() == v.untyped_storage().data_ptr(), v.untyped_storage().nbytes(),
+             v.storage_offset(), v._is_view(), x._is_view(), x.detach()._is_view()]
+        t = lib.arange(6.)
+        w = t[1:3]
+        t.resize_(2, 2)  # fits the storage: kept, with its views
+        r += [t.tolist(), t.untyped_storage().nbytes(), w.tolist()]
+        w[0] = 7.0
+        t.resize_(0)
+        r += [t.untyped_storage().nbytes()]
+        t.resize_(6)
+        r += [t.tolist()]
+        t.resize_(8)  # grows: new memory, the elements kept
+        r += [t[:6].tolist(), t.untyped_storage().nbytes()]
+        return r
+    assert probe(ember) == probe(torch)

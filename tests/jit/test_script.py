@@ -213,8 +213,13 @@ def test_dict_and_tuple_inputs_and_outputs():
 def test_script_of_scriptmodule_and_bad_objects():
     s = jit.script(M.Net())
     assert jit.script(s) is s
-    with pytest.raises(NotSupportedError, match="class"):
-        jit.script(M.Pair)  # a class, not an instance
+    with pytest.raises(RuntimeError, match="inherits from nn.Module, pass an instance"):
+        jit.script(M.Pair)  # a module class, not an instance (torch's error)
+
+    class Point:  # a TorchScript class: scripting returns the class, as torch's
+        def __init__(self, x: int):
+            self.x = x
+    assert jit.script(Point) is Point and Point(3).x == 3
     with pytest.raises(RuntimeError, match="cannot compile an object of type int"):
         jit.script(3)
 

@@ -263,7 +263,12 @@ def _base_seed(loader):
     return _draw_seed(loader.generator)
 
 
-class _SingleProcessIter:
+class _BaseDataLoaderIter:
+    """The base of a DataLoader's iterators (torch's name: libraries annotate or test with it,
+    torch_geometric's loaders among them)."""
+
+
+class _SingleProcessIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         self.loader = loader
         self.sampler_iter = iter(loader._index_sampler)
@@ -286,7 +291,7 @@ class _SingleProcessIter:
         return len(self.loader)
 
 
-class _MultiProcessIter:
+class _MultiProcessIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         loader.check_worker_number_rationality()
         self.loader = loader
@@ -428,3 +433,8 @@ class _MultiProcessIter:
     def _shutdown(self):
         self.shutdown = True
         self._finalizer()  # runs once, whichever exit path comes first
+
+
+# torch's names of the two iterators
+_SingleProcessDataLoaderIter = _SingleProcessIter
+_MultiProcessingDataLoaderIter = _MultiProcessIter
