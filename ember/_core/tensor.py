@@ -230,6 +230,10 @@ class Tensor:
     is_xpu = is_mps = is_ipu = is_mtia = is_maia = is_vulkan = is_xla = is_mkldnn = \
         is_nested = is_sparse_csr = property(lambda self: False)
 
+    def _is_view(self):
+        """Whether this tensor is a view of another (its ``_base``)."""
+        return self._base is not None
+
     def untyped_storage(self):
         """The bytes of the memory this tensor (and every view of it) lives in."""
         return _storage.untyped_storage(self)
