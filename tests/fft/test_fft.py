@@ -63,7 +63,7 @@ def test_threads_follow_set_num_threads_and_values_do_not_change(name, call, mon
     # its threads are tested in test_fft_kernel.py)
     a = RNG.standard_normal((64, 2000)).astype(np.float32)
     workers = []
-    for f in ("fftn", "ifftn", "rfftn", "irfftn"):
+    for f in ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn"):
         real = getattr(scipy.fft, f)
         monkeypatch.setattr(scipy.fft, f, lambda *args, _real=real, **kw: (
             workers.append(kw.get("workers")), _real(*args, **kw))[1])

@@ -86,6 +86,17 @@ def _ck_c2c(x, dims, scale, forward):
     return x
 
 
+def _scipy(name, x, dims, norm, s=None):
+    """scipy.fft's ``name`` over ``dims``: its 1-d function for one dim (a few microseconds
+    cheaper to call than the n-d one), else ``name + "n"``; ``s``: irfft's sizes."""
+    sfft = _scipy_fft()
+    workers = _workers(x, dims)
+    if len(dims) == 1:
+        n = None if s is None else s[0]
+        return getattr(sfft, name)(x, n=n, axis=dims[0], norm=norm, workers=workers)
+    return getattr(sfft, name + "n")(x, s=s, axes=dims, norm=norm, workers=workers)
+
+
 def _c2c_kernel(xp, x, dims, scale, forward):
     if not dims:
         return x.astype(np.result_type(x.dtype, np.complex64))
@@ -94,9 +105,7 @@ def _c2c_kernel(xp, x, dims, scale, forward):
     norm = (_FWD_NORM if forward else _BWD_NORM)[scale]
     if xp is not np:  # another backend transforms with its own fft namespace
         return (xp.fft.fftn if forward else xp.fft.ifftn)(x, axes=dims, norm=norm)
-    sfft = _scipy_fft()
-    f = sfft.fftn if forward else sfft.ifftn
-    return f(x, axes=dims, norm=norm, workers=_workers(x, dims))
+    return _scipy("fft" if forward else "ifft", x, dims, norm)
 
 
 def _c2c_vjp(ctx, g, x, dims, scale, forward):
@@ -109,7 +118,7 @@ def _r2c_kernel(xp, x, dims, scale, last_n):
         return _ck_c2c(y, dims[:-1], scale, True)
     if xp is not np:
         return xp.fft.rfftn(x, axes=dims, norm=_FWD_NORM[scale])
-    return _scipy_fft().rfftn(x, axes=dims, norm=_FWD_NORM[scale], workers=_workers(x, dims))
+    return _scipy("rfft", x, dims, _FWD_NORM[scale])
 
 
 def _c2r_kernel(xp, x, dims, scale, last_n):
@@ -119,8 +128,7 @@ def _c2r_kernel(xp, x, dims, scale, last_n):
         return _ck_pass(_ck.C2R, x, dims[-1], last_n, _factor(scale, last_n))
     if xp is not np:
         return xp.fft.irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale])
-    return _scipy_fft().irfftn(x, s=s, axes=dims, norm=_BWD_NORM[scale],
-                               workers=_workers(x, dims))
+    return _scipy("irfft", x, dims, _BWD_NORM[scale], s)
 
 
 def _mirror_weights(g, dim, last_n, doubled):
