@@ -203,6 +203,7 @@ from .linalg.lapack_legacy import geqrf, lu, lu_solve, orgqr, ormqr  # noqa: E40
 from .ops.layout_inplace import as_strided_, empty_permuted, resize_as_  # noqa: E402,F401
 from .ops.distributions import binomial  # noqa: E402,F401  (torch.binomial)
 from .ops.histogramdd import histogramdd  # noqa: E402,F401
+from ._lowrank import pca_lowrank, svd_lowrank  # noqa: E402,F401
 from .random import thread_safe_generator  # noqa: E402,F401
 
 # Every op is registered by now (sub-packages declare some on import): give each its

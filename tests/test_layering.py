@@ -17,10 +17,10 @@ prefix, and every top-level entry of ``ember/`` must be listed:
      utils.safetensors, amp, cuda (device queries and cuda.amp), cpu, random, fft, linalg,
      special, sparse, distributions, serialization (save/load: knows nn.Parameter),
      storage, types, futures, backends, accelerator, testing, profiler, version, torch_version,
-     functional, quasirandom, library (custom operators and ember.ops.aten's table, on
+     functional, quasirandom, _lowrank, library (custom operators and ember.ops.aten's table, on
      nn.functional), overrides
      (torch.overrides: function modes, listings of nn.functional/linalg/fft/special),
-     _subclasses (torch._subclasses.fake_tensor.is_fake)
+     _subclasses (torch._subclasses.fake_tensor.is_fake), _tensor_str (torch._tensor_str)
   4  func          vmap, grad, jacrev, jacfwd, functional_call
   5  fx            tracing, Graph, GraphModule, passes
   6  the programs on top: _dynamo, _inductor, export, ao, distributed, utils.benchmark
@@ -47,8 +47,8 @@ RANKS = {
     "sparse": 3,
     "distributions": 3, "serialization": 3, "storage": 3, "types": 3, "futures": 3,
     "backends": 3, "accelerator": 3, "testing": 3, "profiler": 3, "version": 3,
-    "torch_version": 3, "functional": 3, "quasirandom": 3, "library": 3,
-    "overrides": 3, "utils._selective_checkpoint": 3, "_subclasses": 3,
+    "torch_version": 3, "functional": 3, "quasirandom": 3, "_lowrank": 3, "library": 3,
+    "overrides": 3, "utils._selective_checkpoint": 3, "_subclasses": 3, "_tensor_str": 3,
     "func": 4,
     "fx": 5,
     "_higher_order_ops": 6,
