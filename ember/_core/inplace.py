@@ -14,6 +14,9 @@ for a target that is read-only or whose elements overlap each other (an expanded
 for operands that do not broadcast to the target's shape.  Everything declined takes the
 general path: a fresh result, then `copy_into` with torch's checks and errors.
 """
+import os
+import sys
+
 import numpy as np
 
 from . import dtype as _dt
@@ -85,8 +88,13 @@ def check_castable(src, dst):
                            f"type {_cat_name(dst)}")
 
 
-def copy_into(target, r):
-    """Write array ``r`` into ``target``'s storage with torch's shape and casting checks."""
+def copy_into(target, r, aliased=False):
+    """Write array ``r`` into ``target``'s storage with torch's shape and casting checks.
+
+    ``aliased``: ``target``'s elements share memory (an expanded view some ops may write):
+    only the elements ``r`` changes are written, so that a write reaches every alias of its
+    element, as torch's writes through memory do, instead of being undone by an alias's old
+    value written after it."""
     td = target._data
     if r.shape != td.shape:
         try:
@@ -100,7 +108,13 @@ def copy_into(target, r):
         check_castable(_dt.FROM_NP[r.dtype], _dt.FROM_NP[td.dtype])
     if type(r) is not _ndarray:
         r = real_array(r)  # a result not computed yet (ember.compile): computed now
-    if type(td) is _ndarray and type(r) is _ndarray:
+    if aliased:
+        r = r.astype(td.dtype, copy=False)
+        changed = r != td
+        if r.dtype.kind in "fc":
+            changed &= ~(_np.isnan(r) & _np.isnan(td))
+        _np.copyto(td, r, where=changed)
+    elif type(td) is _ndarray and type(r) is _ndarray:
         _np.copyto(td, r, casting="unsafe")
     else:
         if backend_for_type(type(td)) is not backend_for_type(type(r)):
@@ -148,9 +162,16 @@ def apply_inplace(op, target, args, params, *, overlap=True):
     full = (target,) + tuple(args)
     _check_inplace_allowed(target, args)
     y = target._data
+    aliased = False
     if overlap and type(y) is _ndarray:
         if y.base is not None:
-            check_overlap(y, args, op.name)
+            aliased = check_overlap(y, args, op.name)
+            if aliased and op.name in _WARN_ALIASED:
+                import warnings
+                warnings.warn(f"Use of {op.name}_ on expanded tensors is deprecated. Please "
+                              f"clone() the tensor before performing this operation. This also "
+                              f"applies to advanced indexing e.g. tensor[mask] = scalar",
+                              UserWarning, stacklevel=_user_stacklevel())
         else:
             for a in args:  # a fresh target (the common case) overlaps only a view of itself
                 if isinstance(a, Tensor) and getattr(a._data, "base", None) is not None:
@@ -177,7 +198,7 @@ def apply_inplace(op, target, args, params, *, overlap=True):
             raise
         if type(r) is not _ndarray:
             r = _as_array(r, xp)
-        copy_into(target, r)
+        copy_into(target, r, aliased)
         return target
     src = target
     si = op.save_inputs
@@ -189,7 +210,7 @@ def apply_inplace(op, target, args, params, *, overlap=True):
     except (NotImplementedError, TypeError, RuntimeError):
         _check_result_shape(op, target, args)
         raise
-    copy_into(target, out._data)
+    copy_into(target, out._data, aliased)
     _rebase_history(target, out)
     return target
 
@@ -284,6 +305,7 @@ _PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tenso
 # index_put_/index_fill_/masked_fill_ (the last two warn) and triu_/tril_ are no TensorIterator
 # writes
 _SELF_OVERLAP_OK = frozenset(("index_put", "index_fill", "masked_fill", "triu", "tril"))
+_WARN_ALIASED = frozenset(("index_fill", "masked_fill"))
 # ops whose operands torch does not check against the target: the BLAS updates (addmm_, ...)
 # and masked_scatter_
 _PARTIAL_OK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_scatter"))
@@ -296,14 +318,18 @@ def check_overlap(y, args, name=None, full=False):
     or when an operand partially overlaps ``y`` (same storage, intersecting memory ranges,
     not the same elements; operands and targets that are not dense are not checked, as
     torch's).  ``full``: an operand that is ``y`` itself is refused too (torch's cat).
+    True when ``y``'s elements share memory and op ``name`` may write them anyway.
 
     Only views can overlap: arrays that own their memory cost an attribute load each."""
     if type(y) is not _ndarray:
         return
     yb = y.base
-    if yb is not None and 0 in y.strides and y.size > 1 and name not in _SELF_OVERLAP_OK and \
+    aliased = False
+    if yb is not None and 0 in y.strides and y.size > 1 and \
             any(st == 0 and n > 1 for st, n in zip(y.strides, y.shape)):
-        raise RuntimeError(_INTERNAL_OVERLAP_MSG)
+        if name not in _SELF_OVERLAP_OK:
+            raise RuntimeError(_INTERNAL_OVERLAP_MSG)
+        aliased = True
     yroot = None
     for a in args:
         if isinstance(a, Tensor):
@@ -318,6 +344,7 @@ def check_overlap(y, args, name=None, full=False):
                 yroot = _root(y)
             if _root(x) is yroot and _overlaps(y, x, full):
                 raise RuntimeError(_PARTIAL_OVERLAP_MSG)
+    return aliased
 
 
 def _root(a):
@@ -359,6 +386,18 @@ def _dense(a):
 
 def _elem_strides(a):
     return tuple(st // a.itemsize for st in a.strides)
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of a warning issued in the caller that points at the first frame
+    outside ember (the user's call, whatever the wrappers in between)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename.startswith(_EMBER_DIR):
+        f, level = f.f_back, level + 1
+    return level
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _saves_target(op, full):

@@ -124,6 +124,15 @@ CASES = {
     "expand_conj_physical_": lambda L: _e(L).conj_physical_(),
     "expand_triu_": lambda L: _e(L).triu_(),
     "expand_setitem_row": lambda L: _setitem(_e(L), 0, 5.),
+    # writes torch lets through the aliases of an expanded target: every alias sees them
+    "expand_index_put_": lambda L: _e(L).index_put_((_i(L, 0),), L.tensor(5.)),
+    "expand_index_put_acc": lambda L: _e(L).index_put_((_i(L, 0),), L.tensor(5.),
+                                                       accumulate=True),
+    "expand_index_fill_": lambda L: _e(L).index_fill_(0, _i(L, 0), 2.0),
+    "expand_masked_fill_": lambda L: _e(L).masked_fill_(L.eye(3, 4, dtype=L.bool), 2.0),
+    "expand_masked_fill_row": lambda L: _e(L).masked_fill_(
+        L.tensor([[True, False, False, True]] + [[False] * 4] * 2), 7.0),
+    "expand_setitem_mask": lambda L: _setitem(_e(L), L.ones(3, 4, dtype=L.bool), 5.),
     "masked_fill_value": lambda L: (lambda a: a[1:].masked_fill_(a[:-1] > 2, a[0]))(_a(L)),
     "sum_out": lambda L: (lambda a: L.sum(a.view(2, 3)[:, :2], 1, out=a[4:6]))(_a(L)),
     "sum_out_expand": lambda L: L.sum(L.ones(3, 4), 0, out=L.zeros(1).expand(4)),
@@ -182,3 +191,12 @@ def test_overlap_check_reads_no_data():
     check_overlap(x._data, (ember.ones(3, 4), 2.0, None), "add")
     m = ember.empty(4, device="meta").expand(3, 4)
     check_overlap(m._data, (), "add")
+
+
+def test_expanded_fill_warns_as_torch():
+    for lib in (torch, ember):
+        for f in (lambda: _e(lib).index_fill_(0, _i(lib, 0), 2.0),
+                  lambda: _e(lib).masked_fill_(lib.ones(3, 4, dtype=lib.bool), 2.0)):
+            with pytest.warns(UserWarning, match="on expanded tensors is deprecated") as w:
+                f()
+            assert w[0].filename == __file__  # the user's line
