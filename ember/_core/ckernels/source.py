@@ -33,7 +33,7 @@ from . import ternary as _ternary
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 14
+ABI_VERSION = 15
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -100,57 +100,125 @@ def elementwise(symbol, name, suffix, *, backward=False, out_type=None):
 # one copy per dtype: T = float/double, S = f32/f64, A = accumulator type, EXP_LE0 = exp of
 # arguments <= 0 (or NaN)
 ROWS = r"""
-/* sum of e_i = exp(x_i - m) over a row, each e_i stored in y (x_i - m <= 0, never NaN).  T
-   lanes are summed over blocks of 4 * CK_LANES elements, each block's lane sums added into
-   A lanes, which are summed in order at the end: float32 converts to double once per block
-   instead of once per element (that conversion had cost a third of softmax's time), and a
-   lane's float sum has four terms, so the total stays within a few ulps of the double sum.
-   Row by row on one thread: the value does not depend on the thread count. */
+/* Row reductions by lanes: L = one 64-byte vector of T, kept in arrays that GCC maps onto
+   vector registers (its `omp simd reduction` forms cost 2-3x more on short rows: 1024 rows of
+   65 floats, max 19.5 -> 8.3 us).  A row's last partial vector is the row's last L elements,
+   its lanes already seen masked out of the sums (a scalar loop over the rest costs as much
+   as the whole row on short rows); rows shorter than L run scalar.  Sums are added per lane
+   in T over blocks of 4 vectors, each block's lane sums into A lanes, which are summed in
+   order at the end: float32 converts to double once per block instead of once per element
+   (that conversion had cost a third of softmax's time), and a lane's float sum has at most
+   five terms, so the total stays within a few ulps of the double sum.  A row is reduced on
+   one thread: no value depends on the thread count. */
+#define CK_LANES (64 / (int)sizeof(T))
+
+/* the maximum of a row, NaN when it holds one */
+static inline T ck_row_max_S(const T *restrict x, ptrdiff_t n) {
+    enum { L = CK_LANES };
+    T m = -INFINITY;
+    int bad = 0;
+    if (n < L) {
+        for (ptrdiff_t i = 0; i < n; i++) { m = x[i] > m ? x[i] : m; bad |= x[i] != x[i]; }
+        return bad ? (T)NAN : m;
+    }
+    T mx[L];
+    int bd[L];
+    for (int l = 0; l < L; l++) { mx[l] = -INFINITY; bd[l] = 0; }
+    for (ptrdiff_t i = 0;; i += L) {
+        if (i + L > n) i = n - L;  /* the last L elements (the max does not mind repeats) */
+        CK_PRAGMA(omp simd)
+        for (int l = 0; l < L; l++) {
+            T v = x[i + l];
+            mx[l] = v > mx[l] ? v : mx[l];
+            bd[l] |= v != v;
+        }
+        if (i + L == n) break;
+    }
+    for (int l = 0; l < L; l++) { m = mx[l] > m ? mx[l] : m; bad |= bd[l]; }
+    return bad ? (T)NAN : m;
+}
+
+/* sum of e_i = exp(x_i - m) over a row (x_i - m <= 0, or NaN that then propagates), each
+   e_i stored in y unless y is NULL */
 static inline A ck_exp_sum_S(const T *restrict x, T m, T *restrict y, ptrdiff_t n) {
-    enum { L = 64 / sizeof(T) };
+    enum { L = CK_LANES };
+    if (n < L) {
+        A s = 0;
+        for (ptrdiff_t i = 0; i < n; i++) { T e = EXP_LE0(x[i] - m); if (y) y[i] = e; s += e; }
+        return s;
+    }
     A sa[L];
     T acc[L];
-    for (int l = 0; l < L; l++) sa[l] = 0;
+    for (int l = 0; l < L; l++) { sa[l] = 0; acc[l] = 0; }
     ptrdiff_t i = 0;
-    for (; i + 4 * L <= n; i += 4 * L) {
-        for (int l = 0; l < L; l++) acc[l] = 0;
-        for (int k = 0; k < 4 * L; k += L) {
-            CK_PRAGMA(omp simd)
-            for (int l = 0; l < L; l++) {
-                T e = EXP_LE0(x[i + k + l] - m);
-                y[i + k + l] = e;
-                acc[l] += e;
-            }
+    int k = 0;
+    for (; i + L <= n; i += L) {
+        CK_PRAGMA(omp simd)
+        for (int l = 0; l < L; l++) {
+            T e = EXP_LE0(x[i + l] - m);
+            if (y) y[i + l] = e;
+            acc[l] += e;
         }
-        CK_PRAGMA(omp simd)  /* without it GCC adds the lanes one by one: 1.5x the time */
-        for (int l = 0; l < L; l++) sa[l] += acc[l];
+        if (++k == 4) {
+            k = 0;
+            CK_PRAGMA(omp simd)  /* without it GCC adds the lanes one by one: 1.5x the time */
+            for (int l = 0; l < L; l++) { sa[l] += acc[l]; acc[l] = 0; }
+        }
+    }
+    if (n - i <= L / 4) {  /* a few left: scalar exps cost less than one more vector */
+        A s = 0;
+        for (int l = 0; l < L; l++) s += sa[l] + (A)acc[l];
+        for (; i < n; i++) { T e = EXP_LE0(x[i] - m); if (y) y[i] = e; s += e; }
+        return s;
+    }
+    {  /* the last L elements; lanes below `seen` were summed already */
+        const ptrdiff_t seen = i - (n - L);
+        i = n - L;
+        CK_PRAGMA(omp simd)
+        for (int l = 0; l < L; l++) {
+            T e = EXP_LE0(x[i + l] - m);
+            if (y) y[i + l] = e;  /* the same value again where seen */
+            acc[l] += l < seen ? (T)0 : e;
+        }
     }
     A s = 0;
-    for (int l = 0; l < L; l++) s += sa[l];
-    for (; i < n; i++) { T e = EXP_LE0(x[i] - m); y[i] = e; s += e; }
+    for (int l = 0; l < L; l++) s += sa[l] + (A)acc[l];
     return s;
 }
 
-/* sum over a row of a_i * b_i (of a_i when b is NULL), by lanes as ck_exp_sum_S: each
-   product rounded to T, four per lane and block summed in T, the rest in A. */
+/* sum over a row of a_i * b_i (of a_i when b is NULL), each product rounded to T */
 static inline A ck_dot_S(const T *restrict a, const T *restrict b, ptrdiff_t n) {
-    enum { L = 64 / sizeof(T) };
+    enum { L = CK_LANES };
+    if (n < L) {
+        A s = 0;
+        for (ptrdiff_t i = 0; i < n; i++) s += b ? a[i] * b[i] : a[i];
+        return s;
+    }
     A sa[L];
     T acc[L];
-    for (int l = 0; l < L; l++) sa[l] = 0;
+    for (int l = 0; l < L; l++) { sa[l] = 0; acc[l] = 0; }
     ptrdiff_t i = 0;
-    for (; i + 4 * L <= n; i += 4 * L) {
-        for (int l = 0; l < L; l++) acc[l] = 0;
-        for (int k = 0; k < 4 * L; k += L) {
-            CK_PRAGMA(omp simd)
-            for (int l = 0; l < L; l++) acc[l] += b ? a[i + k + l] * b[i + k + l] : a[i + k + l];
-        }
+    int k = 0;
+    for (; i + L <= n; i += L) {
         CK_PRAGMA(omp simd)
-        for (int l = 0; l < L; l++) sa[l] += acc[l];
+        for (int l = 0; l < L; l++) acc[l] += b ? a[i + l] * b[i + l] : a[i + l];
+        if (++k == 4) {
+            k = 0;
+            CK_PRAGMA(omp simd)
+            for (int l = 0; l < L; l++) { sa[l] += acc[l]; acc[l] = 0; }
+        }
+    }
+    if (i < n) {
+        const ptrdiff_t seen = i - (n - L);
+        i = n - L;
+        CK_PRAGMA(omp simd)
+        for (int l = 0; l < L; l++) {
+            T v = b ? a[i + l] * b[i + l] : a[i + l];
+            acc[l] += l < seen ? (T)0 : v;
+        }
     }
     A s = 0;
-    for (int l = 0; l < L; l++) s += sa[l];
-    for (; i < n; i++) s += b ? a[i] * b[i] : a[i];
+    for (int l = 0; l < L; l++) s += sa[l] + (A)acc[l];
     return s;
 }
 
@@ -158,12 +226,8 @@ static inline A ck_dot_S(const T *restrict a, const T *restrict b, ptrdiff_t n) 
    the sum (as torch's kernel; a division costs four times the product) or subtract
    log(sum). */
 static inline void ck_softmax_row_S(const T *restrict x, T *restrict y, ptrdiff_t n, int lg) {
-    T m = -INFINITY;
-    int bad = 0;
-    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
-    for (ptrdiff_t i = 0; i < n; i++) { m = x[i] > m ? x[i] : m; bad |= x[i] != x[i]; }
-    if (bad) m = NAN;
-    if (bad || m == -INFINITY || m == INFINITY) {
+    T m = ck_row_max_S(x, n);
+    if (m != m || m == -INFINITY || m == INFINITY) {
         /* a NaN, an all -inf row or a +inf: leave it to the same formula NumPy uses */
         A s = 0;
         for (ptrdiff_t i = 0; i < n; i++) { T e = EXP(x[i] - m); s += e; y[i] = lg ? x[i] - m : e; }
@@ -289,14 +353,6 @@ void ck_normalize_backward_S(const T *restrict g, const T *restrict xh, const T 
                                         n);
     }
 }
-/* the maximum of a row, NaN when it holds one */
-static inline T ck_row_max_S(const T *restrict x, ptrdiff_t n) {
-    T m = -INFINITY;
-    int bad = 0;
-    CK_PRAGMA(omp simd reduction(max:m) reduction(|:bad))
-    for (ptrdiff_t i = 0; i < n; i++) { m = x[i] > m ? x[i] : m; bad |= x[i] != x[i]; }
-    return bad ? (T)NAN : m;
-}
 
 /* cross entropy of one row of logits x (C classes) against target t, its log-softmax
    computed as NumPy's (x - max) - log(sum(exp(x - max))): the target's weighted nll, the
@@ -307,10 +363,7 @@ static inline int ck_ce_row_S(const T *restrict x, int64_t t, const T *restrict 
     if (t == ignore) { *nll = 0; *sm = 0; *wt = 0; return 0; }
     if (t < 0 || t >= C) return 1;
     T m = ck_row_max_S(x, C);
-    A s = 0;
-    CK_PRAGMA(omp simd reduction(+:s))
-    for (ptrdiff_t i = 0; i < C; i++) s += EXP(x[i] - m);
-    T l = LOG((T)s);
+    T l = LOG((T)ck_exp_sum_S(x, m, 0, C));  /* NaN, +-inf rows: NaN through the arithmetic */
     T w_t = w ? w[t] : (T)1;
     *wt = w_t;
     *nll = -((x[t] - m) - l) * w_t;
@@ -350,9 +403,7 @@ static inline void ck_ce_grad_row_S(const T *restrict xr, T *restrict o, int64_t
     T w_t = valid ? (w ? w[tc] : (T)1) : (T)0;
     T coef = lead * gl * w_t;
     T m = ck_row_max_S(xr, C);
-    A s = 0;
-    CK_PRAGMA(omp simd reduction(+:s))
-    for (ptrdiff_t i = 0; i < C; i++) { T e = EXP(xr[i] - m); o[i] = e; s += e; }
+    A s = ck_exp_sum_S(xr, m, o, C);
     const T inv = (T)((A)1 / s);
     if (smoothing == 0.0) {
         CK_PRAGMA(omp simd)
