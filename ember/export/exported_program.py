@@ -395,7 +395,7 @@ def _check_input(x, meta, where, symbols, checks, ranges):
                                    f"got {got}")
         elif _SYMBOL.match(expr):
             r = ranges.get(expr)
-            if r is not None and not r.lower <= got <= r.upper:
+            if r is not None and not _low_ok(r, got) <= got <= r.upper:
                 side = f">= {r.lower}" if got < r.lower else f"<= {r.upper}"
                 raise RuntimeError(f"Expected input at {at} to be {side}, but got {got}")
             if expr in symbols and symbols[expr] != got:
@@ -405,6 +405,12 @@ def _check_input(x, meta, where, symbols, checks, ranges):
             symbols[expr] = got
         else:
             checks.append((at, expr, got))
+
+
+def _low_ok(r, got):
+    """The least size range ``r`` lets an input have: sizes 0 and 1 pass a lower bound of 2
+    or less (export's 0/1 specialisation, not the program's), as torch's input checks."""
+    return r.lower if r.lower > 2 else min(r.lower, got)
 
 
 def _bind_derived(expr, got, symbols, where, ranges):
@@ -419,7 +425,7 @@ def _bind_derived(expr, got, symbols, where, ranges):
         raise RuntimeError(f"Expected input at {where} to be of the form {expr}, but got {got}")
     value = (got - b) // a
     r = ranges.get(name)
-    if r is not None and not r.lower <= value <= r.upper:
+    if r is not None and not _low_ok(r, value) <= value <= r.upper:
         raise RuntimeError(f"Expected input at {where} = {expr} with {name} in "
                            f"[{r.lower}, {r.upper}], but got {got} ({name} = {value})")
     symbols[name] = value

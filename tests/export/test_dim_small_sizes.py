@@ -63,13 +63,25 @@ def test_named_dim_module_runs_at_small_sizes(n):
     assert outs[:3] == outs[3:]
 
 
-def test_declared_minimum_is_still_checked():
-    nd = ember.export.Dim("n", min=1)
-    ep = ember.export.export(_module(ember, _Double), (ember.ones(3, 2),),
-                             dynamic_shapes={"x": {0: nd}})
-    assert ep.module()(ember.ones(1, 2)).tolist() == [[2.0, 2.0]]
-    with pytest.raises(RuntimeError, match=">= 1"):
-        ep.module()(ember.ones(0, 2))
+@pytest.mark.parametrize("kind", ["AUTO", "DYNAMIC", "min1", "min3"])
+def test_runtime_lower_bound_as_torch(kind):
+    # torch's module checks a lower bound only above 2: AUTO/DYNAMIC (range [2, ...]) and
+    # Dim("n", min=1) run at sizes 0 and 1; Dim("n", min=3) refuses 2
+    outs = []
+    for lib in (torch, ember):
+        D = lib.export.Dim
+        d = {"AUTO": D.AUTO, "DYNAMIC": D.DYNAMIC, "min1": D("n", min=1),
+             "min3": D("n", min=3)}[kind]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = lib.export.export(_module(lib, _Double), (lib.ones(4, 2),),
+                                   dynamic_shapes={"x": {0: d}})
+        for n in (0, 1, 2, 5):
+            try:
+                outs.append(ep.module()(lib.ones(n, 2)).tolist())
+            except (RuntimeError, AssertionError):  # torch's module guard: AssertionError
+                outs.append("refused")
+    assert outs[:4] == outs[4:]
 
 
 def test_small_example_inputs_are_refused():
