@@ -469,10 +469,10 @@ def _cumext_shape(x, dim):
 
 
 CUMMAX = Op("cummax", _cumext_kernel(np.maximum), _cumext_vjp, save_inputs=False,
-            save_output=True, n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
+            save_output=(1,), n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
             category="reduction", batch=_dims_rule)
 CUMMIN = Op("cummin", _cumext_kernel(np.minimum), _cumext_vjp, save_inputs=False,
-            save_output=True, n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
+            save_output=(1,), n_out=2, nondiff_outputs=(1,), shape=_cumext_shape,
             category="reduction", batch=_dims_rule)
 
 

@@ -198,10 +198,10 @@ def _extreme_dim_shape(x, dim, keepdim):
 
 
 MAX_DIM = Op("max_dim", _extreme_dim_kernel(np.argmax, "max"), _extreme_dim_vjp,
-             save_inputs=False, save_output=True, n_out=2, nondiff_outputs=(1,),
+             save_inputs=False, save_output=(1,), n_out=2, nondiff_outputs=(1,),
              shape=_extreme_dim_shape, category="reduction", batch=_dims_rule)
 MIN_DIM = Op("min_dim", _extreme_dim_kernel(np.argmin, "min"), _extreme_dim_vjp,
-             save_inputs=False, save_output=True, n_out=2, nondiff_outputs=(1,),
+             save_inputs=False, save_output=(1,), n_out=2, nondiff_outputs=(1,),
              shape=_extreme_dim_shape, category="reduction", batch=_dims_rule)
 
 

@@ -63,7 +63,7 @@ def _same_shape2(x, dim, **kw):
     return (x.shape, x.dtype), (x.shape, _dt.int64)
 
 
-SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
+SORT = Op("sort", _sort_kernel, _select_vjp, save_inputs=False, save_output=(1,), n_out=2,
           nondiff_outputs=(1,), shape=_same_shape2, category="sorting", batch=_dims_rule)
 
 
@@ -139,7 +139,7 @@ def _topk_shape(x, k, dim, largest=True):
 
 
 TOPK = Op("topk", _topk_kernel, lambda ctx, g, x, k, dim, largest=True: select_back(
-    g[0], ctx.out[1], dim, ctx.in_meta[0][0]), save_inputs=False, save_output=True, n_out=2,
+    g[0], ctx.out[1], dim, ctx.in_meta[0][0]), save_inputs=False, save_output=(1,), n_out=2,
     nondiff_outputs=(1,), shape=_topk_shape, category="sorting", batch=_dims_rule)
 
 
@@ -177,7 +177,7 @@ def _reduce_shape2(x, *args, dim=0, keepdim=False, **kw):
     return (s, x.dtype), (s, _dt.int64)
 
 
-KTHVALUE = Op("kthvalue", _kth_kernel, _select_vjp, save_inputs=False, save_output=True,
+KTHVALUE = Op("kthvalue", _kth_kernel, _select_vjp, save_inputs=False, save_output=(1,),
               n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting",
               batch=_dims_rule)
 
@@ -243,7 +243,7 @@ def _median_rule(op, args, bdims, params, batch_size):
 MEDIAN = Op("median", _median_kernel, _evenly_vjp, save_output=True,
             shape=lambda x, **kw: ((), x.dtype), category="sorting", batch=_median_rule)
 MEDIAN_DIM = Op("median_dim", _median_dim_kernel, _select_vjp, save_inputs=False,
-                save_output=True, n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2,
+                save_output=(1,), n_out=2, nondiff_outputs=(1,), shape=_reduce_shape2,
                 category="sorting", batch=_dims_rule)
 
 
@@ -296,7 +296,7 @@ def _mode_kernel(xp, x, dim, keepdim):
     return v, i.astype(np.int64, copy=False)
 
 
-MODE = Op("mode", _mode_kernel, _select_vjp, save_inputs=False, save_output=True, n_out=2,
+MODE = Op("mode", _mode_kernel, _select_vjp, save_inputs=False, save_output=(1,), n_out=2,
           nondiff_outputs=(1,), shape=_reduce_shape2, category="sorting", batch=_dims_rule)
 
 

@@ -37,7 +37,7 @@ def _dropout_vjp(ctx, g, x, p):
 
 # category "random": passes that must not merge, drop, fold or decompose a draw know it so
 DROPOUT = Op("native_dropout", _dropout_kernel, _dropout_vjp, save_inputs=False,
-             save_output=True, n_out=2, nondiff_outputs=(1,), category="random",
+             save_output=(1,), n_out=2, nondiff_outputs=(1,), category="random",
              shape=lambda x, p: (_meta.same(x), _meta.same(x)), batch=random_rule)
 
 

@@ -152,7 +152,7 @@ def _max_pool_batch(op, args, bdims, params, batch_size):
     return (out, idx), [0, 0 if params["need_idx"] else None]
 
 
-MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, save_output=True,
+MAX_POOL = Op("max_pool", _max_pool_kernel, _max_pool_vjp, save_inputs=False, save_output=(1,),
               n_out=2, nondiff_outputs=(1,), category="nn", shape=_max_pool_shape,
               batch=_max_pool_batch)
 
@@ -353,7 +353,7 @@ def _adaptive_max_shape(x, osz):
 
 
 ADAPTIVE_MAX = Op("adaptive_max_pool", _adaptive_max_kernel, _adaptive_max_vjp, n_out=2,
-                  save_inputs=False, save_output=True, nondiff_outputs=(1,), category="nn",
+                  save_inputs=False, save_output=(1,), nondiff_outputs=(1,), category="nn",
                   shape=_adaptive_max_shape, batch=leading_rule)
 
 
