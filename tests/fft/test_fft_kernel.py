@@ -214,7 +214,7 @@ def test_backward_matches_torch(dtype):
 
 def test_default_level_keeps_scipy(monkeypatch):
     assert ck.available()
-    monkeypatch.setitem(ck._info, "cpu_capability", "AVX2")
+    monkeypatch.setitem(ck._LIB.info, "cpu_capability", "AVX2")
     assert ck.takes(4096, 64, np.float32)
-    monkeypatch.setitem(ck._info, "cpu_capability", "DEFAULT")  # SSE2 only: no faster
+    monkeypatch.setitem(ck._LIB.info, "cpu_capability", "DEFAULT")  # SSE2 only: no faster
     assert not ck.takes(4096, 64, np.float32)

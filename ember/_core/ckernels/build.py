@@ -14,7 +14,8 @@ from ember_lite._build import (  # noqa: F401 - this module's public names, as b
 
 from .. import cpu_capability as _cpu
 
-__all__ = ["build", "try_build", "cache_dir", "find_compiler", "check_dir", "BuildError"]
+__all__ = ["build", "try_build", "Library", "cache_dir", "find_compiler", "check_dir",
+           "BuildError"]
 
 
 def build(name, source, check, level=None, flags=()):
@@ -35,3 +36,20 @@ def try_build(name, source, check):
     """`build`, for a caller that falls back to NumPy: ``(lib, info, None)``, or
     ``(None, {}, reason)`` when no usable library could be made."""
     return _lite.attempt(build, name, source, check)
+
+
+class Library:
+    """A kernel library built on first use (`try_build` of ``render()``, verified by
+    ``check``): ``get()`` returns it, or None when it cannot be had (``reason`` says why);
+    ``info`` is the build's info."""
+
+    def __init__(self, name, render, check):
+        self.name, self.render, self.check = name, render, check
+        self.lib, self.info, self.reason, self.tried = None, {}, None, False
+
+    def get(self):
+        if not self.tried:
+            self.tried = True
+            self.lib, info, self.reason = try_build(self.name, self.render(), self.check)
+            self.info = info or {}
+        return self.lib

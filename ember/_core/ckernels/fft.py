@@ -348,34 +348,21 @@ def render():
         _render_type(t, s) for t, s in _SUFFIX.values())
 
 
-_lib = None
-_tried = False
-_reason = None
-_info = {}
+_LIB = _build.Library("ember_fft", render, lambda lib: lib.ckf_abi() == ABI_VERSION)
 _fns = {}
-
-
-def _load():
-    global _lib, _tried, _reason, _info
-    _tried = True
-    _lib, _info, _reason = _build.try_build("ember_fft", render(),
-                                            lambda lib: lib.ckf_abi() == ABI_VERSION)
-    return _lib
 
 
 def available():
     """Whether the compiled FFT is in use (builds it on first call)."""
-    if not ENABLED:
-        return False
-    return (_lib if _tried else _load()) is not None
+    return ENABLED and _LIB.get() is not None
 
 
 def status():
     """``available``, ``reason`` (why not, or None) and the build's info (path, flags,
-    ``openmp``, ...)."""
+    ``openmp``, ``cpu_capability``, ...)."""
     ok = available()
-    return dict(_info, available=ok,
-                reason=None if ok else (_reason if ENABLED else "disabled by EMBER_CKERNELS=0"))
+    return dict(_LIB.info, available=ok,
+                reason=None if ok else (_LIB.reason if ENABLED else "disabled by EMBER_CKERNELS=0"))
 
 
 def _fn(dtype):
@@ -383,7 +370,7 @@ def _fn(dtype):
     if f is None:
         if not available():
             return None
-        f = getattr(_lib, f"ckf_run_{_SUFFIX[dtype][1]}")
+        f = getattr(_LIB.lib, f"ckf_run_{_SUFFIX[dtype][1]}")
         real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
         P, N = ctypes.c_void_p, ctypes.c_ssize_t
         f.restype = ctypes.c_int
@@ -445,7 +432,7 @@ def takes(n, rows, dtype, real=False):
             or rows * n < MIN_SIZE or (real and n < 2)):
         return False
     return ((n // 2 if real else n) <= MAX_N and available()
-            and _info.get("cpu_capability") in FAST_LEVELS)
+            and _LIB.info.get("cpu_capability") in FAST_LEVELS)
 
 
 def fits(x, n, kind):
@@ -494,7 +481,7 @@ def run(kind, x, n, scale=1.0):
     tw = _twiddles(N, kind in (R2C, C2R), real)
     lanes = _LANES[real]
     nt, bl = 1, lanes[0]
-    if x.size >= PARALLEL_SIZE and rows > lanes[-1] and _info.get("openmp"):
+    if x.size >= PARALLEL_SIZE and rows > lanes[-1] and _LIB.info.get("openmp"):
         nt = _blas_threads.openmp_threads()
         if nt > 1 and rows < nt * bl:  # narrower blocks, so that every thread has one
             per = -(-rows // nt)
