@@ -218,3 +218,23 @@ def test_default_level_keeps_scipy(monkeypatch):
     assert ck.takes(4096, 64, np.float32)
     monkeypatch.setitem(ck._LIB.info, "cpu_capability", "DEFAULT")  # SSE2 only: no faster
     assert not ck.takes(4096, 64, np.float32)
+
+
+def test_vmap_and_stft_through_the_kernel(monkeypatch):
+    calls = _calls(monkeypatch)
+    a = RNG.standard_normal((3, 8, 64))
+    got = ember.func.vmap(lambda t: ember.fft.rfft(t, norm="ortho"))(ember.from_numpy(a))
+    want = torch.func.vmap(lambda t: torch.fft.rfft(t, norm="ortho"))(torch.from_numpy(a))
+    np.testing.assert_allclose(got._data, want.numpy(), atol=1e-12)
+    assert calls
+    calls.clear()
+    s = RNG.standard_normal((2, 1000))
+    win = np.hanning(64)
+    got = ember.stft(ember.from_numpy(s), 64, hop_length=16, window=ember.from_numpy(win),
+                     return_complex=True)
+    want = torch.stft(torch.from_numpy(s), 64, hop_length=16, window=torch.from_numpy(win),
+                      return_complex=True)
+    np.testing.assert_allclose(got._data, want.numpy(), atol=1e-11)
+    assert ck.R2C in calls
+    back = ember.istft(got, 64, hop_length=16, window=ember.from_numpy(win), length=1000)
+    np.testing.assert_allclose(back._data, s, atol=1e-11)
