@@ -76,51 +76,33 @@ def test_retained_and_returned_gradients_stay_apart_from_grad():
     np.testing.assert_array_equal(x.grad.numpy(), [4, 4, 4, 4])
 
 
-FRESH = """
-import numpy as np
-import ember
-from ember.autograd import engine
-
-copies = []
-
-
-class CountingNumPy:  # engine's NumPy, counting its copies of a gradient
-    def __getattr__(self, name):
-        return getattr(np, name)
-
-    def copyto(self, *a, **k):
-        copies.append(1)
-        return np.copyto(*a, **k)
-
-
-engine._np = CountingNumPy()
-
-
-class Fresh(ember.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 1
-
-    @staticmethod
-    def backward(ctx, g):
-        return ember.full(g.shape, 3.0)
-
-
-x = ember.randn(64, 64, requires_grad=True)
-Fresh.apply(x).sum().backward()
-assert np.array_equal(x.grad.numpy(), np.full((64, 64), 3.0, np.float32))
-print("COPIES", len(copies))
-"""
-
-
-def test_a_fresh_gradient_is_taken_without_a_copy():
+def test_a_fresh_gradient_is_taken_without_a_copy(monkeypatch):
     """A backward that makes a fresh array nothing else refers to: it becomes .grad as it
-    is (torch steals it too); the copy path is not taken.  In a fresh process: in a full
-    test-suite worker some earlier test leaves state under which the engine takes the (safe)
-    copy path; not identified yet."""
-    import subprocess
-    import sys
-    r = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "COPIES 0" in r.stdout, r.stdout + r.stderr
+    is (torch steals it too); the copy path is not taken.  (The engine counts references
+    with sys.getrefcount: tests/conftest.py removes the frame-evaluation shim a failed real
+    torch.compile leaves installed, under which every call holds one more.)"""
+    from ember.autograd import engine
+    copies = []
+
+    class CountingNumPy:  # engine's NumPy, counting its copies of a gradient
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        def copyto(self, *a, **k):
+            copies.append(1)
+            return np.copyto(*a, **k)
+    monkeypatch.setattr(engine, "_np", CountingNumPy())
+
+    class Fresh(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return ember.full(g.shape, 3.0)
+
+    x = ember.randn(64, 64, requires_grad=True)
+    Fresh.apply(x).sum().backward()
+    assert copies == []
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((64, 64), 3.0, np.float32))
