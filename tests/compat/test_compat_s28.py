@@ -168,3 +168,16 @@ def test_storage_identity_and_resize_as_torch():
         r += [t[:6].tolist(), t.untyped_storage().nbytes()]
         return r
     assert probe(ember) == probe(torch)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.ones(4)[1:], lambda L: L.ones(4).expand(2, 4), lambda L: L.ones(4).view(2, 2),
+    lambda L: (L.ones(4, requires_grad=True) * 1)[1:], lambda L: L.ones(4).detach()[1:],
+    lambda L: L.ones(4), lambda L: L.ones(4).data, lambda L: L.ones(4)[1:].detach()])
+def test_detach_in_place_refuses_views_as_torch(make):
+    def run(lib):
+        try:
+            return tuple(make(lib).detach_().shape)
+        except RuntimeError as e:
+            return str(e)
+    assert run(ember) == run(torch)
