@@ -155,6 +155,31 @@ def test_softmax_rows_match_numpy(dtype, log, monkeypatch):
 
 @needs_c
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("n", [5, 16, 67, 75, 1024])
+def test_softmax_row_lengths_and_backward_match_numpy(dtype, log, n):
+    # the row kernels reduce by vector lanes: rows shorter than a vector, whole vectors, a
+    # few leftovers (scalar) and a partial last vector (overlapping the one before)
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((max(4096 // n + 1, 3), n)) * 4).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    y = ck.softmax(x, 1, log, BOTH)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    ref = e / e.sum(1, keepdims=True)
+    if log:
+        ref = np.log(ref)
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(y, ref, rtol=8 * eps, atol=(32 if log else 8) * eps)
+    gx = ck.softmax_backward(g, y, 1, log, BOTH)
+    y64, g64 = y.astype(np.float64), g.astype(np.float64)
+    want = (g64 - np.exp(y64) * g64.sum(1, keepdims=True) if log
+            else y64 * (g64 - (g64 * y64).sum(1, keepdims=True)))
+    scale = np.abs(g64).sum(1, keepdims=True) * (np.exp(y64) if log else y64)
+    assert np.all(np.abs(gx - want) <= 8 * eps * (scale + np.abs(g64)))
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,dims", [((64, 129), (1,)), ((3, 40, 7, 11), (2, 3)),
                                         ((5000,), (0,))])
 def test_normalize_matches_numpy(dtype, shape, dims, monkeypatch):
@@ -352,7 +377,7 @@ def test_two_libraries_in_one_process_each_run_their_own_code(tmp_path, monkeypa
 @pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-@pytest.mark.parametrize("shape", [(1, 10), (67, 96)])
+@pytest.mark.parametrize("shape", [(1, 10), (67, 96), (20, 67), (40, 75)])
 def test_cross_entropy_matches_numpy(dtype, reduction, weighted, smoothing, shape, monkeypatch):
     from ember.ops.nn.loss import _ce_grad_kernel, _ce_kernel
     rng = np.random.default_rng(4)
