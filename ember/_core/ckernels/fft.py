@@ -71,36 +71,53 @@ int ckf_abi(void) { return @ABI@; }
 # s: the stride (product of the radices done).  @J is +1 forward (X1 = (a-c) - j(b-d)),
 # -1 inverse; @C negates the twiddles' imaginary parts for the inverse.
 _R4 = r"""
+/* one radix-4 butterfly on the L lanes at xa (inputs sm apart) into ya (outputs se apart);
+   one: the twiddles are all 1 (p = 0; the multiplications fold away when inlined) */
+static inline __attribute__((always_inline)) void ckf_bf4@D_@S_@L(
+        const T *restrict xa, T *restrict ya, ptrdiff_t sm, ptrdiff_t se, T w1r, T w1i,
+        T w2r, T w2i, T w3r, T w3i, const int one) {
+    CK_SIMD
+    for (int l = 0; l < @L; l++) {
+        const T ar = xa[l], ai = xa[@L + l];
+        const T br = xa[sm + l], bi = xa[sm + @L + l];
+        const T cr = xa[2 * sm + l], ci = xa[2 * sm + @L + l];
+        const T dr = xa[3 * sm + l], di = xa[3 * sm + @L + l];
+        const T apcr = ar + cr, apci = ai + ci, amcr = ar - cr, amci = ai - ci;
+        const T bpdr = br + dr, bpdi = bi + di, bmdr = br - dr, bmdi = bi - di;
+        const T t1r = amcr @P bmdi, t1i = amci @M bmdr;
+        const T t2r = apcr - bpdr, t2i = apci - bpdi;
+        const T t3r = amcr @M bmdi, t3i = amci @P bmdr;
+        ya[l] = apcr + bpdr;
+        ya[@L + l] = apci + bpdi;
+        if (one) {
+            ya[se + l] = t1r;
+            ya[se + @L + l] = t1i;
+            ya[2 * se + l] = t2r;
+            ya[2 * se + @L + l] = t2i;
+            ya[3 * se + l] = t3r;
+            ya[3 * se + @L + l] = t3i;
+        } else {
+            ya[se + l] = t1r * w1r - t1i * w1i;
+            ya[se + @L + l] = t1r * w1i + t1i * w1r;
+            ya[2 * se + l] = t2r * w2r - t2i * w2i;
+            ya[2 * se + @L + l] = t2r * w2i + t2i * w2r;
+            ya[3 * se + l] = t3r * w3r - t3i * w3i;
+            ya[3 * se + @L + l] = t3r * w3i + t3i * w3r;
+        }
+    }
+}
+
 static void ckf_r4@D_@S_@L(ptrdiff_t n, ptrdiff_t s, const T *restrict x, T *restrict y,
                           const T *restrict tw) {
     const ptrdiff_t m = n / 4, E = 2 * @L, sm = s * m * E, se = s * E;
-    for (ptrdiff_t p = 0; p < m; p++) {
+    for (ptrdiff_t q = 0; q < s; q++)  /* p = 0: w^0 = 1 */
+        ckf_bf4@D_@S_@L(x + q * E, y + q * E, sm, se, 1, 0, 1, 0, 1, 0, 1);
+    for (ptrdiff_t p = 1; p < m; p++) {
         const T w1r = tw[6 * p], w1i = @C tw[6 * p + 1], w2r = tw[6 * p + 2],
                 w2i = @C tw[6 * p + 3], w3r = tw[6 * p + 4], w3i = @C tw[6 * p + 5];
-        for (ptrdiff_t q = 0; q < s; q++) {
-            const T *restrict xa = x + (q + s * p) * E;
-            T *restrict ya = y + (q + 4 * s * p) * E;
-            CK_SIMD
-            for (int l = 0; l < @L; l++) {
-                const T ar = xa[l], ai = xa[@L + l];
-                const T br = xa[sm + l], bi = xa[sm + @L + l];
-                const T cr = xa[2 * sm + l], ci = xa[2 * sm + @L + l];
-                const T dr = xa[3 * sm + l], di = xa[3 * sm + @L + l];
-                const T apcr = ar + cr, apci = ai + ci, amcr = ar - cr, amci = ai - ci;
-                const T bpdr = br + dr, bpdi = bi + di, bmdr = br - dr, bmdi = bi - di;
-                const T t1r = amcr @P bmdi, t1i = amci @M bmdr;
-                const T t2r = apcr - bpdr, t2i = apci - bpdi;
-                const T t3r = amcr @M bmdi, t3i = amci @P bmdr;
-                ya[l] = apcr + bpdr;
-                ya[@L + l] = apci + bpdi;
-                ya[se + l] = t1r * w1r - t1i * w1i;
-                ya[se + @L + l] = t1r * w1i + t1i * w1r;
-                ya[2 * se + l] = t2r * w2r - t2i * w2i;
-                ya[2 * se + @L + l] = t2r * w2i + t2i * w2r;
-                ya[3 * se + l] = t3r * w3r - t3i * w3i;
-                ya[3 * se + @L + l] = t3r * w3i + t3i * w3r;
-            }
-        }
+        for (ptrdiff_t q = 0; q < s; q++)
+            ckf_bf4@D_@S_@L(x + (q + s * p) * E, y + (q + 4 * s * p) * E, sm, se, w1r, w1i,
+                            w2r, w2i, w3r, w3i, 0);
     }
 }
 """
