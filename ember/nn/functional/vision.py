@@ -17,7 +17,7 @@ from ..._core.layout import contiguous_format, suggest_memory_format
 from ..._core.dispatch import overridable
 from ..._core.tensor import host_tensor, wrap
 from ...ops._helpers import not_implemented
-from ...ops.blas import matmul
+from ...ops.creation import linspace
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, \
     apply_separable
 
@@ -356,7 +356,7 @@ def _in_memory_format_of(input, out):
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Upsample input (deprecated: use interpolate)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
-                  "instead.", stacklevel=2)
+                  "instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -364,7 +364,7 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 def upsample_nearest(input, size=None, scale_factor=None):
     """Upsample input using nearest neighbours' pixel values (deprecated)."""
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+                  "`nn.functional.interpolate` instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
@@ -372,7 +372,7 @@ def upsample_nearest(input, size=None, scale_factor=None):
 def upsample_bilinear(input, size=None, scale_factor=None):
     """Upsample input using bilinear upsampling with align_corners=True (deprecated)."""
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+                  "`nn.functional.interpolate` instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -420,7 +420,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         warnings.warn("Default grid_sample and affine_grid behavior has changed to "
                       "align_corners=False since 1.3.0. Please specify align_corners=True if the "
                       "old behavior is desired. See the documentation of grid_sample for details.",
-                      stacklevel=2)
+                      stacklevel=3)
         align_corners = False
     nd = input.dim() - 2
     if input.dim() not in (4, 5) or grid.dim() != input.dim() or grid.shape[-1] != nd or \
@@ -489,10 +489,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return out
 
 
-def _base_coords(n, align_corners):
+def _base_coords(n, align_corners, dtype):
+    # torch's: linspace(-1, 1, n) in theta's dtype, then * (n - 1) / n in that dtype (the
+    # bits matter: at identity the sample points sit on pixel centres, where bilinear
+    # sampling's gradient jumps, so a last-bit difference changes theta's gradient)
     if n <= 1:
-        return np.zeros(max(n, 0))
-    c = np.linspace(-1.0, 1.0, n)
+        return np.zeros(max(n, 0), dtype.np)
+    c = linspace(-1, 1, n, dtype=dtype).numpy()
     return c if align_corners else c * (n - 1) / n
 
 
@@ -503,28 +506,30 @@ def affine_grid(theta, size, align_corners=None):
         warnings.warn("Default grid_sample and affine_grid behavior has changed to "
                       "align_corners=False since 1.3.0. Please specify align_corners=True if the "
                       "old behavior is desired. See the documentation of grid_sample for details.",
-                      stacklevel=2)
+                      stacklevel=3)
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     size = tuple(size)
+    dt = theta.dtype
     if len(size) == 4:
         if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                              f"{size}. Got {tuple(theta.shape)}.")
         N, _, H, W = size
-        xs, ys = _base_coords(W, align_corners), _base_coords(H, align_corners)
-        base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], np.ones((H, W))), -1)
+        xs, ys = _base_coords(W, align_corners, dt), _base_coords(H, align_corners, dt)
+        base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None],
+                                            np.ones((H, W), dt.np)), -1)
         shape = (N, H, W, 2)
     elif len(size) == 5:
         if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
             raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
                              f"{size}. Got {tuple(theta.shape)}.")
         N, _, D, H, W = size
-        xs, ys, zs = (_base_coords(W, align_corners), _base_coords(H, align_corners),
-                      _base_coords(D, align_corners))
+        xs, ys, zs = (_base_coords(W, align_corners, dt), _base_coords(H, align_corners, dt),
+                      _base_coords(D, align_corners, dt))
         base = np.stack(np.broadcast_arrays(xs[None, None, :], ys[None, :, None],
-                                            zs[:, None, None], np.ones((D, H, W))), -1)
+                                            zs[:, None, None], np.ones((D, H, W), dt.np)), -1)
         shape = (N, D, H, W, 3)
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
@@ -534,5 +539,12 @@ def affine_grid(theta, size, align_corners=None):
     if theta.shape[0] != N:
         raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                          f"{size}. Got {tuple(theta.shape)}.")
-    b = wrap(base.reshape(1, -1, base.shape[-1]).astype(theta.dtype.np))
-    return matmul(b, theta.transpose(1, 2)).reshape(shape)
+    # base (H*W, d+1) times theta^T, summed left to right as torch's batched GEMM does for
+    # this depth (x*t0 + y*t1 [+ z*t2]) + t_d: bit for bit torch's grid
+    b = base.reshape(-1, base.shape[-1])
+    tt = theta.transpose(1, 2)                       # (N, d+1, k)
+    out = None
+    for j in range(b.shape[1] - 1):
+        term = wrap(np.ascontiguousarray(b[:, j:j + 1])) * tt[:, j:j + 1, :]
+        out = term if out is None else out + term
+    return (out + tt[:, -1:, :]).reshape(shape)
