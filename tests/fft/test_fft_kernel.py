@@ -238,3 +238,10 @@ def test_vmap_and_stft_through_the_kernel(monkeypatch):
     assert ck.R2C in calls
     back = ember.istft(got, 64, hop_length=16, window=ember.from_numpy(win), length=1000)
     np.testing.assert_allclose(back._data, s, atol=1e-11)
+
+
+def test_byte_swapped_input_is_not_read_as_native():
+    a = RNG.standard_normal((8, 4096))
+    assert ck.run(ck.R2C, a.astype(">f8"), 4096) is None
+    got = ember.fft.rfft(ember.from_numpy(a.astype(">f8").astype("<f8")))
+    np.testing.assert_allclose(got._data, np.fft.rfft(a), atol=1e-10)
