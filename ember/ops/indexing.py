@@ -667,7 +667,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     d, src = _scatter_args("scatter", input, dim, index, src, value, reduce)
     p = {"dim": d} if reduce is None else {"dim": d, "reduce": reduce}
     r = apply(SCATTER, (input, index, src), p)
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, index, src))
 
 
 def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
@@ -681,7 +681,7 @@ def scatter_add(input, dim, index, src, *, out=None):
     """Adds the values of ``src`` into ``input`` at ``index`` along ``dim`` (out of place)."""
     d, src = _scatter_args("scatter_add", input, dim, index, src, None)
     r = apply(SCATTER_ADD, (input, index, src), {"dim": d})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, index, src))
 
 
 def _scatter_add_(self, dim, index, src):
@@ -804,7 +804,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     d = _scatter_reduce_args(input, dim, index, src, reduce)
     r = apply(SCATTER_REDUCE, (input, index, src),
               {"dim": d, "reduce": reduce, "include_self": bool(include_self)})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, index, src))
 
 
 def _scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
@@ -953,7 +953,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     d = _vec_index("index_add", input, dim, index)
     _index_src_check("index_add", input, d, index, source)
     r = apply(INDEX_ADD, (input, index, source), {"dim": d, "alpha": alpha})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, index, source))
 
 
 def _index_add_(self, dim, index, source, *, alpha=1):
@@ -968,7 +968,7 @@ def index_copy(input, dim, index, source, *, out=None):
     d = _vec_index("index_copy", input, dim, index)
     _index_src_check("index_copy", input, d, index, source)
     r = apply(INDEX_COPY, (input, index, source), {"dim": d})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, index, source))
 
 
 def _index_copy_(self, dim, index, source):
@@ -1031,7 +1031,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     _beta_warning()
     with _index_error():
         r = scatter_reduce(input, d, idx.contiguous(), source, reduce, include_self=include_self)
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, index, source))
 
 
 def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
@@ -1188,7 +1188,7 @@ def masked_select(input, mask, *, out=None):
     if not isinstance(mask, Tensor) or mask.dtype != _dt.bool:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask")
     r = apply(MASKED_SELECT, (input, mask), _E)
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, mask))
 
 
 Tensor.masked_fill = masked_fill
@@ -1335,7 +1335,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         bx, bi = list(b), list(b)
         bx[d], bi[d] = input.shape[d], indices.shape[d]
         r = gather(input.expand(*bx), d, indices.expand(*bi))
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input, indices))
 
 
 Tensor.take = take

@@ -524,7 +524,7 @@ LOGCUMSUMEXP = Op("logcumsumexp", _lcse_kernel, _lcse_vjp, save_output=True,
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input), dim))``, computed stably."""
     r = apply(LOGCUMSUMEXP, (input,), {"dim": _wrap_dim(dim, ndim_of(input))})
-    return r if out is None else write_out(out, r)
+    return r if out is None else write_out(out, r, (input,))
 
 
 Tensor.cummax = cummax

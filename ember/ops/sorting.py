@@ -152,7 +152,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     r = apply(TOPK, (input,), {"k": int(k), "dim": d, "largest": largest})
-    return write_outs(out, _rt.topk(*r), _rt.topk, exact=True)
+    return write_outs(out, _rt.topk(*r), _rt.topk, exact=True, inputs=(input,))
 
 
 def _pick_kernel(xp, x, dim, keepdim, pos, name):
@@ -707,7 +707,7 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
     ndim_of(sorted_sequence)
     r = apply(SEARCHSORTED, (sorted_sequence, values, sorter),
               {"side": side, "out_int32": out_int32})
-    return r if out is None else write_out(out, r)
+    return r if out is None else _write_indices(out, r, out_int32)
 
 
 @overridable
@@ -718,7 +718,18 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
                            f"{boundaries.dim()})")
     r = apply(SEARCHSORTED, (boundaries, input, None),
               {"side": "right" if right else "left", "out_int32": out_int32})
-    return r if out is None else write_out(out, r)
+    return r if out is None else _write_indices(out, r, out_int32)
+
+
+def _write_indices(out, r, out_int32):
+    """``out=`` of searchsorted/bucketize: torch wants out in the result's index dtype."""
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:
+        from .._core.dispatch import _cat_name
+        raise RuntimeError(f"torch.searchsorted(): output tensor's dtype is wrong, it can only "
+                           f"be Int(int32) or Long(int64) depending on whether out_int32 flag "
+                           f"is True, but we got output tensor's dtype {_cat_name(out.dtype)} "
+                           f"and out_int32 flag is {bool(out_int32)}")
+    return write_out(out, r)
 
 
 # no jvp rules written: forward AD derives these tangents from the vjps

@@ -11,7 +11,7 @@ from ..ops.special.unary import (ENTR, ERFCX, I0, I0E, I1, I1E, LOG_NDTR, NDTR, 
 def _public1(name, op):
     def public(input, *, out=None):
         r = apply(op, (input,), _E)
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out(out, r, (input,))
     public.__name__ = public.__qualname__ = name
     public.__doc__ = f"Computes ``{name}`` of each element of ``input``."
     return overridable(public)
@@ -25,7 +25,7 @@ def _binary_public(name, op, tensors=0):
         if not isinstance(input, Tensor) and not isinstance(other, Tensor):
             raise TypeError(f"special_{name}() received an invalid combination of arguments")
         r = apply(op, (input, other), _E)
-        return r if out is None else write_out(out, r)
+        return r if out is None else write_out(out, r, (input, other))
     public.__name__ = public.__qualname__ = name
     public.__doc__ = f"Computes ``{name}(input, other)`` elementwise."
     return overridable(public)

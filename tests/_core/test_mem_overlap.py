@@ -76,6 +76,20 @@ CASES = {
                                                             out=a[1:3]))(_a(L)),
     "gather_out": lambda L: (lambda a: L.gather(a[:5], 0, _i(L, 0, 1), out=a[1:3]))(_a(L)),
     "cumsum_out": lambda L: (lambda a: L.cumsum(a[:5], 0, out=a[1:]))(_a(L)),
+    "take_along_dim_out": lambda L: (lambda a: L.take_along_dim(a[:5], _i(L, 0, 1),
+                                                                out=a[1:3]))(_a(L)),
+    "index_add_out": lambda L: (lambda a: L.index_add(a[:5], 0, _i(L, 0, 1), a[:2],
+                                                      out=a[1:6]))(_a(L)),
+    "scatter_out": lambda L: (lambda a: L.scatter(a[:5], 0, _i(L, 0, 1), a[:2],
+                                                  out=a[1:6]))(_a(L)),
+    "masked_select_out": lambda L: (lambda a: L.masked_select(a[:5], a[:5] > 1, out=a[1:4]))(
+        _a(L)),
+    "special_i0_out": lambda L: (lambda a: L.special.i0(a[:5], out=a[1:6]))(_a(L)),
+    "special_xlogy_out": lambda L: (lambda a: L.special.xlogy(a[:5], a[:5], out=a[1:6]))(
+        _a(L)),
+    "logcumsumexp_out": lambda L: (lambda a: L.logcumsumexp(a[:5], 0, out=a[1:6]))(_a(L)),
+    "topk_out": lambda L: (lambda a: L.topk(a[:5], 2, out=(a[1:3], L.empty(2, dtype=L.long)))[0])(
+        _a(L)),
     "sort_out": lambda L: (lambda a: L.sort(a[:5], out=(a[1:], L.empty(5, dtype=L.long)))[0])(
         _a(L)),
     # a target whose elements share memory
@@ -200,3 +214,19 @@ def test_expanded_fill_warns_as_torch():
             with pytest.warns(UserWarning, match="on expanded tensors is deprecated") as w:
                 f()
             assert w[0].filename == __file__  # the user's line
+
+
+@pytest.mark.parametrize("kw", [{}, {"out_int32": True}])
+@pytest.mark.parametrize("dt", ["float32", "int64", "int32"])
+def test_searchsorted_out_dtype_as_torch(kw, dt):
+    def run(lib):
+        a = lib.arange(8.0)
+        res = []
+        for f in (lambda o: lib.bucketize(a[:3], a[:5], out=o, **kw),
+                  lambda o: lib.searchsorted(a[:5], a[:3], out=o, **kw)):
+            try:
+                res.append(f(lib.empty(3, dtype=getattr(lib, dt))).tolist())
+            except RuntimeError as e:
+                res.append(str(e))
+        return res
+    assert run(ember) == run(torch)
