@@ -268,8 +268,8 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` of the channels along ``dim``, chosen at random."""
+class _Structured(BasePruningMethod):
+    """Prunes ``amount`` whole channels along ``dim``; subclasses pick the kept ones."""
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
@@ -281,40 +281,39 @@ class RandomStructured(BasePruningMethod):
         _check_structured(t, self.dim)
         size = t.shape[self.dim]
         n = _count(self.amount, size)
+        kept = self._kept(t, size, n)
         if n == 0:
             return default_mask
-        prob = rand(size)
-        mask = _channel_mask(t, self.dim, prob > kthvalue(prob, k=n).values)
+        mask = _channel_mask(t, self.dim, kept)
         mask *= default_mask.to(dtype=mask.dtype)
         return mask
+
+
+class RandomStructured(_Structured):
+    """Prunes ``amount`` of the channels along ``dim``, chosen at random."""
+
+    def _kept(self, t, size, n):
+        if n == 0:      # torch draws nothing then
+            return None
+        prob = rand(size)
+        return prob > kthvalue(prob, k=n).values
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the ``amount`` channels along ``dim`` of smallest ``n``-norm."""
-    PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1):
-        _check_amount(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t, default_mask):
-        _check_structured(t, self.dim)
-        size = t.shape[self.dim]
-        n = _count(self.amount, size)
+    def _kept(self, t, size, n):
         d = self.dim % t.dim()
         norms = norm(t, p=self.n, dim=[i for i in range(t.dim()) if i != d])
-        kept = topk(norms, k=size - n, largest=True).indices
-        if n == 0:
-            return default_mask
-        mask = _channel_mask(t, self.dim, kept)
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        return topk(norms, k=size - n, largest=True).indices
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
