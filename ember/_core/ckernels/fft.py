@@ -184,9 +184,31 @@ static inline void ckf_store_@S_@L(const T *restrict a, T scale, ptrdiff_t f0, T
     for (int l = 0; l < nr; l++) *(ckf_u@L_@S *)(out + l * ldo + f0) = r[l];
 }
 
+/* r2c's split pass fused into the store: the tile's L/2 bins X[k] = (2E + w^k 2O) / 2 from
+   Z[k] and Z[N-k] (Z[N] = Z[0]; X[0] comes out real), times `h` = scale / 2 */
+static inline void ckf_store_r2c_@S_@L(const T *restrict z, ptrdiff_t N, const T *restrict rw,
+                                       T h, ptrdiff_t f0, T *restrict out, ptrdiff_t ldo,
+                                       ptrdiff_t nr) {
+    const ptrdiff_t E = 2 * @L;
+    ckf_v@L_@S r[@L];
+    for (int j = 0; j < @L / 2; j++) {
+        const ptrdiff_t k = f0 / 2 + j, kk = (N - k) & (N - 1);
+        const ckf_v@L_@S zkr = *(const ckf_v@L_@S *)(z + k * E);
+        const ckf_v@L_@S zki = *(const ckf_v@L_@S *)(z + k * E + @L);
+        const ckf_v@L_@S zhr = *(const ckf_v@L_@S *)(z + kk * E);
+        const ckf_v@L_@S zhi = *(const ckf_v@L_@S *)(z + kk * E + @L);
+        const ckf_v@L_@S er = zkr + zhr, ei = zki - zhi, or_ = zki + zhi, oi = zhr - zkr;
+        const T wr = rw[2 * k], wi = rw[2 * k + 1];
+        r[2 * j] = (er + (or_ * wr - oi * wi)) * h;
+        r[2 * j + 1] = (ei + (or_ * wi + oi * wr)) * h;
+    }
+    ckf_tr_@S_@L(r);
+    for (int l = 0; l < nr; l++) *(ckf_u@L_@S *)(out + l * ldo + f0) = r[l];
+}
+
 /* one block of nr <= L rows: load (lanes past nr are zeros), transform, store.  N: the
    complex length (n for c2c, n / 2 for the real kinds); rw: the real kinds' twiddles
-   w^k = exp(-2 pi i k / 2N), k = 0..N/2; ldi/ldo: the row strides in T; a and b hold N + 1
+   w^k = exp(-2 pi i k / 2N), k < N; ldi/ldo: the row strides in T; a and b hold N + 1
    elements each */
 static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptrdiff_t nr,
                             ptrdiff_t N, ptrdiff_t ldi, ptrdiff_t ldo, const T *tw,
@@ -240,6 +262,15 @@ static void ckf_block_@S_@L(int kind, const T *restrict in, T *restrict out, ptr
         }
     }
     T *z = ckf_cfft_@S_@L(N, kind == 1 || kind == 3, a, b, tw);
+    if (kind == 2 && tiled) {
+        for (ptrdiff_t f0 = 0; f0 < 2 * N; f0 += @L)
+            ckf_store_r2c_@S_@L(z, N, rw, (T)0.5 * scale, f0, out, ldo, nr);
+        for (ptrdiff_t l = 0; l < nr; l++) {  /* X[N] */
+            out[l * ldo + 2 * N] = (z[l] - z[@L + l]) * scale;
+            out[l * ldo + 2 * N + 1] = 0;
+        }
+        return;
+    }
     if (kind == 2) {  /* r2c split pass, in place: X[k] = E + w^k O, X[N-k] = conj(E - w^k O) */
         T *restrict zn = z + N * E;
         const T h = (T)0.5 * scale;
@@ -407,7 +438,7 @@ _TWIDDLES = {}
 
 
 def _twiddles(N, real, dtype):
-    """(pass twiddles of the complex length N, the real kinds' w^k for k = 0..N/2 or None),
+    """(pass twiddles of the complex length N, the real kinds' w^k for k < N or None),
     in ``dtype``; cached per (N, real, dtype)."""
     key = (N, real, dtype)
     t = _TWIDDLES.get(key)
@@ -423,7 +454,7 @@ def _twiddles(N, real, dtype):
                                   dtype=dtype)
         rw = None
         if real:
-            k = np.arange(N // 2 + 1, dtype=np.float64)
+            k = np.arange(max(N, 2), dtype=np.float64)  # the fused r2c store reads k < N
             rw = np.ascontiguousarray(np.exp(-1j * np.pi * (k / N)).view(np.float64),
                                       dtype=dtype)
         # the arrays (kept alive here) and their addresses
