@@ -113,6 +113,8 @@ def test_pruning_tutorial_matches_torch():
     (lambda p, m: p.ln_structured(m, "bias", amount=1, n=2, dim=0), ValueError),
     (lambda p, m: p.ln_structured(m, "weight", amount=1, n=2, dim=2), IndexError),
     (lambda p, m: p.remove(m, "weight"), ValueError),
+    (lambda p, m: p.l1_unstructured(m, "weight", 2, importance_scores=m.bias), AssertionError),
+    (lambda p, m: p.L1Unstructured(2).prune(m.bias, importance_scores=m.weight), AssertionError),
     (lambda p, m: p.global_unstructured(3, p.L1Unstructured, amount=1), TypeError),
     (lambda p, m: p.global_unstructured([(m, "weight")], p.RandomStructured, amount=1),
      TypeError),

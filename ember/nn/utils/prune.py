@@ -31,6 +31,16 @@ def _pruning_hooks(module, name):
             if isinstance(h, BasePruningMethod) and h._tensor_name == name]
 
 
+def _scores(scores, t, what):
+    """The tensor a method ranks: ``scores`` (of ``t``'s shape), or ``t`` itself."""
+    if scores is None:
+        return t
+    if scores.shape != t.shape:
+        raise AssertionError(f"importance_scores should have the same shape as {what}, got "
+                             f"{scores.shape} vs {t.shape}")
+    return scores
+
+
 class BasePruningMethod(ABC):
     """A way of pruning a tensor: subclasses give ``compute_mask`` and ``PRUNING_TYPE``
     ('unstructured', 'structured' with a ``dim`` attribute, or 'global')."""
@@ -72,12 +82,8 @@ class BasePruningMethod(ABC):
             old.add_pruning_method(method)
             method = old
         orig = getattr(module, name)
-        if importance_scores is None:
-            importance_scores = orig
-        elif importance_scores.shape != orig.shape:
-            raise AssertionError(
-                f"importance_scores should have the same shape as parameter {name} of "
-                f"{module}, got {importance_scores.shape} vs {orig.shape}")
+        importance_scores = _scores(importance_scores, orig,
+                                    f"parameter {name} of {module}")
         first = not isinstance(method, PruningContainer)
         if first:
             module.register_parameter(name + "_orig", orig)
@@ -99,12 +105,7 @@ class BasePruningMethod(ABC):
 
     def prune(self, t, default_mask=None, importance_scores=None):
         """``t`` times this method's mask (computed on ``importance_scores`` if given)."""
-        if importance_scores is None:
-            importance_scores = t
-        elif importance_scores.shape != t.shape:
-            raise AssertionError(
-                f"importance_scores should have the same shape as tensor t, got "
-                f"{importance_scores.shape} vs {t.shape}")
+        importance_scores = _scores(importance_scores, t, "tensor t")
         if default_mask is None:
             default_mask = ones_like(t)
         return t * self.compute_mask(importance_scores, default_mask=default_mask)
