@@ -71,6 +71,12 @@ class UntypedStorage:
     def data_ptr(self):
         return self._bytes.__array_interface__["data"][0]
 
+    @property
+    def _cdata(self):
+        """An integer naming the memory (torch's StorageImpl address): equal for the storages
+        of a tensor and all its views, as libraries that key shared storages on it expect."""
+        return id(_root(self._bytes))
+
     def nbytes(self):
         return self._bytes.size
 
@@ -380,6 +386,10 @@ class MetaUntypedStorage(UntypedStorage):
 
     def data_ptr(self):
         return 0
+
+    @property
+    def _cdata(self):
+        return id(self)  # one object per meta root (kept on its MetaArray)
 
     def nbytes(self):
         return self._nbytes

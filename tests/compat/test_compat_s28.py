@@ -181,3 +181,14 @@ def test_detach_in_place_refuses_views_as_torch(make):
         except RuntimeError as e:
             return str(e)
     assert run(ember) == run(torch)
+
+
+def test_storage_cdata_names_the_memory():
+    for lib in (torch, ember):
+        x = lib.arange(6.0)
+        c = x.untyped_storage()._cdata
+        assert isinstance(c, int)
+        assert c == x[2:].untyped_storage()._cdata == x.view(2, 3).t().untyped_storage()._cdata
+        assert c != lib.arange(6.0).untyped_storage()._cdata
+    m = ember.empty(3, device="meta")
+    assert m.untyped_storage()._cdata == m[1:].untyped_storage()._cdata
