@@ -470,12 +470,13 @@ def pow2(n):
 # per transform: below MIN_ROWS transforms or MIN_SIZE elements scipy (pocketfft) is faster.
 # Past MAX_N complex points (scratch buffers of 4 MiB: out of L2 and most of L3) its passes
 # are memory-bound and slower than pocketfft's.  Measured (CPU time, one thread,
-# kernel/scipy, min of 9 interleaved runs): r2c float32 4x1024 1.22, 8x1024 1.04, 16x1024
-# 0.84, 4x4096 0.82-0.86, 8x2048 0.74, 64x64 1.14; c2c float32 8x65536 0.76, 8x131072 1.29;
-# r2c float32 8x131072 0.70, 8x262144 1.21; c2c float64 8x65536 0.88, r2c float64 8x131072
-# 0.70.
-MIN_ROWS = 4
-MIN_SIZE = 1 << 14
+# kernel/scipy, min of 9 interleaved runs; noisy within ~10%): r2c float32 1x4096 1.36,
+# 1x65536 1.13, 2x1024 1.17, 2x2048 0.91, 2x4096 0.83, 3x4096 0.58, 2x8192 0.60, 4x512 1.31,
+# 4x2048 0.97, 8x1024 1.04, 16x256 1.16, 32x256 0.90, 4x4096 0.82-0.86; c2c float32 2x4096
+# 0.65, 8x65536 0.76, 8x131072 1.29; c2r float32 2x4096 0.78; r2c float32 8x131072 0.70,
+# 8x262144 1.21; r2c float64 2x4096 1.06, c2c float64 8x65536 0.88.
+MIN_ROWS = 2
+MIN_SIZE = 1 << 13
 MAX_N = 1 << 16
 
 
