@@ -57,9 +57,11 @@ def test_row_kernels_same_on_two_threads(monkeypatch, dtype):
     x, g = _rows(dtype, (301, 1000)), _rows(dtype, (301, 1000), 1)
     xhat, mean, rstd = ck.normalize(x, (1,), 1e-5)
     gm, gr = _rows(dtype, mean.shape, 2), _rows(dtype, mean.shape, 3)
+    few = _rows(dtype, (21, 997), 4)  # few rows: two threads chunk them more finely
 
     def run():
         return [ck.softmax(x, 1, False), ck.softmax(x, 1, True),
+                ck.softmax(few, 1, False), ck.softmax(few, 1, True),
                 ck.softmax_backward(g, x, 1, False), ck.softmax_backward(g, x, 1, True),
                 *ck.normalize(x, (1,), 1e-5),
                 ck.normalize_backward(g, gm, gr, xhat, rstd, (1,)),

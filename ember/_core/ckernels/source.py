@@ -33,7 +33,7 @@ from . import ternary as _ternary
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 15
+ABI_VERSION = 16
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -222,38 +222,76 @@ static inline A ck_dot_S(const T *restrict a, const T *restrict b, ptrdiff_t n) 
     return s;
 }
 
-/* softmax / log_softmax of one row: max, then exp and sum, then scale by the reciprocal of
-   the sum (as torch's kernel; a division costs four times the product) or subtract
-   log(sum). */
-static inline void ck_softmax_row_S(const T *restrict x, T *restrict y, ptrdiff_t n, int lg) {
-    T m = ck_row_max_S(x, n);
-    if (m != m || m == -INFINITY || m == INFINITY) {
-        /* a NaN, an all -inf row or a +inf: leave it to the same formula NumPy uses */
-        A s = 0;
-        for (ptrdiff_t i = 0; i < n; i++) { T e = EXP(x[i] - m); s += e; y[i] = lg ? x[i] - m : e; }
-        if (lg) { T l = LOG((T)s); for (ptrdiff_t i = 0; i < n; i++) y[i] -= l; }
-        else { for (ptrdiff_t i = 0; i < n; i++) y[i] /= (T)s; }
-        return;
+/* a row whose max m is NaN or infinite (a NaN, all -inf, a +inf): NumPy's formula */
+static inline void ck_softmax_special_S(const T *restrict x, T *restrict y, ptrdiff_t n,
+                                        int lg, T m) {
+    A s = 0;
+    for (ptrdiff_t i = 0; i < n; i++) { T e = EXP(x[i] - m); s += e; y[i] = lg ? x[i] - m : e; }
+    if (lg) { T l = LOG((T)s); for (ptrdiff_t i = 0; i < n; i++) y[i] -= l; }
+    else { for (ptrdiff_t i = 0; i < n; i++) y[i] /= (T)s; }
+}
+
+/* rows per chunk of ck_softmax_rows_S: their logs (or reciprocals) are one vector loop,
+   always over CK_ROWS lanes, so a row's value does not depend on how rows are chunked */
+#define CK_ROWS 16
+
+/* softmax / log_softmax of rows [r0, r1) (at most CK_ROWS): per row the max, then exp and
+   sum; for the chunk at once log(sum) (a scalar log per row had cost 14% of log_softmax on
+   rows of 65) or the reciprocal of the sum; then per row y scaled by it (as torch's
+   kernel; a division costs four times the product), or x - max - log(sum). */
+static inline void ck_softmax_rows_S(const T *restrict x, T *restrict y, ptrdiff_t r0,
+                                     ptrdiff_t r1, ptrdiff_t n, int lg) {
+    T m[CK_ROWS], f[CK_ROWS];
+    A s[CK_ROWS];
+    const int k = (int)(r1 - r0);
+    for (int j = 0; j < CK_ROWS; j++) { m[j] = 0; s[j] = 1; }
+    for (int j = 0; j < k; j++) {
+        const T *xr = x + (r0 + j) * n;
+        T *yr = y + (r0 + j) * n;
+        const T mj = ck_row_max_S(xr, n);
+        if (mj != mj || mj == -INFINITY || mj == INFINITY) {
+            ck_softmax_special_S(xr, yr, n, lg, mj);
+            m[j] = NAN;  /* done */
+            continue;
+        }
+        m[j] = mj;
+        s[j] = ck_exp_sum_S(xr, mj, lg ? 0 : yr, n);
     }
-    A s = ck_exp_sum_S(x, m, y, n);
     if (lg) {
-        T l = LOG((T)s);
         CK_PRAGMA(omp simd)
-        for (ptrdiff_t i = 0; i < n; i++) y[i] = (x[i] - m) - l;
+        for (int j = 0; j < CK_ROWS; j++) f[j] = LOG((T)s[j]);
     } else {
-        T d = (T)((A)1 / s);
         CK_PRAGMA(omp simd)
-        for (ptrdiff_t i = 0; i < n; i++) y[i] = y[i] * d;
+        for (int j = 0; j < CK_ROWS; j++) f[j] = (T)((A)1 / s[j]);
+    }
+    for (int j = 0; j < k; j++) {
+        const T mj = m[j], fj = f[j];
+        if (mj != mj) continue;
+        const T *xr = x + (r0 + j) * n;
+        T *yr = y + (r0 + j) * n;
+        if (lg) {
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t i = 0; i < n; i++) yr[i] = (xr[i] - mj) - fj;
+        } else {
+            CK_PRAGMA(omp simd)
+            for (ptrdiff_t i = 0; i < n; i++) yr[i] = yr[i] * fj;
+        }
     }
 }
 
 void ck_softmax_S(const T *restrict x, T *restrict y, ptrdiff_t rows, ptrdiff_t n, int lg,
                   int nt) {
     if (nt > 1) {
+        /* chunks small enough that every thread gets several */
+        ptrdiff_t ch = rows / (4 * nt);
+        ch = ch < 1 ? 1 : ch > CK_ROWS ? CK_ROWS : ch;
+        const ptrdiff_t nc = (rows + ch - 1) / ch;
         CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided))
-        for (ptrdiff_t r = 0; r < rows; r++) ck_softmax_row_S(x + r * n, y + r * n, n, lg);
+        for (ptrdiff_t c = 0; c < nc; c++)
+            ck_softmax_rows_S(x, y, c * ch, c * ch + ch < rows ? c * ch + ch : rows, n, lg);
     } else {
-        for (ptrdiff_t r = 0; r < rows; r++) ck_softmax_row_S(x + r * n, y + r * n, n, lg);
+        for (ptrdiff_t r = 0; r < rows; r += CK_ROWS)
+            ck_softmax_rows_S(x, y, r, r + CK_ROWS < rows ? r + CK_ROWS : rows, n, lg);
     }
 }
 
@@ -354,26 +392,46 @@ void ck_normalize_backward_S(const T *restrict g, const T *restrict xh, const T 
     }
 }
 
-/* cross entropy of one row of logits x (C classes) against target t, its log-softmax
-   computed as NumPy's (x - max) - log(sum(exp(x - max))): the target's weighted nll, the
-   label-smoothing term -sum_c w_c logp_c (when smooth) and the target's weight, all 0 for
-   an ignored row.  Returns 1 when the target is out of range, else 0. */
-static inline int ck_ce_row_S(const T *restrict x, int64_t t, const T *restrict w,
-                              int64_t ignore, int smooth, ptrdiff_t C, T *nll, T *sm, T *wt) {
-    if (t == ignore) { *nll = 0; *sm = 0; *wt = 0; return 0; }
-    if (t < 0 || t >= C) return 1;
-    T m = ck_row_max_S(x, C);
-    T l = LOG((T)ck_exp_sum_S(x, m, 0, C));  /* NaN, +-inf rows: NaN through the arithmetic */
-    T w_t = w ? w[t] : (T)1;
-    *wt = w_t;
-    *nll = -((x[t] - m) - l) * w_t;
-    if (smooth) {
-        A q = 0;
-        CK_PRAGMA(omp simd reduction(+:q))
-        for (ptrdiff_t i = 0; i < C; i++) q += (A)(((x[i] - m) - l) * (w ? w[i] : (T)1));
-        *sm = -(T)q;
+/* cross entropy of rows [r0, r1) (at most CK_ROWS) of logits x (C classes) against
+   targets t, the log-softmax computed as NumPy's (x - max) - log(sum(exp(x - max))), the
+   chunk's logs as one vector loop (as ck_softmax_rows_S): per row the target's weighted
+   nll, the label-smoothing term -sum_c w_c logp_c (when smooth) and the target's weight,
+   all 0 for an ignored row.  Returns the first row whose target is out of range (nothing
+   is written for it), or -1. */
+static inline ptrdiff_t ck_ce_rows_S(const T *restrict x, const int64_t *restrict t,
+                                     const T *restrict w, int64_t ignore, int smooth,
+                                     ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t C, T *restrict nll,
+                                     T *restrict sm, T *restrict wt) {
+    T m[CK_ROWS], l[CK_ROWS];
+    A s[CK_ROWS];
+    ptrdiff_t bad = -1;
+    const int k = (int)(r1 - r0);
+    for (int j = 0; j < CK_ROWS; j++) { m[j] = 0; s[j] = 1; }
+    for (int j = 0; j < k; j++) {
+        const ptrdiff_t r = r0 + j;
+        if (t[r] == ignore || t[r] < 0 || t[r] >= C) continue;
+        m[j] = ck_row_max_S(x + r * C, C);
+        s[j] = ck_exp_sum_S(x + r * C, m[j], 0, C);  /* NaN, +-inf rows: NaN through */
     }
-    return 0;
+    CK_PRAGMA(omp simd)
+    for (int j = 0; j < CK_ROWS; j++) l[j] = LOG((T)s[j]);
+    for (int j = 0; j < k; j++) {
+        const ptrdiff_t r = r0 + j;
+        const int64_t tr = t[r];
+        if (tr == ignore) { nll[r] = 0; sm[r] = 0; wt[r] = 0; continue; }
+        if (tr < 0 || tr >= C) { if (bad < 0) bad = r; continue; }
+        const T *xr = x + r * C;
+        const T mj = m[j], lj = l[j], w_t = w ? w[tr] : (T)1;
+        wt[r] = w_t;
+        nll[r] = -((xr[tr] - mj) - lj) * w_t;
+        if (smooth) {
+            A q = 0;
+            CK_PRAGMA(omp simd reduction(+:q))
+            for (ptrdiff_t i = 0; i < C; i++) q += (A)(((xr[i] - mj) - lj) * (w ? w[i] : (T)1));
+            sm[r] = -(T)q;
+        }
+    }
+    return bad;
 }
 
 /* rows of (N, C) logits; returns the first row whose target is out of range, or -1 */
@@ -381,16 +439,23 @@ ptrdiff_t ck_ce_S(const T *restrict x, const int64_t *restrict t, const T *restr
                   int64_t ignore, int smooth, T *restrict nll, T *restrict sm, T *restrict wt,
                   ptrdiff_t N, ptrdiff_t C, int nt) {
     if (nt > 1) {
+        ptrdiff_t ch = N / (4 * nt);
+        ch = ch < 1 ? 1 : ch > CK_ROWS ? CK_ROWS : ch;
+        const ptrdiff_t nc = (N + ch - 1) / ch;
         ptrdiff_t bad = N;
         CK_PRAGMA(omp parallel for num_threads(nt) schedule(guided) reduction(min:bad))
-        for (ptrdiff_t r = 0; r < N; r++)
-            if (ck_ce_row_S(x + r * C, t[r], w, ignore, smooth, C, nll + r, sm + r, wt + r))
-                bad = r < bad ? r : bad;
+        for (ptrdiff_t c = 0; c < nc; c++) {
+            ptrdiff_t b = ck_ce_rows_S(x, t, w, ignore, smooth, c * ch,
+                                       c * ch + ch < N ? c * ch + ch : N, C, nll, sm, wt);
+            if (b >= 0 && b < bad) bad = b;
+        }
         return bad < N ? bad : -1;
     }
-    for (ptrdiff_t r = 0; r < N; r++)
-        if (ck_ce_row_S(x + r * C, t[r], w, ignore, smooth, C, nll + r, sm + r, wt + r))
-            return r;
+    for (ptrdiff_t r = 0; r < N; r += CK_ROWS) {
+        ptrdiff_t b = ck_ce_rows_S(x, t, w, ignore, smooth, r, r + CK_ROWS < N ? r + CK_ROWS : N,
+                                   C, nll, sm, wt);
+        if (b >= 0) return b;
+    }
     return -1;
 }
 
