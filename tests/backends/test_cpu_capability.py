@@ -2,6 +2,7 @@
 the CPU's flags, the EMBER_CPU_CAPABILITY / ATEN_CPU_CAPABILITY downgrade, the compiler
 flags of each level, and the eager C kernels built and checked at every level this CPU
 supports (one subprocess per level, as the setting is read when the library is built)."""
+import functools
 import json
 import os
 import shutil
@@ -252,6 +253,7 @@ _CHILD = textwrap.dedent(r"""
 """)
 
 
+@functools.lru_cache(maxsize=None)  # one child per level for the two tests that read it
 def _run_level(level):
     env = dict(os.environ, EMBER_CPU_CAPABILITY=level.lower(), PYTHONWARNINGS="error")
     env.pop("ATEN_CPU_CAPABILITY", None)
