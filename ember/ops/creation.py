@@ -339,6 +339,7 @@ def _finish(arr, device, requires_grad):
 @overridable
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Constructs a tensor with no autograd history by copying ``data``."""
+    _check_pin(pin_memory)
     if isinstance(data, Tensor):
         import warnings
         warnings.warn("To copy construct from a tensor, it is recommended to use "
@@ -438,19 +439,33 @@ def _size_kw(size, kw, name):
     return size
 
 
+def _check_pin(pin_memory):
+    """A factory's ``pin_memory=True``: page-locked memory needs an accelerator (with one,
+    ember's CPU memory serves as is)."""
+    if pin_memory:
+        from .._core.device import accelerator_name
+        if accelerator_name() is None:
+            raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; "
+                               "no pinned memory allocator is available on this system.")
+
+
 def _dtype_or_default(dtype):
     return (dtype or _dt.get_default_dtype()).np
 
 
 @overridable
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, **kw):
     """A tensor filled with 0 of shape ``size``."""
+    _check_pin(pin_memory)
     return _filled(0, _size_kw(size, kw, "zeros"), out, dtype, device, requires_grad)
 
 
 @overridable
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, **kw):
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False, **kw):
     """A tensor filled with 1 of shape ``size``."""
+    _check_pin(pin_memory)
     return _filled(1, _size_kw(size, kw, "ones"), out, dtype, device, requires_grad)
 
 
@@ -459,6 +474,7 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
           pin_memory=False, memory_format=None, **kw):
     """An uninitialised tensor of shape ``size``, laid out as ``memory_format`` (default
     row-major)."""
+    _check_pin(pin_memory)
     t = _filled(None, _size_kw(size, kw, "empty"), out, dtype, device, requires_grad)
     if memory_format is None or out is not None:
         return t
@@ -504,8 +520,9 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
 @overridable
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
-         requires_grad=False):
+         requires_grad=False, pin_memory=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
+    _check_pin(pin_memory)
     fill_value = number_arg(fill_value, "full", "fill_value", 2)
     if isinstance(fill_value, _dt.NUMPY_SCALARS):
         fill_value = _dt.python_scalar(fill_value)

@@ -192,3 +192,18 @@ def test_storage_cdata_names_the_memory():
         assert c != lib.arange(6.0).untyped_storage()._cdata
     m = ember.empty(3, device="meta")
     assert m.untyped_storage()._cdata == m[1:].untyped_storage()._cdata
+
+
+@pytest.mark.parametrize("make", [
+    lambda L, p: L.zeros(2, pin_memory=p), lambda L, p: L.ones(2, 3, pin_memory=p),
+    lambda L, p: L.empty(2, pin_memory=p).shape, lambda L, p: L.full((2,), 1.5, pin_memory=p),
+    lambda L, p: L.tensor([1.0, 2.0], pin_memory=p)])
+def test_factories_pin_memory_without_accelerator_as_torch(make):
+    def run(lib, pin):
+        try:
+            r = make(lib, pin)
+            return tuple(r) if isinstance(r, tuple) or not hasattr(r, "tolist") else r.tolist()
+        except RuntimeError as e:
+            return str(e)
+    for pin in (True, False):
+        assert run(ember, pin) == run(torch, pin)
