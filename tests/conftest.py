@@ -98,7 +98,7 @@ def _ember_state_left():
 def pytest_runtest_teardown(item, nextitem):
     """After each test (its fixtures torn down): the sys profile/trace functions and ember's
     modes must be as before it, else the test fails here and the state is reset, so that no
-    later test runs under it.  Costs ~10 us a test.
+    later test runs under it.  Costs ~5 us a test.
 
     A failed real ``torch.compile``/``torch.export`` leaves torch's frame-evaluation shim
     installed in the interpreter for good (torch 2.13 counts the thread as still in dynamo):
