@@ -133,6 +133,7 @@ from . import backends, cpu, cuda  # noqa: E402
 from . import futures  # noqa: E402,F401  (torch.futures)
 from .futures import Future  # noqa: E402,F401  (torch.Future: captum tests isinstance with it)
 from . import quasirandom  # noqa: E402,F401  (torch.quasirandom.SobolEngine)
+from . import functional  # noqa: E402,F401  (torch.functional: opt_einsum_fx reads its einsum)
 from . import profiler  # noqa: E402
 from . import hub  # noqa: E402
 from . import accelerator  # noqa: E402

@@ -39,6 +39,12 @@ def test_cpu_amp_deprecated_spellings(lib):
 
 
 def test_functional_module():
+    # an attribute after a plain import, as torch's (opt_einsum_fx reads torch.functional.einsum)
+    import subprocess
+    import sys
+    for lib in ("torch", "ember"):
+        code = f"import {lib}; assert {lib}.functional.einsum is {lib}.einsum"
+        assert subprocess.run([sys.executable, "-c", code]).returncode == 0, lib
     import torch.functional as tf
     import ember.functional as ef
     assert set(ef.__all__) == set(tf.__all__)
