@@ -13,6 +13,11 @@ dtypes, torch's in-place dtype rules), and declines anything else; so does `_wri
 for a target that is read-only or whose elements overlap each other (an expanded view) and
 for operands that do not broadcast to the target's shape.  Everything declined takes the
 general path: a fresh result, then `copy_into` with torch's checks and errors.
+
+Before any of it, `check_overlap` applies torch's memory-overlap rules to the target (and to
+an ``out=``): a target whose elements share memory (an expanded view) and an operand that
+partially overlaps it are refused, as torch's TensorIterator refuses them; arrays that own
+their memory cost an attribute load each, so the common case pays nearly nothing.
 """
 import os
 import sys
