@@ -306,9 +306,10 @@ def test_gelu_double_backward_still_recorded(approximate):
 @pytest.fixture
 def unloaded(monkeypatch, tmp_path):
     """The eager kernels as in a process that has not tried to build them yet, with an empty
-    cache (the loaded library and its state come back after the test)."""
+    cache (the loaded library and its state come back after the test), enabled even where
+    the suite runs with EMBER_CKERNELS=0 (these tests are about the build)."""
     for name, value in (("_lib", None), ("_tried", False), ("_reason", None), ("_info", {}),
-                        ("_fns", {})):
+                        ("_fns", {}), ("ENABLED", True)):
         monkeypatch.setattr(ck, name, value)
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
