@@ -53,3 +53,38 @@ def test_functional_module():
     a = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(ef.einsum("ij->ji", ember.tensor(a)).numpy(),
                                   tf.einsum("ij->ji", torch.tensor(a)).numpy())
+
+
+def test_assert_and_fx_records_it():
+    import torch.fx  # noqa: F401
+    graphs = []
+    for lib in (torch, ember):
+        lib._assert(True, "m")
+        lib._assert(lib.tensor(True), "m")
+        for cond in (False, 0, lib.tensor(False)):
+            with pytest.raises(AssertionError, match="bad size"):
+                lib._assert(cond, "bad size")
+
+        def f(x):
+            lib._assert(x.shape[0] == 3, "need 3")
+            return x + 1
+        g = lib.fx.symbolic_trace(f)
+        graphs.append([(n.op, getattr(n.target, "__name__", n.target)) for n in g.graph.nodes])
+        assert g(lib.ones(3)).sum().item() == 6.0
+        with pytest.raises(AssertionError, match="need 3"):
+            g(lib.ones(2))
+    assert graphs[0] == graphs[1]
+
+
+def test_einsum_list_operands_reach_fx_flat():
+    # torch.einsum(eq, [a, b]) dispatches as (eq, a, b): opt_einsum_fx (e3nn) reads each
+    # operand node's shape
+    args = []
+    for lib in (torch, ember):
+        for pack in (list, tuple):
+            g = lib.fx.symbolic_trace(lambda a, b: lib.einsum("ij,jk->ik", pack((a, b))))
+            node = [n for n in g.graph.nodes if n.op == "call_function"][0]
+            args.append(tuple(a if isinstance(a, str) else a.name for a in node.args))
+            np.testing.assert_array_equal(g(lib.ones(2, 3), lib.ones(3, 4)).numpy(),
+                                          np.full((2, 4), 3.0, np.float32))
+    assert args[:2] == args[2:] == [("ij,jk->ik", "a", "b")] * 2

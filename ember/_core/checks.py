@@ -12,10 +12,11 @@ import warnings
 
 import numpy as np
 
+from .overrides import overridable
 from .tensor import Tensor
 
-__all__ = ["_check", "_check_with", "_check_is_size", "_check_index", "_check_value",
-           "_check_type", "_check_not_implemented", "_check_tensor_all",
+__all__ = ["_assert", "_check", "_check_with", "_check_is_size", "_check_index",
+           "_check_value", "_check_type", "_check_not_implemented", "_check_tensor_all",
            "_check_tensor_all_with"]
 
 # called after each check that holds: ember.export takes the comparison just made (of a
@@ -24,6 +25,13 @@ CHECK_HOOKS = []
 
 _DEFAULT_MESSAGE = ("Expected cond to be True, but got False. (Could this error message be "
                     "improved? If so, please report an enhancement request to PyTorch.)")
+
+
+@overridable
+def _assert(condition, message):
+    """Python's ``assert condition, message``, as a call that fx can record (a Proxy
+    condition dispatches through ``__torch_function__``), as ``torch._assert``."""
+    assert condition, message
 
 
 def _check_with(error_type, cond, message):

@@ -130,7 +130,12 @@ def _run_skipping(public, args, kwargs):
 def handle_override(public, args, kwargs):
     """Call the top function mode, then the ``__ember_function__`` of the override types
     among ``args``/``kwargs``, with ``public`` as ``func`` (the first that does not return
-    NotImplemented wins).  A mode's handler runs under the modes below it."""
+    NotImplemented wins).  A mode's handler runs under the modes below it.  A function
+    with ``__override_args__`` hands on the arguments as that makes them (einsum's list of
+    operands, flattened as torch's)."""
+    norm = getattr(public, "__override_args__", None)
+    if norm is not None:
+        args = norm(args)
     if FUNCTION_MODES.skip:
         FUNCTION_MODES.skip = False
         return _run_skipping(public, args, kwargs)

@@ -797,6 +797,17 @@ def einsum(*args):
         return handle_override(einsum, args, {})
 
 
+def _einsum_override_args(args):
+    # torch.einsum(eq, [a, b]) reaches __torch_function__ as (eq, a, b): fx graphs record the
+    # operands flat (opt_einsum_fx, used by e3nn, reads each operand's shape)
+    if len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], (list, tuple)):
+        return (args[0], *args[1])
+    return args
+
+
+einsum.__override_args__ = _einsum_override_args
+
+
 # ---- tensordot, kron ----------------------------------------------------------------------
 @overridable
 def tensordot(a, b, dims=2, out=None):
