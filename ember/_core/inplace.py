@@ -159,7 +159,8 @@ def apply_inplace(op, target, args, params, *, overlap=True):
     """``target.op_(*args)``: compute ``op(target, *args)`` and write it into ``target``.
 
     ``overlap``: False for a write torch lets into a target whose elements share memory
-    (``fill_`` with a number)."""
+    (``fill_`` with a number); "target" to check only the target's own elements (``fill_``
+    with a 0-dim tensor, whose value torch reads before writing)."""
     if STATE.intercept:
         return _apply_mode(op.inplace, (target,) + tuple(args), params)
     if not isinstance(target, Tensor):
@@ -170,7 +171,7 @@ def apply_inplace(op, target, args, params, *, overlap=True):
     aliased = False
     if overlap and type(y) is _ndarray:
         if y.base is not None:
-            aliased = check_overlap(y, args, op.name)
+            aliased = check_overlap(y, args if overlap is True else (), op.name)
             if aliased and op.name in _WARN_ALIASED:
                 import warnings
                 warnings.warn(f"Use of {op.name}_ on expanded tensors is deprecated. Please "
@@ -178,7 +179,8 @@ def apply_inplace(op, target, args, params, *, overlap=True):
                               f"applies to advanced indexing e.g. tensor[mask] = scalar",
                               UserWarning, stacklevel=_user_stacklevel())
         else:
-            for a in args:  # a fresh target (the common case) overlaps only a view of itself
+            for a in args if overlap is True else ():  # a fresh target (the common case)
+                # overlaps only a view of itself
                 if isinstance(a, Tensor) and getattr(a._data, "base", None) is not None:
                     check_overlap(y, args, op.name)
                     break

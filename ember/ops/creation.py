@@ -729,9 +729,10 @@ def _fill_(self, value):
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
     check_scalar_fits(value, self.dtype.np)
-    # torch fills through a number without its overlap checks; a 0-dim tensor value
-    # takes copy_'s path, which refuses an expanded target
-    return apply_inplace(COPY, self, (value,), {}, overlap=isinstance(value, Tensor))
+    # torch fills through a number without its overlap checks; with a 0-dim tensor value it
+    # refuses an expanded target, but reads the value first (a view of self is fine)
+    return apply_inplace(COPY, self, (value,), {},
+                         overlap="target" if isinstance(value, Tensor) else False)
 
 
 def _zero_(self):

@@ -134,6 +134,8 @@ CASES = {
     "expand_size1": lambda L: L.ones(1, 4).expand(1, 4).add_(1),
     "expand_empty": lambda L: L.ones(0).expand(3, 0).add_(1),
     "expand_fill_": lambda L: _e(L).fill_(2),
+    "fill_self_elem": lambda L: (lambda a: a.fill_(a[2]))(_a(L)),  # value read first
+    "fill_view_self_elem": lambda L: (lambda a: a[1:].fill_(a[2]))(_a(L)),
     "expand_zero_": lambda L: _e(L).zero_(),
     "expand_conj_physical_": lambda L: _e(L).conj_physical_(),
     "expand_triu_": lambda L: _e(L).triu_(),
