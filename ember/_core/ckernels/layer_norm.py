@@ -1,12 +1,12 @@
 """layer_norm with weight and bias as one C pass each way (torch's native_layer_norm and its
 backward), for C-contiguous float32/float64 arrays.
 
-Forward, per row: mean and 1/sqrt(var + eps) as the library's normalize row (accumulated in
-double), then ``y = b + (x - mean) * rstd * w``, each product and sum rounded as the
-composite's ``normalize`` + ``addcmul`` round them (FMA contraction off).  Backward, per
-row: ``gx`` is normalize's closed-form gradient of ``g * w`` (xhat recomputed from x, mean
-and rstd), and ``g * xhat`` and ``g`` are added into the column sums of the weight's and
-bias's gradients.  Those sums run over fixed blocks of ``_BLOCK`` rows in double, one block
+Forward, per row: mean and 1/sqrt(var + eps) by the library's normalize statistics
+(``ck_norm_stats``, accumulated in double), then ``y = b + (x - mean) * rstd * w``, each
+product and sum rounded as the composite's ``normalize`` + ``addcmul`` round them (FMA
+contraction off).  Backward, per row: ``gx`` is normalize's closed-form gradient of
+``g * w`` (xhat recomputed from x, mean and rstd), and ``g * xhat`` and ``g`` are added into
+the column sums of the weight's and bias's gradients.  Those sums run over fixed blocks of ``_BLOCK`` rows in double, one block
 at a time per thread, and the blocks are summed in order afterwards, so no value depends
 on the thread count.  Threads (OpenMP, the library's count) take rows (forward) or blocks
 (backward).  Without a compiler the functions return None and the callers keep the
@@ -24,24 +24,11 @@ _C = r"""
 #define LN_NOCONTRACT __attribute__((optimize("fp-contract=off")))
 #define LN_BLOCK 64  /* _BLOCK */
 
-static inline void ln_stats_S(const T *restrict x, ptrdiff_t n, double eps, T *mu, T *r) {
-    A s = 0;
-    CK_PRAGMA(omp simd reduction(+:s))
-    for (ptrdiff_t i = 0; i < n; i++) s += x[i];
-    T m = (T)(s / (A)n);
-    A q = 0;
-    CK_PRAGMA(omp simd reduction(+:q))
-    for (ptrdiff_t i = 0; i < n; i++) { A d = (A)(x[i] - m); q += d * d; }
-    T var = (T)(q / (A)n);
-    *mu = m;
-    *r = (T)1 / SQRT(var + (T)eps);
-}
-
 static LN_NOCONTRACT void ln_row_S(const T *restrict x, const T *restrict w,
                                    const T *restrict b, T *restrict y, T *mean, T *rstd,
                                    ptrdiff_t n, double eps) {
     T m, r;
-    ln_stats_S(x, n, eps, &m, &r);
+    ck_norm_stats_S(x, n, eps, &m, &r);  /* the library's normalize statistics */
     CK_PRAGMA(omp simd)
     for (ptrdiff_t i = 0; i < n; i++) { T p = ((x[i] - m) * r) * w[i]; y[i] = b[i] + p; }
     *mean = m;
@@ -122,8 +109,7 @@ void ln_backward_S(const T *restrict g, const T *restrict x, const T *restrict w
 }
 """
 
-_TYPES = {"f32": dict(T="float", A="double", SQRT="sqrtf"),
-          "f64": dict(T="double", A="double", SQRT="sqrt")}
+_TYPES = {"f32": dict(T="float", A="double"), "f64": dict(T="double", A="double")}
 
 
 def render():

@@ -33,7 +33,7 @@ from . import ternary as _ternary
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 16
+ABI_VERSION = 17
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -323,18 +323,26 @@ void ck_softmax_backward_S(const T *restrict g, const T *restrict y, T *restrict
     }
 }
 
-/* (x - mean) * rstd of one row, mean and 1/sqrt(var + eps) (two passes, accumulated in A). */
-static inline void ck_normalize_row_S(const T *restrict x, T *restrict y, T *restrict mean,
-                                      T *restrict rstd, ptrdiff_t n, double eps) {
+/* the mean and 1/sqrt(var + eps) of a row (two passes, accumulated in A): normalize's and
+   layer_norm's (ckernels/layer_norm.py) statistics */
+static inline void ck_norm_stats_S(const T *restrict x, ptrdiff_t n, double eps, T *mu, T *r) {
     A s = 0;
     CK_PRAGMA(omp simd reduction(+:s))
     for (ptrdiff_t i = 0; i < n; i++) s += x[i];
-    T mu = (T)(s / (A)n);
+    T m = (T)(s / (A)n);
     A q = 0;
     CK_PRAGMA(omp simd reduction(+:q))
-    for (ptrdiff_t i = 0; i < n; i++) { A d = (A)(x[i] - mu); q += d * d; }
+    for (ptrdiff_t i = 0; i < n; i++) { A d = (A)(x[i] - m); q += d * d; }
     T var = (T)(q / (A)n);
-    T r = (T)1 / SQRT(var + (T)eps);
+    *mu = m;
+    *r = (T)1 / SQRT(var + (T)eps);
+}
+
+/* (x - mean) * rstd of one row, its mean and rstd */
+static inline void ck_normalize_row_S(const T *restrict x, T *restrict y, T *restrict mean,
+                                      T *restrict rstd, ptrdiff_t n, double eps) {
+    T mu, r;
+    ck_norm_stats_S(x, n, eps, &mu, &r);
     CK_PRAGMA(omp simd)
     for (ptrdiff_t i = 0; i < n; i++) y[i] = (x[i] - mu) * r;
     *mean = mu;
