@@ -161,8 +161,11 @@ class Node:
 class OpNode(Node):
     """The Node of one operator application (``op.node_cls`` derives from it).  It is its
     vjp's ``ctx`` too: ``ctx.out`` (the saved output), ``ctx.needs_input_grad`` and
-    ``ctx.in_meta``, with no context object made per backward call."""
+    ``ctx.in_meta``, with no context object made per backward call.  ``pick(args, params)``,
+    where set, gives the node class of one call of an op whose node torch names after the
+    overload that ran (``2.0 - x``: RsubBackward1; `op.NODE_NAMES`)."""
     __slots__ = ()
+    pick = None
 
     def apply(self, grads):
         """Input gradients for output gradients ``grads`` (a list, one per output)."""
@@ -203,6 +206,33 @@ class OpNode(Node):
             t.grad_fn = self
             t._requires_grad = True
         return t
+
+    # torch's saved-variable attributes: ``_saved_self``/``_saved_other`` (the saved first
+    # and second inputs; None for one the wanted gradients do not read) and
+    # ``_saved_result`` (the saved output, a new tensor), through the unpack hook if one
+    # packed it, refused once backward freed them.  (Properties: a ``__getattr__`` would
+    # turn off CPython's fast attribute reads of every node.)
+    @property
+    def _saved_self(self):
+        return self._saved_input(0, "_saved_self")
+
+    @property
+    def _saved_other(self):
+        return self._saved_input(1, "_saved_other")
+
+    @property
+    def _saved_result(self):
+        if not self.op.save_output or self.n_out != 1:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 f"'_saved_result'")
+        self.unpack_inputs()  # raises when freed
+        return self.out
+
+    def _saved_input(self, i, name):
+        if not self.op.save_inputs or self.saved is not None and i >= len(self.saved):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        a = self.unpack_inputs()[i]
+        return a.get() if type(a) is Packed else a
 
     @property
     def needs_input_grad(self):
@@ -320,7 +350,9 @@ _NO_INPUT = (None, None, None)
 
 def record(op, args, params, outs):
     """Create the Node for ``op(*args, **params)`` that produced ``outs`` and link the outputs."""
-    node = _new(op.node_cls)  # Node.__init__ inline: the rare fields are class defaults
+    cls = op.node_cls
+    # Node.__init__ inline: the rare fields are class defaults
+    node = _new(cls if cls.pick is None else cls.pick(args, params))
     node.hooked = False
     node.op = op
     node.params = params
@@ -428,7 +460,8 @@ def record_unary(op, x, out):
     output.  The same node, less the general path's branches, tuples and calls (an op with
     a ``ufunc`` is differentiable, has one output and saves all or none of its input:
     tests/autograd/test_fast_records.py)."""
-    node = _new(op.node_cls)
+    cls = op.node_cls
+    node = _new(cls if cls.pick is None else cls.pick((x,), _NO_PARAMS))
     node.hooked = False
     node.op = op
     node.params = _NO_PARAMS
@@ -460,7 +493,8 @@ def record_binary(op, x, y, out):
     """`record` for the dispatcher's binary fast path (`dispatch.apply_binary`): ``out =
     op(x, y)`` with no params, ``x`` and ``y`` plain Tensors or Python numbers (one of them
     a Tensor that requires grad), ``out`` one floating output; see `record_unary`."""
-    node = _new(op.node_cls)
+    cls = op.node_cls
+    node = _new(cls if cls.pick is None else cls.pick((x, y), _NO_PARAMS))
     node.hooked = False
     node.op = op
     node.params = _NO_PARAMS

@@ -8,6 +8,9 @@ decomposition.  Calling an Op runs it through the dispatcher.
 """
 import enum
 
+from .node import OpNode
+from .tensor import Tensor
+
 __all__ = ["Op", "REGISTRY", "ON_REGISTER", "Category", "RULES", "JVP_FROM_VJP", "mark_unsupported",
            "OPS"]
 
@@ -71,7 +74,76 @@ JVP_FROM_VJP = "derived from vjp"
 
 
 def _camel(name):
-    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
+    """torch's node name stem: each ``_``-separated part title-cased, a letter after a digit
+    capitalised too (``log1p`` -> ``Log1P``, ``rad2deg`` -> ``Rad2Deg``)."""
+    return "".join(p.title() for p in name.strip("_").split("_"))
+
+
+# Operators whose node torch names otherwise than ``<Name>Backward0``: after the aten
+# overload that ran (``x.max()`` is max's second overload; ``max(x, dim)`` ember's max_dim),
+# or after the aten op behind ember's own (``special_sinc`` is aten's sinc).  A name, or a
+# function of the call's ``(args, params)`` giving one (None: ``<Name>Backward0``).
+def _tensor(a):
+    return isinstance(a, Tensor)
+
+
+def _partial_reduction(one):
+    # a reduction over some of the dimensions is the ``dim`` overload (SumBackward1); over
+    # all of them, as ``x.sum()``, the plain one
+    def pick(args, params):
+        dims = params.get("dims")
+        return one if dims is not None and len(dims) < args[0].ndim else None
+    return pick
+
+
+_MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0"}
+NODE_NAMES = {
+    "max": "MaxBackward1", "min": "MinBackward1",
+    "max_dim": "MaxBackward0", "min_dim": "MinBackward0", "median_dim": "MedianBackward1",
+    "special_i0": "I0Backward0", "special_sinc": "SincBackward0",
+    "special_gammainc": "IgammaBackward0", "special_gammaincc": "IgammacBackward0",
+    "norm": "LinalgVectorNormBackward0",
+    # matmul is mm, dot or mv in torch for matrices and vectors
+    "matmul": lambda args, params: _MATMUL_NODES.get((args[0].ndim, args[1].ndim)),
+    # x - 2.0 is sub; 2.0 - x is torch's rsub.Scalar
+    "sub": lambda args, params: "RsubBackward1" if not _tensor(args[0]) else None,
+    # pow.Tensor_Scalar, pow.Tensor_Tensor, pow.Scalar
+    "pow": lambda args, params: "PowBackward2" if not _tensor(args[0]) else
+    "PowBackward1" if _tensor(args[1]) else None,
+    "remainder": lambda args, params: "RemainderBackward1" if _tensor(args[1]) else None,
+    "fmod": lambda args, params: "FmodBackward1" if _tensor(args[1]) else None,
+    "clamp": lambda args, params: None if any(_tensor(a) for a in args[1:]) else
+    "ClampBackward1",
+    "scatter": lambda args, params: None if _tensor(args[-1]) else "ScatterBackward1",
+    "lerp": lambda args, params: "LerpBackward1" if len(args) > 2 and _tensor(args[2]) else
+    None,
+    "sum": _partial_reduction("SumBackward1"),
+    "mean": _partial_reduction("MeanBackward1"),
+    "prod": _partial_reduction("ProdBackward1"),
+}
+_NODE_CLASSES = {}
+
+
+def _node_class(name):
+    """The node class called ``name`` (one per name, shared by the ops that use it)."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _NODE_CLASSES[name] = type(name, (OpNode,), {"__slots__": ()})
+    return cls
+
+
+def _node_cls_for(name):
+    """``op.node_cls`` of operator ``name``: its torch name, and for an operator whose node
+    torch names after the overload that ran, the ``pick`` that `record` asks."""
+    rule = NODE_NAMES.get(name)
+    own = type(_camel(name) + "Backward0" if not isinstance(rule, str) else rule, (OpNode,),
+               {"__slots__": ()})
+    if callable(rule):
+        def pick(args, params):
+            n = rule(args, params)
+            return own if n is None else _node_class(n)
+        own.pick = staticmethod(pick)
+    return own
 
 
 class Op:
@@ -164,8 +236,7 @@ class Op:
         self.doc = doc
         self.unsupported = _check_unsupported(self, unsupported) if unsupported else {}
         self._inplace = None
-        from .node import OpNode
-        self.node_cls = type(_camel(name) + "Backward0", (OpNode,), {"__slots__": ()})
+        self.node_cls = _node_cls_for(name)
         REGISTRY[name] = self
         for hook in ON_REGISTER:
             hook(self)
