@@ -121,11 +121,14 @@ def run_backward(roots, grad_roots, retain_graph, create_graph, inputs=None, acc
     prev_callbacks, _TASK.callbacks = _TASK.callbacks, []
     try:
         for node in order:
+            if needed is not None and node not in needed and node not in targets:
+                continue  # no path to an input: torch runs none of it, hooks included
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node.n_out
             if node.hooked:  # (every AccumulateGrad: its leaf's hooks are read there)
-                grads = _run_pre_hooks(node, grads)
+                # a captured node that does not run gets its tensors' hooks only
+                grads = _run_pre_hooks(node, grads, needed is None or node in needed)
             if node in targets:
                 for nr in range(node.n_out):
                     for k in capture.get((node, nr), ()):
@@ -330,7 +333,7 @@ def _sum_grads(owned, m, nr, old, g):
     return s
 
 
-def _run_pre_hooks(node, grads):
+def _run_pre_hooks(node, grads, runs=True):
     # as torch: a hook on an output that received no gradient (another output of a split,
     # an input a Function's backward gave None) is called with None, and may not replace it
     th = node.tensor_hooks
@@ -344,7 +347,7 @@ def _run_pre_hooks(node, grads):
             if t is not None and grads[nr] is not None:
                 with _GRAD_LOCK:
                     _retain_into_grad(t, grads[nr])
-    if node.pre_hooks:
+    if node.pre_hooks and runs:
         for h in node.pre_hooks:
             r = h(tuple(grads))
             if r is not None:

@@ -87,3 +87,34 @@ def test_an_edge_to_a_newer_node_is_ordered_by_counting(monkeypatch):
     c.sum().backward()
     xn = x.detach().numpy()
     np.testing.assert_allclose(x.grad.numpy(), 3 * np.exp(3 * xn) * (3 * xn + 1), rtol=1e-12)
+
+
+def _hooked_program(lib, calls):
+    x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    y = lib.tensor([0.5, 3.0], dtype=lib.float64, requires_grad=True)
+    x.register_hook(lambda g: calls.append(("x", g is None)))
+    a = x * 2
+    a.register_hook(lambda g: calls.append(("a", g is None)))
+    b = a * 3 + y
+    b.register_hook(lambda g: calls.append(("b", g is None)))
+    b.grad_fn.register_prehook(lambda gs: calls.append(("b-node", gs[0] is None)))
+    return x, y, a, b, (b * b).sum() + (a * y).sum()
+
+
+@pytest.mark.parametrize("which", ["b", "a", "y", "a,y", "backward:a"])
+def test_nodes_without_a_path_to_the_inputs_run_no_hooks(which):
+    # autograd.grad / backward(inputs=) run only what leads to an input: no hook of a node
+    # above the inputs is called (captum's layer methods hook modules upstream of the layer)
+    got = {}
+    for lib in (ember, torch):
+        calls = []
+        x, y, a, b, loss = _hooked_program(lib, calls)
+        names = {"a": a, "b": b, "y": y}
+        if which.startswith("backward:"):
+            loss.backward(inputs=[names[which.split(":")[1]]])
+            grads = (a.grad,)
+        else:
+            grads = lib.autograd.grad(loss, [names[n] for n in which.split(",")])
+        got[lib.__name__] = (calls, [g.detach().numpy().tolist() for g in grads],
+                             x.grad is None, y.grad is None)
+    assert got["ember"] == got["torch"]
