@@ -25,6 +25,7 @@ from .overrides import (  # noqa: F401  (re-exported: ember imports them from he
     handle_override, overridable, register_override_type, route_tensor_methods,
     routes_overrides, unregister_override_type)
 from .state import STATE
+from .storage import _root
 from .tensor import Tensor, _version_of, wrap
 
 __all__ = ["apply", "apply_unary", "apply_binary", "apply_inplace", "apply_meta", "DispatchMode", "overridable", "NeedsOverride",
@@ -301,7 +302,9 @@ _np_may_share = getattr(_np.may_share_memory, "_implementation", _np.may_share_m
 
 def _may_share(a, b):
     if type(a) is _ndarray:
-        return _np_may_share(a, b)
+        # a zero-size view shares no byte with its source, yet is its view (torch's _base)
+        return _np_may_share(a, b) or (a.size == 0 and a.base is not None and
+                                       _root(a) is _root(b))
     f = getattr(namespace_of(a), "may_share_memory", None)
     return True if f is None else f(a, b)  # a backend that cannot tell: its views are views
 
