@@ -33,7 +33,7 @@ from . import ternary as _ternary
 # and float32 tanh measured slower than NumPy's own SIMD loops, float64 gelu faster
 EAGER = {"exp": ("f32",), "log": ("f32",), "tanh": (), "sigmoid": ("f32",), "erf": ("f32",),
          "silu": ("f32",), "gelu": ("f32", "f64"), "gelu_tanh": ("f32",)}
-ABI_VERSION = 17
+ABI_VERSION = 18
 
 HEADER = r"""
 #if defined(_OPENMP)
@@ -112,6 +112,19 @@ ROWS = r"""
    one thread: no value depends on the thread count. */
 #define CK_LANES (64 / (int)sizeof(T))
 
+/* the lanes' block sums acc added into the A lanes sa, and acc cleared */
+static inline void ck_lanes_flush_S(A *restrict sa, T *restrict acc) {
+    CK_PRAGMA(omp simd)  /* without it GCC adds the lanes one by one: 1.5x the time */
+    for (int l = 0; l < CK_LANES; l++) { sa[l] += acc[l]; acc[l] = 0; }
+}
+
+/* the sum of lanes sa and acc, in lane order */
+static inline A ck_lanes_total_S(const A *restrict sa, const T *restrict acc) {
+    A s = 0;
+    for (int l = 0; l < CK_LANES; l++) s += sa[l] + (A)acc[l];
+    return s;
+}
+
 /* the maximum of a row, NaN when it holds one */
 static inline T ck_row_max_S(const T *restrict x, ptrdiff_t n) {
     enum { L = CK_LANES };
@@ -159,15 +172,10 @@ static inline A ck_exp_sum_S(const T *restrict x, T m, T *restrict y, ptrdiff_t 
             if (y) y[i + l] = e;
             acc[l] += e;
         }
-        if (++k == 4) {
-            k = 0;
-            CK_PRAGMA(omp simd)  /* without it GCC adds the lanes one by one: 1.5x the time */
-            for (int l = 0; l < L; l++) { sa[l] += acc[l]; acc[l] = 0; }
-        }
+        if (++k == 4) { k = 0; ck_lanes_flush_S(sa, acc); }
     }
     if (n - i <= L / 4) {  /* a few left: scalar exps cost less than one more vector */
-        A s = 0;
-        for (int l = 0; l < L; l++) s += sa[l] + (A)acc[l];
+        A s = ck_lanes_total_S(sa, acc);
         for (; i < n; i++) { T e = EXP_LE0(x[i] - m); if (y) y[i] = e; s += e; }
         return s;
     }
@@ -181,9 +189,7 @@ static inline A ck_exp_sum_S(const T *restrict x, T m, T *restrict y, ptrdiff_t 
             acc[l] += l < seen ? (T)0 : e;
         }
     }
-    A s = 0;
-    for (int l = 0; l < L; l++) s += sa[l] + (A)acc[l];
-    return s;
+    return ck_lanes_total_S(sa, acc);
 }
 
 /* sum over a row of a_i * b_i (of a_i when b is NULL), each product rounded to T */
@@ -202,11 +208,7 @@ static inline A ck_dot_S(const T *restrict a, const T *restrict b, ptrdiff_t n) 
     for (; i + L <= n; i += L) {
         CK_PRAGMA(omp simd)
         for (int l = 0; l < L; l++) acc[l] += b ? a[i + l] * b[i + l] : a[i + l];
-        if (++k == 4) {
-            k = 0;
-            CK_PRAGMA(omp simd)
-            for (int l = 0; l < L; l++) { sa[l] += acc[l]; acc[l] = 0; }
-        }
+        if (++k == 4) { k = 0; ck_lanes_flush_S(sa, acc); }
     }
     if (i < n) {
         const ptrdiff_t seen = i - (n - L);
@@ -217,9 +219,7 @@ static inline A ck_dot_S(const T *restrict a, const T *restrict b, ptrdiff_t n) 
             acc[l] += l < seen ? (T)0 : v;
         }
     }
-    A s = 0;
-    for (int l = 0; l < L; l++) s += sa[l] + (A)acc[l];
-    return s;
+    return ck_lanes_total_S(sa, acc);
 }
 
 /* a row whose max m is NaN or infinite (a NaN, all -inf, a +inf): NumPy's formula */
