@@ -214,3 +214,34 @@ def test_data_classes_are_generic_as_torch():
     batches = [b.tolist() for b in ed.DataLoader(Squares(), batch_size=2)]
     assert batches == [[0, 1], [4, 9], [16]]
     assert isinstance(Squares(), ed.Dataset) and isinstance(ed.DataLoader(Squares()), ed.DataLoader)
+
+
+_PIN_SCRIPT = r"""
+import warnings
+warnings.simplefilter("default")
+import {lib} as lib
+a = lib.utils.data.DataLoader(list(range(4)), pin_memory=True)
+b = lib.utils.data.DataLoader(list(range(4)), pin_memory=True)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("default")
+    for _ in range(2):
+        for x in a:
+            pass
+    for x in b:
+        pass
+print(sum("no accelerator is found" in str(m.message) for m in w))
+"""
+
+
+def test_pin_memory_without_accelerator_warns_once_like_torch():
+    # the imagenet example iterates a train and a val loader: torch's warning comes from
+    # one place inside the loader, so the default filter shows it once
+    import subprocess
+    import sys
+    counts = []
+    for lib in ("torch", "ember"):
+        out = subprocess.run([sys.executable, "-c", _PIN_SCRIPT.format(lib=lib)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        counts.append(out.stdout.strip())
+    assert counts[1] == counts[0] == "1"

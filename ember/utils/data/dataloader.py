@@ -248,7 +248,7 @@ def _warn_pin_memory(loader):
                       stacklevel=3)
     if loader.pin_memory and not is_available():
         warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
-                      "device pinned memory won't be used.", stacklevel=3)
+                      "device pinned memory won't be used.", stacklevel=2)
 
 
 class _InfiniteConstantSampler:
