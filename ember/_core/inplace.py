@@ -313,9 +313,10 @@ _PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tenso
 # writes
 _SELF_OVERLAP_OK = frozenset(("index_put", "index_fill", "masked_fill", "triu", "tril"))
 _WARN_ALIASED = frozenset(("index_fill", "masked_fill"))
-# ops whose operands torch does not check against the target: the BLAS updates (addmm_, ...)
-# and masked_scatter_
-_PARTIAL_OK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_scatter"))
+# ops whose operands torch does not check against the target: the BLAS updates (addmm_, ...),
+# masked_scatter_, and masked_fill_/index_fill_ (their value is read first, as a number)
+_PARTIAL_OK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_scatter",
+                         "masked_fill", "index_fill"))
 
 
 def check_overlap(y, args, name=None, full=False):

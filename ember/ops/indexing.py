@@ -399,6 +399,9 @@ def _setitem(self, item, value):
         from .creation import tensor
         value = tensor(value, dtype=self.dtype)
     if adv is None:
+        if isinstance(value, Tensor) and value.dim() == 0:
+            target.fill_(value)  # torch fills with a 0-dim value: it may be one of self's
+            return
         if isinstance(value, Tensor):
             value = _fit_value(value, target.shape)
         target.copy_(value)
@@ -406,6 +409,7 @@ def _setitem(self, item, value):
     idx = _wrap_indices(adv, self)
     if type(item) is bool and isinstance(value, Tensor):
         value = value.to(self.dtype)  # t[True] = v is a copy for torch (it casts)
+    overlap = True
     if isinstance(value, Tensor):
         if value.dim():
             # the shape of the indexed region, worked out on the host
@@ -420,7 +424,15 @@ def _setitem(self, item, value):
                 value = value.to(self.dtype)
             else:
                 _index_put_args(target, adv, value)
-    apply_inplace(INDEX_PUT, target, (value,) + idx, {"accumulate": False})
+        if value.dim() == 0 and _masked_fill_path(adv):
+            overlap = "target"  # torch's masked_fill_ reads the value first
+    apply_inplace(INDEX_PUT, target, (value,) + idx, {"accumulate": False}, overlap=overlap)
+
+
+def _masked_fill_path(adv):
+    """Whether torch writes ``t[adv] = value`` (0-dim value) by masked_fill_: one boolean mask."""
+    real = [_arr(a) for a in adv if a is not None]
+    return len(real) == 1 and real[0].dtype == bool
 
 
 def _check_setitem_scalar(value, dt):
