@@ -6,8 +6,9 @@ expression of its entry in the scalar-function table (`ember._core.scalar_functi
 table's ``c_prelude`` (the branch-free float32 polynomials for exp/log/tanh/erf/sigmoid and
 the helpers of every entry).  `EAGER` lists the functions that get a kernel, with the
 dtypes where it measured faster than NumPy (the ops take the C path only for those).
-What stays hand-written below are the row kernels (softmax/log_softmax, normalize, and
-their backward): they are reductions over a row, not elementwise formulas.
+What stays hand-written below are the row kernels (softmax/log_softmax, normalize,
+cross_entropy, and their backward): they are reductions over a row, not elementwise
+formulas, done by explicit vector lanes (see ``ROWS``).
 
 Every kernel takes raw pointers to C-contiguous buffers plus an ``nt`` thread count; with
 ``nt == 1`` it runs a plain loop that never touches the OpenMP runtime (libgomp's pool is
