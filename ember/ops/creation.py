@@ -363,7 +363,7 @@ def as_tensor(data, dtype=None, device=None):
         return t
     if isinstance(data, np.ndarray) and (dtype is None or data.dtype == dtype.np):
         _dt.from_np(data.dtype)
-        return _finish(data, device, False)
+        return _finish(_plain(data), device, False)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -386,7 +386,13 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dt.from_np(ndarray.dtype)
-    return wrap(ndarray)
+    return wrap(_plain(ndarray))
+
+
+def _plain(a):
+    """NumPy array ``a`` as a plain ndarray: a subclass (np.matrix, np.memmap) becomes a view
+    of the same memory, as torch keeps only the buffer (writes still reach a memmap's file)."""
+    return a if type(a) is np.ndarray else a.view(np.ndarray)
 
 
 @overridable

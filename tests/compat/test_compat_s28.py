@@ -207,3 +207,24 @@ def test_factories_pin_memory_without_accelerator_as_torch(make):
             return str(e)
     for pin in (True, False):
         assert run(ember, pin) == run(torch, pin)
+
+
+def test_ndarray_subclasses_become_plain_tensors_as_torch(tmp_path):
+    # torch_geometric's Laplacian PE does torch.from_numpy(np.real(eigvecs of L.todense()))
+    import warnings
+
+    import numpy as np
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # NumPy's about np.matrix
+        m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    for make in (lambda L: L.from_numpy(m[:, 1:]), lambda L: L.as_tensor(m),
+                 lambda L: L.asarray(m), lambda L: L.tensor(m)):
+        got, want = make(ember), make(torch)
+        assert type(got.numpy()) is np.ndarray and got.tolist() == want.tolist()
+        assert (got * 2).tolist() == (want * 2).tolist()
+    mm = np.memmap(tmp_path / "m.bin", dtype=np.float32, mode="w+", shape=(4,))
+    t = ember.from_numpy(mm)
+    t += 1  # writes reach the file, as torch's
+    mm.flush()
+    assert np.fromfile(tmp_path / "m.bin", np.float32).tolist() == [1.0] * 4
+    assert type(t.numpy()) is np.ndarray and (t * 2).tolist() == [2.0] * 4
