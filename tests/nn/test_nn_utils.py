@@ -137,6 +137,10 @@ def test_parametrizations_weight_norm():
 
 
 def test_parametrizations_spectral_norm():
+    # seeded: the power iteration's start vector and the weights come from the global RNG,
+    # and from some starts 3 iterations do not reach 1e-3 (the test depended on the order)
+    torch.manual_seed(0)
+    ember.manual_seed(0)
     tm = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(5, 4).double())
     em = ember.nn.utils.parametrizations.spectral_norm(ember.nn.Linear(5, 4).double())
     copy_params(tm, em)
