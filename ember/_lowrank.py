@@ -8,6 +8,7 @@ the factors.  ``M`` (broadcast to A's shape) is subtracted from ``A`` implicitly
 is how a sparse ``A`` is centred without densifying it.
 """
 from ._core import dtype as _dt
+from ._core.dispatch import overridable
 from ._core.tensor import Tensor
 from .ops import mean, ones, randn
 
@@ -60,12 +61,14 @@ def _svd_lowrank(A, q=6, niter=2, M=None):
     return (V, S, U) if wide else (U, S, V)
 
 
+@overridable
 def svd_lowrank(A, q=6, niter=2, M=None):
     """An approximate rank-``q`` SVD ``(U, S, V)`` of ``A - M`` (``A ~ U diag(S) V^H``),
     from ``niter`` subspace iterations on a random start."""
     return _svd_lowrank(A, q=q, niter=niter, M=M)
 
 
+@overridable
 def pca_lowrank(A, q=None, center=True, niter=2):
     """The principal components of the rows of ``A``: ``(U, S, V)`` of ``A`` less its
     column means (``center``), V's columns the directions; ``q`` defaults to

@@ -513,6 +513,8 @@ _HANDLERS = {
 
 # functions torch runs on sparse operands through products only: the same values densified
 _DENSIFIED = frozenset(("lobpcg",))
+# functions whose implementation takes sparse operands as they are (products, sums)
+_SPARSE_AWARE = frozenset(("pca_lowrank", "svd_lowrank"))
 
 
 def _dispatch_sparse(cls, func, types, args=(), kwargs=None):
@@ -523,6 +525,8 @@ def _dispatch_sparse(cls, func, types, args=(), kwargs=None):
             return v.to_dense() if _is_sp(v) else v
         return getattr(func, "__wrapped_impl__", func)(
             *[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
+    if name in _SPARSE_AWARE:
+        return getattr(func, "__wrapped_impl__", func)(*args, **kwargs)
     h = _HANDLERS.get(name)
     if h is None:
         raise NotImplementedError(f"Could not run '{name}' with arguments from the sparse COO "
