@@ -929,7 +929,7 @@ def broadcast_tensors(*tensors):
         a, b = tensors[0].shape, tensors[-1].shape
         raise RuntimeError(f"The size of tensor a ({a[-1] if a else 1}) must match the size of "
                            f"tensor b ({b[-1] if b else 1}) at non-singleton dimension") from None
-    return tuple(t.expand(*shape) for t in tensors)
+    return tuple(t.expand(shape) for t in tensors)
 
 
 def _atleast(n, tensors):

@@ -245,6 +245,8 @@ def _comb_samples(dtype, rng):
 def _btensors_samples(dtype, rng):
     yield SampleInput((make((3, 1), dtype, rng), make((4,), dtype, rng), make((), dtype, rng)),
                       name="three")
+    yield SampleInput((make((), dtype, rng), make((), dtype, rng)), name="0-dim")
+    yield SampleInput((make((), dtype, rng),), name="one 0-dim")
 
 
 def _atleast_samples(dtype, rng):
