@@ -177,7 +177,7 @@ def _rrelu_kernel(xp, x, lower, upper, generator=None):
 
 
 RRELU = Op("rrelu_with_noise", lambda xp, x, **p: _rrelu_kernel(xp, x, **p),
-           lambda ctx, g, x, **p: (g[0] * ctx.out[1], ), save_inputs=False, save_output=True,
+           lambda ctx, g, x, **p: (g[0] * ctx.out[1], ), save_inputs=False, save_output=(1,),
            n_out=2, nondiff_outputs=(1,), shape=lambda x, **p: (_meta.same(x), _meta.same(x)),
            batch=random_rule)
 
