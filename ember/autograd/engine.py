@@ -424,6 +424,12 @@ def _accumulate_leaf(node, g, create_graph):
 # getrefcount; to its array: the tensor, `_first_grad`'s local and getrefcount's argument
 _ENGINE_REFS = 5
 _ARRAY_REFS = 3
+# Those counts hold for CPython 3.10-3.13 with the GIL (3.10 and a PEP 523 frame-evaluation hook
+# only add references: the copy is taken).  3.14's borrowed local loads and the free-threaded
+# build's deferred counts can report fewer, so that an outside holder would pass unseen: there
+# the first gradient is always copied.
+_STEALS = (_sys.implementation.name == "cpython" and _sys.version_info[:2] < (3, 14)
+           and getattr(_sys, "_is_gil_enabled", lambda: True)())
 
 
 def _first_grad(t, g):
@@ -437,7 +443,7 @@ def _first_grad(t, g):
         return wrap(d.copy())  # another backend: own a copy
     dense = leaf.flags.c_contiguous or leaf.flags.f_contiguous or leaf.strides == tuple(
         contiguous_strides_permuted(leaf.shape, leaf.strides, leaf.itemsize))
-    if (d.base is None and d.flags.writeable and
+    if (_STEALS and d.base is None and d.flags.writeable and
             (d.strides == leaf.strides if dense else d.flags.c_contiguous)
             and _sys.getrefcount(d) == _ARRAY_REFS and _sys.getrefcount(g) <= _ENGINE_REFS):
         return wrap(d)

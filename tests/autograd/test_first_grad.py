@@ -1,6 +1,8 @@
 """A leaf's first ``.grad``: torch's layout contract (the leaf's own strides when it is
 dense) and its buffer taken without a copy only when nothing but the engine refers to it,
 so later accumulation into ``.grad`` never writes into a tensor someone else holds."""
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -106,3 +108,39 @@ def test_a_fresh_gradient_is_taken_without_a_copy(monkeypatch):
     Fresh.apply(x).sum().backward()
     assert copies == []
     np.testing.assert_array_equal(x.grad.numpy(), np.full((64, 64), 3.0, np.float32))
+
+
+
+def test_interpreters_with_other_reference_counts_always_copy(monkeypatch):
+    """Where the engine's reference counts are not known to hold (CPython 3.14's borrowed
+    loads, the free-threaded build, other implementations) the first gradient is copied,
+    even a fresh one nothing else refers to."""
+    from ember.autograd import engine
+    assert engine._STEALS == (sys.version_info[:2] < (3, 14) and
+                              sys.implementation.name == "cpython" and
+                              getattr(sys, "_is_gil_enabled", lambda: True)())
+    copies = []
+
+    class CountingNumPy:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        def copyto(self, *a, **k):
+            copies.append(1)
+            return np.copyto(*a, **k)
+    monkeypatch.setattr(engine, "_np", CountingNumPy())
+    monkeypatch.setattr(engine, "_STEALS", False)
+
+    class Fresh(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return ember.full(g.shape, 3.0)
+
+    x = ember.randn(8, requires_grad=True)
+    Fresh.apply(x).sum().backward()
+    assert copies == [1]
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(8, 3.0, np.float32))
