@@ -203,3 +203,19 @@ def test_trunc_normal_matches_torch(args):
     for shape in ((12, 9), (100, 37)):
         _same(lambda t: t.nn.init.trunc_normal_(t.empty(*shape), *args),
               lambda t: t.nn.init.trunc_normal_(t.empty(*shape), *args), 1)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 2 ** 31, 2 ** 32 - 1, 2 ** 32 + 5, -1, 2 ** 64 - 1])
+def test_seeded_state_is_torch_s_also_after_a_full_twist(seed):
+    # manual_seed seeds through NumPy's C init_genrand; the state read right after it, a
+    # re-seed mid-stream, and the state after exactly 624 words (position 624 again, twisted
+    # key) are torch's, and the C recurrence equals the Python one it replaced
+    from ember._core import random as r
+    np.testing.assert_array_equal(r._seed_key(seed % 2 ** 64), r._seed_key_loop(seed % 2 ** 64))
+    ember.manual_seed(3)
+    ember.rand(10)
+    torch.manual_seed(3)
+    torch.rand(10)
+    _same(lambda t: t.randint(0, 1000, (624,)), lambda t: t.randint(0, 1000, (624,)), seed)
+    _same(lambda t: t.get_rng_state(), lambda t: t.get_rng_state(), seed)
+    _same(lambda t: t.randn(3, dtype=t.float64), lambda t: t.randn(3, dtype=t.float64), seed)
