@@ -13,6 +13,24 @@ class _FooArray(np.ndarray):
     pass
 
 
+@pytest.fixture(autouse=True)
+def _unregister_emberfoo():
+    """The registration is process-wide: undo it after each test, so that tests run after
+    these (tests/accelerator: no accelerator on a CPU-only machine) see no "emberfoo"."""
+    yield
+    from ember._core import device as dev
+    from ember._core.storage import TypedStorage, UntypedStorage
+    from ember.nn.utils.rnn import PackedSequence
+    dev._BACKENDS.pop("emberfoo", None)
+    dev._BY_TYPE.clear()
+    dev.XP_BY_ARRAY_TYPE.pop(_FooArray, None)
+    br._NAME[0] = "privateuse1"
+    for cls in (ember.Tensor, ember.nn.Module, PackedSequence, UntypedStorage, TypedStorage):
+        for attr in ("emberfoo", "is_emberfoo"):
+            if attr in vars(cls):
+                delattr(cls, attr)
+
+
 def test_rename_and_generated_methods():
     register_backend("emberfoo", np, _FooArray, to_host=np.asarray,
                      from_host=lambda a: np.asarray(a).view(_FooArray))
