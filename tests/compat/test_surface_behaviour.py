@@ -460,7 +460,9 @@ def test_graph_appending_tracer_builds_a_graph(lib):
 
 # ---- storages -------------------------------------------------------------------------------
 @pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
-def test_storages_are_shared_between_views_like_torch(lib):
+def test_storages_are_shared_between_views_like_torch(lib, monkeypatch):
+    # torch warns about TypedStorage once per process: forget an earlier test's warning
+    monkeypatch.delattr(torch.storage._warn_typed_storage_removal, "has_warned", raising=False)
     x = lib.arange(6.0)
     s = x.untyped_storage()
     assert s.nbytes() == s.size() == len(s) == 24 and s.element_size() == 1
