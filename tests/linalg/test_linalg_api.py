@@ -181,3 +181,35 @@ def test_svd_of_non_finite_matrices_gives_nan_without_calling_lapack(bad):
     ts = torch.linalg.svdvals(torch.from_numpy(a[[0, 2]])).numpy()
     np.testing.assert_allclose(s[[0, 2]], ts, rtol=1e-10)
     np.testing.assert_allclose(s2[[0, 2]], ts, rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(3, 8), (2, 3, 8), (4, 9), (64, 128), (2, 5), (5, 6), (8, 3),
+                                   (2, 8, 3), (128, 64), (5, 5)])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd_singular_vector_signs_match_torch(shape, dtype, full):
+    # torch's gesdd (MKL) bidiagonalises a wide matrix directly where reference LAPACK goes
+    # through LQ, with other signs; ember's U, S and Vh's first k rows are torch's (full
+    # Vh's null-space rows are another basis of the same space)
+    a = np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
+    e, t = _pair(a)
+    ue, se, ve = (x.numpy() for x in ember.linalg.svd(e, full_matrices=full))
+    ut, st, vt = (x.numpy() for x in torch.linalg.svd(t, full_matrices=full))
+    k = min(shape[-2:])
+    tol = 1e-3 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(se, st, rtol=tol, atol=tol)
+    np.testing.assert_allclose(ue[..., :, :k], ut[..., :, :k], atol=tol)
+    np.testing.assert_allclose(ve[..., :k, :], vt[..., :k, :], atol=tol)
+    assert ue.shape == ut.shape and ve.shape == vt.shape
+    np.testing.assert_allclose((ve @ ve.swapaxes(-1, -2)), np.broadcast_to(
+        np.eye(ve.shape[-2]), ve.shape[:-1] + (ve.shape[-2],)), atol=tol)
+
+
+def test_svd_of_a_rank_deficient_wide_matrix():
+    # a zero singular value of A: the added zero rows may mix into its vector; still an SVD
+    a = np.random.default_rng(0).standard_normal((4, 2)) @ np.random.default_rng(1)\
+        .standard_normal((2, 9))
+    u, s, vh = (x.numpy() for x in ember.linalg.svd(ember.from_numpy(a), full_matrices=False))
+    np.testing.assert_allclose(u @ np.diag(s) @ vh, a, atol=1e-10)
+    np.testing.assert_allclose(u.T @ u, np.eye(4), atol=1e-10)
+    np.testing.assert_allclose(s, torch.linalg.svdvals(torch.from_numpy(a)).numpy(), atol=1e-10)

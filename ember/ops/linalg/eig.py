@@ -136,6 +136,14 @@ def _svd_kernel(xp, a, full_matrices):
         return (xp.zeros(a.shape[:-2] + (m, um), a.dtype) + xp.eye(m, um, dtype=a.dtype),
                 xp.zeros(a.shape[:-2] + (k,), rdt),
                 xp.zeros(a.shape[:-2] + (vn, n), a.dtype) + xp.eye(vn, n, dtype=a.dtype))
+    if xp is np and n >= int(m * 11 / 6) > 0:
+        r = _svd_wide(a, m, n, full_matrices, rdt)
+        if r is not None:
+            return r
+    return _gesdd(xp, a, full_matrices, rdt)
+
+
+def _gesdd(xp, a, full_matrices, rdt):
     if a.ndim == 2:
         import scipy.linalg as sl
         try:
@@ -147,6 +155,28 @@ def _svd_kernel(xp, a, full_matrices):
     u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
     return u.astype(a.dtype, copy=False), s.astype(rdt, copy=False), vh.astype(a.dtype,
                                                                                copy=False)
+
+
+def _svd_wide(a, m, n, full_matrices, rdt):
+    """The SVD of a wide ``a`` (n >= 11m/6) with torch's singular-vector signs, or None.
+
+    Reference LAPACK's gesdd (NumPy's and SciPy's) factors such a matrix through its LQ
+    decomposition first; MKL's (torch's) bidiagonalises it directly, and the two choose
+    different signs.  Appending zero rows up to p > 6n/11 makes reference gesdd take its
+    direct path, whose factors restricted to the first m rows are MKL's (U, S, Vh; the
+    zero rows only add zero singular values after A's).  Done while p x p x n stays small
+    next to A's own cost, and only if the added rows stay out of A's singular vectors (a
+    rank-deficient A can mix them in): otherwise None, and the LQ path's valid factors."""
+    p = -(-6 * n // 11) + 1
+    if p * p * n > max(4 * m * m * n, 1 << 21):
+        return None
+    ap = np.zeros(a.shape[:-2] + (p, n), a.dtype)
+    ap[..., :m, :] = a
+    u, s, vh = _gesdd(np, ap, full_matrices, rdt)
+    if u[..., m:, :m].size and np.abs(u[..., m:, :m]).max() > np.sqrt(np.finfo(rdt).eps):
+        return None
+    return (np.ascontiguousarray(u[..., :m, :m]), np.ascontiguousarray(s[..., :m]),
+            vh if full_matrices else np.ascontiguousarray(vh[..., :m, :]))
 
 
 def svd_backward(gu, gs, gvh, u, s, vh):
