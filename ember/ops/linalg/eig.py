@@ -136,7 +136,7 @@ def _svd_kernel(xp, a, full_matrices):
         return (xp.zeros(a.shape[:-2] + (m, um), a.dtype) + xp.eye(m, um, dtype=a.dtype),
                 xp.zeros(a.shape[:-2] + (k,), rdt),
                 xp.zeros(a.shape[:-2] + (vn, n), a.dtype) + xp.eye(vn, n, dtype=a.dtype))
-    if xp is np and n >= int(m * 11 / 6) > 0:
+    if xp is np and n >= int(m * 11 / 6) > 1:
         r = _svd_wide(a, m, n, full_matrices, rdt)
         if r is not None:
             return r
@@ -162,13 +162,15 @@ def _svd_wide(a, m, n, full_matrices, rdt):
 
     Reference LAPACK's gesdd (NumPy's and SciPy's) factors such a matrix through its LQ
     decomposition first; MKL's (torch's) bidiagonalises it directly, and the two choose
-    different signs.  Appending zero rows up to p > 6n/11 makes reference gesdd take its
-    direct path, whose factors restricted to the first m rows are MKL's (U, S, Vh; the
+    different signs.  Appending zero rows up to the fewest p with p*11/6 > n (p < n: a
+    square one takes yet another path) makes reference gesdd take its direct path, whose factors restricted to the first m rows are MKL's (U, S, Vh; the
     zero rows only add zero singular values after A's).  Done while p x p x n stays small
     next to A's own cost, and only if the added rows stay out of A's singular vectors (a
     rank-deficient A can mix them in): otherwise None, and the LQ path's valid factors."""
-    p = -(-6 * n // 11) + 1
-    if p * p * n > max(4 * m * m * n, 1 << 21):
+    p = max(m + 1, 6 * n // 11)
+    while int(p * 11 / 6) <= n:    # the fewest rows that keep gesdd off its LQ path
+        p += 1
+    if p >= n or p * p * n > max(4 * m * m * n, 1 << 21):
         return None
     ap = np.zeros(a.shape[:-2] + (p, n), a.dtype)
     ap[..., :m, :] = a
