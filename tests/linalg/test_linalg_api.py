@@ -186,13 +186,14 @@ def test_svd_of_non_finite_matrices_gives_nan_without_calling_lapack(bad):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("shape", [(3, 8), (2, 3, 8), (4, 9), (64, 128), (2, 5), (5, 6), (8, 3),
                                    (2, 8, 3), (128, 64), (5, 5), (1, 5), (2, 4), (3, 5), (2, 12),
-                                   (6, 40)])
+                                   (6, 40), (4, 3), (6, 4), (7, 5), (18, 11)])
 @pytest.mark.parametrize("full", [False, True])
 def test_svd_singular_vector_signs_match_torch(shape, dtype, full):
     # torch's gesdd (MKL) bidiagonalises a wide matrix directly where reference LAPACK goes
     # through LQ, with other signs; ember's U, S and Vh's first k rows are torch's (full
-    # Vh's null-space rows are another basis of the same space; a few tiny shapes, 2x3,
-    # 4x3, 6x4, 7x5, still differ: MKL's own choices there follow no rule found)
+    # Vh's null-space rows are another basis of the same space); a tall one with
+    # 3n/2 <= m < 11n/6 goes through QR in MKL only, done by hand here (float32 still
+    # differs in a vector's sign for some draws, e.g. 2x7x5 seeded 14, or 10x6)
     a = np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
     e, t = _pair(a)
     ue, se, ve = (x.numpy() for x in ember.linalg.svd(e, full_matrices=full))
