@@ -78,47 +78,10 @@ def test_retained_and_returned_gradients_stay_apart_from_grad():
     np.testing.assert_array_equal(x.grad.numpy(), [4, 4, 4, 4])
 
 
-def test_a_fresh_gradient_is_taken_without_a_copy(monkeypatch):
-    """A backward that makes a fresh array nothing else refers to: it becomes .grad as it
-    is (torch steals it too); the copy path is not taken.  (The engine counts references
-    with sys.getrefcount: tests/conftest.py removes the frame-evaluation shim a failed real
-    torch.compile leaves installed, under which every call holds one more.)"""
+def _fresh_gradient_copies(monkeypatch, shape):
+    """Backward of a Function whose gradient is a fresh array nothing else refers to, with
+    engine's NumPy counting its copies of a gradient; returns (leaf, number of copies)."""
     from ember.autograd import engine
-    copies = []
-
-    class CountingNumPy:  # engine's NumPy, counting its copies of a gradient
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        def copyto(self, *a, **k):
-            copies.append(1)
-            return np.copyto(*a, **k)
-    monkeypatch.setattr(engine, "_np", CountingNumPy())
-
-    class Fresh(ember.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 1
-
-        @staticmethod
-        def backward(ctx, g):
-            return ember.full(g.shape, 3.0)
-
-    x = ember.randn(64, 64, requires_grad=True)
-    Fresh.apply(x).sum().backward()
-    assert copies == []
-    np.testing.assert_array_equal(x.grad.numpy(), np.full((64, 64), 3.0, np.float32))
-
-
-
-def test_interpreters_with_other_reference_counts_always_copy(monkeypatch):
-    """Where the engine's reference counts are not known to hold (CPython 3.14's borrowed
-    loads, the free-threaded build, other implementations) the first gradient is copied,
-    even a fresh one nothing else refers to."""
-    from ember.autograd import engine
-    assert engine._STEALS == (sys.version_info[:2] < (3, 14) and
-                              sys.implementation.name == "cpython" and
-                              getattr(sys, "_is_gil_enabled", lambda: True)())
     copies = []
 
     class CountingNumPy:
@@ -129,7 +92,6 @@ def test_interpreters_with_other_reference_counts_always_copy(monkeypatch):
             copies.append(1)
             return np.copyto(*a, **k)
     monkeypatch.setattr(engine, "_np", CountingNumPy())
-    monkeypatch.setattr(engine, "_STEALS", False)
 
     class Fresh(ember.autograd.Function):
         @staticmethod
@@ -140,7 +102,27 @@ def test_interpreters_with_other_reference_counts_always_copy(monkeypatch):
         def backward(ctx, g):
             return ember.full(g.shape, 3.0)
 
-    x = ember.randn(8, requires_grad=True)
+    x = ember.randn(*shape, requires_grad=True)
     Fresh.apply(x).sum().backward()
-    assert copies == [1]
-    np.testing.assert_array_equal(x.grad.numpy(), np.full(8, 3.0, np.float32))
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(shape, 3.0, np.float32))
+    return x, len(copies)
+
+
+def test_a_fresh_gradient_is_taken_without_a_copy(monkeypatch):
+    """A backward that makes a fresh array nothing else refers to: it becomes .grad as it
+    is (torch steals it too); the copy path is not taken.  (The engine counts references
+    with sys.getrefcount: tests/conftest.py removes the frame-evaluation shim a failed real
+    torch.compile leaves installed, under which every call holds one more.)"""
+    assert _fresh_gradient_copies(monkeypatch, (64, 64))[1] == 0
+
+
+def test_interpreters_with_other_reference_counts_always_copy(monkeypatch):
+    """Where the engine's reference counts are not known to hold (CPython 3.14's borrowed
+    loads, the free-threaded build, other implementations) the first gradient is copied,
+    even a fresh one nothing else refers to."""
+    from ember.autograd import engine
+    assert engine._STEALS == (sys.version_info[:2] < (3, 14) and
+                              sys.implementation.name == "cpython" and
+                              getattr(sys, "_is_gil_enabled", lambda: True)())
+    monkeypatch.setattr(engine, "_STEALS", False)
+    assert _fresh_gradient_copies(monkeypatch, (8,))[1] == 1
