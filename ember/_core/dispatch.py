@@ -314,7 +314,7 @@ def _mark_view(out, src, op, params):
         return  # the kernel had to copy (e.g. reshape of a non-contiguous tensor)
     root = src._base if src._base is not None else src
     out._base = root
-    out._version = _version_of(root)
+    out._vc = _version_of(root)
     out._view_chain = (src._view_chain or ()) + ((op, params),)
     out._view_base_fn = root.grad_fn
     if getattr(src, "_multi_view", None) is not None and STATE.grad_enabled:

@@ -143,7 +143,7 @@ class Node:
             t.grad_fn, t._output_nr = self, i
             _raise_modified(t, vc[0], v)
         t = wrap(arr)
-        t._version = vc
+        t._vc = vc
         if diff:
             t.grad_fn, t._output_nr, t._requires_grad = self, i, True
         return t
@@ -201,7 +201,7 @@ class OpNode(Node):
             return self._unpack_one(0, item)
         t = _new(Tensor)
         t._data = arr
-        t._version = vc
+        t._vc = vc
         if diff:
             t.grad_fn = self
             t._requires_grad = True
@@ -323,7 +323,7 @@ def _input(a, save):
     gradient -- and, when ``save``, its version entry ``(a, counter, version now)``: one
     call per tensor input."""
     if save:
-        vc = a._version
+        vc = a._vc
         if vc is None:
             vc = _version_of(a)
         v = (a, vc, vc[0])
@@ -466,7 +466,7 @@ def record_unary(op, x, out):
     node.op = op
     node.params = _NO_PARAMS
     if op.save_inputs:
-        vc = x._version
+        vc = x._vc
         if vc is None:
             vc = _version_of(x)
         node.saved = (x,)
@@ -508,12 +508,12 @@ def record_binary(op, x, y, out):
         sx, sy = by_need[rx + 2 * ry] if by_need is not None else (True, True)
         vx = vy = None
         if sx and tx:
-            vc = x._version
+            vc = x._vc
             if vc is None:
                 vc = _version_of(x)
             vx = (x, vc, vc[0])
         if sy and ty:
-            vc = y._version
+            vc = y._vc
             if vc is None:
                 vc = _version_of(y)
             vy = (y, vc, vc[0])
@@ -563,7 +563,7 @@ def _saved_output(o, diff):
         # tensor-likes (vmap's batched tensors) keep state beyond _data, and under forward
         # AD the output receives its tangent after recording: save the object itself
         return (o, None, None, diff)
-    vc = o._version
+    vc = o._vc
     if vc is None:
         vc = _version_of(o)
     return (o._data, vc, vc[0], diff)
@@ -630,7 +630,7 @@ def _pack_with(node, pack, unpack):
             arr, vc, _, diff = item
             t = arr if vc is None else wrap(arr)
             if vc is not None:
-                t._version = vc
+                t._vc = vc
             so[i] = (Packed(pack(t), unpack), None, None, diff)
             packed = True
     if packed:
@@ -685,7 +685,7 @@ class _UnpacksSaved:
                 continue
             u = item[0].get()
             t = wrap(u._data)   # the output again: its grad_fn is this node (double backward)
-            t._version = _version_of(u)
+            t._vc = _version_of(u)
             if item[3]:
                 t.grad_fn, t._output_nr, t._requires_grad = self, i, True
             outs.append(t)

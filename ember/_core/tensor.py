@@ -54,7 +54,7 @@ class Tensor:
     _base = None
     _view_chain = None      # ((op, params), ...) from _base to this view
     _view_base_fn = None    # _base.grad_fn when this view's grad_fn was made
-    _version = None         # [int], shared with views; created on first need
+    _vc = None              # version counter: [int], shared with views; created on first need
     _hooks = None
     _post_acc_hooks = None
     _retains_grad = False
@@ -265,8 +265,11 @@ class Tensor:
         return t
 
     @property
-    def _version_value(self):
-        return 0 if self._version is None else self._version[0]
+    def _version(self):
+        """The version counter's value, as torch's ``Tensor._version``: how many in-place
+        writes this tensor and the views sharing its memory have seen."""
+        return 0 if self._vc is None else self._vc[0]
+
 
     @property
     def output_nr(self):
@@ -343,7 +346,7 @@ class Tensor:
         if STORAGE_HOOKS:
             storage_changing(self)
         self._data = real_array(value._data)
-        self._version = None
+        self._vc = None
         self._base = None
         self._view_chain = None
 
@@ -352,7 +355,7 @@ class Tensor:
         t = wrap(self._data)
         # shares the version counter, but is not an autograd view (torch: ``_base`` is None),
         # so in-place writes to it are allowed even when ``self`` is a leaf requiring grad
-        t._version = _version_of(self)
+        t._vc = _version_of(self)
         return t
 
     def detach_(self):
@@ -499,7 +502,7 @@ class Tensor:
         new._data = self._data.copy()
         new._requires_grad = self._requires_grad
         for k, v in self.__dict__.items():
-            if k not in ("_data", "_requires_grad", "_version", "_base", "_view_chain",
+            if k not in ("_data", "_requires_grad", "_vc", "_base", "_view_chain",
                          "_accumulator", "_hooks", "_post_acc_hooks", "_grad"):
                 import copy
                 new.__dict__[k] = copy.deepcopy(v, memo)
@@ -566,16 +569,16 @@ def host_tensor(arr, like):
 
 def _version_of(t):
     """The version counter of ``t``, created (and shared with its base) on first need."""
-    v = t._version
+    v = t._vc
     if v is None:
         base = t._base
         if base is not None:
-            v = base._version
+            v = base._vc
             if v is None:
-                v = base._version = [0]
+                v = base._vc = [0]
         else:
             v = [0]
-        t._version = v
+        t._vc = v
     return v
 
 

@@ -222,7 +222,7 @@ def _derive_view(t, lz):
     t.__class__ = lz.original
     if chain == DETACHED:  # an alias (detach): the root's memory and version counter
         d["_data"] = root._data
-        d["_version"] = _version_of(root)
+        d["_vc"] = _version_of(root)
         return
     own = d.get("grad_fn")  # history an autograd.Function gave this very tensor
     own_nr, own_rg = d.get("_output_nr"), d.get("_requires_grad")

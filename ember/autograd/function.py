@@ -375,7 +375,7 @@ def _run(cls, args, kwargs):
         if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in dirty:
             # returning an input unchanged: hand back an alias carrying the new history
             alias = wrap(o._data)
-            alias._version = _version_of(o)
+            alias._vc = _version_of(o)
             o = alias
         results.append(o)
     if track:

@@ -30,7 +30,7 @@ def _check_tensor(t, what):
 
 
 def _bump(t):
-    v = t._version
+    v = t._vc
     if v is not None:
         v[0] += 1
 

@@ -55,4 +55,4 @@ def _version(t):
     """The version counter of ``t``'s storage (under vmap, its physical tensor's)."""
     while isinstance(t, BatchedTensor):
         t = t._value
-    return t._version_value
+    return t._version

@@ -265,7 +265,7 @@ def _mark_logical_view(out, src, op, params):
     from .._core.tensor import _version_of
     root = src._base if src._base is not None else src
     out._base = root
-    out._version = _version_of(root)
+    out._vc = _version_of(root)
     out._view_chain = (src._view_chain or ()) + ((op, params),)
     out._view_base_fn = root.grad_fn
 

@@ -20,9 +20,9 @@ class Parameter(Tensor):
             data = wrap(np.empty((0,), dtype=np.float32))
         t = object.__new__(cls)
         t._data = data._data
-        if data._version is not None or data._base is not None:
+        if data._vc is not None or data._base is not None:
             from .._core.tensor import _version_of
-            t._version = _version_of(data)
+            t._vc = _version_of(data)
         t._requires_grad = False
         if requires_grad:
             t._set_requires_grad(True)

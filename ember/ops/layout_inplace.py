@@ -21,7 +21,7 @@ def _point_at(self, array, version_of=None, root=None):
     self._data = array
     self._base = None if root is array else wrap(root)
     self._view_chain = None
-    self._version = None if version_of is None else _version_of(version_of)
+    self._vc = None if version_of is None else _version_of(version_of)
 
 
 def _set_(self, source=None, storage_offset=0, size=None, stride=None):

@@ -537,12 +537,12 @@ def fused_step(op, params, grads, state_lists, differentiable=False, **hyper):
             hyper[k] = v.item()
     apply(op, tuple(flat), hyper)
     for t in params:
-        v = t._version
+        v = t._vc
         if v is None:
             v = _version_of(t)
         v[0] += 1
     for t in flat[2 * n:]:  # the state (gradients are only read)
-        v = t._version
+        v = t._vc
         if v is None:
             v = _version_of(t)
         v[0] += 1

@@ -26,14 +26,14 @@ class LoadedStorage:
     """One storage read from an archive: its bytes plus the dtype its type declared
     (``None`` for ``UntypedStorage``), and the tensors that own each dtype view of it."""
     __slots__ = ("array", "dtype", "key", "location", "big_endian", "quantized", "_owners",
-                 "_version")
+                 "_vc")
 
     def __init__(self, array, dtype, key, location, big_endian=False, quantized=False):
         self.array, self.dtype, self.key, self.location = array, dtype, key, location
         self.big_endian = big_endian
         self.quantized = quantized  # a QInt8Storage & co.: only _rebuild_qtensor reads it
         self._owners = {}
-        self._version = [0]
+        self._vc = [0]
 
     @property
     def nbytes(self):
@@ -44,7 +44,7 @@ class LoadedStorage:
         owner = self._owners.get(dtype.name)
         if owner is None:
             owner = wrap(self._typed_array(dtype))
-            owner._version = self._version
+            owner._vc = self._vc
             self._owners[dtype.name] = owner
         return owner
 
@@ -126,7 +126,7 @@ def _view(storage, dtype, offset, size, stride):
         view = np.lib.stride_tricks.as_strided(base, shape=size, strides=strides)
     t = wrap(view)
     t._base = owner
-    t._version = owner._version
+    t._vc = owner._vc
     return t
 
 

@@ -55,7 +55,7 @@ _TORCH_TENSOR = _Global("torch", "Tensor")
 _UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 
 # attributes of an ember Tensor that are autograd/storage machinery, never user state
-_INTERNAL_ATTRS = frozenset({"_data", "_requires_grad", "_version", "_base", "_view_chain",
+_INTERNAL_ATTRS = frozenset({"_data", "_requires_grad", "_vc", "_base", "_view_chain",
                              "_view_base_fn", "_accumulator", "_hooks", "_post_acc_hooks",
                              "_grad", "grad_fn", "_output_nr", "_retains_grad", "_is_param",
                              "_fw_tangent", "_level"})

@@ -176,7 +176,7 @@ def test_clone_detach_share():
     assert d.data_ptr() == e.data_ptr()
     d.zero_()
     assert e.tolist() == [0.0, 0.0]
-    assert e._version_value == d._version_value == 1
+    assert e._version == d._version == 1
     v = e[0]
     v.detach().fill_(3.0)
     assert e.tolist() == [3.0, 0.0]
@@ -216,18 +216,18 @@ def test_views_share_memory_and_version():
     base = ember.zeros(2, 3)
     v = base[0]
     w = base.view(6)
-    assert base._version_value == 0
+    assert base._version == 0
     v.add_(1)
     assert base.tolist()[0] == [1.0, 1.0, 1.0] and w.tolist()[:3] == [1.0, 1.0, 1.0]
-    assert base._version_value == v._version_value == w._version_value == 1
+    assert base._version == v._version == w._version == 1
     base.mul_(2)
-    assert v._version_value == 2
+    assert v._version == 2
     assert base.data_ptr() == w.data_ptr()
     t = torch.zeros(2, 3)
     tv = t[0]
     tv.add_(1)
     t.mul_(2)
-    assert tv._version == v._version_value
+    assert tv._version == v._version
 
 
 def test_inplace_result_type_errors():
@@ -308,3 +308,18 @@ def test_legacy_constructor():
     assert tuple(e.shape) == tuple(t.shape) and e.dtype is ember.float32
     assert ember.Tensor([1, 2]).tolist() == torch.Tensor([1, 2]).tolist()
     assert ember.Tensor([1, 2]).dtype is ember.float32
+
+
+@pytest.mark.parametrize("lib", [ember, torch], ids=["ember", "torch"])
+def test_version_is_an_int_counting_in_place_writes(lib):
+    """``Tensor._version`` is an int, as torch's (libraries compare it to skip recomputing):
+    0 before any write, shared by views, not by clones or detached copies' clones."""
+    x = lib.zeros(4)
+    assert type(x._version) is int and x._version == 0
+    v = x[1:]
+    v.add_(1)
+    x[0] = 2.0
+    assert x._version == v._version == 2 and x.detach()._version == 2
+    c = x.clone()
+    c.mul_(3)
+    assert c._version == 1 and x._version == 2

@@ -71,7 +71,7 @@ def _both(op, args, fast):
     for d, out in ((f, out_f), (g, out_g)):
         if d["saved_out"] is not None:
             (arr, vc, v, diff), = d["saved_out"]
-            assert arr == id(out._data) and vc == id(out._version)
+            assert arr == id(out._data) and vc == id(out._vc)
             d["saved_out"] = [(v, diff)]
     return f, g
 

@@ -58,9 +58,9 @@ def test_apply_errors(lib):
 
 def test_apply_bumps_the_version_counter():
     x = ember.ones(3)
-    v = x._version_value
+    v = x._version
     x.apply_(lambda v: v + 1)
-    assert x._version_value == v + 1
+    assert x._version == v + 1
 
 
 @LIBS

@@ -74,11 +74,11 @@ def test_view_shares_memory_version_and_writes():
         assert y._base is x and np.shares_memory(y._data, x._data)
         assert y._data.flags.writeable  # as torch's expanded tensors are
         x.add_(1)
-        assert y._version_value == x._version_value == 1
+        assert y._version == x._version == 1
         assert y.sum().item() == 24
         y[0, 0, 0] = 5.0  # one element of x, seen at every broadcast position
         assert x[0, 0].item() == 5.0 and y[1, 0, 3].item() == 5.0
-        assert x._version_value == y._version_value == 2
+        assert x._version == y._version == 2
 
 
 def test_expand_as_and_broadcast_to_match_torch():

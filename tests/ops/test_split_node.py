@@ -38,7 +38,7 @@ def _weights(pieces, seed=1):
 
 
 def _version(t):
-    return t._version_value if isinstance(t, ember.Tensor) else t._version
+    return t._version
 
 
 def _close(e, t, **kw):

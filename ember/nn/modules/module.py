@@ -724,7 +724,7 @@ class Module:
             if new is not p:
                 storage_changing(p)
                 p._data = real_array(new._data)
-                p._version = None
+                p._vc = None
                 p._base = None
             if p._grad is not None:
                 with no_grad():

@@ -46,7 +46,7 @@ def _set_original(dest, value):
     """Overwrite tensor ``dest`` with ``value`` keeping its identity (like ``Tensor.set_``)."""
     dest._data = value.detach()._data
     dest._base = None
-    dest._version = None
+    dest._vc = None
 
 
 class ParametrizationList(ModuleList):
