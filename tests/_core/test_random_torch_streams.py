@@ -46,6 +46,11 @@ SAMPLERS = {
     "randint": lambda t, n: t.randint(0, 10, (n,)),
     "randint_neg": lambda t, n: t.randint(-50, 7, (n, 2), dtype=t.int32),
     "randint_wide": lambda t, n: t.randint(-2 ** 40, 2 ** 40, (n,)),
+    # ranges from 2**28 take 64-bit draws whatever the dtype; just below, 32-bit words
+    "randint_2p28": lambda t, n: t.randint(0, 2 ** 28, (n,)),
+    "randint_below_2p28": lambda t, n: t.randint(0, 2 ** 28 - 1, (n,)),
+    "randint_2p30_int32": lambda t, n: t.randint(-2 ** 29, 2 ** 30 + 5, (n,), dtype=t.int32),
+    "random_2p31_float64": lambda t, n: t.empty(n, dtype=t.float64).random_(0, 2 ** 31 - 1),
     "randperm": lambda t, n: t.randperm(n),
     "normal_": lambda t, n: t.empty(n).normal_(2.0, 3.0),
     "normal_f64": lambda t, n: t.empty(n, dtype=t.float64).normal_(-1.5, 0.25),
